@@ -1,0 +1,95 @@
+# mt: an Intel PT control-flow tracer.  `make` builds release binaries into
+# build/bin, `make test` builds everything with ASan+UBSan into build/asan
+# and runs every test.
+
+CC      ?= cc
+MODE    ?= release
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CSTD    := -std=c11 -D_GNU_SOURCE
+LIBS    := -lipt -lelf -lsqlite3 -lz -lm -lpthread
+
+ifeq ($(MODE),asan)
+BUILD   ?= build/asan
+OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=all
+LDOPT   := -fsanitize=address,undefined
+else
+BUILD   ?= build
+OPT     := -O2 -g
+LDOPT   :=
+endif
+
+CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
+
+# Library modules, in data-flow order.
+LIB_DIRS := perfdata capture decode symbols segments stitch writers
+LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+SYNTH_SRCS := $(filter-out tests/synth/mt-synth.c,$(wildcard tests/synth/*.c))
+CMD_SRCS := $(wildcard cmd/*.c)
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
+BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
+TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps test unit check-format format clean demo bench golden-update
+
+all: deps $(BINS)
+
+deps:
+	@sh tools/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libmt.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libsynth.a: $(SYNTH_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/mt-%: $(BUILD)/obj/cmd/mt-%.o $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $< $(BUILD)/libmt.a $(LIBS) -o $@
+
+$(BUILD)/bin/mt-synth: $(BUILD)/obj/tests/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+$(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+# The test suite: sanitizer build, then every unit and end-to-end test.
+test:
+	@sh tools/deps.sh --test
+	@$(MAKE) --no-print-directory MODE=asan asan-build
+	@sh tests/run build/asan
+
+asan-build: $(BINS) $(TESTS)
+
+unit: $(BINS) $(TESTS)
+
+format:
+	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])
+
+check-format:
+	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])
+
+demo:
+	@echo "make demo needs the emulation backend (mt-capture --emulate), which is not built yet." >&2
+	@echo "Meanwhile: make && build/bin/mt-synth --seed 1 --branches 100000 -o /tmp/s && build/bin/mt-convert --info /tmp/s/raw.bin" >&2
+	@exit 1
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

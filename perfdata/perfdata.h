@@ -1,0 +1,367 @@
+/*
+ * perfdata: read and write perf.data files as they carry Intel PT.
+ *
+ * This header is the whole interface of the folder.  The reader maps a
+ * capture (regular or piped format), validates every size and offset
+ * against the file, and hands out records one at a time, parsed into
+ * struct pd_event.  The writer produces a file that perf itself reads
+ * (`perf script --itrace=cr`), written under a temporary name and renamed
+ * into place by pd_writer_finish().
+ *
+ * All integers in the file are little-endian; we only run on x86-64.
+ * Errors are negative PD_E* codes; the struct pd_err filled in holds one
+ * line for the user naming the file, the offset and what was expected.
+ */
+#ifndef MT_PERFDATA_H
+#define MT_PERFDATA_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes (negated on return). */
+enum {
+	PD_OK = 0,
+	PD_EIO = 1,      /* open/read/write/rename failed (errno in message) */
+	PD_EFORMAT = 2,  /* the file is not what it says it is */
+	PD_ETRUNC = 3,   /* something points past the end of the file */
+	PD_ENOMEM = 4,
+	PD_EINVAL = 5,   /* bad argument from the caller */
+};
+
+struct pd_err {
+	int code;       /* PD_E*, positive */
+	char msg[512];  /* one line: "FILE: offset N: what was wrong" */
+};
+
+/* User record types synthesised by perf (not in the kernel uapi). */
+enum {
+	PD_RECORD_HEADER_ATTR = 64,
+	PD_RECORD_HEADER_EVENT_TYPE = 65,
+	PD_RECORD_HEADER_TRACING_DATA = 66,
+	PD_RECORD_HEADER_BUILD_ID = 67,
+	PD_RECORD_FINISHED_ROUND = 68,
+	PD_RECORD_ID_INDEX = 69,
+	PD_RECORD_AUXTRACE_INFO = 70,
+	PD_RECORD_AUXTRACE = 71,
+	PD_RECORD_AUXTRACE_ERROR = 72,
+	PD_RECORD_THREAD_MAP = 73,
+	PD_RECORD_CPU_MAP = 74,
+	PD_RECORD_STAT_CONFIG = 75,
+	PD_RECORD_STAT = 76,
+	PD_RECORD_STAT_ROUND = 77,
+	PD_RECORD_EVENT_UPDATE = 78,
+	PD_RECORD_TIME_CONV = 79,
+	PD_RECORD_HEADER_FEATURE = 80,
+	PD_RECORD_COMPRESSED = 81,
+	PD_RECORD_FINISHED_INIT = 82,
+	PD_RECORD_MAX = 96,
+};
+
+/* Feature bits of the header's adds_features bitmap. */
+enum {
+	PD_FEAT_TRACING_DATA = 1,
+	PD_FEAT_BUILD_ID = 2,
+	PD_FEAT_HOSTNAME = 3,
+	PD_FEAT_OSRELEASE = 4,
+	PD_FEAT_VERSION = 5,
+	PD_FEAT_ARCH = 6,
+	PD_FEAT_NRCPUS = 7,
+	PD_FEAT_CPUDESC = 8,
+	PD_FEAT_CPUID = 9,
+	PD_FEAT_TOTAL_MEM = 10,
+	PD_FEAT_CMDLINE = 11,
+	PD_FEAT_EVENT_DESC = 12,
+	PD_FEAT_AUXTRACE = 18,
+	PD_FEAT_MAX = 256,
+};
+
+/* PERF_AUXTRACE_* types of AUXTRACE_INFO. */
+#define PD_AUXTRACE_INTEL_PT 1
+
+/* Indexes of the Intel PT private array of AUXTRACE_INFO. */
+enum {
+	PD_PT_PMU_TYPE,
+	PD_PT_TIME_SHIFT,
+	PD_PT_TIME_MULT,
+	PD_PT_TIME_ZERO,
+	PD_PT_CAP_USER_TIME_ZERO,
+	PD_PT_TSC_BIT,
+	PD_PT_NORETCOMP_BIT,
+	PD_PT_HAVE_SCHED_SWITCH,
+	PD_PT_SNAPSHOT_MODE,
+	PD_PT_PER_CPU_MMAPS,
+	PD_PT_MTC_BIT,
+	PD_PT_MTC_FREQ_BITS,
+	PD_PT_TSC_CTC_N,
+	PD_PT_TSC_CTC_D,
+	PD_PT_CYC_BIT,
+	PD_PT_MAX_NONTURBO_RATIO,
+	PD_PT_FILTER_STR_LEN,
+	PD_PT_NR_FIXED, /* 17 fixed u64 fields */
+};
+
+/*
+ * Intel PT recording parameters, decoded from (or encoded into)
+ * AUXTRACE_INFO.  Older perf versions wrote fewer fields: the have_*
+ * flags say which groups were present.
+ */
+struct pd_pt_info {
+	uint32_t pmu_type;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	bool cap_user_time_zero;
+	uint64_t tsc_bit;       /* config masks, as perf stores them */
+	uint64_t noretcomp_bit;
+	uint32_t have_sched_switch;
+	bool snapshot_mode;
+	bool per_cpu_mmaps;
+	bool have_mtc_group;    /* mtc_bit .. cyc_bit present */
+	uint64_t mtc_bit;
+	uint64_t mtc_freq_bits;
+	uint32_t tsc_ctc_n;     /* CPUID.15H:EBX */
+	uint32_t tsc_ctc_d;     /* CPUID.15H:EAX */
+	uint64_t cyc_bit;
+	bool have_max_nonturbo;
+	uint32_t max_nonturbo_ratio;
+	char filter[256];       /* address-filter string, "" if none */
+	bool have_cap_event_trace;
+	uint64_t cap_event_trace;
+};
+
+/* The sample_id_all trailer (or the same fields of a sample). */
+struct pd_sample_id {
+	uint32_t pid, tid;  /* (u32)-1 when absent */
+	uint64_t time;      /* 0 when absent */
+	uint64_t id;
+	uint64_t stream_id;
+	uint32_t cpu;       /* (u32)-1 when absent */
+	bool have_tid, have_time, have_id, have_cpu;
+};
+
+/* MMAP and MMAP2, unified. */
+struct pd_mmap {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	bool is_mmap2;
+	bool has_build_id;        /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID */
+	uint8_t build_id_size;
+	uint8_t build_id[20];
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	const char *filename;     /* points into the file, NUL-terminated */
+};
+
+struct pd_comm {
+	uint32_t pid, tid;
+	bool exec;                /* PERF_RECORD_MISC_COMM_EXEC */
+	const char *comm;         /* points into the file, NUL-terminated */
+};
+
+struct pd_task { /* FORK and EXIT */
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+struct pd_itrace_start {
+	uint32_t pid, tid;
+};
+
+struct pd_aux {
+	uint64_t aux_offset, aux_size, flags; /* PERF_AUX_FLAG_* */
+};
+
+struct pd_switch {
+	bool out;              /* switch-out (else switch-in) */
+	bool preempt;          /* out because preempted */
+	bool cpu_wide;         /* SWITCH_CPU_WIDE: next_prev_* valid */
+	uint32_t next_prev_pid, next_prev_tid;
+};
+
+struct pd_auxtrace {
+	uint64_t size;         /* bytes of trace data that follow */
+	uint64_t offset;       /* position in the AUX ring */
+	uint64_t reference;    /* TSC when read */
+	uint32_t idx, tid, cpu;
+	const uint8_t *data;   /* points into the file (reader only) */
+};
+
+struct pd_time_conv {
+	uint64_t time_shift, time_mult, time_zero;
+	uint64_t time_cycles, time_mask;
+	bool have_ext;         /* time_cycles .. cap_user_time_short present */
+	bool cap_user_time_zero, cap_user_time_short;
+};
+
+struct pd_lost {
+	uint64_t id, lost;
+};
+
+struct pd_sample {
+	uint64_t ip;
+	uint64_t addr;
+	uint64_t period;
+};
+
+/* One record, as the reader returns it. */
+struct pd_event {
+	uint32_t type;          /* PERF_RECORD_* or PD_RECORD_* */
+	uint16_t misc;
+	uint16_t size;          /* header.size */
+	uint64_t file_offset;   /* where the record starts */
+	const uint8_t *raw;     /* the whole record, header included */
+	const struct pd_attr *attr; /* the attr it belongs to, if known */
+	struct pd_sample_id sid;
+	union {
+		struct pd_mmap mmap;
+		struct pd_comm comm;
+		struct pd_task task;
+		struct pd_itrace_start itrace_start;
+		struct pd_aux aux;
+		struct pd_switch sw;
+		struct pd_auxtrace auxtrace;
+		struct pd_pt_info pt_info;   /* AUXTRACE_INFO of type Intel PT */
+		struct pd_time_conv time_conv;
+		struct pd_lost lost;
+		struct pd_sample sample;
+	} u;
+	uint32_t auxtrace_info_type; /* for AUXTRACE_INFO */
+};
+
+/* An attr as stored in the file, zero-extended to our struct size. */
+struct pd_attr {
+	struct perf_event_attr attr;
+	uint32_t file_attr_size;   /* attr.size as found in the file */
+	uint64_t *ids;
+	size_t nr_ids;
+};
+
+struct pd_buildid {
+	uint32_t pid;
+	uint16_t misc;
+	uint8_t size;              /* significant bytes of id (20 for sha1) */
+	uint8_t id[20];
+	const char *filename;
+};
+
+struct pd_auxtrace_index {
+	uint64_t offset, size;
+};
+
+struct pd_file;
+
+/*
+ * Open and validate PATH.  On success *out owns the mapping; release with
+ * pd_close().  Header, attrs, ids and feature table are validated here;
+ * records are validated as pd_next() reaches them.
+ */
+int pd_open(struct pd_file **out, const char *path, struct pd_err *err);
+void pd_close(struct pd_file *f);
+
+const char *pd_path(const struct pd_file *f);
+bool pd_is_piped(const struct pd_file *f);
+size_t pd_nr_attrs(const struct pd_file *f);
+const struct pd_attr *pd_get_attr(const struct pd_file *f, size_t i);
+/* The attr whose id list contains ID, or NULL. */
+const struct pd_attr *pd_attr_by_id(const struct pd_file *f, uint64_t id);
+bool pd_has_feature(const struct pd_file *f, unsigned bit);
+/* Raw bytes of a feature section (NULL/0 if absent). */
+const uint8_t *pd_feature(const struct pd_file *f, unsigned bit, size_t *len);
+
+/*
+ * Iterate the data section.  *cursor starts at 0.  Returns 1 with *ev
+ * filled, 0 at the end, or a negative error.  Pointers in *ev stay valid
+ * until pd_close().
+ */
+int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
+	    struct pd_err *err);
+
+/*
+ * Build ids: from the BUILD_ID feature (or HEADER_BUILD_ID records in a
+ * piped file).  The array is owned by f.
+ */
+int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
+		struct pd_err *err);
+/* Entries of the AUXTRACE feature (index of AUXTRACE records). */
+int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
+		      size_t *n, struct pd_err *err);
+/* A length-prefixed string feature (hostname, cpuid, ...), or NULL. */
+const char *pd_feature_string(struct pd_file *f, unsigned bit);
+
+/* Time conversion between TSC and perf time (ns), as the kernel does it. */
+uint64_t pd_tsc_to_perf_time(uint64_t tsc, const struct pd_pt_info *pt);
+uint64_t pd_perf_time_to_tsc(uint64_t ns, const struct pd_pt_info *pt);
+
+/* Names for printing. */
+const char *pd_record_name(uint32_t type);
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+
+struct pd_writer;
+
+enum pd_write_mode {
+	PD_WRITE_FILE,   /* PERFILE2 with attr and feature sections */
+	PD_WRITE_PIPED,  /* perf record -o - layout: header records inline */
+};
+
+/*
+ * Create PATH.PID.tmp (or a tmp name next to PATH); nothing appears at
+ * PATH until pd_writer_finish() succeeds.  pd_writer_abort() removes the
+ * temporary file.  Exactly one of finish/abort must be called.
+ */
+int pd_writer_open(struct pd_writer **out, const char *path,
+		   enum pd_write_mode mode, struct pd_err *err);
+/*
+ * Attrs must all be added before the first record.  attr->size is set to
+ * sizeof(struct perf_event_attr) if 0.  The first attr's sample_type and
+ * sample_id_all decide the trailer the helpers below append.
+ */
+int pd_writer_add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
+		       const uint64_t *ids, size_t nr_ids);
+/* Append a fully formed record (header included, size in header). */
+int pd_writer_raw(struct pd_writer *w, const void *rec, size_t size);
+
+/* Record helpers: body built from the struct, trailer from sid. */
+int pd_write_comm(struct pd_writer *w, const struct pd_comm *c,
+		  const struct pd_sample_id *sid);
+int pd_write_mmap2(struct pd_writer *w, const struct pd_mmap *m,
+		   const struct pd_sample_id *sid); /* MMAP if !m->is_mmap2 */
+int pd_write_task(struct pd_writer *w, uint32_t type /* FORK or EXIT */,
+		  const struct pd_task *t, const struct pd_sample_id *sid);
+int pd_write_itrace_start(struct pd_writer *w, const struct pd_itrace_start *s,
+			  const struct pd_sample_id *sid);
+int pd_write_aux(struct pd_writer *w, const struct pd_aux *a,
+		 const struct pd_sample_id *sid);
+int pd_write_switch(struct pd_writer *w, const struct pd_switch *s,
+		    const struct pd_sample_id *sid);
+int pd_write_auxtrace_info(struct pd_writer *w, const struct pd_pt_info *pt,
+			   unsigned nr_fields /* 10, 15, 16 or 17(+filter) */,
+			   bool with_cap_event_trace);
+/* AUXTRACE header + data, zero-padded to 8; indexed for the feature. */
+int pd_write_auxtrace(struct pd_writer *w, const struct pd_auxtrace *a,
+		      const uint8_t *data);
+int pd_write_time_conv(struct pd_writer *w, const struct pd_time_conv *tc);
+int pd_write_finished_round(struct pd_writer *w);
+
+/* Feature sections (written at finish).  Replaces earlier content. */
+int pd_writer_set_feature(struct pd_writer *w, unsigned bit, const void *data,
+			  size_t len);
+int pd_writer_add_buildid(struct pd_writer *w, const struct pd_buildid *b);
+/* Length-prefixed, NUL-padded string feature (CPUID, HOSTNAME, ...). */
+int pd_writer_set_feature_string(struct pd_writer *w, unsigned bit,
+				 const char *s);
+
+/*
+ * Write AUXTRACE index and BUILD_ID features, the feature table, the
+ * header; fsync-free rename onto the final path.  Frees w.
+ */
+int pd_writer_finish(struct pd_writer *w, struct pd_err *err);
+void pd_writer_abort(struct pd_writer *w);
+/* Error of the last failed writer call (valid until finish/abort). */
+const struct pd_err *pd_writer_error(const struct pd_writer *w);
+
+#endif

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Make sure the Debian packages the build and the tests need are installed.
+# As root, install what is missing; otherwise say what to install.
+set -e
+need="gcc make libc6-dev libipt-dev libelf-dev libsqlite3-dev zlib1g-dev linux-perf binutils"
+[ "$1" = "--test" ] && need="$need valgrind protobuf-compiler sqlite3"
+missing=""
+for p in $need; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "missing Debian packages:$missing" >&2
+	echo "install them with: sudo apt-get install$missing" >&2
+	exit 1
+fi
+echo "installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
