@@ -4,7 +4,8 @@
 
 CC      ?= cc
 MODE    ?= release
-WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers \
+           -Wno-format-truncation
 CSTD    := -std=c11 -D_GNU_SOURCE
 LIBS    := -lipt -lelf -lsqlite3 -lz -lm -lpthread
 

@@ -364,4 +364,54 @@ void pd_writer_abort(struct pd_writer *w);
 /* Error of the last failed writer call (valid until finish/abort). */
 const struct pd_err *pd_writer_error(const struct pd_writer *w);
 
+/* ------------------------------------------------------------------ */
+/* Our extension section                                               */
+
+/*
+ * What perf.data has no record for (the stack unwound at a trigger, the
+ * vDSO bytes, trigger hits) goes into one feature section with a bit far
+ * above perf's own: perf skips feature bits it does not know, and unknown
+ * record types in the data section would stop it.  The section is a
+ * sequence of items { u32 type; u32 size; payload[size] }, size a multiple
+ * of 8.
+ */
+#define PD_FEAT_MT_EXT 200
+
+enum pd_ext_type {
+	PD_EXT_STACK = 1, /* u32 pid, u32 tid, u64 time, u64 nr, u64 ip[nr] */
+};
+
+struct pd_ext_stack {
+	uint32_t pid, tid;
+	uint64_t time;      /* perf time (ns) */
+	uint64_t nr;
+	const uint64_t *ips; /* leaf first: current IP, then return addresses */
+	const uint8_t *raw_ips; /* reader: the same, maybe unaligned */
+};
+
+static inline uint64_t pd_ext_stack_ip(const struct pd_ext_stack *s,
+				       uint64_t i)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, s->raw_ips + 8 * i, 8);
+	return v;
+}
+
+/* Build a section: append items to a growable buffer owned by the caller. */
+struct pd_ext_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+int pd_ext_add_stack(struct pd_ext_buf *b, const struct pd_ext_stack *s);
+void pd_ext_buf_free(struct pd_ext_buf *b);
+/*
+ * Iterate the section of f: returns 1 with *type and the payload, 0 at the
+ * end, negative on a malformed section.  *cursor starts at 0.
+ */
+int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
+		const uint8_t **payload, uint32_t *size, struct pd_err *err);
+/* Decode a PD_EXT_STACK payload (ips point into the file). */
+int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
+		       struct pd_ext_stack *s);
+
 #endif

@@ -1,0 +1,114 @@
+/*
+ * Our extension section (PD_FEAT_MT_EXT): items perf.data has no record
+ * for.  Kept apart from the reader and writer so that the perf formats and
+ * ours never mix.
+ */
+#include "perfdata/perfdata.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ext_reserve(struct pd_ext_buf *b, size_t more)
+{
+	size_t cap;
+	uint8_t *d;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more)
+		cap *= 2;
+	d = realloc(b->data, cap);
+	if (!d)
+		return -PD_ENOMEM;
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+int pd_ext_add_stack(struct pd_ext_buf *b, const struct pd_ext_stack *s)
+{
+	size_t size = 24 + 8 * (size_t)s->nr;
+	uint8_t *p;
+
+	if (s->nr > (UINT32_MAX - 24) / 8)
+		return -PD_EINVAL;
+	if (ext_reserve(b, 8 + size))
+		return -PD_ENOMEM;
+	p = b->data + b->len;
+	put_u32(p, PD_EXT_STACK);
+	put_u32(p + 4, (uint32_t)size);
+	put_u32(p + 8, s->pid);
+	put_u32(p + 12, s->tid);
+	put_u64(p + 16, s->time);
+	put_u64(p + 24, s->nr);
+	if (s->nr)
+		memcpy(p + 32, s->ips, 8 * (size_t)s->nr);
+	b->len += 8 + size;
+	return 0;
+}
+
+void pd_ext_buf_free(struct pd_ext_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
+		const uint8_t **payload, uint32_t *size, struct pd_err *err)
+{
+	size_t len, at = *cursor;
+	const uint8_t *d = pd_feature(f, PD_FEAT_MT_EXT, &len);
+	uint32_t sz;
+
+	if (!d || at >= len)
+		return 0;
+	if (len - at < 8) {
+		err->code = PD_ETRUNC;
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: extension section: item header cut at byte %zu",
+			 pd_path(f), at);
+		return -PD_ETRUNC;
+	}
+	memcpy(type, d + at, 4);
+	memcpy(&sz, d + at + 4, 4);
+	if (sz % 8 || sz > len - at - 8) {
+		err->code = PD_EFORMAT;
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: extension section: item at byte %zu has size "
+			 "%u, %zu bytes remain",
+			 pd_path(f), at, sz, len - at - 8);
+		return -PD_EFORMAT;
+	}
+	*payload = d + at + 8;
+	*size = sz;
+	*cursor = at + 8 + sz;
+	return 1;
+}
+
+int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
+		       struct pd_ext_stack *s)
+{
+	if (size < 24)
+		return -PD_EFORMAT;
+	memcpy(&s->pid, payload, 4);
+	memcpy(&s->tid, payload + 4, 4);
+	memcpy(&s->time, payload + 8, 8);
+	memcpy(&s->nr, payload + 16, 8);
+	if (s->nr != (size - 24) / 8 || (size - 24) % 8)
+		return -PD_EFORMAT;
+	s->ips = NULL;
+	s->raw_ips = payload + 24;
+	return 0;
+}

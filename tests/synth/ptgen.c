@@ -1,0 +1,376 @@
+/*
+ * The packet emitter: turns one thread's executed control flow into the
+ * Intel PT packets the hardware emits for user-only tracing, encoded with
+ * libipt's encoder.
+ *
+ * The rules we follow (research/pt-formats.md §2.4, SDM vol. 3C ch. 33):
+ *  - TNT bits oldest first, flushed before any other packet that binds to
+ *    an instruction, so the order of the stream is the order of execution;
+ *  - IP compression against the last IP, which PSB and OVF reset;
+ *  - a RET is compressed into a TNT bit only while its call is on our
+ *    model of the hardware's return stack: calls since the last PSB, OVF
+ *    or syscall, at most 64, never across a longjmp-like jump.  Hardware
+ *    may always send a RET as a TIP, and perf's decoder clears its own
+ *    return stack at every PSB, so erring towards TIP is what keeps both
+ *    decoders in step;
+ *  - MTC at the first event after each CTC period boundary, TNT flushed
+ *    first, so the MTC sits between the branches it separates in time;
+ *  - CYC before each CYC-eligible packet (TNT, TIP*, FUP), counting core
+ *    cycles (== TSC ticks, since CBR equals the non-turbo ratio) since the
+ *    previous CYC or the PSB's TSC.
+ */
+#include "tests/synth/synth_int.h"
+
+#include <intel-pt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RETSTACK_MAX 64
+
+struct ptgen {
+	struct ptgen_cfg cfg;
+	struct pt_encoder *enc;
+	uint8_t scratch[64];
+	struct rng rng;
+
+	uint8_t *buf;
+	size_t len, cap;
+	bool oom;
+
+	uint64_t last_ip;
+	bool last_ip_valid;
+
+	uint64_t tnt_bits;
+	unsigned tnt_n;
+	uint64_t tnt_time;
+
+	uint64_t rs[RETSTACK_MAX]; /* ring; rs_top is the next free slot */
+	unsigned rs_top, rs_n;
+
+	size_t next_psb;
+	uint64_t mtc_last_period;
+	uint64_t cyc_last;
+};
+
+static bool has_mtc(const struct ptgen *g)
+{
+	return g->cfg.timing != SYNTH_TIMING_TSC;
+}
+
+static int append(struct ptgen *g, const uint8_t *p, size_t n)
+{
+	if (g->len + n > g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 1 << 16;
+		uint8_t *b = realloc(g->buf, cap);
+		if (!b) {
+			g->oom = true;
+			return -1;
+		}
+		g->buf = b;
+		g->cap = cap;
+	}
+	memcpy(g->buf + g->len, p, n);
+	g->len += n;
+	return 0;
+}
+
+static int put(struct ptgen *g, const struct pt_packet *pk)
+{
+	int n;
+	struct pt_packet pad = {.type = ppt_pad};
+
+	if (pt_enc_sync_set(g->enc, 0) < 0)
+		return -1;
+	n = pt_enc_next(g->enc, pk);
+	if (n < 0 || append(g, g->scratch, (size_t)n))
+		return -1;
+	/* Real hardware sprinkles PAD bytes between packets. */
+	if (g->cfg.pad_chance && rng_below(&g->rng, 1024) < g->cfg.pad_chance)
+		for (unsigned i = 1 + (unsigned)rng_below(&g->rng, 3); i; i--)
+			if (put(g, &pad))
+				return -1;
+	return 0;
+}
+
+static int cyc(struct ptgen *g, uint64_t tsc)
+{
+	struct pt_packet pk = {.type = ppt_cyc};
+
+	if (g->cfg.timing != SYNTH_TIMING_CYC)
+		return 0;
+	pk.payload.cyc.value = tsc > g->cyc_last ? tsc - g->cyc_last : 0;
+	g->cyc_last = tsc > g->cyc_last ? tsc : g->cyc_last;
+	return put(g, &pk);
+}
+
+static int flush_tnt(struct ptgen *g)
+{
+	struct pt_packet pk = {0};
+
+	if (!g->tnt_n)
+		return 0;
+	if (cyc(g, g->tnt_time))
+		return -1;
+	pk.type = g->tnt_n <= 6 ? ppt_tnt_8 : ppt_tnt_64;
+	pk.payload.tnt.bit_size = (uint8_t)g->tnt_n;
+	pk.payload.tnt.payload = g->tnt_bits;
+	g->tnt_n = 0;
+	g->tnt_bits = 0;
+	return put(g, &pk);
+}
+
+static uint64_t mtc_period_of(const struct ptgen *g, uint64_t tsc)
+{
+	return (tsc / g->cfg.tsc_ctc_ratio) >> g->cfg.mtc_period;
+}
+
+/* Called before every event: MTC for a CTC period boundary crossed. */
+static int timing_before(struct ptgen *g, uint64_t tsc)
+{
+	struct pt_packet pk = {.type = ppt_mtc};
+	uint64_t period;
+
+	if (!has_mtc(g))
+		return 0;
+	period = mtc_period_of(g, tsc);
+	if (period == g->mtc_last_period)
+		return 0;
+	if (flush_tnt(g))
+		return -1;
+	pk.payload.mtc.ctc = (uint8_t)period;
+	g->mtc_last_period = period;
+	return put(g, &pk);
+}
+
+static int ip_packet(struct ptgen *g, enum pt_packet_type type, uint64_t ip,
+		     uint64_t tsc)
+{
+	struct pt_packet pk = {.type = type};
+	uint64_t x = ip ^ g->last_ip;
+
+	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+		return -1;
+	if (!g->last_ip_valid)
+		pk.payload.ip.ipc = pt_ipc_sext_48;
+	else if (!(x >> 16))
+		pk.payload.ip.ipc = pt_ipc_update_16;
+	else if (!(x >> 32))
+		pk.payload.ip.ipc = pt_ipc_update_32;
+	else if (!(x >> 48))
+		pk.payload.ip.ipc = pt_ipc_update_48;
+	else
+		pk.payload.ip.ipc = pt_ipc_sext_48;
+	pk.payload.ip.ip = ip;
+	g->last_ip = ip;
+	g->last_ip_valid = true;
+	return put(g, &pk);
+}
+
+static void rs_clear(struct ptgen *g)
+{
+	g->rs_n = 0;
+}
+
+static int psb_plus(struct ptgen *g, uint64_t tsc, uint64_t ip, bool fup)
+{
+	struct pt_packet pk = {.type = ppt_psb};
+	size_t psb_bytes = (size_t)1 << (g->cfg.psb_period + 11);
+
+	if (flush_tnt(g) || put(g, &pk))
+		return -1;
+	g->last_ip_valid = false;
+	g->last_ip = 0;
+	rs_clear(g);
+	if (fup) {
+		memset(&pk, 0, sizeof(pk));
+		pk.type = ppt_mode;
+		pk.payload.mode.leaf = pt_mol_exec;
+		pk.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+		if (put(g, &pk))
+			return -1;
+		memset(&pk, 0, sizeof(pk));
+		pk.type = ppt_fup;
+		pk.payload.ip.ipc = pt_ipc_sext_48;
+		pk.payload.ip.ip = ip;
+		if (put(g, &pk))
+			return -1;
+		g->last_ip = ip;
+		g->last_ip_valid = true;
+	}
+	memset(&pk, 0, sizeof(pk));
+	pk.type = ppt_tsc;
+	pk.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
+	if (put(g, &pk))
+		return -1;
+	if (has_mtc(g)) {
+		uint64_t ctc = tsc / g->cfg.tsc_ctc_ratio;
+		memset(&pk, 0, sizeof(pk));
+		pk.type = ppt_tma;
+		pk.payload.tma.ctc = (uint16_t)ctc;
+		pk.payload.tma.fc =
+			(uint16_t)(tsc - ctc * g->cfg.tsc_ctc_ratio);
+		if (put(g, &pk))
+			return -1;
+		g->mtc_last_period = mtc_period_of(g, tsc);
+	}
+	memset(&pk, 0, sizeof(pk));
+	pk.type = ppt_cbr;
+	pk.payload.cbr.ratio = g->cfg.cbr;
+	if (put(g, &pk))
+		return -1;
+	memset(&pk, 0, sizeof(pk));
+	pk.type = ppt_psbend;
+	if (put(g, &pk))
+		return -1;
+	g->cyc_last = tsc;
+	g->next_psb = (g->len / psb_bytes + 1) * psb_bytes;
+	return 0;
+}
+
+struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed)
+{
+	struct ptgen *g = calloc(1, sizeof(*g));
+	struct pt_config pc;
+
+	if (!g)
+		return NULL;
+	g->cfg = *cfg;
+	if (g->cfg.tnt_max < 1 || g->cfg.tnt_max > 47)
+		g->cfg.tnt_max = 6;
+	if (!g->cfg.tsc_ctc_ratio)
+		g->cfg.tsc_ctc_ratio = 1;
+	rng_seed(&g->rng, seed);
+	pt_config_init(&pc);
+	pc.begin = g->scratch;
+	pc.end = g->scratch + sizeof(g->scratch);
+	g->enc = pt_alloc_encoder(&pc);
+	if (!g->enc) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void ptgen_free(struct ptgen *g)
+{
+	if (!g)
+		return;
+	pt_free_encoder(g->enc);
+	free(g->buf);
+	free(g);
+}
+
+const uint8_t *ptgen_data(const struct ptgen *g, size_t *len)
+{
+	*len = g->len;
+	return g->buf;
+}
+
+int ptgen_start(struct ptgen *g, uint64_t tsc, uint64_t ip, bool enabled)
+{
+	struct pt_packet pk = {0};
+
+	if (enabled) {
+		/* A snapshot begins mid-packet: a few bytes of a lost one. */
+		static const uint8_t tail[] = {0x06, 0x0a, 0xfc, 0x03};
+		if (append(g, tail, rng_below(&g->rng, sizeof(tail) + 1)))
+			return -1;
+		return psb_plus(g, tsc, ip, true);
+	}
+	if (psb_plus(g, tsc, 0, false))
+		return -1;
+	pk.type = ppt_mode;
+	pk.payload.mode.leaf = pt_mol_exec;
+	pk.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+	if (put(g, &pk))
+		return -1;
+	return ip_packet(g, ppt_tip_pge, ip, tsc);
+}
+
+int ptgen_cond(struct ptgen *g, uint64_t tsc, bool taken)
+{
+	if (timing_before(g, tsc))
+		return -1;
+	g->tnt_bits = (g->tnt_bits << 1) | (taken ? 1 : 0);
+	g->tnt_n++;
+	g->tnt_time = tsc;
+	if (g->tnt_n >= g->cfg.tnt_max)
+		return flush_tnt(g);
+	return 0;
+}
+
+void ptgen_call(struct ptgen *g, uint64_t ret_ip)
+{
+	if (g->cfg.noretcomp)
+		return;
+	g->rs[g->rs_top] = ret_ip;
+	g->rs_top = (g->rs_top + 1) % RETSTACK_MAX;
+	if (g->rs_n < RETSTACK_MAX)
+		g->rs_n++;
+}
+
+int ptgen_indirect(struct ptgen *g, uint64_t tsc, uint64_t target)
+{
+	return ip_packet(g, ppt_tip, target, tsc);
+}
+
+int ptgen_ret(struct ptgen *g, uint64_t tsc, uint64_t target)
+{
+	if (g->rs_n) {
+		unsigned top = (g->rs_top + RETSTACK_MAX - 1) % RETSTACK_MAX;
+		if (g->rs[top] == target) {
+			g->rs_top = top;
+			g->rs_n--;
+			return ptgen_cond(g, tsc, true);
+		}
+		/* Out of step: never compress again until it is rebuilt. */
+		rs_clear(g);
+	}
+	return ip_packet(g, ppt_tip, target, tsc);
+}
+
+int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
+		  uint64_t resume_ip)
+{
+	struct pt_packet pk = {.type = ppt_tip_pgd};
+
+	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+		return -1;
+	pk.payload.ip.ipc = pt_ipc_suppressed;
+	if (put(g, &pk))
+		return -1;
+	rs_clear(g);
+	return ip_packet(g, ppt_tip_pge, resume_ip, tsc_back);
+}
+
+void ptgen_unwind(struct ptgen *g)
+{
+	rs_clear(g);
+}
+
+int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip)
+{
+	struct pt_packet pk = {.type = ppt_ovf};
+
+	if (timing_before(g, tsc) || flush_tnt(g) || put(g, &pk))
+		return -1;
+	g->last_ip_valid = false;
+	g->last_ip = 0;
+	rs_clear(g);
+	return ip_packet(g, ppt_fup, resume_ip, tsc);
+}
+
+int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip)
+{
+	if (g->len < g->next_psb)
+		return 0;
+	if (timing_before(g, tsc))
+		return -1;
+	return psb_plus(g, tsc, ip, true);
+}
+
+int ptgen_finish(struct ptgen *g, uint64_t tsc)
+{
+	(void)tsc;
+	return flush_tnt(g) || g->oom ? -1 : 0;
+}

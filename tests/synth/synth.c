@@ -1,0 +1,355 @@
+/*
+ * synth_generate: program, walks, capture file and truth.tsv.
+ *
+ * The capture is what `perf record -e intel_pt//u` writes for a per-thread
+ * recording (research/pt-formats.md §3.5): one intel_pt attr with ids,
+ * AUXTRACE_INFO, TIME_CONV, COMM/FORK/MMAP2 sideband timed before the
+ * trace, one AUXTRACE per thread whose reference is the TSC at the end of
+ * the window (perf 6.1 crashes on 0), and the AUXTRACE, BUILD_ID and
+ * CPUID features.
+ */
+#include "perfdata/perfdata.h"
+#include "tests/synth/walk.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The synthetic machine: a 2.4 GHz TSC, 24 MHz crystal clock. */
+#define SYNTH_PMU_TYPE 8
+#define SYNTH_NONTURBO 24
+#define SYNTH_TSC_CTC_N 200
+#define SYNTH_TSC_CTC_D 2
+#define SYNTH_TIME_SHIFT 31
+#define SYNTH_TIME_MULT 894784853u /* 2^31 / 2.4 */
+#define SYNTH_START_TSC 0x0000123400000000ull
+#define SYNTH_PID 4242
+
+void synth_opts_init(struct synth_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->seed = 1;
+	o->branches = 100000;
+	o->threads = 1;
+	o->timing = SYNTH_TIMING_MTC;
+	o->psb_period = 3;
+	o->mtc_period = 3;
+	o->deep = true;
+	o->cc = "cc";
+}
+
+static uint64_t pt_config_bits(const struct synth_opts *o)
+{
+	uint64_t c = 1 | (1ull << 13) | (1ull << 10); /* pt, branch, tsc */
+
+	if (o->timing != SYNTH_TIMING_TSC)
+		c |= (1ull << 9) | ((uint64_t)o->mtc_period << 14);
+	if (o->timing == SYNTH_TIMING_CYC)
+		c |= 1ull << 1; /* cyc, cyc_thresh 0 */
+	if (o->noretcomp)
+		c |= 1ull << 11;
+	c |= (uint64_t)o->psb_period << 24;
+	return c;
+}
+
+static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
+{
+	memset(pt, 0, sizeof(*pt));
+	pt->pmu_type = SYNTH_PMU_TYPE;
+	pt->time_shift = SYNTH_TIME_SHIFT;
+	pt->time_mult = SYNTH_TIME_MULT;
+	pt->time_zero = 0;
+	pt->cap_user_time_zero = true;
+	pt->tsc_bit = 1ull << 10;
+	pt->noretcomp_bit = 1ull << 11;
+	pt->have_sched_switch = 0;
+	pt->snapshot_mode = o->start_depth > 0;
+	pt->per_cpu_mmaps = false;
+	pt->have_mtc_group = true;
+	pt->mtc_bit = 1ull << 9;
+	pt->mtc_freq_bits = 0xfull << 14;
+	pt->tsc_ctc_n = SYNTH_TSC_CTC_N;
+	pt->tsc_ctc_d = SYNTH_TSC_CTC_D;
+	pt->cyc_bit = 1ull << 1;
+	pt->have_max_nonturbo = true;
+	pt->max_nonturbo_ratio = SYNTH_NONTURBO;
+}
+
+static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
+				   "tail_out",      "unwound",     "syscall"};
+
+static int write_truth(const char *path, const struct program *p,
+		       struct walk_thread *th, unsigned nth,
+		       const struct pd_pt_info *pt)
+{
+	char tmp[4200];
+	FILE *o;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	o = fopen(tmp, "w");
+	if (!o)
+		return -1;
+	fprintf(o, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
+	for (unsigned t = 0; t < nth; t++) {
+		for (size_t i = 0; i < th[t].nr_rows; i++) {
+			const struct truth_row *r = &th[t].rows[i];
+			const char *name = r->func == TRUTH_SYSCALL_FUNC
+						   ? "[syscall]"
+						   : p->funcs[r->func].name;
+			bool any = false;
+			fprintf(o, "%u\t%u\t%s\t%llu\t%llu\t", SYNTH_PID + t,
+				r->depth, name,
+				(unsigned long long)pd_tsc_to_perf_time(
+					r->start, pt),
+				(unsigned long long)pd_tsc_to_perf_time(r->end,
+									pt));
+			for (unsigned b = 0; b < 6; b++) {
+				if (!(r->flags & (1u << b)))
+					continue;
+				fprintf(o, "%s%s", any ? "," : "",
+					flag_names[b]);
+				any = true;
+			}
+			fputs(any ? "\n" : "-\n", o);
+		}
+	}
+	if (fclose(o) || rename(tmp, path)) {
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_capture(const char *path, const struct synth_opts *o,
+			 const struct program *p, struct walk_thread *th,
+			 const struct pd_pt_info *pt, char *err, size_t errlen)
+{
+	struct pd_writer *w = NULL;
+	struct pd_err pe = {0};
+	struct perf_event_attr attr;
+	uint64_t ids[64];
+	unsigned nth = o->threads;
+	uint64_t t0 = pd_tsc_to_perf_time(SYNTH_START_TSC, pt) - 20000;
+	struct pd_sample_id sid = {.pid = SYNTH_PID, .tid = SYNTH_PID,
+				   .time = t0, .id = 1, .cpu = 0,
+				   .have_tid = true, .have_time = true,
+				   .have_id = true, .have_cpu = true};
+	struct pd_ext_buf ext = {0};
+	uint64_t page = 4096, end_tsc = 0;
+
+	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
+		goto pderr;
+	memset(&attr, 0, sizeof(attr));
+	attr.type = SYNTH_PMU_TYPE;
+	attr.size = sizeof(attr);
+	attr.config = pt_config_bits(o);
+	attr.sample_period = 1;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			   PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			   PERF_SAMPLE_IDENTIFIER;
+	attr.disabled = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	attr.mmap = 1;
+	attr.comm = 1;
+	attr.enable_on_exec = 1;
+	attr.task = 1;
+	attr.sample_id_all = 1;
+	attr.exclude_guest = 1;
+	attr.mmap2 = 1;
+	attr.comm_exec = 1;
+	for (unsigned i = 0; i < nth && i < 64; i++)
+		ids[i] = i + 1;
+	if (pd_writer_add_attr(w, &attr, ids, nth < 64 ? nth : 64))
+		goto werr;
+
+	{
+		struct pd_time_conv tc = {.time_shift = SYNTH_TIME_SHIFT,
+					  .time_mult = SYNTH_TIME_MULT,
+					  .time_zero = 0,
+					  .have_ext = true,
+					  .cap_user_time_zero = true};
+		if (pd_write_time_conv(w, &tc) ||
+		    pd_write_auxtrace_info(w, pt, PD_PT_NR_FIXED, true))
+			goto werr;
+	}
+	{
+		struct pd_comm c = {.pid = SYNTH_PID, .tid = SYNTH_PID,
+				    .exec = true, .comm = "prog"};
+		struct pd_mmap m = {0};
+		uint64_t lo = p->text_vaddr & ~(page - 1);
+		uint64_t hi = (p->text_vaddr + p->text_size + page - 1) &
+			      ~(page - 1);
+		if (pd_write_comm(w, &c, &sid))
+			goto werr;
+		m.pid = SYNTH_PID;
+		m.tid = SYNTH_PID;
+		m.start = lo;
+		m.len = hi - lo;
+		m.pgoff = p->text_offset & ~(page - 1);
+		m.is_mmap2 = true;
+		m.prot = 5; /* PROT_READ | PROT_EXEC */
+		m.flags = 2; /* MAP_PRIVATE */
+		m.filename = p->path;
+		sid.time += 1000;
+		if (pd_write_mmap2(w, &m, &sid))
+			goto werr;
+	}
+	for (unsigned t = 1; t < nth; t++) {
+		struct pd_task fk = {.pid = SYNTH_PID, .ppid = SYNTH_PID,
+				     .tid = SYNTH_PID + t, .ptid = SYNTH_PID,
+				     .time = sid.time + t * 10};
+		struct pd_comm c = {.pid = SYNTH_PID, .tid = SYNTH_PID + t,
+				    .comm = "prog"};
+		struct pd_sample_id s2 = sid;
+		s2.tid = SYNTH_PID + t;
+		s2.time = fk.time;
+		s2.id = t + 1;
+		if (pd_write_task(w, PERF_RECORD_FORK, &fk, &s2))
+			goto werr;
+		s2.time += 1;
+		if (pd_write_comm(w, &c, &s2))
+			goto werr;
+	}
+	if (pd_write_finished_round(w))
+		goto werr;
+	for (unsigned t = 0; t < nth; t++)
+		if (th[t].window_end > end_tsc)
+			end_tsc = th[t].window_end;
+	for (unsigned t = 0; t < nth; t++) {
+		struct pd_auxtrace a = {.size = th[t].aux_len,
+					.offset = 0,
+					.reference = end_tsc + 1000,
+					.idx = t,
+					.tid = SYNTH_PID + t,
+					.cpu = UINT32_MAX};
+		if (pd_write_auxtrace(w, &a, th[t].aux))
+			goto werr;
+		if (o->final_stack) {
+			struct pd_ext_stack s = {
+				.pid = SYNTH_PID, .tid = SYNTH_PID + t,
+				.time = pd_tsc_to_perf_time(th[t].window_end,
+							    pt),
+				.nr = th[t].nr_final_stack,
+				.ips = th[t].final_stack};
+			if (pd_ext_add_stack(&ext, &s))
+				goto nomem;
+		}
+	}
+	if (pd_write_finished_round(w))
+		goto werr;
+	{
+		struct pd_buildid b = {.pid = UINT32_MAX,
+				       .misc = PERF_RECORD_MISC_USER,
+				       .size = p->build_id_size,
+				       .filename = p->path};
+		memcpy(b.id, p->build_id, sizeof(b.id));
+		if (p->build_id_size && pd_writer_add_buildid(w, &b))
+			goto werr;
+	}
+	if (pd_writer_set_feature_string(w, PD_FEAT_CPUID,
+					 "GenuineIntel,6,85,4") ||
+	    pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, "mt-synth"))
+		goto werr;
+	if (ext.len &&
+	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
+		goto werr;
+	pd_ext_buf_free(&ext);
+	if (pd_writer_finish(w, &pe))
+		goto pderr;
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory writing %s", path);
+	pd_ext_buf_free(&ext);
+	pd_writer_abort(w);
+	return -1;
+werr:
+	pe = *pd_writer_error(w);
+	pd_writer_abort(w);
+pderr:
+	pd_ext_buf_free(&ext);
+	snprintf(err, errlen, "%s", pe.msg);
+	return -1;
+}
+
+int synth_generate(const struct synth_opts *o, struct synth_stats *st,
+		   char *err, size_t errlen)
+{
+	struct program prog;
+	struct rng r;
+	struct walk_thread *th = NULL;
+	struct pd_pt_info pt;
+	char path[4200];
+	int rc = -1;
+
+	if (!o->threads || o->threads > 64) {
+		snprintf(err, errlen, "--threads must be 1..64");
+		return -1;
+	}
+	if (o->psb_period > 15 || o->mtc_period > 15) {
+		snprintf(err, errlen, "psb/mtc period must be 0..15");
+		return -1;
+	}
+	if (mkdir(o->outdir, 0777) && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", o->outdir, strerror(errno));
+		return -1;
+	}
+	rng_seed(&r, o->seed);
+	if (program_generate(&prog, &r, o->threads, o->deep, err, errlen))
+		return -1;
+	if (program_build(&prog, o->outdir, o->cc, err, errlen))
+		goto out;
+	th = calloc(o->threads, sizeof(*th));
+	if (!th) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	fill_pt_info(&pt, o);
+	memset(st, 0, sizeof(*st));
+	for (unsigned t = 0; t < o->threads; t++) {
+		struct walk_cfg c = {
+			.seed = o->seed * 1000003 + t,
+			.branches = o->branches,
+			.root = t,
+			.start_depth = o->start_depth,
+			.gap_every = o->gap_every,
+			.start_tsc = SYNTH_START_TSC + t * 977,
+			.pt = {.timing = o->timing,
+			       .noretcomp = o->noretcomp,
+			       .psb_period = o->psb_period,
+			       .mtc_period = o->mtc_period,
+			       .tsc_ctc_ratio = SYNTH_TSC_CTC_N /
+						SYNTH_TSC_CTC_D,
+			       .cbr = SYNTH_NONTURBO,
+			       .tnt_max = (o->seed + t) % 3 ? 6 : 47,
+			       .pad_chance = 8}};
+		if (walk_thread_run(&prog, &c, &th[t], err, errlen))
+			goto out;
+		st->branches += th[t].branches;
+		st->packets_bytes += th[t].aux_len;
+		st->calls += th[t].calls;
+		st->returns += th[t].returns;
+		st->syscalls += th[t].syscalls;
+		st->gaps += th[t].gaps;
+		st->truth_rows += th[t].nr_rows;
+		if (th[t].max_depth > st->max_depth)
+			st->max_depth = th[t].max_depth;
+	}
+	snprintf(path, sizeof(path), "%s/raw.bin", o->outdir);
+	if (write_capture(path, o, &prog, th, &pt, err, errlen))
+		goto out;
+	snprintf(path, sizeof(path), "%s/truth.tsv", o->outdir);
+	if (write_truth(path, &prog, th, o->threads, &pt)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	for (unsigned t = 0; th && t < o->threads; t++)
+		walk_thread_free(&th[t]);
+	free(th);
+	program_free(&prog);
+	return rc;
+}

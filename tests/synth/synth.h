@@ -1,0 +1,51 @@
+/*
+ * synth: captures with known truth.
+ *
+ * synth_generate() writes, into a directory, an x86-64 program built from
+ * generated assembly (prog), a perf.data capture of Intel PT packets for a
+ * seeded random walk through that program (raw.bin), and the exact call
+ * tree of that walk (truth.tsv).  This header is the whole interface of
+ * tests/synth/.
+ */
+#ifndef MT_SYNTH_H
+#define MT_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum synth_timing {
+	SYNTH_TIMING_TSC, /* TSC in PSB+ only */
+	SYNTH_TIMING_MTC, /* + TMA and MTC */
+	SYNTH_TIMING_CYC, /* + CYC before every CYC-eligible packet */
+};
+
+struct synth_opts {
+	uint64_t seed;
+	uint64_t branches;      /* per thread */
+	unsigned threads;       /* 1.. */
+	enum synth_timing timing;
+	bool noretcomp;
+	uint64_t gap_every;     /* 0: no injected overflows */
+	unsigned start_depth;   /* frames live when the trace starts */
+	bool final_stack;       /* store the true stack at the window end */
+	unsigned psb_period;    /* PSB every 2^(n+11) bytes */
+	unsigned mtc_period;    /* MTC every 2^n CTC ticks */
+	bool deep;              /* include >1000-deep recursion */
+	const char *outdir;
+	const char *cc;         /* compiler for the generated assembly */
+};
+
+void synth_opts_init(struct synth_opts *o);
+
+struct synth_stats {
+	uint64_t branches, packets_bytes, calls, returns, syscalls, gaps;
+	unsigned max_depth;
+	size_t truth_rows;
+};
+
+/* Returns 0, or -1 with a one-line message in err. */
+int synth_generate(const struct synth_opts *o, struct synth_stats *st,
+		   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,135 @@
+/* Internal to tests/synth: the program model, the PT emitter, the walker. */
+#ifndef MT_SYNTH_INT_H
+#define MT_SYNTH_INT_H
+
+#include "tests/synth/synth.h"
+
+#include <stdio.h>
+
+/* A small fast PRNG (splitmix64 seeded xoshiro256**). */
+struct rng {
+	uint64_t s[4];
+};
+void rng_seed(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* Uniform in [0, n). */
+uint64_t rng_below(struct rng *r, uint64_t n);
+/* True with probability num/den. */
+bool rng_chance(struct rng *r, unsigned num, unsigned den);
+
+/*
+ * Instructions of the generated program.  Each kind has one fixed
+ * encoding, so the generator knows every address before linking and
+ * checks them against the linked ELF afterwards.
+ */
+enum insn_kind {
+	I_FILL,     /* add $1,%rax                 48 83 c0 01 */
+	I_MOVEAX,   /* mov $39,%eax                b8 27 00 00 00 */
+	I_JCC,      /* {disp32} jne label          0f 85 rel32 */
+	I_JMP,      /* {disp32} jmp label          e9 rel32 (same function) */
+	I_CALL,     /* call f                      e8 rel32 */
+	I_LEA,      /* lea f(%rip),%rax            48 8d 05 rel32 */
+	I_ICALL,    /* call *%rax                  ff d0 */
+	I_TAIL,     /* {disp32} jmp f              e9 rel32 (other function) */
+	I_ITAIL,    /* jmp *%rax                   ff e0 */
+	I_PLTJMP,   /* jmp *slot(%rip)             ff 25 rel32 */
+	I_SYSCALL,  /* syscall                     0f 05 */
+	I_NLR,      /* jmp *%rdx (longjmp-like)    ff e2 */
+	I_RET,      /* ret                         c3 */
+};
+
+enum jcc_role {
+	JCC_IF,        /* forward skip of plain code */
+	JCC_LOOP,      /* backward: taken = iterate again */
+	JCC_GUARD,     /* forward skip of the call/tail/nlr that follows */
+};
+
+struct insn {
+	uint8_t kind;      /* enum insn_kind */
+	uint8_t role;      /* enum jcc_role for I_JCC */
+	uint8_t size;
+	uint32_t target;   /* insn index (JCC/JMP) or function index */
+	uint32_t offset;   /* from the function start */
+};
+
+enum func_kind {
+	F_NORMAL,
+	F_ROOT,      /* main or a thread entry: loops forever */
+	F_DEEP,      /* self-recursion to >1000 frames */
+	F_PLT,       /* name@plt trampoline */
+};
+
+struct func {
+	char name[48];
+	uint8_t kind;
+	struct insn *insns;
+	uint32_t nr_insns;
+	uint32_t land;       /* landing pad insn index (epilogue) */
+	uint32_t size;
+	uint64_t addr;       /* from the linked ELF */
+	unsigned nr_guards;  /* guarded sites, for the call probability */
+};
+
+struct program {
+	struct func *funcs;
+	uint32_t nr_funcs;
+	uint32_t nr_roots;   /* funcs[0..nr_roots) are main, worker1, ... */
+	uint32_t deep;       /* index of the F_DEEP function, or UINT32_MAX */
+	char path[4096];     /* the linked ELF */
+	uint64_t text_vaddr, text_offset, text_size; /* executable PT_LOAD */
+	uint8_t build_id[20];
+	uint8_t build_id_size;
+};
+
+int program_generate(struct program *p, struct rng *r, unsigned nr_roots,
+		     bool deep, char *err, size_t errlen);
+/* Write DIR/prog.s, assemble and link DIR/prog, read addresses back. */
+int program_build(struct program *p, const char *dir, const char *cc,
+		  char *err, size_t errlen);
+void program_free(struct program *p);
+
+static inline uint64_t insn_addr(const struct func *f, uint32_t i)
+{
+	return f->addr + f->insns[i].offset;
+}
+
+/* ---------------------------------------------------------------- */
+/* The packet emitter: what Intel PT hardware emits for user-only     */
+/* tracing, given the instruction-level events of one thread.        */
+
+struct ptgen_cfg {
+	enum synth_timing timing;
+	bool noretcomp;
+	unsigned psb_period, mtc_period;
+	uint32_t tsc_ctc_ratio;  /* TSC ticks per CTC tick */
+	uint8_t cbr;             /* core:bus ratio == max non-turbo */
+	unsigned tnt_max;        /* 6 or 47 bits */
+	unsigned pad_chance;     /* in 1/1024 */
+};
+
+struct ptgen;
+
+struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed);
+void ptgen_free(struct ptgen *g);
+/* The bytes written so far. */
+const uint8_t *ptgen_data(const struct ptgen *g, size_t *len);
+
+/* Each call gives the time (TSC) at which the event happens. */
+int ptgen_start(struct ptgen *g, uint64_t tsc, uint64_t ip, bool enabled);
+int ptgen_cond(struct ptgen *g, uint64_t tsc, bool taken);
+void ptgen_call(struct ptgen *g, uint64_t ret_ip);
+int ptgen_indirect(struct ptgen *g, uint64_t tsc, uint64_t target);
+int ptgen_ret(struct ptgen *g, uint64_t tsc, uint64_t target);
+/* syscall: TIP.PGD now, TIP.PGE(resume) at tsc_back. */
+int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
+		  uint64_t resume_ip);
+/* The compression stack no longer matches (a longjmp-like jump). */
+void ptgen_unwind(struct ptgen *g);
+/* Hardware lost packets: OVF then FUP(resume) at tsc. */
+int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip);
+/* PSB+ at the current IP, if the PSB period has been reached. */
+int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip);
+/* Flush pending TNT bits at the end. */
+int ptgen_finish(struct ptgen *g, uint64_t tsc);
+
+#endif

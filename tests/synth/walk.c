@@ -1,0 +1,369 @@
+/*
+ * The walker: executes the generated program one instruction at a time
+ * with a seeded random choice at every decision, keeps the true call
+ * stack, records every call that was live in the traced window, and feeds
+ * the packet emitter.
+ */
+#include "tests/synth/walk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum mode {
+	RUN_EMIT,   /* traced: packets and truth */
+	RUN_SILENT, /* inside an injected gap: truth only */
+	RUN_PRE,    /* before the window: neither */
+};
+
+
+struct frame {
+	uint32_t func;
+	uint32_t resume;   /* insn index in func when the callee returns */
+	size_t row;        /* truth row, SIZE_MAX outside the window */
+};
+
+struct walker {
+	const struct program *p;
+	struct rng rng;
+	struct ptgen *g;
+	struct walk_thread *t;
+
+	struct frame *st;
+	size_t top, cap;  /* st[top] is the running frame */
+	uint32_t pc;
+	uint64_t tsc;
+	uint64_t deep_target;
+	size_t max_depth;
+};
+
+static uint64_t cur_ip(const struct walker *w)
+{
+	return insn_addr(&w->p->funcs[w->st[w->top].func], w->pc);
+}
+
+static int add_row(struct walker *w, uint32_t func, uint64_t start,
+		   unsigned flags, size_t *idx)
+{
+	struct walk_thread *t = w->t;
+	if (t->nr_rows == t->cap_rows) {
+		size_t cap = t->cap_rows ? t->cap_rows * 2 : 4096;
+		struct truth_row *r = realloc(t->rows, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		t->rows = r;
+		t->cap_rows = cap;
+	}
+	t->rows[t->nr_rows] = (struct truth_row){
+		.func = func, .depth = (uint32_t)w->top, .start = start,
+		.end = 0, .flags = flags};
+	*idx = t->nr_rows++;
+	return 0;
+}
+
+static void end_row(struct walker *w, size_t row, uint64_t end,
+		    unsigned flags)
+{
+	if (row == SIZE_MAX)
+		return;
+	w->t->rows[row].end = end;
+	w->t->rows[row].flags |= flags;
+}
+
+static int push(struct walker *w, uint32_t func, uint32_t resume,
+		enum mode m, unsigned flags)
+{
+	if (w->top + 1 == w->cap) {
+		size_t cap = w->cap * 2;
+		struct frame *s = realloc(w->st, cap * sizeof(*s));
+		if (!s)
+			return -1;
+		w->st = s;
+		w->cap = cap;
+	}
+	w->st[w->top].resume = resume;
+	w->top++;
+	w->st[w->top] = (struct frame){.func = func, .row = SIZE_MAX};
+	if (m != RUN_PRE &&
+	    add_row(w, func, w->tsc, flags, &w->st[w->top].row))
+		return -1;
+	if ((unsigned)w->top > w->t->max_depth)
+		w->t->max_depth = (unsigned)w->top;
+	w->pc = 0;
+	return 0;
+}
+
+/* Replace the running frame: a tail call or a trampoline's jump. */
+static int replace(struct walker *w, uint32_t func, enum mode m)
+{
+	end_row(w, w->st[w->top].row, w->tsc, TRUTH_TAIL_OUT);
+	w->st[w->top].func = func;
+	w->st[w->top].row = SIZE_MAX;
+	w->pc = 0;
+	if (m != RUN_PRE &&
+	    add_row(w, func, w->tsc, TRUTH_TAIL, &w->st[w->top].row))
+		return -1;
+	return 0;
+}
+
+/* Should the guarded site after the JCC at pc be skipped? */
+static bool guard_skip(struct walker *w, enum mode m)
+{
+	const struct program *p = w->p;
+	const struct func *f = &p->funcs[w->st[w->top].func];
+	const struct insn *next = &f->insns[w->pc + 1];
+	uint32_t callee;
+
+	if (next->kind == I_NLR)
+		return w->top < 3 || m == RUN_PRE ||
+		       !rng_chance(&w->rng, 1, 3);
+	if (next->kind == I_TAIL ||
+	    (next->kind == I_LEA && f->insns[w->pc + 2].kind == I_ITAIL))
+		return !rng_chance(&w->rng, 1, 2);
+	callee = next->target;
+	if (p->funcs[callee].kind == F_PLT)
+		callee = p->funcs[callee].insns[0].target;
+	if (f->kind == F_DEEP)
+		return w->top >= w->deep_target;
+	if (callee == p->deep) {
+		if (m == RUN_PRE || w->t->branches_left < 4000 ||
+		    !rng_chance(&w->rng, 1, 48))
+			return true;
+		w->deep_target = w->top + 1000 + rng_below(&w->rng, 300);
+		return false;
+	}
+	if (w->top >= w->max_depth)
+		return true;
+	if (m == RUN_PRE)
+		return false;
+	/* About one call per function body: depth wanders up and down. */
+	return rng_below(&w->rng, 1000) >=
+	       (f->kind == F_ROOT ? 500 : 1300 / (f->nr_guards + 1));
+}
+
+static bool cond_taken(struct walker *w, const struct insn *in, enum mode m)
+{
+	switch (in->role) {
+	case JCC_LOOP:
+		return rng_chance(&w->rng, 3, 4);
+	case JCC_GUARD:
+		return guard_skip(w, m);
+	default:
+		return rng_chance(&w->rng, 1, 2);
+	}
+}
+
+/*
+ * Execute one instruction.  Returns 1 if it was a branch, 0 if not,
+ * -1 on error.
+ */
+static int step(struct walker *w, enum mode m)
+{
+	const struct program *p = w->p;
+	const struct func *f = &p->funcs[w->st[w->top].func];
+	const struct insn *in = &f->insns[w->pc];
+	bool emit = m == RUN_EMIT;
+	uint64_t ip = insn_addr(f, w->pc), next_ip = ip + in->size;
+	int rc = 0;
+
+	/* Every instruction takes 3..8 TSC ticks: no two share a ns. */
+	w->tsc += 3 + rng_below(&w->rng, 6);
+	switch (in->kind) {
+	case I_FILL:
+	case I_MOVEAX:
+	case I_LEA:
+		w->pc++;
+		return 0;
+	case I_JCC: {
+		bool taken = cond_taken(w, in, m);
+		if (emit)
+			rc = ptgen_cond(w->g, w->tsc, taken);
+		w->pc = taken ? in->target : w->pc + 1;
+		break;
+	}
+	case I_JMP:
+		w->pc = in->target;
+		break;
+	case I_CALL:
+	case I_ICALL:
+		if (emit && in->kind == I_ICALL)
+			rc = ptgen_indirect(w->g, w->tsc,
+					    p->funcs[in->target].addr);
+		if (emit)
+			ptgen_call(w->g, next_ip);
+		if (!rc && push(w, in->target, w->pc + 1, m, 0))
+			rc = -1;
+		w->t->calls += emit;
+		break;
+	case I_TAIL:
+	case I_ITAIL:
+	case I_PLTJMP:
+		if (emit && in->kind != I_TAIL)
+			rc = ptgen_indirect(w->g, w->tsc,
+					    p->funcs[in->target].addr);
+		if (!rc && replace(w, in->target, m))
+			rc = -1;
+		break;
+	case I_SYSCALL: {
+		uint64_t back = w->tsc + 200 + rng_below(&w->rng, 3000);
+		size_t row = SIZE_MAX;
+		w->top++; /* the row sits one level below the caller */
+		if (m != RUN_PRE &&
+		    add_row(w, TRUTH_SYSCALL_FUNC, w->tsc, TRUTH_SYSCALL, &row))
+			rc = -1;
+		w->top--;
+		if (emit && !rc)
+			rc = ptgen_syscall(w->g, w->tsc, back, next_ip);
+		end_row(w, row, back, 0);
+		w->tsc = back;
+		w->pc++;
+		w->t->syscalls += emit;
+		break;
+	}
+	case I_NLR: {
+		/* Unwind 2..5 frames to an ancestor's landing pad. */
+		size_t k = 2 + rng_below(&w->rng, 4), a;
+		if (k > w->top)
+			k = w->top;
+		a = w->top - k;
+		for (size_t i = w->top; i > a; i--)
+			end_row(w, w->st[i].row, w->tsc, TRUTH_UNWOUND);
+		w->top = a;
+		w->pc = p->funcs[w->st[a].func].land;
+		if (emit) {
+			ptgen_unwind(w->g);
+			rc = ptgen_indirect(w->g, w->tsc, cur_ip(w));
+		}
+		break;
+	}
+	case I_RET:
+		if (w->top == 0)
+			return -1; /* roots never return */
+		end_row(w, w->st[w->top].row, w->tsc, 0);
+		w->top--;
+		w->pc = w->st[w->top].resume;
+		if (emit)
+			rc = ptgen_ret(w->g, w->tsc, cur_ip(w));
+		w->t->returns += emit;
+		break;
+	}
+	return rc ? -1 : 1;
+}
+
+int walk_thread_run(const struct program *p, const struct walk_cfg *c,
+		    struct walk_thread *t, char *err, size_t errlen)
+{
+	struct walker w = {.p = p, .t = t};
+	uint64_t n = 0;
+	int rc;
+
+	rng_seed(&w.rng, c->seed);
+	w.g = ptgen_new(&c->pt, c->seed ^ 0x5eed);
+	w.cap = 2048;
+	w.st = calloc(w.cap, sizeof(*w.st));
+	if (!w.g || !w.st)
+		goto nomem;
+	w.st[0] = (struct frame){.func = c->root, .row = SIZE_MAX};
+	w.tsc = c->start_tsc;
+	w.max_depth = 40 + (size_t)c->start_depth;
+	t->branches_left = c->branches;
+
+	/* Before the window: get start_depth frames deep, silently. */
+	for (uint64_t guard = 0; w.top < c->start_depth; guard++) {
+		if (guard > 10000000 || step(&w, RUN_PRE) < 0) {
+			snprintf(err, errlen,
+				 "could not reach start depth %u (seed %llu)",
+				 c->start_depth, (unsigned long long)c->seed);
+			goto fail;
+		}
+	}
+	t->window_start = w.tsc;
+	for (size_t i = 0; i <= w.top; i++) {
+		size_t saved = w.top;
+		w.top = i;
+		rc = add_row(&w, w.st[i].func, w.tsc,
+			     c->start_depth ? TRUTH_CLIP_START : 0,
+			     &w.st[i].row);
+		w.top = saved;
+		if (rc)
+			goto nomem;
+	}
+	if (ptgen_start(w.g, w.tsc, cur_ip(&w), c->start_depth > 0))
+		goto nomem;
+
+	while (n < c->branches) {
+		rc = step(&w, RUN_EMIT);
+		if (rc < 0)
+			goto enc;
+		if (!rc)
+			continue;
+		n++;
+		t->branches_left = c->branches - n;
+		if (ptgen_maybe_psb(w.g, w.tsc, cur_ip(&w)))
+			goto enc;
+		if (c->gap_every && rng_below(&w.rng, c->gap_every) == 0 &&
+		    n + 64 < c->branches) {
+			/* Packets for 1..48 branches are lost. */
+			uint64_t lost = 1 + rng_below(&w.rng, 48);
+			if (ptgen_finish(w.g, w.tsc))
+				goto enc;
+			for (uint64_t k = 0; k < lost;) {
+				rc = step(&w, RUN_SILENT);
+				if (rc < 0)
+					goto enc;
+				k += (uint64_t)rc;
+			}
+			n += lost;
+			w.tsc += 3;
+			if (ptgen_overflow(w.g, w.tsc, cur_ip(&w)))
+				goto enc;
+			t->gaps++;
+		}
+	}
+	if (ptgen_finish(w.g, w.tsc))
+		goto enc;
+	t->window_end = w.tsc;
+	for (size_t i = 0; i <= w.top; i++)
+		end_row(&w, w.st[i].row, w.tsc, TRUTH_CLIP_END);
+	t->branches = n;
+
+	/* The stack an unwinder would report, leaf first. */
+	t->final_stack = calloc(w.top + 1, sizeof(uint64_t));
+	if (!t->final_stack)
+		goto nomem;
+	t->final_stack[0] = cur_ip(&w);
+	for (size_t i = 1; i <= w.top; i++) {
+		const struct frame *fr = &w.st[w.top - i];
+		t->final_stack[i] = insn_addr(&p->funcs[fr->func], fr->resume);
+	}
+	t->nr_final_stack = w.top + 1;
+	{
+		size_t len;
+		const uint8_t *d = ptgen_data(w.g, &len);
+		t->aux = malloc(len ? len : 1);
+		if (!t->aux)
+			goto nomem;
+		memcpy(t->aux, d, len);
+		t->aux_len = len;
+	}
+	ptgen_free(w.g);
+	free(w.st);
+	return 0;
+enc:
+	snprintf(err, errlen, "packet encoding failed (seed %llu)",
+		 (unsigned long long)c->seed);
+	goto fail;
+nomem:
+	snprintf(err, errlen, "out of memory walking the program");
+fail:
+	ptgen_free(w.g);
+	free(w.st);
+	return -1;
+}
+
+void walk_thread_free(struct walk_thread *t)
+{
+	free(t->rows);
+	free(t->aux);
+	free(t->final_stack);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,51 @@
+/* Internal to tests/synth: one thread's walk and its truth. */
+#ifndef MT_SYNTH_WALK_H
+#define MT_SYNTH_WALK_H
+
+#include "tests/synth/synth_int.h"
+
+enum {
+	TRUTH_CLIP_START = 1 << 0, /* live before the window began */
+	TRUTH_CLIP_END = 1 << 1,   /* still live when the window ended */
+	TRUTH_TAIL = 1 << 2,       /* entered by a jump, not a call */
+	TRUTH_TAIL_OUT = 1 << 3,   /* left by a jump to another function */
+	TRUTH_UNWOUND = 1 << 4,    /* left by a longjmp-like jump */
+	TRUTH_SYSCALL = 1 << 5,    /* time in the kernel, untraced */
+};
+
+#define TRUTH_SYSCALL_FUNC UINT32_MAX
+
+struct truth_row {
+	uint32_t func; /* TRUTH_SYSCALL_FUNC for [syscall] */
+	uint32_t depth;
+	uint64_t start, end; /* TSC */
+	uint32_t flags;
+};
+
+struct walk_cfg {
+	uint64_t seed;
+	uint64_t branches;
+	uint32_t root;
+	unsigned start_depth;
+	uint64_t gap_every;
+	uint64_t start_tsc;
+	struct ptgen_cfg pt;
+};
+
+struct walk_thread {
+	struct truth_row *rows;
+	size_t nr_rows, cap_rows;
+	uint8_t *aux;
+	size_t aux_len;
+	uint64_t *final_stack; /* leaf first */
+	size_t nr_final_stack;
+	uint64_t window_start, window_end;
+	uint64_t branches, branches_left, calls, returns, syscalls, gaps;
+	unsigned max_depth;
+};
+
+int walk_thread_run(const struct program *p, const struct walk_cfg *c,
+		    struct walk_thread *t, char *err, size_t errlen);
+void walk_thread_free(struct walk_thread *t);
+
+#endif
