@@ -23,7 +23,7 @@ endif
 CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 
 # Library modules, in data-flow order.
-LIB_DIRS := perfdata capture decode symbols segments stitch writers
+LIB_DIRS := perfdata model capture decode symbols segments stitch writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 SYNTH_SRCS := $(filter-out tests/synth/mt-synth.c,$(wildcard tests/synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
@@ -33,6 +33,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TOOLS := $(BUILD)/bin/mt-synth-check
 
 .PHONY: all deps test unit check-format format clean demo bench golden-update
 
@@ -61,6 +62,10 @@ $(BUILD)/bin/mt-synth: $(BUILD)/obj/tests/synth/mt-synth.o $(BUILD)/libsynth.a $
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
+$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ -o $@
+
 $(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
@@ -75,9 +80,9 @@ test:
 	@$(MAKE) --no-print-directory MODE=asan asan-build
 	@sh tests/run build/asan
 
-asan-build: $(BINS) $(TESTS)
+asan-build: $(BINS) $(TESTS) $(TOOLS)
 
-unit: $(BINS) $(TESTS)
+unit: $(BINS) $(TESTS) $(TOOLS)
 
 format:
 	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Error codes (negated on return). */
 enum {
@@ -413,5 +414,10 @@ int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
 		       struct pd_ext_stack *s);
+
+/* ------------------------------------------------------------------ */
+/* Summary of a capture for mt-convert --info                          */
+
+int pd_info_print(FILE *out, const char *path, struct pd_err *err);
 
 #endif

@@ -59,6 +59,8 @@ static bool has_mtc(const struct ptgen *g)
 
 static int append(struct ptgen *g, const uint8_t *p, size_t n)
 {
+	if (!n)
+		return 0;
 	if (g->len + n > g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 1 << 16;
 		uint8_t *b = realloc(g->buf, cap);

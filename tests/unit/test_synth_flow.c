@@ -151,8 +151,7 @@ static void run_case(struct check_state *cs, const struct cfgcase *k)
 	CHECK(cs, program_generate(&p, &r, 1, true, err, sizeof(err)) == 0);
 	if (program_build(&p, dir, "cc", err, sizeof(err))) {
 		CHECKF(cs, 0, "%s", err);
-		program_free(&p);
-		return;
+		goto out;
 	}
 	if (walk_thread_run(&p, &c, &t, err, sizeof(err))) {
 		CHECKF(cs, 0, "%s", err);

@@ -1,0 +1,171 @@
+/*
+ * The converted trace in memory.  Arrays grow by doubling; the string
+ * table interns with an open-addressing hash so that names repeated
+ * millions of times cost one lookup each and one copy in memory.
+ */
+#include "model/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+/* Grow *v (of *cap elements of size sz) to hold at least need. */
+static int grow(void **v, size_t *cap, size_t need, size_t sz)
+{
+	size_t c = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	n = realloc(*v, c * sz);
+	if (!n)
+		return -1;
+	*v = n;
+	*cap = c;
+	return 0;
+}
+
+void mt_strtab_init(struct mt_strtab *s)
+{
+	memset(s, 0, sizeof(*s));
+	mt_str_intern(s, "");
+}
+
+void mt_strtab_free(struct mt_strtab *s)
+{
+	free(s->buf);
+	free(s->off);
+	free(s->hash);
+	memset(s, 0, sizeof(*s));
+}
+
+static int rehash(struct mt_strtab *s, uint32_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return -1;
+	for (uint32_t id = 0; id < s->nr; id++) {
+		const char *str = s->buf + s->off[id];
+		uint32_t i = hash_bytes(str, strlen(str)) & (cap - 1);
+		while (h[i])
+			i = (i + 1) & (cap - 1);
+		h[i] = id + 1;
+	}
+	free(s->hash);
+	s->hash = h;
+	s->hash_cap = cap;
+	return 0;
+}
+
+uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len)
+{
+	uint32_t h = hash_bytes(str, len), i;
+	size_t cap_ids = s->cap_ids;
+
+	if ((s->nr + 1) * 2 > s->hash_cap &&
+	    rehash(s, s->hash_cap ? s->hash_cap * 2 : 64))
+		return MT_NONE;
+	for (i = h & (s->hash_cap - 1); s->hash[i];
+	     i = (i + 1) & (s->hash_cap - 1)) {
+		const char *o = s->buf + s->off[s->hash[i] - 1];
+		if (!strncmp(o, str, len) && o[len] == 0)
+			return s->hash[i] - 1;
+	}
+	if (grow((void **)&s->buf, &s->cap, s->len + len + 1, 1) ||
+	    grow((void **)&s->off, &cap_ids, (size_t)s->nr + 1,
+		 sizeof(*s->off)))
+		return MT_NONE;
+	s->cap_ids = (uint32_t)cap_ids;
+	memcpy(s->buf + s->len, str, len);
+	s->buf[s->len + len] = 0;
+	s->off[s->nr] = (uint32_t)s->len;
+	s->len += len + 1;
+	s->hash[i] = s->nr + 1;
+	return s->nr++;
+}
+
+uint32_t mt_str_intern(struct mt_strtab *s, const char *str)
+{
+	return mt_str_intern_len(s, str, strlen(str));
+}
+
+void mt_trace_init(struct mt_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	mt_strtab_init(&t->strs);
+}
+
+void mt_trace_free(struct mt_trace *t)
+{
+	for (size_t i = 0; i < t->nr_threads; i++)
+		free(t->threads[i].slices);
+	free(t->threads);
+	free(t->procs);
+	free(t->hits);
+	free(t->stitches);
+	mt_strtab_free(&t->strs);
+	memset(t, 0, sizeof(*t));
+}
+
+struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,
+					const char *name)
+{
+	uint32_t n = mt_str_intern(&t->strs, name);
+
+	if (n == MT_NONE || grow((void **)&t->procs, &t->cap_procs,
+				 t->nr_procs + 1, sizeof(*t->procs)))
+		return NULL;
+	t->procs[t->nr_procs] = (struct mt_process){.pid = pid, .name = n};
+	return &t->procs[t->nr_procs++];
+}
+
+struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
+				      uint32_t tid, const char *name)
+{
+	uint32_t n = mt_str_intern(&t->strs, name);
+
+	if (n == MT_NONE || grow((void **)&t->threads, &t->cap_threads,
+				 t->nr_threads + 1, sizeof(*t->threads)))
+		return NULL;
+	t->threads[t->nr_threads] =
+		(struct mt_thread){.pid = pid, .tid = tid, .name = n};
+	return &t->threads[t->nr_threads++];
+}
+
+struct mt_slice *mt_thread_push(struct mt_thread *th, const struct mt_slice *s)
+{
+	if (grow((void **)&th->slices, &th->cap_slices, th->nr_slices + 1,
+		 sizeof(*th->slices)))
+		return NULL;
+	th->slices[th->nr_slices] = *s;
+	return &th->slices[th->nr_slices++];
+}
+
+struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
+{
+	if (grow((void **)&t->hits, &t->cap_hits, t->nr_hits + 1,
+		 sizeof(*t->hits)))
+		return NULL;
+	t->hits[t->nr_hits] = *h;
+	return &t->hits[t->nr_hits++];
+}
+
+struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
+				      const struct mt_stitch *s)
+{
+	if (grow((void **)&t->stitches, &t->cap_stitches, t->nr_stitches + 1,
+		 sizeof(*t->stitches)))
+		return NULL;
+	t->stitches[t->nr_stitches] = *s;
+	return &t->stitches[t->nr_stitches++];
+}

@@ -1,0 +1,117 @@
+/*
+ * model: the converted trace in memory, as the writers see it.
+ *
+ * segments/ and stitch/ build it; writers/ only read it.  A trace is a
+ * string table, processes, threads with their slices, and the snapshot
+ * trigger hits.  Each thread's slices are in pre-order: sorted by start
+ * time, a parent before its children (so depth never jumps by more than
+ * one from a slice to the next that starts inside it).
+ */
+#ifndef MT_MODEL_H
+#define MT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MT_NONE UINT32_MAX
+
+/* Interned strings: id 0 is always "". */
+struct mt_strtab {
+	char *buf;          /* NUL-separated strings */
+	size_t len, cap;
+	uint32_t *off;      /* id -> offset in buf */
+	uint32_t nr, cap_ids;
+	uint32_t *hash;     /* open addressing: id + 1, 0 = empty */
+	uint32_t hash_cap;  /* power of two */
+};
+
+void mt_strtab_init(struct mt_strtab *s);
+void mt_strtab_free(struct mt_strtab *s);
+/* Returns the id of s (adding it if new), or MT_NONE when out of memory. */
+uint32_t mt_str_intern(struct mt_strtab *s, const char *str);
+uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len);
+static inline const char *mt_str(const struct mt_strtab *s, uint32_t id)
+{
+	return s->buf + s->off[id];
+}
+
+enum mt_slice_flags {
+	MT_SLICE_INFERRED_START = 1 << 0, /* began before what we saw */
+	MT_SLICE_INFERRED_END = 1 << 1,   /* ended at a gap or the end */
+	MT_SLICE_JOINED = 1 << 2,         /* one activation across a gap */
+	MT_SLICE_GAP = 1 << 3,            /* a [decode gap: reason] slice */
+	MT_SLICE_SYSCALL = 1 << 4,        /* [syscall]: in the kernel */
+	MT_SLICE_UNTRACED = 1 << 5,       /* [untraced]: tracing was off */
+	MT_SLICE_TAIL = 1 << 6,           /* entered by a jump */
+	MT_SLICE_UNKNOWN = 1 << 7,        /* code without a symbol/binary */
+};
+
+struct mt_slice {
+	uint64_t ts;       /* perf time, ns */
+	uint64_t dur;      /* ns */
+	uint32_t name;     /* string id */
+	uint32_t depth;    /* 0 = root */
+	uint32_t parent;   /* index in the thread's slices, or MT_NONE */
+	uint32_t flags;    /* enum mt_slice_flags */
+	uint64_t addr;     /* symbol (or entry) address, 0 if none */
+	uint32_t dso;      /* string id of the binary's path, 0 if none */
+	uint32_t segment;  /* the trace segment it came from */
+};
+
+struct mt_thread {
+	uint32_t pid, tid;
+	uint32_t name;     /* string id (comm) */
+	struct mt_slice *slices;
+	size_t nr_slices, cap_slices;
+};
+
+struct mt_process {
+	uint32_t pid;
+	uint32_t name;     /* string id (command line or comm) */
+};
+
+/* A snapshot trigger hit (mt_take_snapshot and friends). */
+struct mt_hit {
+	uint64_t ts;           /* perf time of the hit */
+	uint64_t mark_start;   /* perf time of mt_mark_start, 0 if none */
+	uint32_t pid, tid;
+	uint64_t ip;
+	int64_t arg;
+	uint32_t name;         /* string id: the trigger symbol */
+};
+
+/* A stitch decision, kept for the audit table. */
+struct mt_stitch {
+	uint32_t tid;
+	uint32_t seg_a, seg_b;
+	uint32_t frames_joined;
+	double score;
+	uint32_t reason;       /* string id */
+};
+
+struct mt_trace {
+	struct mt_strtab strs;
+	struct mt_process *procs;
+	size_t nr_procs, cap_procs;
+	struct mt_thread *threads;
+	size_t nr_threads, cap_threads;
+	struct mt_hit *hits;
+	size_t nr_hits, cap_hits;
+	struct mt_stitch *stitches;
+	size_t nr_stitches, cap_stitches;
+};
+
+void mt_trace_init(struct mt_trace *t);
+void mt_trace_free(struct mt_trace *t);
+/* Each returns NULL when out of memory; pointers move when arrays grow. */
+struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,
+					const char *name);
+struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
+				      uint32_t tid, const char *name);
+struct mt_slice *mt_thread_push(struct mt_thread *th,
+				const struct mt_slice *s);
+struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h);
+struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
+				      const struct mt_stitch *s);
+
+#endif

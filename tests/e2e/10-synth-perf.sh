@@ -1,0 +1,65 @@
+#!/bin/bash
+# The independent check: for synthetic captures covering every option,
+# perf's own Intel PT decoder must report exactly the truth's calls and
+# returns (tests/tools/mt-synth-check.c says how they are compared), and
+# `mt-convert --info` must read the capture.
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-synth.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# name | mt-synth options
+cases=(
+	"mtc_s1|--seed 1 --branches 30000"
+	"mtc_s2|--seed 2 --branches 30000"
+	"tsc_s3|--seed 3 --branches 30000 --timing tsc"
+	"tsc_s4|--seed 4 --branches 30000 --timing tsc --noretcomp"
+	"cyc_s5|--seed 5 --branches 30000 --timing cyc"
+	"cyc_s6|--seed 6 --branches 30000 --timing cyc --mtc-period 0"
+	"noretcomp_s7|--seed 7 --branches 30000 --noretcomp"
+	"noretcomp_s8|--seed 8 --branches 30000 --noretcomp --timing cyc"
+	"depth_s9|--seed 9 --branches 30000 --start-depth 5"
+	"depth_s10|--seed 10 --branches 30000 --start-depth 20 --final-stack"
+	"threads_s11|--seed 11 --branches 20000 --threads 3"
+	"threads_s12|--seed 12 --branches 20000 --threads 4 --timing cyc"
+	"threads_s13|--seed 13 --branches 20000 --threads 2 --timing tsc --start-depth 3"
+	"psb0_s14|--seed 14 --branches 30000 --psb-period 0"
+	"psb8_s15|--seed 15 --branches 30000 --psb-period 8"
+	"deep_s16|--seed 16 --branches 80000"
+	"nodeep_s17|--seed 17 --branches 30000 --no-deep"
+	"gaps_s18|--seed 18 --branches 50000 --gap-every 3000"
+	"gaps_s19|--seed 19 --branches 50000 --gap-every 1000 --timing cyc"
+	"gaps_s20|--seed 20 --branches 50000 --gap-every 5000 --threads 2 --start-depth 4"
+	"gaps_s21|--seed 21 --branches 50000 --gap-every 2000 --noretcomp"
+	"mixed_s22|--seed 22 --branches 40000 --timing cyc --noretcomp --start-depth 9 --threads 2 --final-stack"
+)
+
+for c in "${cases[@]}"; do
+	name=${c%%|*}
+	opts=${c#*|}
+	d="$W/$name"
+	gapflag=
+	case "$opts" in *--gap-every*) gapflag=--gaps ;; esac
+	if ! "$B/mt-synth" $opts -o "$d" >"$W/$name.synth" 2>&1; then
+		echo "FAIL synth_perf_$name: mt-synth failed"
+		sed 's/^/    /' "$W/$name.synth"
+		continue
+	fi
+	if ! perf script -i "$d/raw.bin" --itrace=cre --ns \
+		-F tid,time,flags,ip,sym,symoff,addr >"$d/perf.txt" 2>"$d/perf.err"; then
+		echo "FAIL synth_perf_$name: perf script failed"
+		sed 's/^/    /' "$d/perf.err" | head -5
+		continue
+	fi
+	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-synth-check" "$d/truth.tsv" "$d/perf.txt" $gapflag); then
+		echo "PASS synth_perf_$name ($out)"
+	else
+		echo "FAIL synth_perf_$name: $out"
+	fi
+	if "$B/mt-convert" --info "$d/raw.bin" >"$d/info.txt" 2>&1 &&
+		grep -q prog "$d/info.txt"; then
+		echo "PASS synth_info_$name"
+	else
+		echo "FAIL synth_info_$name"
+		sed 's/^/    /' "$d/info.txt" | head -5
+	fi
+done
