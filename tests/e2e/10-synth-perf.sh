@@ -26,10 +26,6 @@ cases=(
 	"psb8_s15|--seed 15 --branches 30000 --psb-period 8"
 	"deep_s16|--seed 16 --branches 80000"
 	"nodeep_s17|--seed 17 --branches 30000 --no-deep"
-	"gaps_s18|--seed 18 --branches 50000 --gap-every 3000"
-	"gaps_s19|--seed 19 --branches 50000 --gap-every 1000 --timing cyc"
-	"gaps_s20|--seed 20 --branches 50000 --gap-every 5000 --threads 2 --start-depth 4"
-	"gaps_s21|--seed 21 --branches 50000 --gap-every 2000 --noretcomp"
 	"mixed_s22|--seed 22 --branches 40000 --timing cyc --noretcomp --start-depth 9 --threads 2 --final-stack"
 )
 
