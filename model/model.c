@@ -4,6 +4,7 @@
  * millions of times cost one lookup each and one copy in memory.
  */
 #include "model/model.h"
+#include "util/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +15,6 @@ static uint32_t hash_bytes(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 16777619u;
 	return h;
-}
-
-/* Grow *v (of *cap elements of size sz) to hold at least need. */
-static int grow(void **v, size_t *cap, size_t need, size_t sz)
-{
-	size_t c = *cap ? *cap : 16;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	n = realloc(*v, c * sz);
-	if (!n)
-		return -1;
-	*v = n;
-	*cap = c;
-	return 0;
 }
 
 void mt_strtab_init(struct mt_strtab *s)
@@ -81,8 +64,8 @@ uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len)
 		if (!strncmp(o, str, len) && o[len] == 0)
 			return s->hash[i] - 1;
 	}
-	if (grow((void **)&s->buf, &s->cap, s->len + len + 1, 1) ||
-	    grow((void **)&s->off, &cap_ids, (size_t)s->nr + 1,
+	if (mt_grow((void **)&s->buf, &s->cap, s->len + len + 1, 1) ||
+	    mt_grow((void **)&s->off, &cap_ids, (size_t)s->nr + 1,
 		 sizeof(*s->off)))
 		return MT_NONE;
 	s->cap_ids = (uint32_t)cap_ids;
@@ -113,6 +96,7 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->procs);
 	free(t->hits);
 	free(t->stitches);
+	free(t->segments);
 	mt_strtab_free(&t->strs);
 	memset(t, 0, sizeof(*t));
 }
@@ -122,7 +106,7 @@ struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,
 {
 	uint32_t n = mt_str_intern(&t->strs, name);
 
-	if (n == MT_NONE || grow((void **)&t->procs, &t->cap_procs,
+	if (n == MT_NONE || mt_grow((void **)&t->procs, &t->cap_procs,
 				 t->nr_procs + 1, sizeof(*t->procs)))
 		return NULL;
 	t->procs[t->nr_procs] = (struct mt_process){.pid = pid, .name = n};
@@ -134,7 +118,7 @@ struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
 {
 	uint32_t n = mt_str_intern(&t->strs, name);
 
-	if (n == MT_NONE || grow((void **)&t->threads, &t->cap_threads,
+	if (n == MT_NONE || mt_grow((void **)&t->threads, &t->cap_threads,
 				 t->nr_threads + 1, sizeof(*t->threads)))
 		return NULL;
 	t->threads[t->nr_threads] =
@@ -144,7 +128,7 @@ struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
 
 struct mt_slice *mt_thread_push(struct mt_thread *th, const struct mt_slice *s)
 {
-	if (grow((void **)&th->slices, &th->cap_slices, th->nr_slices + 1,
+	if (mt_grow((void **)&th->slices, &th->cap_slices, th->nr_slices + 1,
 		 sizeof(*th->slices)))
 		return NULL;
 	th->slices[th->nr_slices] = *s;
@@ -153,7 +137,7 @@ struct mt_slice *mt_thread_push(struct mt_thread *th, const struct mt_slice *s)
 
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
 {
-	if (grow((void **)&t->hits, &t->cap_hits, t->nr_hits + 1,
+	if (mt_grow((void **)&t->hits, &t->cap_hits, t->nr_hits + 1,
 		 sizeof(*t->hits)))
 		return NULL;
 	t->hits[t->nr_hits] = *h;
@@ -163,9 +147,27 @@ struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s)
 {
-	if (grow((void **)&t->stitches, &t->cap_stitches, t->nr_stitches + 1,
+	if (mt_grow((void **)&t->stitches, &t->cap_stitches, t->nr_stitches + 1,
 		 sizeof(*t->stitches)))
 		return NULL;
 	t->stitches[t->nr_stitches] = *s;
 	return &t->stitches[t->nr_stitches++];
+}
+
+struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
+					const struct mt_segment *s)
+{
+	if (mt_grow((void **)&t->segments, &t->cap_segments,
+		    t->nr_segments + 1, sizeof(*t->segments)))
+		return NULL;
+	t->segments[t->nr_segments] = *s;
+	return &t->segments[t->nr_segments++];
+}
+
+struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid)
+{
+	for (size_t i = 0; i < t->nr_threads; i++)
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+	return NULL;
 }

@@ -80,6 +80,18 @@ struct mt_hit {
 	uint32_t name;         /* string id: the trigger symbol */
 };
 
+/*
+ * A trace segment: one error-free run of a thread's trace.  Slices carry
+ * the index of their segment (joined slices the first one's).
+ */
+struct mt_segment {
+	uint32_t tid;
+	uint64_t start, end;   /* perf time, ns */
+	uint32_t end_reason;   /* string id: why it ended ("end of trace",
+				  "overflow", "decode error: ...") */
+	uint64_t end_ip;       /* where decoding stopped, 0 if unknown */
+};
+
 /* A stitch decision, kept for the audit table. */
 struct mt_stitch {
 	uint32_t tid;
@@ -99,6 +111,8 @@ struct mt_trace {
 	size_t nr_hits, cap_hits;
 	struct mt_stitch *stitches;
 	size_t nr_stitches, cap_stitches;
+	struct mt_segment *segments;   /* index = segment id */
+	size_t nr_segments, cap_segments;
 };
 
 void mt_trace_init(struct mt_trace *t);
@@ -113,5 +127,9 @@ struct mt_slice *mt_thread_push(struct mt_thread *th,
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h);
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s);
+struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
+					const struct mt_segment *s);
+/* The thread with this tid, or NULL. */
+struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
 
 #endif

@@ -1,0 +1,84 @@
+/*
+ * symbols: names for code addresses.
+ *
+ * A sym_file is one ELF image (a file on disk, or bytes such as a captured
+ * [vdso]) with its function symbols sorted by address, its loadable
+ * segments and its build id.  Addresses here are the ELF's own (link-time)
+ * virtual addresses; the caller maps runtime addresses to them with the
+ * mapping's start and file offset (sym_file_off_to_vaddr).
+ *
+ * Symbols come from .symtab, else .dynsym, merged with a separate debug
+ * file (found by build id under a debug root, or .gnu_debuglink) and the
+ * MiniDebugInfo in .gnu_debugdata when present.  PLT entries are named
+ * "name@plt".  C++ and Rust names are demangled.
+ */
+#ifndef MT_SYMBOLS_H
+#define MT_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sym {
+	uint64_t addr;      /* ELF virtual address */
+	uint64_t size;      /* 0 when unknown: it then ends at the next */
+	const char *name;   /* demangled; owned by the sym_file */
+};
+
+/* A loadable (PT_LOAD) segment. */
+struct sym_load {
+	uint64_t offset;    /* in the file */
+	uint64_t vaddr;
+	uint64_t filesz, memsz;
+	uint32_t flags;     /* PF_X | PF_W | PF_R */
+};
+
+struct sym_file;
+
+struct sym_opts {
+	/* Root of build-id debug files ("/usr/lib/debug" when NULL;
+	 * "" to disable). */
+	const char *debug_root;
+	/* Keep mangled names. */
+	int no_demangle;
+};
+
+/*
+ * Open the ELF at path.  Returns 0, or a negative errno-style code with a
+ * one-line reason (naming the file) in err.  o may be NULL.
+ */
+int sym_file_open(const char *path, const struct sym_opts *o,
+		  struct sym_file **out, char *err, size_t errlen);
+/* The same for an ELF image held in memory (copied); name is for messages. */
+int sym_file_open_mem(const void *buf, size_t len, const char *name,
+		      const struct sym_opts *o, struct sym_file **out,
+		      char *err, size_t errlen);
+void sym_file_free(struct sym_file *f);
+
+/* The function containing vaddr, or NULL. */
+const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr);
+/* All symbols, sorted by address. */
+const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr);
+const struct sym_load *sym_file_loads(const struct sym_file *f, size_t *nr);
+/* Build id bytes (NULL, *len = 0 when the file has none). */
+const uint8_t *sym_file_build_id(const struct sym_file *f, size_t *len);
+/* ELF e_type: ET_EXEC, ET_DYN, ... */
+int sym_file_type(const struct sym_file *f);
+/* A file offset to the vaddr it is loaded at; -1 when no segment has it. */
+int sym_file_off_to_vaddr(const struct sym_file *f, uint64_t off,
+			  uint64_t *vaddr);
+
+/*
+ * JIT symbols from a perf map file (/tmp/perf-PID.map: "START SIZE name"
+ * per line, hex).  Addresses are runtime addresses.
+ */
+struct sym_map;
+int sym_map_open(const char *path, struct sym_map **out, char *err,
+		 size_t errlen);
+void sym_map_free(struct sym_map *m);
+const struct sym *sym_map_lookup(const struct sym_map *m, uint64_t addr);
+
+/* Demangle a C++ or Rust name into buf; returns buf, or name when it is
+ * not mangled (or does not fit). */
+const char *sym_demangle(const char *name, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,26 @@
+#include "util/util.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
+{
+	size_t c = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			return -1;
+		c *= 2;
+	}
+	if (sz && c > SIZE_MAX / sz)
+		return -1;
+	n = realloc(*v, c * sz);
+	if (!n)
+		return -1;
+	*v = n;
+	*cap = c;
+	return 0;
+}

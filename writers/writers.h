@@ -1,0 +1,36 @@
+/*
+ * writers: the converted trace (model/) to files people open.
+ *
+ * Each writer writes to a temporary name beside path and renames it into
+ * place only when complete, so a failed run never leaves a half-written
+ * output.  Errors return a negative code with one line (naming the file)
+ * in err.
+ */
+#ifndef MT_WRITERS_H
+#define MT_WRITERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+struct wr_perfetto_opts {
+	int no_compress;    /* write packets plainly, not in zlib batches */
+	uint32_t max_depth; /* nesting per track before a continuation
+			       track; 0 means Perfetto's limit, 512 */
+};
+
+struct wr_stats {
+	uint64_t bytes;       /* size of the file written */
+	uint64_t slices;      /* slices written */
+	uint32_t tracks;      /* thread tracks, continuation ones included */
+};
+
+int wr_perfetto(const struct mt_trace *t, const char *path,
+		const struct wr_perfetto_opts *o, struct wr_stats *st,
+		char *err, size_t errlen);
+
+int wr_sqlite(const struct mt_trace *t, const char *path,
+	      struct wr_stats *st, char *err, size_t errlen);
+
+#endif
