@@ -33,7 +33,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TOOLS := $(BUILD)/bin/mt-synth-check
+TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check
 
 .PHONY: all deps test unit check-format format clean demo bench golden-update
 
@@ -63,6 +63,10 @@ $(BUILD)/bin/mt-synth: $(BUILD)/obj/tests/synth/mt-synth.o $(BUILD)/libsynth.a $
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
 $(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ -o $@
+
+$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 

@@ -1,20 +1,235 @@
 /*
- * mt-convert: turns a capture into a Perfetto trace.  For now only the
- * summary (--info) exists; the conversion arrives with the decoder.
+ * mt-convert: a capture to a Perfetto trace and a SQLite database.
+ *
+ *   decode (pass 1) -> segments -> writers
+ *
+ * Every output is written under a temporary name and renamed into place,
+ * so an interrupted or failed run leaves nothing half-written.
  */
+#include "decode/decode.h"
+#include "model/model.h"
 #include "perfdata/perfdata.h"
+#include "segments/segments.h"
+#include "writers/writers.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char usage[] =
-	"usage: mt-convert --info CAPTURE\n"
-	"       mt-convert CAPTURE -o OUT.pftrace   (not available yet)\n";
+	"usage: mt-convert CAPTURE -o TRACE.pftrace [options]\n"
+	"       mt-convert --info CAPTURE\n"
+	"\n"
+	"Turns a capture (perf.data with Intel PT) into a Perfetto trace\n"
+	"and a SQLite database of its slices.\n"
+	"\n"
+	"  -o PATH            the Perfetto trace to write\n"
+	"  --sqlite PATH      the SQLite database (default: the trace's path\n"
+	"                     with .sqlite instead of .pftrace)\n"
+	"  --no-sqlite        do not write the database\n"
+	"  --text PATH        also write the slice tree as text ('-': stdout)\n"
+	"  --binaries DIR     look for the traced binaries in DIR first\n"
+	"                     (repeatable)\n"
+	"  --debug-root DIR   build-id tree of binaries (default "
+	"/usr/lib/debug)\n"
+	"  --no-final-stack   do not anchor roots on the stack unwound at\n"
+	"                     the snapshot\n"
+	"  --no-compress      write the Perfetto trace without zlib\n"
+	"  -q, --quiet        no summary\n";
+
+struct args {
+	const char *capture, *out, *sqlite, *text, *debug_root;
+	const char **bins;
+	size_t nr_bins;
+	int no_sqlite, no_final_stack, no_compress, quiet;
+};
+
+struct progress {
+	struct timespec start;
+	int tty, shown;
+};
+
+static double elapsed(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) +
+	       (double)(b.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static int show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+	double t = elapsed(&p->start);
+
+	/* Only when someone watches and the wait is noticeable. */
+	if (!p->tty || t < 0.5 || !total)
+		return 0;
+	fprintf(stderr, "\rdecoding %5.1f%%  %6.1f MB  %.1fs",
+		100.0 * (double)done / (double)total, (double)done / 1e6, t);
+	p->shown = 1;
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+#define NEED_ARG                                                           \
+	do {                                                               \
+		if (!v) {                                                  \
+			fprintf(stderr, "mt-convert: %s needs a value\n", s); \
+			return -1;                                         \
+		}                                                          \
+		i++;                                                       \
+	} while (0)
+		if (!strcmp(s, "-o")) {
+			NEED_ARG;
+			a->out = v;
+		} else if (!strcmp(s, "--sqlite")) {
+			NEED_ARG;
+			a->sqlite = v;
+		} else if (!strcmp(s, "--text")) {
+			NEED_ARG;
+			a->text = v;
+		} else if (!strcmp(s, "--binaries")) {
+			NEED_ARG;
+			a->bins[a->nr_bins++] = v;
+		} else if (!strcmp(s, "--debug-root")) {
+			NEED_ARG;
+			a->debug_root = v;
+		} else if (!strcmp(s, "--no-sqlite")) {
+			a->no_sqlite = 1;
+		} else if (!strcmp(s, "--no-final-stack")) {
+			a->no_final_stack = 1;
+		} else if (!strcmp(s, "--no-compress")) {
+			a->no_compress = 1;
+		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+			a->quiet = 1;
+		} else if (s[0] == '-' && s[1]) {
+			fprintf(stderr, "mt-convert: unknown option %s\n", s);
+			return -1;
+		} else if (!a->capture) {
+			a->capture = s;
+		} else {
+			fprintf(stderr, "mt-convert: more than one capture (%s)\n",
+				s);
+			return -1;
+		}
+#undef NEED_ARG
+	}
+	if (!a->capture) {
+		fprintf(stderr, "mt-convert: no capture given\n");
+		return -1;
+	}
+	if (!a->out && !a->text) {
+		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace\n");
+		return -1;
+	}
+	if (a->sqlite && a->no_sqlite) {
+		fprintf(stderr, "mt-convert: --sqlite and --no-sqlite\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* trace.pftrace -> trace.sqlite; other names get .sqlite appended. */
+static char *sqlite_path(const char *out)
+{
+	size_t n = strlen(out);
+	char *p = malloc(n + 8);
+
+	if (!p)
+		return NULL;
+	memcpy(p, out, n + 1);
+	if (n > 8 && !strcmp(out + n - 8, ".pftrace"))
+		p[n - 8] = 0;
+	strcat(p, ".sqlite");
+	return p;
+}
+
+static void summary(const struct mt_trace *t, struct dec_capture *dc,
+		    const struct args *a, const char *sqlite, double secs)
+{
+	const struct dec_stats *ds = dec_stats(dc);
+	const struct mt_slice *top[5] = {0};
+	const struct mt_thread *top_th[5] = {0};
+	uint64_t slices = 0, gaps = 0, first, last;
+
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		const struct mt_thread *th = &t->threads[i];
+
+		for (size_t k = 0; k < th->nr_slices; k++) {
+			const struct mt_slice *s = &th->slices[k];
+
+			slices++;
+			if (s->flags & MT_SLICE_GAP) {
+				gaps++;
+				continue;
+			}
+			if (s->flags & (MT_SLICE_SYSCALL | MT_SLICE_UNTRACED))
+				continue;
+			/* keep the five longest, longest first */
+			for (size_t j = 0; j < 5; j++) {
+				if (top[j] && top[j]->dur >= s->dur)
+					continue;
+				memmove(top + j + 1, top + j,
+					(4 - j) * sizeof(*top));
+				memmove(top_th + j + 1, top_th + j,
+					(4 - j) * sizeof(*top_th));
+				top[j] = s;
+				top_th[j] = th;
+				break;
+			}
+		}
+	}
+	dec_span(dc, &first, &last);
+	fprintf(stderr,
+		"%zu thread%s, %" PRIu64 " slices, %" PRIu64
+		" decode gap%s, %.3f ms traced; %.1f MB of trace in %.2fs\n",
+		t->nr_threads, t->nr_threads == 1 ? "" : "s", slices, gaps,
+		gaps == 1 ? "" : "s", (double)(last - first) / 1e6,
+		(double)ds->aux_bytes / 1e6, secs);
+	if (a->out)
+		fprintf(stderr, "  perfetto: %s  (open in ui.perfetto.dev)\n",
+			a->out);
+	if (sqlite)
+		fprintf(stderr,
+			"  sqlite:   %s  (sqlite3 %s 'SELECT * FROM slices "
+			"ORDER BY dur DESC LIMIT 10')\n",
+			sqlite, sqlite);
+	if (dec_nr_missing(dc))
+		fprintf(stderr, "  %zu binar%s missing (see above)\n",
+			dec_nr_missing(dc),
+			dec_nr_missing(dc) == 1 ? "y" : "ies");
+	if (top[0])
+		fprintf(stderr, "  slowest:\n");
+	for (size_t j = 0; j < 5 && top[j]; j++)
+		fprintf(stderr, "    %10.3f us  %s  (tid %u)\n",
+			(double)top[j]->dur / 1e3,
+			mt_str(&t->strs, top[j]->name), top_th[j]->tid);
+}
 
 int main(int argc, char **argv)
 {
-	struct pd_err err = {0};
+	struct args a = {0};
+	struct dec_opts dopts = {0};
+	struct seg_opts sopts = {0};
+	struct progress prog = {0};
+	struct dec_capture *dc = NULL;
+	struct mt_trace t;
+	struct pd_err perr = {0};
+	char err[1024] = "", *sqlite = NULL;
+	int rc = 1;
 
+	mt_trace_init(&t);
 	if (argc == 2 &&
 	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(usage, stdout);
@@ -25,21 +240,69 @@ int main(int argc, char **argv)
 			fputs(usage, stderr);
 			return 2;
 		}
-		if (pd_info_print(stdout, argv[2], &err)) {
-			fprintf(stderr, "mt-convert: %s\n", err.msg);
+		if (pd_info_print(stdout, argv[2], &perr)) {
+			fprintf(stderr, "mt-convert: %s\n", perr.msg);
 			return 1;
 		}
 		return 0;
 	}
-	if (argc < 2 || argv[1][0] == '-') {
-		if (argc >= 2)
-			fprintf(stderr, "mt-convert: unknown option %s\n",
-				argv[1]);
+	a.bins = calloc((size_t)argc, sizeof(*a.bins));
+	if (!a.bins)
+		return 1;
+	if (parse(argc, argv, &a)) {
 		fputs(usage, stderr);
+		free(a.bins);
 		return 2;
 	}
-	fputs("mt-convert: conversion to Perfetto is not available in this "
-	      "build yet; use --info\n",
-	      stderr);
-	return 2;
+	if (a.out && !a.no_sqlite) {
+		sqlite = a.sqlite ? strdup(a.sqlite) : sqlite_path(a.out);
+		if (!sqlite)
+			goto oom;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &prog.start);
+	prog.tty = isatty(2);
+	dopts.binary_dirs = a.bins;
+	dopts.nr_binary_dirs = a.nr_bins;
+	dopts.debug_root = a.debug_root;
+	dopts.progress = show_progress;
+	dopts.progress_ctx = &prog;
+	dopts.warn = stderr;
+	sopts.no_final_stack = a.no_final_stack;
+
+	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)) ||
+	    dec_run(dc, err, sizeof(err)))
+		goto fail;
+	if (prog.shown)
+		fputc('\n', stderr);
+	if (seg_build_all(dc, &t, &sopts, err, sizeof(err)))
+		goto fail;
+	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
+		goto fail;
+	if (a.out) {
+		struct wr_perfetto_opts po = {.no_compress = a.no_compress};
+
+		if (wr_perfetto(&t, a.out, &po, NULL, err, sizeof(err)))
+			goto fail;
+	}
+	if (sqlite && wr_sqlite(&t, sqlite, NULL, err, sizeof(err))) {
+		/* Nothing half-done: the trace stays, the message says why
+		 * the database is missing. */
+		goto fail;
+	}
+	if (!a.quiet)
+		summary(&t, dc, &a, sqlite, elapsed(&prog.start));
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, sizeof(err), "out of memory");
+fail:
+	if (prog.shown)
+		fputc('\n', stderr);
+	fprintf(stderr, "mt-convert: %s\n", err);
+out:
+	dec_free(dc);
+	mt_trace_free(&t);
+	free(sqlite);
+	free(a.bins);
+	return rc;
 }

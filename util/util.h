@@ -14,4 +14,11 @@
  */
 int mt_grow(void **v, size_t *cap, size_t need, size_t sz);
 
+/*
+ * A stable merge sort (qsort is not stable): returns 0, or -1 when the
+ * scratch buffer cannot be allocated (base is untouched then).
+ */
+int mt_stable_sort(void *base, size_t n, size_t sz,
+		   int (*cmp)(const void *, const void *));
+
 #endif

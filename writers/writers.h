@@ -33,4 +33,12 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 int wr_sqlite(const struct mt_trace *t, const char *path,
 	      struct wr_stats *st, char *err, size_t errlen);
 
+/*
+ * The slice tree as text, one slice per line in the truth.tsv format of
+ * mt-synth (tid, depth, name, start_ns, end_ns, flags), threads by tid,
+ * each in pre-order.  path "-" writes to standard output.
+ */
+int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
+	    char *err, size_t errlen);
+
 #endif

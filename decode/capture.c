@@ -1,0 +1,516 @@
+/*
+ * Pass 1, first half: read the capture's sideband into dec_capture.
+ *
+ * Records are read once, in file order.  Threads are known from COMM,
+ * FORK, ITRACE_START, SWITCH and AUXTRACE records; a thread named only by
+ * an AUXTRACE record still gets its events.  Times of events are kept
+ * relative to one base for the whole capture (the earliest sideband time),
+ * so that a thread whose trace comes from several CPUs sorts in one array.
+ */
+#include "decode/dec_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	if (mt_grow((void **)&c->procs, &c->cap_procs, c->nr_procs + 1,
+		    sizeof(*c->procs)))
+		return NULL;
+	c->procs[c->nr_procs] = (struct dec_proc){.pid = pid, .ppid = pid};
+	return &c->procs[c->nr_procs++];
+}
+
+struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
+				  uint32_t tid)
+{
+	size_t cap;
+
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		if (c->threads[i].tid != tid)
+			continue;
+		/* The AUXTRACE record of a per-thread stream knows only the
+		 * tid; sideband fills the pid in. */
+		if (c->threads[i].pid == (uint32_t)-1)
+			c->threads[i].pid = pid;
+		return &c->threads[i];
+	}
+	cap = c->cap_threads;
+	if (mt_grow((void **)&c->threads, &c->cap_threads, c->nr_threads + 1,
+		    sizeof(*c->threads)) ||
+	    mt_grow((void **)&c->comms, &cap, c->nr_threads + 1,
+		    sizeof(*c->comms)))
+		return NULL;
+	c->threads[c->nr_threads] =
+		(struct dec_thread){.pid = pid, .tid = tid, .comm = ""};
+	c->comms[c->nr_threads] = NULL;
+	return &c->threads[c->nr_threads++];
+}
+
+int dec_thread_push(struct dec_thread *t, uint64_t base, uint64_t time,
+		    enum dec_kind kind, uint64_t ip, uint64_t aux)
+{
+	uint64_t rel = time > base ? time - base : 0;
+
+	if (rel >= UINT64_C(1) << 56)
+		rel = (UINT64_C(1) << 56) - 1;
+	if (mt_grow((void **)&t->ev, &t->cap, t->nr + 1, sizeof(*t->ev)))
+		return -ENOMEM;
+	t->ev[t->nr++] = (struct dec_event){
+		.tk = rel << 8 | (uint64_t)kind, .ip = ip, .aux = aux};
+	return 0;
+}
+
+static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
+		    const char *comm)
+{
+	struct dec_thread *t = dec_thread_get(c, pid, tid);
+	char *s = strdup(comm);
+	size_t i;
+
+	if (!t || !s) {
+		free(s);
+		return -ENOMEM;
+	}
+	i = (size_t)(t - c->threads);
+	free(c->comms[i]);
+	c->comms[i] = s;
+	t->comm = s;
+	if (pid == tid) {
+		struct dec_proc *p = dec_proc_get(c, pid);
+		char *ps = strdup(comm);
+
+		if (!p || !ps) {
+			free(ps);
+			return -ENOMEM;
+		}
+		free(p->comm);
+		p->comm = ps;
+	}
+	return 0;
+}
+
+static int add_map(struct dec_capture *c, const struct pd_event *ev)
+{
+	const struct pd_mmap *m = &ev->u.mmap;
+	const char *name = m->filename;
+	struct dec_map *map;
+	struct dec_dso *d = NULL;
+	size_t di;
+
+	if (m->is_mmap2 ? !(m->prot & PROT_EXEC)
+			: (ev->misc & PERF_RECORD_MISC_MMAP_DATA))
+		return 0;
+	if (!m->len || m->start + m->len < m->start)
+		return 0;
+	for (di = 0; di < c->nr_dsos; di++) {
+		d = &c->dsos[di];
+		if (!strcmp(d->path, name) &&
+		    (!m->has_build_id || !d->build_id_len ||
+		     (d->build_id_len == m->build_id_size &&
+		      !memcmp(d->build_id, m->build_id, d->build_id_len))))
+			break;
+	}
+	if (di == c->nr_dsos) {
+		if (mt_grow((void **)&c->dsos, &c->cap_dsos, c->nr_dsos + 1,
+			    sizeof(*c->dsos)))
+			return -ENOMEM;
+		d = &c->dsos[c->nr_dsos];
+		memset(d, 0, sizeof(*d));
+		d->path = strdup(name);
+		if (!d->path)
+			return -ENOMEM;
+		d->is_vdso = !strcmp(name, "[vdso]");
+		c->nr_dsos++;
+	}
+	if (m->has_build_id && !d->build_id_len && m->build_id_size <= 20) {
+		memcpy(d->build_id, m->build_id, m->build_id_size);
+		d->build_id_len = m->build_id_size;
+	}
+	if (mt_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1,
+		    sizeof(*c->maps)))
+		return -ENOMEM;
+	map = &c->maps[c->nr_maps++];
+	*map = (struct dec_map){.pid = m->pid,
+				.start = m->start,
+				.end = m->start + m->len,
+				.pgoff = m->pgoff,
+				.dso = (uint32_t)di};
+	return dec_proc_get(c, m->pid) ? 0 : -ENOMEM;
+}
+
+static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
+		      uint32_t pid, uint32_t tid)
+{
+	if (cpu == (uint32_t)-1)
+		return 0;
+	if (mt_grow((void **)&c->switches, &c->cap_switches,
+		    c->nr_switches + 1, sizeof(*c->switches)))
+		return -ENOMEM;
+	c->switches[c->nr_switches++] =
+		(struct dec_switch){cpu, time, pid, tid};
+	return 0;
+}
+
+static int add_chunk(struct dec_capture *c, const struct pd_event *ev)
+{
+	const struct pd_auxtrace *a = &ev->u.auxtrace;
+
+	if (!a->size)
+		return 0;
+	if (mt_grow((void **)&c->chunks, &c->cap_chunks, c->nr_chunks + 1,
+		    sizeof(*c->chunks)))
+		return -ENOMEM;
+	c->chunks[c->nr_chunks] = (struct dec_chunk){
+		.idx = a->idx,
+		.tid = a->tid,
+		.cpu = a->cpu,
+		.offset = a->offset,
+		.size = a->size,
+		.reference = a->reference,
+		.data = a->data,
+		.order = c->nr_chunks,
+	};
+	c->nr_chunks++;
+	if (a->tid != (uint32_t)-1 &&
+	    !dec_thread_get(c, (uint32_t)-1, a->tid))
+		return -ENOMEM;
+	return 0;
+}
+
+/* "GenuineIntel,6,85,4" -> family, model, stepping. */
+static void parse_cpuid(struct dec_capture *c)
+{
+	const char *s = pd_feature_string(c->pd, PD_FEAT_CPUID);
+	unsigned fam, model, step;
+
+	memset(&c->cpu, 0, sizeof(c->cpu));
+	if (!s || strncmp(s, "GenuineIntel,", 13) ||
+	    sscanf(s + 13, "%u,%u,%u", &fam, &model, &step) != 3)
+		return;
+	c->cpu.vendor = pcv_intel;
+	c->cpu.family = (uint16_t)fam;
+	c->cpu.model = (uint8_t)model;
+	c->cpu.stepping = (uint8_t)step;
+}
+
+static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
+{
+	struct pd_err perr;
+	size_t cur = 0;
+	uint32_t type, size;
+	const uint8_t *payload;
+	int rc;
+
+	if (!pd_has_feature(c->pd, PD_FEAT_MT_EXT))
+		return 0;
+	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size,
+				 &perr)) > 0) {
+		struct pd_ext_stack s;
+		struct dec_thread *t;
+
+		if (type != PD_EXT_STACK)
+			continue;
+		if (pd_ext_parse_stack(payload, size, &s)) {
+			snprintf(err, errlen, "%s: malformed stack item",
+				 c->path);
+			return -EINVAL;
+		}
+		t = dec_thread_get(c, s.pid, s.tid);
+		if (!t)
+			return -ENOMEM;
+		free(t->final.ips);
+		t->final.ips = calloc(s.nr ? s.nr : 1, sizeof(uint64_t));
+		if (!t->final.ips)
+			return -ENOMEM;
+		for (uint64_t i = 0; i < s.nr; i++)
+			t->final.ips[i] = pd_ext_stack_ip(&s, i);
+		t->final.nr = s.nr;
+		t->final.time = s.time;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_records(struct dec_capture *c, char *err, size_t errlen)
+{
+	struct pd_err perr;
+	struct pd_event ev;
+	uint64_t cur = 0, min_time = UINT64_MAX;
+	int rc;
+
+	while ((rc = pd_next(c->pd, &cur, &ev, &perr)) > 0) {
+		const struct pd_sample_id *sid = &ev.sid;
+
+		rc = 0;
+		if (sid->have_time && sid->time && sid->time < min_time)
+			min_time = sid->time;
+		switch (ev.type) {
+		case PD_RECORD_AUXTRACE_INFO:
+			if (ev.auxtrace_info_type == PD_AUXTRACE_INTEL_PT) {
+				c->pt = ev.u.pt_info;
+				c->have_pt = true;
+			}
+			break;
+		case PERF_RECORD_COMM:
+			rc = set_comm(c, ev.u.comm.pid, ev.u.comm.tid,
+				      ev.u.comm.comm);
+			break;
+		case PERF_RECORD_FORK: {
+			struct dec_proc *p;
+
+			if (!dec_thread_get(c, ev.u.task.pid, ev.u.task.tid)) {
+				rc = -ENOMEM;
+				break;
+			}
+			p = dec_proc_get(c, ev.u.task.pid);
+			if (!p)
+				rc = -ENOMEM;
+			else if (ev.u.task.pid != ev.u.task.ppid &&
+				 p->ppid == p->pid)
+				p->ppid = ev.u.task.ppid;
+			break;
+		}
+		case PERF_RECORD_MMAP:
+		case PERF_RECORD_MMAP2:
+			rc = add_map(c, &ev);
+			break;
+		case PERF_RECORD_ITRACE_START:
+			if (!dec_thread_get(c, ev.u.itrace_start.pid,
+					    ev.u.itrace_start.tid))
+				rc = -ENOMEM;
+			else
+				rc = add_switch(c, sid->cpu, sid->time,
+						ev.u.itrace_start.pid,
+						ev.u.itrace_start.tid);
+			break;
+		case PERF_RECORD_SWITCH:
+		case PERF_RECORD_SWITCH_CPU_WIDE:
+			if (!sid->have_tid || !sid->have_time)
+				break;
+			if (ev.u.sw.out)
+				rc = add_switch(c, sid->cpu, sid->time,
+						(uint32_t)-1, (uint32_t)-1);
+			else if (!dec_thread_get(c, sid->pid, sid->tid))
+				rc = -ENOMEM;
+			else
+				rc = add_switch(c, sid->cpu, sid->time,
+						sid->pid, sid->tid);
+			break;
+		case PD_RECORD_AUXTRACE:
+			rc = add_chunk(c, &ev);
+			break;
+		default:
+			break;
+		}
+		if (rc) {
+			snprintf(err, errlen, "%s: out of memory", c->path);
+			return rc;
+		}
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return -EINVAL;
+	}
+	if (!c->have_pt) {
+		snprintf(err, errlen,
+			 "%s: not an Intel PT capture (no intel_pt "
+			 "AUXTRACE_INFO record)",
+			 c->path);
+		return -EINVAL;
+	}
+	/* Ten seconds of slack: per-CPU trace may start before the first
+	 * sideband record. */
+	c->base = min_time == UINT64_MAX ? 0
+		  : min_time > 10000000000ull ? min_time - 10000000000ull
+					      : 0;
+	for (size_t i = 0; i < pd_nr_attrs(c->pd); i++) {
+		const struct pd_attr *a = pd_get_attr(c->pd, i);
+
+		if (a->attr.type == c->pt.pmu_type) {
+			c->pt_config = a->attr.config;
+			break;
+		}
+	}
+	if (c->pt.mtc_freq_bits) {
+		uint64_t mask = c->pt.mtc_freq_bits;
+
+		c->mtc_freq = (uint8_t)((c->pt_config & mask) >>
+					__builtin_ctzll(mask));
+	}
+	parse_cpuid(c);
+	return read_stacks(c, err, errlen);
+}
+
+int dec_open(struct dec_capture **out, const char *path,
+	     const struct dec_opts *o, char *err, size_t errlen)
+{
+	struct dec_capture *c = calloc(1, sizeof(*c));
+	struct pd_err perr;
+	int rc;
+
+	*out = NULL;
+	if (!c || !(c->path = strdup(path))) {
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	if (o)
+		c->opts = *o;
+	rc = pd_open(&c->pd, path, &perr);
+	if (rc) {
+		snprintf(err, errlen, "%s", perr.msg);
+		goto fail;
+	}
+	rc = read_records(c, err, errlen);
+	if (rc)
+		goto fail;
+	rc = dec_image_build(c, err, errlen);
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	dec_free(c);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+static int cmp_event_time(const void *a, const void *b)
+{
+	const struct dec_event *x = a, *y = b;
+	uint64_t tx = x->tk >> 8, ty = y->tk >> 8;
+
+	return tx < ty ? -1 : tx > ty;
+}
+
+int dec_run(struct dec_capture *c, char *err, size_t errlen)
+{
+	int rc = dec_streams(c, err, errlen);
+
+	if (rc)
+		return rc;
+	c->first = UINT64_MAX;
+	c->last = 0;
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		struct dec_thread *t = &c->threads[i];
+
+		t->base = c->base;
+		/* Per-CPU streams append a thread's runs CPU by CPU; the
+		 * runs never overlap in time, so a merge by time is right.
+		 * Per-thread streams are in order already. */
+		if (c->pt.per_cpu_mmaps && t->nr > 1) {
+			bool sorted = true;
+
+			for (size_t j = 1; j < t->nr && sorted; j++)
+				sorted = (t->ev[j - 1].tk >> 8) <=
+					 (t->ev[j].tk >> 8);
+			if (!sorted && mt_stable_sort(t->ev, t->nr,
+						      sizeof(*t->ev),
+						      cmp_event_time)) {
+				snprintf(err, errlen, "%s: out of memory",
+					 c->path);
+				return -ENOMEM;
+			}
+		}
+		if (t->nr) {
+			uint64_t a = dec_event_time(&t->ev[0], t->base);
+			uint64_t b = dec_event_time(&t->ev[t->nr - 1], t->base);
+
+			if (a < c->first)
+				c->first = a;
+			if (b > c->last)
+				c->last = b;
+		}
+		c->stats.events += t->nr;
+	}
+	if (c->first == UINT64_MAX)
+		c->first = c->last = 0;
+	return 0;
+}
+
+void dec_free(struct dec_capture *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nr_procs; i++) {
+		pt_image_free(c->procs[i].image);
+		free(c->procs[i].comm);
+	}
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		free(c->threads[i].ev);
+		free(c->threads[i].final.ips);
+		free(c->comms[i]);
+	}
+	for (size_t i = 0; i < c->nr_dsos; i++) {
+		free(c->dsos[i].path);
+		free(c->dsos[i].found);
+		sym_file_free(c->dsos[i].sf);
+	}
+	for (size_t i = 0; i < c->nr_missing; i++)
+		free(c->missing[i]);
+	if (c->iscache)
+		pt_iscache_free(c->iscache);
+	free(c->missing);
+	free(c->procs);
+	free(c->threads);
+	free(c->comms);
+	free(c->dsos);
+	free(c->maps);
+	free(c->chunks);
+	free(c->switches);
+	pd_close(c->pd);
+	free(c->path);
+	free(c);
+}
+
+size_t dec_nr_threads(const struct dec_capture *c)
+{
+	return c->nr_threads;
+}
+
+struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i)
+{
+	return i < c->nr_threads ? &c->threads[i] : NULL;
+}
+
+const struct dec_stats *dec_stats(const struct dec_capture *c)
+{
+	return &c->stats;
+}
+
+const char *dec_process_name(const struct dec_capture *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid && c->procs[i].comm)
+			return c->procs[i].comm;
+	for (size_t i = 0; i < c->nr_threads; i++)
+		if (c->threads[i].tid == pid)
+			return c->threads[i].comm;
+	return "";
+}
+
+void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last)
+{
+	*first = c->first;
+	*last = c->last;
+}
+
+size_t dec_nr_missing(const struct dec_capture *c)
+{
+	return c->nr_missing;
+}
+
+const char *dec_missing_at(const struct dec_capture *c, size_t i)
+{
+	return i < c->nr_missing ? c->missing[i] : NULL;
+}

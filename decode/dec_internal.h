@@ -1,0 +1,105 @@
+/*
+ * Internal state of decode/: what the capture's sideband says (threads,
+ * processes, mappings, binaries, AUX chunks, context switches) and the
+ * libipt objects built from it.
+ */
+#ifndef MT_DEC_INTERNAL_H
+#define MT_DEC_INTERNAL_H
+
+#include <intel-pt.h>
+
+#include "decode/decode.h"
+#include "perfdata/perfdata.h"
+#include "symbols/symbols.h"
+
+/* A binary named by one or more mappings. */
+struct dec_dso {
+	char *path;            /* as recorded */
+	char *found;           /* the file we read, NULL when missing */
+	struct sym_file *sf;   /* NULL when missing */
+	uint8_t build_id[20];
+	uint8_t build_id_len;
+	bool is_vdso;
+};
+
+/* An executable mapping of a process. */
+struct dec_map {
+	uint32_t pid;
+	uint64_t start, end, pgoff;
+	uint32_t dso;          /* index in dsos */
+	int64_t bias;          /* runtime = ELF vaddr + bias */
+	bool have_bias;
+};
+
+struct dec_proc {
+	uint32_t pid, ppid;
+	char *comm;
+	struct pt_image *image;
+};
+
+struct dec_chunk {              /* one AUXTRACE record */
+	uint32_t idx, tid, cpu;
+	uint64_t offset, size, reference;
+	const uint8_t *data;
+	uint64_t order;        /* position in the file */
+};
+
+struct dec_switch {             /* who runs on a CPU from a time on */
+	uint32_t cpu;
+	uint64_t time;
+	uint32_t pid, tid;     /* tid (u32)-1: nothing traced */
+};
+
+struct dec_capture {
+	struct pd_file *pd;
+	char *path;
+	struct dec_opts opts;
+
+	struct pd_pt_info pt;
+	bool have_pt;
+	uint64_t pt_config;    /* the intel_pt event's attr.config */
+	struct pt_cpu cpu;
+	uint8_t mtc_freq;
+
+	struct dec_dso *dsos;
+	size_t nr_dsos, cap_dsos;
+	struct dec_map *maps;
+	size_t nr_maps, cap_maps;
+	struct dec_proc *procs;
+	size_t nr_procs, cap_procs;
+	struct dec_thread *threads;
+	size_t nr_threads, cap_threads;
+	char **comms;          /* per thread, owned */
+	struct dec_chunk *chunks;
+	size_t nr_chunks, cap_chunks;
+	struct dec_switch *switches;
+	size_t nr_switches, cap_switches;
+	char **missing;
+	size_t nr_missing, cap_missing;
+
+	struct pt_image_section_cache *iscache;
+	uint64_t base;         /* perf time that event times count from */
+	uint64_t first, last;  /* span of decoded events */
+	struct dec_stats stats;
+};
+
+/* image.c */
+int dec_image_build(struct dec_capture *c, char *err, size_t errlen);
+struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);
+/* The function range around ip (runtime), for telling jumps inside a
+ * function from jumps out of it.  Returns false when ip is unmapped. */
+bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+	       uint64_t *lo, uint64_t *hi);
+int dec_add_missing(struct dec_capture *c, const char *line);
+
+/* capture.c */
+struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid);
+struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
+				  uint32_t tid);
+int dec_thread_push(struct dec_thread *t, uint64_t base, uint64_t time,
+		    enum dec_kind kind, uint64_t ip, uint64_t aux);
+
+/* stream.c */
+int dec_streams(struct dec_capture *c, char *err, size_t errlen);
+
+#endif

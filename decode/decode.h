@@ -1,0 +1,130 @@
+/*
+ * decode: a capture's Intel PT streams to branch events per thread.
+ *
+ * dec_open() reads the capture (perfdata/), learns its threads, commands
+ * and mappings, finds the binaries the mappings name and builds one
+ * libipt image per process over a shared section cache.  dec_run() runs
+ * libipt's block decoder over every AUX stream and leaves, per thread, a
+ * compact array of the control transfers that matter to a call tree:
+ * calls, returns, jumps that leave a function, tracing stopping and
+ * starting, overflows and errors.  Jumps inside a function never leave
+ * the decoder.
+ *
+ * Addresses are runtime addresses of the traced process; dec_symbolize()
+ * names them.
+ */
+#ifndef MT_DECODE_H
+#define MT_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum dec_kind {
+	DEC_CALL = 1,   /* ip: call target; aux: return address */
+	DEC_RET,        /* ip: where the return went */
+	DEC_JUMP,       /* ip: target in another function; aux: source */
+	DEC_SYSCALL,    /* tracing stopped at a syscall; ip: the syscall */
+	DEC_STOP,       /* tracing stopped otherwise; ip: where, 0 if unknown */
+	DEC_RESUME,     /* tracing (re)started; ip: first instruction */
+	DEC_SYNC,       /* decoding (re)started at a PSB; ip: first insn */
+	DEC_OVERFLOW,   /* the CPU dropped trace; ip: where it resumed */
+	DEC_ERROR,      /* decoding failed; aux: libipt error code; ip: last */
+	DEC_LOST,       /* AUX bytes lost between chunks; aux: bytes */
+	DEC_PTWRITE,    /* aux: payload; ip: instruction */
+	DEC_END,        /* the stream ended; ip: last instruction */
+};
+
+/*
+ * 24 bytes.  The time is perf time (ns) relative to the thread's base, in
+ * the high 56 bits of tk; the kind is in the low 8.
+ */
+struct dec_event {
+	uint64_t tk;
+	uint64_t ip;
+	uint64_t aux;
+};
+
+static inline enum dec_kind dec_event_kind(const struct dec_event *e)
+{
+	return (enum dec_kind)(e->tk & 0xff);
+}
+
+static inline uint64_t dec_event_time(const struct dec_event *e,
+				      uint64_t base)
+{
+	return base + (e->tk >> 8);
+}
+
+struct dec_stack {
+	uint64_t time;       /* perf time of the unwind */
+	size_t nr;
+	uint64_t *ips;       /* leaf first: the IP, then return addresses */
+};
+
+struct dec_thread {
+	uint32_t pid, tid;
+	const char *comm;    /* last command name seen, "" if none */
+	uint64_t base;       /* perf time that event times count from */
+	struct dec_event *ev;
+	size_t nr, cap;
+	struct dec_stack final; /* nr = 0 when the capture has none */
+};
+
+struct dec_stats {
+	uint64_t aux_bytes;     /* AUX bytes decoded */
+	uint64_t blocks;        /* libipt blocks */
+	uint64_t events;        /* events kept */
+	uint64_t errors;        /* decode errors */
+	uint64_t overflows;
+	uint64_t streams;
+};
+
+struct dec_opts {
+	const char *const *binary_dirs; /* searched before recorded paths */
+	size_t nr_binary_dirs;
+	const char *debug_root; /* build-id tree; NULL: /usr/lib/debug */
+	/* Called now and then; return non-zero to stop. */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+	FILE *warn;             /* one line per missing binary; may be NULL */
+};
+
+struct dec_capture;
+
+/* Returns 0, or a negative code with one line in err. */
+int dec_open(struct dec_capture **out, const char *path,
+	     const struct dec_opts *o, char *err, size_t errlen);
+int dec_run(struct dec_capture *c, char *err, size_t errlen);
+void dec_free(struct dec_capture *c);
+
+size_t dec_nr_threads(const struct dec_capture *c);
+struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i);
+const struct dec_stats *dec_stats(const struct dec_capture *c);
+/* Name of the process (its command), "" if unknown. */
+const char *dec_process_name(const struct dec_capture *c, uint32_t pid);
+/* Perf time span of the capture's trace (0, 0 when empty). */
+void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last);
+
+/* What dec_symbolize() says about an address. */
+struct dec_sym {
+	const char *name;    /* the function, or "[unknown @ 0x.. (dso)]" */
+	const char *dso;     /* path of the binary, "" if none */
+	uint64_t start, end; /* runtime range of the function: [start, end) */
+	bool known;          /* a symbol, not a made-up name */
+	char buf[160];       /* storage for made-up names */
+};
+
+void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+		   struct dec_sym *out);
+
+/* Binaries that could not be found or did not match, one line each. */
+size_t dec_nr_missing(const struct dec_capture *c);
+const char *dec_missing_at(const struct dec_capture *c, size_t i);
+
+/* Length of the call instruction in b (n bytes available), 0 if b does
+ * not start with a near call.  Exposed for its unit test. */
+unsigned dec_call_len(const uint8_t *b, size_t n);
+
+#endif

@@ -1,0 +1,388 @@
+/*
+ * Binaries and images: find the file behind each executable mapping, check
+ * its build id, add its code to one libipt section cache and to the image
+ * of each process that maps it, and name addresses.
+ *
+ * A binary that cannot be found (or whose build id differs from the
+ * recorded one) is reported once, by name and build id; its addresses get
+ * made-up names and libipt reports them as unmapped, which ends a trace
+ * segment instead of flooding errors.
+ */
+#include "decode/dec_internal.h"
+#include "util/util.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int dec_add_missing(struct dec_capture *c, const char *line)
+{
+	char *s = strdup(line);
+
+	if (!s || mt_grow((void **)&c->missing, &c->cap_missing,
+			  c->nr_missing + 1, sizeof(*c->missing))) {
+		free(s);
+		return -ENOMEM;
+	}
+	c->missing[c->nr_missing++] = s;
+	if (c->opts.warn)
+		fprintf(c->opts.warn, "%s\n", line);
+	return 0;
+}
+
+static void hex(char *out, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = 0;
+}
+
+static bool has_code(const struct sym_file *sf)
+{
+	size_t n;
+	const struct sym_load *l = sym_file_loads(sf, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if ((l[i].flags & PF_X) && l[i].filesz)
+			return true;
+	return false;
+}
+
+/* Try one candidate file: 1 if it is the binary, 0 if not, <0 on OOM. */
+static int try_file(struct dec_capture *c, struct dec_dso *d,
+		    const char *file, bool *mismatch)
+{
+	struct sym_opts so = {.debug_root = c->opts.debug_root};
+	struct sym_file *sf;
+	char err[256];
+	size_t n;
+	const uint8_t *id;
+
+	if (access(file, R_OK))
+		return 0;
+	if (sym_file_open(file, &so, &sf, err, sizeof(err)))
+		return 0;
+	id = sym_file_build_id(sf, &n);
+	if (d->build_id_len &&
+	    (n < d->build_id_len || memcmp(id, d->build_id, d->build_id_len))) {
+		*mismatch = true;
+		sym_file_free(sf);
+		return 0;
+	}
+	if (!has_code(sf)) {
+		sym_file_free(sf);
+		return 0;
+	}
+	d->found = strdup(file);
+	if (!d->found) {
+		sym_file_free(sf);
+		return -ENOMEM;
+	}
+	d->sf = sf;
+	return 1;
+}
+
+static int find_dso(struct dec_capture *c, struct dec_dso *d)
+{
+	const char *base = strrchr(d->path, '/');
+	char buf[PATH_MAX + 64], id[48], line[PATH_MAX + 128];
+	bool mismatch = false;
+	int rc;
+
+	base = base ? base + 1 : d->path;
+	for (size_t i = 0; i < c->opts.nr_binary_dirs; i++) {
+		const char *dir = c->opts.binary_dirs[i];
+
+		snprintf(buf, sizeof(buf), "%s/%s", dir, base);
+		if ((rc = try_file(c, d, buf, &mismatch)))
+			return rc < 0 ? rc : 0;
+		if (d->path[0] == '/') {
+			snprintf(buf, sizeof(buf), "%s%s", dir, d->path);
+			if ((rc = try_file(c, d, buf, &mismatch)))
+				return rc < 0 ? rc : 0;
+		}
+	}
+	if (d->path[0] == '/' && (rc = try_file(c, d, d->path, &mismatch)))
+		return rc < 0 ? rc : 0;
+	if (d->build_id_len) {
+		const char *root = c->opts.debug_root ? c->opts.debug_root
+						      : "/usr/lib/debug";
+
+		hex(id, d->build_id, d->build_id_len);
+		if (*root) {
+			snprintf(buf, sizeof(buf), "%s/.build-id/%.2s/%s",
+				 root, id, id + 2);
+			if ((rc = try_file(c, d, buf, &mismatch)))
+				return rc < 0 ? rc : 0;
+		}
+	} else {
+		strcpy(id, "unknown");
+	}
+	if (d->path[0] != '/' && !d->is_vdso)
+		snprintf(line, sizeof(line),
+			 "%s: no file for code in %s: it shows as [unknown]",
+			 c->path, d->path);
+	else if (d->is_vdso)
+		snprintf(line, sizeof(line),
+			 "%s: the capture has no [vdso] image: vDSO code "
+			 "shows as [unknown]",
+			 c->path);
+	else
+		snprintf(line, sizeof(line),
+			 "%s: binary %s (build id %s) %s: its code shows as "
+			 "[unknown]; add --binaries DIR",
+			 c->path, d->path, id,
+			 mismatch ? "found, but with another build id"
+				  : "not found");
+	return dec_add_missing(c, line);
+}
+
+/* Build ids from the BUILD_ID feature fill in what MMAP records lack. */
+static int apply_buildids(struct dec_capture *c)
+{
+	const struct pd_buildid *b;
+	struct pd_err perr;
+	size_t n;
+
+	if (pd_buildids(c->pd, &b, &n, &perr))
+		return 0; /* a malformed table only costs the check */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < c->nr_dsos; j++) {
+			struct dec_dso *d = &c->dsos[j];
+
+			if (d->build_id_len || strcmp(d->path, b[i].filename))
+				continue;
+			d->build_id_len = b[i].size <= 20 ? b[i].size : 20;
+			memcpy(d->build_id, b[i].id, d->build_id_len);
+		}
+	return 0;
+}
+
+static int add_map_sections(struct dec_capture *c, struct dec_map *m,
+			    struct pt_image *img)
+{
+	struct dec_dso *d = &c->dsos[m->dso];
+	const struct sym_load *l;
+	size_t n;
+
+	if (!d->sf)
+		return 0;
+	l = sym_file_loads(d->sf, &n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = l[i].offset, hi = l[i].offset + l[i].filesz;
+		uint64_t mlo = m->pgoff, mhi = m->pgoff + (m->end - m->start);
+		int isid, rc;
+
+		if (!(l[i].flags & PF_X))
+			continue;
+		if (lo < mlo)
+			lo = mlo;
+		if (hi > mhi)
+			hi = mhi;
+		if (lo >= hi)
+			continue;
+		if (!m->have_bias) {
+			m->bias = (int64_t)(m->start - m->pgoff) -
+				  (int64_t)(l[i].vaddr - l[i].offset);
+			m->have_bias = true;
+		}
+		isid = pt_iscache_add_file(c->iscache, d->found, lo, hi - lo,
+					   m->start + (lo - m->pgoff));
+		if (isid < 0)
+			return isid;
+		rc = pt_image_add_cached(img, c->iscache, isid, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The process whose mappings pid uses: itself, or the parent it forked
+ * from when it has none of its own. */
+static uint32_t map_owner(const struct dec_capture *c, uint32_t pid)
+{
+	for (int hops = 0; hops < 16; hops++) {
+		uint32_t ppid = pid;
+
+		for (size_t i = 0; i < c->nr_maps; i++)
+			if (c->maps[i].pid == pid)
+				return pid;
+		for (size_t i = 0; i < c->nr_procs; i++)
+			if (c->procs[i].pid == pid)
+				ppid = c->procs[i].ppid;
+		if (ppid == pid)
+			break;
+		pid = ppid;
+	}
+	return pid;
+}
+
+int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
+{
+	int rc;
+
+	c->iscache = pt_iscache_alloc(NULL);
+	if (!c->iscache)
+		goto oom;
+	apply_buildids(c);
+	for (size_t i = 0; i < c->nr_dsos; i++)
+		if (find_dso(c, &c->dsos[i]))
+			goto oom;
+	for (size_t p = 0; p < c->nr_procs; p++) {
+		struct dec_proc *proc = &c->procs[p];
+		uint32_t owner = map_owner(c, proc->pid);
+
+		proc->image = pt_image_alloc(proc->comm);
+		if (!proc->image)
+			goto oom;
+		for (size_t i = 0; i < c->nr_maps; i++) {
+			if (c->maps[i].pid != owner)
+				continue;
+			rc = add_map_sections(c, &c->maps[i], proc->image);
+			if (rc < 0) {
+				snprintf(err, errlen, "%s: libipt image: %s",
+					 c->path, pt_errstr(pt_errcode(rc)));
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+oom:
+	snprintf(err, errlen, "%s: out of memory", c->path);
+	return -ENOMEM;
+}
+
+struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid)
+			return c->procs[i].image;
+	/* A stream with no sideband for its thread: with one process in
+	 * the capture, that is the one. */
+	return c->nr_procs == 1 ? c->procs[0].image : NULL;
+}
+
+static const struct dec_map *find_map(const struct dec_capture *c,
+				      uint32_t pid, uint64_t ip)
+{
+	const struct dec_map *any = NULL;
+	uint32_t owner = map_owner(c, pid);
+
+	/* Later mappings replace earlier ones at the same place. */
+	for (size_t i = c->nr_maps; i-- > 0;) {
+		const struct dec_map *m = &c->maps[i];
+
+		if (ip < m->start || ip >= m->end)
+			continue;
+		if (m->pid == owner)
+			return m;
+		if (!any)
+			any = m;
+	}
+	return any;
+}
+
+/* The symbols around vaddr: the one containing it, else its neighbours. */
+static const struct sym *around(const struct sym_file *sf, uint64_t vaddr,
+				uint64_t *lo, uint64_t *hi)
+{
+	size_t n, a = 0, b;
+	const struct sym *s = sym_file_syms(sf, &n);
+	const struct sym *hit = sym_file_lookup(sf, vaddr);
+
+	if (hit) {
+		*lo = hit->addr;
+		*hi = hit->size ? hit->addr + hit->size : vaddr + 1;
+		if (!hit->size)
+			for (size_t i = (size_t)(hit - s) + 1; i < n; i++)
+				if (s[i].addr > hit->addr) {
+					*hi = s[i].addr;
+					break;
+				}
+		return hit;
+	}
+	b = n;
+	while (a < b) { /* first symbol above vaddr */
+		size_t mid = a + (b - a) / 2;
+
+		if (s[mid].addr <= vaddr)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	if (a > 0) {
+		const struct sym *p = &s[a - 1];
+		uint64_t end = p->addr + p->size;
+
+		if (end > *lo && end <= vaddr)
+			*lo = end;
+	}
+	if (a < n && s[a].addr < *hi)
+		*hi = s[a].addr;
+	return NULL;
+}
+
+bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+	       uint64_t *lo, uint64_t *hi)
+{
+	const struct dec_map *m = find_map(c, pid, ip);
+	const struct dec_dso *d;
+	uint64_t vlo, vhi;
+
+	*lo = ip;
+	*hi = ip + 1;
+	if (!m)
+		return false;
+	d = &c->dsos[m->dso];
+	if (!d->sf || !m->have_bias) {
+		*lo = m->start;
+		*hi = m->end;
+		return true;
+	}
+	vlo = m->start - (uint64_t)m->bias;
+	vhi = m->end - (uint64_t)m->bias;
+	around(d->sf, ip - (uint64_t)m->bias, &vlo, &vhi);
+	*lo = vlo + (uint64_t)m->bias;
+	*hi = vhi + (uint64_t)m->bias;
+	if (*lo < m->start)
+		*lo = m->start;
+	if (*hi > m->end)
+		*hi = m->end;
+	return true;
+}
+
+void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+		   struct dec_sym *out)
+{
+	const struct dec_map *m = find_map(c, pid, ip);
+	const struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+	const char *base;
+
+	out->known = false;
+	out->dso = d ? d->path : "";
+	out->start = ip;
+	out->end = ip + 1;
+	if (d && d->sf && m->have_bias) {
+		uint64_t vlo = m->start - (uint64_t)m->bias;
+		uint64_t vhi = m->end - (uint64_t)m->bias;
+		const struct sym *s =
+			around(d->sf, ip - (uint64_t)m->bias, &vlo, &vhi);
+
+		out->start = vlo + (uint64_t)m->bias;
+		out->end = vhi + (uint64_t)m->bias;
+		if (s) {
+			out->name = s->name;
+			out->known = true;
+			return;
+		}
+	}
+	base = d ? strrchr(d->path, '/') : NULL;
+	base = base ? base + 1 : d ? d->path : "unmapped";
+	snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx (%s)]",
+		 (unsigned long long)ip, base);
+	out->name = out->buf;
+}

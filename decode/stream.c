@@ -1,0 +1,499 @@
+/*
+ * Pass 1, second half: libipt's block decoder over each AUX stream.
+ *
+ * Blocks end at every call and jump (end_on_call, end_on_jump) as well as
+ * at conditional branches, returns and indirect branches, so each block's
+ * last instruction is a control transfer whose destination is the next
+ * block's first IP.  A transfer becomes an event only when it matters to
+ * a call tree: every call and return, and a jump only when it lands
+ * outside the function it left.  The function of the current IP is kept
+ * as an address range, so a loop's branches cost two compares.
+ *
+ * Chunks of one stream that follow each other in the AUX area are decoded
+ * as one buffer; a chunk that does not is a separate buffer and the lost
+ * bytes between become a DEC_LOST event.  In snapshot mode every chunk
+ * is its own snapshot.  Per-CPU streams are split among threads with the
+ * capture's context-switch records.
+ */
+#include "decode/dec_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
+
+#define LEN_CACHE 1024
+#define RANGE_CACHE 512
+
+struct range_ent {
+	uint64_t ip, lo, hi;
+};
+
+struct strm {
+	struct dec_capture *c;
+	struct pt_block_decoder *dec;
+	uint32_t pid;
+	/* where events go: a thread, or a CPU's switch timeline */
+	struct dec_thread *thread;
+	uint32_t cpu;
+	size_t sw_cur;        /* index into c->switches (per-CPU) */
+	struct dec_thread *sw_thread;
+	bool sw_valid;
+
+	uint64_t last_time;   /* perf ns, never decreasing */
+	bool synced;          /* SYNC emitted for this sync point */
+	bool tracing;         /* between a stop and a resume: false */
+	enum pend pend;
+	uint64_t pend_time, pend_from, pend_ret;
+	uint64_t last_ip;     /* last instruction decoded */
+	int last_isid;
+	bool last_far;        /* the last block ended in a far transfer */
+	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
+
+	uint64_t len_ip[LEN_CACHE];
+	uint8_t len_val[LEN_CACHE];
+	struct range_ent ranges[RANGE_CACHE];
+	uint64_t lost;        /* AUX bytes lost before this buffer */
+	int rc;               /* first sink error */
+};
+
+static struct dec_thread *route(struct strm *s, uint64_t t)
+{
+	struct dec_capture *c = s->c;
+
+	if (s->thread)
+		return s->thread;
+	/* Per-CPU: the last switch on this CPU at or before t. */
+	while (s->sw_cur < c->nr_switches) {
+		const struct dec_switch *w = &c->switches[s->sw_cur];
+
+		if (w->cpu != s->cpu) {
+			s->sw_cur++;
+			continue;
+		}
+		if (w->time > t)
+			break;
+		s->sw_valid = w->tid != (uint32_t)-1;
+		s->sw_thread =
+			s->sw_valid ? dec_thread_get(c, w->pid, w->tid) : NULL;
+		if (s->sw_valid && !s->sw_thread)
+			s->rc = -ENOMEM;
+		s->sw_cur++;
+	}
+	return s->sw_valid ? s->sw_thread : NULL;
+}
+
+static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		 uint64_t aux)
+{
+	struct dec_thread *th = route(s, t);
+
+	if (!th || s->rc)
+		return;
+	if (dec_thread_push(th, s->c->base, t, k, ip, aux))
+		s->rc = -ENOMEM;
+}
+
+static uint64_t now(struct strm *s)
+{
+	uint64_t tsc, t;
+	uint32_t lost_mtc, lost_cyc;
+
+	if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
+		return s->last_time;
+	t = pd_tsc_to_perf_time(tsc, &s->c->pt);
+	if (t > s->last_time)
+		s->last_time = t;
+	return s->last_time;
+}
+
+static uint64_t event_time(struct strm *s, const struct pt_event *ev)
+{
+	uint64_t t;
+
+	if (!ev->has_tsc)
+		return now(s);
+	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
+	if (t > s->last_time)
+		s->last_time = t;
+	return s->last_time;
+}
+
+/* The return address of the call ending at ip, 0 if unknown. */
+static uint64_t return_address(struct strm *s, uint64_t ip, int isid)
+{
+	size_t h = (size_t)(ip ^ (ip >> 12)) & (LEN_CACHE - 1);
+	uint8_t b[15];
+	unsigned len;
+	int n;
+
+	if (s->len_ip[h] == ip && s->len_val[h])
+		return ip + s->len_val[h];
+	if (isid <= 0)
+		return 0;
+	n = pt_iscache_read(s->c->iscache, b, sizeof(b), isid, ip);
+	if (n <= 0)
+		return 0;
+	len = dec_call_len(b, (size_t)n);
+	if (!len)
+		return 0;
+	s->len_ip[h] = ip;
+	s->len_val[h] = (uint8_t)len;
+	return ip + len;
+}
+
+static bool at_syscall(struct strm *s)
+{
+	uint8_t b[2];
+
+	if (s->last_isid <= 0 || !s->last_ip)
+		return s->last_far;
+	if (pt_iscache_read(s->c->iscache, b, 2, s->last_isid, s->last_ip) != 2)
+		return s->last_far;
+	return (b[0] == 0x0f && (b[1] == 0x05 || b[1] == 0x34)) ||
+	       (b[0] == 0xcd && b[1] == 0x80);
+}
+
+static void set_range(struct strm *s, uint64_t ip)
+{
+	size_t h = (size_t)(ip ^ (ip >> 9)) & (RANGE_CACHE - 1);
+	struct range_ent *r = &s->ranges[h];
+
+	if (r->ip != ip || r->lo > r->hi) {
+		r->ip = ip;
+		dec_range(s->c, s->pid, ip, &r->lo, &r->hi);
+	}
+	s->cur_lo = r->lo;
+	s->cur_hi = r->hi;
+}
+
+static inline void forget_range(struct strm *s)
+{
+	s->cur_lo = 1;
+	s->cur_hi = 0;
+}
+
+/* A new block starts at ip: settle the transfer that led here. */
+static void arrive(struct strm *s, uint64_t ip)
+{
+	switch (s->pend) {
+	case PEND_CALL:
+		emit(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
+		set_range(s, ip);
+		break;
+	case PEND_RET:
+		emit(s, s->pend_time, DEC_RET, ip, 0);
+		set_range(s, ip);
+		break;
+	case PEND_JUMP:
+		if (s->cur_lo > s->cur_hi)
+			set_range(s, s->pend_from);
+		if (ip < s->cur_lo || ip >= s->cur_hi) {
+			emit(s, s->pend_time, DEC_JUMP, ip, s->pend_from);
+			set_range(s, ip);
+		}
+		break;
+	case PEND_NONE:
+		break;
+	}
+	s->pend = PEND_NONE;
+}
+
+/* Decoding starts (again) at ip. */
+static void sync_at(struct strm *s, uint64_t t, uint64_t ip)
+{
+	if (s->lost) {
+		emit(s, t, DEC_LOST, ip, s->lost);
+		s->lost = 0;
+	}
+	emit(s, t, DEC_SYNC, ip, 0);
+	s->synced = true;
+}
+
+static void on_block(struct strm *s, const struct pt_block *b)
+{
+	if (!b->ninsn)
+		return;
+	if (!s->synced) {
+		sync_at(s, now(s), b->ip);
+		s->tracing = true;
+		s->pend = PEND_NONE;
+		set_range(s, b->ip);
+	} else {
+		arrive(s, b->ip);
+	}
+	s->last_ip = b->end_ip;
+	s->last_isid = b->isid;
+	s->last_far = false;
+	s->c->stats.blocks++;
+	switch (b->iclass) {
+	case ptic_call:
+		s->pend = PEND_CALL;
+		s->pend_time = now(s);
+		s->pend_ret = return_address(s, b->end_ip, b->isid);
+		break;
+	case ptic_return:
+		s->pend = PEND_RET;
+		s->pend_time = now(s);
+		break;
+	case ptic_far_call:
+	case ptic_far_jump:
+	case ptic_far_return:
+		s->last_far = true;
+		/* fall through */
+	default:
+		s->pend = PEND_JUMP;
+		s->pend_time = now(s);
+		s->pend_from = b->end_ip;
+		break;
+	}
+}
+
+static void on_event(struct strm *s, const struct pt_event *ev)
+{
+	uint64_t t = event_time(s, ev);
+
+	switch (ev->type) {
+	case ptev_enabled:
+		if (!s->synced) {
+			sync_at(s, t, ev->variant.enabled.ip);
+		} else {
+			emit(s, t, DEC_RESUME, ev->variant.enabled.ip, 0);
+		}
+		s->tracing = true;
+		s->pend = PEND_NONE;
+		set_range(s, ev->variant.enabled.ip);
+		break;
+	case ptev_disabled:
+	case ptev_async_disabled:
+		if (s->synced && s->tracing) {
+			if (ev->type == ptev_disabled && at_syscall(s))
+				emit(s, t, DEC_SYSCALL, s->last_ip, 0);
+			else
+				emit(s, t, DEC_STOP,
+				     ev->type == ptev_async_disabled
+					     ? ev->variant.async_disabled.at
+					     : s->last_ip,
+				     0);
+		}
+		s->tracing = false;
+		s->pend = PEND_NONE;
+		forget_range(s);
+		break;
+	case ptev_overflow:
+		if (!s->synced)
+			sync_at(s, t, ev->variant.overflow.ip);
+		else
+			emit(s, t, DEC_OVERFLOW, ev->variant.overflow.ip, 0);
+		s->c->stats.overflows++;
+		s->tracing = true;
+		s->pend = PEND_NONE;
+		set_range(s, ev->variant.overflow.ip);
+		break;
+	case ptev_ptwrite:
+		emit(s, t, DEC_PTWRITE, ev->variant.ptwrite.ip,
+		     ev->variant.ptwrite.payload);
+		break;
+	default:
+		/* Mode, paging, timing and power events change nothing in a
+		 * user-space call tree. */
+		break;
+	}
+}
+
+static int config_for(struct strm *s, struct pt_config *cfg,
+		      const uint8_t *buf, size_t len)
+{
+	const struct dec_capture *c = s->c;
+
+	pt_config_init(cfg);
+	cfg->begin = (uint8_t *)buf;
+	cfg->end = (uint8_t *)buf + len;
+	cfg->cpu = c->cpu;
+	if (c->cpu.vendor == pcv_intel &&
+	    pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
+		memset(&cfg->errata, 0, sizeof(cfg->errata));
+	cfg->mtc_freq = c->mtc_freq;
+	cfg->nom_freq = (uint8_t)c->pt.max_nonturbo_ratio;
+	cfg->cpuid_0x15_eax = c->pt.tsc_ctc_d;
+	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
+	cfg->flags.variant.block.end_on_call = 1;
+	cfg->flags.variant.block.end_on_jump = 1;
+	return 0;
+}
+
+/* Decode one buffer: sync, decode until an error, resync, ... */
+static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
+{
+	struct pt_config cfg;
+	struct pt_block blk;
+	int status;
+
+	config_for(s, &cfg, buf, len);
+	s->dec = pt_blk_alloc_decoder(&cfg);
+	if (!s->dec)
+		return -ENOMEM;
+	status = pt_blk_set_image(s->dec, dec_image_of(s->c, s->pid));
+	if (status < 0)
+		goto out;
+	s->c->stats.aux_bytes += len;
+	for (;;) {
+		status = pt_blk_sync_forward(s->dec);
+		if (status < 0)
+			break;
+		s->synced = false;
+		s->tracing = false;
+		s->pend = PEND_NONE;
+		forget_range(s);
+		for (;;) {
+			while (status & pts_event_pending) {
+				struct pt_event ev;
+
+				status = pt_blk_event(s->dec, &ev, sizeof(ev));
+				if (status < 0)
+					break;
+				on_event(s, &ev);
+			}
+			if (status < 0)
+				break;
+			if (status & pts_eos) {
+				status = -pte_eos;
+				break;
+			}
+			memset(&blk, 0, sizeof(blk));
+			status = pt_blk_next(s->dec, &blk, sizeof(blk));
+			on_block(s, &blk);
+			if (status < 0)
+				break;
+		}
+		if (s->rc)
+			break;
+		if (status == -pte_eos) {
+			if (s->synced) {
+				/* The last transfer has no destination in
+				 * the trace: nothing to report for it. */
+				emit(s, now(s), DEC_END, s->last_ip, 0);
+			}
+			continue; /* sync_forward reports the real end */
+		}
+		/* A decode error: the segment ends here; resync at the next
+		 * PSB. */
+		if (!s->synced)
+			sync_at(s, now(s), blk.ninsn ? blk.end_ip : blk.ip);
+		emit(s, now(s), DEC_ERROR, blk.ninsn ? blk.end_ip : blk.ip,
+		     (uint64_t)pt_errcode(status));
+		s->c->stats.errors++;
+	}
+	if (status == -pte_eos)
+		status = 0;
+out:
+	pt_blk_free_decoder(s->dec);
+	s->dec = NULL;
+	if (s->rc)
+		return s->rc;
+	return status < 0 ? status : 0;
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+	const struct dec_chunk *x = a, *y = b;
+
+	if (x->idx != y->idx)
+		return x->idx < y->idx ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void strm_init(struct strm *s, struct dec_capture *c,
+		      const struct dec_chunk *k)
+{
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->cpu = k->cpu;
+	for (size_t i = 0; i < RANGE_CACHE; i++)
+		s->ranges[i].lo = 1; /* empty */
+	if (k->tid != (uint32_t)-1 && !(c->pt.per_cpu_mmaps &&
+					k->cpu != (uint32_t)-1)) {
+		s->thread = dec_thread_get(c, (uint32_t)-1, k->tid);
+		s->pid = s->thread ? s->thread->pid : (uint32_t)-1;
+	} else {
+		s->pid = (uint32_t)-1;
+		for (size_t i = 0; i < c->nr_switches; i++)
+			if (c->switches[i].cpu == k->cpu &&
+			    c->switches[i].tid != (uint32_t)-1) {
+				s->pid = c->switches[i].pid;
+				break;
+			}
+	}
+}
+
+int dec_streams(struct dec_capture *c, char *err, size_t errlen)
+{
+	struct strm *s = malloc(sizeof(*s));
+	uint64_t done = 0, total = 0;
+	int rc = 0;
+
+	if (!s) {
+		snprintf(err, errlen, "%s: out of memory", c->path);
+		return -ENOMEM;
+	}
+	qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
+	for (size_t i = 0; i < c->nr_chunks; i++)
+		total += c->chunks[i].size;
+	for (size_t i = 0; i < c->nr_chunks && !rc;) {
+		const struct dec_chunk *k = &c->chunks[i];
+		size_t j = i + 1, len = k->size;
+		uint8_t *joined = NULL;
+
+		/* In full mode, chunks that continue each other are one
+		 * buffer. */
+		while (!c->pt.snapshot_mode && j < c->nr_chunks &&
+		       c->chunks[j].idx == k->idx &&
+		       c->chunks[j].offset == c->chunks[j - 1].offset +
+						      c->chunks[j - 1].size)
+			len += c->chunks[j++].size;
+		if (j > i + 1) {
+			size_t at = 0;
+
+			joined = malloc(len);
+			if (!joined) {
+				rc = -ENOMEM;
+				break;
+			}
+			for (size_t m = i; m < j; m++) {
+				memcpy(joined + at, c->chunks[m].data,
+				       c->chunks[m].size);
+				at += c->chunks[m].size;
+			}
+		}
+		strm_init(s, c, k);
+		if (!c->pt.snapshot_mode && i > 0 &&
+		    c->chunks[i - 1].idx == k->idx && s->thread) {
+			const struct dec_chunk *p = &c->chunks[i - 1];
+
+			s->lost = k->offset - (p->offset + p->size);
+		}
+		c->stats.streams++;
+		rc = decode_buffer(s, joined ? joined : k->data, len);
+		free(joined);
+		if (rc == -ENOMEM)
+			break;
+		rc = 0; /* a stream that cannot be decoded is not fatal */
+		done += len;
+		if (c->opts.progress &&
+		    c->opts.progress(c->opts.progress_ctx, done, total)) {
+			snprintf(err, errlen, "%s: interrupted", c->path);
+			free(s);
+			return -EINTR;
+		}
+		i = j;
+	}
+	free(s);
+	if (rc) {
+		snprintf(err, errlen, "%s: out of memory while decoding",
+			 c->path);
+		return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,604 @@
+/*
+ * The segment builder.
+ *
+ * While a segment is open, a slice's depth field holds its level plus
+ * LEVEL_BIAS: levels are relative to the segment's first frame (level 0)
+ * and go negative as returns reveal callers.  Slices are appended as calls
+ * happen, which is pre-order for everything except revealed callers; they
+ * start at the segment start but are found later, so closing a segment
+ * moves them (in reverse order of discovery) in front of the segment's
+ * other slices and turns levels into depths.
+ */
+#include "segments/segments.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <intel-pt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEVEL_BIAS (UINT32_C(1) << 30)
+#define SYM_CACHE 4096
+
+enum frame_kind {
+	FR_FUNC,   /* a function activation */
+	FR_PSEUDO, /* [syscall] / [untraced]: tracing is off */
+};
+
+struct frame {
+	uint32_t slice;
+	int32_t level;
+	uint64_t ret;      /* return address, 0 if unknown */
+	uint64_t lo, hi;   /* the function's range; lo > hi for pseudo */
+	uint8_t kind;
+	bool async;        /* entered by the kernel (a signal handler) */
+};
+
+struct sym_ent {
+	uint64_t ip;
+	uint64_t lo, hi;
+	uint32_t name, dso;
+	bool valid, known;
+};
+
+struct seg_builder {
+	struct mt_trace *t;
+	size_t thread;
+	seg_symbolize_fn sym;
+	void *ctx;
+
+	struct frame *stack;
+	size_t depth, cap;
+
+	bool open;          /* a segment is open */
+	bool ended;         /* it saw DEC_END: closes at finish or next sync */
+	uint32_t seg_id;
+	uint64_t seg_start, last_time;
+	size_t first;       /* its first slice */
+	int32_t rmin;       /* lowest level so far */
+	uint32_t *roots;    /* slices at level rmin (parent unknown) */
+	size_t nr_roots, cap_roots;
+	uint32_t *reveals;  /* revealed callers, in order of discovery */
+	size_t nr_reveals, cap_reveals;
+	uint32_t *map;      /* scratch for reordering */
+	size_t cap_map;
+
+	bool have_gap;      /* a gap is pending since gap_start */
+	uint64_t gap_start;
+	uint32_t gap_reason;
+
+	uint32_t str_syscall, str_untraced;
+	struct sym_ent cache[SYM_CACHE];
+};
+
+static struct mt_thread *thr(struct seg_builder *b)
+{
+	return &b->t->threads[b->thread];
+}
+
+static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
+{
+	struct sym_ent *e =
+		&b->cache[(ip ^ (ip >> 7) ^ (ip >> 17)) & (SYM_CACHE - 1)];
+	struct dec_sym ds;
+
+	if (e->valid && e->ip == ip)
+		return e;
+	b->sym(b->ctx, ip, &ds);
+	e->name = mt_str_intern(&b->t->strs, ds.name);
+	e->dso = mt_str_intern(&b->t->strs, ds.dso);
+	if (e->name == MT_NONE || e->dso == MT_NONE) {
+		e->valid = false;
+		return NULL;
+	}
+	e->ip = ip;
+	e->lo = ds.start;
+	e->hi = ds.end;
+	e->known = ds.known;
+	e->valid = true;
+	return e;
+}
+
+int seg_builder_new(struct seg_builder **out, struct mt_trace *t,
+		    size_t thread, seg_symbolize_fn sym, void *ctx)
+{
+	struct seg_builder *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b)
+		return -ENOMEM;
+	b->t = t;
+	b->thread = thread;
+	b->sym = sym;
+	b->ctx = ctx;
+	b->str_syscall = mt_str_intern(&t->strs, "[syscall]");
+	b->str_untraced = mt_str_intern(&t->strs, "[untraced]");
+	if (b->str_syscall == MT_NONE || b->str_untraced == MT_NONE) {
+		free(b);
+		return -ENOMEM;
+	}
+	*out = b;
+	return 0;
+}
+
+void seg_builder_free(struct seg_builder *b)
+{
+	if (!b)
+		return;
+	free(b->stack);
+	free(b->roots);
+	free(b->reveals);
+	free(b->map);
+	free(b);
+}
+
+static struct frame *top(struct seg_builder *b)
+{
+	return b->depth ? &b->stack[b->depth - 1] : NULL;
+}
+
+static struct mt_slice *slice_of(struct seg_builder *b, const struct frame *f)
+{
+	return &thr(b)->slices[f->slice];
+}
+
+/* Append a slice for a new frame at level lv; parent is the frame below
+ * (or unknown, for a root). */
+static int push(struct seg_builder *b, uint64_t time, int32_t lv,
+		uint32_t name, uint32_t dso, uint64_t addr, uint32_t flags,
+		uint64_t ret, uint64_t lo, uint64_t hi, uint8_t kind)
+{
+	struct mt_thread *th = thr(b);
+	struct frame *below = top(b);
+	struct mt_slice s = {
+		.ts = time,
+		.name = name,
+		.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS),
+		.parent = below ? below->slice : MT_NONE,
+		.flags = flags,
+		.addr = addr,
+		.dso = dso,
+		.segment = b->seg_id,
+	};
+
+	if (!mt_thread_push(th, &s) ||
+	    mt_grow((void **)&b->stack, &b->cap, b->depth + 1,
+		    sizeof(*b->stack)))
+		return -ENOMEM;
+	b->stack[b->depth++] = (struct frame){
+		.slice = (uint32_t)(th->nr_slices - 1),
+		.level = lv,
+		.ret = ret,
+		.lo = lo,
+		.hi = hi,
+		.kind = kind,
+	};
+	if (!below) {
+		if (mt_grow((void **)&b->roots, &b->cap_roots,
+			    b->nr_roots + 1, sizeof(*b->roots)))
+			return -ENOMEM;
+		b->roots[b->nr_roots++] = (uint32_t)(th->nr_slices - 1);
+		if (lv < b->rmin)
+			b->rmin = lv;
+	}
+	return 0;
+}
+
+static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
+		   uint64_t ip, uint64_t ret, uint32_t flags)
+{
+	const struct sym_ent *e = lookup(b, ip);
+
+	if (!e)
+		return -ENOMEM;
+	if (!e->known)
+		flags |= MT_SLICE_UNKNOWN;
+	return push(b, time, lv, e->name, e->dso, e->known ? e->lo : ip,
+		    flags, ret, e->lo, e->hi, FR_FUNC);
+}
+
+static void end_frame(struct seg_builder *b, const struct frame *f,
+		      uint64_t time, uint32_t flags)
+{
+	struct mt_slice *s = slice_of(b, f);
+
+	s->dur = time > s->ts ? time - s->ts : 0;
+	s->flags |= flags;
+}
+
+static void pop_to(struct seg_builder *b, size_t n, uint64_t time)
+{
+	while (b->depth > n) {
+		end_frame(b, top(b), time, 0);
+		b->depth--;
+	}
+}
+
+/*
+ * A return or jump climbed above every known frame into the function at
+ * ip: it is the caller of the current roots.
+ */
+static int reveal(struct seg_builder *b, uint64_t ip)
+{
+	const struct sym_ent *e = lookup(b, ip);
+	struct mt_thread *th = thr(b);
+	int32_t lv = b->rmin - 1;
+	uint32_t idx;
+	struct mt_slice s;
+
+	if (!e)
+		return -ENOMEM;
+	s = (struct mt_slice){
+		.ts = b->seg_start,
+		.name = e->name,
+		.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS),
+		.parent = MT_NONE,
+		.flags = MT_SLICE_INFERRED_START |
+			 (e->known ? 0 : MT_SLICE_UNKNOWN),
+		.addr = e->known ? e->lo : ip,
+		.dso = e->dso,
+		.segment = b->seg_id,
+	};
+	if (!mt_thread_push(th, &s) ||
+	    mt_grow((void **)&b->reveals, &b->cap_reveals, b->nr_reveals + 1,
+		    sizeof(*b->reveals)) ||
+	    mt_grow((void **)&b->stack, &b->cap, b->depth + 1,
+		    sizeof(*b->stack)))
+		return -ENOMEM;
+	idx = (uint32_t)(th->nr_slices - 1);
+	for (size_t i = 0; i < b->nr_roots; i++)
+		th->slices[b->roots[i]].parent = idx;
+	b->roots[0] = idx;
+	b->nr_roots = 1;
+	b->reveals[b->nr_reveals++] = idx;
+	b->rmin = lv;
+	/* It goes under whatever is open (normally nothing is). */
+	memmove(b->stack + 1, b->stack, b->depth * sizeof(*b->stack));
+	b->stack[0] = (struct frame){.slice = idx,
+				     .level = lv,
+				     .lo = e->lo,
+				     .hi = e->hi,
+				     .kind = FR_FUNC};
+	b->depth++;
+	if (b->depth > 1)
+		th->slices[b->stack[1].slice].parent = idx;
+	return 0;
+}
+
+static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
+{
+	struct mt_thread *th = thr(b);
+	struct mt_segment seg = {.tid = th->tid, .start = time};
+
+	if (b->have_gap) {
+		char buf[160];
+		uint32_t name;
+		struct mt_slice g = {
+			.ts = b->gap_start,
+			.dur = time > b->gap_start ? time - b->gap_start : 0,
+			.parent = MT_NONE,
+			.flags = MT_SLICE_GAP,
+			.segment = b->seg_id,
+		};
+
+		snprintf(buf, sizeof(buf), "[decode gap: %s]",
+			 mt_str(&b->t->strs, b->gap_reason));
+		name = mt_str_intern(&b->t->strs, buf);
+		if (name == MT_NONE)
+			return -ENOMEM;
+		g.name = name;
+		if (!mt_thread_push(th, &g))
+			return -ENOMEM;
+		b->have_gap = false;
+	}
+	if (!mt_trace_add_segment(b->t, &seg))
+		return -ENOMEM;
+	b->seg_id = (uint32_t)(b->t->nr_segments - 1);
+	b->open = true;
+	b->ended = false;
+	b->seg_start = time;
+	b->first = th->nr_slices;
+	b->rmin = 0;
+	b->nr_roots = 0;
+	b->nr_reveals = 0;
+	b->depth = 0;
+	return push_fn(b, time, 0, ip, 0, MT_SLICE_INFERRED_START);
+}
+
+/* Reveal callers that no return showed from the stack unwound at the end
+ * (leaf first), when it agrees with the frames we have. */
+static int anchor(struct seg_builder *b, const struct dec_stack *st)
+{
+	size_t have = 0, skip = 0;
+
+	while (skip < b->depth && b->stack[b->depth - 1 - skip].kind ==
+					  FR_PSEUDO)
+		skip++;
+	have = b->depth - skip;
+	if (!st || !st->nr || have == 0 || st->nr < have)
+		return 0;
+	for (size_t j = 0; j < have; j++) {
+		const struct frame *f = &b->stack[b->depth - 1 - skip - j];
+		const struct sym_ent *e = lookup(b, st->ips[j]);
+
+		if (!e)
+			return -ENOMEM;
+		if (e->name != slice_of(b, f)->name)
+			return 0; /* they disagree: trust neither */
+	}
+	for (size_t j = have; j < st->nr; j++) {
+		int rc = reveal(b, st->ips[j]);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Close the open segment at time: open frames end there (inferred), the
+ * revealed callers move in front, levels become depths. */
+static int close_segment(struct seg_builder *b, uint64_t time,
+			 const char *reason, uint64_t ip)
+{
+	struct mt_thread *th = thr(b);
+	struct mt_segment *seg = &b->t->segments[b->seg_id];
+	size_t n = th->nr_slices - b->first, k = b->nr_reveals;
+	struct mt_slice *tmp;
+	uint32_t r;
+
+	if (!b->open)
+		return 0;
+	while (b->depth) {
+		end_frame(b, top(b), time, MT_SLICE_INFERRED_END);
+		b->depth--;
+	}
+	r = mt_str_intern(&b->t->strs, reason);
+	if (r == MT_NONE)
+		return -ENOMEM;
+	seg->end = time;
+	seg->end_reason = r;
+	seg->end_ip = ip;
+	if (k) {
+		/* Old position -> new: reveals first, newest first. */
+		if (mt_grow((void **)&b->map, &b->cap_map, n, sizeof(*b->map)))
+			return -ENOMEM;
+		tmp = malloc(n * sizeof(*tmp));
+		if (!tmp)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			b->map[i] = UINT32_MAX;
+		for (size_t i = 0; i < k; i++)
+			b->map[b->reveals[k - 1 - i] - b->first] = (uint32_t)i;
+		for (size_t i = 0, at = k; i < n; i++)
+			if (b->map[i] == UINT32_MAX)
+				b->map[i] = (uint32_t)at++;
+		for (size_t i = 0; i < n; i++) {
+			struct mt_slice s = th->slices[b->first + i];
+
+			if (s.parent != MT_NONE && s.parent >= b->first)
+				s.parent = (uint32_t)b->first +
+					   b->map[s.parent - b->first];
+			tmp[b->map[i]] = s;
+		}
+		memcpy(th->slices + b->first, tmp, n * sizeof(*tmp));
+		free(tmp);
+	}
+	for (size_t i = b->first; i < th->nr_slices; i++)
+		th->slices[i].depth =
+			(uint32_t)((int32_t)(th->slices[i].depth - LEVEL_BIAS) -
+				   b->rmin);
+	b->open = false;
+	b->ended = false;
+	b->have_gap = true;
+	b->gap_start = time;
+	b->gap_reason = r;
+	return 0;
+}
+
+static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
+{
+	size_t i;
+
+	/* The callee whose return address this is, topmost first. */
+	for (i = b->depth; i-- > 0;)
+		if (b->stack[i].kind == FR_FUNC && b->stack[i].ret == to) {
+			pop_to(b, i, time);
+			return 0;
+		}
+	/* Else a frame of the function it lands in, below the top. */
+	for (i = b->depth - 1; i-- > 0;)
+		if (b->stack[i].kind == FR_FUNC && to >= b->stack[i].lo &&
+		    to < b->stack[i].hi) {
+			pop_to(b, i + 1, time);
+			return 0;
+		}
+	/* A signal handler returns into the kernel's trampoline, which
+	 * takes its place until sigreturn resumes the interrupted code. */
+	if (b->depth && top(b)->async) {
+		int32_t lv = top(b)->level;
+		int rc;
+
+		pop_to(b, b->depth - 1, time);
+		rc = push_fn(b, time, lv, to, 0, MT_SLICE_TAIL);
+		if (!rc)
+			top(b)->async = true;
+		return rc;
+	}
+	/* Else it climbs above everything we know. */
+	pop_to(b, 0, time);
+	return reveal(b, to);
+}
+
+static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
+{
+	const struct sym_ent *e = lookup(b, to);
+	struct frame *f = top(b);
+	uint64_t ret;
+	int32_t lv;
+
+	if (!e)
+		return -ENOMEM;
+	if (f && f->kind == FR_FUNC && to >= f->lo && to < f->hi)
+		return 0;
+	/* Into the middle of a function below: a longjmp or an exception
+	 * unwinding to it. */
+	if (!(e->known && to == e->lo))
+		for (size_t i = b->depth - 1; b->depth && i-- > 0;)
+			if (b->stack[i].kind == FR_FUNC &&
+			    to >= b->stack[i].lo && to < b->stack[i].hi) {
+				pop_to(b, i + 1, time);
+				return 0;
+			}
+	/* A tail call (or a jump we cannot place): the new function takes
+	 * the frame's place and returns where it would have. */
+	ret = f ? f->ret : 0;
+	lv = f ? f->level : 0;
+	if (f)
+		pop_to(b, b->depth - 1, time);
+	return push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
+}
+
+static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
+{
+	const struct sym_ent *e;
+	struct frame *f = top(b);
+
+	if (f && f->kind == FR_PSEUDO) {
+		pop_to(b, b->depth - 1, time);
+		f = top(b);
+	}
+	if (!f)
+		return push_fn(b, time, b->rmin, ip, 0, MT_SLICE_INFERRED_START);
+	if (ip >= f->lo && ip < f->hi)
+		return 0;
+	for (size_t i = b->depth - 1; i-- > 0;)
+		if (b->stack[i].kind == FR_FUNC && ip >= b->stack[i].lo &&
+		    ip < b->stack[i].hi) {
+			pop_to(b, i + 1, time);
+			return 0;
+		}
+	e = lookup(b, ip);
+	if (!e)
+		return -ENOMEM;
+	/* At a function's entry: delivered like a call (a signal
+	 * handler); it returns to a trampoline we will see. */
+	if (e->known && ip == e->lo) {
+		int rc = push_fn(b, time, f->level + 1, ip, 0, 0);
+
+		if (!rc)
+			top(b)->async = true;
+		return rc;
+	}
+	return on_jump(b, time, ip);
+}
+
+static const char *error_reason(uint64_t code, char *buf, size_t len)
+{
+	if (code == (uint64_t)pte_nomap)
+		return "no code image at the trace's address";
+	snprintf(buf, len, "decode error: %s", pt_errstr((enum pt_error_code)code));
+	return buf;
+}
+
+int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
+	     uint64_t ip, uint64_t aux)
+{
+	char buf[96];
+	struct frame *f;
+
+	b->last_time = time;
+	if (b->ended && kind != DEC_SYNC && kind != DEC_LOST) {
+		int rc = close_segment(b, time, "end of trace", ip);
+
+		if (rc)
+			return rc;
+	}
+	switch (kind) {
+	case DEC_SYNC:
+		if (b->open) {
+			int rc = close_segment(b, time,
+					       b->ended ? "end of trace"
+							: "trace resynchronised",
+					       ip);
+			if (rc)
+				return rc;
+		}
+		return open_segment(b, time, ip);
+	case DEC_OVERFLOW:
+		if (b->open) {
+			int rc = close_segment(b, time, "overflow", ip);
+
+			if (rc)
+				return rc;
+		}
+		return open_segment(b, time, ip);
+	case DEC_ERROR:
+		return close_segment(b, time,
+				     error_reason(aux, buf, sizeof(buf)), ip);
+	case DEC_LOST:
+		return close_segment(b, time, "trace data lost", ip);
+	case DEC_END:
+		b->ended = b->open;
+		return 0;
+	default:
+		break;
+	}
+	if (!b->open)
+		return 0; /* nothing before the first sync point */
+	f = top(b);
+	switch (kind) {
+	case DEC_CALL:
+		if (f && f->kind == FR_PSEUDO)
+			pop_to(b, b->depth - 1, time);
+		f = top(b);
+		return push_fn(b, time, f ? f->level + 1 : b->rmin, ip, aux, 0);
+	case DEC_RET:
+		if (f && f->kind == FR_PSEUDO)
+			pop_to(b, b->depth - 1, time);
+		return on_return(b, time, ip);
+	case DEC_JUMP:
+		return on_jump(b, time, ip);
+	case DEC_SYSCALL:
+	case DEC_STOP:
+		if (f && f->kind == FR_PSEUDO)
+			return 0;
+		return push(b, time, f ? f->level + 1 : b->rmin,
+			    kind == DEC_SYSCALL ? b->str_syscall
+						: b->str_untraced,
+			    0, 0,
+			    kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
+						: MT_SLICE_UNTRACED,
+			    0, 1, 0, FR_PSEUDO);
+	case DEC_RESUME:
+		return on_resume(b, time, ip);
+	default:
+		return 0;
+	}
+}
+
+int seg_finish(struct seg_builder *b, const struct dec_stack *final)
+{
+	int rc;
+
+	if (!b->open)
+		return 0;
+	rc = anchor(b, final);
+	if (rc)
+		return rc;
+	b->have_gap = false;
+	rc = close_segment(b, b->last_time, "end of trace", 0);
+	b->have_gap = false;
+	return rc;
+}
+
+size_t seg_stack(const struct seg_builder *b, const char **names, size_t max)
+{
+	const struct mt_thread *th = &b->t->threads[b->thread];
+
+	for (size_t i = 0; i < b->depth && i < max; i++)
+		names[i] = mt_str(&b->t->strs,
+				  th->slices[b->stack[i].slice].name);
+	return b->depth;
+}

@@ -1,0 +1,69 @@
+/*
+ * segments: a thread's branch events to trace segments and their slices.
+ *
+ * A segment is one error-free run of a thread's trace.  Its call stack
+ * is rooted in a sentinel: a return that climbs above every frame seen so
+ * far reveals the caller (a real frame whose start is the segment start,
+ * flagged inferred) and every earlier frame of the segment gains it as an
+ * ancestor, so depths are only final when the segment closes.  Returns are
+ * matched by return address first, by function second, which keeps
+ * recursion, longjmp, exceptions and trampolines straight.  Tracing that
+ * stops shows as a [syscall] or [untraced] frame; an error, an overflow or
+ * lost data closes the segment, its open frames end there (flagged
+ * inferred end), and a [decode gap: reason] slice covers the gap.
+ *
+ * The stack unwound when the capture stopped (when the capture has one)
+ * anchors the last segment's roots: ancestors that no return revealed.
+ */
+#ifndef MT_SEGMENTS_H
+#define MT_SEGMENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/decode.h"
+#include "model/model.h"
+
+/* How the builder names an address: fills out as dec_symbolize() does. */
+typedef void (*seg_symbolize_fn)(void *ctx, uint64_t ip, struct dec_sym *out);
+
+struct seg_builder;
+
+/*
+ * A builder appends the slices of one thread (t->threads[thread]) and its
+ * segments to t.  Threads must not be added to t while it lives.
+ */
+int seg_builder_new(struct seg_builder **out, struct mt_trace *t,
+		    size_t thread, seg_symbolize_fn sym, void *ctx);
+void seg_builder_free(struct seg_builder *b);
+
+/* One event, in time order.  Returns 0 or -ENOMEM. */
+int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
+	     uint64_t ip, uint64_t aux);
+
+/*
+ * No more events.  final (may be NULL or empty) is the stack unwound at
+ * the end of the trace.  Closes what is open.
+ */
+int seg_finish(struct seg_builder *b, const struct dec_stack *final);
+
+/*
+ * The open stack, root first, as names (pointers into t's strings) and
+ * depths relative to the current root: for tests.  Returns the number of
+ * frames (at most max are stored).
+ */
+size_t seg_stack(const struct seg_builder *b, const char **names,
+		 size_t max);
+
+struct seg_opts {
+	int no_final_stack;   /* ignore the unwound stacks of the capture */
+};
+
+/*
+ * Every thread of a decoded capture: adds processes, threads, slices and
+ * segments to t.  Frees each thread's events once it is built.
+ */
+int seg_build_all(struct dec_capture *c, struct mt_trace *t,
+		  const struct seg_opts *o, char *err, size_t errlen);
+
+#endif

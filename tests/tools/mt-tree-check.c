@@ -1,0 +1,249 @@
+/*
+ * mt-tree-check TRUTH.tsv OURS.tsv [--tol-ns N] [--unanchored] [--extra N]
+ *
+ * Compares the slice tree mt-convert wrote (--text) with mt-synth's truth:
+ * per thread, the same rows in the same pre-order, with the same depth,
+ * name and the flags both sides know (clipped_start, clipped_end, tail,
+ * syscall), and start and end times within N ns.
+ *
+ * --unanchored: the capture had no unwound stack, so callers that no
+ * return revealed cannot be known; the check looks for the one depth
+ * offset under which the rest agrees and drops the truth's rows above it.
+ * --extra N: ours may end with up to N rows the truth lacks (decoders run
+ * on through direct calls after the last packet).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct row {
+	unsigned tid, depth;
+	char name[128];
+	uint64_t start, end;
+	bool cs, ce, tail, sys, gap;
+};
+
+struct table {
+	struct row *r;
+	size_t n, cap;
+};
+
+static int load(const char *path, struct table *t)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024], flags[256];
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct row r = {0};
+
+		if (sscanf(line, "%u\t%u\t%127[^\t]\t%" SCNu64 "\t%" SCNu64
+				 "\t%255s",
+			   &r.tid, &r.depth, r.name, &r.start, &r.end,
+			   flags) != 6) {
+			fprintf(stderr, "%s: bad line: %s", path, line);
+			fclose(f);
+			return -1;
+		}
+		for (char *tok = strtok(flags, ","); tok;
+		     tok = strtok(NULL, ",")) {
+			r.cs |= !strcmp(tok, "clipped_start");
+			r.ce |= !strcmp(tok, "clipped_end");
+			r.tail |= !strcmp(tok, "tail");
+			r.sys |= !strcmp(tok, "syscall");
+			r.gap |= !strcmp(tok, "gap");
+		}
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 1024;
+			t->r = realloc(t->r, t->cap * sizeof(*t->r));
+			if (!t->r) {
+				fclose(f);
+				return -1;
+			}
+		}
+		t->r[t->n++] = r;
+	}
+	fclose(f);
+	return 0;
+}
+
+struct result {
+	size_t compared, bad;
+	uint64_t max_start_err, max_end_err;
+	double sum_start_err;
+	char first_bad[512];
+};
+
+static uint64_t diff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Compare one thread's rows under depth offset k. */
+static void compare(const struct row *t, size_t nt, const struct row *o,
+		    size_t no, unsigned k, uint64_t tol, size_t extra,
+		    struct result *res)
+{
+	size_t i = 0, j = 0;
+
+	memset(res, 0, sizeof(*res));
+	for (; i < nt; i++) {
+		const struct row *a = &t[i], *b;
+		uint64_t es, ee;
+
+		if (a->depth < k)
+			continue; /* unknowable caller */
+		if (j >= no) {
+			res->bad++;
+			if (!res->first_bad[0])
+				snprintf(res->first_bad,
+					 sizeof(res->first_bad),
+					 "truth row %zu (%s depth %u) missing", i,
+					 a->name, a->depth);
+			continue;
+		}
+		b = &o[j++];
+		res->compared++;
+		es = diff(a->start, b->start);
+		ee = diff(a->end, b->end);
+		if (es > res->max_start_err)
+			res->max_start_err = es;
+		if (ee > res->max_end_err)
+			res->max_end_err = ee;
+		res->sum_start_err += (double)es;
+		if (a->depth - k != b->depth || strcmp(a->name, b->name) ||
+		    a->cs != b->cs || a->ce != b->ce || a->tail != b->tail ||
+		    a->sys != b->sys || es > tol || ee > tol) {
+			res->bad++;
+			if (!res->first_bad[0])
+				snprintf(res->first_bad,
+					 sizeof(res->first_bad),
+					 "row %zu: truth %s depth %u [%" PRIu64
+					 ",%" PRIu64 "]%s%s%s, ours %s depth %u "
+					 "[%" PRIu64 ",%" PRIu64 "]%s%s%s",
+					 i, a->name, a->depth - k, a->start,
+					 a->end, a->cs ? " cs" : "",
+					 a->ce ? " ce" : "",
+					 a->tail ? " tail" : "", b->name,
+					 b->depth, b->start, b->end,
+					 b->cs ? " cs" : "", b->ce ? " ce" : "",
+					 b->tail ? " tail" : "");
+		}
+	}
+	if (no - j > extra) {
+		res->bad++;
+		if (!res->first_bad[0])
+			snprintf(res->first_bad, sizeof(res->first_bad),
+				 "%zu extra rows at the end, first %s", no - j,
+				 o[j].name);
+	}
+	for (; j < no; j++)
+		if (!o[j].ce) {
+			res->bad++;
+			if (!res->first_bad[0])
+				snprintf(res->first_bad,
+					 sizeof(res->first_bad),
+					 "extra row %s is not clipped at the end",
+					 o[j].name);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	struct table tt = {0}, ot = {0};
+	uint64_t tol = 0;
+	size_t extra = 3, bad_threads = 0, rows = 0;
+	bool unanchored = false;
+	uint64_t max_s = 0, max_e = 0;
+	double sum_s = 0;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: mt-tree-check TRUTH OURS [--tol-ns N] "
+				"[--unanchored] [--extra N]\n");
+		return 2;
+	}
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--tol-ns") && i + 1 < argc)
+			tol = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--unanchored"))
+			unanchored = true;
+		else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
+			extra = strtoul(argv[++i], NULL, 10);
+		else
+			return 2;
+	}
+	if (load(argv[1], &tt) || load(argv[2], &ot))
+		return 2;
+	for (size_t a = 0; a < tt.n;) {
+		unsigned tid = tt.r[a].tid;
+		size_t b = a, oa = 0, nt, no = 0, k, kmax;
+		struct row *o;
+		struct result res, best = {0};
+		bool ok = false;
+
+		while (b < tt.n && tt.r[b].tid == tid)
+			b++;
+		nt = b - a;
+		o = malloc((ot.n ? ot.n : 1) * sizeof(*o));
+		if (!o)
+			return 2;
+		for (oa = 0; oa < ot.n; oa++)
+			if (ot.r[oa].tid == tid && !ot.r[oa].gap)
+				o[no++] = ot.r[oa];
+		kmax = 0;
+		if (unanchored)
+			for (size_t i = a; i < b && tt.r[i].cs; i++)
+				if (tt.r[i].depth > kmax)
+					kmax = tt.r[i].depth;
+		for (k = 0; k <= kmax; k++) {
+			compare(tt.r + a, nt, o, no, (unsigned)k, tol, extra,
+				&res);
+			if (k == 0 || res.bad < best.bad)
+				best = res;
+			if (!res.bad) {
+				ok = true;
+				break;
+			}
+		}
+		rows += best.compared;
+		if (best.max_start_err > max_s)
+			max_s = best.max_start_err;
+		if (best.max_end_err > max_e)
+			max_e = best.max_end_err;
+		sum_s += best.sum_start_err;
+		if (!ok) {
+			bad_threads++;
+			fprintf(stderr, "tid %u: %zu of %zu rows differ; first: %s\n",
+				tid, best.bad, best.compared, best.first_bad);
+		}
+		free(o);
+		a = b;
+	}
+	for (size_t i = 0; i < ot.n; i++) {
+		bool known = false;
+
+		for (size_t j = 0; j < tt.n && !known; j++)
+			known = tt.r[j].tid == ot.r[i].tid;
+		if (!known) {
+			fprintf(stderr, "tid %u is not in the truth\n",
+				ot.r[i].tid);
+			bad_threads++;
+			break;
+		}
+	}
+	printf("%zu rows compared, max start error %" PRIu64
+	       " ns, max end error %" PRIu64 " ns, mean start error %.1f ns\n",
+	       rows, max_s, max_e, rows ? sum_s / (double)rows : 0.0);
+	free(tt.r);
+	free(ot.r);
+	return bad_threads ? 1 : 0;
+}

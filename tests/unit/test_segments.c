@@ -1,0 +1,442 @@
+/*
+ * Segment builder tests: event scripts with the expected stack after
+ * every event, then the slices the segment left behind.
+ *
+ * The fake address space: function k lives at [k * 0x1000, k * 0x1000 +
+ * 0x1000) and is named "fk", except a few named for what they play.
+ */
+#include "segments/segments.h"
+#include "tests/unit/check.h"
+
+#include <errno.h>
+#include <intel-pt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FN(k) ((uint64_t)(k) * 0x1000)
+#define AT(k, off) (FN(k) + (off))
+
+static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+{
+	uint64_t k = ip / 0x1000;
+
+	(void)ctx;
+	out->start = FN(k);
+	out->end = FN(k + 1);
+	out->dso = "/bin/fake";
+	out->known = k != 0 && k < 90;
+	if (k == 50)
+		out->name = "puts@plt";
+	else if (k == 51)
+		out->name = "puts";
+	else if (!out->known)
+		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
+			 (unsigned long long)ip), out->name = out->buf;
+	else
+		snprintf(out->buf, sizeof(out->buf), "f%llu",
+			 (unsigned long long)k), out->name = out->buf;
+}
+
+struct step {
+	enum dec_kind kind;
+	uint64_t ip, aux;
+	const char *stack; /* root first, space separated */
+};
+
+struct fixture {
+	struct mt_trace t;
+	struct seg_builder *b;
+};
+
+static int setup(struct fixture *f)
+{
+	mt_trace_init(&f->t);
+	if (!mt_trace_add_thread(&f->t, 1, 1, "t"))
+		return -1;
+	return seg_builder_new(&f->b, &f->t, 0, fake_sym, NULL);
+}
+
+static void teardown(struct fixture *f)
+{
+	seg_builder_free(f->b);
+	mt_trace_free(&f->t);
+}
+
+static void stack_str(const struct seg_builder *b, char *buf, size_t len)
+{
+	const char *names[64];
+	size_t n = seg_stack(b, names, 64), at = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < n && i < 64 && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       i ? " " : "", names[i]);
+}
+
+/* Feed the script, checking the stack after each step. */
+static void run_script(struct check_state *st, struct fixture *f,
+		       const struct step *s, size_t n)
+{
+	char buf[512];
+
+	for (size_t i = 0; i < n; i++) {
+		CHECKF(st, !seg_feed(f->b, 100 + 10 * i, s[i].kind, s[i].ip,
+				     s[i].aux),
+		       "step %zu", i);
+		stack_str(f->b, buf, sizeof(buf));
+		CHECKF(st, !strcmp(buf, s[i].stack),
+		       "step %zu: stack \"%s\", expected \"%s\"", i, buf,
+		       s[i].stack);
+	}
+}
+
+/* The slices as "depth:name:flags" lines, and the pre-order invariant. */
+static void tree_str(struct check_state *st, const struct fixture *f,
+		     char *buf, size_t len)
+{
+	const struct mt_thread *th = &f->t.threads[0];
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		const struct mt_slice *s = &th->slices[i];
+		char fl[8] = "";
+		size_t k = 0;
+
+		if (s->flags & MT_SLICE_INFERRED_START)
+			fl[k++] = 's';
+		if (s->flags & MT_SLICE_INFERRED_END)
+			fl[k++] = 'e';
+		if (s->flags & MT_SLICE_TAIL)
+			fl[k++] = 't';
+		if (s->flags & MT_SLICE_GAP)
+			fl[k++] = 'g';
+		fl[k] = 0;
+		at += (size_t)snprintf(buf + at, len - at, "%s%u:%s:%s",
+				       i ? " " : "", s->depth,
+				       mt_str(&f->t.strs, s->name), fl);
+		/* pre-order: the parent comes first, one level up, and
+		 * contains the child in time */
+		if (s->parent == MT_NONE) {
+			CHECKF(st, s->depth == 0, "slice %zu: root at depth %u",
+			       i, s->depth);
+		} else {
+			const struct mt_slice *p = &th->slices[s->parent];
+
+			CHECKF(st, s->parent < i, "slice %zu: parent after", i);
+			CHECKF(st, p->depth + 1 == s->depth,
+			       "slice %zu: depth %u under %u", i, s->depth,
+			       p->depth);
+			CHECKF(st, p->ts <= s->ts &&
+					   s->ts + s->dur <= p->ts + p->dur,
+			       "slice %zu outside its parent", i);
+		}
+	}
+}
+
+#define RUN_SCRIPT(st, f, steps) \
+	run_script(st, f, steps, sizeof(steps) / sizeof(*(steps)))
+
+static void check_tree(struct check_state *st, struct fixture *f,
+		       const char *want)
+{
+	char buf[2048];
+
+	CHECK(st, !seg_finish(f->b, NULL));
+	tree_str(st, f, buf, sizeof(buf));
+	CHECKF(st, !strcmp(buf, want), "tree\n    got  %s\n    want %s", buf,
+	       want);
+}
+
+static void test_never_seen_callers(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(3, 0x10), 0, "f3"},
+		{DEC_RET, AT(2, 0x20), 0, "f2"},
+		{DEC_CALL, FN(4), AT(2, 0x30), "f2 f4"},
+		{DEC_RET, AT(2, 0x30), 0, "f2"},
+		{DEC_RET, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(5), AT(1, 0x18), "f1 f5"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2:s 2:f3:s 2:f4: 1:f5:e");
+	teardown(&f);
+}
+
+static void test_multi_level_return(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
+		{DEC_CALL, FN(4), AT(3, 0x15), "f1 f2 f3 f4"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 2:f3: 3:f4:");
+	teardown(&f);
+}
+
+static void test_tail_call(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_JUMP, FN(3), AT(2, 0x40), "f1 f3"},
+		{DEC_JUMP, AT(3, 0x40), AT(3, 0x10), "f1 f3"}, /* inside */
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 1:f3:t");
+	teardown(&f);
+}
+
+static void test_same_symbol_recursion(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(2), AT(2, 0x55), "f1 f2 f2"},
+		{DEC_CALL, FN(2), AT(2, 0x55), "f1 f2 f2 f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f1 f2 f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f1 f2"},
+		{DEC_CALL, FN(2), AT(2, 0x55), "f1 f2 f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f1 f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 2:f2: 3:f2: 2:f2:");
+	teardown(&f);
+}
+
+/* Recursion seen from inside: returns into the same function reveal one
+ * caller each. */
+static void test_recursion_revealed(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(2, 0x60), 0, "f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2:s 2:f2:s 3:f2:s");
+	teardown(&f);
+}
+
+static void test_plt_trampoline(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(50), AT(1, 0x15), "f1 puts@plt"},
+		{DEC_JUMP, FN(51), AT(50, 0), "f1 puts"},
+		{DEC_CALL, FN(52), AT(51, 0x9), "f1 puts f52"},
+		{DEC_RET, AT(51, 0x9), 0, "f1 puts"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:puts@plt: 1:puts:t 2:f52:");
+	teardown(&f);
+}
+
+static void test_syscall(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_SYSCALL, AT(2, 0x30), 0, "f1 f2 [syscall]"},
+		{DEC_RESUME, AT(2, 0x32), 0, "f1 f2"},
+		{DEC_STOP, AT(2, 0x40), 0, "f1 f2 [untraced]"},
+		{DEC_RESUME, AT(2, 0x40), 0, "f1 f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:se 1:f2: 2:[syscall]: 2:[untraced]:");
+	teardown(&f);
+}
+
+/* A signal handler: tracing resumes at a function's entry. */
+static void test_signal_handler(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_STOP, AT(1, 0x20), 0, "f1 [untraced]"},
+		{DEC_RESUME, FN(7), 0, "f1 f7"},
+		{DEC_RET, AT(8, 0), 0, "f1 f8"},
+		{DEC_SYSCALL, AT(8, 0x7), 0, "f1 f8 [syscall]"},
+		{DEC_RESUME, AT(1, 0x20), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	teardown(&f);
+}
+
+static void test_return_with_empty_stack(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(5, 0x10), 0, "f5"},
+		{DEC_RET, AT(6, 0x10), 0, "f6"},
+		{DEC_RET, AT(7, 0x10), 0, "f7"},
+		{DEC_CALL, FN(8), AT(7, 0x15), "f7 f8"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f7:se 1:f6:s 2:f5:s 1:f8:e");
+	teardown(&f);
+}
+
+static void test_longjmp(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
+		{DEC_CALL, FN(4), AT(3, 0x15), "f1 f2 f3 f4"},
+		/* unwinds to a landing pad in f2 */
+		{DEC_JUMP, AT(2, 0x80), AT(4, 0x20), "f1 f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+		/* an exception-style jump into a function nowhere on the
+		 * stack: it takes the top frame's place */
+		{DEC_CALL, FN(2), AT(1, 0x25), "f1 f2"},
+		{DEC_JUMP, AT(9, 0x80), AT(2, 0x20), "f1 f9"},
+		{DEC_RET, AT(1, 0x25), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 2:f3: 3:f4: 1:f2: 1:f9:t");
+	teardown(&f);
+}
+
+static void test_error_and_gap(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_ERROR, AT(2, 0x20), pte_bad_query, ""},
+		{DEC_CALL, FN(3), AT(2, 0x15), ""}, /* ignored: no sync */
+		{DEC_SYNC, AT(3, 0x10), 0, "f3"},
+		{DEC_OVERFLOW, AT(4, 0x10), 0, "f4"},
+		{DEC_RET, AT(5, 0x10), 0, "f5"},
+	};
+	const struct mt_thread *th;
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:se 1:f2:e 0:[decode gap: decode error: trace "
+		   "stream does not match query]:g 0:f3:se "
+		   "0:[decode gap: overflow]:g 0:f5:se 1:f4:s");
+	CHECK(st, f.t.nr_segments == 3);
+	th = &f.t.threads[0];
+	/* the gap runs from the error to the next sync */
+	CHECK(st, th->nr_slices > 2 && th->slices[2].ts == 120 &&
+			  th->slices[2].dur == 20);
+	teardown(&f);
+}
+
+static void test_final_stack_anchors_roots(struct check_state *st)
+{
+	struct fixture f;
+	uint64_t ips[] = {AT(3, 0x44), AT(2, 0x15), AT(1, 0x15),
+			  AT(60, 0x15)};
+	struct dec_stack fs = {.time = 200, .nr = 4, .ips = ips};
+	const struct step s[] = {
+		{DEC_SYNC, AT(2, 0x10), 0, "f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f2 f3"},
+	};
+	char buf[512];
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, !seg_finish(f.b, &fs));
+	tree_str(st, &f, buf, sizeof(buf));
+	CHECKF(st, !strcmp(buf, "0:f60:se 1:f1:se 2:f2:se 3:f3:e"), "%s", buf);
+	teardown(&f);
+
+	/* a stack that disagrees with the trace is not used */
+	ips[1] = AT(9, 0x15);
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, !seg_finish(f.b, &fs));
+	tree_str(st, &f, buf, sizeof(buf));
+	CHECKF(st, !strcmp(buf, "0:f2:se 1:f3:e"), "%s", buf);
+	teardown(&f);
+}
+
+static void test_call_len(struct check_state *st)
+{
+	static const struct {
+		uint8_t b[15];
+		size_t n;
+		unsigned len;
+	} c[] = {
+		{{0xe8, 1, 2, 3, 4}, 5, 5},              /* call rel32 */
+		{{0xff, 0xd0}, 2, 2},                    /* call *%rax */
+		{{0x41, 0xff, 0xd0}, 3, 3},              /* call *%r8 */
+		{{0xff, 0x15, 1, 2, 3, 4}, 6, 6},        /* call *x(%rip) */
+		{{0xff, 0x14, 0x25, 1, 2, 3, 4}, 7, 7},  /* call *abs32 */
+		{{0xff, 0x50, 0x08}, 3, 3},              /* call *8(%rax) */
+		{{0xff, 0x54, 0x24, 0x08}, 4, 4},        /* call *8(%rsp) */
+		{{0xff, 0x90, 1, 2, 3, 4}, 6, 6},        /* disp32(%rax) */
+		{{0x3e, 0xff, 0xd0}, 3, 3},              /* notrack */
+		{{0xf2, 0xe8, 1, 2, 3, 4}, 6, 6},        /* bnd call */
+		{{0x64, 0xff, 0x14, 0x25, 1, 2, 3, 4}, 8, 8},
+		{{0xff, 0x18}, 2, 0},                    /* far call */
+		{{0x90}, 1, 0},
+		{{0xe8, 1, 2}, 3, 0},                    /* cut short */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++)
+		CHECKF(st, dec_call_len(c[i].b, c[i].n) == c[i].len,
+		       "case %zu: %u", i, dec_call_len(c[i].b, c[i].n));
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_never_seen_callers);
+	RUN(&st, test_multi_level_return);
+	RUN(&st, test_tail_call);
+	RUN(&st, test_same_symbol_recursion);
+	RUN(&st, test_recursion_revealed);
+	RUN(&st, test_plt_trampoline);
+	RUN(&st, test_syscall);
+	RUN(&st, test_signal_handler);
+	RUN(&st, test_return_with_empty_stack);
+	RUN(&st, test_longjmp);
+	RUN(&st, test_error_and_gap);
+	RUN(&st, test_final_stack_anchors_roots);
+	RUN(&st, test_call_len);
+	return CHECK_DONE(&st);
+}

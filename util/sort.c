@@ -1,0 +1,49 @@
+/*
+ * Bottom-up merge sort over bytes: stable, O(n log n), one scratch
+ * buffer.  Used where equal keys must keep their order (events of one
+ * thread that share a timestamp).
+ */
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int mt_stable_sort(void *base, size_t n, size_t sz,
+		   int (*cmp)(const void *, const void *))
+{
+	unsigned char *a = base, *b, *src, *dst;
+
+	if (n < 2)
+		return 0;
+	b = malloc(n * sz);
+	if (!b)
+		return -1;
+	src = a;
+	dst = b;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi) {
+				if (cmp(src + j * sz, src + i * sz) < 0)
+					memcpy(dst + k++ * sz, src + j++ * sz,
+					       sz);
+				else
+					memcpy(dst + k++ * sz, src + i++ * sz,
+					       sz);
+			}
+			memcpy(dst + k * sz, src + i * sz, (mid - i) * sz);
+			k += mid - i;
+			memcpy(dst + k * sz, src + j * sz, (hi - j) * sz);
+		}
+		unsigned char *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sz);
+	free(b);
+	return 0;
+}
