@@ -1,0 +1,84 @@
+/*
+ * Internals of symbols/: the name arena, the candidate list that every
+ * symbol source (symtab, dynsym, debug file, MiniDebugInfo, PLT) appends
+ * to, and the finishing step that sorts and deduplicates it.  Nothing here
+ * is part of the folder's interface (symbols.h is).
+ */
+#ifndef MT_SYM_INTERNAL_H
+#define MT_SYM_INTERNAL_H
+
+#include "symbols/symbols.h"
+
+#include <gelf.h>
+#include <stdbool.h>
+
+/*
+ * Names live in a chain of blocks that are never moved, so that the
+ * pointers handed out in struct sym stay valid for the sym_file's life.
+ */
+struct sym_arena_block;
+struct sym_arena {
+	struct sym_arena_block *head;
+};
+
+char *sym_arena_alloc(struct sym_arena *a, size_t n);
+void sym_arena_free(struct sym_arena *a);
+
+/*
+ * Copy name (len bytes, then suffix, which may be NULL) into the arena,
+ * demangled unless raw.  NULL when out of memory.
+ */
+const char *sym_name_store(struct sym_arena *a, const char *name, size_t len,
+			   const char *suffix, bool raw);
+
+/* What dedup ranks a symbol by when several share an address. */
+enum {
+	SYM_F_GLOBAL = 1 << 0, /* STB_GLOBAL or STB_WEAK */
+	SYM_F_WEAK = 1 << 1,
+	SYM_F_FUNC = 1 << 2, /* STT_FUNC / STT_GNU_IFUNC, not a bare label */
+	SYM_F_PLT = 1 << 3,  /* synthesised "name@plt" */
+	SYM_F_JIT = 1 << 4,  /* perf map entry: only recency (seq) ranks */
+};
+
+struct sym_cand {
+	uint64_t addr, size;
+	/* Where a size-0 symbol must stop: the end of its section. */
+	uint64_t limit;
+	const char *name; /* in the arena */
+	uint32_t flags;
+	uint32_t seq; /* insertion order, to make the sort stable */
+};
+
+struct sym_cands {
+	struct sym_cand *v;
+	size_t nr, cap;
+};
+
+int sym_cands_add(struct sym_cands *c, const struct sym_cand *s);
+
+/*
+ * Sort c by address, keep the best symbol of each address and compute
+ * where each one ends.  Fills *syms and *ends (both malloc'd, nr entries;
+ * the caller owns them) and frees nothing of c.  Returns 0 or -ENOMEM.
+ */
+int sym_cands_finish(struct sym_cands *c, struct sym **syms, uint64_t **ends,
+		     size_t *nr);
+
+/*
+ * The index of the symbol containing addr, or -1.  syms sorted by address;
+ * ends[i] is where syms[i] stops (exclusive).
+ */
+long sym_search(const struct sym *syms, const uint64_t *ends, size_t nr,
+		uint64_t addr);
+
+/*
+ * Append "name@plt" for the PLT entries of an x86-64 ELF.  Sections that
+ * cannot be read are skipped: the PLT names are a convenience, never a
+ * reason to fail the file.  Returns 0 or -ENOMEM.
+ */
+int sym_plt_collect(Elf *e, struct sym_arena *a, struct sym_cands *c, bool raw);
+
+/* The section named name, or NULL. */
+Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);
+
+#endif
