@@ -1,7 +1,8 @@
 #!/bin/bash
 # The independent check: for synthetic captures covering every option,
 # perf's own Intel PT decoder must report exactly the truth's calls and
-# returns (tests/tools/mt-synth-check.c says how they are compared), and
+# returns, and one overflow error at each injected gap, nothing else
+# (tests/tools/mt-synth-check.c says how they are compared), and
 # `mt-convert --info` must read the capture.
 B=${MT_BUILD:?}/bin
 W=$(mktemp -d /tmp/mt-e2e-synth.XXXXXX)
@@ -27,14 +28,21 @@ cases=(
 	"deep_s16|--seed 16 --branches 80000"
 	"nodeep_s17|--seed 17 --branches 30000 --no-deep"
 	"mixed_s22|--seed 22 --branches 40000 --timing cyc --noretcomp --start-depth 9 --threads 2 --final-stack"
+	"gap_mtc_s18|--seed 18 --branches 20000 --gap-every 3000"
+	"gap_tsc_s19|--seed 19 --branches 30000 --timing tsc --gap-every 2000"
+	"gap_cyc_s20|--seed 20 --branches 30000 --timing cyc --gap-every 2500"
+	"gap_threads_s21|--seed 21 --branches 20000 --threads 3 --gap-every 1500"
+	"gap_noretcomp_s23|--seed 23 --branches 30000 --noretcomp --gap-every 2000"
+	"gap_depth_s24|--seed 24 --branches 30000 --start-depth 7 --timing cyc --gap-every 1000"
+	"gap_psb0_s25|--seed 25 --branches 30000 --psb-period 0 --gap-every 500"
+	"gap_mixed_s26|--seed 26 --branches 40000 --threads 2 --timing tsc --noretcomp --gap-every 800"
+	"gap_dense_s29|--seed 29 --branches 50000 --timing cyc --mtc-period 0 --threads 2 --gap-every 150"
 )
 
 for c in "${cases[@]}"; do
 	name=${c%%|*}
 	opts=${c#*|}
 	d="$W/$name"
-	gapflag=
-	case "$opts" in *--gap-every*) gapflag=--gaps ;; esac
 	if ! "$B/mt-synth" $opts -o "$d" >"$W/$name.synth" 2>&1; then
 		echo "FAIL synth_perf_$name: mt-synth failed"
 		sed 's/^/    /' "$W/$name.synth"
@@ -46,7 +54,8 @@ for c in "${cases[@]}"; do
 		sed 's/^/    /' "$d/perf.err" | head -5
 		continue
 	fi
-	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-synth-check" "$d/truth.tsv" "$d/perf.txt" $gapflag); then
+	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-synth-check" "$d/truth.tsv" \
+		"$d/perf.txt" "$d/gaps.tsv"); then
 		echo "PASS synth_perf_$name ($out)"
 	else
 		echo "FAIL synth_perf_$name: $out"

@@ -350,25 +350,41 @@ void ptgen_unwind(struct ptgen *g)
 	rs_clear(g);
 }
 
+/*
+ * SDM vol. 3C, "Internal Buffer Overflow": timing packets generated during
+ * the overflow are dropped, so no MTC stands for the CTC periods that ended
+ * inside it (the next MTC jumps, and decoders expect that); in
+ * cycle-accurate mode the OVF itself gets a CYC, which covers the
+ * overflow's duration.  The FUP follows in the same cycle, so it needs no
+ * CYC, and with last IP reset it carries the whole IP.
+ */
 int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip)
 {
 	struct pt_packet pk = {.type = ppt_ovf};
 
-	if (timing_before(g, tsc) || flush_tnt(g) || put(g, &pk))
+	if (flush_tnt(g))
 		return -1;
-	g->last_ip_valid = false;
-	g->last_ip = 0;
+	if (has_mtc(g))
+		g->mtc_last_period = mtc_period_of(g, tsc);
+	if (cyc(g, tsc) || put(g, &pk))
+		return -1;
 	rs_clear(g);
-	return ip_packet(g, ppt_fup, resume_ip, tsc);
+	memset(&pk, 0, sizeof(pk));
+	pk.type = ppt_fup;
+	pk.payload.ip.ipc = pt_ipc_sext_48;
+	pk.payload.ip.ip = resume_ip;
+	g->last_ip = resume_ip;
+	g->last_ip_valid = true;
+	return put(g, &pk);
 }
 
 int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip)
 {
 	if (g->len < g->next_psb)
 		return 0;
-	if (timing_before(g, tsc))
+	if (timing_before(g, tsc) || psb_plus(g, tsc, ip, true))
 		return -1;
-	return psb_plus(g, tsc, ip, true);
+	return 1;
 }
 
 int ptgen_finish(struct ptgen *g, uint64_t tsc)

@@ -122,6 +122,50 @@ static int write_truth(const char *path, const struct program *p,
 	return 0;
 }
 
+/*
+ * gaps.tsv: one line per injected overflow, in time order per thread.
+ * A call or return of truth.tsv was lost in a gap when after_ns < its
+ * time <= end_ns: every instruction takes at least 3 TSC ticks (1.25 ns),
+ * so distinct instructions never share a perf-time nanosecond and the
+ * bounds separate them exactly.
+ */
+static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
+		      const struct pd_pt_info *pt)
+{
+	char tmp[4200];
+	FILE *o;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	o = fopen(tmp, "w");
+	if (!o)
+		return -1;
+	fprintf(o, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
+		   "resume_ns\tstop_ip\tresume_ip\n");
+	for (unsigned t = 0; t < nth; t++) {
+		for (size_t i = 0; i < th[t].nr_gaps; i++) {
+			const struct walk_gap *g = &th[t].gap_list[i];
+			fprintf(o, "%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%#llx\t"
+				   "%#llx\n",
+				SYNTH_PID + t,
+				(unsigned long long)g->first_branch,
+				(unsigned long long)g->last_branch,
+				(unsigned long long)pd_tsc_to_perf_time(
+					g->after_tsc, pt),
+				(unsigned long long)pd_tsc_to_perf_time(
+					g->end_tsc, pt),
+				(unsigned long long)pd_tsc_to_perf_time(
+					g->resume_tsc, pt),
+				(unsigned long long)g->stop_ip,
+				(unsigned long long)g->resume_ip);
+		}
+	}
+	if (fclose(o) || rename(tmp, path)) {
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int write_capture(const char *path, const struct synth_opts *o,
 			 const struct program *p, struct walk_thread *th,
 			 const struct pd_pt_info *pt, char *err, size_t errlen)
@@ -342,6 +386,11 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 		goto out;
 	snprintf(path, sizeof(path), "%s/truth.tsv", o->outdir);
 	if (write_truth(path, &prog, th, o->threads, &pt)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/gaps.tsv", o->outdir);
+	if (write_gaps(path, th, o->threads, &pt)) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}

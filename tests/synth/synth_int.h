@@ -127,7 +127,10 @@ int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
 void ptgen_unwind(struct ptgen *g);
 /* Hardware lost packets: OVF then FUP(resume) at tsc. */
 int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip);
-/* PSB+ at the current IP, if the PSB period has been reached. */
+/*
+ * PSB+ at the current IP, if the PSB period has been reached: 1 if one was
+ * written, 0 if not, -1 on error.
+ */
 int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip);
 /* Flush pending TNT bits at the end. */
 int ptgen_finish(struct ptgen *g, uint64_t tsc);

@@ -34,6 +34,14 @@ struct walker {
 	uint64_t tsc;
 	uint64_t deep_target;
 	size_t max_depth;
+	/*
+	 * The last instruction a packet accounts for (a TNT bit, a TIP, a
+	 * TIP.PGE or a PSB+'s FUP): its time and the IP after it.  A decoder
+	 * that meets an OVF stops there, so a gap's lost events begin after
+	 * it, even when direct calls or jumps, which need no packet, ran
+	 * before the packets were lost.
+	 */
+	uint64_t pkt_tsc, pkt_ip;
 };
 
 static uint64_t cur_ip(const struct walker *w)
@@ -57,6 +65,20 @@ static int add_row(struct walker *w, uint32_t func, uint64_t start,
 		.func = func, .depth = (uint32_t)w->top, .start = start,
 		.end = 0, .flags = flags};
 	*idx = t->nr_rows++;
+	return 0;
+}
+
+static int add_gap(struct walk_thread *t, const struct walk_gap *g)
+{
+	if (t->nr_gaps == t->cap_gaps) {
+		size_t cap = t->cap_gaps ? t->cap_gaps * 2 : 16;
+		struct walk_gap *v = realloc(t->gap_list, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		t->gap_list = v;
+		t->cap_gaps = cap;
+	}
+	t->gap_list[t->nr_gaps++] = *g;
 	return 0;
 }
 
@@ -246,6 +268,11 @@ static int step(struct walker *w, enum mode m)
 		w->t->returns += emit;
 		break;
 	}
+	if (emit && in->kind != I_JMP && in->kind != I_CALL &&
+	    in->kind != I_TAIL) {
+		w->pkt_tsc = w->tsc;
+		w->pkt_ip = cur_ip(w);
+	}
 	return rc ? -1 : 1;
 }
 
@@ -289,6 +316,8 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 	}
 	if (ptgen_start(w.g, w.tsc, cur_ip(&w), c->start_depth > 0))
 		goto nomem;
+	w.pkt_tsc = w.tsc;
+	w.pkt_ip = cur_ip(&w);
 
 	while (n < c->branches) {
 		rc = step(&w, RUN_EMIT);
@@ -298,11 +327,19 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 			continue;
 		n++;
 		t->branches_left = c->branches - n;
-		if (ptgen_maybe_psb(w.g, w.tsc, cur_ip(&w)))
+		rc = ptgen_maybe_psb(w.g, w.tsc, cur_ip(&w));
+		if (rc < 0)
 			goto enc;
+		if (rc) {
+			w.pkt_tsc = w.tsc;
+			w.pkt_ip = cur_ip(&w);
+		}
 		if (c->gap_every && rng_below(&w.rng, c->gap_every) == 0 &&
 		    n + 64 < c->branches) {
 			/* Packets for 1..48 branches are lost. */
+			struct walk_gap gap = {.first_branch = n + 1,
+					       .after_tsc = w.pkt_tsc,
+					       .stop_ip = w.pkt_ip};
 			uint64_t lost = 1 + rng_below(&w.rng, 48);
 			if (ptgen_finish(w.g, w.tsc))
 				goto enc;
@@ -313,9 +350,18 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 				k += (uint64_t)rc;
 			}
 			n += lost;
+			gap.last_branch = n;
+			gap.end_tsc = w.tsc;
 			w.tsc += 3;
-			if (ptgen_overflow(w.g, w.tsc, cur_ip(&w)))
+			gap.resume_tsc = w.tsc;
+			gap.resume_ip = cur_ip(&w);
+			if (add_gap(t, &gap))
+				goto nomem;
+			if (ptgen_overflow(w.g, w.tsc, gap.resume_ip))
 				goto enc;
+			/* The FUP tells where the next gap could stop. */
+			w.pkt_tsc = w.tsc;
+			w.pkt_ip = gap.resume_ip;
 			t->gaps++;
 		}
 	}
@@ -363,6 +409,7 @@ fail:
 void walk_thread_free(struct walk_thread *t)
 {
 	free(t->rows);
+	free(t->gap_list);
 	free(t->aux);
 	free(t->final_stack);
 	memset(t, 0, sizeof(*t));

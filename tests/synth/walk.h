@@ -32,9 +32,26 @@ struct walk_cfg {
 	struct ptgen_cfg pt;
 };
 
+/*
+ * One injected overflow.  The packets of branches first_branch..last_branch
+ * (counted from 1, lost ones included) were lost.  after_tsc is the time of
+ * the last instruction a packet still accounts for and stop_ip the IP after
+ * it, where a decoder runs out of packets; nothing executed after it up to
+ * and including end_tsc can be decoded (direct calls and jumps just before
+ * the first lost branch included).  OVF and FUP(resume_ip) follow at
+ * resume_tsc.
+ */
+struct walk_gap {
+	uint64_t first_branch, last_branch;
+	uint64_t after_tsc, end_tsc, resume_tsc;
+	uint64_t stop_ip, resume_ip;
+};
+
 struct walk_thread {
 	struct truth_row *rows;
 	size_t nr_rows, cap_rows;
+	struct walk_gap *gap_list;
+	size_t nr_gaps, cap_gaps;
 	uint8_t *aux;
 	size_t aux_len;
 	uint64_t *final_stack; /* leaf first */

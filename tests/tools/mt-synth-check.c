@@ -1,5 +1,5 @@
 /*
- * mt-synth-check TRUTH.TSV PERF.TXT [--gaps]
+ * mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV]
  *
  * The independent check of a synthetic capture: does perf's own Intel PT
  * decoder (which shares no code with libipt) report exactly the calls and
@@ -9,10 +9,13 @@
  *
  * From the truth we derive, per thread and in time order, the call events
  * (caller -> callee, for every row entered by a call) and the return events
- * (function -> caller, for every row left by its own ret), and the number
- * of syscalls.  Without gaps the two sequences must be equal; at each end
- * the trace window may cut one event.  With --gaps, after each error perf
- * reports (an overflow), the truth may skip the events that were lost.
+ * (function -> caller, for every row left by its own ret), and the
+ * syscalls.  GAPS.TSV (tests/synth/README.md) lists the injected overflows:
+ * the events inside a gap are dropped from the expected sequence and one
+ * overflow error takes their place, which must carry the IP where the
+ * packets ran out and be followed by a `tr strt` at the resume IP.  perf's
+ * sequence, errors included, must then equal the expected one, except for
+ * a couple of calls at a thread's end that need no packet (TAIL_SLACK_*).
  *
  * Prints "ok: ..." and exits 0, or explains the first difference and
  * exits 1.
@@ -24,18 +27,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EV_CALL, EV_RET };
+enum { EV_ERR, EV_RET, EV_CALL, EV_SYSCALL };
+
+/*
+ * At a thread's end, at most this many calls of each list may be left
+ * unmatched: a walk can end with direct calls after its last packet, which
+ * no decoder can see, and a decoder may run on through direct calls past
+ * the last packet.  Returns and syscalls always need a packet.
+ */
+#define TAIL_SLACK_TRUTH 2
+#define TAIL_SLACK_PERF 2
 
 struct ev {
 	uint32_t tid;
 	uint8_t kind;
-	bool after_error; /* perf: first event after an error */
 	uint64_t time;
-	char *from, *to;  /* interned */
+	char *from, *to;    /* interned; NULL for errors */
+	uint64_t ip;        /* errors: where decoding stopped */
+	uint64_t resume;    /* errors: the `tr strt` target that follows */
+	const char *errmsg; /* perf errors: not an overflow */
 };
 
 struct evs {
 	struct ev *v;
+	size_t n, cap;
+};
+
+struct gap {
+	uint32_t tid;
+	uint64_t after, end; /* lost: after < time <= end */
+	uint64_t stop_ip, resume_ip;
+};
+
+struct gaps {
+	struct gap *v;
 	size_t n, cap;
 };
 
@@ -61,6 +86,16 @@ struct names {
 	size_t n, cap;
 };
 
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fprintf(stderr, "mt-synth-check: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
 static char *intern(struct names *t, const char *s)
 {
 	for (size_t i = t->n; i-- > 0;)
@@ -68,13 +103,10 @@ static char *intern(struct names *t, const char *s)
 			return t->v[i];
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 256;
-		t->v = realloc(t->v, t->cap * sizeof(*t->v));
-		if (!t->v)
-			abort();
+		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
 	}
-	t->v[t->n] = strdup(s);
-	if (!t->v[t->n])
-		abort();
+	t->v[t->n] = xrealloc(NULL, strlen(s) + 1);
+	strcpy(t->v[t->n], s);
 	return t->v[t->n++];
 }
 
@@ -82,17 +114,16 @@ static void push_ev(struct evs *e, struct ev x)
 {
 	if (e->n == e->cap) {
 		e->cap = e->cap ? e->cap * 2 : 4096;
-		e->v = realloc(e->v, e->cap * sizeof(*e->v));
-		if (!e->v)
-			abort();
+		e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
 	}
 	e->v[e->n++] = x;
 }
 
 static unsigned parse_flags(const char *s)
 {
-	static const char *names[] = {"clipped_start", "clipped_end", "tail",
-				      "tail_out",      "unwound",     "syscall"};
+	static const char *const names[] = {"clipped_start", "clipped_end",
+					    "tail",          "tail_out",
+					    "unwound",       "syscall"};
 	unsigned f = 0;
 	char buf[256], *save = NULL;
 
@@ -112,18 +143,79 @@ static int cmp_ev(const void *a, const void *b)
 		return x->tid < y->tid ? -1 : 1;
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
-	/* A return at t precedes a call at t: a frame ends first. */
-	return (int)y->kind - (int)x->kind;
+	/* At one time: a frame ends (ret) before the next begins (call). */
+	return (int)x->kind - (int)y->kind;
 }
 
-/* Expected events from truth.tsv. */
-static int load_truth(const char *path, struct names *nt, struct evs *out,
-		      uint64_t *syscalls)
+static int load_gaps(const char *path, struct gaps *out)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "tid\t", 4)) {
+		fprintf(stderr, "%s: no header line\n", path);
+		fclose(f);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long fb, lb, after, end, resume, stop, rip;
+		unsigned tid;
+		if (sscanf(line, "%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%llx\t%llx",
+			   &tid, &fb, &lb, &after, &end, &resume, &stop,
+			   &rip) != 8) {
+			fprintf(stderr, "%s: bad line: %s", path, line);
+			fclose(f);
+			return -1;
+		}
+		if (out->n == out->cap) {
+			out->cap = out->cap ? out->cap * 2 : 64;
+			out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
+		}
+		out->v[out->n++] = (struct gap){.tid = tid,
+						.after = after,
+						.end = end,
+						.stop_ip = stop,
+						.resume_ip = rip};
+	}
+	fclose(f);
+	return 0;
+}
+
+static const struct gap *in_gap(const struct gaps *g, uint32_t tid,
+				uint64_t t)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].tid == tid && g->v[i].after < t &&
+		    t <= g->v[i].end)
+			return &g->v[i];
+	return NULL;
+}
+
+/* Adds x to out unless a gap swallowed it; counts what was swallowed. */
+static void push_truth(struct evs *out, const struct gaps *g, struct ev x,
+		       uint64_t *lost)
+{
+	if (in_gap(g, x.tid, x.time)) {
+		(*lost)++;
+		return;
+	}
+	push_ev(out, x);
+}
+
+/* Expected events from truth.tsv and the gaps. */
+static int load_truth(const char *path, const struct gaps *g,
+		      struct names *nt, struct evs *out, uint64_t *lost)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
 	struct row *rows = NULL;
 	size_t n = 0, cap = 0;
+	size_t *open;
+	uint32_t tid = UINT32_MAX;
 
 	if (!f) {
 		perror(path);
@@ -151,9 +243,7 @@ static int load_truth(const char *path, struct names *nt, struct evs *out,
 		r.flags = parse_flags(flags);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 4096;
-			rows = realloc(rows, cap * sizeof(*rows));
-			if (!rows)
-				abort();
+			rows = xrealloc(rows, cap * sizeof(*rows));
 		}
 		rows[n++] = r;
 	}
@@ -164,46 +254,60 @@ static int load_truth(const char *path, struct names *nt, struct evs *out,
 	 * nearest earlier row of the same thread one level up that is live.
 	 * A stack of open rows per depth finds it.
 	 */
-	{
-		size_t *open = calloc(4096, sizeof(size_t));
-		uint32_t tid = UINT32_MAX;
-		if (!open)
-			abort();
-		for (size_t i = 0; i < n; i++) {
-			struct row *r = &rows[i];
-			struct row *parent = NULL;
-			if (r->tid != tid) {
-				tid = r->tid;
-				memset(open, 0xff, 4096 * sizeof(size_t));
-			}
-			if (r->depth >= 4096)
-				continue;
-			if (r->depth > 0 && open[r->depth - 1] != SIZE_MAX)
-				parent = &rows[open[r->depth - 1]];
-			if (r->flags & F_SYSCALL) {
-				*syscalls += 1;
-				continue;
-			}
-			open[r->depth] = i;
-			if (!parent)
-				continue;
-			if (!(r->flags & (F_TAIL | F_CLIP_START)))
-				push_ev(out,
-					(struct ev){.tid = r->tid,
-						    .kind = EV_CALL,
-						    .time = r->start,
-						    .from = parent->name,
-						    .to = r->name});
-			if (!(r->flags & (F_TAIL_OUT | F_UNWOUND | F_CLIP_END)))
-				push_ev(out, (struct ev){.tid = r->tid,
-							 .kind = EV_RET,
-							 .time = r->end,
-							 .from = r->name,
-							 .to = parent->name});
+	open = xrealloc(NULL, 4096 * sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		struct row *parent = NULL;
+		if (r->tid != tid) {
+			tid = r->tid;
+			memset(open, 0xff, 4096 * sizeof(size_t));
 		}
-		free(open);
+		if (r->depth >= 4096)
+			continue;
+		if (r->depth > 0 && open[r->depth - 1] != SIZE_MAX)
+			parent = &rows[open[r->depth - 1]];
+		if (r->flags & F_SYSCALL) {
+			push_truth(out, g,
+				   (struct ev){.tid = r->tid,
+					       .kind = EV_SYSCALL,
+					       .time = r->start,
+					       .from = parent ? parent->name
+							      : NULL},
+				   lost);
+			continue;
+		}
+		open[r->depth] = i;
+		if (!parent)
+			continue;
+		if (!(r->flags & (F_TAIL | F_CLIP_START)))
+			push_truth(out, g,
+				   (struct ev){.tid = r->tid,
+					       .kind = EV_CALL,
+					       .time = r->start,
+					       .from = parent->name,
+					       .to = r->name},
+				   lost);
+		if (!(r->flags & (F_TAIL_OUT | F_UNWOUND | F_CLIP_END)))
+			push_truth(out, g,
+				   (struct ev){.tid = r->tid,
+					       .kind = EV_RET,
+					       .time = r->end,
+					       .from = r->name,
+					       .to = parent->name},
+				   lost);
 	}
+	free(open);
 	free(rows);
+	/*
+	 * One overflow error per gap, after everything before it and before
+	 * everything after it: end is later than every swallowed event.
+	 */
+	for (size_t i = 0; i < g->n; i++)
+		push_ev(out, (struct ev){.tid = g->v[i].tid,
+					 .kind = EV_ERR,
+					 .time = g->v[i].end,
+					 .ip = g->v[i].stop_ip,
+					 .resume = g->v[i].resume_ip});
 	qsort(out->v, out->n, sizeof(*out->v), cmp_ev);
 	return 0;
 }
@@ -226,14 +330,45 @@ static char *strip_off(char *s)
 	return s;
 }
 
+/*
+ * "instruction trace error type 1 time S.NS cpu C pid P tid T ip 0xIP
+ * code 7: Overflow packet"
+ */
+static int parse_error(const char *line, struct ev *e)
+{
+	const char *p;
+	unsigned long long sec, nsec;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = EV_ERR;
+	p = strstr(line, " time ");
+	if (p && sscanf(p + 6, "%llu.%llu", &sec, &nsec) == 2)
+		e->time = sec * 1000000000ull + nsec;
+	p = strstr(line, " tid ");
+	if (!p)
+		return -1;
+	e->tid = (uint32_t)strtoul(p + 5, NULL, 10);
+	p = strstr(line, " ip ");
+	if (p)
+		e->ip = strtoull(p + 4, NULL, 16);
+	if (!strstr(line, "code 7: Overflow packet"))
+		e->errmsg = "not an overflow";
+	return 0;
+}
+
 /* perf's events, in its output order (per thread, time order). */
 static int load_perf(const char *path, struct names *nt, struct evs *out,
-		     uint64_t *syscalls, uint64_t *errors)
+		     uint64_t *errors)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
 	size_t lcap = 0;
-	bool err_pending[65536 / 64 * 64] = {0};
+	/*
+	 * Per thread: the index of its error on the line before, if any;
+	 * only a `tr strt` right after an error is where it resumed.
+	 */
+	uint32_t *tids = NULL;
+	size_t *pending = NULL, ntids = 0;
 
 	if (!f) {
 		perror(path);
@@ -241,75 +376,87 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 	}
 	while (getline(&line, &lcap, f) > 0) {
 		char *tok[32], *save = NULL;
-		int nt_ = 0, i;
+		int ntok = 0, i = 0;
 		char flags[128] = "";
 		uint32_t tid;
 		unsigned long long sec, nsec;
-		uint64_t time;
-		char *from, *to;
+		size_t k, err;
+		struct ev e = {0};
 
-		if (strstr(line, "instruction trace error")) {
-			char *p = strstr(line, " tid ");
+		bool is_err = strstr(line, "instruction trace error");
+
+		if (is_err) {
+			if (parse_error(line, &e)) {
+				fprintf(stderr, "cannot parse: %s", line);
+				continue;
+			}
 			(*errors)++;
-			if (p)
-				err_pending[strtoul(p + 5, NULL, 10) % 4096] =
-					true;
+			tid = e.tid;
+		} else {
+			for (char *t = strtok_r(line, " \t\n", &save);
+			     t && ntok < 32; t = strtok_r(NULL, " \t\n", &save))
+				tok[ntok++] = t;
+			if (ntok < 3)
+				continue;
+			tid = (uint32_t)strtoul(tok[0], NULL, 10);
+			if (sscanf(tok[1], "%llu.%llu:", &sec, &nsec) != 2)
+				continue;
+			e.tid = tid;
+			e.time = sec * 1000000000ull + nsec;
+			for (i = 2; i < ntok && !is_hex(tok[i]); i++) {
+				strncat(flags, tok[i],
+					sizeof(flags) - strlen(flags) - 2);
+				strcat(flags, " ");
+			}
+			if (i + 4 >= ntok || strcmp(tok[i + 2], "=>")) {
+				fprintf(stderr,
+					"cannot parse perf line for tid %u\n",
+					tid);
+				continue;
+			}
+		}
+		for (k = 0; k < ntids && tids[k] != tid; k++)
+			;
+		if (k == ntids) {
+			ntids++;
+			tids = xrealloc(tids, ntids * sizeof(*tids));
+			pending = xrealloc(pending, ntids * sizeof(*pending));
+			tids[k] = tid;
+			pending[k] = SIZE_MAX;
+		}
+		err = pending[k];
+		pending[k] = SIZE_MAX;
+		if (is_err) {
+			push_ev(out, e);
+			pending[k] = out->n - 1;
 			continue;
 		}
-		for (char *t = strtok_r(line, " \t\n", &save); t && nt_ < 32;
-		     t = strtok_r(NULL, " \t\n", &save))
-			tok[nt_++] = t;
-		if (nt_ < 3)
-			continue;
-		tid = (uint32_t)strtoul(tok[0], NULL, 10);
-		if (sscanf(tok[1], "%llu.%llu:", &sec, &nsec) != 2)
-			continue;
-		time = sec * 1000000000ull + nsec;
-		for (i = 2; i < nt_ && !is_hex(tok[i]); i++) {
-			strncat(flags, tok[i], sizeof(flags) - strlen(flags) - 2);
-			strcat(flags, " ");
-		}
-		if (strstr(flags, "syscall") && strstr(flags, "tr end"))
-			(*syscalls)++;
-		if (strncmp(flags, "call", 4) && strncmp(flags, "return", 6))
-			continue;
-		/* ip sym => addr sym */
-		if (i + 4 >= nt_ || strcmp(tok[i + 2], "=>")) {
-			fprintf(stderr, "cannot parse perf line for tid %u\n",
-				tid);
+		if (!strncmp(flags, "tr strt", 7)) {
+			if (err != SIZE_MAX)
+				out->v[err].resume =
+					strtoull(tok[i + 3], NULL, 16);
 			continue;
 		}
-		from = intern(nt, strip_off(tok[i + 1]));
-		to = intern(nt, strip_off(tok[i + 4]));
-		push_ev(out, (struct ev){.tid = tid,
-					 .kind = flags[0] == 'c' ? EV_CALL
-								 : EV_RET,
-					 .after_error = err_pending[tid % 4096],
-					 .time = time,
-					 .from = from,
-					 .to = to});
-		err_pending[tid % 4096] = false;
+		if (strstr(flags, "syscall") && strstr(flags, "tr end")) {
+			e.kind = EV_SYSCALL;
+			e.from = intern(nt, strip_off(tok[i + 1]));
+		} else if (!strncmp(flags, "call", 4) ||
+			   !strncmp(flags, "return", 6)) {
+			e.kind = flags[0] == 'c' ? EV_CALL : EV_RET;
+			e.from = intern(nt, strip_off(tok[i + 1]));
+			e.to = intern(nt, strip_off(tok[i + 4]));
+		} else {
+			continue;
+		}
+		push_ev(out, e);
 	}
 	free(line);
 	fclose(f);
+	free(pending);
 	/* perf prints queues in time order; keep each thread's order. */
 	{
-		struct ev *tmp = malloc((out->n + 1) * sizeof(*tmp));
-		size_t k = 0;
-		uint32_t *tids = NULL;
-		size_t ntids = 0;
-		if (!tmp)
-			abort();
-		for (size_t a = 0; a < out->n; a++) {
-			bool seen = false;
-			for (size_t b = 0; b < ntids; b++)
-				seen |= tids[b] == out->v[a].tid;
-			if (!seen) {
-				tids = realloc(tids, (ntids + 1) * 4);
-				tids[ntids++] = out->v[a].tid;
-			}
-		}
-		/* Sort thread ids, then stable-gather. */
+		struct ev *tmp = xrealloc(NULL, (out->n + 1) * sizeof(*tmp));
+		size_t n = 0;
 		for (size_t a = 0; a < ntids; a++)
 			for (size_t b = a + 1; b < ntids; b++)
 				if (tids[b] < tids[a]) {
@@ -320,8 +467,8 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 		for (size_t a = 0; a < ntids; a++)
 			for (size_t b = 0; b < out->n; b++)
 				if (out->v[b].tid == tids[a])
-					tmp[k++] = out->v[b];
-		memcpy(out->v, tmp, k * sizeof(*tmp));
+					tmp[n++] = out->v[b];
+		memcpy(out->v, tmp, n * sizeof(*tmp));
 		free(tmp);
 		free(tids);
 	}
@@ -330,97 +477,149 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 
 static const char *kind_name(int k)
 {
-	return k == EV_CALL ? "call" : "return";
+	static const char *const names[] = {"overflow error", "return",
+					    "call", "syscall"};
+	return names[k];
 }
 
 static bool same(const struct ev *a, const struct ev *b)
 {
-	return a->tid == b->tid && a->kind == b->kind && a->from == b->from &&
-	       a->to == b->to;
+	if (a->tid != b->tid || a->kind != b->kind)
+		return false;
+	if (a->kind == EV_ERR)
+		return !a->errmsg && !b->errmsg && a->ip == b->ip &&
+		       a->resume == b->resume;
+	return a->from == b->from && a->to == b->to;
+}
+
+static void describe(const char *who, size_t idx, const struct ev *e)
+{
+	if (!e) {
+		printf("%s has nothing left", who);
+		return;
+	}
+	printf("%s event %zu is %s ", who, idx, kind_name(e->kind));
+	if (e->kind == EV_ERR)
+		printf("at ip %#llx resuming at %#llx%s%s",
+		       (unsigned long long)e->ip,
+		       (unsigned long long)e->resume, e->errmsg ? ", " : "",
+		       e->errmsg ? e->errmsg : "");
+	else
+		printf("%s -> %s", e->from ? e->from : "?",
+		       e->to ? e->to : "?");
+	printf(" at %llu ns", (unsigned long long)e->time);
+}
+
+struct tally {
+	uint64_t matched, syscalls, errors, tail_truth, tail_perf;
+};
+
+/*
+ * Compare one thread: t[0..nt) expected, p[0..np) perf.  Returns 0 or 1
+ * after printing the first difference.
+ */
+static int check_thread(const struct ev *t, size_t nt, const struct ev *p,
+			size_t np, struct tally *ty)
+{
+	size_t i = 0, j = 0;
+
+	for (; i < nt && j < np; i++, j++) {
+		if (same(&t[i], &p[j])) {
+			ty->matched++;
+			ty->syscalls += t[i].kind == EV_SYSCALL;
+			ty->errors += t[i].kind == EV_ERR;
+			continue;
+		}
+		/* Near the end, the rest is the tail check's business. */
+		if (nt - i <= TAIL_SLACK_TRUTH && np - j <= TAIL_SLACK_PERF)
+			break;
+		printf("FAIL: tid %u: ", t[i].tid);
+		describe("the truth's", i, &t[i]);
+		printf("; ");
+		describe("perf's", j, &p[j]);
+		printf("\n");
+		return 1;
+	}
+	for (size_t k = i; k < nt; k++)
+		if (t[k].kind != EV_CALL || nt - i > TAIL_SLACK_TRUTH) {
+			printf("FAIL: tid %u: perf ends early: ", t[k].tid);
+			describe("the truth's", k, &t[k]);
+			printf(" is missing (%zu left)\n", nt - i);
+			return 1;
+		}
+	for (size_t k = j; k < np; k++)
+		if (p[k].kind != EV_CALL || np - j > TAIL_SLACK_PERF) {
+			printf("FAIL: tid %u: perf has more: ", p[k].tid);
+			describe("perf's", k, &p[k]);
+			printf(" (%zu left)\n", np - j);
+			return 1;
+		}
+	ty->tail_truth += nt - i;
+	ty->tail_perf += np - j;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct names nt = {0};
 	struct evs truth = {0}, perf = {0};
-	uint64_t t_sys = 0, p_sys = 0, p_err = 0, skipped = 0;
-	bool gaps = argc > 3 && !strcmp(argv[3], "--gaps");
+	struct gaps gaps = {0};
+	struct tally ty = {0};
+	uint64_t p_err = 0, lost = 0;
 	size_t i = 0, j = 0;
+	int rc = 0;
 
-	if (argc < 3) {
+	if (argc < 3 || argc > 4) {
 		fprintf(stderr, "usage: mt-synth-check TRUTH.TSV PERF.TXT "
-				"[--gaps]\n");
+				"[GAPS.TSV]\n");
 		return 2;
 	}
-	if (load_truth(argv[1], &nt, &truth, &t_sys) ||
-	    load_perf(argv[2], &nt, &perf, &p_sys, &p_err))
+	if ((argc == 4 && load_gaps(argv[3], &gaps)) ||
+	    load_truth(argv[1], &gaps, &nt, &truth, &lost) ||
+	    load_perf(argv[2], &nt, &perf, &p_err))
 		return 2;
-	if (!gaps && p_err) {
-		printf("FAIL: perf reported %llu decode errors\n",
-		       (unsigned long long)p_err);
-		return 1;
-	}
-	while (i < truth.n && j < perf.n) {
-		const struct ev *t = &truth.v[i], *p = &perf.v[j];
-		if (same(t, p)) {
-			i++, j++;
-			continue;
+	/* Both lists are grouped by thread, threads in ascending order. */
+	while (!rc && (i < truth.n || j < perf.n)) {
+		uint32_t tid = i < truth.n ? truth.v[i].tid : UINT32_MAX;
+		size_t ie = i, je = j;
+		if (j < perf.n && perf.v[j].tid < tid)
+			tid = perf.v[j].tid;
+		while (ie < truth.n && truth.v[ie].tid == tid)
+			ie++;
+		while (je < perf.n && perf.v[je].tid == tid)
+			je++;
+		if (ie == i || je == j) {
+			printf("FAIL: tid %u: %zu truth events, %zu perf "
+			       "events\n",
+			       tid, ie - i, je - j);
+			rc = 1;
+			break;
 		}
-		/* A thread's first or last event may be cut by the window. */
-		if (t->tid != p->tid || (i + 1 < truth.n &&
-					 truth.v[i + 1].tid != t->tid)) {
-			if (t->tid < p->tid || t->tid == p->tid) {
-				i++;
-				skipped++;
-			} else {
-				j++;
-			}
-			continue;
-		}
-		if (gaps && p->after_error) {
-			size_t k = i;
-			while (k < truth.n && k < i + 400 &&
-			       truth.v[k].tid == p->tid && !same(&truth.v[k], p))
-				k++;
-			if (k < truth.n && same(&truth.v[k], p)) {
-				skipped += k - i;
-				i = k;
-				continue;
-			}
-		}
-		printf("FAIL: tid %u: event %zu of the truth is %s %s -> %s "
-		       "at %llu ns; perf's event %zu is %s %s -> %s at %llu "
-		       "ns\n",
-		       t->tid, i, kind_name(t->kind), t->from, t->to,
-		       (unsigned long long)t->time, j, kind_name(p->kind),
-		       p->from, p->to, (unsigned long long)p->time);
-		return 1;
+		rc = check_thread(truth.v + i, ie - i, perf.v + j, je - j, &ty);
+		i = ie;
+		j = je;
 	}
-	/* The tail: at most a couple of events per end of each window. */
-	if (truth.n - i > 2 || perf.n - j > 4) {
-		printf("FAIL: %zu truth events and %zu perf events left "
-		       "unmatched at the end\n",
-		       truth.n - i, perf.n - j);
-		return 1;
+	if (!rc && ty.errors != p_err) {
+		printf("FAIL: perf reported %llu errors, %zu gaps matched\n",
+		       (unsigned long long)p_err, gaps.n);
+		rc = 1;
 	}
-	if (!gaps && skipped > 4) {
-		printf("FAIL: %llu truth events missing from perf's output\n",
-		       (unsigned long long)skipped);
-		return 1;
-	}
-	if (!gaps && p_sys + 2 < t_sys) {
-		printf("FAIL: truth has %llu syscalls, perf %llu\n",
-		       (unsigned long long)t_sys, (unsigned long long)p_sys);
-		return 1;
-	}
-	printf("ok: %zu calls and returns agree, %llu syscalls, %llu errors, "
-	       "%llu truth events inside gaps\n",
-	       j, (unsigned long long)p_sys, (unsigned long long)p_err,
-	       (unsigned long long)skipped);
+	if (!rc)
+		printf("ok: %llu events agree (%llu syscalls, %llu overflow "
+		       "errors for %zu gaps, %llu truth events lost in "
+		       "gaps); unmatched calls at the ends: %llu of the "
+		       "truth, %llu of perf\n",
+		       (unsigned long long)ty.matched,
+		       (unsigned long long)ty.syscalls,
+		       (unsigned long long)ty.errors, gaps.n,
+		       (unsigned long long)lost,
+		       (unsigned long long)ty.tail_truth,
+		       (unsigned long long)ty.tail_perf);
 	for (size_t k = 0; k < nt.n; k++)
 		free(nt.v[k]);
 	free(nt.v);
 	free(truth.v);
 	free(perf.v);
-	return 0;
+	free(gaps.v);
+	return rc;
 }
