@@ -67,7 +67,9 @@ static int try_file(struct dec_capture *c, struct dec_dso *d,
 	if (sym_file_open(file, &so, &sf, err, sizeof(err)))
 		return 0;
 	id = sym_file_build_id(sf, &n);
-	if (d->build_id_len &&
+	/* A file without a build id cannot be checked; one with another
+	 * id is another build. */
+	if (d->build_id_len && n &&
 	    (n < d->build_id_len || memcmp(id, d->build_id, d->build_id_len))) {
 		*mismatch = true;
 		sym_file_free(sf);

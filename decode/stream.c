@@ -329,6 +329,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 {
 	struct pt_config cfg;
 	struct pt_block blk;
+	bool eos;
 	int status;
 
 	config_for(s, &cfg, buf, len);
@@ -347,6 +348,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		s->tracing = false;
 		s->pend = PEND_NONE;
 		forget_range(s);
+		eos = false;
 		for (;;) {
 			while (status & pts_event_pending) {
 				struct pt_event ev;
@@ -358,15 +360,22 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 			}
 			if (status < 0)
 				break;
-			if (status & pts_eos) {
+			memset(&blk, 0, sizeof(blk));
+			status = pt_blk_next(s->dec, &blk, sizeof(blk));
+			if (eos) {
+				/* Past the last packet the decoder runs on
+				 * through code that needs no trace; only the
+				 * destination of the last traced transfer is
+				 * real. */
+				if (blk.ninsn && s->synced)
+					arrive(s, blk.ip);
 				status = -pte_eos;
 				break;
 			}
-			memset(&blk, 0, sizeof(blk));
-			status = pt_blk_next(s->dec, &blk, sizeof(blk));
 			on_block(s, &blk);
 			if (status < 0)
 				break;
+			eos = status & pts_eos;
 		}
 		if (s->rc)
 			break;

@@ -216,6 +216,12 @@ static int gen_normal(struct func *f, struct rng *r, const struct program *p,
 		goto fail;
 	if (rng_chance(r, 1, 4)) { /* a guarded tail call */
 		uint32_t g = b.n, callee = pick_callee(r, p);
+
+		/* Not to itself: a jump to one's own entry is a loop (that
+		 * is what compilers make of tail recursion), and no trace
+		 * can tell the two apart. */
+		for (int tries = 0; callee == self && tries < 64; tries++)
+			callee = pick_callee(r, p);
 		if (emit(&b, I_JCC, JCC_GUARD, 0))
 			goto fail;
 		if (rng_chance(r, 1, 2)) {

@@ -42,6 +42,7 @@ struct walker {
 	 * before the packets were lost.
 	 */
 	uint64_t pkt_tsc, pkt_ip;
+	size_t nlr_to;    /* the ancestor the next non-local jump lands in */
 };
 
 static uint64_t cur_ip(const struct walker *w)
@@ -128,6 +129,33 @@ static int replace(struct walker *w, uint32_t func, enum mode m)
 }
 
 /* Should the guarded site after the JCC at pc be skipped? */
+/*
+ * The ancestor a non-local jump may land in, 2..5 frames up (starting at
+ * a random distance), or SIZE_MAX.  A jump's target IP names a function,
+ * not an activation: when the function is active twice between the
+ * landing frame and the top, or the landing frame began before the
+ * window (no decoder has seen it), no trace can tell where the jump
+ * went, so the program does not make such jumps.
+ */
+static size_t nlr_target(const struct walker *w, size_t k0)
+{
+	for (size_t d = 0; d < 4; d++) {
+		size_t k = 2 + (k0 + d) % 4, a;
+		bool ok;
+
+		if (k > w->top)
+			continue;
+		a = w->top - k;
+		ok = w->st[a].row != SIZE_MAX &&
+		     !(w->t->rows[w->st[a].row].flags & TRUTH_CLIP_START);
+		for (size_t i = a + 1; i <= w->top && ok; i++)
+			ok = w->st[i].func != w->st[a].func;
+		if (ok)
+			return a;
+	}
+	return SIZE_MAX;
+}
+
 static bool guard_skip(struct walker *w, enum mode m)
 {
 	const struct program *p = w->p;
@@ -135,9 +163,12 @@ static bool guard_skip(struct walker *w, enum mode m)
 	const struct insn *next = &f->insns[w->pc + 1];
 	uint32_t callee;
 
-	if (next->kind == I_NLR)
-		return w->top < 3 || m == RUN_PRE ||
-		       !rng_chance(&w->rng, 1, 3);
+	if (next->kind == I_NLR) {
+		if (w->top < 3 || m == RUN_PRE || !rng_chance(&w->rng, 1, 3))
+			return true;
+		w->nlr_to = nlr_target(w, rng_below(&w->rng, 4));
+		return w->nlr_to == SIZE_MAX;
+	}
 	if (next->kind == I_TAIL ||
 	    (next->kind == I_LEA && f->insns[w->pc + 2].kind == I_ITAIL))
 		return !rng_chance(&w->rng, 1, 2);
@@ -242,11 +273,8 @@ static int step(struct walker *w, enum mode m)
 		break;
 	}
 	case I_NLR: {
-		/* Unwind 2..5 frames to an ancestor's landing pad. */
-		size_t k = 2 + rng_below(&w->rng, 4), a;
-		if (k > w->top)
-			k = w->top;
-		a = w->top - k;
+		/* Unwind to the ancestor the guard chose. */
+		size_t a = w->nlr_to;
 		for (size_t i = w->top; i > a; i--)
 			end_row(w, w->st[i].row, w->tsc, TRUTH_UNWOUND);
 		w->top = a;

@@ -393,6 +393,29 @@ static void test_final_stack_anchors_roots(struct check_state *st)
 	teardown(&f);
 }
 
+/* The first event is tracing stopping: the leaf must survive anchoring. */
+static void test_anchor_after_syscall(struct check_state *st)
+{
+	struct fixture f;
+	uint64_t ips[] = {AT(4, 0x12), AT(4, 0x1e), AT(4, 0x1e), AT(3, 0x15)};
+	struct dec_stack fs = {.time = 200, .nr = 4, .ips = ips};
+	const struct step s[] = {
+		{DEC_SYNC, AT(4, 0x10), 0, "f4"},
+		{DEC_SYSCALL, AT(4, 0x10), 0, "f4 [syscall]"},
+		{DEC_RESUME, AT(4, 0x12), 0, "f4"},
+		{DEC_CALL, FN(4), AT(4, 0x1e), "f4 f4"},
+	};
+	char buf[512];
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, !seg_finish(f.b, &fs));
+	tree_str(st, &f, buf, sizeof(buf));
+	CHECKF(st, !strcmp(buf, "0:f3:se 1:f4:se 2:f4:se 3:[syscall]: 3:f4:e"),
+	       "%s", buf);
+	teardown(&f);
+}
+
 static void test_call_len(struct check_state *st)
 {
 	static const struct {
@@ -437,6 +460,7 @@ int main(void)
 	RUN(&st, test_longjmp);
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_final_stack_anchors_roots);
+	RUN(&st, test_anchor_after_syscall);
 	RUN(&st, test_call_len);
 	return CHECK_DONE(&st);
 }

@@ -1,0 +1,55 @@
+#!/bin/bash
+# mt-convert against the truth: for synthetic captures covering threads,
+# every timing mode, noretcomp, snapshot-style starts (with and without
+# the unwound stack that anchors the roots) and deep recursion, the slice
+# tree equals mt-synth's truth.tsv: same calls in the same order, names,
+# depths and flags (tests/tools/mt-tree-check.c).
+#
+# Times: with MTC the decoder knows time to one MTC period (333 ns here),
+# so start and end must be within 400 ns.  With TSC only, time is known at
+# PSBs; with CYC, libipt and perf place a branch at the CYC before the TNT
+# packet that carries it, which can be many branches later.  For those the
+# structure is checked and the time error is reported, not asserted.
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-conv.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# name | mt-synth options | tolerance ns | checker options
+cases=(
+	"mtc_s1|--seed 1 --branches 30000|400|"
+	"mtc_s2|--seed 2 --branches 30000 --psb-period 0|400|"
+	"tsc_s3|--seed 3 --branches 30000 --timing tsc|100000000|"
+	"tsc_s4|--seed 4 --branches 30000 --timing tsc --noretcomp|100000000|"
+	"cyc_s5|--seed 5 --branches 30000 --timing cyc|100000000|"
+	"cyc_s6|--seed 6 --branches 30000 --timing cyc --mtc-period 0|100000000|"
+	"noretcomp_s7|--seed 7 --branches 30000 --noretcomp|400|"
+	"depth_s9|--seed 9 --branches 30000 --start-depth 5|400|--unanchored"
+	"depth_s10|--seed 10 --branches 30000 --start-depth 20 --final-stack|400|"
+	"threads_s11|--seed 11 --branches 20000 --threads 3|400|"
+	"threads_s13|--seed 13 --branches 20000 --threads 2 --timing tsc --start-depth 3|100000000|--unanchored"
+	"deep_s16|--seed 16 --branches 80000|400|"
+	"deep_s23|--seed 23 --branches 60000 --start-depth 30 --final-stack|400|"
+	"mixed_s22|--seed 22 --branches 40000 --timing cyc --noretcomp --start-depth 9 --threads 2 --final-stack|100000000|"
+)
+
+for c in "${cases[@]}"; do
+	IFS='|' read -r name opts tol chk <<<"$c"
+	d="$W/$name"
+	if ! "$B/mt-synth" $opts -o "$d" >"$W/$name.synth" 2>&1; then
+		echo "FAIL convert_truth_$name: mt-synth failed"
+		sed 's/^/    /' "$W/$name.synth"
+		continue
+	fi
+	if ! "$B/mt-convert" "$d/raw.bin" -o "$d/trace.pftrace" \
+		--text "$d/ours.tsv" -q 2>"$d/err"; then
+		echo "FAIL convert_truth_$name: mt-convert failed"
+		sed 's/^/    /' "$d/err" | head -5
+		continue
+	fi
+	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-tree-check" "$d/truth.tsv" \
+		"$d/ours.tsv" --tol-ns "$tol" $chk 2>&1); then
+		echo "PASS convert_truth_$name (${out//$'\n'/; })"
+	else
+		echo "FAIL convert_truth_$name: ${out//$'\n'/; }"
+	fi
+done
