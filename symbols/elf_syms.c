@@ -498,6 +498,8 @@ static int collect_loads(struct loader *ld, Elf *e)
 			    sizeof(*l)))
 			return fail_msg(ld, -ENOMEM, "out of memory");
 		l = &ld->f->loads[ld->f->nr_loads++];
+		/* Padding too: callers may compare loads bytewise. */
+		memset(l, 0, sizeof(*l));
 		l->offset = ph.p_offset;
 		l->vaddr = ph.p_vaddr;
 		l->filesz = ph.p_filesz;
