@@ -429,9 +429,9 @@ static int collect_debug_file(struct loader *ld, Elf *e)
 	size_t i, n;
 	int rc;
 
-	if (!root[0])
-		return 0;
-	if (ld->f->build_id_len >= 2) {
+	/* An empty root turns off the lookups under it, not the ones
+	 * beside the file that .gnu_debuglink asks for. */
+	if (root[0] && ld->f->build_id_len >= 2) {
 		n = (size_t)snprintf(p, sizeof(p), "%s/.build-id/%02x/", root,
 				     ld->f->build_id[0]);
 		for (i = 1; i < ld->f->build_id_len && n + 3 < sizeof(p); i++)
@@ -464,7 +464,7 @@ static int collect_debug_file(struct loader *ld, Elf *e)
 		snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
 		rc = try_debug_file(ld, p);
 	}
-	if (!rc && dir[0] == '/') {
+	if (!rc && root[0] && dir[0] == '/') {
 		snprintf(p, sizeof(p), "%s%s/%s", root, dir, link);
 		rc = try_debug_file(ld, p);
 	}
@@ -498,6 +498,8 @@ static int collect_loads(struct loader *ld, Elf *e)
 			    sizeof(*l)))
 			return fail_msg(ld, -ENOMEM, "out of memory");
 		l = &ld->f->loads[ld->f->nr_loads++];
+		/* Padding too: callers may compare loads bytewise. */
+		memset(l, 0, sizeof(*l));
 		l->offset = ph.p_offset;
 		l->vaddr = ph.p_vaddr;
 		l->filesz = ph.p_filesz;

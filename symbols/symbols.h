@@ -19,17 +19,17 @@
 #include <stdint.h>
 
 struct sym {
-	uint64_t addr;      /* ELF virtual address */
-	uint64_t size;      /* 0 when unknown: it then ends at the next */
-	const char *name;   /* demangled; owned by the sym_file */
+	uint64_t addr;	  /* ELF virtual address */
+	uint64_t size;	  /* 0 when unknown: it then ends at the next */
+	const char *name; /* demangled; owned by the sym_file */
 };
 
 /* A loadable (PT_LOAD) segment. */
 struct sym_load {
-	uint64_t offset;    /* in the file */
+	uint64_t offset; /* in the file */
 	uint64_t vaddr;
 	uint64_t filesz, memsz;
-	uint32_t flags;     /* PF_X | PF_W | PF_R */
+	uint32_t flags; /* PF_X | PF_W | PF_R */
 };
 
 struct sym_file;

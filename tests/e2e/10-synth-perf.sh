@@ -1,7 +1,8 @@
 #!/bin/bash
 # The independent check: for synthetic captures covering every option,
 # perf's own Intel PT decoder must report exactly the truth's calls and
-# returns, and one overflow error at each injected gap, nothing else
+# returns, and one overflow error at each injected gap, nothing else, at
+# times within the resolution of the timing mode
 # (tests/tools/mt-synth-check.c says how they are compared), and
 # `mt-convert --info` must read the capture.
 B=${MT_BUILD:?}/bin
@@ -43,6 +44,9 @@ for c in "${cases[@]}"; do
 	name=${c%%|*}
 	opts=${c#*|}
 	d="$W/$name"
+	timing=mtc mtc_period=3 # mt-synth's defaults
+	[[ $opts =~ --timing\ ([a-z]+) ]] && timing=${BASH_REMATCH[1]}
+	[[ $opts =~ --mtc-period\ ([0-9]+) ]] && mtc_period=${BASH_REMATCH[1]}
 	if ! "$B/mt-synth" $opts -o "$d" >"$W/$name.synth" 2>&1; then
 		echo "FAIL synth_perf_$name: mt-synth failed"
 		sed 's/^/    /' "$W/$name.synth"
@@ -55,7 +59,8 @@ for c in "${cases[@]}"; do
 		continue
 	fi
 	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-synth-check" "$d/truth.tsv" \
-		"$d/perf.txt" "$d/gaps.tsv"); then
+		"$d/perf.txt" "$d/gaps.tsv" --timing "$timing" \
+		--mtc-period "$mtc_period"); then
 		echo "PASS synth_perf_$name ($out)"
 	else
 		echo "FAIL synth_perf_$name: $out"

@@ -56,6 +56,7 @@ struct evs {
 struct gap {
 	uint32_t tid;
 	uint64_t after, end; /* lost: after < time <= end */
+	uint64_t resume;
 	uint64_t stop_ip, resume_ip;
 };
 
@@ -178,6 +179,7 @@ static int load_gaps(const char *path, struct gaps *out)
 		out->v[out->n++] = (struct gap){.tid = tid,
 						.after = after,
 						.end = end,
+						.resume = resume,
 						.stop_ip = stop,
 						.resume_ip = rip};
 	}
@@ -512,19 +514,101 @@ static void describe(const char *who, size_t idx, const struct ev *e)
 
 struct tally {
 	uint64_t matched, syscalls, errors, tail_truth, tail_perf;
+	int64_t dmin, dmax; /* perf's time minus the truth's, ns */
 };
+
+enum timing { T_NONE, T_TSC, T_MTC, T_CYC };
+
+/*
+ * How far perf's time (--ns) of a call, return or syscall may be from the
+ * truth's.  The synthetic machine's CTC tick is 100 TSC ticks at 2.4 GHz
+ * (tests/synth/README.md), so an MTC period is 2^mtc_period * 41.67 ns.
+ * perf stamps an event with the time of the last timing packet it has
+ * read when it decodes it (tests/synth/README.md, findings):
+ *  - tsc: TSC packets come only in PSB+, so perf's time is the last PSB's
+ *    and lags by up to the time between PSBs, which depends on how dense
+ *    the trace is; only "never late" is checked;
+ *  - mtc: the last MTC (a CTC period boundary) before the event, so up to
+ *    one period early; the MTCs of boundaries inside a gap are missing, so
+ *    after one it may be as early as a period before the gap began (and
+ *    before the gap before that, if it came within a period); never late;
+ *  - cyc: the CYC before the packet that decides the event, which comes
+ *    at or after it; the TNT packet it precedes never spans a CTC period
+ *    boundary (an MTC flushes it), so at most one period late; never
+ *    early.
+ * SLACK_NS covers the instructions between an event that needs no packet
+ * (a direct call) and the next packet, and perf's rounding; observed: 4.
+ */
+#define SLACK_NS 50
+
+struct timecheck {
+	enum timing mode;
+	double period_ns;
+	const struct gaps *gaps;
+};
+
+static bool time_ok(const struct timecheck *tc, const struct ev *t,
+		    int64_t d, int64_t *lo, int64_t *hi)
+{
+	int64_t period = (int64_t)tc->period_ns;
+
+	*lo = INT64_MIN;
+	*hi = SLACK_NS;
+	switch (tc->mode) {
+	case T_NONE:
+		return true;
+	case T_TSC:
+		break;
+	case T_MTC: {
+		/*
+		 * The last period boundary before x whose MTC was written is
+		 * in (x - period, x] unless a gap overlaps that stretch;
+		 * then look before the gap.  Gaps are in time order.
+		 */
+		uint64_t x = t->time;
+		for (size_t k = tc->gaps->n; k-- > 0;) {
+			const struct gap *g = &tc->gaps->v[k];
+			if (g->tid == t->tid && g->after < x &&
+			    g->resume + period + SLACK_NS > x)
+				x = g->after;
+		}
+		*lo = -(int64_t)(t->time - x) - period - SLACK_NS;
+		break;
+	}
+	case T_CYC:
+		*lo = -SLACK_NS;
+		*hi = period + SLACK_NS;
+		break;
+	}
+	return d >= *lo && d <= *hi;
+}
 
 /*
  * Compare one thread: t[0..nt) expected, p[0..np) perf.  Returns 0 or 1
  * after printing the first difference.
  */
 static int check_thread(const struct ev *t, size_t nt, const struct ev *p,
-			size_t np, struct tally *ty)
+			size_t np, const struct timecheck *tc,
+			struct tally *ty)
 {
 	size_t i = 0, j = 0;
 
 	for (; i < nt && j < np; i++, j++) {
 		if (same(&t[i], &p[j])) {
+			int64_t d = (int64_t)(p[j].time - t[i].time), lo, hi;
+			if (t[i].kind != EV_ERR) {
+				if (!time_ok(tc, &t[i], d, &lo, &hi)) {
+					printf("FAIL: tid %u: ", t[i].tid);
+					describe("the truth's", i, &t[i]);
+					printf(", perf's time is %+lld ns off, "
+					       "outside [%lld, %lld]\n",
+					       (long long)d, (long long)lo,
+					       (long long)hi);
+					return 1;
+				}
+				ty->dmin = d < ty->dmin ? d : ty->dmin;
+				ty->dmax = d > ty->dmax ? d : ty->dmax;
+			}
 			ty->matched++;
 			ty->syscalls += t[i].kind == EV_SYSCALL;
 			ty->errors += t[i].kind == EV_ERR;
@@ -564,19 +648,39 @@ int main(int argc, char **argv)
 	struct names nt = {0};
 	struct evs truth = {0}, perf = {0};
 	struct gaps gaps = {0};
-	struct tally ty = {0};
+	struct tally ty = {.dmin = INT64_MAX, .dmax = INT64_MIN};
+	struct timecheck tc = {.mode = T_NONE, .gaps = &gaps};
+	const char *files[3] = {NULL, NULL, NULL};
+	unsigned nfiles = 0, mtc_period = 3;
 	uint64_t p_err = 0, lost = 0;
 	size_t i = 0, j = 0;
 	int rc = 0;
 
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: mt-synth-check TRUTH.TSV PERF.TXT "
-				"[GAPS.TSV]\n");
-		return 2;
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--timing") && a + 1 < argc) {
+			const char *m = argv[++a];
+			tc.mode = !strcmp(m, "tsc")   ? T_TSC
+				  : !strcmp(m, "mtc") ? T_MTC
+				  : !strcmp(m, "cyc") ? T_CYC
+						      : T_NONE;
+			if (tc.mode == T_NONE)
+				goto usage;
+		} else if (!strcmp(argv[a], "--mtc-period") && a + 1 < argc) {
+			mtc_period = (unsigned)strtoul(argv[++a], NULL, 10);
+			if (mtc_period > 15)
+				goto usage;
+		} else if (argv[a][0] != '-' && nfiles < 3) {
+			files[nfiles++] = argv[a];
+		} else {
+			goto usage;
+		}
 	}
-	if ((argc == 4 && load_gaps(argv[3], &gaps)) ||
-	    load_truth(argv[1], &gaps, &nt, &truth, &lost) ||
-	    load_perf(argv[2], &nt, &perf, &p_err))
+	if (nfiles < 2)
+		goto usage;
+	tc.period_ns = (double)(100u << mtc_period) / 2.4;
+	if ((files[2] && load_gaps(files[2], &gaps)) ||
+	    load_truth(files[0], &gaps, &nt, &truth, &lost) ||
+	    load_perf(files[1], &nt, &perf, &p_err))
 		return 2;
 	/* Both lists are grouped by thread, threads in ascending order. */
 	while (!rc && (i < truth.n || j < perf.n)) {
@@ -595,7 +699,8 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		rc = check_thread(truth.v + i, ie - i, perf.v + j, je - j, &ty);
+		rc = check_thread(truth.v + i, ie - i, perf.v + j, je - j, &tc,
+				  &ty);
 		i = ie;
 		j = je;
 	}
@@ -608,13 +713,15 @@ int main(int argc, char **argv)
 		printf("ok: %llu events agree (%llu syscalls, %llu overflow "
 		       "errors for %zu gaps, %llu truth events lost in "
 		       "gaps); unmatched calls at the ends: %llu of the "
-		       "truth, %llu of perf\n",
+		       "truth, %llu of perf; perf's times %+lld..%+lld ns "
+		       "off\n",
 		       (unsigned long long)ty.matched,
 		       (unsigned long long)ty.syscalls,
 		       (unsigned long long)ty.errors, gaps.n,
 		       (unsigned long long)lost,
 		       (unsigned long long)ty.tail_truth,
-		       (unsigned long long)ty.tail_perf);
+		       (unsigned long long)ty.tail_perf, (long long)ty.dmin,
+		       (long long)ty.dmax);
 	for (size_t k = 0; k < nt.n; k++)
 		free(nt.v[k]);
 	free(nt.v);
@@ -622,4 +729,8 @@ int main(int argc, char **argv)
 	free(perf.v);
 	free(gaps.v);
 	return rc;
+usage:
+	fprintf(stderr, "usage: mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV] "
+			"[--timing tsc|mtc|cyc] [--mtc-period N]\n");
+	return 2;
 }
