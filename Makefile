@@ -66,6 +66,10 @@ $(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
+$(BUILD)/bin/mt-bench: $(BUILD)/obj/tests/tools/mt-bench.o $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
 $(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
@@ -94,10 +98,17 @@ format:
 check-format:
 	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])
 
+# Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
+bench: all $(BUILD)/bin/mt-bench
+	@MT_BUILD=$(BUILD) bash tools/bench.sh $(BENCH_MB)
+
 demo:
 	@echo "make demo needs the emulation backend (mt-capture --emulate), which is not built yet." >&2
 	@echo "Meanwhile: make && build/bin/mt-synth --seed 1 --branches 100000 -o /tmp/s && build/bin/mt-convert --info /tmp/s/raw.bin" >&2
 	@exit 1
+
+golden-update: all
+	@MT_BUILD=$(BUILD) sh tests/golden/update.sh $(GOLDEN_FLAGS)
 
 clean:
 	rm -rf build

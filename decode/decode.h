@@ -123,6 +123,13 @@ void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 size_t dec_nr_missing(const struct dec_capture *c);
 const char *dec_missing_at(const struct dec_capture *c, size_t i);
 
+/*
+ * For benchmarks: libipt's block decoder alone over every stream, with
+ * the configuration and image dec_run() uses, keeping nothing.  Returns
+ * the number of blocks, or a negative code.
+ */
+int64_t dec_bare_loop(struct dec_capture *c);
+
 /* Length of the call instruction in b (n bytes available), 0 if b does
  * not start with a near call.  Exposed for its unit test. */
 unsigned dec_call_len(const uint8_t *b, size_t n);

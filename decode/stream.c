@@ -506,3 +506,39 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int64_t dec_bare_loop(struct dec_capture *c)
+{
+	struct strm s;
+	int64_t blocks = 0;
+
+	for (size_t i = 0; i < c->nr_chunks; i++) {
+		const struct dec_chunk *k = &c->chunks[i];
+		struct pt_block_decoder *d;
+		struct pt_config cfg;
+		struct pt_block blk;
+		int status;
+
+		strm_init(&s, c, k);
+		config_for(&s, &cfg, k->data, k->size);
+		d = pt_blk_alloc_decoder(&cfg);
+		if (!d)
+			return -ENOMEM;
+		pt_blk_set_image(d, dec_image_of(c, s.pid));
+		while (pt_blk_sync_forward(d) >= 0) {
+			for (;;) {
+				status = pt_blk_next(d, &blk, sizeof(blk));
+				while (status >= 0 && (status & pts_event_pending)) {
+					struct pt_event ev;
+
+					status = pt_blk_event(d, &ev, sizeof(ev));
+				}
+				if (status < 0)
+					break;
+				blocks++;
+			}
+		}
+		pt_blk_free_decoder(d);
+	}
+	return blocks;
+}
