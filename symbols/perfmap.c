@@ -9,6 +9,7 @@
 #include "symbols/sym_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,20 @@ static bool parse_hex(const char **s, uint64_t *v)
 	*v = x;
 	*s = p;
 	return true;
+}
+
+static void map_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void map_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }
 
 static bool is_blank(char c)
@@ -111,7 +126,7 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 	fp = fopen(path, "re");
 	if (!fp) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		map_err(err, errlen, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
 	m = calloc(1, sizeof(*m));
@@ -127,10 +142,10 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 			continue;
 		if (!parse_line(line, &s.addr, &s.size, &name, &len)) {
 			rc = -EINVAL;
-			snprintf(err, errlen,
-				 "%s:%zu: malformed line (want \"START SIZE "
-				 "name\" in hex)",
-				 path, lineno);
+			map_err(err, errlen,
+				"%s:%zu: malformed line (want \"START SIZE "
+				"name\" in hex)",
+				path, lineno);
 			goto fail;
 		}
 		/* Raw: JIT names are not linker manglings, except when
@@ -142,7 +157,7 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 	}
 	if (ferror(fp)) {
 		rc = -EIO;
-		snprintf(err, errlen, "%s: read error", path);
+		map_err(err, errlen, "%s: read error", path);
 		goto fail;
 	}
 	/* Reverse the insertion order so that the stable tie-break (first
@@ -158,7 +173,7 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 	return 0;
 nomem:
 	rc = -ENOMEM;
-	snprintf(err, errlen, "%s: out of memory", path);
+	map_err(err, errlen, "%s: out of memory", path);
 fail:
 	free(c.v);
 	free(line);
