@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 	struct seg_opts sopts = {0};
 	struct progress prog = {0};
 	struct dec_capture *dc = NULL;
+	struct seg_all *segs = NULL;
 	struct mt_trace t;
 	struct pd_err perr = {0};
 	char err[1024] = "", *sqlite = NULL;
@@ -269,13 +270,19 @@ int main(int argc, char **argv)
 	dopts.warn = stderr;
 	sopts.no_final_stack = a.no_final_stack;
 
-	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)) ||
-	    dec_run(dc, err, sizeof(err)))
+	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
+		goto fail;
+	if (seg_all_new(&segs, dc, &t, &sopts))
+		goto oom;
+	dec_set_sink(dc, seg_all_sink, segs);
+	if (dec_run(dc, err, sizeof(err)))
 		goto fail;
 	if (prog.shown)
 		fputc('\n', stderr);
-	if (seg_build_all(dc, &t, &sopts, err, sizeof(err)))
+	if (seg_all_finish(segs, err, sizeof(err)))
 		goto fail;
+	seg_all_free(segs);
+	segs = NULL;
 	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
 		goto fail;
 	if (a.out) {
@@ -300,6 +307,7 @@ fail:
 		fputc('\n', stderr);
 	fprintf(stderr, "mt-convert: %s\n", err);
 out:
+	seg_all_free(segs);
 	dec_free(dc);
 	mt_trace_free(&t);
 	free(sqlite);

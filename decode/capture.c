@@ -399,8 +399,6 @@ int dec_run(struct dec_capture *c, char *err, size_t errlen)
 
 	if (rc)
 		return rc;
-	c->first = UINT64_MAX;
-	c->last = 0;
 	for (size_t i = 0; i < c->nr_threads; i++) {
 		struct dec_thread *t = &c->threads[i];
 
@@ -422,16 +420,6 @@ int dec_run(struct dec_capture *c, char *err, size_t errlen)
 				return -ENOMEM;
 			}
 		}
-		if (t->nr) {
-			uint64_t a = dec_event_time(&t->ev[0], t->base);
-			uint64_t b = dec_event_time(&t->ev[t->nr - 1], t->base);
-
-			if (a < c->first)
-				c->first = a;
-			if (b > c->last)
-				c->last = b;
-		}
-		c->stats.events += t->nr;
 	}
 	if (c->first == UINT64_MAX)
 		c->first = c->last = 0;
@@ -471,6 +459,12 @@ void dec_free(struct dec_capture *c)
 	pd_close(c->pd);
 	free(c->path);
 	free(c);
+}
+
+void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx)
+{
+	c->sink = fn;
+	c->sink_ctx = ctx;
 }
 
 size_t dec_nr_threads(const struct dec_capture *c)

@@ -77,6 +77,9 @@ struct dec_capture {
 	char **missing;
 	size_t nr_missing, cap_missing;
 
+	dec_sink_fn sink;
+	void *sink_ctx;
+
 	struct pt_image_section_cache *iscache;
 	uint64_t base;         /* perf time that event times count from */
 	uint64_t first, last;  /* span of decoded events */

@@ -93,10 +93,22 @@ struct dec_opts {
 
 struct dec_capture;
 
+/*
+ * A consumer that takes events as they are decoded, instead of the
+ * per-thread arrays: for per-thread streams, which arrive in time order,
+ * this keeps only what the consumer keeps.  (Per-CPU streams still go
+ * through the arrays: a thread's runs from different CPUs must be merged
+ * first.)  Returns 0, or a negative code that stops decoding.
+ */
+typedef int (*dec_sink_fn)(void *ctx, struct dec_thread *t, uint64_t time,
+			   enum dec_kind kind, uint64_t ip, uint64_t aux);
+
 /* Returns 0, or a negative code with one line in err. */
 int dec_open(struct dec_capture **out, const char *path,
 	     const struct dec_opts *o, char *err, size_t errlen);
 int dec_run(struct dec_capture *c, char *err, size_t errlen);
+/* Set before dec_run(). */
+void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx);
 void dec_free(struct dec_capture *c);
 
 size_t dec_nr_threads(const struct dec_capture *c);

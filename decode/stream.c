@@ -43,6 +43,7 @@ struct strm {
 	bool sw_valid;
 
 	uint64_t last_time;   /* perf ns, never decreasing */
+	uint64_t last_tsc;    /* the TSC last_time came from */
 	bool synced;          /* SYNC emitted for this sync point */
 	bool tracing;         /* between a stop and a resume: false */
 	enum pend pend;
@@ -88,11 +89,19 @@ static struct dec_thread *route(struct strm *s, uint64_t t)
 static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		 uint64_t aux)
 {
+	struct dec_capture *c = s->c;
 	struct dec_thread *th = route(s, t);
 
 	if (!th || s->rc)
 		return;
-	if (dec_thread_push(th, s->c->base, t, k, ip, aux))
+	if (t < c->first)
+		c->first = t;
+	if (t > c->last)
+		c->last = t;
+	c->stats.events++;
+	if (c->sink && s->thread)
+		s->rc = c->sink(c->sink_ctx, th, t, k, ip, aux);
+	else if (dec_thread_push(th, c->base, t, k, ip, aux))
 		s->rc = -ENOMEM;
 }
 
@@ -101,8 +110,10 @@ static uint64_t now(struct strm *s)
 	uint64_t tsc, t;
 	uint32_t lost_mtc, lost_cyc;
 
-	if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
+	if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ||
+	    tsc == s->last_tsc)
 		return s->last_time;
+	s->last_tsc = tsc;
 	t = pd_tsc_to_perf_time(tsc, &s->c->pt);
 	if (t > s->last_time)
 		s->last_time = t;
@@ -448,6 +459,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
+	c->first = UINT64_MAX;
+	c->last = 0;
 	for (size_t i = 0; i < c->nr_chunks; i++)
 		total += c->chunks[i].size;
 	for (size_t i = 0; i < c->nr_chunks && !rc;) {
@@ -499,6 +512,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		i = j;
 	}
 	free(s);
+	if (c->first == UINT64_MAX)
+		c->first = c->last = 0;
 	if (rc) {
 		snprintf(err, errlen, "%s: out of memory while decoding",
 			 c->path);

@@ -1,70 +1,193 @@
 /*
  * Every thread of a decoded capture through its own segment builder.
+ *
+ * Events arrive either through the decoder's sink, as they are decoded
+ * (per-thread streams: nothing but the slices is kept), or from the
+ * decoder's per-thread arrays after dec_run() (per-CPU streams, which
+ * must be merged by time first).  Builders are made on a thread's first
+ * event; threads that never had one leave no trace in the model.
  */
 #include "segments/segments.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-struct pid_ctx {
-	struct dec_capture *c;
+struct seg_one {
+	struct dec_thread *d;    /* the decoder's thread */
 	uint32_t pid;
+	struct seg_builder *b;
+	struct seg_all *all;
+};
+
+struct seg_all {
+	struct dec_capture *c;
+	struct mt_trace *t;
+	struct seg_opts opts;
+	struct seg_one **one;    /* each is a builder's context: never moves */
+	size_t nr, cap;
+	struct seg_one **by_tid; /* open addressing on tid; power of two */
+	size_t hash_cap;
 };
 
 static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
 {
-	const struct pid_ctx *p = ctx;
+	const struct seg_one *o = ctx;
 
-	dec_symbolize(p->c, p->pid, ip, out);
+	dec_symbolize(o->all->c, o->pid, ip, out);
+}
+
+int seg_all_new(struct seg_all **out, struct dec_capture *c,
+		struct mt_trace *t, const struct seg_opts *o)
+{
+	struct seg_all *a = calloc(1, sizeof(*a));
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	a->c = c;
+	a->t = t;
+	if (o)
+		a->opts = *o;
+	a->hash_cap = 128;
+	a->by_tid = calloc(a->hash_cap, sizeof(*a->by_tid));
+	if (!a->by_tid) {
+		seg_all_free(a);
+		return -ENOMEM;
+	}
+	*out = a;
+	return 0;
+}
+
+void seg_all_free(struct seg_all *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nr; i++) {
+		seg_builder_free(a->one[i]->b);
+		free(a->one[i]);
+	}
+	free(a->one);
+	free(a->by_tid);
+	free(a);
+}
+
+static int rehash(struct seg_all *a)
+{
+	size_t cap = a->hash_cap * 2;
+	struct seg_one **h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nr; i++) {
+		size_t k = (a->one[i]->d->tid * 2654435761u) & (cap - 1);
+
+		while (h[k])
+			k = (k + 1) & (cap - 1);
+		h[k] = a->one[i];
+	}
+	free(a->by_tid);
+	a->by_tid = h;
+	a->hash_cap = cap;
+	return 0;
+}
+
+/* The builder of d, made (with its model thread) on first use. */
+static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
+{
+	size_t k = (d->tid * 2654435761u) & (a->hash_cap - 1);
+	struct seg_one *o;
+	bool have_proc = false;
+
+	for (; a->by_tid[k]; k = (k + 1) & (a->hash_cap - 1))
+		if (a->by_tid[k]->d->tid == d->tid)
+			return a->by_tid[k];
+	if (mt_grow((void **)&a->one, &a->cap, a->nr + 1, sizeof(*a->one)))
+		return NULL;
+	for (size_t p = 0; p < a->t->nr_procs; p++)
+		have_proc |= a->t->procs[p].pid == d->pid;
+	if ((!have_proc &&
+	     !mt_trace_add_process(a->t, d->pid,
+				   dec_process_name(a->c, d->pid))) ||
+	    !mt_trace_add_thread(a->t, d->pid, d->tid, d->comm))
+		return NULL;
+	o = malloc(sizeof(*o));
+	if (!o)
+		return NULL;
+	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
+	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, symbolize_pid,
+			    o)) {
+		free(o);
+		return NULL;
+	}
+	a->one[a->nr++] = o;
+	a->by_tid[k] = o;
+	if (2 * a->nr > a->hash_cap && rehash(a))
+		return NULL;
+	return o;
+}
+
+int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
+		 enum dec_kind kind, uint64_t ip, uint64_t aux)
+{
+	struct seg_one *o = one_of(ctx, t);
+
+	if (!o)
+		return -ENOMEM;
+	return seg_feed(o->b, time, kind, ip, aux);
+}
+
+int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
+{
+	size_t n = dec_nr_threads(a->c);
+	int rc = 0;
+
+	/* What came through the arrays. */
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct dec_thread *d = dec_thread_at(a->c, i);
+		struct seg_one *o;
+
+		if (!d->nr)
+			continue;
+		o = one_of(a, d);
+		if (!o) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < d->nr && !rc; k++)
+			rc = seg_feed(o->b, dec_event_time(&d->ev[k], d->base),
+				      dec_event_kind(&d->ev[k]), d->ev[k].ip,
+				      d->ev[k].aux);
+		free(d->ev);
+		d->ev = NULL;
+		d->nr = d->cap = 0;
+	}
+	for (size_t i = 0; i < a->nr && !rc; i++)
+		rc = seg_finish(a->one[i]->b, a->opts.no_final_stack
+						      ? NULL
+						      : &a->one[i]->d->final);
+	if (rc) {
+		snprintf(err, errlen,
+			 "out of memory while building the call tree");
+		return rc;
+	}
+	return 0;
 }
 
 int seg_build_all(struct dec_capture *c, struct mt_trace *t,
 		  const struct seg_opts *o, char *err, size_t errlen)
 {
-	size_t n = dec_nr_threads(c), first = t->nr_threads;
+	struct seg_all *a;
+	int rc;
 
-	/* Threads and processes first: builders hold thread indexes. */
-	for (size_t i = 0; i < n; i++) {
-		struct dec_thread *d = dec_thread_at(c, i);
-		bool have_proc = false;
-
-		if (!d->nr)
-			continue;
-		for (size_t p = 0; p < t->nr_procs; p++)
-			have_proc |= t->procs[p].pid == d->pid;
-		if ((!have_proc &&
-		     !mt_trace_add_process(t, d->pid,
-					   dec_process_name(c, d->pid))) ||
-		    !mt_trace_add_thread(t, d->pid, d->tid, d->comm))
-			goto oom;
+	if (seg_all_new(&a, c, t, o)) {
+		snprintf(err, errlen,
+			 "out of memory while building the call tree");
+		return -ENOMEM;
 	}
-	for (size_t i = 0, ti = first; i < n; i++) {
-		struct dec_thread *d = dec_thread_at(c, i);
-		struct seg_builder *b;
-		struct pid_ctx ctx = {c, d->pid};
-		int rc = 0;
-
-		if (!d->nr)
-			continue;
-		if (seg_builder_new(&b, t, ti++, symbolize_pid, &ctx))
-			goto oom;
-		for (size_t k = 0; k < d->nr && !rc; k++)
-			rc = seg_feed(b, dec_event_time(&d->ev[k], d->base),
-				      dec_event_kind(&d->ev[k]), d->ev[k].ip,
-				      d->ev[k].aux);
-		if (!rc)
-			rc = seg_finish(b, o && o->no_final_stack ? NULL
-								   : &d->final);
-		seg_builder_free(b);
-		if (rc)
-			goto oom;
-		free(d->ev);
-		d->ev = NULL;
-		d->nr = d->cap = 0;
-	}
-	return 0;
-oom:
-	snprintf(err, errlen, "out of memory while building the call tree");
-	return -ENOMEM;
+	rc = seg_all_finish(a, err, errlen);
+	seg_all_free(a);
+	return rc;
 }

@@ -24,6 +24,10 @@
 #include "decode/decode.h"
 #include "model/model.h"
 
+struct seg_opts {
+	int no_final_stack;   /* ignore the unwound stacks of the capture */
+};
+
 /* How the builder names an address: fills out as dec_symbolize() does. */
 typedef void (*seg_symbolize_fn)(void *ctx, uint64_t ip, struct dec_sym *out);
 
@@ -55,14 +59,23 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final);
 size_t seg_stack(const struct seg_builder *b, const char **names,
 		 size_t max);
 
-struct seg_opts {
-	int no_final_stack;   /* ignore the unwound stacks of the capture */
-};
 
 /*
- * Every thread of a decoded capture: adds processes, threads, slices and
- * segments to t.  Frees each thread's events once it is built.
+ * Every thread of a capture, one builder each.  Give seg_all_sink (with
+ * the seg_all as context) to dec_set_sink() before dec_run() to build as
+ * the decoder goes; seg_all_finish() then takes what the decoder left in
+ * its arrays and closes every thread.  Processes, threads, slices and
+ * segments go to t.
  */
+struct seg_all;
+int seg_all_new(struct seg_all **out, struct dec_capture *c,
+		struct mt_trace *t, const struct seg_opts *o);
+int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
+		 enum dec_kind kind, uint64_t ip, uint64_t aux);
+int seg_all_finish(struct seg_all *a, char *err, size_t errlen);
+void seg_all_free(struct seg_all *a);
+
+/* The same after dec_run(), from the decoder's arrays only. */
 int seg_build_all(struct dec_capture *c, struct mt_trace *t,
 		  const struct seg_opts *o, char *err, size_t errlen);
 
