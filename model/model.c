@@ -126,10 +126,11 @@ struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
 	return &t->threads[t->nr_threads++];
 }
 
-struct mt_slice *mt_thread_push(struct mt_thread *th, const struct mt_slice *s)
+struct mt_slice *mt_thread_push_slow(struct mt_thread *th,
+				     const struct mt_slice *s)
 {
 	if (mt_grow((void **)&th->slices, &th->cap_slices, th->nr_slices + 1,
-		 sizeof(*th->slices)))
+		    sizeof(*th->slices)))
 		return NULL;
 	th->slices[th->nr_slices] = *s;
 	return &th->slices[th->nr_slices++];

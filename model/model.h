@@ -122,8 +122,17 @@ struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,
 					const char *name);
 struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
 				      uint32_t tid, const char *name);
-struct mt_slice *mt_thread_push(struct mt_thread *th,
-				const struct mt_slice *s);
+struct mt_slice *mt_thread_push_slow(struct mt_thread *th,
+				     const struct mt_slice *s);
+/* Append a slice: the common case inline, growth out of line. */
+static inline struct mt_slice *mt_thread_push(struct mt_thread *th,
+					      const struct mt_slice *s)
+{
+	if (th->nr_slices == th->cap_slices)
+		return mt_thread_push_slow(th, s);
+	th->slices[th->nr_slices] = *s;
+	return &th->slices[th->nr_slices++];
+}
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h);
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s);

@@ -62,8 +62,6 @@ struct seg_builder {
 	size_t nr_roots, cap_roots;
 	uint32_t *reveals;  /* revealed callers, in order of discovery */
 	size_t nr_reveals, cap_reveals;
-	uint32_t *map;      /* scratch for reordering */
-	size_t cap_map;
 
 	bool have_gap;      /* a gap is pending since gap_start */
 	uint64_t gap_start;
@@ -130,7 +128,6 @@ void seg_builder_free(struct seg_builder *b)
 	free(b->stack);
 	free(b->roots);
 	free(b->reveals);
-	free(b->map);
 	free(b);
 }
 
@@ -337,6 +334,65 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 	return 0;
 }
 
+/* Where slice rel (relative to the segment's first) goes when the k
+ * revealed callers move to the front, newest first.  reveals[] holds their
+ * absolute indexes, in increasing order (they were appended as found). */
+static size_t new_pos(const struct seg_builder *b, size_t rel)
+{
+	size_t lo = 0, hi = b->nr_reveals, k = b->nr_reveals;
+
+	while (lo < hi) { /* reveals before rel */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->reveals[mid] - b->first < rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < k && b->reveals[lo] - b->first == rel)
+		return k - 1 - lo;
+	return rel + k - lo;
+}
+
+/* Move the revealed callers in front, in place: every other slice moves
+ * up by the number of reveals after it, so walking from the end never
+ * overwrites a slice not yet moved. */
+static int reorder(struct seg_builder *b, struct mt_thread *th, size_t n,
+		   size_t k)
+{
+	struct mt_slice *rev = malloc(k * sizeof(*rev));
+	struct mt_slice *base = th->slices + b->first;
+	size_t j = k;
+
+	if (!rev)
+		return -ENOMEM;
+	for (size_t i = 0; i < k; i++)
+		rev[i] = th->slices[b->reveals[i]];
+	for (size_t i = n; i-- > 0;) {
+		struct mt_slice s;
+
+		if (j > 0 && b->reveals[j - 1] - b->first == i) {
+			j--;
+			continue;
+		}
+		s = base[i];
+		if (s.parent != MT_NONE && s.parent >= b->first)
+			s.parent = (uint32_t)(b->first +
+					      new_pos(b, s.parent - b->first));
+		base[new_pos(b, i)] = s;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct mt_slice s = rev[i];
+
+		if (s.parent != MT_NONE && s.parent >= b->first)
+			s.parent = (uint32_t)(b->first +
+					      new_pos(b, s.parent - b->first));
+		base[k - 1 - i] = s;
+	}
+	free(rev);
+	return 0;
+}
+
 /* Close the open segment at time: open frames end there (inferred), the
  * revealed callers move in front, levels become depths. */
 static int close_segment(struct seg_builder *b, uint64_t time,
@@ -345,7 +401,6 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	struct mt_thread *th = thr(b);
 	struct mt_segment *seg = &b->t->segments[b->seg_id];
 	size_t n = th->nr_slices - b->first, k = b->nr_reveals;
-	struct mt_slice *tmp;
 	uint32_t r;
 
 	if (!b->open)
@@ -360,31 +415,8 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	seg->end = time;
 	seg->end_reason = r;
 	seg->end_ip = ip;
-	if (k) {
-		/* Old position -> new: reveals first, newest first. */
-		if (mt_grow((void **)&b->map, &b->cap_map, n, sizeof(*b->map)))
-			return -ENOMEM;
-		tmp = malloc(n * sizeof(*tmp));
-		if (!tmp)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			b->map[i] = UINT32_MAX;
-		for (size_t i = 0; i < k; i++)
-			b->map[b->reveals[k - 1 - i] - b->first] = (uint32_t)i;
-		for (size_t i = 0, at = k; i < n; i++)
-			if (b->map[i] == UINT32_MAX)
-				b->map[i] = (uint32_t)at++;
-		for (size_t i = 0; i < n; i++) {
-			struct mt_slice s = th->slices[b->first + i];
-
-			if (s.parent != MT_NONE && s.parent >= b->first)
-				s.parent = (uint32_t)b->first +
-					   b->map[s.parent - b->first];
-			tmp[b->map[i]] = s;
-		}
-		memcpy(th->slices + b->first, tmp, n * sizeof(*tmp));
-		free(tmp);
-	}
+	if (k && reorder(b, th, n, k))
+		return -ENOMEM;
 	for (size_t i = b->first; i < th->nr_slices; i++)
 		th->slices[i].depth =
 			(uint32_t)((int32_t)(th->slices[i].depth - LEVEL_BIAS) -
