@@ -442,6 +442,7 @@ void dec_free(struct dec_capture *c)
 	for (size_t i = 0; i < c->nr_dsos; i++) {
 		free(c->dsos[i].path);
 		free(c->dsos[i].found);
+		free(c->dsos[i].missing);
 		sym_file_free(c->dsos[i].sf);
 	}
 	for (size_t i = 0; i < c->nr_missing; i++)

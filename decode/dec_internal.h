@@ -20,6 +20,7 @@ struct dec_dso {
 	uint8_t build_id[20];
 	uint8_t build_id_len;
 	bool is_vdso;
+	char *missing;         /* why it is missing, said once when used */
 };
 
 /* An executable mapping of a process. */
@@ -94,6 +95,8 @@ struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);
 bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       uint64_t *lo, uint64_t *hi);
 int dec_add_missing(struct dec_capture *c, const char *line);
+/* Code at ip is being used: report its binary if that is missing. */
+void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip);
 
 /* capture.c */
 struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid);

@@ -128,10 +128,12 @@ struct dec_sym {
 	char buf[160];       /* storage for made-up names */
 };
 
-void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+/* Also reports, once, the missing binary of an address it cannot name. */
+void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out);
 
-/* Binaries that could not be found or did not match, one line each. */
+/* Binaries that could not be found or did not match, among those the
+ * trace ran into, one line each. */
 size_t dec_nr_missing(const struct dec_capture *c);
 const char *dec_missing_at(const struct dec_capture *c, size_t i);
 

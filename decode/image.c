@@ -140,7 +140,8 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 			 c->path, d->path, id,
 			 mismatch ? "found, but with another build id"
 				  : "not found");
-	return dec_add_missing(c, line);
+	d->missing = strdup(line);
+	return d->missing ? 0 : -ENOMEM;
 }
 
 /* Build ids from the BUILD_ID feature fill in what MMAP records lack. */
@@ -357,7 +358,21 @@ bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	return true;
 }
 
-void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
+void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
+{
+	const struct dec_map *m = find_map(c, pid, ip);
+	struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+
+	/* Reporting only binaries the trace runs into keeps the list to
+	 * what matters (a capture maps every kernel module, say). */
+	if (d && d->missing) {
+		dec_add_missing(c, d->missing);
+		free(d->missing);
+		d->missing = NULL;
+	}
+}
+
+void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
@@ -382,6 +397,8 @@ void dec_symbolize(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 			return;
 		}
 	}
+	if (d && d->missing)
+		dec_note_use(c, pid, ip);
 	base = d ? strrchr(d->path, '/') : NULL;
 	base = base ? base + 1 : d ? d->path : "unmapped";
 	snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx (%s)]",

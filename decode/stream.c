@@ -402,6 +402,8 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		 * PSB. */
 		if (!s->synced)
 			sync_at(s, now(s), blk.ninsn ? blk.end_ip : blk.ip);
+		if (pt_errcode(status) == pte_nomap)
+			dec_note_use(s->c, s->pid, blk.ninsn ? blk.end_ip : blk.ip);
 		emit(s, now(s), DEC_ERROR, blk.ninsn ? blk.end_ip : blk.ip,
 		     (uint64_t)pt_errcode(status));
 		s->c->stats.errors++;

@@ -526,18 +526,31 @@ static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 	return on_jump(b, time, ip);
 }
 
-static const char *error_reason(uint64_t code, char *buf, size_t len)
+static const char *error_reason(struct seg_builder *b, uint64_t ip,
+				uint64_t code, char *buf, size_t len)
 {
-	if (code == (uint64_t)pte_nomap)
-		return "no code image at the trace's address";
-	snprintf(buf, len, "decode error: %s", pt_errstr((enum pt_error_code)code));
+	if (code == (uint64_t)pte_nomap) {
+		const struct sym_ent *e = lookup(b, ip);
+		const char *dso = e ? mt_str(&b->t->strs, e->dso) : "";
+		const char *base = strrchr(dso, '/');
+
+		base = base ? base + 1 : dso;
+		if (*base)
+			snprintf(buf, len, "no binary for %s", base);
+		else
+			snprintf(buf, len, "no code mapped at %#llx",
+				 (unsigned long long)ip);
+		return buf;
+	}
+	snprintf(buf, len, "decode error: %s",
+		 pt_errstr((enum pt_error_code)code));
 	return buf;
 }
 
 int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	     uint64_t ip, uint64_t aux)
 {
-	char buf[96];
+	char buf[160];
 	struct frame *f;
 
 	b->last_time = time;
@@ -567,8 +580,8 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		}
 		return open_segment(b, time, ip);
 	case DEC_ERROR:
-		return close_segment(b, time,
-				     error_reason(aux, buf, sizeof(buf)), ip);
+		return close_segment(
+			b, time, error_reason(b, ip, aux, buf, sizeof(buf)), ip);
 	case DEC_LOST:
 		return close_segment(b, time, "trace data lost", ip);
 	case DEC_END:
