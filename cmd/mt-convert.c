@@ -85,7 +85,7 @@ static int parse(int argc, char **argv, struct args *a)
 #define NEED_ARG                                                           \
 	do {                                                               \
 		if (!v) {                                                  \
-			fprintf(stderr, "mt-convert: %s needs a value\n", s); \
+			fprintf(stderr, "mt-convert: %s needs a value (see mt-convert --help)\n", s); \
 			return -1;                                         \
 		}                                                          \
 		i++;                                                       \
@@ -114,27 +114,27 @@ static int parse(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
 			a->quiet = 1;
 		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr, "mt-convert: unknown option %s\n", s);
+			fprintf(stderr, "mt-convert: unknown option %s (see mt-convert --help)\n", s);
 			return -1;
 		} else if (!a->capture) {
 			a->capture = s;
 		} else {
-			fprintf(stderr, "mt-convert: more than one capture (%s)\n",
+			fprintf(stderr, "mt-convert: more than one capture (%s) (see mt-convert --help)\n",
 				s);
 			return -1;
 		}
 #undef NEED_ARG
 	}
 	if (!a->capture) {
-		fprintf(stderr, "mt-convert: no capture given\n");
+		fprintf(stderr, "mt-convert: no capture given (see mt-convert --help)\n");
 		return -1;
 	}
 	if (!a->out && !a->text) {
-		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace\n");
+		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace (see mt-convert --help)\n");
 		return -1;
 	}
 	if (a->sqlite && a->no_sqlite) {
-		fprintf(stderr, "mt-convert: --sqlite and --no-sqlite\n");
+		fprintf(stderr, "mt-convert: --sqlite and --no-sqlite (see mt-convert --help)\n");
 		return -1;
 	}
 	return 0;
@@ -251,7 +251,6 @@ int main(int argc, char **argv)
 	if (!a.bins)
 		return 1;
 	if (parse(argc, argv, &a)) {
-		fputs(usage, stderr);
 		free(a.bins);
 		return 2;
 	}

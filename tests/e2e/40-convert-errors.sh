@@ -1,0 +1,92 @@
+#!/bin/bash
+# Bad input: one clear line naming the file, a non-zero exit, no crash
+# (the sanitizers are on), no hang and no output file left behind.
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-err.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+"$B/mt-synth" --seed 5 --branches 3000 -o "$W/s" >/dev/null || {
+	echo "FAIL convert_errors: mt-synth failed"; exit 0; }
+
+# expect_fail NAME PATTERN ARGS...: exit non-zero, one line matching
+# PATTERN, and no trace or database left in $W/out.
+expect_fail() {
+	local name=$1 pat=$2; shift 2
+	rm -rf "$W/out"; mkdir -p "$W/out"
+	timeout 60 "$B/mt-convert" "$@" >"$W/stdout" 2>"$W/stderr"
+	local rc=$?
+	if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+		echo "FAIL convert_errors_$name: exit status $rc"
+	elif [ "$(wc -l <"$W/stderr")" -ne 1 ] || ! grep -q -- "$pat" "$W/stderr"; then
+		echo "FAIL convert_errors_$name: message:"; sed 's/^/    /' "$W/stderr" | head -5
+	elif [ -n "$(ls -A "$W/out")" ]; then
+		echo "FAIL convert_errors_$name: left $(ls "$W/out")"
+	else
+		echo "PASS convert_errors_$name"
+	fi
+}
+
+head -c 4096 /dev/urandom >"$W/garbage"
+: >"$W/empty"
+expect_fail missing "$W/nope.bin" "$W/nope.bin" -o "$W/out/t.pftrace"
+expect_fail garbage "$W/garbage" "$W/garbage" -o "$W/out/t.pftrace"
+expect_fail empty "$W/empty" "$W/empty" -o "$W/out/t.pftrace"
+expect_fail directory "$W/s" "$W/s" -o "$W/out/t.pftrace"
+expect_fail no_output "no output" "$W/s/raw.bin"
+expect_fail bad_option "unknown option" "$W/s/raw.bin" --frobnicate -o "$W/out/t.pftrace"
+expect_fail unwritable "$W/out/nodir/t.pftrace" "$W/s/raw.bin" -o "$W/out/nodir/t.pftrace"
+
+# Truncated captures: every cut either converts what is there or fails
+# cleanly with one line; never a crash.
+size=$(stat -c %s "$W/s/raw.bin")
+bad=0
+for cut in 0 7 8 100 104 500 1000 2000 $((size / 2)) $((size - 8)) $((size - 1)); do
+	[ "$cut" -lt "$size" ] || continue
+	head -c "$cut" "$W/s/raw.bin" >"$W/cut.bin"
+	timeout 60 "$B/mt-convert" "$W/cut.bin" -o "$W/cut.pftrace" -q \
+		>"$W/stdout" 2>"$W/stderr"
+	rc=$?
+	if [ $rc -ge 124 ] || { [ $rc -ne 0 ] && [ "$(wc -l <"$W/stderr")" -ne 1 ]; } ||
+		grep -q 'ERROR: AddressSanitizer\|runtime error' "$W/stderr"; then
+		echo "    cut at $cut: exit $rc"; sed 's/^/    /' "$W/stderr" | head -3
+		bad=1
+	fi
+done
+[ $bad -eq 0 ] && echo "PASS convert_errors_truncated" || echo "FAIL convert_errors_truncated"
+
+# A binary that is missing: the conversion succeeds, says so once, and
+# names the code it cannot decode.
+mv "$W/s/prog" "$W/s/prog.away"
+if "$B/mt-convert" "$W/s/raw.bin" -o "$W/m.pftrace" --text "$W/m.tsv" \
+	>"$W/stdout" 2>"$W/stderr" &&
+	[ "$(grep -c 'not found' "$W/stderr")" -eq 1 ] &&
+	grep -q 'unknown @' "$W/m.tsv"; then
+	echo "PASS convert_errors_missing_binary"
+else
+	echo "FAIL convert_errors_missing_binary"; sed 's/^/    /' "$W/stderr" | head -5
+fi
+# ... and --binaries finds it elsewhere.
+mkdir -p "$W/bins" && cp "$W/s/prog.away" "$W/bins/prog"
+if "$B/mt-convert" "$W/s/raw.bin" -o "$W/b.pftrace" --binaries "$W/bins" \
+	--text "$W/b.tsv" -q 2>"$W/stderr" && ! grep -q 'unknown @' "$W/b.tsv" &&
+	[ ! -s "$W/stderr" ]; then
+	echo "PASS convert_errors_binaries_dir"
+else
+	echo "FAIL convert_errors_binaries_dir"; sed 's/^/    /' "$W/stderr" | head -5
+fi
+
+# The real captures from real hardware, whose binaries are not here: they
+# convert, each missing binary is named once.
+for f in "${MT_SHARED:-/nonexistent}"/testdata/perf.data.intel_pt-4.14 \
+	"${MT_SHARED:-/nonexistent}"/testdata/perf.data.piped.intel_pt-4.14; do
+	name=real_$(basename "$f" | tr .- __)
+	if [ ! -f "$f" ]; then
+		echo "SKIP convert_errors_$name (no ../shared/testdata)"
+		continue
+	fi
+	if "$B/mt-convert" "$f" -o "$W/r.pftrace" >"$W/stdout" 2>"$W/stderr" &&
+		[ "$(grep 'not found\|no file' "$W/stderr" | sort | uniq -d | wc -l)" -eq 0 ]; then
+		echo "PASS convert_errors_$name"
+	else
+		echo "FAIL convert_errors_$name"; sed 's/^/    /' "$W/stderr" | head -5
+	fi
+done
