@@ -32,6 +32,7 @@ struct frame {
 	int32_t level;
 	uint64_t ret;      /* return address, 0 if unknown */
 	uint64_t lo, hi;   /* the function's range; lo > hi for pseudo */
+	uint64_t prev_lo, prev_hi; /* the function it replaced by a jump */
 	uint8_t kind;
 	bool async;        /* entered by the kernel (a signal handler) */
 };
@@ -61,7 +62,9 @@ struct seg_builder {
 	uint32_t *roots;    /* slices at level rmin (parent unknown) */
 	size_t nr_roots, cap_roots;
 	uint32_t *reveals;  /* revealed callers, in order of discovery */
+	uint64_t *reveal_ips; /* the address each was revealed at */
 	size_t nr_reveals, cap_reveals;
+	uint64_t sync_ip;   /* where the segment began */
 
 	bool have_gap;      /* a gap is pending since gap_start */
 	uint64_t gap_start;
@@ -128,6 +131,7 @@ void seg_builder_free(struct seg_builder *b)
 	free(b->stack);
 	free(b->roots);
 	free(b->reveals);
+	free(b->reveal_ips);
 	free(b);
 }
 
@@ -238,7 +242,11 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 		.dso = e->dso,
 		.segment = b->seg_id,
 	};
+	size_t cap = b->cap_reveals;
+
 	if (!mt_thread_push(th, &s) ||
+	    mt_grow((void **)&b->reveal_ips, &cap, b->nr_reveals + 1,
+		    sizeof(*b->reveal_ips)) ||
 	    mt_grow((void **)&b->reveals, &b->cap_reveals, b->nr_reveals + 1,
 		    sizeof(*b->reveals)) ||
 	    mt_grow((void **)&b->stack, &b->cap, b->depth + 1,
@@ -249,6 +257,7 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 		th->slices[b->roots[i]].parent = idx;
 	b->roots[0] = idx;
 	b->nr_roots = 1;
+	b->reveal_ips[b->nr_reveals] = ip;
 	b->reveals[b->nr_reveals++] = idx;
 	b->rmin = lv;
 	/* It goes under whatever is open (normally nothing is). */
@@ -301,6 +310,7 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	b->nr_roots = 0;
 	b->nr_reveals = 0;
 	b->depth = 0;
+	b->sync_ip = ip;
 	return push_fn(b, time, 0, ip, 0, MT_SLICE_INFERRED_START);
 }
 
@@ -393,6 +403,44 @@ static int reorder(struct seg_builder *b, struct mt_thread *th, size_t n,
 	return 0;
 }
 
+/* What stitching needs of a closing segment (see struct mt_segment):
+ * indexes as they will be once the revealed callers move in front. */
+static int keep_chains(struct seg_builder *b, struct mt_segment *seg,
+		       size_t n)
+{
+	size_t k = b->nr_reveals, ne = 0, at = 0;
+
+	for (size_t i = 0; i < b->depth; i++)
+		ne += b->stack[i].kind == FR_FUNC;
+	seg->start_chain = malloc((k + 1) * sizeof(*seg->start_chain));
+	seg->start_ips = malloc((k + 1) * sizeof(*seg->start_ips));
+	seg->end_chain = malloc((ne ? ne : 1) * sizeof(*seg->end_chain));
+	seg->end_rets = malloc((ne ? ne : 1) * sizeof(*seg->end_rets));
+	if (!seg->start_chain || !seg->start_ips || !seg->end_chain ||
+	    !seg->end_rets)
+		return -ENOMEM;
+	for (size_t i = 0; i <= k && i < n; i++) {
+		seg->start_chain[i] = (uint32_t)(b->first + i);
+		seg->start_ips[i] = i < k ? b->reveal_ips[k - 1 - i]
+					  : b->sync_ip;
+	}
+	seg->nr_start = (uint32_t)(k + 1 < n ? k + 1 : n);
+	for (size_t i = 0; i < b->depth; i++) {
+		const struct frame *f = &b->stack[i];
+
+		if (f->kind != FR_FUNC)
+			continue;
+		seg->end_chain[at] = (uint32_t)(b->first +
+						new_pos(b, f->slice - b->first));
+		seg->end_rets[at] = 0;
+		if (at > 0)
+			seg->end_rets[at - 1] = f->ret;
+		at++;
+	}
+	seg->nr_end = (uint32_t)at;
+	return 0;
+}
+
 /* Close the open segment at time: open frames end there (inferred), the
  * revealed callers move in front, levels become depths. */
 static int close_segment(struct seg_builder *b, uint64_t time,
@@ -405,6 +453,8 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 
 	if (!b->open)
 		return 0;
+	if (keep_chains(b, seg, n))
+		return -ENOMEM;
 	while (b->depth) {
 		end_frame(b, top(b), time, MT_SLICE_INFERRED_END);
 		b->depth--;
@@ -467,8 +517,9 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	const struct sym_ent *e = lookup(b, to);
 	struct frame *f = top(b);
-	uint64_t ret;
+	uint64_t ret, prev_lo, prev_hi;
 	int32_t lv;
+	int rc;
 
 	if (!e)
 		return -ENOMEM;
@@ -483,13 +534,32 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
 				pop_to(b, i + 1, time);
 				return 0;
 			}
-	/* A tail call (or a jump we cannot place): the new function takes
-	 * the frame's place and returns where it would have. */
+	/* Into the middle of a known function that is nowhere on the stack,
+	 * and not back into the one this frame replaced by a jump (a
+	 * function's split-off cold part returning to it): the stack cannot
+	 * be right.  Break the segment rather than guess; stitching decides
+	 * what continues across. */
+	if (e->known && to != e->lo && f &&
+	    !(to >= f->prev_lo && to < f->prev_hi)) {
+		rc = close_segment(b, time,
+				   "jump into a function not on the stack", to);
+		return rc ? rc : open_segment(b, time, to);
+	}
+	/* A tail call (or a jump within code we have no symbols for): the
+	 * new function takes the frame's place and returns where it would
+	 * have. */
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
+	prev_lo = f ? f->lo : 1;
+	prev_hi = f ? f->hi : 0;
 	if (f)
 		pop_to(b, b->depth - 1, time);
-	return push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
+	rc = push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
+	if (!rc) {
+		top(b)->prev_lo = prev_lo;
+		top(b)->prev_hi = prev_hi;
+	}
+	return rc;
 }
 
 static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)

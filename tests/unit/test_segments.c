@@ -324,15 +324,39 @@ static void test_longjmp(struct check_state *st)
 		{DEC_JUMP, AT(2, 0x80), AT(4, 0x20), "f1 f2"},
 		{DEC_RET, AT(1, 0x15), 0, "f1"},
 		/* an exception-style jump into a function nowhere on the
-		 * stack: it takes the top frame's place */
+		 * stack: the stack cannot be right, so the segment ends
+		 * there and a new one starts (stitching may join them) */
 		{DEC_CALL, FN(2), AT(1, 0x25), "f1 f2"},
-		{DEC_JUMP, AT(9, 0x80), AT(2, 0x20), "f1 f9"},
+		{DEC_JUMP, AT(9, 0x80), AT(2, 0x20), "f9"},
 		{DEC_RET, AT(1, 0x25), 0, "f1"},
 	};
 
 	CHECK(st, !setup(&f));
 	RUN_SCRIPT(st, &f, s);
-	check_tree(st, &f, "0:f1:se 1:f2: 2:f3: 3:f4: 1:f2: 1:f9:t");
+	check_tree(st, &f,
+		   "0:f1:se 1:f2: 2:f3: 3:f4: 1:f2:e 0:[decode gap: jump into "
+		   "a function not on the stack]:g 0:f1:se 1:f9:s");
+	CHECK(st, f.t.nr_segments == 2);
+	teardown(&f);
+}
+
+/* A function's split-off cold part (entered by a jump to its start)
+ * jumping back into the middle of the function it came from. */
+static void test_cold_part(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_JUMP, FN(12), AT(2, 0x20), "f1 f12"},
+		{DEC_JUMP, AT(2, 0x30), AT(12, 0x8), "f1 f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 1:f12:t 1:f2:t");
+	CHECK(st, f.t.nr_segments == 1);
 	teardown(&f);
 }
 
@@ -458,6 +482,7 @@ int main(void)
 	RUN(&st, test_signal_handler);
 	RUN(&st, test_return_with_empty_stack);
 	RUN(&st, test_longjmp);
+	RUN(&st, test_cold_part);
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
