@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "perfdata/perfdata.h"
 #include "segments/segments.h"
+#include "stitch/stitch.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ static const char usage[] =
 	"/usr/lib/debug)\n"
 	"  --no-final-stack   do not anchor roots on the stack unwound at\n"
 	"                     the snapshot\n"
+	"  --no-stitch        do not join call stacks across decode gaps\n"
 	"  --no-compress      write the Perfetto trace without zlib\n"
 	"  -q, --quiet        no summary\n";
 
@@ -45,7 +47,7 @@ struct args {
 	const char *capture, *out, *sqlite, *text, *debug_root;
 	const char **bins;
 	size_t nr_bins;
-	int no_sqlite, no_final_stack, no_compress, quiet;
+	int no_sqlite, no_final_stack, no_compress, no_stitch, quiet;
 };
 
 struct progress {
@@ -109,6 +111,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->no_sqlite = 1;
 		} else if (!strcmp(s, "--no-final-stack")) {
 			a->no_final_stack = 1;
+		} else if (!strcmp(s, "--no-stitch")) {
+			a->no_stitch = 1;
 		} else if (!strcmp(s, "--no-compress")) {
 			a->no_compress = 1;
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
@@ -282,6 +286,8 @@ int main(int argc, char **argv)
 		goto fail;
 	seg_all_free(segs);
 	segs = NULL;
+	if (!a.no_stitch && stitch_trace(&t, NULL, err, sizeof(err)))
+		goto fail;
 	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
 		goto fail;
 	if (a.out) {

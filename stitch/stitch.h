@@ -1,0 +1,34 @@
+/*
+ * stitch: pass 2, joining a thread's trace segments across decode gaps.
+ *
+ * For neighbours A -> B of a thread, the frames open when A ended and
+ * the frames open when B began are compared root first.  B's first stack
+ * may start deeper than A's (B never returned to A's roots), so every
+ * alignment of B's root against A's stack is tried; frames must have the
+ * same function, and where both sides know the call site (A's return
+ * address into the frame, the address B's return landed at) it must be
+ * the same.  The alignment that explains the most frames wins, and only
+ * if no other explains as much: an ambiguous or thin match (one frame, no
+ * call-site evidence, not at the root) is not joined.  Joined frames
+ * become one slice across the gap; the gap slice sits under the deepest
+ * of them; B's other slices move down to their place in A's stack.
+ *
+ * Every decision, joined or not, is recorded in t->stitches with its
+ * score and reason.
+ */
+#ifndef MT_STITCH_H
+#define MT_STITCH_H
+
+#include <stddef.h>
+
+#include "model/model.h"
+
+struct stitch_opts {
+	int record_only;    /* decide and record, but join nothing */
+};
+
+/* Returns 0, or a negative code with one line in err. */
+int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
+		 size_t errlen);
+
+#endif
