@@ -33,7 +33,8 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check
+TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
+         $(BUILD)/bin/mt-accuracy
 
 .PHONY: all deps test unit check-format format clean demo bench golden-update
 
@@ -69,6 +70,10 @@ $(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
 $(BUILD)/bin/mt-bench: $(BUILD)/obj/tests/tools/mt-bench.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tests/tools/mt-accuracy.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ -o $@
 
 $(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
 	@mkdir -p $(dir $@)

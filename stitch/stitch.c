@@ -78,33 +78,49 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 
 struct match {
 	size_t off, len, confirmed;
-	bool mismatch_at_site; /* stopped by differing call sites */
+	bool leaf;       /* A's leaf is among the joined frames */
+	double score;
 };
 
+/*
+ * Align B's root with A's frame off and count the frames that are the
+ * same: same function, and, where both sides know it, the same call site
+ * for the child.  A different call site ends the join below that frame
+ * (its child returned in the gap and it called another).
+ */
 static struct match try_offset(const struct thread_state *s, size_t na,
 			       const struct mt_segment *b, size_t off)
 {
 	struct match m = {.off = off};
 	const struct mt_slice *sl = s->th->slices;
+	size_t nb = b->nr_start, change;
 
-	for (size_t i = 0; off + i < na && i < b->nr_start; i++) {
+	for (size_t i = 0; off + i < na && i < nb; i++) {
 		const struct mt_slice *x = &sl[s->chain[off + i]];
 		const struct mt_slice *y = &sl[b->start_chain[i]];
 		uint64_t ra = s->rets[off + i];
 		/* The leaf's address is where B resumed, not a return. */
-		uint64_t rb = i + 1 < b->nr_start ? b->start_ips[i] : 0;
+		uint64_t rb = i + 1 < nb ? b->start_ips[i] : 0;
 
 		if (x->name != y->name)
 			break;
+		m.len++;
 		if (ra && rb) {
-			if (ra != rb) {
-				m.mismatch_at_site = true;
+			if (ra != rb)
 				break;
-			}
 			m.confirmed++;
 		}
-		m.len++;
 	}
+	m.leaf = m.len && off + m.len == na;
+	/*
+	 * Recursion repeats the same frames at many depths, so names alone
+	 * often fit several alignments.  A gap is short next to a stack's
+	 * life: prefer the alignment that keeps A's leaf and changes the
+	 * depth least, then the one with more call sites confirmed.
+	 */
+	change = off + nb > na ? off + nb - na : na - (off + nb);
+	m.score = (double)m.len + 2.0 * (double)m.confirmed +
+		  (m.leaf ? 3.0 : 0.0) - 0.25 * (double)change;
 	return m;
 }
 
@@ -143,17 +159,16 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			      "no frames on one side");
 	for (size_t off = 0; off < na; off++) {
 		m = try_offset(s, na, b, off);
-		if (m.len > best.len ||
-		    (m.len == best.len && m.confirmed > best.confirmed)) {
+		if (!m.len)
+			continue;
+		if (!best.len || m.score > best.score + 1e-9) {
 			best = m;
 			ties = 0;
-		} else if (m.len == best.len && m.confirmed == best.confirmed &&
-			   m.len) {
+		} else if (m.score > best.score - 1e-9) {
 			ties++;
 		}
 	}
-	score = (double)best.len + 2.0 * (double)best.confirmed -
-		(double)ties * 4.0;
+	score = best.score;
 	if (!best.len)
 		return record(t, s->th->tid, ia, ib, 0, 0,
 			      "no common frames");
@@ -163,9 +178,9 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			 ties + 1, best.len);
 		return record(t, s->th->tid, ia, ib, 0, score, why);
 	}
-	if (best.len == 1 && !best.confirmed && best.off > 0)
+	if (best.len == 1 && !best.confirmed && !best.leaf && best.off > 0)
 		return record(t, s->th->tid, ia, ib, 0, score,
-			      "weak: one frame, no call-site evidence");
+			      "weak: one frame, not the leaf, no call-site evidence");
 	snprintf(why, sizeof(why),
 		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept",
 		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
