@@ -1,0 +1,905 @@
+/*
+ * The Perfetto writer: the model as a TrackEvent protobuf trace.
+ *
+ * Layout (field numbers in tests/proto/perfetto_subset.proto):
+ *
+ *   sequence 1        track descriptors: processes, threads, continuation
+ *                     tracks, the snapshot hit tracks (no incremental state)
+ *   sequence 2 + i    thread i: a first packet that clears incremental state,
+ *                     sets the default track and clock 64 (incremental,
+ *                     started at the thread's first timestamp by a clock
+ *                     snapshot) and interns the argument names; then one
+ *                     packet per SLICE_BEGIN / SLICE_END with a delta
+ *                     timestamp and interned event names and dso strings
+ *   sequence 2 + T    the snapshot symbol hits, the same way
+ *
+ * Perfetto's importer keeps 512 nesting levels per track and, past them,
+ * drops BEGINs but still pops on the nameless ENDs, shortening every
+ * surviving slice.  So a frame at depth d goes to track d / max_depth of
+ * its thread: level 0 is the thread track, the others are child tracks of
+ * it, made when first needed.  Each track then holds at most max_depth
+ * levels, and nothing is dropped.
+ *
+ * Packets accumulate in one buffer that is written out (plainly, or as one
+ * zlib stream in a compressed_packets packet) whenever it passes a few
+ * hundred KB, so memory stays flat whatever the trace size.
+ */
+#include "writers/writers.h"
+
+#include "util/util.h"
+#include "writers/pb_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Trace */
+#define F_TRACE_PACKET 1
+
+/* TracePacket */
+#define F_CLOCK_SNAPSHOT  6
+#define F_TIMESTAMP	  8
+#define F_SEQ_ID	  10
+#define F_TRACK_EVENT	  11
+#define F_INTERNED_DATA	  12
+#define F_SEQ_FLAGS	  13
+#define F_COMPRESSED	  50
+#define F_TS_CLOCK_ID	  58
+#define F_PACKET_DEFAULTS 59
+#define F_TRACK_DESC	  60
+
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE   2
+
+/* ClockSnapshot, ClockSnapshot.Clock */
+#define F_CS_CLOCKS	    1
+#define F_CLOCK_ID	    1
+#define F_CLOCK_TIMESTAMP   2
+#define F_CLOCK_INCREMENTAL 3
+#define CLOCK_BOOTTIME	    6
+#define CLOCK_SEQ	    64 /* the first sequence-scoped clock id */
+
+/* TracePacketDefaults, TrackEventDefaults */
+#define F_DEF_CLOCK_ID		58
+#define F_DEF_TRACK_EVENT	11
+#define F_TRACK_EVENT_DEF_TRACK 11
+
+/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
+#define F_TD_UUID    1
+#define F_TD_NAME    2
+#define F_TD_PROCESS 3
+#define F_TD_THREAD  4
+#define F_TD_PARENT  5
+#define F_PD_PID     1
+#define F_PD_NAME    6
+#define F_THD_PID    1
+#define F_THD_TID    2
+#define F_THD_NAME   5
+
+/* TrackEvent */
+#define F_TE_ANNOTATION	 4
+#define F_TE_TYPE	 9
+#define F_TE_NAME_IID	 10
+#define F_TE_TRACK	 11
+#define F_TE_NAME	 23
+#define TYPE_SLICE_BEGIN 1
+#define TYPE_SLICE_END	 2
+#define TYPE_INSTANT	 3
+
+/* InternedData and its entries (all {iid = 1, name/str = 2}) */
+#define F_ID_EVENT_NAMES  2
+#define F_ID_ANNOT_NAMES  3
+#define F_ID_ANNOT_VALUES 29
+#define F_IID		  1
+#define F_INTERNED_NAME	  2
+
+/* DebugAnnotation */
+#define F_DA_NAME_IID 1
+#define F_DA_BOOL     2
+#define F_DA_INT      4
+#define F_DA_POINTER  7
+#define F_DA_STR_IID  17
+
+/*
+ * Argument names, interned once per sequence in its first packet: the iid
+ * of an_names[i] is i + 1.
+ */
+enum {
+	AN_ADDRESS = 1,
+	AN_DSO,
+	AN_INFERRED_START,
+	AN_INFERRED_END,
+	AN_JOINED,
+	AN_TAIL,
+	AN_IP,
+	AN_ARG,
+	AN_TID,
+};
+
+static const char *const an_names[] = {
+	"address",	"dso",	  "inferred_start",
+	"inferred_end", "joined", "tail",
+	"ip",		"arg",	  "tid",
+};
+
+static const struct {
+	uint32_t flag, an;
+} flag_args[] = {
+	{MT_SLICE_INFERRED_START, AN_INFERRED_START},
+	{MT_SLICE_INFERRED_END, AN_INFERRED_END},
+	{MT_SLICE_JOINED, AN_JOINED},
+	{MT_SLICE_TAIL, AN_TAIL},
+};
+
+#define DEFAULT_MAX_DEPTH 512
+#define DESC_SEQ	  1
+
+/*
+ * Pending packets are written out past this size.  A compressed batch is
+ * one zlib stream in one packet, and Perfetto asks for those to stay under
+ * 512 KB; our packets compress 3-4 times, so this leaves a wide margin
+ * while the 32 KB deflate window never notices the batch boundaries.
+ */
+#define FLUSH_COMPRESSED (448u << 10)
+#define FLUSH_PLAIN	 (1u << 20)
+
+#define HITS_TRACK_NAME "Snapshot symbol hits"
+
+/*
+ * Per-sequence interning of model string ids.  An entry is valid only if
+ * its generation is the current sequence's, so starting a sequence forgets
+ * every entry in O(1) rather than clearing arrays as large as the string
+ * table once per thread.
+ */
+struct pf_intern {
+	uint32_t *iid;
+	uint32_t *gen;
+	uint32_t next;
+};
+
+struct pf {
+	const struct mt_trace *t;
+	const char *path;
+	char *err;
+	size_t errlen;
+
+	uint32_t max_depth;
+	int compress;
+	int fd;
+	uint64_t bytes;
+
+	struct pb_buf pk; /* packets not yet written */
+	size_t flush_at;
+	z_stream z;
+	int z_live;
+	uint8_t *zout;
+	size_t zcap;
+
+	uint32_t gen; /* of the current sequence */
+	struct pf_intern names, strs;
+	uint32_t seq;	/* current sequence id */
+	uint64_t clock; /* its clock 64, running value */
+
+	uint64_t next_uuid;
+	uint32_t *stack; /* open slices of the current thread */
+	size_t cap_stack;
+	uint64_t *lvl; /* the current thread's track per level */
+	size_t nr_lvl, cap_lvl;
+
+	uint64_t slices;
+	uint32_t tracks;
+};
+
+static int pf_fail(struct pf *w, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!w->errlen)
+		return -1;
+	n = snprintf(w->err, w->errlen, "perfetto: %s: ", w->path);
+	if (n >= 0 && (size_t)n < w->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(w->err + n, w->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static int pf_write(struct pf *w, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(w->fd, p, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return pf_fail(w, "write: %s", strerror(errno));
+		}
+		p += r;
+		n -= (size_t)r;
+		w->bytes += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int pf_flush(struct pf *w)
+{
+	uint8_t hdr[2 + 2 * PB_VARINT_MAX], *out;
+	size_t hl, clen, bound;
+	int rc;
+
+	if (w->pk.oom)
+		return pf_fail(w, "out of memory");
+	if (!w->pk.len)
+		return 0;
+	if (!w->compress) {
+		rc = pf_write(w, w->pk.p, w->pk.len);
+		pb_reset(&w->pk);
+		return rc;
+	}
+	if (w->pk.len > UINT32_MAX)
+		return pf_fail(w, "packet batch too large to compress");
+
+	/* Room for the longest header in front of the stream, so that
+	 * header and stream go out in one write. */
+	bound = deflateBound(&w->z, (uLong)w->pk.len) + sizeof(hdr);
+	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1))
+		return pf_fail(w, "out of memory");
+	if (deflateReset(&w->z) != Z_OK)
+		return pf_fail(w, "zlib: %s", w->z.msg ? w->z.msg : "reset");
+	w->z.next_in = w->pk.p;
+	w->z.avail_in = (uInt)w->pk.len;
+	w->z.next_out = w->zout + sizeof(hdr);
+	w->z.avail_out = (uInt)(bound - sizeof(hdr));
+	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
+		return pf_fail(w, "zlib: %s", w->z.msg ? w->z.msg : "deflate");
+	clen = w->z.total_out;
+
+	/* Trace.packet { compressed_packets = stream }: the key of field 50
+	 * is two bytes, 0x92 0x03. */
+	hl = 0;
+	hdr[hl++] = F_TRACE_PACKET << 3 | PB_LEN;
+	hl += pb_put_varint(hdr + hl, 2 + pb_varint_size(clen) + clen);
+	hl += pb_put_varint(hdr + hl, (uint64_t)F_COMPRESSED << 3 | PB_LEN);
+	hl += pb_put_varint(hdr + hl, clen);
+	out = w->zout + sizeof(hdr) - hl;
+	memcpy(out, hdr, hl);
+	pb_reset(&w->pk);
+	return pf_write(w, out, hl + clen);
+}
+
+static size_t pf_packet(struct pf *w, uint32_t flags)
+{
+	size_t m = pb_begin(&w->pk, F_TRACE_PACKET);
+
+	pb_uint(&w->pk, F_SEQ_ID, w->seq);
+	if (flags)
+		pb_uint(&w->pk, F_SEQ_FLAGS, flags);
+	return m;
+}
+
+static int pf_packet_end(struct pf *w, size_t m)
+{
+	pb_end(&w->pk, m);
+	if (w->pk.len >= w->flush_at || w->pk.oom)
+		return pf_flush(w);
+	return 0;
+}
+
+/* An event packet on the current sequence, its timestamp a delta. */
+static size_t pf_event_packet(struct pf *w, uint64_t ts)
+{
+	size_t m = pb_begin(&w->pk, F_TRACE_PACKET);
+
+	pb_uint(&w->pk, F_TIMESTAMP, ts - w->clock);
+	w->clock = ts;
+	pb_uint(&w->pk, F_SEQ_ID, w->seq);
+	pb_uint(&w->pk, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	return m;
+}
+
+/* Returns the iid of string sid on this sequence; *fresh when new. */
+static uint32_t pf_intern(struct pf *w, struct pf_intern *in, uint32_t sid,
+			  int *fresh)
+{
+	if (in->gen[sid] == w->gen) {
+		*fresh = 0;
+		return in->iid[sid];
+	}
+	in->gen[sid] = w->gen;
+	in->iid[sid] = ++in->next;
+	*fresh = 1;
+	return in->iid[sid];
+}
+
+/*
+ * Starts sequence seq: clears its incremental state, makes clock 64 count
+ * from t0 in deltas, and makes track (if non-zero) the default track.
+ */
+static int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt, m, c;
+
+	w->seq = seq;
+	w->clock = t0;
+	w->gen++;
+	w->names.next = 0;
+	w->strs.next = 0;
+
+	pkt = pf_packet(w, SEQ_INCREMENTAL_STATE_CLEARED);
+	m = pb_begin(b, F_CLOCK_SNAPSHOT);
+	c = pb_begin(b, F_CS_CLOCKS);
+	pb_uint(b, F_CLOCK_ID, CLOCK_BOOTTIME);
+	pb_uint(b, F_CLOCK_TIMESTAMP, t0);
+	pb_end(b, c);
+	c = pb_begin(b, F_CS_CLOCKS);
+	pb_uint(b, F_CLOCK_ID, CLOCK_SEQ);
+	pb_uint(b, F_CLOCK_TIMESTAMP, t0);
+	pb_uint(b, F_CLOCK_INCREMENTAL, 1);
+	pb_end(b, c);
+	pb_end(b, m);
+
+	m = pb_begin(b, F_PACKET_DEFAULTS);
+	pb_uint(b, F_DEF_CLOCK_ID, CLOCK_SEQ);
+	if (track) {
+		c = pb_begin(b, F_DEF_TRACK_EVENT);
+		pb_uint(b, F_TRACK_EVENT_DEF_TRACK, track);
+		pb_end(b, c);
+	}
+	pb_end(b, m);
+
+	m = pb_begin(b, F_INTERNED_DATA);
+	for (size_t i = 0; i < sizeof(an_names) / sizeof(an_names[0]); i++) {
+		c = pb_begin(b, F_ID_ANNOT_NAMES);
+		pb_uint(b, F_IID, i + 1);
+		pb_str(b, F_INTERNED_NAME, an_names[i]);
+		pb_end(b, c);
+	}
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+static void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field,
+			uint64_t v)
+{
+	size_t m = pb_begin(b, F_TE_ANNOTATION);
+
+	pb_uint(b, F_DA_NAME_IID, an);
+	pb_uint(b, field, v);
+	pb_end(b, m);
+}
+
+static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
+			  const struct mt_slice *s)
+{
+	const struct mt_strtab *st = &w->t->strs;
+	struct pb_buf *b = &w->pk;
+	uint32_t name, dso = 0;
+	int name_new, dso_new = 0;
+	size_t pkt, m, e;
+
+	name = pf_intern(w, &w->names, s->name, &name_new);
+	if (s->dso)
+		dso = pf_intern(w, &w->strs, s->dso, &dso_new);
+
+	pkt = pf_event_packet(w, ts);
+	if (name_new || dso_new) {
+		m = pb_begin(b, F_INTERNED_DATA);
+		if (name_new) {
+			e = pb_begin(b, F_ID_EVENT_NAMES);
+			pb_uint(b, F_IID, name);
+			pb_str(b, F_INTERNED_NAME, mt_str(st, s->name));
+			pb_end(b, e);
+		}
+		if (dso_new) {
+			e = pb_begin(b, F_ID_ANNOT_VALUES);
+			pb_uint(b, F_IID, dso);
+			pb_str(b, F_INTERNED_NAME, mt_str(st, s->dso));
+			pb_end(b, e);
+		}
+		pb_end(b, m);
+	}
+
+	m = pb_begin(b, F_TRACK_EVENT);
+	pb_uint(b, F_TE_TYPE, TYPE_SLICE_BEGIN);
+	pb_uint(b, F_TE_NAME_IID, name);
+	if (track)
+		pb_uint(b, F_TE_TRACK, track);
+	if (s->addr)
+		pf_arg_uint(b, AN_ADDRESS, F_DA_POINTER, s->addr);
+	if (dso)
+		pf_arg_uint(b, AN_DSO, F_DA_STR_IID, dso);
+	for (size_t i = 0; i < sizeof(flag_args) / sizeof(flag_args[0]); i++)
+		if (s->flags & flag_args[i].flag)
+			pf_arg_uint(b, flag_args[i].an, F_DA_BOOL, 1);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt = pf_event_packet(w, ts), m;
+
+	m = pb_begin(b, F_TRACK_EVENT);
+	pb_uint(b, F_TE_TYPE, TYPE_SLICE_END);
+	if (track)
+		pb_uint(b, F_TE_TRACK, track);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+/* A track descriptor with no process or thread: a named child track. */
+static int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
+			 const char *name, const char *suffix)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt, m, n;
+
+	w->seq = DESC_SEQ;
+	pkt = pf_packet(w, 0);
+	m = pb_begin(b, F_TRACK_DESC);
+	pb_uint(b, F_TD_UUID, uuid);
+	if (parent)
+		pb_uint(b, F_TD_PARENT, parent);
+	n = pb_begin(b, F_TD_NAME);
+	pb_raw(b, name, strlen(name));
+	pb_raw(b, suffix, strlen(suffix));
+	pb_end(b, n);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+static int pf_desc_process(struct pf *w, uint64_t uuid,
+			   const struct mt_process *p)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt, m, d;
+
+	w->seq = DESC_SEQ;
+	pkt = pf_packet(w, 0);
+	m = pb_begin(b, F_TRACK_DESC);
+	pb_uint(b, F_TD_UUID, uuid);
+	d = pb_begin(b, F_TD_PROCESS);
+	pb_uint(b, F_PD_PID, p->pid);
+	if (p->name)
+		pb_str(b, F_PD_NAME, mt_str(&w->t->strs, p->name));
+	pb_end(b, d);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+static int pf_desc_thread(struct pf *w, uint64_t uuid, uint64_t parent,
+			  const struct mt_thread *th)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt, m, d;
+
+	w->seq = DESC_SEQ;
+	pkt = pf_packet(w, 0);
+	m = pb_begin(b, F_TRACK_DESC);
+	pb_uint(b, F_TD_UUID, uuid);
+	if (parent)
+		pb_uint(b, F_TD_PARENT, parent);
+	d = pb_begin(b, F_TD_THREAD);
+	pb_uint(b, F_THD_PID, th->pid);
+	pb_uint(b, F_THD_TID, th->tid);
+	if (th->name)
+		pb_str(b, F_THD_NAME, mt_str(&w->t->strs, th->name));
+	pb_end(b, d);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+/*
+ * The track of nesting level lvl of thread th, whose own track is lvl 0;
+ * deeper ones are described when first used.  Returns 0 on error.
+ */
+static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
+{
+	char suffix[48];
+	char tidname[24];
+	const char *name;
+
+	while (w->nr_lvl <= lvl) {
+		uint64_t uuid = w->next_uuid++;
+
+		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
+			    sizeof(*w->lvl))) {
+			pf_fail(w, "out of memory");
+			return 0;
+		}
+		name = mt_str(&w->t->strs, th->name);
+		if (!*name) {
+			snprintf(tidname, sizeof(tidname), "tid %u", th->tid);
+			name = tidname;
+		}
+		snprintf(suffix, sizeof(suffix), " (depth %zu+)",
+			 w->nr_lvl * (size_t)w->max_depth);
+		if (pf_desc_track(w, uuid, w->lvl[0], name, suffix))
+			return 0;
+		w->lvl[w->nr_lvl++] = uuid;
+		w->tracks++;
+	}
+	return w->lvl[lvl];
+}
+
+/*
+ * One thread's slices as BEGIN/END pairs.  The slices are in pre-order, so
+ * a stack of open ones gives each its END just before the next slice that
+ * is not inside it starts: ENDs at the time of the next BEGIN come first,
+ * and every BEGIN gets its END.  A model that breaks its own ordering (a
+ * start before the previous event, an end past the next start) is clamped
+ * rather than written with time going backwards or slices overlapping,
+ * which Perfetto would drop or mis-nest.
+ */
+static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
+		     uint32_t seq)
+{
+	const struct mt_slice *sl = th->slices;
+	uint64_t last, track;
+	size_t sp = 0, lvl;
+	int rc;
+
+	if (!th->nr_slices)
+		return 0;
+	w->nr_lvl = 0;
+	if (mt_grow((void **)&w->lvl, &w->cap_lvl, 1, sizeof(*w->lvl)))
+		return pf_fail(w, "out of memory");
+	w->lvl[w->nr_lvl++] = uuid;
+
+	last = sl[0].ts;
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		const struct mt_slice *s = &sl[i];
+		uint64_t beg = s->ts > last ? s->ts : last;
+
+		while (sp > s->depth) {
+			const struct mt_slice *o = &sl[w->stack[--sp]];
+			uint64_t end = o->ts + o->dur;
+
+			end = end < beg ? end : beg;
+			end = end > last ? end : last;
+			lvl = sp / w->max_depth;
+			rc = pf_slice_end(w, end, lvl ? w->lvl[lvl] : 0);
+			if (rc)
+				return rc;
+			last = end;
+		}
+
+		/* The descriptors of new levels go out on their own sequence,
+		 * so the thread's is (re)started after them. */
+		lvl = sp / w->max_depth;
+		track = lvl < w->nr_lvl ? w->lvl[lvl] : pf_level(w, th, lvl);
+		if (!track)
+			return -1;
+		if (i == 0 && pf_seq_start(w, seq, beg, uuid))
+			return -1;
+		w->seq = seq;
+
+		if (mt_grow((void **)&w->stack, &w->cap_stack, sp + 1,
+			    sizeof(*w->stack)))
+			return pf_fail(w, "out of memory");
+		rc = pf_slice_begin(w, beg, lvl ? track : 0, s);
+		if (rc)
+			return rc;
+		w->stack[sp++] = (uint32_t)i;
+		last = beg;
+	}
+	while (sp) {
+		const struct mt_slice *o = &sl[w->stack[--sp]];
+		uint64_t end = o->ts + o->dur;
+
+		end = end > last ? end : last;
+		lvl = sp / w->max_depth;
+		rc = pf_slice_end(w, end, lvl ? w->lvl[lvl] : 0);
+		if (rc)
+			return rc;
+		last = end;
+	}
+	w->slices += th->nr_slices;
+	return 0;
+}
+
+/*
+ * Snapshot symbol hits: a slice from mark_start to the hit, or an instant
+ * at the hit.  Hits may overlap without nesting, which one track cannot
+ * show, so each goes to the first of a set of tracks ("lanes") where it
+ * nests properly, and the lanes' events are merged in time order.
+ */
+struct pf_hitev {
+	uint64_t ts;
+	uint32_t kind; /* HEV_*: the order of events at one time */
+	uint32_t hit;
+	uint64_t k1; /* then, among ENDs: inner first; BEGINs: outer */
+	uint32_t k2; /* then the order of placement */
+};
+
+enum { HEV_END, HEV_INSTANT, HEV_BEGIN };
+
+struct pf_hitspan {
+	uint64_t start, end;
+	uint32_t hit, lane;
+};
+
+static int pf_hitspan_cmp(const void *a, const void *b)
+{
+	const struct pf_hitspan *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	return x->hit < y->hit ? -1 : x->hit > y->hit;
+}
+
+static int pf_hitev_cmp(const void *a, const void *b)
+{
+	const struct pf_hitev *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->k1 != y->k1)
+		return x->k1 < y->k1 ? -1 : 1;
+	return x->k2 < y->k2 ? -1 : x->k2 > y->k2;
+}
+
+static int pf_hit_event(struct pf *w, const struct pf_hitev *e,
+			const struct mt_hit *h, uint64_t track)
+{
+	struct pb_buf *b = &w->pk;
+	const char *name = mt_str(&w->t->strs, h->name);
+	size_t pkt = pf_event_packet(w, e->ts), m;
+
+	m = pb_begin(b, F_TRACK_EVENT);
+	pb_uint(b, F_TE_TYPE,
+		e->kind == HEV_BEGIN	 ? TYPE_SLICE_BEGIN
+		: e->kind == HEV_INSTANT ? TYPE_INSTANT
+					 : TYPE_SLICE_END);
+	pb_uint(b, F_TE_TRACK, track);
+	if (e->kind != HEV_END) {
+		pb_str(b, F_TE_NAME, *name ? name : "snapshot");
+		pf_arg_uint(b, AN_IP, F_DA_POINTER, h->ip);
+		pf_arg_uint(b, AN_ARG, F_DA_INT, (uint64_t)h->arg);
+		pf_arg_uint(b, AN_TID, F_DA_INT, h->tid);
+	}
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
+static int pf_hits(struct pf *w, uint32_t seq)
+{
+	const struct mt_trace *t = w->t;
+	struct pf_hitspan *sp = NULL;
+	struct pf_hitev *ev = NULL;
+	uint64_t *lanes = NULL; /* lane -> track */
+	uint32_t *lane_of = NULL, nr_lanes = 0;
+	size_t nev = 0, n = t->nr_hits;
+	int rc = -1;
+
+	if (!n)
+		return 0;
+	sp = calloc(n, sizeof(*sp));
+	ev = calloc(2 * n, sizeof(*ev));
+	lanes = calloc(n, sizeof(*lanes));
+	lane_of = calloc(n, sizeof(*lane_of));
+	if (!sp || !ev || !lanes || !lane_of) {
+		pf_fail(w, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_hit *h = &t->hits[i];
+
+		sp[i].hit = (uint32_t)i;
+		sp[i].end = h->ts;
+		sp[i].start = h->mark_start && h->mark_start < h->ts
+				      ? h->mark_start
+				      : h->ts;
+	}
+	qsort(sp, n, sizeof(*sp), pf_hitspan_cmp);
+
+	/* Quadratic, but hits are one per snapshot: a handful. */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t lane = 0;
+
+		for (; lane < nr_lanes; lane++) {
+			size_t j;
+
+			for (j = 0; j < i; j++)
+				if (sp[j].lane == lane &&
+				    sp[j].end > sp[i].start &&
+				    sp[j].end < sp[i].end)
+					break;
+			if (j == i)
+				break;
+		}
+		if (lane == nr_lanes)
+			nr_lanes++;
+		sp[i].lane = lane;
+		if (sp[i].start == sp[i].end) {
+			ev[nev++] = (struct pf_hitev){sp[i].end, HEV_INSTANT,
+						      sp[i].hit, 0, 0};
+			continue;
+		}
+		ev[nev++] =
+			(struct pf_hitev){sp[i].start, HEV_BEGIN, sp[i].hit,
+					  UINT64_MAX - sp[i].end, (uint32_t)i};
+		ev[nev++] = (struct pf_hitev){sp[i].end, HEV_END, sp[i].hit,
+					      UINT64_MAX - sp[i].start,
+					      UINT32_MAX - (uint32_t)i};
+	}
+	qsort(ev, nev, sizeof(*ev), pf_hitev_cmp);
+
+	for (uint32_t l = 0; l < nr_lanes; l++) {
+		char suffix[24] = "";
+
+		lanes[l] = w->next_uuid++;
+		if (l)
+			snprintf(suffix, sizeof(suffix), " (%u)", l + 1);
+		if (pf_desc_track(w, lanes[l], 0, HITS_TRACK_NAME, suffix))
+			goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		lane_of[sp[i].hit] = sp[i].lane;
+
+	if (pf_seq_start(w, seq, ev[0].ts, 0))
+		goto out;
+	for (size_t i = 0; i < nev; i++) {
+		uint32_t h = ev[i].hit;
+
+		if (pf_hit_event(w, &ev[i], &t->hits[h], lanes[lane_of[h]]))
+			goto out;
+	}
+	w->slices += n;
+	rc = 0;
+out:
+	free(sp);
+	free(ev);
+	free(lanes);
+	free(lane_of);
+	return rc;
+}
+
+static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
+{
+	for (size_t i = 0; i < t->nr_procs; i++)
+		if (t->procs[i].pid == pid)
+			return 1 + i;
+	return 0;
+}
+
+static int pf_open(struct pf *w, char **tmp)
+{
+	size_t n = strlen(w->path) + sizeof(".tmp.XXXXXX");
+
+	*tmp = malloc(n);
+	if (!*tmp)
+		return pf_fail(w, "out of memory");
+	snprintf(*tmp, n, "%s.tmp.XXXXXX", w->path);
+	w->fd = mkstemp(*tmp);
+	if (w->fd < 0) {
+		free(*tmp);
+		*tmp = NULL;
+		return pf_fail(w, "cannot create a temporary file: %s",
+			       strerror(errno));
+	}
+	/* mkstemp makes it 0600; a trace is for sharing.  (Reading the
+	 * umask would mean changing it, process-wide.) */
+	if (fchmod(w->fd, 0644))
+		return pf_fail(w, "chmod: %s", strerror(errno));
+	return 0;
+}
+
+static int pf_write_all(struct pf *w)
+{
+	const struct mt_trace *t = w->t;
+	size_t nth = t->nr_threads;
+
+	/* uuids: processes 1..P, threads P+1..P+T, then levels and hits. */
+	w->next_uuid = 1 + t->nr_procs + nth;
+	for (size_t i = 0; i < t->nr_procs; i++)
+		if (pf_desc_process(w, 1 + i, &t->procs[i]))
+			return -1;
+	for (size_t i = 0; i < nth; i++) {
+		const struct mt_thread *th = &t->threads[i];
+
+		if (pf_desc_thread(w, 1 + t->nr_procs + i,
+				   pf_process_uuid(t, th->pid), th))
+			return -1;
+		w->tracks++;
+	}
+	if (nth + 2 > UINT32_MAX)
+		return pf_fail(w, "too many threads");
+	for (size_t i = 0; i < nth; i++)
+		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
+			      (uint32_t)(2 + i)))
+			return -1;
+	if (pf_hits(w, (uint32_t)(2 + nth)))
+		return -1;
+	return pf_flush(w);
+}
+
+int wr_perfetto(const struct mt_trace *t, const char *path,
+		const struct wr_perfetto_opts *o, struct wr_stats *st,
+		char *err, size_t errlen)
+{
+	struct pf w;
+	char *tmp = NULL;
+	size_t nstr = t->strs.nr;
+	int rc = -1;
+
+	memset(&w, 0, sizeof(w));
+	w.t = t;
+	w.path = path;
+	w.err = err;
+	w.errlen = errlen;
+	w.fd = -1;
+	w.max_depth = o && o->max_depth ? o->max_depth : DEFAULT_MAX_DEPTH;
+	w.compress = !(o && o->no_compress);
+	w.flush_at = w.compress ? FLUSH_COMPRESSED : FLUSH_PLAIN;
+	pb_init(&w.pk);
+	if (errlen)
+		err[0] = 0;
+
+	w.names.iid = calloc(nstr ? nstr : 1, sizeof(uint32_t));
+	w.names.gen = calloc(nstr ? nstr : 1, sizeof(uint32_t));
+	w.strs.iid = calloc(nstr ? nstr : 1, sizeof(uint32_t));
+	w.strs.gen = calloc(nstr ? nstr : 1, sizeof(uint32_t));
+	if (!w.names.iid || !w.names.gen || !w.strs.iid || !w.strs.gen) {
+		pf_fail(&w, "out of memory");
+		goto fail;
+	}
+	if (w.compress) {
+		if (deflateInit(&w.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+			pf_fail(&w, "zlib: cannot initialise");
+			goto fail;
+		}
+		w.z_live = 1;
+	}
+	if (pf_open(&w, &tmp) || pf_write_all(&w))
+		goto fail;
+	if (close(w.fd)) {
+		w.fd = -1;
+		pf_fail(&w, "close: %s", strerror(errno));
+		goto fail;
+	}
+	w.fd = -1;
+	if (rename(tmp, path)) {
+		pf_fail(&w, "cannot rename %s into place: %s", tmp,
+			strerror(errno));
+		goto fail;
+	}
+	if (st) {
+		st->bytes = w.bytes;
+		st->slices = w.slices;
+		st->tracks = w.tracks;
+	}
+	rc = 0;
+	goto out;
+fail:
+	if (w.fd >= 0)
+		close(w.fd);
+	if (tmp)
+		unlink(tmp);
+out:
+	free(tmp);
+	if (w.z_live)
+		deflateEnd(&w.z);
+	free(w.zout);
+	pb_free(&w.pk);
+	free(w.names.iid);
+	free(w.names.gen);
+	free(w.strs.iid);
+	free(w.strs.gen);
+	free(w.stack);
+	free(w.lvl);
+	return rc;
+}
