@@ -23,6 +23,11 @@
  * Packets accumulate in one buffer that is written out (plainly, or as one
  * zlib stream in a compressed_packets packet) whenever it passes a few
  * hundred KB, so memory stays flat whatever the trace size.
+ *
+ * Size, on capture-like input: the BEGIN/END framing is about 28 bytes a
+ * slice and the address and dso arguments about 19 more (a 47-bit address
+ * is a 7-byte varint); zlib takes the whole to about 9 bytes, the
+ * arguments costing 2 of them, since they repeat with the name.
  */
 #include "writers/writers.h"
 
@@ -544,7 +549,7 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 		     uint32_t seq)
 {
 	const struct mt_slice *sl = th->slices;
-	uint64_t last, track;
+	uint64_t last;
 	size_t sp = 0, lvl;
 	int rc;
 
@@ -556,6 +561,9 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	w->lvl[w->nr_lvl++] = uuid;
 
 	last = sl[0].ts;
+	rc = pf_seq_start(w, seq, last, uuid);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < th->nr_slices; i++) {
 		const struct mt_slice *s = &sl[i];
 		uint64_t beg = s->ts > last ? s->ts : last;
@@ -573,20 +581,18 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 			last = end;
 		}
 
-		/* The descriptors of new levels go out on their own sequence,
-		 * so the thread's is (re)started after them. */
 		lvl = sp / w->max_depth;
-		track = lvl < w->nr_lvl ? w->lvl[lvl] : pf_level(w, th, lvl);
-		if (!track)
-			return -1;
-		if (i == 0 && pf_seq_start(w, seq, beg, uuid))
-			return -1;
-		w->seq = seq;
+		if (lvl >= w->nr_lvl) {
+			/* Its descriptor goes out on sequence 1. */
+			if (!pf_level(w, th, lvl))
+				return -1;
+			w->seq = seq;
+		}
 
 		if (mt_grow((void **)&w->stack, &w->cap_stack, sp + 1,
 			    sizeof(*w->stack)))
 			return pf_fail(w, "out of memory");
-		rc = pf_slice_begin(w, beg, lvl ? track : 0, s);
+		rc = pf_slice_begin(w, beg, lvl ? w->lvl[lvl] : 0, s);
 		if (rc)
 			return rc;
 		w->stack[sp++] = (uint32_t)i;

@@ -1250,6 +1250,46 @@ static void test_empty(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/*
+ * A model that breaks its own rules (siblings overlapping, a child
+ * outliving its parent, a start before the previous one, a depth that
+ * jumps) must still give a file that replays cleanly: balanced, nested,
+ * time never going backwards.  Its slices are not expected to survive
+ * exactly.
+ */
+static void test_bad_model(struct check_state *st)
+{
+	struct mt_trace t;
+	struct builder b = {0};
+	struct wr_stats ws;
+	struct rd r;
+	char dir[64], path[128];
+
+	tmpdir_make(dir, sizeof(dir));
+	mt_trace_init(&t);
+	b.th = mt_trace_add_thread(&t, 1, 1, "bad");
+	if (!b.th)
+		exit(2);
+	add(&t, &b, 0, 100, 50, "root", 0);
+	add(&t, &b, 1, 110, 100, "outlives-parent", 0);
+	add(&t, &b, 1, 120, 10, "overlaps-sibling", 0);
+	add(&t, &b, 1, 90, 5, "starts-too-early", 0);
+	add(&t, &b, 3, 130, 5, "depth-jumps", 0);
+	add(&t, &b, 0, 125, 1, "second-root-early", 0);
+	for (int nc = 0; nc < 2; nc++) {
+		snprintf(path, sizeof(path), "%s/bad%d.pftrace", dir, nc);
+		write_ok(st, &t, path, 2, nc, &ws);
+		CHECKF(st, rd_file(&r, path) == 0, "%d errors, first: %s",
+		       r.errors, r.first_error);
+		CHECK(st, r.nr_slices == 6);
+		for (size_t i = 0; i < r.nr_tracks; i++)
+			CHECK(st, r.tracks[i].max_open <= 2);
+		rd_free(&r);
+	}
+	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
 static void test_errors(struct check_state *st)
 {
 	struct mt_trace t;
@@ -1424,6 +1464,7 @@ int main(void)
 	RUN(&st, test_basic);
 	RUN(&st, test_deep);
 	RUN(&st, test_empty);
+	RUN(&st, test_bad_model);
 	RUN(&st, test_errors);
 	if (system("command -v protoc >/dev/null 2>&1") == 0)
 		RUN(&st, test_protoc_decode);
