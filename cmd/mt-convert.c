@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,23 @@ static int show_progress(void *ctx, uint64_t done, uint64_t total)
 		100.0 * (double)done / (double)total, (double)done / 1e6, t);
 	p->shown = 1;
 	return 0;
+}
+
+/* The SQLite database is written on a second thread while the Perfetto
+ * trace is written on the first: both only read the model. */
+struct sqlite_job {
+	const struct mt_trace *t;
+	const char *path;
+	int rc;
+	char err[512];
+};
+
+static void *write_sqlite(void *arg)
+{
+	struct sqlite_job *j = arg;
+
+	j->rc = wr_sqlite(j->t, j->path, NULL, j->err, sizeof(j->err));
+	return NULL;
 }
 
 static int parse(int argc, char **argv, struct args *a)
@@ -290,16 +309,30 @@ int main(int argc, char **argv)
 		goto fail;
 	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
 		goto fail;
-	if (a.out) {
+	{
 		struct wr_perfetto_opts po = {.no_compress = a.no_compress};
+		struct sqlite_job job = {.t = &t, .path = sqlite};
+		pthread_t th;
+		bool threaded = false;
+		int prc = 0;
 
-		if (wr_perfetto(&t, a.out, &po, NULL, err, sizeof(err)))
+		if (sqlite) {
+			threaded = !pthread_create(&th, NULL, write_sqlite, &job);
+			if (!threaded)
+				write_sqlite(&job);
+		}
+		if (a.out)
+			prc = wr_perfetto(&t, a.out, &po, NULL, err, sizeof(err));
+		if (threaded)
+			pthread_join(th, NULL);
+		/* Each file is whole or absent: a failure of one leaves the
+		 * other in place, and the message says which failed. */
+		if (prc)
 			goto fail;
-	}
-	if (sqlite && wr_sqlite(&t, sqlite, NULL, err, sizeof(err))) {
-		/* Nothing half-done: the trace stays, the message says why
-		 * the database is missing. */
-		goto fail;
+		if (sqlite && job.rc) {
+			snprintf(err, sizeof(err), "%s", job.err);
+			goto fail;
+		}
 	}
 	if (!a.quiet)
 		summary(&t, dc, &a, sqlite, elapsed(&prog.start));

@@ -864,7 +864,10 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 		goto fail;
 	}
 	if (w.compress) {
-		if (deflateInit(&w.z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+		/* Level 1: most of the size win for a fraction of the time
+		 * (2.3 B/slice on a 1.7M-slice capture, against 1.2 B at
+		 * level 6 for twice the writing time). */
+		if (deflateInit(&w.z, Z_BEST_SPEED) != Z_OK) {
 			pf_fail(&w, "zlib: cannot initialise");
 			goto fail;
 		}
