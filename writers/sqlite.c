@@ -22,11 +22,20 @@
  *
  * Columns that trace_processor has but we never fill (thread_ts and
  * friends) and its aliases (cat, slice_id) are virtual generated columns:
- * they cost no bytes per row yet SELECT of them works.
+ * they cost no bytes per row yet SELECT of them works.  Reading them needs
+ * SQLite 3.31 (2020) or later.
+ *
+ * Cost.  On a million slices (2000 names of about 30 characters, dsos of
+ * about 35) a release build writes about 220k slices/s and 196 bytes per
+ * slice: 106 in the slice table, of which the name and dso text are two
+ * thirds, and 87 in its five indexes.  Building those indexes after the
+ * load is two thirds of the time; SQLite's worker threads for sorting
+ * (PRAGMA threads) made no measurable difference, so they are not used.
  *
  * Durability.  The database is built in a temporary file beside the output
- * with journaling and syncing off (a crash leaves only the temporary file,
- * which we remove on any error), then synced once and renamed into place.
+ * with journaling and syncing off, then synced once and renamed into
+ * place.  A crash leaves at worst a stray temporary file, never a damaged
+ * output; on an error we remove the temporary file ourselves.
  */
 #include "writers/writers.h"
 
