@@ -1,0 +1,980 @@
+/*
+ * writers/sqlite.c: hand-built models written and read back through the
+ * sqlite3 API; every slice must come back with its time, name, depth,
+ * parent and thread; the Perfetto-style queries must run; failures must
+ * leave neither a temporary file nor a damaged old output.  The last test
+ * prints the speed and size on a million slices.
+ */
+#include "model/model.h"
+#include "tests/unit/check.h"
+#include "writers/writers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void tmpdir_make(char *dir, size_t n)
+{
+	snprintf(dir, n, "/tmp/test_sqlite.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(2);
+	}
+}
+
+static void tmpdir_remove(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Entries in dir, "." and ".." aside. */
+static int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* xorshift64*: tests must not depend on the C library's rand(). */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+/* One integer from a query, or def when it returns no row. */
+static int64_t q_int(sqlite3 *db, const char *sql, int64_t def)
+{
+	sqlite3_stmt *st;
+	int64_t v = def;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "  query failed: %s: %s\n", sql,
+			sqlite3_errmsg(db));
+		return def;
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static sqlite3 *db_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+/*
+ * Appends n slices to thread ti as a random call tree in pre-order: each
+ * step opens a child of the innermost open slice or closes it.  Durations
+ * are fixed when a slice closes, so the model is exactly what the
+ * segments pass produces.
+ */
+static void gen_tree(struct mt_trace *t, size_t ti, size_t n, uint32_t depth,
+		     const uint32_t *names, size_t nr_names,
+		     const uint32_t *dsos, size_t nr_dsos, uint64_t seed)
+{
+	struct mt_thread *th = &t->threads[ti];
+	uint32_t *stack = calloc(depth + 1, sizeof(*stack));
+	uint32_t sp = 0;
+	uint64_t now = 1000000 + seed * 7, r = seed * 0x9e3779b9u + 1;
+
+	if (!stack)
+		exit(2);
+	while (n || sp) {
+		now += 1 + rnd(&r) % 300;
+		if (n && sp < depth && (sp == 0 || rnd(&r) % 100 < 52)) {
+			size_t k = rnd(&r) % nr_names;
+			uint64_t fl = rnd(&r) % 64;
+			struct mt_slice s = {
+				.ts = now,
+				.name = names[k],
+				.depth = sp,
+				.parent = sp ? stack[sp - 1] : MT_NONE,
+				.addr = 0x400000 + k * 0x40,
+				.dso = dsos[k % nr_dsos],
+				.segment = (uint32_t)(now / 50000),
+			};
+			if (fl == 0)
+				s.flags = MT_SLICE_INFERRED_START;
+			else if (fl == 1)
+				s.flags =
+					MT_SLICE_INFERRED_END | MT_SLICE_JOINED;
+			else if (fl == 2)
+				s.flags = MT_SLICE_TAIL | MT_SLICE_UNKNOWN;
+			if (!mt_thread_push(th, &s))
+				exit(2);
+			stack[sp++] = (uint32_t)(th->nr_slices - 1);
+			n--;
+		} else {
+			struct mt_slice *s = &th->slices[stack[--sp]];
+
+			s->dur = now - s->ts;
+		}
+	}
+	free(stack);
+}
+
+/* ------------------------------------------------------------------ */
+/* The hand-built model                                                */
+
+static const char *const odd_names[] = {
+	"main",
+	"foo(int, char const*)",
+	"it's \"quoted\"",
+	"ünïcødé_函数_🙂",
+	"semi;colon -- DROP TABLE slice;",
+	"tab\there",
+	"[syscall]",
+	"std::vector<int, std::allocator<int> >::push_back(int const&)",
+};
+
+static const char *const dso_names[] = {
+	"/usr/bin/prog",
+	"/usr/lib/x86_64-linux-gnu/libc.so.6",
+	"/opt/it's here/libü.so",
+};
+
+#define DEEP 2000
+
+/*
+ * Four threads in three processes (one with no process entry): two random
+ * trees, one chain DEEP levels deep, one with gaps, an empty-named slice
+ * and the longest slice; plus segments, stitches and hits.
+ */
+static void build_model(struct mt_trace *t)
+{
+	uint32_t names[sizeof(odd_names) / sizeof(*odd_names)];
+	uint32_t dsos[sizeof(dso_names) / sizeof(*dso_names)];
+	struct mt_thread *th;
+	uint64_t ts;
+
+	mt_trace_init(t);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		names[i] = mt_str_intern(&t->strs, odd_names[i]);
+	for (size_t i = 0; i < sizeof(dsos) / sizeof(*dsos); i++)
+		dsos[i] = mt_str_intern(&t->strs, dso_names[i]);
+	if (!mt_trace_add_process(t, 100, "/usr/bin/prog --flag 'x'") ||
+	    !mt_trace_add_process(t, 300, "other") ||
+	    !mt_trace_add_thread(t, 100, 100, "prog") ||
+	    !mt_trace_add_thread(t, 100, 101, "worker \"1\"") ||
+	    !mt_trace_add_thread(t, 200, 201, "nøproc") ||
+	    !mt_trace_add_thread(t, 300, 300, ""))
+		exit(2);
+
+	gen_tree(t, 0, 3000, 40, names, 8, dsos, 3, 1);
+	gen_tree(t, 1, 2500, 12, names, 8, dsos, 3, 2);
+
+	/* A chain DEEP deep, every slice one ns inside its parent. */
+	th = &t->threads[2];
+	for (uint32_t d = 0; d < DEEP; d++) {
+		struct mt_slice s = {
+			.ts = 5000 + d,
+			.dur = 2 * (DEEP - d),
+			.name = names[d % 8],
+			.depth = d,
+			.parent = d ? d - 1 : MT_NONE,
+			.addr = 0x401000 + d % 8,
+			.segment = 3,
+		};
+		if (!mt_thread_push(th, &s))
+			exit(2);
+	}
+
+	/* Roots with a gap between them, and the longest slice. */
+	th = &t->threads[3];
+	ts = 100;
+	{
+		struct mt_slice s[] = {
+			{.ts = ts,
+			 .dur = 50,
+			 .name = names[0],
+			 .parent = MT_NONE,
+			 .flags = MT_SLICE_INFERRED_START |
+				  MT_SLICE_INFERRED_END,
+			 .segment = 0},
+			{.ts = ts + 10,
+			 .dur = 5,
+			 .name = 0,
+			 .depth = 1,
+			 .parent = 0,
+			 .flags = MT_SLICE_UNKNOWN,
+			 .segment = 0},
+			{.ts = ts + 50,
+			 .dur = 30,
+			 .name = mt_str_intern(&t->strs,
+					       "[decode gap: overflow]"),
+			 .parent = MT_NONE,
+			 .flags = MT_SLICE_GAP,
+			 .segment = MT_NONE},
+			{.ts = ts + 80,
+			 .dur = 900000000000ull,
+			 .name = names[1],
+			 .parent = MT_NONE,
+			 .flags = MT_SLICE_JOINED,
+			 .addr = 0xffffffff81000000ull,
+			 .dso = dsos[2],
+			 .segment = 1},
+			{.ts = ts + 90,
+			 .dur = 10,
+			 .name = names[6],
+			 .depth = 1,
+			 .parent = 3,
+			 .flags = MT_SLICE_SYSCALL,
+			 .segment = 1},
+			{.ts = ts + 100,
+			 .dur = 10,
+			 .name = mt_str_intern(&t->strs, "[untraced]"),
+			 .depth = 1,
+			 .parent = 3,
+			 .flags = MT_SLICE_UNTRACED,
+			 .segment = 1},
+			{.ts = ts + 200,
+			 .dur = 7,
+			 .name = mt_str_intern(&t->strs, "odd gap"),
+			 .depth = 1,
+			 .parent = 3,
+			 .flags = MT_SLICE_GAP,
+			 .segment = 1},
+		};
+		for (size_t i = 0; i < sizeof(s) / sizeof(*s); i++)
+			if (!mt_thread_push(th, &s[i]))
+				exit(2);
+	}
+
+	{
+		struct mt_segment g[] = {
+			{.tid = 300,
+			 .start = 100,
+			 .end = 150,
+			 .end_reason = mt_str_intern(&t->strs, "overflow"),
+			 .end_ip = 0x401234},
+			{.tid = 300,
+			 .start = 180,
+			 .end = 900000000180ull,
+			 .end_reason = mt_str_intern(&t->strs, "end of trace")},
+			{.tid = 999,
+			 .start = 1,
+			 .end = 2,
+			 .end_reason =
+				 mt_str_intern(&t->strs, "decode error: 'x'")},
+		};
+		struct mt_stitch s = {
+			.tid = 300,
+			.seg_a = 0,
+			.seg_b = 1,
+			.frames_joined = 1,
+			.score = 0.75,
+			.reason = mt_str_intern(&t->strs, "stack match")};
+		struct mt_hit h[] = {
+			{.ts = 5000,
+			 .mark_start = 4000,
+			 .pid = 100,
+			 .tid = 101,
+			 .ip = 0x401500,
+			 .arg = -7,
+			 .name = mt_str_intern(&t->strs, "mt_take_snapshot")},
+			{.ts = 6000,
+			 .pid = 7,
+			 .tid = 7,
+			 .ip = 1,
+			 .name = mt_str_intern(&t->strs, "mt_take_snapshot")},
+		};
+		for (size_t i = 0; i < sizeof(g) / sizeof(*g); i++)
+			if (!mt_trace_add_segment(t, &g[i]))
+				exit(2);
+		if (!mt_trace_add_stitch(t, &s))
+			exit(2);
+		for (size_t i = 0; i < sizeof(h) / sizeof(*h); i++)
+			if (!mt_trace_add_hit(t, &h[i]))
+				exit(2);
+	}
+}
+
+static size_t total_slices(const struct mt_trace *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nr_threads; i++)
+		n += t->threads[i].nr_slices;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading every slice back                                            */
+
+struct row {
+	int64_t id, ts, dur, track, depth, parent, addr, segment, aset;
+	int64_t fl[8]; /* the flag columns, in flag_cols order */
+	int has_parent, has_addr, has_segment, has_aset;
+	char *name, *dso; /* NULL for SQL NULL */
+	int64_t tid;	  /* through thread_track and thread */
+	size_t pos;	  /* index in its thread's pre-order */
+};
+
+static const struct {
+	const char *col;
+	uint32_t bit;
+} flag_cols[8] = {
+	{"inferred_start", MT_SLICE_INFERRED_START},
+	{"inferred_end", MT_SLICE_INFERRED_END},
+	{"joined", MT_SLICE_JOINED},
+	{"tail", MT_SLICE_TAIL},
+	{"is_gap", MT_SLICE_GAP},
+	{"syscall", MT_SLICE_SYSCALL},
+	{"untraced", MT_SLICE_UNTRACED},
+	{"unknown", MT_SLICE_UNKNOWN},
+};
+
+static char *col_str(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? strdup((const char *)s) : NULL;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct idpos {
+	int64_t id;
+	size_t i; /* index in the sorted rows */
+};
+
+static int idpos_cmp(const void *a, const void *b)
+{
+	const struct idpos *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void rows_free(struct row *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].name);
+		free(r[i].dso);
+	}
+	free(r);
+}
+
+/*
+ * Reads every slice with its tid (through the join people write), sorted
+ * as the model is: by thread, then time, a parent before its children.
+ */
+static struct row *read_rows(struct check_state *cs, sqlite3 *db, size_t *n)
+{
+	static const char sql[] =
+		"SELECT s.id, s.ts, s.dur, s.track_id, s.name, s.depth,"
+		" s.parent_id, s.address, s.dso, s.segment, s.arg_set_id,"
+		" s.inferred_start, s.inferred_end, s.joined, s.tail,"
+		" s.is_gap, s.syscall, s.untraced, s.unknown, t.tid"
+		" FROM slice s JOIN thread_track tt ON s.track_id = tt.id"
+		" JOIN thread t USING(utid)";
+	sqlite3_stmt *st;
+	struct row *r = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	CHECKF(cs, sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+	       "%s", sqlite3_errmsg(db));
+	if (cs->failed_checks)
+		return NULL;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct row *x;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			r = realloc(r, cap * sizeof(*r));
+			if (!r)
+				exit(2);
+		}
+		x = &r[(*n)++];
+		memset(x, 0, sizeof(*x));
+		x->id = sqlite3_column_int64(st, 0);
+		x->ts = sqlite3_column_int64(st, 1);
+		x->dur = sqlite3_column_int64(st, 2);
+		x->track = sqlite3_column_int64(st, 3);
+		x->name = col_str(st, 4);
+		x->depth = sqlite3_column_int64(st, 5);
+		x->has_parent = sqlite3_column_type(st, 6) != SQLITE_NULL;
+		x->parent = sqlite3_column_int64(st, 6);
+		x->has_addr = sqlite3_column_type(st, 7) != SQLITE_NULL;
+		x->addr = sqlite3_column_int64(st, 7);
+		x->dso = col_str(st, 8);
+		x->has_segment = sqlite3_column_type(st, 9) != SQLITE_NULL;
+		x->segment = sqlite3_column_int64(st, 9);
+		x->has_aset = sqlite3_column_type(st, 10) != SQLITE_NULL;
+		x->aset = sqlite3_column_int64(st, 10);
+		for (int i = 0; i < 8; i++)
+			x->fl[i] = sqlite3_column_int64(st, 11 + i);
+		x->tid = sqlite3_column_int64(st, 19);
+	}
+	sqlite3_finalize(st);
+	if (*n)
+		qsort(r, *n, sizeof(*r), row_cmp);
+	return r;
+}
+
+/* Checks one slice's args against the model: address, dso, flags. */
+static void check_args(struct check_state *cs, sqlite3 *db,
+		       const struct mt_trace *t, const struct mt_slice *s,
+		       const struct row *x)
+{
+	sqlite3_stmt *st;
+	int n = 0, want = 0;
+
+	if (!s->addr && !s->dso && !s->flags) {
+		CHECK(cs, !x->has_aset);
+		return;
+	}
+	CHECK(cs, x->has_aset);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT key, flat_key, int_value, string_value,"
+			       " value_type, display_value FROM args"
+			       " WHERE arg_set_id = ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		CHECK(cs, !"prepare args");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, x->aset);
+	want = !!s->addr + !!s->dso + __builtin_popcount(s->flags);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		const char *flat = (const char *)sqlite3_column_text(st, 1);
+		int64_t iv = sqlite3_column_int64(st, 2);
+		const char *sv = (const char *)sqlite3_column_text(st, 3);
+		const char *type = (const char *)sqlite3_column_text(st, 4);
+		const char *disp = (const char *)sqlite3_column_text(st, 5);
+
+		n++;
+		CHECK(cs, key && flat && type && !strcmp(key, flat));
+		if (!key || !type)
+			continue;
+		if (!strcmp(key, "debug.address")) {
+			char hex[32];
+
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, s->addr);
+			CHECK(cs, (uint64_t)iv == s->addr);
+			CHECK(cs, !strcmp(type, "pointer"));
+			CHECK(cs, disp && !strcmp(disp, hex));
+		} else if (!strcmp(key, "debug.dso")) {
+			CHECK(cs, sv && !strcmp(sv, mt_str(&t->strs, s->dso)));
+			CHECK(cs, !strcmp(type, "string"));
+		} else {
+			CHECK(cs, !strcmp(type, "bool") && iv == 1);
+			CHECKF(cs, !strncmp(key, "debug.", 6), "%s", key);
+		}
+	}
+	sqlite3_finalize(st);
+	CHECKF(cs, n == want, "%d args, want %d", n, want);
+}
+
+/* Every slice of t is in the database at path, and nothing else. */
+static void check_slices(struct check_state *cs, const struct mt_trace *t,
+			 sqlite3 *db)
+{
+	size_t n, k = 0, bad = 0;
+	struct row *r = read_rows(cs, db, &n);
+	struct idpos *ip = calloc(n ? n : 1, sizeof(*ip));
+	int64_t prev_tid = -1;
+
+	if (!ip)
+		exit(2);
+	CHECKF(cs, n == total_slices(t), "%zu rows, %zu slices", n,
+	       total_slices(t));
+	/* Position of each row in its thread, and an id -> row map. */
+	for (size_t i = 0; i < n; i++) {
+		k = r[i].tid == prev_tid ? k + 1 : 0;
+		prev_tid = r[i].tid;
+		r[i].pos = k;
+		ip[i] = (struct idpos){r[i].id, i};
+	}
+	qsort(ip, n, sizeof(*ip), idpos_cmp);
+	for (size_t i = 1; i < n; i++)
+		CHECK(cs, ip[i].id != ip[i - 1].id);
+
+	for (size_t i = 0; i < n && bad < 10; i++) {
+		const struct row *x = &r[i];
+		const struct mt_thread *th =
+			mt_trace_thread((struct mt_trace *)t, (uint32_t)x->tid);
+		const struct mt_slice *s;
+		int before = cs->failed_checks;
+
+		CHECK(cs, th && x->pos < th->nr_slices);
+		if (!th || x->pos >= th->nr_slices) {
+			bad++;
+			continue;
+		}
+		s = &th->slices[x->pos];
+		CHECK(cs, (uint64_t)x->ts == s->ts);
+		CHECK(cs, (uint64_t)x->dur == s->dur);
+		CHECK(cs, (uint64_t)x->depth == s->depth);
+		if (s->name)
+			CHECK(cs, x->name && !strcmp(x->name, mt_str(&t->strs,
+								     s->name)));
+		else
+			CHECK(cs, !x->name);
+		if (s->dso)
+			CHECK(cs, x->dso && !strcmp(x->dso,
+						    mt_str(&t->strs, s->dso)));
+		else
+			CHECK(cs, !x->dso);
+		CHECK(cs, x->has_addr == !!s->addr);
+		CHECK(cs, (uint64_t)x->addr == s->addr);
+		CHECK(cs, x->has_segment == (s->segment != MT_NONE));
+		if (s->segment != MT_NONE)
+			CHECK(cs, x->segment == s->segment);
+		for (int f = 0; f < 8; f++)
+			CHECK(cs, x->fl[f] == !!(s->flags & flag_cols[f].bit));
+		CHECK(cs, x->has_parent == (s->parent != MT_NONE));
+		if (x->has_parent) {
+			struct idpos key = {x->parent, 0}, *p;
+
+			p = bsearch(&key, ip, n, sizeof(*ip), idpos_cmp);
+			CHECK(cs, p != NULL);
+			if (p) {
+				const struct row *y = &r[p->i];
+
+				CHECK(cs, y->tid == x->tid);
+				CHECK(cs, y->track == x->track);
+				CHECK(cs, y->pos == s->parent);
+				CHECK(cs, y->depth + 1 == x->depth);
+			}
+		}
+		/* The args of a few, including every flagged one. */
+		if (s->flags || i % 97 == 0)
+			check_args(cs, db, t, s, x);
+		if (cs->failed_checks != before) {
+			fprintf(stderr, "  at slice %zu of tid %" PRId64 "\n",
+				x->pos, x->tid);
+			bad++;
+		}
+	}
+	free(ip);
+	rows_free(r, n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+
+static void test_roundtrip(struct check_state *cs)
+{
+	struct mt_trace t;
+	struct wr_stats ws = {0};
+	char dir[64], path[128], err[256];
+	sqlite3 *db;
+	int rc;
+
+	build_model(&t);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.sqlite", dir);
+	rc = wr_sqlite(&t, path, &ws, err, sizeof(err));
+	CHECKF(cs, rc == 0, "%s", err);
+	CHECK(cs, ws.slices == total_slices(&t));
+	CHECK(cs, ws.tracks == 4);
+	{
+		struct stat sb;
+
+		CHECK(cs,
+		      stat(path, &sb) == 0 && (uint64_t)sb.st_size == ws.bytes);
+	}
+	CHECK(cs, dir_entries(dir) == 1);
+	db = db_open(path);
+	CHECK(cs, db != NULL);
+	if (!db)
+		goto out;
+	check_slices(cs, &t, db);
+
+	/* The queries people paste from Perfetto's SQL page. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM slices", -1) ==
+			  (int64_t)total_slices(&t));
+	CHECK(cs, q_int(db, "SELECT dur FROM slices ORDER BY dur DESC LIMIT 1",
+			-1) == 900000000000ll);
+	{
+		sqlite3_stmt *st;
+
+		CHECK(cs, sqlite3_prepare_v2(db,
+					     "SELECT * FROM slices ORDER BY dur"
+					     " DESC LIMIT 1",
+					     -1, &st, NULL) == SQLITE_OK);
+		CHECK(cs, sqlite3_step(st) == SQLITE_ROW);
+		for (int i = 0; i < sqlite3_column_count(st); i++)
+			if (!strcmp(sqlite3_column_name(st, i), "name"))
+				CHECK(cs,
+				      !strcmp((const char *)sqlite3_column_text(
+						      st, i),
+					      odd_names[1]));
+		sqlite3_finalize(st);
+	}
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice s JOIN thread_track tt"
+			" ON s.track_id = tt.id JOIN thread t USING(utid)"
+			" WHERE t.tid = 201",
+			-1) == DEEP);
+	CHECK(cs, q_int(db, "SELECT max(depth) FROM slice", -1) == DEEP - 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice s JOIN thread_track tt"
+			" ON s.track_id = tt.id JOIN thread t USING(utid)"
+			" JOIN process p USING(upid) WHERE p.pid = 100",
+			-1) == 5500);
+	/* trace_processor's aliases and never-filled columns. */
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice WHERE slice_id = id AND"
+			" cat IS category AND thread_ts IS NULL AND"
+			" thread_dur IS NULL",
+			-1) == (int64_t)total_slices(&t));
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice s JOIN track t"
+			" ON s.track_id = t.id",
+			-1) == (int64_t)total_slices(&t));
+	CHECK(cs, q_int(db, "SELECT count(*) FROM slice WHERE name IS NULL",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice WHERE name ="
+			" 'ünïcødé_函数_🙂'",
+			-1) > 0);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice WHERE name ="
+			" 'it''s \"quoted\"'",
+			-1) > 0);
+	/* Kernel addresses are stored bit for bit. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM slice WHERE address < 0",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM args WHERE key = 'debug.address'"
+			" AND display_value = '0xffffffff81000000'",
+			-1) == 1);
+	/* Arg sets are shared: far fewer than slices. */
+	CHECK(cs, q_int(db, "SELECT count(DISTINCT arg_set_id) FROM args", -1) <
+			  200);
+
+	/* Threads, processes and tracks. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM thread", -1) == 4);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM thread_track", -1) == 4);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM thread_track"
+			" WHERE type = 'thread_execution'",
+			-1) == 4);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM process", -1) == 3);
+	CHECK(cs, q_int(db, "SELECT min(utid) FROM thread", -1) >= 1);
+	CHECK(cs, q_int(db,
+			"SELECT p.pid FROM thread t JOIN process p USING(upid)"
+			" WHERE t.tid = 201",
+			-1) == 200);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM process WHERE pid = 100 AND"
+			" name = '/usr/bin/prog --flag ''x''' AND"
+			" cmdline = name",
+			-1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM thread WHERE is_main_thread",
+			-1) == 2);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM thread WHERE tid = 300 AND"
+			" name IS NULL",
+			-1) == 1);
+
+	/* Gaps: one row per gap slice, pointing at it. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM gap", -1) == 2);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM gap g JOIN slice s"
+			" ON s.id = g.slice_id WHERE s.is_gap AND"
+			" s.ts = g.ts AND s.dur = g.dur AND s.name = g.name",
+			-1) == 2);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM gap WHERE reason = 'overflow'"
+			" AND segment IS NULL AND ts = 150 AND dur = 30",
+			-1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM gap WHERE reason = 'odd gap'",
+			-1) == 1);
+
+	/* Segments, stitches, hits. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM segment", -1) == 3);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM segment s JOIN thread t"
+			" USING(utid) WHERE s.id = 0 AND t.tid = 300 AND"
+			" s.ts = 100 AND s.dur = 50 AND"
+			" s.end_reason = 'overflow' AND s.end_ip = 4198964",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM segment WHERE id = 1 AND"
+			" end_ip IS NULL AND dur = 900000000000",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM segment WHERE tid = 999 AND"
+			" utid IS NULL",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM stitch WHERE tid = 300 AND"
+			" segment_a = 0 AND segment_b = 1 AND"
+			" frames_joined = 1 AND score = 0.75 AND"
+			" reason = 'stack match' AND utid IS NOT NULL",
+			-1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM hit", -1) == 2);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM hit WHERE ts = 5000 AND"
+			" mark_start = 4000 AND tid = 101 AND arg = -7 AND"
+			" ip = 4199680 AND name = 'mt_take_snapshot' AND"
+			" utid IS NOT NULL",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM hit WHERE tid = 7 AND"
+			" mark_start IS NULL AND utid IS NULL",
+			-1) == 1);
+
+	/* The indexes exist and the file is sound. */
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM sqlite_master WHERE"
+			" type = 'index' AND tbl_name = 'slice'",
+			-1) == 5);
+	{
+		sqlite3_stmt *st;
+
+		CHECK(cs,
+		      sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st,
+					 NULL) == SQLITE_OK &&
+			      sqlite3_step(st) == SQLITE_ROW &&
+			      !strcmp((const char *)sqlite3_column_text(st, 0),
+				      "ok"));
+		sqlite3_finalize(st);
+	}
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 1);
+	sqlite3_close(db);
+out:
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
+static void test_empty(struct check_state *cs)
+{
+	struct mt_trace t;
+	struct wr_stats ws = {1, 1, 1};
+	char dir[64], path[128], err[256];
+	sqlite3 *db;
+
+	mt_trace_init(&t);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/empty.sqlite", dir);
+	CHECKF(cs, wr_sqlite(&t, path, &ws, err, sizeof(err)) == 0, "%s", err);
+	CHECK(cs, ws.slices == 0 && ws.tracks == 0 && ws.bytes > 0);
+	/* Stats are optional. */
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	CHECK(cs, db && q_int(db, "SELECT count(*) FROM slices", -1) == 0);
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
+/* Whether the file at path is a database holding n slices. */
+static int has_slices(const char *path, int64_t n)
+{
+	sqlite3 *db = db_open(path);
+	int ok = db && q_int(db, "SELECT count(*) FROM slice", -1) == n;
+
+	sqlite3_close(db);
+	return ok;
+}
+
+static void test_errors(struct check_state *cs)
+{
+	struct mt_trace t;
+	char dir[64], path[256], err[512];
+	int rc;
+
+	build_model(&t);
+	tmpdir_make(dir, sizeof(dir));
+
+	/* A directory that does not exist. */
+	snprintf(path, sizeof(path), "%s/no/such/dir/out.sqlite", dir);
+	rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+	CHECK(cs, rc < 0);
+	CHECKF(cs, strstr(err, path) && !strchr(err, '\n'), "%s", err);
+	CHECK(cs, dir_entries(dir) == 0);
+
+	/* A directory we may not write (root may write anywhere). */
+	if (geteuid() != 0) {
+		char ro[128];
+
+		snprintf(ro, sizeof(ro), "%s/ro", dir);
+		CHECK(cs, mkdir(ro, 0500) == 0);
+		snprintf(path, sizeof(path), "%s/out.sqlite", ro);
+		rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+		CHECK(cs, rc < 0);
+		CHECKF(cs, strstr(err, path) != NULL, "%s", err);
+		CHECK(cs, dir_entries(ro) == 0);
+		chmod(ro, 0700);
+		rmdir(ro);
+	}
+
+	/* An existing output is replaced whole. */
+	snprintf(path, sizeof(path), "%s/out.sqlite", dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		CHECK(cs, f && fputs("not a database\n", f) >= 0);
+		if (f)
+			fclose(f);
+	}
+	rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+	CHECKF(cs, rc == 0, "%s", err);
+	CHECK(cs, has_slices(path, (int64_t)total_slices(&t)));
+	CHECK(cs, dir_entries(dir) == 1);
+
+	/*
+	 * A model the writer refuses midway, after the database was opened:
+	 * the old output stays as it was and no temporary file is left.
+	 */
+	{
+		struct mt_slice *s = &t.threads[1].slices[5];
+		uint32_t saved = s->parent;
+
+		s->parent = 7; /* a later slice: not pre-order */
+		rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+		CHECK(cs, rc < 0);
+		CHECKF(cs, strstr(err, path) && !strchr(err, '\n'), "%s", err);
+		CHECK(cs, has_slices(path, (int64_t)total_slices(&t)));
+		CHECK(cs, dir_entries(dir) == 1);
+		s->parent = saved;
+
+		s->name = t.strs.nr; /* a string that does not exist */
+		rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+		CHECK(cs, rc < 0);
+		CHECK(cs, dir_entries(dir) == 1);
+		s->name = 0;
+	}
+
+	/* The output is a directory: the rename fails at the very end. */
+	snprintf(path, sizeof(path), "%s/adir", dir);
+	CHECK(cs, mkdir(path, 0700) == 0);
+	rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
+	CHECK(cs, rc < 0);
+	CHECKF(cs, strstr(err, path) != NULL, "%s", err);
+	CHECK(cs, dir_entries(dir) == 2);
+
+	/* A tiny message buffer is cut, not overrun; none is allowed. */
+	snprintf(path, sizeof(path), "%s/no/out.sqlite", dir);
+	memset(err, 'x', sizeof(err));
+	CHECK(cs, wr_sqlite(&t, path, NULL, err, 8) < 0);
+	CHECK(cs, strlen(err) == 7 && err[8] == 'x');
+	CHECK(cs, wr_sqlite(&t, path, NULL, NULL, 0) < 0);
+
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
+/*
+ * A million slices (MT_SQLITE_BENCH_SLICES to change it) in four threads,
+ * with 2000 names of about 30 characters: the speed and the size per
+ * slice, printed for the record rather than checked.
+ */
+static void test_bench(struct check_state *cs)
+{
+	const char *env = getenv("MT_SQLITE_BENCH_SLICES");
+	size_t n = env ? strtoul(env, NULL, 0) : 1000000;
+	struct mt_trace t;
+	struct wr_stats ws = {0};
+	uint32_t names[2000], dsos[4];
+	char dir[64], path[128], err[256], buf[64];
+	double t0, t1;
+	sqlite3 *db;
+
+	mt_trace_init(&t);
+	for (size_t i = 0; i < 2000; i++) {
+		snprintf(buf, sizeof(buf), "ns::Component%zu::method_%zu", i,
+			 i * 7919 % 1000);
+		names[i] = mt_str_intern(&t.strs, buf);
+	}
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf),
+			 "/usr/lib/x86_64-linux-gnu/lib%zu.so", i);
+		dsos[i] = mt_str_intern(&t.strs, buf);
+	}
+	for (uint32_t i = 0; i < 4; i++)
+		if (!mt_trace_add_thread(&t, 1000, 1000 + i, "bench"))
+			exit(2);
+	for (size_t i = 0; i < 4; i++)
+		gen_tree(&t, i, n / 4 + (i < n % 4), 60, names, 2000, dsos, 4,
+			 i + 10);
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/bench.sqlite", dir);
+	t0 = now_s();
+	CHECKF(cs, wr_sqlite(&t, path, &ws, err, sizeof(err)) == 0, "%s", err);
+	t1 = now_s();
+	CHECK(cs, ws.slices == n);
+	printf("sqlite: %zu slices in %.2f s: %.0f slices/s, %.1f bytes/slice"
+	       " (%.1f MB)\n",
+	       n, t1 - t0, (double)n / (t1 - t0),
+	       n ? (double)ws.bytes / (double)n : 0.0, (double)ws.bytes / 1e6);
+	db = db_open(path);
+	CHECK(cs,
+	      db && q_int(db, "SELECT count(*) FROM slice", -1) == (int64_t)n);
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_roundtrip);
+	RUN(&st, test_empty);
+	RUN(&st, test_errors);
+	RUN(&st, test_bench);
+	return CHECK_DONE(&st);
+}
