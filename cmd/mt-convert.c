@@ -254,6 +254,7 @@ int main(int argc, char **argv)
 	int rc = 1;
 
 	mt_trace_init(&t);
+	wr_sqlite_setup();
 	if (argc == 2 &&
 	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(usage, stdout);

@@ -65,22 +65,36 @@ static const char schema[] =
 	" source_arg_set_id INTEGER, machine_id INTEGER, utid INTEGER);"
 	"CREATE VIEW track AS SELECT id, name, type, parent_id,"
 	" source_arg_set_id, machine_id FROM thread_track;"
-	"CREATE TABLE slice("
+	/*
+	 * Slices are stored compactly, names and dsos as ids into strings,
+	 * flags as one bit set; the view slice gives them Perfetto's
+	 * columns (and ours) by name.
+	 */
+	"CREATE TABLE strings(id INTEGER PRIMARY KEY, str TEXT);"
+	"CREATE TABLE slice_raw("
 	"id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, dur INTEGER NOT NULL,"
-	" track_id INTEGER NOT NULL, category TEXT, name TEXT,"
-	" depth INTEGER NOT NULL, parent_id INTEGER, arg_set_id INTEGER,"
-	" address INTEGER, dso TEXT,"
-	" inferred_start INTEGER NOT NULL, inferred_end INTEGER NOT NULL,"
-	" joined INTEGER NOT NULL, tail INTEGER NOT NULL,"
-	" is_gap INTEGER NOT NULL, syscall INTEGER NOT NULL,"
-	" untraced INTEGER NOT NULL, unknown INTEGER NOT NULL,"
-	" segment INTEGER,"
-	" thread_ts INTEGER AS (NULL) VIRTUAL,"
-	" thread_dur INTEGER AS (NULL) VIRTUAL,"
-	" thread_instruction_count INTEGER AS (NULL) VIRTUAL,"
-	" thread_instruction_delta INTEGER AS (NULL) VIRTUAL,"
-	" cat TEXT AS (category) VIRTUAL,"
-	" slice_id INTEGER AS (id) VIRTUAL);"
+	" track_id INTEGER NOT NULL, name_id INTEGER, depth INTEGER NOT NULL,"
+	" parent_id INTEGER, arg_set_id INTEGER, address INTEGER,"
+	" dso_id INTEGER, flags INTEGER NOT NULL, segment INTEGER);"
+	"CREATE VIEW slice AS SELECT s.id AS id, s.ts AS ts, s.dur AS dur,"
+	" s.track_id AS track_id, NULL AS category, n.str AS name,"
+	" s.depth AS depth, s.parent_id AS parent_id,"
+	" s.arg_set_id AS arg_set_id, s.address AS address, d.str AS dso,"
+	" (s.flags & 1) != 0 AS inferred_start,"
+	" (s.flags & 2) != 0 AS inferred_end,"
+	" (s.flags & 4) != 0 AS joined,"
+	" (s.flags & 64) != 0 AS tail,"
+	" (s.flags & 8) != 0 AS is_gap,"
+	" (s.flags & 16) != 0 AS syscall,"
+	" (s.flags & 32) != 0 AS untraced,"
+	" (s.flags & 128) != 0 AS unknown,"
+	" s.segment AS segment,"
+	" NULL AS thread_ts, NULL AS thread_dur,"
+	" NULL AS thread_instruction_count,"
+	" NULL AS thread_instruction_delta,"
+	" NULL AS cat, s.id AS slice_id"
+	" FROM slice_raw s LEFT JOIN strings n ON n.id = s.name_id"
+	" LEFT JOIN strings d ON d.id = s.dso_id;"
 	"CREATE VIEW slices AS SELECT * FROM slice;"
 	"CREATE TABLE args("
 	"id INTEGER PRIMARY KEY, arg_set_id INTEGER NOT NULL, flat_key TEXT,"
@@ -109,21 +123,18 @@ static const char schema[] =
 /* Built after the load: one sort per index instead of a b-tree insert
  * per row. */
 static const char indexes[] =
-	"CREATE INDEX slice_ts ON slice(ts);"
-	"CREATE INDEX slice_track_ts ON slice(track_id, ts);"
-	"CREATE INDEX slice_name ON slice(name);"
-	"CREATE INDEX slice_parent ON slice(parent_id);"
-	"CREATE INDEX slice_dur ON slice(dur);"
+	"CREATE INDEX slice_track_ts ON slice_raw(track_id, ts);"
+	"CREATE INDEX slice_parent ON slice_raw(parent_id);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
-/* The flags' columns in slice, in the order S_SLICE binds them. */
-static const uint32_t flag_cols[] = {
-	MT_SLICE_INFERRED_START, MT_SLICE_INFERRED_END, MT_SLICE_JOINED,
-	MT_SLICE_TAIL,		 MT_SLICE_GAP,		MT_SLICE_SYSCALL,
-	MT_SLICE_UNTRACED,	 MT_SLICE_UNKNOWN,
-};
-#define NR_FLAG_COLS (int)(sizeof(flag_cols) / sizeof(*flag_cols))
+/* slice's flag columns test the bits of enum mt_slice_flags: keep the
+ * view in the schema in step with model.h. */
+_Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
+		       MT_SLICE_JOINED == 4 && MT_SLICE_GAP == 8 &&
+		       MT_SLICE_SYSCALL == 16 && MT_SLICE_UNTRACED == 32 &&
+		       MT_SLICE_TAIL == 64 && MT_SLICE_UNKNOWN == 128,
+	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
 #define SCHEMA_VERSION 1
@@ -171,6 +182,7 @@ enum {
 	S_STITCH,
 	S_GAP,
 	S_HIT,
+	S_STRING,
 	S_NR
 };
 
@@ -181,12 +193,10 @@ static const char *const stmt_sql[S_NR] = {
 		     " is_main_thread) VALUES(?, ?, ?, ?, ?)",
 	[S_TRACK] = "INSERT INTO thread_track(id, name, type, utid)"
 		    " VALUES(?, ?, 'thread_execution', ?)",
-	[S_SLICE] = "INSERT INTO slice(id, ts, dur, track_id, name, depth,"
-		    " parent_id, arg_set_id, address, dso, inferred_start,"
-		    " inferred_end, joined, tail, is_gap, syscall, untraced,"
-		    " unknown, segment)"
-		    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		    " ?, ?, ?)",
+	[S_SLICE] = "INSERT INTO slice_raw(id, ts, dur, track_id, name_id,"
+		    " depth, parent_id, arg_set_id, address, dso_id, flags,"
+		    " segment) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_STRING] = "INSERT INTO strings(id, str) VALUES(?, ?)",
 	[S_ARG] = "INSERT INTO args(arg_set_id, flat_key, key, int_value,"
 		  " string_value, value_type) VALUES(?1, ?2, ?2, ?3, ?4, ?5)",
 	[S_SEGMENT] = "INSERT INTO segment(id, utid, tid, ts, dur, end_reason,"
@@ -539,6 +549,31 @@ static int write_gap(struct sq *w, const struct mt_slice *s, uint32_t utid,
  * checked where a bad value would make the database lie (a parent that is
  * not an earlier slice of the same thread, a string id out of range).
  */
+/* A string id as stored in slice_raw: NULL for the empty string. */
+static void bind_sid(sqlite3_stmt *st, int i, uint32_t id)
+{
+	if (id)
+		sqlite3_bind_int64(st, i, id);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* The model's string table, which slice_raw's name and dso ids index. */
+static int write_strings(struct sq *w)
+{
+	sqlite3_stmt *st = w->stmts[S_STRING];
+	int rc;
+
+	for (uint32_t i = 1; i < w->t->strs.nr; i++) {
+		sqlite3_bind_int64(st, 1, i);
+		sqlite3_bind_text(st, 2, mt_str(&w->t->strs, i), -1,
+				  SQLITE_STATIC);
+		if ((rc = step(w, st)))
+			return rc;
+	}
+	return 0;
+}
+
 static int write_slices(struct sq *w, uint64_t *nr)
 {
 	const struct mt_trace *t = w->t;
@@ -567,7 +602,7 @@ static int write_slices(struct sq *w, uint64_t *nr)
 			bind_u64(st, 2, s->ts);
 			bind_u64(st, 3, s->dur);
 			sqlite3_bind_int64(st, 4, (sqlite3_int64)ti);
-			bind_str(w, st, 5, s->name);
+			bind_sid(st, 5, s->name);
 			sqlite3_bind_int64(st, 6, s->depth);
 			if (s->parent != MT_NONE)
 				bind_u64(st, 7, base + s->parent);
@@ -578,14 +613,12 @@ static int write_slices(struct sq *w, uint64_t *nr)
 			else
 				sqlite3_bind_null(st, 8);
 			bind_opt(st, 9, s->addr);
-			bind_str(w, st, 10, s->dso);
-			for (int k = 0; k < NR_FLAG_COLS; k++)
-				sqlite3_bind_int(st, 11 + k,
-						 !!(s->flags & flag_cols[k]));
+			bind_sid(st, 10, s->dso);
+			sqlite3_bind_int64(st, 11, s->flags);
 			if (s->segment != MT_NONE)
-				sqlite3_bind_int64(st, 19, s->segment);
+				sqlite3_bind_int64(st, 12, s->segment);
 			else
-				sqlite3_bind_null(st, 19);
+				sqlite3_bind_null(st, 12);
 			rc = step(w, st);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,
@@ -690,8 +723,10 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 	rc = check_strings(w);
 	if (rc)
 		return rc;
-	if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE, NULL) !=
-	    SQLITE_OK)
+	/* One connection, one thread: no per-call mutex. */
+	if (sqlite3_open_v2(tmp, &w->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK)
 		return fail_db(w, "opening");
 	/*
 	 * No journal and no syncs: a failed build is thrown away whole, so
@@ -704,7 +739,7 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 		     "PRAGMA synchronous = OFF;"
 		     "PRAGMA locking_mode = EXCLUSIVE;"
 		     "PRAGMA temp_store = MEMORY;"
-		     "PRAGMA cache_size = -262144;");
+		     "PRAGMA cache_size = -65536;");
 	if (!rc)
 		rc = exec(w, sql);
 	if (!rc)
@@ -718,6 +753,8 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 			rc = fail_db(w, "preparing");
 	if (!rc)
 		rc = write_threads(w);
+	if (!rc)
+		rc = write_strings(w);
 	if (!rc)
 		rc = write_slices(w, nr_slices);
 	if (!rc)
@@ -838,4 +875,9 @@ out:
 	free(w.tids);
 	free(w.pids);
 	return rc;
+}
+
+void wr_sqlite_setup(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }

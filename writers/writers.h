@@ -34,6 +34,13 @@ int wr_sqlite(const struct mt_trace *t, const char *path,
 	      struct wr_stats *st, char *err, size_t errlen);
 
 /*
+ * Process-wide SQLite settings for speed (no allocation statistics, which
+ * cost a global mutex per allocation).  Call once from main(), before
+ * any other SQLite use; optional.
+ */
+void wr_sqlite_setup(void);
+
+/*
  * The slice tree as text, one slice per line in the truth.tsv format of
  * mt-synth (tid, depth, name, start_ns, end_ns, flags), threads by tid,
  * each in pre-order.  path "-" writes to standard output.
