@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const struct {
@@ -78,6 +79,9 @@ int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
 			goto oom;
 		snprintf(tmp, len, "%s.tmp.XXXXXX", path);
 		fd = mkstemp(tmp);
+		/* mkstemp makes it 0600; an output file is for reading. */
+		if (fd >= 0)
+			fchmod(fd, 0644);
 		if (fd < 0 || !(o = fdopen(fd, "w"))) {
 			snprintf(err, errlen, "%s: cannot create: %s", path,
 				 strerror(errno));
