@@ -253,7 +253,6 @@ int main(int argc, char **argv)
 	char err[1024] = "", *sqlite = NULL;
 	int rc = 1;
 
-	mt_trace_init(&t);
 	wr_sqlite_setup();
 	if (argc == 2 &&
 	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -278,6 +277,7 @@ int main(int argc, char **argv)
 		free(a.bins);
 		return 2;
 	}
+	mt_trace_init(&t);
 	if (a.out && !a.no_sqlite) {
 		sqlite = a.sqlite ? strdup(a.sqlite) : sqlite_path(a.out);
 		if (!sqlite)
