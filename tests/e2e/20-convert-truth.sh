@@ -52,4 +52,32 @@ for c in "${cases[@]}"; do
 	else
 		echo "FAIL convert_truth_$name: ${out//$'\n'/; }"
 	fi
+	# The SQLite slice table holds the same tree (ids in the text's
+	# order), and the Perfetto trace parses.
+	sqlite3 -separator $'\t' "$d/trace.sqlite" "SELECT t.tid, s.depth,
+		s.name, s.ts, s.ts + s.dur FROM slices s JOIN thread_track tt
+		ON s.track_id = tt.id JOIN thread t USING (utid)
+		ORDER BY t.tid, s.id" >"$d/sql.tsv" 2>"$d/sql.err"
+	if tail -n +2 "$d/ours.tsv" | cut -f1-5 | cmp -s - "$d/sql.tsv"; then
+		echo "PASS convert_sqlite_$name"
+	else
+		echo "FAIL convert_sqlite_$name: the slice table differs from the tree"
+		diff <(tail -n +2 "$d/ours.tsv" | cut -f1-5) "$d/sql.tsv" | head -5 | sed 's/^/    /'
+	fi
 done
+
+# The Perfetto trace of one conversion, decoded by protoc against our
+# schema subset (tests/proto): every packet parses, names are interned.
+d="$W/mtc_s1"
+if ! command -v protoc >/dev/null; then
+	echo "SKIP convert_perfetto_protoc (no protoc)"
+elif "$B/mt-convert" "$d/raw.bin" -o "$d/plain.pftrace" --no-compress \
+	--no-sqlite -q && protoc --decode=perfetto.protos.Trace \
+	-I "$MT_ROOT/tests/proto" "$MT_ROOT/tests/proto/perfetto_subset.proto" \
+	<"$d/plain.pftrace" >"$d/decoded.txt" 2>"$d/protoc.err" &&
+	grep -q 'TYPE_SLICE_BEGIN' "$d/decoded.txt" &&
+	grep -q 'event_names' "$d/decoded.txt"; then
+	echo "PASS convert_perfetto_protoc"
+else
+	echo "FAIL convert_perfetto_protoc"; head -5 "$d/protoc.err" | sed 's/^/    /'
+fi
