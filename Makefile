@@ -36,7 +36,7 @@ TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
          $(BUILD)/bin/mt-accuracy
 
-.PHONY: all deps test unit check-format format clean demo bench golden-update
+.PHONY: all deps test unit check-format format clean demo bench accuracy golden-update
 
 all: deps $(BINS)
 
@@ -106,6 +106,10 @@ check-format:
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench
 	@MT_BUILD=$(BUILD) bash tools/bench.sh $(BENCH_MB)
+
+# Accuracy against truth with injected gaps, stitching on and off.
+accuracy: all $(BUILD)/bin/mt-accuracy
+	@MT_BUILD=$(BUILD) bash tools/accuracy.sh
 
 demo:
 	@echo "make demo needs the emulation backend (mt-capture --emulate), which is not built yet." >&2

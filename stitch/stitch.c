@@ -178,9 +178,12 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			 ties + 1, best.len);
 		return record(t, s->th->tid, ia, ib, 0, score, why);
 	}
-	if (best.len == 1 && !best.confirmed && !best.leaf && best.off > 0)
+	/* Names alone are weak evidence (recursion repeats them): join only
+	 * where a call site confirms it, or where both stacks start at the
+	 * same root. */
+	if (!best.confirmed && best.off > 0)
 		return record(t, s->th->tid, ia, ib, 0, score,
-			      "weak: one frame, not the leaf, no call-site evidence");
+			      "weak: no call site confirms the frames");
 	snprintf(why, sizeof(why),
 		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept",
 		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
