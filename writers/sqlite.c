@@ -738,7 +738,7 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 		     "PRAGMA journal_mode = OFF;"
 		     "PRAGMA synchronous = OFF;"
 		     "PRAGMA locking_mode = EXCLUSIVE;"
-		     "PRAGMA temp_store = MEMORY;"
+		     "PRAGMA temp_store = FILE;"
 		     "PRAGMA cache_size = -65536;");
 	if (!rc)
 		rc = exec(w, sql);
