@@ -103,13 +103,16 @@ static int parse(int argc, char **argv, struct args *a)
 		const char *s = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-#define NEED_ARG                                                           \
-	do {                                                               \
-		if (!v) {                                                  \
-			fprintf(stderr, "mt-convert: %s needs a value (see mt-convert --help)\n", s); \
-			return -1;                                         \
-		}                                                          \
-		i++;                                                       \
+#define NEED_ARG                                                               \
+	do {                                                                   \
+		if (!v) {                                                      \
+			fprintf(stderr,                                        \
+				"mt-convert: %s needs a value (see "           \
+				"mt-convert --help)\n",                        \
+				s);                                            \
+			return -1;                                             \
+		}                                                              \
+		i++;                                                           \
 	} while (0)
 		if (!strcmp(s, "-o")) {
 			NEED_ARG;
@@ -137,27 +140,35 @@ static int parse(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
 			a->quiet = 1;
 		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr, "mt-convert: unknown option %s (see mt-convert --help)\n", s);
+			fprintf(stderr,
+				"mt-convert: unknown option %s (see mt-convert "
+				"--help)\n",
+				s);
 			return -1;
 		} else if (!a->capture) {
 			a->capture = s;
 		} else {
-			fprintf(stderr, "mt-convert: more than one capture (%s) (see mt-convert --help)\n",
+			fprintf(stderr,
+				"mt-convert: more than one capture (%s) (see "
+				"mt-convert --help)\n",
 				s);
 			return -1;
 		}
 #undef NEED_ARG
 	}
 	if (!a->capture) {
-		fprintf(stderr, "mt-convert: no capture given (see mt-convert --help)\n");
+		fprintf(stderr, "mt-convert: no capture given (see mt-convert "
+				"--help)\n");
 		return -1;
 	}
 	if (!a->out && !a->text) {
-		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace (see mt-convert --help)\n");
+		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace "
+				"(see mt-convert --help)\n");
 		return -1;
 	}
 	if (a->sqlite && a->no_sqlite) {
-		fprintf(stderr, "mt-convert: --sqlite and --no-sqlite (see mt-convert --help)\n");
+		fprintf(stderr, "mt-convert: --sqlite and --no-sqlite (see "
+				"mt-convert --help)\n");
 		return -1;
 	}
 	return 0;
@@ -318,12 +329,14 @@ int main(int argc, char **argv)
 		int prc = 0;
 
 		if (sqlite) {
-			threaded = !pthread_create(&th, NULL, write_sqlite, &job);
+			threaded =
+				!pthread_create(&th, NULL, write_sqlite, &job);
 			if (!threaded)
 				write_sqlite(&job);
 		}
 		if (a.out)
-			prc = wr_perfetto(&t, a.out, &po, NULL, err, sizeof(err));
+			prc = wr_perfetto(&t, a.out, &po, NULL, err,
+					  sizeof(err));
 		if (threaded)
 			pthread_join(th, NULL);
 		/* Each file is whole or absent: a failure of one leaves the

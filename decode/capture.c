@@ -151,8 +151,8 @@ static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
 {
 	if (cpu == (uint32_t)-1)
 		return 0;
-	if (mt_grow((void **)&c->switches, &c->cap_switches,
-		    c->nr_switches + 1, sizeof(*c->switches)))
+	if (mt_grow((void **)&c->switches, &c->cap_switches, c->nr_switches + 1,
+		    sizeof(*c->switches)))
 		return -ENOMEM;
 	c->switches[c->nr_switches++] =
 		(struct dec_switch){cpu, time, pid, tid};
@@ -179,8 +179,7 @@ static int add_chunk(struct dec_capture *c, const struct pd_event *ev)
 		.order = c->nr_chunks,
 	};
 	c->nr_chunks++;
-	if (a->tid != (uint32_t)-1 &&
-	    !dec_thread_get(c, (uint32_t)-1, a->tid))
+	if (a->tid != (uint32_t)-1 && !dec_thread_get(c, (uint32_t)-1, a->tid))
 		return -ENOMEM;
 	return 0;
 }
@@ -211,8 +210,8 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 
 	if (!pd_has_feature(c->pd, PD_FEAT_MT_EXT))
 		return 0;
-	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size,
-				 &perr)) > 0) {
+	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size, &perr)) >
+	       0) {
 		struct pd_ext_stack s;
 		struct dec_thread *t;
 
@@ -331,7 +330,7 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 	}
 	/* Ten seconds of slack: per-CPU trace may start before the first
 	 * sideband record. */
-	c->base = min_time == UINT64_MAX ? 0
+	c->base = min_time == UINT64_MAX      ? 0
 		  : min_time > 10000000000ull ? min_time - 10000000000ull
 					      : 0;
 	for (size_t i = 0; i < pd_nr_attrs(c->pd); i++) {
@@ -412,9 +411,9 @@ int dec_run(struct dec_capture *c, char *err, size_t errlen)
 			for (size_t j = 1; j < t->nr && sorted; j++)
 				sorted = (t->ev[j - 1].tk >> 8) <=
 					 (t->ev[j].tk >> 8);
-			if (!sorted && mt_stable_sort(t->ev, t->nr,
-						      sizeof(*t->ev),
-						      cmp_event_time)) {
+			if (!sorted &&
+			    mt_stable_sort(t->ev, t->nr, sizeof(*t->ev),
+					   cmp_event_time)) {
 				snprintf(err, errlen, "%s: out of memory",
 					 c->path);
 				return -ENOMEM;

@@ -14,21 +14,21 @@
 
 /* A binary named by one or more mappings. */
 struct dec_dso {
-	char *path;            /* as recorded */
-	char *found;           /* the file we read, NULL when missing */
-	struct sym_file *sf;   /* NULL when missing */
+	char *path;	     /* as recorded */
+	char *found;	     /* the file we read, NULL when missing */
+	struct sym_file *sf; /* NULL when missing */
 	uint8_t build_id[20];
 	uint8_t build_id_len;
 	bool is_vdso;
-	char *missing;         /* why it is missing, said once when used */
+	char *missing; /* why it is missing, said once when used */
 };
 
 /* An executable mapping of a process. */
 struct dec_map {
 	uint32_t pid;
 	uint64_t start, end, pgoff;
-	uint32_t dso;          /* index in dsos */
-	int64_t bias;          /* runtime = ELF vaddr + bias */
+	uint32_t dso; /* index in dsos */
+	int64_t bias; /* runtime = ELF vaddr + bias */
 	bool have_bias;
 };
 
@@ -38,17 +38,17 @@ struct dec_proc {
 	struct pt_image *image;
 };
 
-struct dec_chunk {              /* one AUXTRACE record */
+struct dec_chunk { /* one AUXTRACE record */
 	uint32_t idx, tid, cpu;
 	uint64_t offset, size, reference;
 	const uint8_t *data;
-	uint64_t order;        /* position in the file */
+	uint64_t order; /* position in the file */
 };
 
-struct dec_switch {             /* who runs on a CPU from a time on */
+struct dec_switch { /* who runs on a CPU from a time on */
 	uint32_t cpu;
 	uint64_t time;
-	uint32_t pid, tid;     /* tid (u32)-1: nothing traced */
+	uint32_t pid, tid; /* tid (u32)-1: nothing traced */
 };
 
 struct dec_capture {
@@ -58,7 +58,7 @@ struct dec_capture {
 
 	struct pd_pt_info pt;
 	bool have_pt;
-	uint64_t pt_config;    /* the intel_pt event's attr.config */
+	uint64_t pt_config; /* the intel_pt event's attr.config */
 	struct pt_cpu cpu;
 	uint8_t mtc_freq;
 
@@ -70,7 +70,7 @@ struct dec_capture {
 	size_t nr_procs, cap_procs;
 	struct dec_thread *threads;
 	size_t nr_threads, cap_threads;
-	char **comms;          /* per thread, owned */
+	char **comms; /* per thread, owned */
 	struct dec_chunk *chunks;
 	size_t nr_chunks, cap_chunks;
 	struct dec_switch *switches;
@@ -82,8 +82,8 @@ struct dec_capture {
 	void *sink_ctx;
 
 	struct pt_image_section_cache *iscache;
-	uint64_t base;         /* perf time that event times count from */
-	uint64_t first, last;  /* span of decoded events */
+	uint64_t base;	      /* perf time that event times count from */
+	uint64_t first, last; /* span of decoded events */
 	struct dec_stats stats;
 };
 

@@ -22,18 +22,18 @@
 #include <stdio.h>
 
 enum dec_kind {
-	DEC_CALL = 1,   /* ip: call target; aux: return address */
-	DEC_RET,        /* ip: where the return went */
-	DEC_JUMP,       /* ip: target in another function; aux: source */
-	DEC_SYSCALL,    /* tracing stopped at a syscall; ip: the syscall */
-	DEC_STOP,       /* tracing stopped otherwise; ip: where, 0 if unknown */
-	DEC_RESUME,     /* tracing (re)started; ip: first instruction */
-	DEC_SYNC,       /* decoding (re)started at a PSB; ip: first insn */
-	DEC_OVERFLOW,   /* the CPU dropped trace; ip: where it resumed */
-	DEC_ERROR,      /* decoding failed; aux: libipt error code; ip: last */
-	DEC_LOST,       /* AUX bytes lost between chunks; aux: bytes */
-	DEC_PTWRITE,    /* aux: payload; ip: instruction */
-	DEC_END,        /* the stream ended; ip: last instruction */
+	DEC_CALL = 1, /* ip: call target; aux: return address */
+	DEC_RET,      /* ip: where the return went */
+	DEC_JUMP,     /* ip: target in another function; aux: source */
+	DEC_SYSCALL,  /* tracing stopped at a syscall; ip: the syscall */
+	DEC_STOP,     /* tracing stopped otherwise; ip: where, 0 if unknown */
+	DEC_RESUME,   /* tracing (re)started; ip: first instruction */
+	DEC_SYNC,     /* decoding (re)started at a PSB; ip: first insn */
+	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed */
+	DEC_ERROR,    /* decoding failed; aux: libipt error code; ip: last */
+	DEC_LOST,     /* AUX bytes lost between chunks; aux: bytes */
+	DEC_PTWRITE,  /* aux: payload; ip: instruction */
+	DEC_END,      /* the stream ended; ip: last instruction */
 };
 
 /*
@@ -51,32 +51,31 @@ static inline enum dec_kind dec_event_kind(const struct dec_event *e)
 	return (enum dec_kind)(e->tk & 0xff);
 }
 
-static inline uint64_t dec_event_time(const struct dec_event *e,
-				      uint64_t base)
+static inline uint64_t dec_event_time(const struct dec_event *e, uint64_t base)
 {
 	return base + (e->tk >> 8);
 }
 
 struct dec_stack {
-	uint64_t time;       /* perf time of the unwind */
+	uint64_t time; /* perf time of the unwind */
 	size_t nr;
-	uint64_t *ips;       /* leaf first: the IP, then return addresses */
+	uint64_t *ips; /* leaf first: the IP, then return addresses */
 };
 
 struct dec_thread {
 	uint32_t pid, tid;
-	const char *comm;    /* last command name seen, "" if none */
-	uint64_t base;       /* perf time that event times count from */
+	const char *comm; /* last command name seen, "" if none */
+	uint64_t base;	  /* perf time that event times count from */
 	struct dec_event *ev;
 	size_t nr, cap;
 	struct dec_stack final; /* nr = 0 when the capture has none */
 };
 
 struct dec_stats {
-	uint64_t aux_bytes;     /* AUX bytes decoded */
-	uint64_t blocks;        /* libipt blocks */
-	uint64_t events;        /* events kept */
-	uint64_t errors;        /* decode errors */
+	uint64_t aux_bytes; /* AUX bytes decoded */
+	uint64_t blocks;    /* libipt blocks */
+	uint64_t events;    /* events kept */
+	uint64_t errors;    /* decode errors */
 	uint64_t overflows;
 	uint64_t streams;
 };
@@ -88,7 +87,7 @@ struct dec_opts {
 	/* Called now and then; return non-zero to stop. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
-	FILE *warn;             /* one line per missing binary; may be NULL */
+	FILE *warn; /* one line per missing binary; may be NULL */
 };
 
 struct dec_capture;
@@ -124,8 +123,8 @@ struct dec_sym {
 	const char *name;    /* the function, or "[unknown @ 0x.. (dso)]" */
 	const char *dso;     /* path of the binary, "" if none */
 	uint64_t start, end; /* runtime range of the function: [start, end) */
-	bool known;          /* a symbol, not a made-up name */
-	char buf[160];       /* storage for made-up names */
+	bool known;	     /* a symbol, not a made-up name */
+	char buf[160];	     /* storage for made-up names */
 };
 
 /* Also reports, once, the missing binary of an address it cannot name. */

@@ -53,8 +53,8 @@ static bool has_code(const struct sym_file *sf)
 }
 
 /* Try one candidate file: 1 if it is the binary, 0 if not, <0 on OOM. */
-static int try_file(struct dec_capture *c, struct dec_dso *d,
-		    const char *file, bool *mismatch)
+static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
+		    bool *mismatch)
 {
 	struct sym_opts so = {.debug_root = c->opts.debug_root};
 	struct sym_file *sf;
@@ -116,8 +116,8 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 
 		hex(id, d->build_id, d->build_id_len);
 		if (*root) {
-			snprintf(buf, sizeof(buf), "%s/.build-id/%.2s/%s",
-				 root, id, id + 2);
+			snprintf(buf, sizeof(buf), "%s/.build-id/%.2s/%s", root,
+				 id, id + 2);
 			if ((rc = try_file(c, d, buf, &mismatch)))
 				return rc < 0 ? rc : 0;
 		}
@@ -269,8 +269,8 @@ struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid)
 	return c->nr_procs == 1 ? c->procs[0].image : NULL;
 }
 
-static const struct dec_map *find_map(const struct dec_capture *c,
-				      uint32_t pid, uint64_t ip)
+static const struct dec_map *find_map(const struct dec_capture *c, uint32_t pid,
+				      uint64_t ip)
 {
 	const struct dec_map *any = NULL;
 	uint32_t owner = map_owner(c, pid);

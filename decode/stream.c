@@ -24,7 +24,7 @@
 
 enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 
-#define LEN_CACHE 1024
+#define LEN_CACHE   1024
 #define RANGE_CACHE 512
 
 struct range_ent {
@@ -38,26 +38,26 @@ struct strm {
 	/* where events go: a thread, or a CPU's switch timeline */
 	struct dec_thread *thread;
 	uint32_t cpu;
-	size_t sw_cur;        /* index into c->switches (per-CPU) */
+	size_t sw_cur; /* index into c->switches (per-CPU) */
 	struct dec_thread *sw_thread;
 	bool sw_valid;
 
-	uint64_t last_time;   /* perf ns, never decreasing */
-	uint64_t last_tsc;    /* the TSC last_time came from */
-	bool synced;          /* SYNC emitted for this sync point */
-	bool tracing;         /* between a stop and a resume: false */
+	uint64_t last_time; /* perf ns, never decreasing */
+	uint64_t last_tsc;  /* the TSC last_time came from */
+	bool synced;	    /* SYNC emitted for this sync point */
+	bool tracing;	    /* between a stop and a resume: false */
 	enum pend pend;
 	uint64_t pend_time, pend_from, pend_ret;
-	uint64_t last_ip;     /* last instruction decoded */
+	uint64_t last_ip; /* last instruction decoded */
 	int last_isid;
-	bool last_far;        /* the last block ended in a far transfer */
+	bool last_far;		 /* the last block ended in a far transfer */
 	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
 
 	uint64_t len_ip[LEN_CACHE];
 	uint8_t len_val[LEN_CACHE];
 	struct range_ent ranges[RANGE_CACHE];
-	uint64_t lost;        /* AUX bytes lost before this buffer */
-	int rc;               /* first sink error */
+	uint64_t lost; /* AUX bytes lost before this buffer */
+	int rc;	       /* first sink error */
 };
 
 static struct dec_thread *route(struct strm *s, uint64_t t)
@@ -314,8 +314,8 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	}
 }
 
-static int config_for(struct strm *s, struct pt_config *cfg,
-		      const uint8_t *buf, size_t len)
+static int config_for(struct strm *s, struct pt_config *cfg, const uint8_t *buf,
+		      size_t len)
 {
 	const struct dec_capture *c = s->c;
 
@@ -403,7 +403,8 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		if (!s->synced)
 			sync_at(s, now(s), blk.ninsn ? blk.end_ip : blk.ip);
 		if (pt_errcode(status) == pte_nomap)
-			dec_note_use(s->c, s->pid, blk.ninsn ? blk.end_ip : blk.ip);
+			dec_note_use(s->c, s->pid,
+				     blk.ninsn ? blk.end_ip : blk.ip);
 		emit(s, now(s), DEC_ERROR, blk.ninsn ? blk.end_ip : blk.ip,
 		     (uint64_t)pt_errcode(status));
 		s->c->stats.errors++;
@@ -435,8 +436,8 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 	s->cpu = k->cpu;
 	for (size_t i = 0; i < RANGE_CACHE; i++)
 		s->ranges[i].lo = 1; /* empty */
-	if (k->tid != (uint32_t)-1 && !(c->pt.per_cpu_mmaps &&
-					k->cpu != (uint32_t)-1)) {
+	if (k->tid != (uint32_t)-1 &&
+	    !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1)) {
 		s->thread = dec_thread_get(c, (uint32_t)-1, k->tid);
 		s->pid = s->thread ? s->thread->pid : (uint32_t)-1;
 	} else {
@@ -474,8 +475,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		 * buffer. */
 		while (!c->pt.snapshot_mode && j < c->nr_chunks &&
 		       c->chunks[j].idx == k->idx &&
-		       c->chunks[j].offset == c->chunks[j - 1].offset +
-						      c->chunks[j - 1].size)
+		       c->chunks[j].offset ==
+			       c->chunks[j - 1].offset + c->chunks[j - 1].size)
 			len += c->chunks[j++].size;
 		if (j > i + 1) {
 			size_t at = 0;
@@ -545,10 +546,12 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		while (pt_blk_sync_forward(d) >= 0) {
 			for (;;) {
 				status = pt_blk_next(d, &blk, sizeof(blk));
-				while (status >= 0 && (status & pts_event_pending)) {
+				while (status >= 0 &&
+				       (status & pts_event_pending)) {
 					struct pt_event ev;
 
-					status = pt_blk_event(d, &ev, sizeof(ev));
+					status = pt_blk_event(d, &ev,
+							      sizeof(ev));
 				}
 				if (status < 0)
 					break;

@@ -66,7 +66,7 @@ uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len)
 	}
 	if (mt_grow((void **)&s->buf, &s->cap, s->len + len + 1, 1) ||
 	    mt_grow((void **)&s->off, &cap_ids, (size_t)s->nr + 1,
-		 sizeof(*s->off)))
+		    sizeof(*s->off)))
 		return MT_NONE;
 	s->cap_ids = (uint32_t)cap_ids;
 	memcpy(s->buf + s->len, str, len);
@@ -113,7 +113,7 @@ struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,
 	uint32_t n = mt_str_intern(&t->strs, name);
 
 	if (n == MT_NONE || mt_grow((void **)&t->procs, &t->cap_procs,
-				 t->nr_procs + 1, sizeof(*t->procs)))
+				    t->nr_procs + 1, sizeof(*t->procs)))
 		return NULL;
 	t->procs[t->nr_procs] = (struct mt_process){.pid = pid, .name = n};
 	return &t->procs[t->nr_procs++];
@@ -125,7 +125,7 @@ struct mt_thread *mt_trace_add_thread(struct mt_trace *t, uint32_t pid,
 	uint32_t n = mt_str_intern(&t->strs, name);
 
 	if (n == MT_NONE || mt_grow((void **)&t->threads, &t->cap_threads,
-				 t->nr_threads + 1, sizeof(*t->threads)))
+				    t->nr_threads + 1, sizeof(*t->threads)))
 		return NULL;
 	t->threads[t->nr_threads] =
 		(struct mt_thread){.pid = pid, .tid = tid, .name = n};
@@ -145,7 +145,7 @@ struct mt_slice *mt_thread_push_slow(struct mt_thread *th,
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
 {
 	if (mt_grow((void **)&t->hits, &t->cap_hits, t->nr_hits + 1,
-		 sizeof(*t->hits)))
+		    sizeof(*t->hits)))
 		return NULL;
 	t->hits[t->nr_hits] = *h;
 	return &t->hits[t->nr_hits++];
@@ -155,7 +155,7 @@ struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s)
 {
 	if (mt_grow((void **)&t->stitches, &t->cap_stitches, t->nr_stitches + 1,
-		 sizeof(*t->stitches)))
+		    sizeof(*t->stitches)))
 		return NULL;
 	t->stitches[t->nr_stitches] = *s;
 	return &t->stitches[t->nr_stitches++];
@@ -164,8 +164,8 @@ struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
 					const struct mt_segment *s)
 {
-	if (mt_grow((void **)&t->segments, &t->cap_segments,
-		    t->nr_segments + 1, sizeof(*t->segments)))
+	if (mt_grow((void **)&t->segments, &t->cap_segments, t->nr_segments + 1,
+		    sizeof(*t->segments)))
 		return NULL;
 	t->segments[t->nr_segments] = *s;
 	return &t->segments[t->nr_segments++];

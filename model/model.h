@@ -17,12 +17,12 @@
 
 /* Interned strings: id 0 is always "". */
 struct mt_strtab {
-	char *buf;          /* NUL-separated strings */
+	char *buf; /* NUL-separated strings */
 	size_t len, cap;
-	uint32_t *off;      /* id -> offset in buf */
+	uint32_t *off; /* id -> offset in buf */
 	uint32_t nr, cap_ids;
-	uint32_t *hash;     /* open addressing: id + 1, 0 = empty */
-	uint32_t hash_cap;  /* power of two */
+	uint32_t *hash;	   /* open addressing: id + 1, 0 = empty */
+	uint32_t hash_cap; /* power of two */
 };
 
 void mt_strtab_init(struct mt_strtab *s);
@@ -37,47 +37,47 @@ static inline const char *mt_str(const struct mt_strtab *s, uint32_t id)
 
 enum mt_slice_flags {
 	MT_SLICE_INFERRED_START = 1 << 0, /* began before what we saw */
-	MT_SLICE_INFERRED_END = 1 << 1,   /* ended at a gap or the end */
-	MT_SLICE_JOINED = 1 << 2,         /* one activation across a gap */
-	MT_SLICE_GAP = 1 << 3,            /* a [decode gap: reason] slice */
-	MT_SLICE_SYSCALL = 1 << 4,        /* [syscall]: in the kernel */
-	MT_SLICE_UNTRACED = 1 << 5,       /* [untraced]: tracing was off */
-	MT_SLICE_TAIL = 1 << 6,           /* entered by a jump */
-	MT_SLICE_UNKNOWN = 1 << 7,        /* code without a symbol/binary */
+	MT_SLICE_INFERRED_END = 1 << 1,	  /* ended at a gap or the end */
+	MT_SLICE_JOINED = 1 << 2,	  /* one activation across a gap */
+	MT_SLICE_GAP = 1 << 3,		  /* a [decode gap: reason] slice */
+	MT_SLICE_SYSCALL = 1 << 4,	  /* [syscall]: in the kernel */
+	MT_SLICE_UNTRACED = 1 << 5,	  /* [untraced]: tracing was off */
+	MT_SLICE_TAIL = 1 << 6,		  /* entered by a jump */
+	MT_SLICE_UNKNOWN = 1 << 7,	  /* code without a symbol/binary */
 };
 
 struct mt_slice {
-	uint64_t ts;       /* perf time, ns */
-	uint64_t dur;      /* ns */
-	uint32_t name;     /* string id */
-	uint32_t depth;    /* 0 = root */
-	uint32_t parent;   /* index in the thread's slices, or MT_NONE */
-	uint32_t flags;    /* enum mt_slice_flags */
-	uint64_t addr;     /* symbol (or entry) address, 0 if none */
-	uint32_t dso;      /* string id of the binary's path, 0 if none */
-	uint32_t segment;  /* the trace segment it came from */
+	uint64_t ts;	  /* perf time, ns */
+	uint64_t dur;	  /* ns */
+	uint32_t name;	  /* string id */
+	uint32_t depth;	  /* 0 = root */
+	uint32_t parent;  /* index in the thread's slices, or MT_NONE */
+	uint32_t flags;	  /* enum mt_slice_flags */
+	uint64_t addr;	  /* symbol (or entry) address, 0 if none */
+	uint32_t dso;	  /* string id of the binary's path, 0 if none */
+	uint32_t segment; /* the trace segment it came from */
 };
 
 struct mt_thread {
 	uint32_t pid, tid;
-	uint32_t name;     /* string id (comm) */
+	uint32_t name; /* string id (comm) */
 	struct mt_slice *slices;
 	size_t nr_slices, cap_slices;
 };
 
 struct mt_process {
 	uint32_t pid;
-	uint32_t name;     /* string id (command line or comm) */
+	uint32_t name; /* string id (command line or comm) */
 };
 
 /* A snapshot trigger hit (mt_take_snapshot and friends). */
 struct mt_hit {
-	uint64_t ts;           /* perf time of the hit */
-	uint64_t mark_start;   /* perf time of mt_mark_start, 0 if none */
+	uint64_t ts;	     /* perf time of the hit */
+	uint64_t mark_start; /* perf time of mt_mark_start, 0 if none */
 	uint32_t pid, tid;
 	uint64_t ip;
 	int64_t arg;
-	uint32_t name;         /* string id: the trigger symbol */
+	uint32_t name; /* string id: the trigger symbol */
 };
 
 /*
@@ -86,10 +86,10 @@ struct mt_hit {
  */
 struct mt_segment {
 	uint32_t tid;
-	uint64_t start, end;   /* perf time, ns */
-	uint32_t end_reason;   /* string id: why it ended ("end of trace",
-				  "overflow", "decode error: ...") */
-	uint64_t end_ip;       /* where decoding stopped, 0 if unknown */
+	uint64_t start, end; /* perf time, ns */
+	uint32_t end_reason; /* string id: why it ended ("end of trace",
+				"overflow", "decode error: ...") */
+	uint64_t end_ip;     /* where decoding stopped, 0 if unknown */
 	/*
 	 * For stitching (owned by the trace): the frames open when the
 	 * segment began, root first, with the address each was seen at (the
@@ -109,7 +109,7 @@ struct mt_stitch {
 	uint32_t seg_a, seg_b;
 	uint32_t frames_joined;
 	double score;
-	uint32_t reason;       /* string id */
+	uint32_t reason; /* string id */
 };
 
 struct mt_trace {
@@ -122,7 +122,7 @@ struct mt_trace {
 	size_t nr_hits, cap_hits;
 	struct mt_stitch *stitches;
 	size_t nr_stitches, cap_stitches;
-	struct mt_segment *segments;   /* index = segment id */
+	struct mt_segment *segments; /* index = segment id */
 	size_t nr_segments, cap_segments;
 };
 

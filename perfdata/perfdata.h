@@ -24,16 +24,16 @@
 /* Error codes (negated on return). */
 enum {
 	PD_OK = 0,
-	PD_EIO = 1,      /* open/read/write/rename failed (errno in message) */
-	PD_EFORMAT = 2,  /* the file is not what it says it is */
-	PD_ETRUNC = 3,   /* something points past the end of the file */
+	PD_EIO = 1,	/* open/read/write/rename failed (errno in message) */
+	PD_EFORMAT = 2, /* the file is not what it says it is */
+	PD_ETRUNC = 3,	/* something points past the end of the file */
 	PD_ENOMEM = 4,
-	PD_EINVAL = 5,   /* bad argument from the caller */
+	PD_EINVAL = 5, /* bad argument from the caller */
 };
 
 struct pd_err {
-	int code;       /* PD_E*, positive */
-	char msg[512];  /* one line: "FILE: offset N: what was wrong" */
+	int code;      /* PD_E*, positive */
+	char msg[512]; /* one line: "FILE: offset N: what was wrong" */
 };
 
 /* User record types synthesised by perf (not in the kernel uapi). */
@@ -114,31 +114,31 @@ struct pd_pt_info {
 	uint32_t time_mult;
 	uint64_t time_zero;
 	bool cap_user_time_zero;
-	uint64_t tsc_bit;       /* config masks, as perf stores them */
+	uint64_t tsc_bit; /* config masks, as perf stores them */
 	uint64_t noretcomp_bit;
 	uint32_t have_sched_switch;
 	bool snapshot_mode;
 	bool per_cpu_mmaps;
-	bool have_mtc_group;    /* mtc_bit .. cyc_bit present */
+	bool have_mtc_group; /* mtc_bit .. cyc_bit present */
 	uint64_t mtc_bit;
 	uint64_t mtc_freq_bits;
-	uint32_t tsc_ctc_n;     /* CPUID.15H:EBX */
-	uint32_t tsc_ctc_d;     /* CPUID.15H:EAX */
+	uint32_t tsc_ctc_n; /* CPUID.15H:EBX */
+	uint32_t tsc_ctc_d; /* CPUID.15H:EAX */
 	uint64_t cyc_bit;
 	bool have_max_nonturbo;
 	uint32_t max_nonturbo_ratio;
-	char filter[256];       /* address-filter string, "" if none */
+	char filter[256]; /* address-filter string, "" if none */
 	bool have_cap_event_trace;
 	uint64_t cap_event_trace;
 };
 
 /* The sample_id_all trailer (or the same fields of a sample). */
 struct pd_sample_id {
-	uint32_t pid, tid;  /* (u32)-1 when absent */
-	uint64_t time;      /* 0 when absent */
+	uint32_t pid, tid; /* (u32)-1 when absent */
+	uint64_t time;	   /* 0 when absent */
 	uint64_t id;
 	uint64_t stream_id;
-	uint32_t cpu;       /* (u32)-1 when absent */
+	uint32_t cpu; /* (u32)-1 when absent */
 	bool have_tid, have_time, have_id, have_cpu;
 };
 
@@ -147,19 +147,19 @@ struct pd_mmap {
 	uint32_t pid, tid;
 	uint64_t start, len, pgoff;
 	bool is_mmap2;
-	bool has_build_id;        /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID */
+	bool has_build_id; /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID */
 	uint8_t build_id_size;
 	uint8_t build_id[20];
 	uint32_t maj, min;
 	uint64_t ino, ino_generation;
 	uint32_t prot, flags;
-	const char *filename;     /* points into the file, NUL-terminated */
+	const char *filename; /* points into the file, NUL-terminated */
 };
 
 struct pd_comm {
 	uint32_t pid, tid;
-	bool exec;                /* PERF_RECORD_MISC_COMM_EXEC */
-	const char *comm;         /* points into the file, NUL-terminated */
+	bool exec;	  /* PERF_RECORD_MISC_COMM_EXEC */
+	const char *comm; /* points into the file, NUL-terminated */
 };
 
 struct pd_task { /* FORK and EXIT */
@@ -176,24 +176,24 @@ struct pd_aux {
 };
 
 struct pd_switch {
-	bool out;              /* switch-out (else switch-in) */
-	bool preempt;          /* out because preempted */
-	bool cpu_wide;         /* SWITCH_CPU_WIDE: next_prev_* valid */
+	bool out;      /* switch-out (else switch-in) */
+	bool preempt;  /* out because preempted */
+	bool cpu_wide; /* SWITCH_CPU_WIDE: next_prev_* valid */
 	uint32_t next_prev_pid, next_prev_tid;
 };
 
 struct pd_auxtrace {
-	uint64_t size;         /* bytes of trace data that follow */
-	uint64_t offset;       /* position in the AUX ring */
-	uint64_t reference;    /* TSC when read */
+	uint64_t size;	    /* bytes of trace data that follow */
+	uint64_t offset;    /* position in the AUX ring */
+	uint64_t reference; /* TSC when read */
 	uint32_t idx, tid, cpu;
-	const uint8_t *data;   /* points into the file (reader only) */
+	const uint8_t *data; /* points into the file (reader only) */
 };
 
 struct pd_time_conv {
 	uint64_t time_shift, time_mult, time_zero;
 	uint64_t time_cycles, time_mask;
-	bool have_ext;         /* time_cycles .. cap_user_time_short present */
+	bool have_ext; /* time_cycles .. cap_user_time_short present */
 	bool cap_user_time_zero, cap_user_time_short;
 };
 
@@ -209,11 +209,11 @@ struct pd_sample {
 
 /* One record, as the reader returns it. */
 struct pd_event {
-	uint32_t type;          /* PERF_RECORD_* or PD_RECORD_* */
+	uint32_t type; /* PERF_RECORD_* or PD_RECORD_* */
 	uint16_t misc;
-	uint16_t size;          /* header.size */
-	uint64_t file_offset;   /* where the record starts */
-	const uint8_t *raw;     /* the whole record, header included */
+	uint16_t size;		    /* header.size */
+	uint64_t file_offset;	    /* where the record starts */
+	const uint8_t *raw;	    /* the whole record, header included */
 	const struct pd_attr *attr; /* the attr it belongs to, if known */
 	struct pd_sample_id sid;
 	union {
@@ -224,7 +224,7 @@ struct pd_event {
 		struct pd_aux aux;
 		struct pd_switch sw;
 		struct pd_auxtrace auxtrace;
-		struct pd_pt_info pt_info;   /* AUXTRACE_INFO of type Intel PT */
+		struct pd_pt_info pt_info; /* AUXTRACE_INFO of type Intel PT */
 		struct pd_time_conv time_conv;
 		struct pd_lost lost;
 		struct pd_sample sample;
@@ -235,7 +235,7 @@ struct pd_event {
 /* An attr as stored in the file, zero-extended to our struct size. */
 struct pd_attr {
 	struct perf_event_attr attr;
-	uint32_t file_attr_size;   /* attr.size as found in the file */
+	uint32_t file_attr_size; /* attr.size as found in the file */
 	uint64_t *ids;
 	size_t nr_ids;
 };
@@ -243,7 +243,7 @@ struct pd_attr {
 struct pd_buildid {
 	uint32_t pid;
 	uint16_t misc;
-	uint8_t size;              /* significant bytes of id (20 for sha1) */
+	uint8_t size; /* significant bytes of id (20 for sha1) */
 	uint8_t id[20];
 	const char *filename;
 };
@@ -305,8 +305,8 @@ const char *pd_record_name(uint32_t type);
 struct pd_writer;
 
 enum pd_write_mode {
-	PD_WRITE_FILE,   /* PERFILE2 with attr and feature sections */
-	PD_WRITE_PIPED,  /* perf record -o - layout: header records inline */
+	PD_WRITE_FILE,	/* PERFILE2 with attr and feature sections */
+	PD_WRITE_PIPED, /* perf record -o - layout: header records inline */
 };
 
 /*
@@ -384,14 +384,13 @@ enum pd_ext_type {
 
 struct pd_ext_stack {
 	uint32_t pid, tid;
-	uint64_t time;      /* perf time (ns) */
+	uint64_t time; /* perf time (ns) */
 	uint64_t nr;
 	const uint64_t *ips; /* leaf first: current IP, then return addresses */
 	const uint8_t *raw_ips; /* reader: the same, maybe unaligned */
 };
 
-static inline uint64_t pd_ext_stack_ip(const struct pd_ext_stack *s,
-				       uint64_t i)
+static inline uint64_t pd_ext_stack_ip(const struct pd_ext_stack *s, uint64_t i)
 {
 	uint64_t v;
 	__builtin_memcpy(&v, s->raw_ips + 8 * i, 8);

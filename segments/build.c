@@ -16,7 +16,7 @@
 #include <string.h>
 
 struct seg_one {
-	struct dec_thread *d;    /* the decoder's thread */
+	struct dec_thread *d; /* the decoder's thread */
 	uint32_t pid;
 	struct seg_builder *b;
 	struct seg_all *all;
@@ -26,7 +26,7 @@ struct seg_all {
 	struct dec_capture *c;
 	struct mt_trace *t;
 	struct seg_opts opts;
-	struct seg_one **one;    /* each is a builder's context: never moves */
+	struct seg_one **one; /* each is a builder's context: never moves */
 	size_t nr, cap;
 	struct seg_one **by_tid; /* open addressing on tid; power of two */
 	size_t hash_cap;
@@ -39,8 +39,8 @@ static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
 	dec_symbolize(o->all->c, o->pid, ip, out);
 }
 
-int seg_all_new(struct seg_all **out, struct dec_capture *c,
-		struct mt_trace *t, const struct seg_opts *o)
+int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
+		const struct seg_opts *o)
 {
 	struct seg_all *a = calloc(1, sizeof(*a));
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define LEVEL_BIAS (UINT32_C(1) << 30)
-#define SYM_CACHE 4096
+#define SYM_CACHE  4096
 
 enum frame_kind {
 	FR_FUNC,   /* a function activation */
@@ -30,11 +30,11 @@ enum frame_kind {
 struct frame {
 	uint32_t slice;
 	int32_t level;
-	uint64_t ret;      /* return address, 0 if unknown */
-	uint64_t lo, hi;   /* the function's range; lo > hi for pseudo */
+	uint64_t ret;	 /* return address, 0 if unknown */
+	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
 	uint64_t prev_lo, prev_hi; /* the function it replaced by a jump */
 	uint8_t kind;
-	bool async;        /* entered by the kernel (a signal handler) */
+	bool async; /* entered by the kernel (a signal handler) */
 };
 
 struct sym_ent {
@@ -53,20 +53,20 @@ struct seg_builder {
 	struct frame *stack;
 	size_t depth, cap;
 
-	bool open;          /* a segment is open */
-	bool ended;         /* it saw DEC_END: closes at finish or next sync */
+	bool open;  /* a segment is open */
+	bool ended; /* it saw DEC_END: closes at finish or next sync */
 	uint32_t seg_id;
 	uint64_t seg_start, last_time;
-	size_t first;       /* its first slice */
-	int32_t rmin;       /* lowest level so far */
-	uint32_t *roots;    /* slices at level rmin (parent unknown) */
+	size_t first;	 /* its first slice */
+	int32_t rmin;	 /* lowest level so far */
+	uint32_t *roots; /* slices at level rmin (parent unknown) */
 	size_t nr_roots, cap_roots;
-	uint32_t *reveals;  /* revealed callers, in order of discovery */
+	uint32_t *reveals;    /* revealed callers, in order of discovery */
 	uint64_t *reveal_ips; /* the address each was revealed at */
 	size_t nr_reveals, cap_reveals;
-	uint64_t sync_ip;   /* where the segment began */
+	uint64_t sync_ip; /* where the segment began */
 
-	bool have_gap;      /* a gap is pending since gap_start */
+	bool have_gap; /* a gap is pending since gap_start */
 	uint64_t gap_start;
 	uint32_t gap_reason;
 
@@ -102,8 +102,8 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	return e;
 }
 
-int seg_builder_new(struct seg_builder **out, struct mt_trace *t,
-		    size_t thread, seg_symbolize_fn sym, void *ctx)
+int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
+		    seg_symbolize_fn sym, void *ctx)
 {
 	struct seg_builder *b = calloc(1, sizeof(*b));
 
@@ -147,9 +147,9 @@ static struct mt_slice *slice_of(struct seg_builder *b, const struct frame *f)
 
 /* Append a slice for a new frame at level lv; parent is the frame below
  * (or unknown, for a root). */
-static int push(struct seg_builder *b, uint64_t time, int32_t lv,
-		uint32_t name, uint32_t dso, uint64_t addr, uint32_t flags,
-		uint64_t ret, uint64_t lo, uint64_t hi, uint8_t kind)
+static int push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t name,
+		uint32_t dso, uint64_t addr, uint32_t flags, uint64_t ret,
+		uint64_t lo, uint64_t hi, uint8_t kind)
 {
 	struct mt_thread *th = thr(b);
 	struct frame *below = top(b);
@@ -164,9 +164,8 @@ static int push(struct seg_builder *b, uint64_t time, int32_t lv,
 		.segment = b->seg_id,
 	};
 
-	if (!mt_thread_push(th, &s) ||
-	    mt_grow((void **)&b->stack, &b->cap, b->depth + 1,
-		    sizeof(*b->stack)))
+	if (!mt_thread_push(th, &s) || mt_grow((void **)&b->stack, &b->cap,
+					       b->depth + 1, sizeof(*b->stack)))
 		return -ENOMEM;
 	b->stack[b->depth++] = (struct frame){
 		.slice = (uint32_t)(th->nr_slices - 1),
@@ -177,8 +176,8 @@ static int push(struct seg_builder *b, uint64_t time, int32_t lv,
 		.kind = kind,
 	};
 	if (!below) {
-		if (mt_grow((void **)&b->roots, &b->cap_roots,
-			    b->nr_roots + 1, sizeof(*b->roots)))
+		if (mt_grow((void **)&b->roots, &b->cap_roots, b->nr_roots + 1,
+			    sizeof(*b->roots)))
 			return -ENOMEM;
 		b->roots[b->nr_roots++] = (uint32_t)(th->nr_slices - 1);
 		if (lv < b->rmin)
@@ -196,8 +195,8 @@ static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
 		return -ENOMEM;
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;
-	return push(b, time, lv, e->name, e->dso, e->known ? e->lo : ip,
-		    flags, ret, e->lo, e->hi, FR_FUNC);
+	return push(b, time, lv, e->name, e->dso, e->known ? e->lo : ip, flags,
+		    ret, e->lo, e->hi, FR_FUNC);
 }
 
 static void end_frame(struct seg_builder *b, const struct frame *f,
@@ -320,8 +319,8 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 {
 	size_t have = 0, skip = 0;
 
-	while (skip < b->depth && b->stack[b->depth - 1 - skip].kind ==
-					  FR_PSEUDO)
+	while (skip < b->depth &&
+	       b->stack[b->depth - 1 - skip].kind == FR_PSEUDO)
 		skip++;
 	have = b->depth - skip;
 	if (!st || !st->nr || have == 0 || st->nr < have)
@@ -405,8 +404,7 @@ static int reorder(struct seg_builder *b, struct mt_thread *th, size_t n,
 
 /* What stitching needs of a closing segment (see struct mt_segment):
  * indexes as they will be once the revealed callers move in front. */
-static int keep_chains(struct seg_builder *b, struct mt_segment *seg,
-		       size_t n)
+static int keep_chains(struct seg_builder *b, struct mt_segment *seg, size_t n)
 {
 	size_t k = b->nr_reveals, ne = 0, at = 0;
 
@@ -421,8 +419,8 @@ static int keep_chains(struct seg_builder *b, struct mt_segment *seg,
 		return -ENOMEM;
 	for (size_t i = 0; i <= k && i < n; i++) {
 		seg->start_chain[i] = (uint32_t)(b->first + i);
-		seg->start_ips[i] = i < k ? b->reveal_ips[k - 1 - i]
-					  : b->sync_ip;
+		seg->start_ips[i] =
+			i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
 	}
 	seg->nr_start = (uint32_t)(k + 1 < n ? k + 1 : n);
 	for (size_t i = 0; i < b->depth; i++) {
@@ -430,8 +428,8 @@ static int keep_chains(struct seg_builder *b, struct mt_segment *seg,
 
 		if (f->kind != FR_FUNC)
 			continue;
-		seg->end_chain[at] = (uint32_t)(b->first +
-						new_pos(b, f->slice - b->first));
+		seg->end_chain[at] =
+			(uint32_t)(b->first + new_pos(b, f->slice - b->first));
 		seg->end_rets[at] = 0;
 		if (at > 0)
 			seg->end_rets[at - 1] = f->ret;
@@ -572,7 +570,8 @@ static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 		f = top(b);
 	}
 	if (!f)
-		return push_fn(b, time, b->rmin, ip, 0, MT_SLICE_INFERRED_START);
+		return push_fn(b, time, b->rmin, ip, 0,
+			       MT_SLICE_INFERRED_START);
 	if (ip >= f->lo && ip < f->hi)
 		return 0;
 	for (size_t i = b->depth - 1; i-- > 0;)
@@ -633,10 +632,11 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	switch (kind) {
 	case DEC_SYNC:
 		if (b->open) {
-			int rc = close_segment(b, time,
-					       b->ended ? "end of trace"
-							: "trace resynchronised",
-					       ip);
+			int rc =
+				close_segment(b, time,
+					      b->ended ? "end of trace"
+						       : "trace resynchronised",
+					      ip);
 			if (rc)
 				return rc;
 		}
@@ -650,8 +650,9 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		}
 		return open_segment(b, time, ip);
 	case DEC_ERROR:
-		return close_segment(
-			b, time, error_reason(b, ip, aux, buf, sizeof(buf)), ip);
+		return close_segment(b, time,
+				     error_reason(b, ip, aux, buf, sizeof(buf)),
+				     ip);
 	case DEC_LOST:
 		return close_segment(b, time, "trace data lost", ip);
 	case DEC_END:
@@ -713,7 +714,7 @@ size_t seg_stack(const struct seg_builder *b, const char **names, size_t max)
 	const struct mt_thread *th = &b->t->threads[b->thread];
 
 	for (size_t i = 0; i < b->depth && i < max; i++)
-		names[i] = mt_str(&b->t->strs,
-				  th->slices[b->stack[i].slice].name);
+		names[i] =
+			mt_str(&b->t->strs, th->slices[b->stack[i].slice].name);
 	return b->depth;
 }

@@ -25,7 +25,7 @@
 #include "model/model.h"
 
 struct seg_opts {
-	int no_final_stack;   /* ignore the unwound stacks of the capture */
+	int no_final_stack; /* ignore the unwound stacks of the capture */
 };
 
 /* How the builder names an address: fills out as dec_symbolize() does. */
@@ -37,8 +37,8 @@ struct seg_builder;
  * A builder appends the slices of one thread (t->threads[thread]) and its
  * segments to t.  Threads must not be added to t while it lives.
  */
-int seg_builder_new(struct seg_builder **out, struct mt_trace *t,
-		    size_t thread, seg_symbolize_fn sym, void *ctx);
+int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
+		    seg_symbolize_fn sym, void *ctx);
 void seg_builder_free(struct seg_builder *b);
 
 /* One event, in time order.  Returns 0 or -ENOMEM. */
@@ -56,9 +56,7 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final);
  * depths relative to the current root: for tests.  Returns the number of
  * frames (at most max are stored).
  */
-size_t seg_stack(const struct seg_builder *b, const char **names,
-		 size_t max);
-
+size_t seg_stack(const struct seg_builder *b, const char **names, size_t max);
 
 /*
  * Every thread of a capture, one builder each.  Give seg_all_sink (with
@@ -68,8 +66,8 @@ size_t seg_stack(const struct seg_builder *b, const char **names,
  * segments go to t.
  */
 struct seg_all;
-int seg_all_new(struct seg_all **out, struct dec_capture *c,
-		struct mt_trace *t, const struct seg_opts *o);
+int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
+		const struct seg_opts *o);
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
 int seg_all_finish(struct seg_all *a, char *err, size_t errlen);

@@ -19,9 +19,9 @@
 struct thread_state {
 	struct mt_trace *t;
 	struct mt_thread *th;
-	uint32_t *alias;      /* slice -> the slice it is (itself if kept) */
-	int32_t *shift;       /* per slice: depth to add */
-	uint32_t *chain;      /* scratch: A's end chain, root first */
+	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
+	int32_t *shift;	 /* per slice: depth to add */
+	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;
 	size_t cap_chain;
 };
@@ -78,7 +78,7 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 
 struct match {
 	size_t off, len, confirmed;
-	bool leaf;       /* A's leaf is among the joined frames */
+	bool leaf; /* A's leaf is among the joined frames */
 	double score;
 };
 
@@ -170,8 +170,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	}
 	score = best.score;
 	if (!best.len)
-		return record(t, s->th->tid, ia, ib, 0, 0,
-			      "no common frames");
+		return record(t, s->th->tid, ia, ib, 0, 0, "no common frames");
 	if (ties) {
 		snprintf(why, sizeof(why),
 			 "ambiguous: %zu alignments explain %zu frames",
@@ -188,8 +187,8 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept",
 		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
 		 best.off == 1 ? "" : "s");
-	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0,
-		    score, why);
+	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0, score,
+		    why);
 	if (rc || !join)
 		return rc;
 
@@ -198,9 +197,10 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		uint32_t bend = (uint32_t)(b->start_chain[0]);
 		uint64_t b_root_end = end_of(&sl[bend]);
 		uint32_t b_root_flags = sl[bend].flags;
-		int32_t shift = (int32_t)(sl[s->chain[best.off]].depth +
-					  (uint32_t)s->shift[s->chain[best.off]]) -
-				(int32_t)sl[bend].depth;
+		int32_t shift =
+			(int32_t)(sl[s->chain[best.off]].depth +
+				  (uint32_t)s->shift[s->chain[best.off]]) -
+			(int32_t)sl[bend].depth;
 
 		/* The same activations: one slice each, to B's end of it. */
 		for (size_t i = 0; i < best.len; i++) {
@@ -227,16 +227,18 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		/* B's slices move under them; the gap between sits under the
 		 * deepest joined frame. */
 		for (size_t i = 0; i < s->th->nr_slices; i++) {
-			if (sl[i].segment == ib && !(sl[i].flags & MT_SLICE_GAP))
+			if (sl[i].segment == ib &&
+			    !(sl[i].flags & MT_SLICE_GAP))
 				s->shift[i] = shift;
 			else if ((sl[i].flags & MT_SLICE_GAP) &&
 				 sl[i].segment == ia && sl[i].ts >= a->end &&
 				 end_of(&sl[i]) <= b->start) {
 				sl[i].parent = deepest;
-				s->shift[i] = (int32_t)(sl[deepest].depth +
-							(uint32_t)s->shift[deepest] +
-							1) -
-					      (int32_t)sl[i].depth;
+				s->shift[i] =
+					(int32_t)(sl[deepest].depth +
+						  (uint32_t)s->shift[deepest] +
+						  1) -
+					(int32_t)sl[i].depth;
 			}
 		}
 	}
@@ -247,8 +249,8 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 static int compact(struct thread_state *s)
 {
 	struct mt_thread *th = s->th;
-	uint32_t *newidx = malloc((th->nr_slices ? th->nr_slices : 1) *
-				  sizeof(*newidx));
+	uint32_t *newidx =
+		malloc((th->nr_slices ? th->nr_slices : 1) * sizeof(*newidx));
 	size_t at = 0;
 
 	if (!newidx)
@@ -277,8 +279,8 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	uint32_t prev = MT_NONE;
 	int rc = 0;
 
-	s.alias = malloc((th->nr_slices ? th->nr_slices : 1) *
-			 sizeof(*s.alias));
+	s.alias =
+		malloc((th->nr_slices ? th->nr_slices : 1) * sizeof(*s.alias));
 	s.shift = calloc(th->nr_slices ? th->nr_slices : 1, sizeof(*s.shift));
 	if (!s.alias || !s.shift) {
 		rc = -ENOMEM;

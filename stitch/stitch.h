@@ -24,7 +24,7 @@
 #include "model/model.h"
 
 struct stitch_opts {
-	int record_only;    /* decide and record, but join nothing */
+	int record_only; /* decide and record, but join nothing */
 };
 
 /* Returns 0, or a negative code with one line in err. */

@@ -24,4 +24,3 @@ int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
 	*cap = c;
 	return 0;
 }
-

@@ -21,17 +21,17 @@ struct wr_perfetto_opts {
 };
 
 struct wr_stats {
-	uint64_t bytes;       /* size of the file written */
-	uint64_t slices;      /* slices written */
-	uint32_t tracks;      /* thread tracks, continuation ones included */
+	uint64_t bytes;	 /* size of the file written */
+	uint64_t slices; /* slices written */
+	uint32_t tracks; /* thread tracks, continuation ones included */
 };
 
 int wr_perfetto(const struct mt_trace *t, const char *path,
 		const struct wr_perfetto_opts *o, struct wr_stats *st,
 		char *err, size_t errlen);
 
-int wr_sqlite(const struct mt_trace *t, const char *path,
-	      struct wr_stats *st, char *err, size_t errlen);
+int wr_sqlite(const struct mt_trace *t, const char *path, struct wr_stats *st,
+	      char *err, size_t errlen);
 
 /*
  * Process-wide SQLite settings for speed (no allocation statistics, which

@@ -20,19 +20,19 @@
 #include <unistd.h>
 
 static const uint8_t insn_size[] = {
-	[I_FILL] = 4, [I_MOVEAX] = 5, [I_JCC] = 6,   [I_JMP] = 5,
-	[I_CALL] = 5, [I_LEA] = 7,    [I_ICALL] = 2, [I_TAIL] = 5,
+	[I_FILL] = 4,  [I_MOVEAX] = 5, [I_JCC] = 6,	[I_JMP] = 5,
+	[I_CALL] = 5,  [I_LEA] = 7,    [I_ICALL] = 2,	[I_TAIL] = 5,
 	[I_ITAIL] = 2, [I_PLTJMP] = 6, [I_SYSCALL] = 2, [I_NLR] = 2,
 	[I_RET] = 1,
 };
 
 /* The first opcode byte(s) of each kind, checked against the ELF. */
 static const uint8_t insn_op[][2] = {
-	[I_FILL] = {0x48, 0x83}, [I_MOVEAX] = {0xb8, 0x27},
-	[I_JCC] = {0x0f, 0x85},  [I_JMP] = {0xe9, 0},
-	[I_CALL] = {0xe8, 0},    [I_LEA] = {0x48, 0x8d},
-	[I_ICALL] = {0xff, 0xd0}, [I_TAIL] = {0xe9, 0},
-	[I_ITAIL] = {0xff, 0xe0}, [I_PLTJMP] = {0xff, 0x25},
+	[I_FILL] = {0x48, 0x83},    [I_MOVEAX] = {0xb8, 0x27},
+	[I_JCC] = {0x0f, 0x85},	    [I_JMP] = {0xe9, 0},
+	[I_CALL] = {0xe8, 0},	    [I_LEA] = {0x48, 0x8d},
+	[I_ICALL] = {0xff, 0xd0},   [I_TAIL] = {0xe9, 0},
+	[I_ITAIL] = {0xff, 0xe0},   [I_PLTJMP] = {0xff, 0x25},
 	[I_SYSCALL] = {0x0f, 0x05}, [I_NLR] = {0xff, 0xe2},
 	[I_RET] = {0xc3, 0},
 };
@@ -85,8 +85,7 @@ struct body {
 	uint32_t n, cap;
 };
 
-static int emit(struct body *b, enum insn_kind k, uint8_t role,
-		uint32_t target)
+static int emit(struct body *b, enum insn_kind k, uint8_t role, uint32_t target)
 {
 	if (b->n == b->cap) {
 		uint32_t cap = b->cap ? b->cap * 2 : 32;
@@ -96,8 +95,10 @@ static int emit(struct body *b, enum insn_kind k, uint8_t role,
 		b->v = v;
 		b->cap = cap;
 	}
-	b->v[b->n++] = (struct insn){.kind = k, .role = role,
-				     .size = insn_size[k], .target = target};
+	b->v[b->n++] = (struct insn){.kind = k,
+				     .role = role,
+				     .size = insn_size[k],
+				     .target = target};
 	return 0;
 }
 
@@ -123,8 +124,8 @@ static uint32_t plt_of(const struct program *p, uint32_t f)
 }
 
 /* One guarded call site: jne skip; <call>; skip: */
-static int gen_call_site(struct body *b, struct rng *r,
-			 const struct program *p, unsigned self)
+static int gen_call_site(struct body *b, struct rng *r, const struct program *p,
+			 unsigned self)
 {
 	uint32_t guard = b->n, callee;
 	unsigned kind = (unsigned)rng_below(r, 10);
@@ -341,11 +342,11 @@ int program_generate(struct program *p, struct rng *r, unsigned nr_roots,
 		}
 	}
 	/* Trampolines: each jumps to a distinct normal function. */
-	for (uint32_t i = nr_roots + nr_normal; i < nr_roots + nr_normal + nr_plt;
-	     i++) {
+	for (uint32_t i = nr_roots + nr_normal;
+	     i < nr_roots + nr_normal + nr_plt; i++) {
 		struct func *f = &p->funcs[i];
-		uint32_t t = nr_roots + (i - nr_roots - nr_normal) * 3 %
-						nr_normal;
+		uint32_t t =
+			nr_roots + (i - nr_roots - nr_normal) * 3 % nr_normal;
 		f->insns = calloc(1, sizeof(*f->insns));
 		if (!f->insns)
 			goto nomem;
@@ -463,8 +464,9 @@ static int write_asm(const struct program *p, const char *path)
 		 * Code refers to functions by local label: "x@plt" in an
 		 * operand would read as symbol x with a PLT relocation.
 		 */
-		fprintf(o, "\t.p2align 4\n\t.globl \"%s\"\n"
-			   "\t.type \"%s\", @function\n\"%s\":\n.Lfn%u:\n",
+		fprintf(o,
+			"\t.p2align 4\n\t.globl \"%s\"\n"
+			"\t.type \"%s\", @function\n\"%s\":\n.Lfn%u:\n",
 			f->name, f->name, f->name, i);
 		for (uint32_t j = 0; j < f->nr_insns; j++) {
 			fprintf(o, ".Lf%u_%u:\n", i, j);
@@ -482,8 +484,8 @@ static int write_asm(const struct program *p, const char *path)
 	return fclose(o) ? -1 : 0;
 }
 
-static int run_cc(const char *cc, const char *src, const char *out,
-		  char *err, size_t errlen)
+static int run_cc(const char *cc, const char *src, const char *out, char *err,
+		  size_t errlen)
 {
 	pid_t pid = fork();
 	int status;
@@ -617,8 +619,8 @@ out:
 	return rc;
 }
 
-int program_build(struct program *p, const char *dir, const char *cc,
-		  char *err, size_t errlen)
+int program_build(struct program *p, const char *dir, const char *cc, char *err,
+		  size_t errlen)
 {
 	char src[4096];
 	char abs[4096];

@@ -18,14 +18,14 @@
 #include <sys/stat.h>
 
 /* The synthetic machine: a 2.4 GHz TSC, 24 MHz crystal clock. */
-#define SYNTH_PMU_TYPE 8
-#define SYNTH_NONTURBO 24
-#define SYNTH_TSC_CTC_N 200
-#define SYNTH_TSC_CTC_D 2
+#define SYNTH_PMU_TYPE	 8
+#define SYNTH_NONTURBO	 24
+#define SYNTH_TSC_CTC_N	 200
+#define SYNTH_TSC_CTC_D	 2
 #define SYNTH_TIME_SHIFT 31
-#define SYNTH_TIME_MULT 894784853u /* 2^31 / 2.4 */
-#define SYNTH_START_TSC 0x0000123400000000ull
-#define SYNTH_PID 4242
+#define SYNTH_TIME_MULT	 894784853u /* 2^31 / 2.4 */
+#define SYNTH_START_TSC	 0x0000123400000000ull
+#define SYNTH_PID	 4242
 
 void synth_opts_init(struct synth_opts *o)
 {
@@ -78,7 +78,7 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 }
 
 static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
-				   "tail_out",      "unwound",     "syscall"};
+				   "tail_out",	    "unwound",	   "syscall"};
 
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
@@ -144,8 +144,9 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 	for (unsigned t = 0; t < nth; t++) {
 		for (size_t i = 0; i < th[t].nr_gaps; i++) {
 			const struct walk_gap *g = &th[t].gap_list[i];
-			fprintf(o, "%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%#llx\t"
-				   "%#llx\n",
+			fprintf(o,
+				"%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%#llx\t"
+				"%#llx\n",
 				SYNTH_PID + t,
 				(unsigned long long)g->first_branch,
 				(unsigned long long)g->last_branch,
@@ -176,10 +177,15 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	uint64_t ids[64];
 	unsigned nth = o->threads;
 	uint64_t t0 = pd_tsc_to_perf_time(SYNTH_START_TSC, pt) - 20000;
-	struct pd_sample_id sid = {.pid = SYNTH_PID, .tid = SYNTH_PID,
-				   .time = t0, .id = 1, .cpu = 0,
-				   .have_tid = true, .have_time = true,
-				   .have_id = true, .have_cpu = true};
+	struct pd_sample_id sid = {.pid = SYNTH_PID,
+				   .tid = SYNTH_PID,
+				   .time = t0,
+				   .id = 1,
+				   .cpu = 0,
+				   .have_tid = true,
+				   .have_time = true,
+				   .have_id = true,
+				   .have_cpu = true};
 	struct pd_ext_buf ext = {0};
 	uint64_t page = 4096, end_tsc = 0;
 
@@ -190,9 +196,8 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	attr.size = sizeof(attr);
 	attr.config = pt_config_bits(o);
 	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			   PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			   PERF_SAMPLE_IDENTIFIER;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
 	attr.disabled = 1;
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
@@ -220,12 +225,14 @@ static int write_capture(const char *path, const struct synth_opts *o,
 			goto werr;
 	}
 	{
-		struct pd_comm c = {.pid = SYNTH_PID, .tid = SYNTH_PID,
-				    .exec = true, .comm = "prog"};
+		struct pd_comm c = {.pid = SYNTH_PID,
+				    .tid = SYNTH_PID,
+				    .exec = true,
+				    .comm = "prog"};
 		struct pd_mmap m = {0};
 		uint64_t lo = p->text_vaddr & ~(page - 1);
-		uint64_t hi = (p->text_vaddr + p->text_size + page - 1) &
-			      ~(page - 1);
+		uint64_t hi =
+			(p->text_vaddr + p->text_size + page - 1) & ~(page - 1);
 		if (pd_write_comm(w, &c, &sid))
 			goto werr;
 		m.pid = SYNTH_PID;
@@ -234,7 +241,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 		m.len = hi - lo;
 		m.pgoff = p->text_offset & ~(page - 1);
 		m.is_mmap2 = true;
-		m.prot = 5; /* PROT_READ | PROT_EXEC */
+		m.prot = 5;  /* PROT_READ | PROT_EXEC */
 		m.flags = 2; /* MAP_PRIVATE */
 		m.filename = p->path;
 		sid.time += 1000;
@@ -242,11 +249,13 @@ static int write_capture(const char *path, const struct synth_opts *o,
 			goto werr;
 	}
 	for (unsigned t = 1; t < nth; t++) {
-		struct pd_task fk = {.pid = SYNTH_PID, .ppid = SYNTH_PID,
-				     .tid = SYNTH_PID + t, .ptid = SYNTH_PID,
+		struct pd_task fk = {.pid = SYNTH_PID,
+				     .ppid = SYNTH_PID,
+				     .tid = SYNTH_PID + t,
+				     .ptid = SYNTH_PID,
 				     .time = sid.time + t * 10};
-		struct pd_comm c = {.pid = SYNTH_PID, .tid = SYNTH_PID + t,
-				    .comm = "prog"};
+		struct pd_comm c = {
+			.pid = SYNTH_PID, .tid = SYNTH_PID + t, .comm = "prog"};
 		struct pd_sample_id s2 = sid;
 		s2.tid = SYNTH_PID + t;
 		s2.time = fk.time;
@@ -272,12 +281,12 @@ static int write_capture(const char *path, const struct synth_opts *o,
 		if (pd_write_auxtrace(w, &a, th[t].aux))
 			goto werr;
 		if (o->final_stack) {
-			struct pd_ext_stack s = {
-				.pid = SYNTH_PID, .tid = SYNTH_PID + t,
-				.time = pd_tsc_to_perf_time(th[t].window_end,
-							    pt),
-				.nr = th[t].nr_final_stack,
-				.ips = th[t].final_stack};
+			struct pd_ext_stack s = {.pid = SYNTH_PID,
+						 .tid = SYNTH_PID + t,
+						 .time = pd_tsc_to_perf_time(
+							 th[t].window_end, pt),
+						 .nr = th[t].nr_final_stack,
+						 .ips = th[t].final_stack};
 			if (pd_ext_add_stack(&ext, &s))
 				goto nomem;
 		}
@@ -364,8 +373,8 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			       .noretcomp = o->noretcomp,
 			       .psb_period = o->psb_period,
 			       .mtc_period = o->mtc_period,
-			       .tsc_ctc_ratio = SYNTH_TSC_CTC_N /
-						SYNTH_TSC_CTC_D,
+			       .tsc_ctc_ratio =
+				       SYNTH_TSC_CTC_N / SYNTH_TSC_CTC_D,
 			       .cbr = SYNTH_NONTURBO,
 			       .tnt_max = (o->seed + t) % 3 ? 6 : 47,
 			       .pad_chance = 8}};

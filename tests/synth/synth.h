@@ -22,18 +22,18 @@ enum synth_timing {
 
 struct synth_opts {
 	uint64_t seed;
-	uint64_t branches;      /* per thread */
-	unsigned threads;       /* 1.. */
+	uint64_t branches; /* per thread */
+	unsigned threads;  /* 1.. */
 	enum synth_timing timing;
 	bool noretcomp;
-	uint64_t gap_every;     /* 0: no injected overflows */
-	unsigned start_depth;   /* frames live when the trace starts */
-	bool final_stack;       /* store the true stack at the window end */
-	unsigned psb_period;    /* PSB every 2^(n+11) bytes */
-	unsigned mtc_period;    /* MTC every 2^n CTC ticks */
-	bool deep;              /* include >1000-deep recursion */
+	uint64_t gap_every;   /* 0: no injected overflows */
+	unsigned start_depth; /* frames live when the trace starts */
+	bool final_stack;     /* store the true stack at the window end */
+	unsigned psb_period;  /* PSB every 2^(n+11) bytes */
+	unsigned mtc_period;  /* MTC every 2^n CTC ticks */
+	bool deep;	      /* include >1000-deep recursion */
 	const char *outdir;
-	const char *cc;         /* compiler for the generated assembly */
+	const char *cc; /* compiler for the generated assembly */
 };
 
 void synth_opts_init(struct synth_opts *o);

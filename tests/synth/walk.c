@@ -15,11 +15,10 @@ enum mode {
 	RUN_PRE,    /* before the window: neither */
 };
 
-
 struct frame {
 	uint32_t func;
-	uint32_t resume;   /* insn index in func when the callee returns */
-	size_t row;        /* truth row, SIZE_MAX outside the window */
+	uint32_t resume; /* insn index in func when the callee returns */
+	size_t row;	 /* truth row, SIZE_MAX outside the window */
 };
 
 struct walker {
@@ -29,7 +28,7 @@ struct walker {
 	struct walk_thread *t;
 
 	struct frame *st;
-	size_t top, cap;  /* st[top] is the running frame */
+	size_t top, cap; /* st[top] is the running frame */
 	uint32_t pc;
 	uint64_t tsc;
 	uint64_t deep_target;
@@ -42,7 +41,7 @@ struct walker {
 	 * before the packets were lost.
 	 */
 	uint64_t pkt_tsc, pkt_ip;
-	size_t nlr_to;    /* the ancestor the next non-local jump lands in */
+	size_t nlr_to; /* the ancestor the next non-local jump lands in */
 };
 
 static uint64_t cur_ip(const struct walker *w)
@@ -62,9 +61,11 @@ static int add_row(struct walker *w, uint32_t func, uint64_t start,
 		t->rows = r;
 		t->cap_rows = cap;
 	}
-	t->rows[t->nr_rows] = (struct truth_row){
-		.func = func, .depth = (uint32_t)w->top, .start = start,
-		.end = 0, .flags = flags};
+	t->rows[t->nr_rows] = (struct truth_row){.func = func,
+						 .depth = (uint32_t)w->top,
+						 .start = start,
+						 .end = 0,
+						 .flags = flags};
 	*idx = t->nr_rows++;
 	return 0;
 }
@@ -83,8 +84,7 @@ static int add_gap(struct walk_thread *t, const struct walk_gap *g)
 	return 0;
 }
 
-static void end_row(struct walker *w, size_t row, uint64_t end,
-		    unsigned flags)
+static void end_row(struct walker *w, size_t row, uint64_t end, unsigned flags)
 {
 	if (row == SIZE_MAX)
 		return;
@@ -92,8 +92,8 @@ static void end_row(struct walker *w, size_t row, uint64_t end,
 	w->t->rows[row].flags |= flags;
 }
 
-static int push(struct walker *w, uint32_t func, uint32_t resume,
-		enum mode m, unsigned flags)
+static int push(struct walker *w, uint32_t func, uint32_t resume, enum mode m,
+		unsigned flags)
 {
 	if (w->top + 1 == w->cap) {
 		size_t cap = w->cap * 2;
@@ -106,8 +106,7 @@ static int push(struct walker *w, uint32_t func, uint32_t resume,
 	w->st[w->top].resume = resume;
 	w->top++;
 	w->st[w->top] = (struct frame){.func = func, .row = SIZE_MAX};
-	if (m != RUN_PRE &&
-	    add_row(w, func, w->tsc, flags, &w->st[w->top].row))
+	if (m != RUN_PRE && add_row(w, func, w->tsc, flags, &w->st[w->top].row))
 		return -1;
 	if ((unsigned)w->top > w->t->max_depth)
 		w->t->max_depth = (unsigned)w->top;

@@ -7,10 +7,10 @@
 enum {
 	TRUTH_CLIP_START = 1 << 0, /* live before the window began */
 	TRUTH_CLIP_END = 1 << 1,   /* still live when the window ended */
-	TRUTH_TAIL = 1 << 2,       /* entered by a jump, not a call */
+	TRUTH_TAIL = 1 << 2,	   /* entered by a jump, not a call */
 	TRUTH_TAIL_OUT = 1 << 3,   /* left by a jump to another function */
-	TRUTH_UNWOUND = 1 << 4,    /* left by a longjmp-like jump */
-	TRUTH_SYSCALL = 1 << 5,    /* time in the kernel, untraced */
+	TRUTH_UNWOUND = 1 << 4,	   /* left by a longjmp-like jump */
+	TRUTH_SYSCALL = 1 << 5,	   /* time in the kernel, untraced */
 };
 
 #define TRUTH_SYSCALL_FUNC UINT32_MAX

@@ -30,9 +30,9 @@ struct row {
 	char name[96];
 	uint64_t start, end;
 	bool gap, joined;
-	long parent;   /* index in the same table, -1 for roots */
-	long match;    /* truth -> ours */
-	bool lost;     /* truth: began inside a gap */
+	long parent; /* index in the same table, -1 for roots */
+	long match;  /* truth -> ours */
+	bool lost;   /* truth: began inside a gap */
 };
 
 struct table {
@@ -60,8 +60,8 @@ static int load(const char *path, struct table *t)
 	while (fgets(line, sizeof(line), f)) {
 		struct row r = {.parent = -1, .match = -1};
 
-		if (sscanf(line, "%u\t%u\t%95[^\t]\t%" SCNu64 "\t%" SCNu64
-				 "\t%255s",
+		if (sscanf(line,
+			   "%u\t%u\t%95[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
 			   &r.tid, &r.depth, r.name, &r.start, &r.end,
 			   flags) != 6) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
@@ -147,7 +147,8 @@ int main(int argc, char **argv)
 	double total = 0, stack_ok = 0, root_ok = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: mt-accuracy TRUTH OURS GAPS [--tol-ns N]\n");
+		fprintf(stderr,
+			"usage: mt-accuracy TRUTH OURS GAPS [--tol-ns N]\n");
 		return 2;
 	}
 	if (argc == 6 && !strcmp(argv[4], "--tol-ns"))
@@ -218,14 +219,14 @@ int main(int argc, char **argv)
 				self = c < self ? self - c : 0;
 			}
 		for (size_t g = 0; g < ng; g++)
-			if (gaps[g].tid == a->tid && gaps[g].after >= a->start &&
+			if (gaps[g].tid == a->tid &&
+			    gaps[g].after >= a->start &&
 			    gaps[g].resume <= a->end) {
 				uint64_t c = gaps[g].resume - gaps[g].after;
 
 				self = c < self ? self - c : 0;
 			}
-		if (a->match >= 0 &&
-		    ot.r[a->match].depth == a->depth &&
+		if (a->match >= 0 && ot.r[a->match].depth == a->depth &&
 		    ((a->parent < 0 && ot.r[a->match].parent < 0) ||
 		     (a->parent >= 0 &&
 		      tt.r[a->parent].match == ot.r[a->match].parent)))

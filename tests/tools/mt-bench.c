@@ -82,6 +82,7 @@ int main(int argc, char **argv)
 		return bench_decode(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "run"))
 		return bench_run(argv + 2);
-	fprintf(stderr, "usage: mt-bench decode CAPTURE | mt-bench run CMD...\n");
+	fprintf(stderr,
+		"usage: mt-bench decode CAPTURE | mt-bench run CMD...\n");
 	return 2;
 }

@@ -5,7 +5,8 @@
  * decoder (which shares no code with libipt) report exactly the calls and
  * returns of the truth?  PERF.TXT is the output of
  *
- *   perf script -i raw.bin --itrace=cre --ns -F tid,time,flags,ip,sym,symoff,addr
+ *   perf script -i raw.bin --itrace=cre --ns -F
+ * tid,time,flags,ip,sym,symoff,addr
  *
  * From the truth we derive, per thread and in time order, the call events
  * (caller -> callee, for every row entered by a call) and the return events
@@ -36,14 +37,14 @@ enum { EV_ERR, EV_RET, EV_CALL, EV_SYSCALL };
  * the last packet.  Returns and syscalls always need a packet.
  */
 #define TAIL_SLACK_TRUTH 2
-#define TAIL_SLACK_PERF 2
+#define TAIL_SLACK_PERF	 2
 
 struct ev {
 	uint32_t tid;
 	uint8_t kind;
 	uint64_t time;
 	char *from, *to;    /* interned; NULL for errors */
-	uint64_t ip;        /* errors: where decoding stopped */
+	uint64_t ip;	    /* errors: where decoding stopped */
 	uint64_t resume;    /* errors: the `tr strt` target that follows */
 	const char *errmsg; /* perf errors: not an overflow */
 };
@@ -123,8 +124,8 @@ static void push_ev(struct evs *e, struct ev x)
 static unsigned parse_flags(const char *s)
 {
 	static const char *const names[] = {"clipped_start", "clipped_end",
-					    "tail",          "tail_out",
-					    "unwound",       "syscall"};
+					    "tail",	     "tail_out",
+					    "unwound",	     "syscall"};
 	unsigned f = 0;
 	char buf[256], *save = NULL;
 
@@ -187,12 +188,10 @@ static int load_gaps(const char *path, struct gaps *out)
 	return 0;
 }
 
-static const struct gap *in_gap(const struct gaps *g, uint32_t tid,
-				uint64_t t)
+static const struct gap *in_gap(const struct gaps *g, uint32_t tid, uint64_t t)
 {
 	for (size_t i = 0; i < g->n; i++)
-		if (g->v[i].tid == tid && g->v[i].after < t &&
-		    t <= g->v[i].end)
+		if (g->v[i].tid == tid && g->v[i].after < t && t <= g->v[i].end)
 			return &g->v[i];
 	return NULL;
 }
@@ -209,8 +208,8 @@ static void push_truth(struct evs *out, const struct gaps *g, struct ev x,
 }
 
 /* Expected events from truth.tsv and the gaps. */
-static int load_truth(const char *path, const struct gaps *g,
-		      struct names *nt, struct evs *out, uint64_t *lost)
+static int load_truth(const char *path, const struct gaps *g, struct names *nt,
+		      struct evs *out, uint64_t *lost)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
@@ -479,8 +478,8 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 
 static const char *kind_name(int k)
 {
-	static const char *const names[] = {"overflow error", "return",
-					    "call", "syscall"};
+	static const char *const names[] = {"overflow error", "return", "call",
+					    "syscall"};
 	return names[k];
 }
 
@@ -503,9 +502,8 @@ static void describe(const char *who, size_t idx, const struct ev *e)
 	printf("%s event %zu is %s ", who, idx, kind_name(e->kind));
 	if (e->kind == EV_ERR)
 		printf("at ip %#llx resuming at %#llx%s%s",
-		       (unsigned long long)e->ip,
-		       (unsigned long long)e->resume, e->errmsg ? ", " : "",
-		       e->errmsg ? e->errmsg : "");
+		       (unsigned long long)e->ip, (unsigned long long)e->resume,
+		       e->errmsg ? ", " : "", e->errmsg ? e->errmsg : "");
 	else
 		printf("%s -> %s", e->from ? e->from : "?",
 		       e->to ? e->to : "?");
@@ -547,8 +545,8 @@ struct timecheck {
 	const struct gaps *gaps;
 };
 
-static bool time_ok(const struct timecheck *tc, const struct ev *t,
-		    int64_t d, int64_t *lo, int64_t *hi)
+static bool time_ok(const struct timecheck *tc, const struct ev *t, int64_t d,
+		    int64_t *lo, int64_t *hi)
 {
 	int64_t period = (int64_t)tc->period_ns;
 
@@ -588,8 +586,7 @@ static bool time_ok(const struct timecheck *tc, const struct ev *t,
  * after printing the first difference.
  */
 static int check_thread(const struct ev *t, size_t nt, const struct ev *p,
-			size_t np, const struct timecheck *tc,
-			struct tally *ty)
+			size_t np, const struct timecheck *tc, struct tally *ty)
 {
 	size_t i = 0, j = 0;
 

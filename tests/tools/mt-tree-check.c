@@ -46,8 +46,8 @@ static int load(const char *path, struct table *t)
 	while (fgets(line, sizeof(line), f)) {
 		struct row r = {0};
 
-		if (sscanf(line, "%u\t%u\t%127[^\t]\t%" SCNu64 "\t%" SCNu64
-				 "\t%255s",
+		if (sscanf(line,
+			   "%u\t%u\t%127[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
 			   &r.tid, &r.depth, r.name, &r.start, &r.end,
 			   flags) != 6) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
@@ -116,10 +116,9 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 			}
 			res->bad++;
 			if (!res->first_bad[0])
-				snprintf(res->first_bad,
-					 sizeof(res->first_bad),
-					 "truth row %zu (%s depth %u) missing", i,
-					 a->name, a->depth);
+				snprintf(res->first_bad, sizeof(res->first_bad),
+					 "truth row %zu (%s depth %u) missing",
+					 i, a->name, a->depth);
 			continue;
 		}
 		b = &o[j++];
@@ -134,14 +133,15 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 		/* A trace that starts at a function's entry cannot tell
 		 * whether the call was just before it. */
 		if (a->depth - k != b->depth || strcmp(a->name, b->name) ||
-		    (a->cs != b->cs && !(b->cs && es <= tol)) || a->ce != b->ce || a->tail != b->tail ||
-		    a->sys != b->sys || es > tol || ee > tol) {
+		    (a->cs != b->cs && !(b->cs && es <= tol)) ||
+		    a->ce != b->ce || a->tail != b->tail || a->sys != b->sys ||
+		    es > tol || ee > tol) {
 			res->bad++;
 			if (!res->first_bad[0])
-				snprintf(res->first_bad,
-					 sizeof(res->first_bad),
+				snprintf(res->first_bad, sizeof(res->first_bad),
 					 "row %zu: truth %s depth %u [%" PRIu64
-					 ",%" PRIu64 "]%s%s%s, ours %s depth %u "
+					 ",%" PRIu64
+					 "]%s%s%s, ours %s depth %u "
 					 "[%" PRIu64 ",%" PRIu64 "]%s%s%s",
 					 i, a->name, a->depth - k, a->start,
 					 a->end, a->cs ? " cs" : "",
@@ -163,9 +163,9 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 		if (!o[j].ce) {
 			res->bad++;
 			if (!res->first_bad[0])
-				snprintf(res->first_bad,
-					 sizeof(res->first_bad),
-					 "extra row %s is not clipped at the end",
+				snprintf(res->first_bad, sizeof(res->first_bad),
+					 "extra row %s is not clipped at the "
+					 "end",
 					 o[j].name);
 		}
 }
@@ -235,7 +235,8 @@ int main(int argc, char **argv)
 		sum_s += best.sum_start_err;
 		if (!ok) {
 			bad_threads++;
-			fprintf(stderr, "tid %u: %zu of %zu rows differ; first: %s\n",
+			fprintf(stderr,
+				"tid %u: %zu of %zu rows differ; first: %s\n",
 				tid, best.bad, best.compared, best.first_bad);
 		}
 		free(o);

@@ -31,8 +31,9 @@ struct check_state {
 #define CHECKF(st, cond, ...)                                                  \
 	do {                                                                   \
 		if (!(cond)) {                                                 \
-			fprintf(stderr, "  %s:%d: check failed: %s: ",         \
-				__FILE__, __LINE__, #cond);                    \
+			fprintf(stderr,                                        \
+				"  %s:%d: check failed: %s: ", __FILE__,       \
+				__LINE__, #cond);                              \
 			fprintf(stderr, __VA_ARGS__);                          \
 			fputc('\n', stderr);                                   \
 			(st)->failed_checks++;                                 \
@@ -44,7 +45,7 @@ struct check_state {
 		int before_ = (st)->failed_checks;                             \
 		(st)->skip_reason = NULL;                                      \
 		fn(st);                                                        \
-		if ((st)->failed_checks == before_ && (st)->skip_reason) {    \
+		if ((st)->failed_checks == before_ && (st)->skip_reason) {     \
 			printf("SKIP %s (%s)\n", #fn, (st)->skip_reason);      \
 			(st)->skipped++;                                       \
 		} else if ((st)->failed_checks == before_) {                   \

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FN(k) ((uint64_t)(k) * 0x1000)
+#define FN(k)	   ((uint64_t)(k)*0x1000)
 #define AT(k, off) (FN(k) + (off))
 
 static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
@@ -32,10 +32,12 @@ static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
 		out->name = "puts";
 	else if (!out->known)
 		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
-			 (unsigned long long)ip), out->name = out->buf;
+			 (unsigned long long)ip),
+			out->name = out->buf;
 	else
 		snprintf(out->buf, sizeof(out->buf), "f%llu",
-			 (unsigned long long)k), out->name = out->buf;
+			 (unsigned long long)k),
+			out->name = out->buf;
 }
 
 struct step {
@@ -70,8 +72,8 @@ static void stack_str(const struct seg_builder *b, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (size_t i = 0; i < n && i < 64 && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s",
-				       i ? " " : "", names[i]);
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? " " : "",
+				       names[i]);
 }
 
 /* Feed the script, checking the stack after each step. */
@@ -81,8 +83,9 @@ static void run_script(struct check_state *st, struct fixture *f,
 	char buf[512];
 
 	for (size_t i = 0; i < n; i++) {
-		CHECKF(st, !seg_feed(f->b, 100 + 10 * i, s[i].kind, s[i].ip,
-				     s[i].aux),
+		CHECKF(st,
+		       !seg_feed(f->b, 100 + 10 * i, s[i].kind, s[i].ip,
+				 s[i].aux),
 		       "step %zu", i);
 		stack_str(f->b, buf, sizeof(buf));
 		CHECKF(st, !strcmp(buf, s[i].stack),
@@ -92,8 +95,8 @@ static void run_script(struct check_state *st, struct fixture *f,
 }
 
 /* The slices as "depth:name:flags" lines, and the pre-order invariant. */
-static void tree_str(struct check_state *st, const struct fixture *f,
-		     char *buf, size_t len)
+static void tree_str(struct check_state *st, const struct fixture *f, char *buf,
+		     size_t len)
 {
 	const struct mt_thread *th = &f->t.threads[0];
 	size_t at = 0;
@@ -128,14 +131,15 @@ static void tree_str(struct check_state *st, const struct fixture *f,
 			CHECKF(st, p->depth + 1 == s->depth,
 			       "slice %zu: depth %u under %u", i, s->depth,
 			       p->depth);
-			CHECKF(st, p->ts <= s->ts &&
-					   s->ts + s->dur <= p->ts + p->dur,
+			CHECKF(st,
+			       p->ts <= s->ts &&
+				       s->ts + s->dur <= p->ts + p->dur,
 			       "slice %zu outside its parent", i);
 		}
 	}
 }
 
-#define RUN_SCRIPT(st, f, steps) \
+#define RUN_SCRIPT(st, f, steps)                                               \
 	run_script(st, f, steps, sizeof(steps) / sizeof(*(steps)))
 
 static void check_tree(struct check_state *st, struct fixture *f,
@@ -273,8 +277,7 @@ static void test_syscall(struct check_state *st)
 
 	CHECK(st, !setup(&f));
 	RUN_SCRIPT(st, &f, s);
-	check_tree(st, &f,
-		   "0:f1:se 1:f2: 2:[syscall]: 2:[untraced]:");
+	check_tree(st, &f, "0:f1:se 1:f2: 2:[syscall]: 2:[untraced]:");
 	teardown(&f);
 }
 
@@ -391,8 +394,7 @@ static void test_error_and_gap(struct check_state *st)
 static void test_final_stack_anchors_roots(struct check_state *st)
 {
 	struct fixture f;
-	uint64_t ips[] = {AT(3, 0x44), AT(2, 0x15), AT(1, 0x15),
-			  AT(60, 0x15)};
+	uint64_t ips[] = {AT(3, 0x44), AT(2, 0x15), AT(1, 0x15), AT(60, 0x15)};
 	struct dec_stack fs = {.time = 200, .nr = 4, .ips = ips};
 	const struct step s[] = {
 		{DEC_SYNC, AT(2, 0x10), 0, "f2"},
@@ -447,20 +449,20 @@ static void test_call_len(struct check_state *st)
 		size_t n;
 		unsigned len;
 	} c[] = {
-		{{0xe8, 1, 2, 3, 4}, 5, 5},              /* call rel32 */
-		{{0xff, 0xd0}, 2, 2},                    /* call *%rax */
-		{{0x41, 0xff, 0xd0}, 3, 3},              /* call *%r8 */
-		{{0xff, 0x15, 1, 2, 3, 4}, 6, 6},        /* call *x(%rip) */
-		{{0xff, 0x14, 0x25, 1, 2, 3, 4}, 7, 7},  /* call *abs32 */
-		{{0xff, 0x50, 0x08}, 3, 3},              /* call *8(%rax) */
-		{{0xff, 0x54, 0x24, 0x08}, 4, 4},        /* call *8(%rsp) */
-		{{0xff, 0x90, 1, 2, 3, 4}, 6, 6},        /* disp32(%rax) */
-		{{0x3e, 0xff, 0xd0}, 3, 3},              /* notrack */
-		{{0xf2, 0xe8, 1, 2, 3, 4}, 6, 6},        /* bnd call */
+		{{0xe8, 1, 2, 3, 4}, 5, 5},		/* call rel32 */
+		{{0xff, 0xd0}, 2, 2},			/* call *%rax */
+		{{0x41, 0xff, 0xd0}, 3, 3},		/* call *%r8 */
+		{{0xff, 0x15, 1, 2, 3, 4}, 6, 6},	/* call *x(%rip) */
+		{{0xff, 0x14, 0x25, 1, 2, 3, 4}, 7, 7}, /* call *abs32 */
+		{{0xff, 0x50, 0x08}, 3, 3},		/* call *8(%rax) */
+		{{0xff, 0x54, 0x24, 0x08}, 4, 4},	/* call *8(%rsp) */
+		{{0xff, 0x90, 1, 2, 3, 4}, 6, 6},	/* disp32(%rax) */
+		{{0x3e, 0xff, 0xd0}, 3, 3},		/* notrack */
+		{{0xf2, 0xe8, 1, 2, 3, 4}, 6, 6},	/* bnd call */
 		{{0x64, 0xff, 0x14, 0x25, 1, 2, 3, 4}, 8, 8},
-		{{0xff, 0x18}, 2, 0},                    /* far call */
+		{{0xff, 0x18}, 2, 0}, /* far call */
 		{{0x90}, 1, 0},
-		{{0xe8, 1, 2}, 3, 0},                    /* cut short */
+		{{0xe8, 1, 2}, 3, 0}, /* cut short */
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++)

@@ -167,8 +167,8 @@ static void run_case(struct check_state *cs, const struct cfgcase *k)
 		/* Calls in the truth, in order, are the decoded calls. */
 		for (size_t i = 0; i < t.nr_rows; i++) {
 			const struct truth_row *row = &t.rows[i];
-			if (row->flags & (TRUTH_TAIL | TRUTH_CLIP_START |
-					  TRUTH_SYSCALL))
+			if (row->flags &
+			    (TRUTH_TAIL | TRUTH_CLIP_START | TRUTH_SYSCALL))
 				continue;
 			if (row->depth == 0)
 				continue; /* the root, entered by TIP.PGE */
