@@ -5,6 +5,7 @@
  */
 #include "perfdata/perfdata.h"
 #include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
 
 #include <ftw.h>
 #include <inttypes.h>
@@ -16,66 +17,6 @@
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-static void tmpdir_make(char *dir, size_t n)
-{
-	snprintf(dir, n, "/tmp/test_perfdata.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(2);
-	}
-}
-
-static void tmpdir_remove(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *d = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		d = malloc((size_t)n + 1);
-		if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
-			free(d);
-			d = NULL;
-		}
-		if (d)
-			*len = (size_t)n;
-	}
-	fclose(f);
-	return d;
-}
-
-static int spit(const char *path, const void *d, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	int rc = 0;
-
-	if (!f)
-		return -1;
-	if (len && fwrite(d, 1, len, f) != len)
-		rc = -1;
-	if (fclose(f))
-		rc = -1;
-	return rc;
-}
 
 static uint64_t get64(const uint8_t *p)
 {

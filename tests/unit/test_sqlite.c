@@ -7,6 +7,7 @@
  */
 #include "model/model.h"
 #include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
 #include "writers/writers.h"
 
 #include <dirent.h>
@@ -22,29 +23,6 @@
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-static void tmpdir_make(char *dir, size_t n)
-{
-	snprintf(dir, n, "/tmp/test_sqlite.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(2);
-	}
-}
-
-static void tmpdir_remove(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Entries in dir, "." and ".." aside. */
 static int dir_entries(const char *dir)

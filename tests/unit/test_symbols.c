@@ -6,6 +6,7 @@
  */
 #include "symbols/symbols.h"
 #include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
 
 #include <elf.h>
 #include <ftw.h>
@@ -23,15 +24,6 @@
 /* Helpers                                                             */
 
 static char tmp[256];
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
 
 /* Run a shell command quietly; true when it exits 0. */
 static bool sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -54,43 +46,6 @@ static bool sh(const char *fmt, ...)
 static bool have_tool(const char *name)
 {
 	return sh("command -v %s", name);
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *d = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		d = malloc((size_t)n + 1);
-		if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
-			free(d);
-			d = NULL;
-		}
-		if (d)
-			*len = (size_t)n;
-	}
-	fclose(f);
-	return d;
-}
-
-static int spit(const char *path, const void *d, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	int rc = 0;
-
-	if (!f)
-		return -1;
-	if (len && fwrite(d, 1, len, f) != len)
-		rc = -1;
-	if (fclose(f))
-		rc = -1;
-	return rc;
 }
 
 /* One line of nm or objdump output: an address and a name. */
@@ -1157,6 +1112,6 @@ int main(void)
 	}
 	RUN(&st, test_errors);
 	RUN(&st, test_corrupt);
-	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(tmp, testfs_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return CHECK_DONE(&st);
 }
