@@ -29,6 +29,8 @@ cases=(
 	"deep_s16|--seed 16 --branches 80000"
 	"nodeep_s17|--seed 17 --branches 30000 --no-deep"
 	"mixed_s22|--seed 22 --branches 40000 --timing cyc --noretcomp --start-depth 9 --threads 2 --final-stack"
+	"percpu_s51|--seed 51 --branches 20000 --threads 3 --per-cpu"
+	"percpu_gap_s52|--seed 52 --branches 20000 --threads 2 --per-cpu --gap-every 3000 --timing cyc"
 	"gap_mtc_s18|--seed 18 --branches 20000 --gap-every 3000"
 	"gap_tsc_s19|--seed 19 --branches 30000 --timing tsc --gap-every 2000"
 	"gap_cyc_s20|--seed 20 --branches 30000 --timing cyc --gap-every 2500"

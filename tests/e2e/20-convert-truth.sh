@@ -1,5 +1,6 @@
 #!/bin/bash
-# mt-convert against the truth: for synthetic captures covering threads,
+# mt-convert against the truth: for synthetic captures covering threads
+# (per-thread and per-CPU streams),
 # every timing mode, noretcomp, snapshot-style starts (with and without
 # the unwound stack that anchors the roots) and deep recursion, the slice
 # tree equals mt-synth's truth.tsv: same calls in the same order, names,
@@ -26,6 +27,7 @@ cases=(
 	"depth_s9|--seed 9 --branches 30000 --start-depth 5|400|--unanchored"
 	"depth_s10|--seed 10 --branches 30000 --start-depth 20 --final-stack|400|"
 	"threads_s11|--seed 11 --branches 20000 --threads 3|400|"
+	"percpu_s51|--seed 51 --branches 20000 --threads 3 --per-cpu|400|"
 	"threads_s13|--seed 13 --branches 20000 --threads 2 --timing tsc --start-depth 3|100000000|--unanchored"
 	"deep_s16|--seed 16 --branches 80000|400|"
 	"deep_s23|--seed 23 --branches 60000 --start-depth 30 --final-stack|400|"

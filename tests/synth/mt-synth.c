@@ -4,6 +4,7 @@
  *   mt-synth --seed S --branches N [--threads T] [--timing tsc|mtc|cyc]
  *            [--noretcomp] [--gap-every N] [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
+ *            [--per-cpu]
  *            -o DIR
  */
 #include "tests/synth/synth.h"
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 		"[--final-stack]\n"
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
+		"                [--per-cpu]\n"
 		"                [--cc COMPILER] -o DIR\n"
 		"Writes DIR/raw.bin (perf.data with Intel PT), DIR/prog (the "
 		"traced ELF)\nand DIR/truth.tsv (every call live in the "
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
 		{"psb-period", required_argument, NULL, 'P'},
 		{"mtc-period", required_argument, NULL, 'M'},
 		{"no-deep", no_argument, NULL, 'D'},
+		{"per-cpu", no_argument, NULL, 'C'},
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -135,6 +138,9 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, "--mtc-period", &v))
 				return 2;
 			o.mtc_period = (unsigned)v;
+			break;
+		case 'C':
+			o.per_cpu = true;
 			break;
 		case 'D':
 			o.deep = false;

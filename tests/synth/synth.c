@@ -66,7 +66,7 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 	pt->noretcomp_bit = 1ull << 11;
 	pt->have_sched_switch = 0;
 	pt->snapshot_mode = o->start_depth > 0;
-	pt->per_cpu_mmaps = false;
+	pt->per_cpu_mmaps = o->per_cpu;
 	pt->have_mtc_group = true;
 	pt->mtc_bit = 1ull << 9;
 	pt->mtc_freq_bits = 0xfull << 14;
@@ -266,6 +266,20 @@ static int write_capture(const char *path, const struct synth_opts *o,
 		if (pd_write_comm(w, &c, &s2))
 			goto werr;
 	}
+	/* Per-CPU recording: each CPU's stream says which thread it traces
+	 * with ITRACE_START (thread t runs on CPU t, alone). */
+	for (unsigned t = 0; o->per_cpu && t < nth; t++) {
+		struct pd_itrace_start is = {.pid = SYNTH_PID,
+					     .tid = SYNTH_PID + t};
+		struct pd_sample_id s3 = sid;
+
+		s3.tid = SYNTH_PID + t;
+		s3.cpu = t;
+		s3.id = t + 1;
+		s3.time = sid.time + 100 + t;
+		if (pd_write_itrace_start(w, &is, &s3))
+			goto werr;
+	}
 	if (pd_write_finished_round(w))
 		goto werr;
 	for (unsigned t = 0; t < nth; t++)
@@ -276,8 +290,9 @@ static int write_capture(const char *path, const struct synth_opts *o,
 					.offset = 0,
 					.reference = end_tsc + 1000,
 					.idx = t,
-					.tid = SYNTH_PID + t,
-					.cpu = UINT32_MAX};
+					.tid = o->per_cpu ? UINT32_MAX
+							  : SYNTH_PID + t,
+					.cpu = o->per_cpu ? t : UINT32_MAX};
 		if (pd_write_auxtrace(w, &a, th[t].aux))
 			goto werr;
 		if (o->final_stack) {

@@ -32,6 +32,8 @@ struct synth_opts {
 	unsigned psb_period;  /* PSB every 2^(n+11) bytes */
 	unsigned mtc_period;  /* MTC every 2^n CTC ticks */
 	bool deep;	      /* include >1000-deep recursion */
+	bool per_cpu;	      /* one AUX stream per CPU (thread t on CPU t),
+				 threads known from ITRACE_START */
 	const char *outdir;
 	const char *cc; /* compiler for the generated assembly */
 };
