@@ -1,0 +1,162 @@
+/*
+ * Stitching tests: segments built from event scripts (as in
+ * test_segments.c), joined across their gap, and the tree that results.
+ * Function k lives at [k * 0x1000, (k + 1) * 0x1000) and is named "fk".
+ */
+#include "segments/segments.h"
+#include "stitch/stitch.h"
+#include "tests/unit/check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FN(k) ((uint64_t)(k) * 0x1000)
+#define AT(k, off) (FN(k) + (off))
+
+static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+{
+	uint64_t k = ip / 0x1000;
+
+	(void)ctx;
+	out->start = FN(k);
+	out->end = FN(k + 1);
+	out->dso = "/bin/fake";
+	out->known = true;
+	snprintf(out->buf, sizeof(out->buf), "f%llu", (unsigned long long)k);
+	out->name = out->buf;
+}
+
+struct ev {
+	enum dec_kind kind;
+	uint64_t ip, aux;
+};
+
+/* Build one thread from events, stitch it (unless record_only), and
+ * render the tree as "depth:name:flags" with j for joined, g for gaps. */
+static void run(struct check_state *st, const struct ev *e, size_t n,
+		bool record_only, const char *want, const char *reason)
+{
+	struct mt_trace t;
+	struct seg_builder *b;
+	struct stitch_opts so = {.record_only = record_only};
+	char buf[1024] = "", err[128];
+	size_t at = 0;
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t") != NULL);
+	CHECK(st, !seg_builder_new(&b, &t, 0, fake_sym, NULL));
+	for (size_t i = 0; i < n; i++)
+		CHECK(st, !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip,
+				    e[i].aux));
+	CHECK(st, !seg_finish(b, NULL));
+	seg_builder_free(b);
+	CHECK(st, !stitch_trace(&t, &so, err, sizeof(err)));
+	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
+		const struct mt_slice *s = &t.threads[0].slices[i];
+
+		at += (size_t)snprintf(
+			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
+			s->depth,
+			(s->flags & MT_SLICE_GAP) ? "gap"
+						  : mt_str(&t.strs, s->name),
+			(s->flags & MT_SLICE_JOINED) ? ":j" : "",
+			(s->flags & MT_SLICE_INFERRED_END) ? ":e" : "");
+		if (s->parent != MT_NONE) {
+			const struct mt_slice *p =
+				&t.threads[0].slices[s->parent];
+
+			CHECKF(st, s->parent < i && p->depth + 1 == s->depth,
+			       "slice %zu: bad parent", i);
+			CHECKF(st, p->ts <= s->ts &&
+					   s->ts + s->dur <= p->ts + p->dur,
+			       "slice %zu outside its parent", i);
+		} else {
+			CHECKF(st, s->depth == 0, "slice %zu: root not at 0", i);
+		}
+	}
+	CHECKF(st, !strcmp(buf, want), "\n    got  %s\n    want %s", buf, want);
+	CHECK(st, t.nr_stitches == 1);
+	if (t.nr_stitches)
+		CHECKF(st, strstr(mt_str(&t.strs, t.stitches[0].reason), reason),
+		       "reason: %s", mt_str(&t.strs, t.stitches[0].reason));
+	mt_trace_free(&t);
+}
+
+#define RUN_EV(st, e, ro, want, why) \
+	run(st, e, sizeof(e) / sizeof(*(e)), ro, want, why)
+
+/* Both sides see the same three frames, and B's returns land at the call
+ * sites A's calls came from: all three are joined. */
+static void test_join_confirmed(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:gap", "3 frames");
+	/* record only: the decision is kept, nothing is joined */
+	RUN_EV(st, e, true,
+	       "0:f1:e 1:f2:e 2:f3:e 0:gap 0:f1:e 1:f2 2:f3", "3 frames");
+}
+
+/* B's return into f2 lands at another call site than A's child came
+ * from: f2 is the same activation, its child is not. */
+static void test_child_differs(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(2, 0x45), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:e 2:gap 2:f4", "2 frames");
+}
+
+/* Recursion: B knows only that it is in f2, which A has three times.
+ * Names cannot tell which; nothing is joined. */
+static void test_recursion_ambiguous(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:e 1:f2:e 2:f2:e 3:f2:e 0:gap 0:f2:e",
+	       "weak");
+}
+
+/* Nothing in common. */
+static void test_nothing_common(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(7, 0x30), 0},
+		{DEC_RET, AT(8, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:e 1:f2:e 0:gap 0:f8:e 1:f7",
+	       "no common frames");
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_join_confirmed);
+	RUN(&st, test_child_differs);
+	RUN(&st, test_recursion_ambiguous);
+	RUN(&st, test_nothing_common);
+	return CHECK_DONE(&st);
+}
