@@ -384,7 +384,11 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			.start_depth = o->start_depth,
 			.gap_every = o->gap_every,
 			.start_tsc = SYNTH_START_TSC + t * 977,
-			.pt = {.timing = o->timing,
+			.pt = {.timing = o->timing == SYNTH_TIMING_TSC
+						 ? PTENC_TSC
+					 : o->timing == SYNTH_TIMING_MTC
+						 ? PTENC_MTC
+						 : PTENC_CYC,
 			       .noretcomp = o->noretcomp,
 			       .psb_period = o->psb_period,
 			       .mtc_period = o->mtc_period,

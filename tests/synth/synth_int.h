@@ -2,6 +2,7 @@
 #ifndef MT_SYNTH_INT_H
 #define MT_SYNTH_INT_H
 
+#include "capture/capture.h"
 #include "tests/synth/synth.h"
 
 #include <stdio.h>
@@ -92,47 +93,5 @@ static inline uint64_t insn_addr(const struct func *f, uint32_t i)
 {
 	return f->addr + f->insns[i].offset;
 }
-
-/* ---------------------------------------------------------------- */
-/* The packet emitter: what Intel PT hardware emits for user-only     */
-/* tracing, given the instruction-level events of one thread.        */
-
-struct ptgen_cfg {
-	enum synth_timing timing;
-	bool noretcomp;
-	unsigned psb_period, mtc_period;
-	uint32_t tsc_ctc_ratio; /* TSC ticks per CTC tick */
-	uint8_t cbr;		/* core:bus ratio == max non-turbo */
-	unsigned tnt_max;	/* 6 or 47 bits */
-	unsigned pad_chance;	/* in 1/1024 */
-};
-
-struct ptgen;
-
-struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed);
-void ptgen_free(struct ptgen *g);
-/* The bytes written so far. */
-const uint8_t *ptgen_data(const struct ptgen *g, size_t *len);
-
-/* Each call gives the time (TSC) at which the event happens. */
-int ptgen_start(struct ptgen *g, uint64_t tsc, uint64_t ip, bool enabled);
-int ptgen_cond(struct ptgen *g, uint64_t tsc, bool taken);
-void ptgen_call(struct ptgen *g, uint64_t ret_ip);
-int ptgen_indirect(struct ptgen *g, uint64_t tsc, uint64_t target);
-int ptgen_ret(struct ptgen *g, uint64_t tsc, uint64_t target);
-/* syscall: TIP.PGD now, TIP.PGE(resume) at tsc_back. */
-int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
-		  uint64_t resume_ip);
-/* The compression stack no longer matches (a longjmp-like jump). */
-void ptgen_unwind(struct ptgen *g);
-/* Hardware lost packets: OVF then FUP(resume) at tsc. */
-int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip);
-/*
- * PSB+ at the current IP, if the PSB period has been reached: 1 if one was
- * written, 0 if not, -1 on error.
- */
-int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip);
-/* Flush pending TNT bits at the end. */
-int ptgen_finish(struct ptgen *g, uint64_t tsc);
 
 #endif

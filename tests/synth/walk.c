@@ -24,7 +24,7 @@ struct frame {
 struct walker {
 	const struct program *p;
 	struct rng rng;
-	struct ptgen *g;
+	struct ptenc *g;
 	struct walk_thread *t;
 
 	struct frame *st;
@@ -228,7 +228,7 @@ static int step(struct walker *w, enum mode m)
 	case I_JCC: {
 		bool taken = cond_taken(w, in, m);
 		if (emit)
-			rc = ptgen_cond(w->g, w->tsc, taken);
+			rc = ptenc_cond(w->g, w->tsc, taken);
 		w->pc = taken ? in->target : w->pc + 1;
 		break;
 	}
@@ -238,10 +238,10 @@ static int step(struct walker *w, enum mode m)
 	case I_CALL:
 	case I_ICALL:
 		if (emit && in->kind == I_ICALL)
-			rc = ptgen_indirect(w->g, w->tsc,
+			rc = ptenc_indirect(w->g, w->tsc,
 					    p->funcs[in->target].addr);
 		if (emit)
-			ptgen_call(w->g, next_ip);
+			ptenc_call(w->g, next_ip);
 		if (!rc && push(w, in->target, w->pc + 1, m, 0))
 			rc = -1;
 		w->t->calls += emit;
@@ -250,7 +250,7 @@ static int step(struct walker *w, enum mode m)
 	case I_ITAIL:
 	case I_PLTJMP:
 		if (emit && in->kind != I_TAIL)
-			rc = ptgen_indirect(w->g, w->tsc,
+			rc = ptenc_indirect(w->g, w->tsc,
 					    p->funcs[in->target].addr);
 		if (!rc && replace(w, in->target, m))
 			rc = -1;
@@ -264,7 +264,7 @@ static int step(struct walker *w, enum mode m)
 			rc = -1;
 		w->top--;
 		if (emit && !rc)
-			rc = ptgen_syscall(w->g, w->tsc, back, next_ip);
+			rc = ptenc_syscall(w->g, w->tsc, back, next_ip);
 		end_row(w, row, back, 0);
 		w->tsc = back;
 		w->pc++;
@@ -279,8 +279,8 @@ static int step(struct walker *w, enum mode m)
 		w->top = a;
 		w->pc = p->funcs[w->st[a].func].land;
 		if (emit) {
-			ptgen_unwind(w->g);
-			rc = ptgen_indirect(w->g, w->tsc, cur_ip(w));
+			ptenc_unwind(w->g);
+			rc = ptenc_indirect(w->g, w->tsc, cur_ip(w));
 		}
 		break;
 	}
@@ -291,7 +291,7 @@ static int step(struct walker *w, enum mode m)
 		w->top--;
 		w->pc = w->st[w->top].resume;
 		if (emit)
-			rc = ptgen_ret(w->g, w->tsc, cur_ip(w));
+			rc = ptenc_ret(w->g, w->tsc, cur_ip(w));
 		w->t->returns += emit;
 		break;
 	}
@@ -311,7 +311,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 	int rc;
 
 	rng_seed(&w.rng, c->seed);
-	w.g = ptgen_new(&c->pt, c->seed ^ 0x5eed);
+	w.g = ptenc_new(&c->pt, c->seed ^ 0x5eed);
 	w.cap = 2048;
 	w.st = calloc(w.cap, sizeof(*w.st));
 	if (!w.g || !w.st)
@@ -341,7 +341,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 		if (rc)
 			goto nomem;
 	}
-	if (ptgen_start(w.g, w.tsc, cur_ip(&w), c->start_depth > 0))
+	if (ptenc_start(w.g, w.tsc, cur_ip(&w), c->start_depth > 0))
 		goto nomem;
 	w.pkt_tsc = w.tsc;
 	w.pkt_ip = cur_ip(&w);
@@ -354,7 +354,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 			continue;
 		n++;
 		t->branches_left = c->branches - n;
-		rc = ptgen_maybe_psb(w.g, w.tsc, cur_ip(&w));
+		rc = ptenc_maybe_psb(w.g, w.tsc, cur_ip(&w));
 		if (rc < 0)
 			goto enc;
 		if (rc) {
@@ -368,7 +368,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 					       .after_tsc = w.pkt_tsc,
 					       .stop_ip = w.pkt_ip};
 			uint64_t lost = 1 + rng_below(&w.rng, 48);
-			if (ptgen_finish(w.g, w.tsc))
+			if (ptenc_finish(w.g, w.tsc))
 				goto enc;
 			for (uint64_t k = 0; k < lost;) {
 				rc = step(&w, RUN_SILENT);
@@ -384,7 +384,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 			gap.resume_ip = cur_ip(&w);
 			if (add_gap(t, &gap))
 				goto nomem;
-			if (ptgen_overflow(w.g, w.tsc, gap.resume_ip))
+			if (ptenc_overflow(w.g, w.tsc, gap.resume_ip))
 				goto enc;
 			/* The FUP tells where the next gap could stop. */
 			w.pkt_tsc = w.tsc;
@@ -392,7 +392,7 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 			t->gaps++;
 		}
 	}
-	if (ptgen_finish(w.g, w.tsc))
+	if (ptenc_finish(w.g, w.tsc))
 		goto enc;
 	t->window_end = w.tsc;
 	for (size_t i = 0; i <= w.top; i++)
@@ -411,14 +411,14 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 	t->nr_final_stack = w.top + 1;
 	{
 		size_t len;
-		const uint8_t *d = ptgen_data(w.g, &len);
+		const uint8_t *d = ptenc_data(w.g, &len);
 		t->aux = malloc(len ? len : 1);
 		if (!t->aux)
 			goto nomem;
 		memcpy(t->aux, d, len);
 		t->aux_len = len;
 	}
-	ptgen_free(w.g);
+	ptenc_free(w.g);
 	free(w.st);
 	return 0;
 enc:
@@ -428,7 +428,7 @@ enc:
 nomem:
 	snprintf(err, errlen, "out of memory walking the program");
 fail:
-	ptgen_free(w.g);
+	ptenc_free(w.g);
 	free(w.st);
 	return -1;
 }

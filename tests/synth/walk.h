@@ -29,7 +29,7 @@ struct walk_cfg {
 	unsigned start_depth;
 	uint64_t gap_every;
 	uint64_t start_tsc;
-	struct ptgen_cfg pt;
+	struct ptenc_cfg pt;
 };
 
 /*

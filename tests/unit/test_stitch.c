@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FN(k) ((uint64_t)(k) * 0x1000)
+#define FN(k)	   ((uint64_t)(k)*0x1000)
 #define AT(k, off) (FN(k) + (off))
 
 static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
@@ -46,8 +46,8 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t") != NULL);
 	CHECK(st, !seg_builder_new(&b, &t, 0, fake_sym, NULL));
 	for (size_t i = 0; i < n; i++)
-		CHECK(st, !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip,
-				    e[i].aux));
+		CHECK(st,
+		      !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip, e[i].aux));
 	CHECK(st, !seg_finish(b, NULL));
 	seg_builder_free(b);
 	CHECK(st, !stitch_trace(&t, &so, err, sizeof(err)));
@@ -67,22 +67,25 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 
 			CHECKF(st, s->parent < i && p->depth + 1 == s->depth,
 			       "slice %zu: bad parent", i);
-			CHECKF(st, p->ts <= s->ts &&
-					   s->ts + s->dur <= p->ts + p->dur,
+			CHECKF(st,
+			       p->ts <= s->ts &&
+				       s->ts + s->dur <= p->ts + p->dur,
 			       "slice %zu outside its parent", i);
 		} else {
-			CHECKF(st, s->depth == 0, "slice %zu: root not at 0", i);
+			CHECKF(st, s->depth == 0, "slice %zu: root not at 0",
+			       i);
 		}
 	}
 	CHECKF(st, !strcmp(buf, want), "\n    got  %s\n    want %s", buf, want);
 	CHECK(st, t.nr_stitches == 1);
 	if (t.nr_stitches)
-		CHECKF(st, strstr(mt_str(&t.strs, t.stitches[0].reason), reason),
+		CHECKF(st,
+		       strstr(mt_str(&t.strs, t.stitches[0].reason), reason),
 		       "reason: %s", mt_str(&t.strs, t.stitches[0].reason));
 	mt_trace_free(&t);
 }
 
-#define RUN_EV(st, e, ro, want, why) \
+#define RUN_EV(st, e, ro, want, why)                                           \
 	run(st, e, sizeof(e) / sizeof(*(e)), ro, want, why)
 
 /* Both sides see the same three frames, and B's returns land at the call
@@ -90,18 +93,15 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 static void test_join_confirmed(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
-		{DEC_OVERFLOW, AT(3, 0x30), 0},
-		{DEC_RET, AT(2, 0x15), 0},
-		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},	{DEC_RET, AT(1, 0x15), 0},
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:gap", "3 frames");
 	/* record only: the decision is kept, nothing is joined */
-	RUN_EV(st, e, true,
-	       "0:f1:e 1:f2:e 2:f3:e 0:gap 0:f1:e 1:f2 2:f3", "3 frames");
+	RUN_EV(st, e, true, "0:f1:e 1:f2:e 2:f3:e 0:gap 0:f1:e 1:f2 2:f3",
+	       "3 frames");
 }
 
 /* B's return into f2 lands at another call site than A's child came
@@ -109,12 +109,9 @@ static void test_join_confirmed(struct check_state *st)
 static void test_child_differs(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
-		{DEC_OVERFLOW, AT(4, 0x30), 0},
-		{DEC_RET, AT(2, 0x45), 0},
-		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(2, 0x45), 0},	{DEC_RET, AT(1, 0x15), 0},
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:e 2:gap 2:f4", "2 frames");
@@ -125,10 +122,8 @@ static void test_child_differs(struct check_state *st)
 static void test_recursion_ambiguous(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(2), AT(2, 0x55)},
-		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), AT(2, 0x55)}, {DEC_CALL, FN(2), AT(2, 0x55)},
 		{DEC_OVERFLOW, AT(2, 0x30), 0},
 	};
 

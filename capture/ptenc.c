@@ -1,7 +1,8 @@
 /*
- * The packet emitter: turns one thread's executed control flow into the
+ * The packet encoder: turns one thread's executed control flow into the
  * Intel PT packets the hardware emits for user-only tracing, encoded with
- * libipt's encoder.
+ * libipt's encoder.  The emulation backend feeds it what ptrace sees;
+ * mt-synth feeds it its walks.
  *
  * The rules we follow (research/pt-formats.md §2.4, SDM vol. 3C ch. 33):
  *  - TNT bits oldest first, flushed before any other packet that binds to
@@ -19,7 +20,7 @@
  *    cycles (== TSC ticks, since CBR equals the non-turbo ratio) since the
  *    previous CYC or the PSB's TSC.
  */
-#include "tests/synth/synth_int.h"
+#include "capture/capture.h"
 
 #include <intel-pt.h>
 #include <stdlib.h>
@@ -27,11 +28,11 @@
 
 #define RETSTACK_MAX 64
 
-struct ptgen {
-	struct ptgen_cfg cfg;
+struct ptenc {
+	struct ptenc_cfg cfg;
 	struct pt_encoder *enc;
 	uint8_t scratch[64];
-	struct rng rng;
+	uint64_t rng; /* splitmix64 state, for PAD placement */
 
 	uint8_t *buf;
 	size_t len, cap;
@@ -52,12 +53,22 @@ struct ptgen {
 	uint64_t cyc_last;
 };
 
-static bool has_mtc(const struct ptgen *g)
+static uint64_t rng_below(struct ptenc *g, uint64_t n)
 {
-	return g->cfg.timing != SYNTH_TIMING_TSC;
+	uint64_t z = (g->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return n ? z % n : 0;
 }
 
-static int append(struct ptgen *g, const uint8_t *p, size_t n)
+static bool has_mtc(const struct ptenc *g)
+{
+	return g->cfg.timing != PTENC_TSC;
+}
+
+static int append(struct ptenc *g, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return 0;
@@ -76,7 +87,7 @@ static int append(struct ptgen *g, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int put(struct ptgen *g, const struct pt_packet *pk)
+static int put(struct ptenc *g, const struct pt_packet *pk)
 {
 	int n;
 	struct pt_packet pad = {.type = ppt_pad};
@@ -87,25 +98,25 @@ static int put(struct ptgen *g, const struct pt_packet *pk)
 	if (n < 0 || append(g, g->scratch, (size_t)n))
 		return -1;
 	/* Real hardware sprinkles PAD bytes between packets. */
-	if (g->cfg.pad_chance && rng_below(&g->rng, 1024) < g->cfg.pad_chance)
-		for (unsigned i = 1 + (unsigned)rng_below(&g->rng, 3); i; i--)
+	if (g->cfg.pad_chance && rng_below(g, 1024) < g->cfg.pad_chance)
+		for (unsigned i = 1 + (unsigned)rng_below(g, 3); i; i--)
 			if (put(g, &pad))
 				return -1;
 	return 0;
 }
 
-static int cyc(struct ptgen *g, uint64_t tsc)
+static int cyc(struct ptenc *g, uint64_t tsc)
 {
 	struct pt_packet pk = {.type = ppt_cyc};
 
-	if (g->cfg.timing != SYNTH_TIMING_CYC)
+	if (g->cfg.timing != PTENC_CYC)
 		return 0;
 	pk.payload.cyc.value = tsc > g->cyc_last ? tsc - g->cyc_last : 0;
 	g->cyc_last = tsc > g->cyc_last ? tsc : g->cyc_last;
 	return put(g, &pk);
 }
 
-static int flush_tnt(struct ptgen *g)
+static int flush_tnt(struct ptenc *g)
 {
 	struct pt_packet pk = {0};
 
@@ -121,13 +132,13 @@ static int flush_tnt(struct ptgen *g)
 	return put(g, &pk);
 }
 
-static uint64_t mtc_period_of(const struct ptgen *g, uint64_t tsc)
+static uint64_t mtc_period_of(const struct ptenc *g, uint64_t tsc)
 {
 	return (tsc / g->cfg.tsc_ctc_ratio) >> g->cfg.mtc_period;
 }
 
 /* Called before every event: MTC for a CTC period boundary crossed. */
-static int timing_before(struct ptgen *g, uint64_t tsc)
+static int timing_before(struct ptenc *g, uint64_t tsc)
 {
 	struct pt_packet pk = {.type = ppt_mtc};
 	uint64_t period;
@@ -144,7 +155,7 @@ static int timing_before(struct ptgen *g, uint64_t tsc)
 	return put(g, &pk);
 }
 
-static int ip_packet(struct ptgen *g, enum pt_packet_type type, uint64_t ip,
+static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
 		     uint64_t tsc)
 {
 	struct pt_packet pk = {.type = type};
@@ -168,12 +179,12 @@ static int ip_packet(struct ptgen *g, enum pt_packet_type type, uint64_t ip,
 	return put(g, &pk);
 }
 
-static void rs_clear(struct ptgen *g)
+static void rs_clear(struct ptenc *g)
 {
 	g->rs_n = 0;
 }
 
-static int psb_plus(struct ptgen *g, uint64_t tsc, uint64_t ip, bool fup)
+static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 {
 	struct pt_packet pk = {.type = ppt_psb};
 	size_t psb_bytes = (size_t)1 << (g->cfg.psb_period + 11);
@@ -229,9 +240,9 @@ static int psb_plus(struct ptgen *g, uint64_t tsc, uint64_t ip, bool fup)
 	return 0;
 }
 
-struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed)
+struct ptenc *ptenc_new(const struct ptenc_cfg *cfg, uint64_t seed)
 {
-	struct ptgen *g = calloc(1, sizeof(*g));
+	struct ptenc *g = calloc(1, sizeof(*g));
 	struct pt_config pc;
 
 	if (!g)
@@ -241,7 +252,7 @@ struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed)
 		g->cfg.tnt_max = 6;
 	if (!g->cfg.tsc_ctc_ratio)
 		g->cfg.tsc_ctc_ratio = 1;
-	rng_seed(&g->rng, seed);
+	g->rng = seed;
 	pt_config_init(&pc);
 	pc.begin = g->scratch;
 	pc.end = g->scratch + sizeof(g->scratch);
@@ -253,7 +264,7 @@ struct ptgen *ptgen_new(const struct ptgen_cfg *cfg, uint64_t seed)
 	return g;
 }
 
-void ptgen_free(struct ptgen *g)
+void ptenc_free(struct ptenc *g)
 {
 	if (!g)
 		return;
@@ -262,20 +273,20 @@ void ptgen_free(struct ptgen *g)
 	free(g);
 }
 
-const uint8_t *ptgen_data(const struct ptgen *g, size_t *len)
+const uint8_t *ptenc_data(const struct ptenc *g, size_t *len)
 {
 	*len = g->len;
 	return g->buf;
 }
 
-int ptgen_start(struct ptgen *g, uint64_t tsc, uint64_t ip, bool enabled)
+int ptenc_start(struct ptenc *g, uint64_t tsc, uint64_t ip, bool enabled)
 {
 	struct pt_packet pk = {0};
 
 	if (enabled) {
 		/* A snapshot begins mid-packet: a few bytes of a lost one. */
 		static const uint8_t tail[] = {0x06, 0x0a, 0xfc, 0x03};
-		if (append(g, tail, rng_below(&g->rng, sizeof(tail) + 1)))
+		if (append(g, tail, rng_below(g, sizeof(tail) + 1)))
 			return -1;
 		return psb_plus(g, tsc, ip, true);
 	}
@@ -289,7 +300,7 @@ int ptgen_start(struct ptgen *g, uint64_t tsc, uint64_t ip, bool enabled)
 	return ip_packet(g, ppt_tip_pge, ip, tsc);
 }
 
-int ptgen_cond(struct ptgen *g, uint64_t tsc, bool taken)
+int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken)
 {
 	if (timing_before(g, tsc))
 		return -1;
@@ -301,7 +312,7 @@ int ptgen_cond(struct ptgen *g, uint64_t tsc, bool taken)
 	return 0;
 }
 
-void ptgen_call(struct ptgen *g, uint64_t ret_ip)
+void ptenc_call(struct ptenc *g, uint64_t ret_ip)
 {
 	if (g->cfg.noretcomp)
 		return;
@@ -311,19 +322,19 @@ void ptgen_call(struct ptgen *g, uint64_t ret_ip)
 		g->rs_n++;
 }
 
-int ptgen_indirect(struct ptgen *g, uint64_t tsc, uint64_t target)
+int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target)
 {
 	return ip_packet(g, ppt_tip, target, tsc);
 }
 
-int ptgen_ret(struct ptgen *g, uint64_t tsc, uint64_t target)
+int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target)
 {
 	if (g->rs_n) {
 		unsigned top = (g->rs_top + RETSTACK_MAX - 1) % RETSTACK_MAX;
 		if (g->rs[top] == target) {
 			g->rs_top = top;
 			g->rs_n--;
-			return ptgen_cond(g, tsc, true);
+			return ptenc_cond(g, tsc, true);
 		}
 		/* Out of step: never compress again until it is rebuilt. */
 		rs_clear(g);
@@ -331,7 +342,7 @@ int ptgen_ret(struct ptgen *g, uint64_t tsc, uint64_t target)
 	return ip_packet(g, ppt_tip, target, tsc);
 }
 
-int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
+int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 		  uint64_t resume_ip)
 {
 	struct pt_packet pk = {.type = ppt_tip_pgd};
@@ -345,7 +356,7 @@ int ptgen_syscall(struct ptgen *g, uint64_t tsc, uint64_t tsc_back,
 	return ip_packet(g, ppt_tip_pge, resume_ip, tsc_back);
 }
 
-void ptgen_unwind(struct ptgen *g)
+void ptenc_unwind(struct ptenc *g)
 {
 	rs_clear(g);
 }
@@ -358,7 +369,7 @@ void ptgen_unwind(struct ptgen *g)
  * overflow's duration.  The FUP follows in the same cycle, so it needs no
  * CYC, and with last IP reset it carries the whole IP.
  */
-int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip)
+int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip)
 {
 	struct pt_packet pk = {.type = ppt_ovf};
 
@@ -378,7 +389,7 @@ int ptgen_overflow(struct ptgen *g, uint64_t tsc, uint64_t resume_ip)
 	return put(g, &pk);
 }
 
-int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip)
+int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip)
 {
 	if (g->len < g->next_psb)
 		return 0;
@@ -387,7 +398,7 @@ int ptgen_maybe_psb(struct ptgen *g, uint64_t tsc, uint64_t ip)
 	return 1;
 }
 
-int ptgen_finish(struct ptgen *g, uint64_t tsc)
+int ptenc_finish(struct ptenc *g, uint64_t tsc)
 {
 	(void)tsc;
 	return flush_tnt(g) || g->oom ? -1 : 0;
