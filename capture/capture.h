@@ -48,6 +48,11 @@ int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target);
 /* syscall: TIP.PGD now, TIP.PGE(resume) at tsc_back. */
 int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 		  uint64_t resume_ip);
+/* Tracing stops at a syscall (TIP.PGD), at an interrupt or signal at ip
+ * (FUP, TIP.PGD), and starts again at ip (TIP.PGE). */
+int ptenc_pgd(struct ptenc *g, uint64_t tsc);
+int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip);
+int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip);
 /* The compression stack no longer matches (a longjmp-like jump). */
 void ptenc_unwind(struct ptenc *g);
 /* Hardware lost packets: OVF then FUP(resume) at tsc. */
@@ -59,5 +64,30 @@ int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip);
 int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip);
 /* Flush pending TNT bits at the end. */
 int ptenc_finish(struct ptenc *g, uint64_t tsc);
+
+/* ---------------------------------------------------------------- */
+/* The emulation backend                                              */
+
+struct emu_opts {
+	const char *output;      /* the capture file to write */
+	const char *start_at;    /* symbol to start at; "" = at exec;
+				    NULL = "main" */
+	bool noretcomp;
+	const volatile int *stop; /* becomes non-zero to stop (Ctrl-C) */
+};
+
+struct emu_stats {
+	uint64_t insns, branches, threads, aux_bytes;
+	double seconds;
+};
+
+/*
+ * Run argv[0] with argv under the emulator, tracing every thread from
+ * start_at until every thread has exited or *stop is set, then detach and
+ * write the capture (also after an error, with what was traced).
+ * Returns 0, or a negative code with one line in err.
+ */
+int emu_run(char *const argv[], const struct emu_opts *o,
+	    struct emu_stats *st, char *err, size_t errlen);
 
 #endif

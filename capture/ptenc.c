@@ -342,8 +342,7 @@ int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target)
 	return ip_packet(g, ppt_tip, target, tsc);
 }
 
-int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
-		  uint64_t resume_ip)
+int ptenc_pgd(struct ptenc *g, uint64_t tsc)
 {
 	struct pt_packet pk = {.type = ppt_tip_pgd};
 
@@ -353,7 +352,25 @@ int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 	if (put(g, &pk))
 		return -1;
 	rs_clear(g);
-	return ip_packet(g, ppt_tip_pge, resume_ip, tsc_back);
+	return 0;
+}
+
+int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip)
+{
+	/* An interrupt or signal: FUP names the instruction it came at. */
+	return ip_packet(g, ppt_fup, ip, tsc) || ptenc_pgd(g, tsc) ? -1 : 0;
+}
+
+int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip)
+{
+	return ip_packet(g, ppt_tip_pge, ip, tsc);
+}
+
+int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
+		  uint64_t resume_ip)
+{
+	return ptenc_pgd(g, tsc) || ptenc_pge(g, tsc_back, resume_ip) ? -1
+									: 0;
 }
 
 void ptenc_unwind(struct ptenc *g)

@@ -32,7 +32,6 @@ struct frame {
 	int32_t level;
 	uint64_t ret;	 /* return address, 0 if unknown */
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
-	uint64_t prev_lo, prev_hi; /* the function it replaced by a jump */
 	uint8_t kind;
 	bool async; /* entered by the kernel (a signal handler) */
 };
@@ -515,9 +514,8 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	const struct sym_ent *e = lookup(b, to);
 	struct frame *f = top(b);
-	uint64_t ret, prev_lo, prev_hi;
+	uint64_t ret;
 	int32_t lv;
-	int rc;
 
 	if (!e)
 		return -ENOMEM;
@@ -532,32 +530,20 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
 				pop_to(b, i + 1, time);
 				return 0;
 			}
-	/* Into the middle of a known function that is nowhere on the stack,
-	 * and not back into the one this frame replaced by a jump (a
-	 * function's split-off cold part returning to it): the stack cannot
-	 * be right.  Break the segment rather than guess; stitching decides
-	 * what continues across. */
-	if (e->known && to != e->lo && f &&
-	    !(to >= f->prev_lo && to < f->prev_hi)) {
-		rc = close_segment(b, time,
-				   "jump into a function not on the stack", to);
-		return rc ? rc : open_segment(b, time, to);
-	}
-	/* A tail call (or a jump within code we have no symbols for): the
-	 * new function takes the frame's place and returns where it would
-	 * have. */
+	/*
+	 * A tail call, or a jump into the middle of a function nowhere on the
+	 * stack: code shared between functions (glibc's string functions
+	 * jump into each other's bodies; compilers split off cold parts).
+	 * The new function takes the frame's place and returns where it
+	 * would have.  (An exception or longjmp to a frame the trace never
+	 * saw looks the same and lands at the wrong depth: nothing in the
+	 * trace tells the two apart.)
+	 */
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
-	prev_lo = f ? f->lo : 1;
-	prev_hi = f ? f->hi : 0;
 	if (f)
 		pop_to(b, b->depth - 1, time);
-	rc = push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
-	if (!rc) {
-		top(b)->prev_lo = prev_lo;
-		top(b)->prev_hi = prev_hi;
-	}
-	return rc;
+	return push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
 }
 
 static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)

@@ -1,0 +1,788 @@
+/*
+ * The emulation backend: Intel PT without Intel PT.
+ *
+ * The target runs under ptrace and every thread is single-stepped.  Before
+ * each step the instruction at the IP is classified (Capstone, cached by
+ * address); after it, the new IP says where control went, and ptenc turns
+ * that into the packets the hardware would have written for a user-only
+ * trace: TNT bits for conditional branches and compressed returns, TIPs
+ * for indirect branches, TIP.PGD/TIP.PGE around syscalls, FUP+TIP.PGD and
+ * TIP.PGE around signal delivery, PSB+ every PSB period, and MTC timing
+ * from CLOCK_MONOTONIC.  The result is the same perf.data file the real
+ * backend writes, so everything downstream cannot tell the difference.
+ *
+ * The "TSC" of an emulated capture is CLOCK_MONOTONIC in nanoseconds: the
+ * capture's time conversion is the identity, and perf time is the kernel's
+ * monotonic clock, as perf's own is.
+ *
+ * Not yet here (said plainly by mt-capture): attaching to a running
+ * process, the snapshot ring (the whole run is kept), triggers, the
+ * stub API, sideband from perf_event_open (mappings come from
+ * /proc/PID/maps), and the vDSO's bytes.
+ */
+#include "capture/capture.h"
+#include "perfdata/perfdata.h"
+#include "symbols/symbols.h"
+#include "util/util.h"
+
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EMU_PMU_TYPE 8
+#define EMU_TSC_CTC 40  /* "TSC" 1 GHz, crystal 25 MHz */
+#define EMU_NONTURBO 10 /* 1 GHz = 10 x 100 MHz */
+#define EMU_MTC_PERIOD 3
+#define ICACHE 65536
+
+enum iclass {
+	IC_PLAIN,
+	IC_COND,
+	IC_JMP,      /* direct jump */
+	IC_IJMP,     /* indirect jump */
+	IC_CALL,     /* direct call */
+	IC_ICALL,    /* indirect call */
+	IC_RET,
+	IC_SYSCALL,  /* syscall, sysenter, int */
+	IC_FAR,      /* far transfers: treated as indirect */
+};
+
+struct insn {
+	uint64_t ip;
+	uint8_t len, cls;
+	bool valid;
+};
+
+struct thr {
+	pid_t tid;
+	struct ptenc *enc;
+	bool started;      /* tracing began for it */
+	bool new_thread;   /* waiting for its first stop */
+	bool exited;
+	bool async;        /* a signal is being delivered: PGE next stop */
+	uint64_t step_ip;  /* the instruction in flight */
+	struct insn step;
+	uint64_t step_tsc;
+};
+
+struct emu {
+	const struct emu_opts *o;
+	pid_t pid;
+	csh cs;
+	struct insn *icache;
+	struct thr *thr;
+	size_t nr_thr, cap_thr;
+	size_t live;
+	char exe[4096];
+	char comm[16];
+	uint64_t start_time;
+	char **maps;       /* executable lines of /proc/PID/maps seen */
+	size_t nr_maps, cap_maps;
+	struct emu_stats *st;
+	char *err;
+	size_t errlen;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int fail(struct emu *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct emu *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->err, e->errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {buf, len}, remote = {(void *)addr, len};
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	return n < 0 ? -1 : (int)n;
+}
+
+static uint64_t get_ip(pid_t tid)
+{
+	errno = 0;
+	return (uint64_t)ptrace(PTRACE_PEEKUSER, tid,
+				offsetof(struct user_regs_struct, rip), NULL);
+}
+
+/* The instruction at ip, decoded once. */
+static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
+{
+	struct insn *c = &e->icache[(ip ^ (ip >> 13)) & (ICACHE - 1)];
+	uint8_t b[16];
+	cs_insn *in = NULL;
+	const uint8_t *code = b;
+	size_t size;
+	uint64_t addr = ip;
+	int n;
+
+	if (c->valid && c->ip == ip)
+		return c;
+	memset(c, 0, sizeof(*c));
+	c->ip = ip;
+	c->valid = true;
+	c->len = 1;
+	n = read_mem(tid, ip, b, sizeof(b));
+	if (n <= 0)
+		return c;
+	size = (size_t)n;
+	in = cs_malloc(e->cs);
+	if (!in)
+		return c;
+	if (cs_disasm_iter(e->cs, &code, &size, &addr, in)) {
+		const cs_detail *d = in->detail;
+		bool imm = d && d->x86.op_count > 0 &&
+			   d->x86.operands[0].type == X86_OP_IMM;
+
+		c->len = (uint8_t)in->size;
+		if (in->id == X86_INS_SYSCALL || in->id == X86_INS_SYSENTER ||
+		    in->id == X86_INS_INT || in->id == X86_INS_INT3)
+			c->cls = IC_SYSCALL;
+		else if (cs_insn_group(e->cs, in, CS_GRP_CALL))
+			c->cls = in->id == X86_INS_LCALL ? IC_FAR
+			       : imm			 ? IC_CALL
+							 : IC_ICALL;
+		else if (cs_insn_group(e->cs, in, CS_GRP_RET))
+			c->cls = in->id == X86_INS_RET ? IC_RET : IC_FAR;
+		else if (cs_insn_group(e->cs, in, CS_GRP_IRET))
+			c->cls = IC_FAR;
+		else if (cs_insn_group(e->cs, in, CS_GRP_JUMP))
+			c->cls = in->id == X86_INS_LJMP ? IC_FAR
+			       : in->id != X86_INS_JMP	? IC_COND
+			       : imm			? IC_JMP
+							: IC_IJMP;
+	}
+	cs_free(in, 1);
+	return c;
+}
+
+static struct thr *thr_get(struct emu *e, pid_t tid)
+{
+	struct thr *t;
+
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].tid == tid)
+			return &e->thr[i];
+	if (mt_grow((void **)&e->thr, &e->cap_thr, e->nr_thr + 1,
+		    sizeof(*e->thr)))
+		return NULL;
+	t = &e->thr[e->nr_thr++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->new_thread = true;
+	{
+		struct ptenc_cfg cfg = {.timing = PTENC_MTC,
+					.noretcomp = e->o->noretcomp,
+					.psb_period = 1, /* 4 KiB */
+					.mtc_period = EMU_MTC_PERIOD,
+					.tsc_ctc_ratio = EMU_TSC_CTC,
+					.cbr = EMU_NONTURBO,
+					.tnt_max = 6};
+		t->enc = ptenc_new(&cfg, (uint64_t)tid);
+		if (!t->enc) {
+			e->nr_thr--;
+			return NULL;
+		}
+	}
+	e->live++;
+	return t;
+}
+
+/* Where the step of t's instruction went: the packets for it. */
+static int transfer(struct emu *e, struct thr *t, uint64_t to)
+{
+	const struct insn *in = &t->step;
+	uint64_t from = t->step_ip, next = from + in->len, tsc = now_ns();
+	int rc = 0;
+
+	switch (in->cls) {
+	case IC_PLAIN:
+	case IC_JMP:
+		return 0;
+	case IC_COND:
+		rc = ptenc_cond(t->enc, t->step_tsc, to != next);
+		break;
+	case IC_CALL:
+		ptenc_call(t->enc, next);
+		break;
+	case IC_ICALL:
+		rc = ptenc_indirect(t->enc, t->step_tsc, to);
+		ptenc_call(t->enc, next);
+		break;
+	case IC_IJMP:
+	case IC_FAR:
+		rc = ptenc_indirect(t->enc, t->step_tsc, to);
+		break;
+	case IC_RET:
+		rc = ptenc_ret(t->enc, t->step_tsc, to);
+		break;
+	case IC_SYSCALL:
+		/* User-only tracing stops in the kernel. */
+		rc = ptenc_pgd(t->enc, t->step_tsc) ||
+		     ptenc_pge(t->enc, tsc, to);
+		break;
+	}
+	e->st->branches++;
+	if (!rc && ptenc_maybe_psb(t->enc, tsc, to) < 0)
+		rc = -1;
+	return rc ? fail(e, -ENOMEM, "out of memory encoding trace") : 0;
+}
+
+static int step(struct emu *e, struct thr *t, int sig)
+{
+	uint64_t ip = get_ip(t->tid);
+
+	if (errno)
+		return 0; /* gone: its exit is on its way */
+	t->step_ip = ip;
+	t->step = *decode(e, t->tid, ip);
+	t->step_tsc = now_ns();
+	e->st->insns++;
+	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig) < 0 &&
+	    errno != ESRCH)
+		return fail(e, -errno, "ptrace(SINGLESTEP, %d): %s", t->tid,
+			    strerror(errno));
+	return 0;
+}
+
+/* Tracing starts for t at its current IP. */
+static int start_thread(struct emu *e, struct thr *t)
+{
+	uint64_t ip = get_ip(t->tid);
+
+	if (errno)
+		return 0;
+	t->new_thread = false;
+	t->started = true;
+	if (ptenc_start(t->enc, now_ns(), ip, false))
+		return fail(e, -ENOMEM, "out of memory encoding trace");
+	e->st->threads++;
+	return 0;
+}
+
+/* Run the target to the first instruction of symbol sym in the
+ * executable, with a breakpoint there. */
+static int run_to(struct emu *e, const char *sym)
+{
+	char maps[64], line[4352], path[4096];
+	struct sym_file *sf = NULL;
+	uint64_t addr = 0, bias = 0, word;
+	size_t n;
+	const struct sym *s;
+	FILE *f;
+	int status;
+	bool found = false;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", e->pid);
+	f = fopen(maps, "r");
+	if (!f)
+		return fail(e, -errno, "%s: %s", maps, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, off;
+
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %4095s", &lo, &off,
+			   path) == 3 &&
+		    !strcmp(path, e->exe) && off == 0) {
+			bias = lo;
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return fail(e, -ENOENT, "%s: not mapped in the target", e->exe);
+	if (sym_file_open(e->exe, NULL, &sf, e->err, e->errlen))
+		return -EINVAL;
+	if (sym_file_type(sf) != ET_DYN)
+		bias = 0;
+	else {
+		uint64_t v0;
+
+		if (!sym_file_off_to_vaddr(sf, 0, &v0))
+			bias -= v0;
+	}
+	s = sym_file_syms(sf, &n);
+	for (size_t i = 0; i < n && !addr; i++)
+		if (!strcmp(s[i].name, sym))
+			addr = s[i].addr + bias;
+	sym_file_free(sf);
+	if (!addr)
+		return fail(e, -ENOENT,
+			    "%s: no symbol '%s' to start at (try --start-at "
+			    "'' to trace from exec)",
+			    e->exe, sym);
+	errno = 0;
+	word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
+	if (errno)
+		return fail(e, -errno, "reading %s at %#llx: %s", sym,
+			    (unsigned long long)addr, strerror(errno));
+	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
+		   (void *)((word & ~0xffull) | 0xcc)) < 0 ||
+	    ptrace(PTRACE_CONT, e->pid, NULL, NULL) < 0)
+		return fail(e, -errno, "ptrace: %s", strerror(errno));
+	for (;;) {
+		if (waitpid(e->pid, &status, __WALL) < 0)
+			return fail(e, -errno, "waitpid: %s", strerror(errno));
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return fail(e, -ESRCH, "%s exited before reaching %s",
+				    e->exe, sym);
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
+			break;
+		/* Other stops before it: pass signals on. */
+		ptrace(PTRACE_CONT, e->pid, NULL,
+		       (void *)(long)(WSTOPSIG(status) == SIGTRAP ||
+						      (status >> 16)
+					      ? 0
+					      : WSTOPSIG(status)));
+	}
+	{
+		struct user_regs_struct r;
+
+		if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
+			   (void *)word) < 0 ||
+		    ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
+			return fail(e, -errno, "ptrace: %s", strerror(errno));
+		r.rip = addr;
+		if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
+			return fail(e, -errno, "ptrace: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int launch(struct emu *e, char *const argv[])
+{
+	int status;
+	ssize_t n;
+	char link[64];
+
+	e->pid = fork();
+	if (e->pid < 0)
+		return fail(e, -errno, "fork: %s", strerror(errno));
+	if (e->pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "mt-capture: %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(e->pid, &status, 0) < 0)
+		return fail(e, -errno, "waitpid: %s", strerror(errno));
+	if (!WIFSTOPPED(status))
+		return fail(e, -ENOEXEC, "%s: could not be started", argv[0]);
+	ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
+	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
+			      PTRACE_O_EXITKILL));
+	snprintf(link, sizeof(link), "/proc/%d/exe", e->pid);
+	n = readlink(link, e->exe, sizeof(e->exe) - 1);
+	if (n <= 0)
+		return fail(e, -errno, "%s: %s", link, strerror(errno));
+	e->exe[n] = 0;
+	{
+		const char *b = strrchr(e->exe, '/');
+
+		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : e->exe);
+	}
+	return 0;
+}
+
+static int collect_maps(struct emu *e);
+
+/* The step loop: until every thread has exited or we are told to stop. */
+static int trace(struct emu *e)
+{
+	struct thr *t = thr_get(e, e->pid);
+	int rc, status;
+
+	if (!t)
+		return fail(e, -ENOMEM, "out of memory");
+	if ((rc = start_thread(e, t)) || (rc = step(e, t, 0)))
+		return rc;
+	while (e->live && !*e->o->stop) {
+		pid_t tid = waitpid(-1, &status, __WALL);
+		int sig, event;
+
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD)
+				break;
+			return fail(e, -errno, "waitpid: %s", strerror(errno));
+		}
+		t = thr_get(e, tid);
+		if (!t)
+			return fail(e, -ENOMEM, "out of memory");
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (!t->exited) {
+				t->exited = true;
+				e->live--;
+			}
+			continue;
+		}
+		sig = WSTOPSIG(status);
+		event = status >> 16;
+		if (event == PTRACE_EVENT_CLONE) {
+			unsigned long child;
+
+			if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
+			    !thr_get(e, (pid_t)child))
+				return fail(e, -ENOMEM, "out of memory");
+			/* The clone finishes in this thread's step. */
+			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
+			continue;
+		}
+		if (event) {
+			if (event == PTRACE_EVENT_EXIT && collect_maps(e))
+				return fail(e, -ENOMEM, "out of memory");
+			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
+			continue;
+		}
+		if (t->new_thread) {
+			/* A new thread's first stop (SIGSTOP): it begins. */
+			if ((rc = start_thread(e, t)) || (rc = step(e, t, 0)))
+				return rc;
+			continue;
+		}
+		if (sig == SIGTRAP) {
+			uint64_t ip = get_ip(tid);
+
+			if (errno)
+				continue;
+			if (t->async) {
+				/* The handler's first instruction. */
+				t->async = false;
+				if (ptenc_pge(t->enc, now_ns(), ip))
+					return fail(e, -ENOMEM, "out of memory");
+			} else if ((rc = transfer(e, t, ip))) {
+				return rc;
+			}
+			if ((rc = step(e, t, 0)))
+				return rc;
+			continue;
+		}
+		/*
+		 * A signal for the target.  If the instruction in flight
+		 * completed first, account for it; then tracing stops where
+		 * the signal interrupts (FUP, TIP.PGD) and starts again where
+		 * the kernel sends the thread.
+		 */
+		{
+			uint64_t ip = get_ip(tid);
+
+			if (errno)
+				continue;
+			if (ip != t->step_ip && (rc = transfer(e, t, ip)))
+				return rc;
+			if (ptenc_async_pgd(t->enc, now_ns(), ip))
+				return fail(e, -ENOMEM, "out of memory");
+			t->async = true;
+			if ((rc = step(e, t, sig)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The target's executable mappings, read while it lives (after reaching
+ * the start and when a thread exits, which catches what was loaded in
+ * between), for the MMAP2 records.
+ */
+static int collect_maps(struct emu *e)
+{
+	char path[64], line[4352];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", e->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char perm[8] = "";
+		bool dup = false;
+		char *copy;
+
+		if (sscanf(line, "%*x-%*x %7s", perm) != 1 || perm[2] != 'x')
+			continue;
+		for (size_t i = 0; i < e->nr_maps && !dup; i++)
+			dup = !strcmp(e->maps[i], line);
+		if (dup)
+			continue;
+		copy = strdup(line);
+		if (!copy || mt_grow((void **)&e->maps, &e->cap_maps,
+				     e->nr_maps + 1, sizeof(*e->maps))) {
+			free(copy);
+			fclose(f);
+			return -ENOMEM;
+		}
+		e->maps[e->nr_maps++] = copy;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int write_maps(struct emu *e, struct pd_writer *w,
+		      const struct pd_sample_id *sid)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		unsigned long long lo, hi, off, ino;
+		unsigned maj, min;
+		char perm[8];
+		struct pd_mmap m = {0};
+
+		path[0] = 0;
+		if (sscanf(e->maps[i], "%llx-%llx %7s %llx %x:%x %llu %4095s",
+			   &lo, &hi, perm, &off, &maj, &min, &ino, path) < 7)
+			continue;
+		m.pid = (uint32_t)e->pid;
+		m.tid = (uint32_t)e->pid;
+		m.start = lo;
+		m.len = hi - lo;
+		m.pgoff = off;
+		m.is_mmap2 = true;
+		m.maj = maj;
+		m.min = min;
+		m.ino = ino;
+		m.prot = 5; /* read, exec */
+		m.flags = 2;
+		m.filename = path[0] ? path : "//anon";
+		if (pd_write_mmap2(w, &m, sid))
+			return -1;
+	}
+	return 0;
+}
+
+static int write_capture(struct emu *e)
+{
+	const struct emu_opts *o = e->o;
+	struct pd_writer *w = NULL;
+	struct pd_err pe = {0};
+	struct perf_event_attr attr;
+	struct pd_pt_info pt;
+	uint64_t ids[1] = {1}, end = now_ns();
+	struct pd_sample_id sid = {.pid = (uint32_t)e->pid,
+				   .tid = (uint32_t)e->pid,
+				   .time = e->start_time,
+				   .id = 1,
+				   .cpu = 0,
+				   .have_tid = true,
+				   .have_time = true,
+				   .have_id = true,
+				   .have_cpu = true};
+	int rc = -1;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.type = EMU_PMU_TYPE;
+	attr.size = sizeof(attr);
+	attr.config = 1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
+		      ((uint64_t)EMU_MTC_PERIOD << 14) | (1ull << 24) |
+		      (o->noretcomp ? 1ull << 11 : 0);
+	attr.sample_period = 1;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = 1;
+	attr.sample_id_all = 1;
+	memset(&pt, 0, sizeof(pt));
+	pt.pmu_type = EMU_PMU_TYPE;
+	pt.time_shift = 0;
+	pt.time_mult = 1;
+	pt.cap_user_time_zero = true;
+	pt.tsc_bit = 1ull << 10;
+	pt.noretcomp_bit = 1ull << 11;
+	pt.have_mtc_group = true;
+	pt.mtc_bit = 1ull << 9;
+	pt.mtc_freq_bits = 0xfull << 14;
+	pt.tsc_ctc_n = EMU_TSC_CTC;
+	pt.tsc_ctc_d = 1;
+	pt.cyc_bit = 1ull << 1;
+	pt.have_max_nonturbo = true;
+	pt.max_nonturbo_ratio = EMU_NONTURBO;
+
+	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
+		goto pderr;
+	if (pd_writer_add_attr(w, &attr, ids, 1))
+		goto werr;
+	{
+		struct pd_time_conv tc = {.time_mult = 1,
+					  .have_ext = true,
+					  .cap_user_time_zero = true};
+		struct pd_comm c = {.pid = (uint32_t)e->pid,
+				    .tid = (uint32_t)e->pid,
+				    .exec = true,
+				    .comm = e->comm};
+
+		if (pd_write_time_conv(w, &tc) ||
+		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true) ||
+		    pd_write_comm(w, &c, &sid) ||
+		    write_maps(e, w, &sid))
+			goto werr;
+	}
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		struct pd_sample_id s2 = sid;
+
+		if (t->tid == e->pid)
+			continue;
+		s2.tid = (uint32_t)t->tid;
+		{
+			struct pd_task fk = {.pid = (uint32_t)e->pid,
+					     .ppid = (uint32_t)e->pid,
+					     .tid = (uint32_t)t->tid,
+					     .ptid = (uint32_t)e->pid,
+					     .time = sid.time};
+			struct pd_comm c = {.pid = (uint32_t)e->pid,
+					    .tid = (uint32_t)t->tid,
+					    .comm = e->comm};
+
+			if (pd_write_task(w, PERF_RECORD_FORK, &fk, &s2) ||
+			    pd_write_comm(w, &c, &s2))
+				goto werr;
+		}
+	}
+	if (pd_write_finished_round(w))
+		goto werr;
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		struct pd_auxtrace a = {.reference = end,
+					.idx = (uint32_t)i,
+					.tid = (uint32_t)t->tid,
+					.cpu = UINT32_MAX};
+		const uint8_t *data;
+		size_t len;
+
+		if (!t->started)
+			continue;
+		if (ptenc_finish(t->enc, end))
+			goto werr;
+		data = ptenc_data(t->enc, &len);
+		a.size = len;
+		e->st->aux_bytes += len;
+		if (len && pd_write_auxtrace(w, &a, data))
+			goto werr;
+	}
+	if (pd_write_finished_round(w) ||
+	    pd_writer_set_feature_string(w, PD_FEAT_CPUID,
+					 "GenuineIntel,6,85,4") ||
+	    pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, "mt-capture"))
+		goto werr;
+	if (pd_writer_finish(w, &pe))
+		goto pderr;
+	rc = 0;
+	goto out;
+werr:
+	snprintf(e->err, e->errlen, "%s", pd_writer_error(w)->msg);
+	pd_writer_abort(w);
+	goto out;
+pderr:
+	snprintf(e->err, e->errlen, "%s", pe.msg);
+out:
+	return rc;
+}
+
+/* Leave the target running on its own (or let it finish). */
+static void detach_all(struct emu *e)
+{
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+
+		if (t->exited)
+			continue;
+		/* A thread must be stopped to detach: stop it if it runs. */
+		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) < 0 &&
+		    errno == ESRCH) {
+			int status;
+
+			if (syscall(SYS_tgkill, e->pid, t->tid, SIGSTOP) == 0 &&
+			    waitpid(t->tid, &status, __WALL) == t->tid &&
+			    WIFSTOPPED(status))
+				ptrace(PTRACE_DETACH, t->tid, NULL,
+				       (void *)(long)SIGCONT);
+		}
+	}
+}
+
+int emu_run(char *const argv[], const struct emu_opts *o,
+	    struct emu_stats *st, char *err, size_t errlen)
+{
+	struct emu e = {.o = o, .st = st, .err = err, .errlen = errlen};
+	const char *start = o->start_at ? o->start_at : "main";
+	int rc, wrc;
+
+	memset(st, 0, sizeof(*st));
+	e.icache = calloc(ICACHE, sizeof(*e.icache));
+	if (!e.icache)
+		return fail(&e, -ENOMEM, "out of memory");
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &e.cs) != CS_ERR_OK) {
+		free(e.icache);
+		return fail(&e, -EINVAL, "capstone: cannot open x86-64");
+	}
+	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
+	rc = launch(&e, argv);
+	if (!rc && *start)
+		rc = run_to(&e, start);
+	if (!rc)
+		rc = collect_maps(&e);
+	e.start_time = now_ns();
+	if (!rc)
+		rc = trace(&e);
+	st->seconds = (double)(now_ns() - e.start_time) / 1e9;
+	if (e.pid > 0)
+		detach_all(&e);
+	/* Whatever was traced is written, even after an error. */
+	if (e.nr_thr) {
+		char werr[512] = "";
+		char *keep = e.err;
+
+		e.err = werr;
+		e.errlen = sizeof(werr);
+		wrc = write_capture(&e);
+		e.err = keep;
+		e.errlen = errlen;
+		if (wrc && !rc) {
+			snprintf(err, errlen, "%s", werr);
+			rc = -EIO;
+		}
+	}
+	if (e.pid > 0)
+		waitpid(e.pid, NULL, __WALL | WNOHANG);
+	for (size_t i = 0; i < e.nr_thr; i++)
+		ptenc_free(e.thr[i].enc);
+	for (size_t i = 0; i < e.nr_maps; i++)
+		free(e.maps[i]);
+	free(e.maps);
+	free(e.thr);
+	free(e.icache);
+	cs_close(&e.cs);
+	return rc;
+}
