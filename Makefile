@@ -98,10 +98,10 @@ asan-build: $(BINS) $(TESTS) $(TOOLS)
 unit: $(BINS) $(TESTS) $(TOOLS)
 
 format:
-	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])
+	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] examples/*.c)
 
 check-format:
-	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch])
+	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] examples/*.c)
 
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench
@@ -111,13 +111,18 @@ bench: all $(BUILD)/bin/mt-bench
 accuracy: all $(BUILD)/bin/mt-accuracy
 	@MT_BUILD=$(BUILD) bash tools/accuracy.sh
 
-demo:
-	@echo "make demo needs the emulation backend (mt-capture --emulate), which is not built yet." >&2
-	@echo "Meanwhile: make && build/bin/mt-synth --seed 1 --branches 100000 -o /tmp/s && build/bin/mt-convert --info /tmp/s/raw.bin" >&2
-	@exit 1
-
-golden-update: all
-	@MT_BUILD=$(BUILD) sh tests/golden/update.sh $(GOLDEN_FLAGS)
+# The whole pipeline on a bundled program: capture it by emulation,
+# convert it, say where the results are.
+demo: all
+	@mkdir -p $(BUILD)/demo
+	@$(CC) -O1 -g -o $(BUILD)/demo/demo examples/demo.c
+	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/demo
+	@$(BUILD)/bin/mt-convert $(BUILD)/demo/raw.bin -o $(BUILD)/demo/trace.pftrace
+	@echo
+	@echo "Open $(BUILD)/demo/trace.pftrace in https://ui.perfetto.dev, or ask SQL:"
+	@echo "  sqlite3 $(BUILD)/demo/trace.sqlite 'SELECT name, count(*), sum(dur) FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8'"
+	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
+		'SELECT name, count(*) AS calls, sum(dur) AS total_ns FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8' 2>/dev/null || true
 
 clean:
 	rm -rf build

@@ -69,9 +69,9 @@ int ptenc_finish(struct ptenc *g, uint64_t tsc);
 /* The emulation backend                                              */
 
 struct emu_opts {
-	const char *output;      /* the capture file to write */
-	const char *start_at;    /* symbol to start at; "" = at exec;
-				    NULL = "main" */
+	const char *output;   /* the capture file to write */
+	const char *start_at; /* symbol to start at; "" = at exec;
+				 NULL = "main" */
 	bool noretcomp;
 	const volatile int *stop; /* becomes non-zero to stop (Ctrl-C) */
 };
@@ -87,7 +87,7 @@ struct emu_stats {
  * write the capture (also after an error, with what was traced).
  * Returns 0, or a negative code with one line in err.
  */
-int emu_run(char *const argv[], const struct emu_opts *o,
-	    struct emu_stats *st, char *err, size_t errlen);
+int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
+	    char *err, size_t errlen);
 
 #endif

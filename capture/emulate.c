@@ -43,22 +43,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EMU_PMU_TYPE 8
-#define EMU_TSC_CTC 40  /* "TSC" 1 GHz, crystal 25 MHz */
-#define EMU_NONTURBO 10 /* 1 GHz = 10 x 100 MHz */
+#define EMU_PMU_TYPE   8
+#define EMU_TSC_CTC    40 /* "TSC" 1 GHz, crystal 25 MHz */
+#define EMU_NONTURBO   10 /* 1 GHz = 10 x 100 MHz */
 #define EMU_MTC_PERIOD 3
-#define ICACHE 65536
+#define ICACHE	       65536
 
 enum iclass {
 	IC_PLAIN,
 	IC_COND,
-	IC_JMP,      /* direct jump */
-	IC_IJMP,     /* indirect jump */
-	IC_CALL,     /* direct call */
-	IC_ICALL,    /* indirect call */
+	IC_JMP,	  /* direct jump */
+	IC_IJMP,  /* indirect jump */
+	IC_CALL,  /* direct call */
+	IC_ICALL, /* indirect call */
 	IC_RET,
-	IC_SYSCALL,  /* syscall, sysenter, int */
-	IC_FAR,      /* far transfers: treated as indirect */
+	IC_SYSCALL, /* syscall, sysenter, int */
+	IC_FAR,	    /* far transfers: treated as indirect */
 };
 
 struct insn {
@@ -70,11 +70,11 @@ struct insn {
 struct thr {
 	pid_t tid;
 	struct ptenc *enc;
-	bool started;      /* tracing began for it */
-	bool new_thread;   /* waiting for its first stop */
+	bool started;	 /* tracing began for it */
+	bool new_thread; /* waiting for its first stop */
 	bool exited;
-	bool async;        /* a signal is being delivered: PGE next stop */
-	uint64_t step_ip;  /* the instruction in flight */
+	bool async;	  /* a signal is being delivered: PGE next stop */
+	uint64_t step_ip; /* the instruction in flight */
 	struct insn step;
 	uint64_t step_tsc;
 };
@@ -90,7 +90,7 @@ struct emu {
 	char exe[4096];
 	char comm[16];
 	uint64_t start_time;
-	char **maps;       /* executable lines of /proc/PID/maps seen */
+	char **maps; /* executable lines of /proc/PID/maps seen */
 	size_t nr_maps, cap_maps;
 	struct emu_stats *st;
 	char *err;
@@ -168,17 +168,17 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 			c->cls = IC_SYSCALL;
 		else if (cs_insn_group(e->cs, in, CS_GRP_CALL))
 			c->cls = in->id == X86_INS_LCALL ? IC_FAR
-			       : imm			 ? IC_CALL
+				 : imm			 ? IC_CALL
 							 : IC_ICALL;
 		else if (cs_insn_group(e->cs, in, CS_GRP_RET))
 			c->cls = in->id == X86_INS_RET ? IC_RET : IC_FAR;
 		else if (cs_insn_group(e->cs, in, CS_GRP_IRET))
 			c->cls = IC_FAR;
 		else if (cs_insn_group(e->cs, in, CS_GRP_JUMP))
-			c->cls = in->id == X86_INS_LJMP ? IC_FAR
-			       : in->id != X86_INS_JMP	? IC_COND
-			       : imm			? IC_JMP
-							: IC_IJMP;
+			c->cls = in->id == X86_INS_LJMP	 ? IC_FAR
+				 : in->id != X86_INS_JMP ? IC_COND
+				 : imm			 ? IC_JMP
+							 : IC_IJMP;
 	}
 	cs_free(in, 1);
 	return c;
@@ -479,7 +479,8 @@ static int trace(struct emu *e)
 				/* The handler's first instruction. */
 				t->async = false;
 				if (ptenc_pge(t->enc, now_ns(), ip))
-					return fail(e, -ENOMEM, "out of memory");
+					return fail(e, -ENOMEM,
+						    "out of memory");
 			} else if ((rc = transfer(e, t, ip))) {
 				return rc;
 			}
@@ -644,8 +645,7 @@ static int write_capture(struct emu *e)
 
 		if (pd_write_time_conv(w, &tc) ||
 		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true) ||
-		    pd_write_comm(w, &c, &sid) ||
-		    write_maps(e, w, &sid))
+		    pd_write_comm(w, &c, &sid) || write_maps(e, w, &sid))
 			goto werr;
 	}
 	for (size_t i = 0; i < e->nr_thr; i++) {
@@ -732,8 +732,8 @@ static void detach_all(struct emu *e)
 	}
 }
 
-int emu_run(char *const argv[], const struct emu_opts *o,
-	    struct emu_stats *st, char *err, size_t errlen)
+int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
+	    char *err, size_t errlen)
 {
 	struct emu e = {.o = o, .st = st, .err = err, .errlen = errlen};
 	const char *start = o->start_at ? o->start_at : "main";

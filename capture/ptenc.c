@@ -369,8 +369,7 @@ int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip)
 int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 		  uint64_t resume_ip)
 {
-	return ptenc_pgd(g, tsc) || ptenc_pge(g, tsc_back, resume_ip) ? -1
-									: 0;
+	return ptenc_pgd(g, tsc) || ptenc_pge(g, tsc_back, resume_ip) ? -1 : 0;
 }
 
 void ptenc_unwind(struct ptenc *g)

@@ -114,8 +114,8 @@ int main(int argc, char **argv)
 		"mt-capture: %s: %llu instructions, %llu branches, %llu "
 		"thread%s, %.1f KiB of trace in %.2fs\n",
 		o.output, (unsigned long long)st.insns,
-		(unsigned long long)st.branches,
-		(unsigned long long)st.threads, st.threads == 1 ? "" : "s",
-		(double)st.aux_bytes / 1024, st.seconds);
+		(unsigned long long)st.branches, (unsigned long long)st.threads,
+		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
+		st.seconds);
 	return 0;
 }

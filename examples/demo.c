@@ -20,12 +20,12 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void sort_numbers(int *v, size_t n)
+__attribute__((noinline)) static void sort_numbers(int *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), cmp_int);
 }
 
-static unsigned hash(const unsigned char *p, size_t n)
+__attribute__((noinline)) static unsigned hash(const unsigned char *p, size_t n)
 {
 	unsigned h = 2166136261u;
 
@@ -34,7 +34,8 @@ static unsigned hash(const unsigned char *p, size_t n)
 	return h;
 }
 
-static void report(unsigned f, unsigned h, int lo, int hi)
+__attribute__((noinline)) static void report(unsigned f, unsigned h, int lo,
+					     int hi)
 {
 	char line[128];
 	int len = snprintf(line, sizeof(line),

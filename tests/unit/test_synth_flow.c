@@ -129,20 +129,23 @@ static void run_case(struct check_state *cs, const struct cfgcase *k)
 	struct walk_thread t = {0};
 	struct flow fl = {0};
 	char err[512];
-	struct walk_cfg c = {.seed = k->seed,
-			     .branches = k->branches,
-			     .root = 0,
-			     .start_depth = k->start_depth,
-			     .gap_every = k->gap_every,
-			     .start_tsc = 0x123400000000ull,
-			     .pt = {.timing = k->timing,
-				    .noretcomp = k->noretcomp,
-				    .psb_period = 0,
-				    .mtc_period = 3,
-				    .tsc_ctc_ratio = 100,
-				    .cbr = 24,
-				    .tnt_max = k->tnt_max,
-				    .pad_chance = 8}};
+	struct walk_cfg c = {
+		.seed = k->seed,
+		.branches = k->branches,
+		.root = 0,
+		.start_depth = k->start_depth,
+		.gap_every = k->gap_every,
+		.start_tsc = 0x123400000000ull,
+		.pt = {.timing = k->timing == SYNTH_TIMING_TSC	 ? PTENC_TSC
+				 : k->timing == SYNTH_TIMING_MTC ? PTENC_MTC
+								 : PTENC_CYC,
+		       .noretcomp = k->noretcomp,
+		       .psb_period = 0,
+		       .mtc_period = 3,
+		       .tsc_ctc_ratio = 100,
+		       .cbr = 24,
+		       .tnt_max = k->tnt_max,
+		       .pad_chance = 8}};
 	size_t ci = 0;
 	uint64_t expect_calls = 0;
 

@@ -1,0 +1,85 @@
+#!/bin/bash
+# The emulation backend on real programs: mt-capture --emulate captures
+# them, perf's decoder reads the capture without an error, and the call
+# tree mt-convert builds has the calls the programs are known to make.
+B=${MT_BUILD:?}/bin
+R=${MT_ROOT:?}
+W=$(mktemp -d /tmp/mt-e2e-emu.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+
+capture() { # name program
+	local name=$1 prog=$2
+	if ! "$B/mt-capture" --emulate -o "$W/$name.bin" -- "$prog" \
+		>"$W/$name.out" 2>"$W/$name.err"; then
+		echo "FAIL emulate_$name: mt-capture failed"
+		sed 's/^/    /' "$W/$name.err" | tail -5
+		return 1
+	fi
+	if ! perf script -i "$W/$name.bin" --itrace=cre --ns \
+		-F tid,flags,ip,sym,addr >"$W/$name.perf" 2>"$W/$name.perr" ||
+		grep -q 'instruction trace error' "$W/$name.perf"; then
+		echo "FAIL emulate_${name}_perf: perf reports errors"
+		grep 'instruction trace error' "$W/$name.perf" | head -3 | sed 's/^/    /'
+	else
+		echo "PASS emulate_${name}_perf"
+	fi
+	if ! "$B/mt-convert" "$W/$name.bin" -o "$W/$name.pftrace" \
+		--text "$W/$name.tsv" -q 2>"$W/$name.cerr"; then
+		echo "FAIL emulate_$name: mt-convert failed"
+		sed 's/^/    /' "$W/$name.cerr" | tail -5
+		return 1
+	fi
+}
+
+# count FILE TID-or-any NAME: slices of that name
+count() {
+	awk -F'\t' -v t="$2" -v n="$3" '($1 == t || t == "any") && $3 == n' "$1" | wc -l
+}
+
+cc -O1 -g -o "$W/demo" "$R/examples/demo.c" || { echo "FAIL emulate: cc"; exit 0; }
+if capture demo "$W/demo"; then
+	# fib(12) makes 2 * F(13) - 1 = 465 calls; perf must count the same.
+	ours=$(count "$W/demo.tsv" any fib)
+	theirs=$(grep -c 'call .*=> *[0-9a-f]* fib$' "$W/demo.perf")
+	gaps=$(grep -c 'decode gap' "$W/demo.tsv")
+	mainrow=$(awk -F'\t' '$3 == "main"' "$W/demo.tsv" | head -1)
+	if [ "$ours" = 465 ] && [ "$theirs" = 465 ] && [ "$gaps" = 0 ] &&
+		[ "$(count "$W/demo.tsv" any sort_numbers)$(count "$W/demo.tsv" any report)" = 11 ] &&
+		[[ "$mainrow" == *clipped_start* ]]; then
+		echo "PASS emulate_demo_tree (fib 465 calls, perf 465, no gaps)"
+	else
+		echo "FAIL emulate_demo_tree: fib $ours (perf $theirs), gaps $gaps, main: $mainrow"
+	fi
+fi
+
+cc -O1 -g -pthread -o "$W/threads" "$R/tests/programs/threads.c" ||
+	{ echo "FAIL emulate: cc threads"; exit 0; }
+if capture threads "$W/threads"; then
+	# worker(0) in main: 3 leaf calls; worker(2) in the thread: 5.
+	tids=$(cut -f1 "$W/threads.tsv" | tail -n +2 | sort -u | wc -l)
+	main_tid=$(awk -F'\t' '$3 == "main" {print $1; exit}' "$W/threads.tsv")
+	other=$(awk -F'\t' -v m="$main_tid" 'NR > 1 && $1 != m {print $1; exit}' "$W/threads.tsv")
+	if [ "$tids" = 2 ] && [ "$(count "$W/threads.tsv" "$main_tid" leaf)" = 3 ] &&
+		[ "$(count "$W/threads.tsv" "$other" leaf)" = 5 ] &&
+		[ "$(count "$W/threads.tsv" "$other" thread_main)" = 1 ]; then
+		echo "PASS emulate_threads_tree (2 threads, 3 and 5 leaf calls)"
+	else
+		echo "FAIL emulate_threads_tree: $tids threads, main $main_tid, other $other"
+	fi
+fi
+
+# Bad use: a program that does not exist, a symbol that does not exist.
+if "$B/mt-capture" --emulate -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
+	echo "FAIL emulate_missing_program: exit 0"
+elif [ -e "$W/x.bin" ]; then
+	echo "FAIL emulate_missing_program: left a capture"
+else
+	echo "PASS emulate_missing_program"
+fi
+if ! "$B/mt-capture" --emulate --start-at no_such_symbol -o "$W/y.bin" -- \
+	"$W/demo" >/dev/null 2>"$W/y.err" && grep -q "no symbol 'no_such_symbol'" "$W/y.err"; then
+	echo "PASS emulate_missing_symbol"
+else
+	echo "FAIL emulate_missing_symbol"; sed 's/^/    /' "$W/y.err" | head -3
+fi
