@@ -36,6 +36,9 @@ TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
          $(BUILD)/bin/mt-accuracy
 
+# Keep intermediate objects (the mains are built through a pattern rule).
+.SECONDARY:
+
 .PHONY: all deps test unit check-format format clean demo bench accuracy golden-update
 
 all: deps $(BINS)

@@ -39,6 +39,8 @@ static const char usage[] =
 	"                     (repeatable)\n"
 	"  --debug-root DIR   build-id tree of binaries (default "
 	"/usr/lib/debug)\n"
+	"  --jit-dir DIR      where JIT symbol maps (perf-PID.map) are "
+	"(default /tmp)\n"
 	"  --no-final-stack   do not anchor roots on the stack unwound at\n"
 	"                     the snapshot\n"
 	"  --no-stitch        do not join call stacks across decode gaps\n"
@@ -46,7 +48,7 @@ static const char usage[] =
 	"  -q, --quiet        no summary\n";
 
 struct args {
-	const char *capture, *out, *sqlite, *text, *debug_root;
+	const char *capture, *out, *sqlite, *text, *debug_root, *jit_dir;
 	const char **bins;
 	size_t nr_bins;
 	int no_sqlite, no_final_stack, no_compress, no_stitch, quiet;
@@ -129,6 +131,9 @@ static int parse(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "--debug-root")) {
 			NEED_ARG;
 			a->debug_root = v;
+		} else if (!strcmp(s, "--jit-dir")) {
+			NEED_ARG;
+			a->jit_dir = v;
 		} else if (!strcmp(s, "--no-sqlite")) {
 			a->no_sqlite = 1;
 		} else if (!strcmp(s, "--no-final-stack")) {
@@ -299,6 +304,7 @@ int main(int argc, char **argv)
 	dopts.binary_dirs = a.bins;
 	dopts.nr_binary_dirs = a.nr_bins;
 	dopts.debug_root = a.debug_root;
+	dopts.jit_dir = a.jit_dir;
 	dopts.progress = show_progress;
 	dopts.progress_ctx = &prog;
 	dopts.warn = stderr;

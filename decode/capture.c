@@ -431,6 +431,7 @@ void dec_free(struct dec_capture *c)
 		return;
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
+		sym_map_free(c->procs[i].jit);
 		free(c->procs[i].comm);
 	}
 	for (size_t i = 0; i < c->nr_threads; i++) {

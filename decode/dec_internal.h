@@ -36,6 +36,7 @@ struct dec_proc {
 	uint32_t pid, ppid;
 	char *comm;
 	struct pt_image *image;
+	struct sym_map *jit; /* /tmp/perf-PID.map, when there is one */
 };
 
 struct dec_chunk { /* one AUXTRACE record */

@@ -242,6 +242,18 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 		proc->image = pt_image_alloc(proc->comm);
 		if (!proc->image)
 			goto oom;
+		{
+			/* JIT symbols: names for code no binary holds. */
+			char path[4096], jerr[256];
+
+			snprintf(path, sizeof(path), "%s/perf-%u.map",
+				 c->opts.jit_dir ? c->opts.jit_dir : "/tmp",
+				 proc->pid);
+			if (!access(path, R_OK) &&
+			    sym_map_open(path, &proc->jit, jerr, sizeof(jerr)) &&
+			    c->opts.warn)
+				fprintf(c->opts.warn, "%s\n", jerr);
+		}
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			if (c->maps[i].pid != owner)
 				continue;
@@ -329,15 +341,31 @@ static const struct sym *around(const struct sym_file *sf, uint64_t vaddr,
 	return NULL;
 }
 
+/* A JIT symbol of pid's perf map at ip, or NULL. */
+static const struct sym *jit_sym(const struct dec_capture *c, uint32_t pid,
+				 uint64_t ip)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid && c->procs[i].jit)
+			return sym_map_lookup(c->procs[i].jit, ip);
+	return NULL;
+}
+
 bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       uint64_t *lo, uint64_t *hi)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
+	const struct sym *j = jit_sym(c, pid, ip);
 	const struct dec_dso *d;
 	uint64_t vlo, vhi;
 
 	*lo = ip;
 	*hi = ip + 1;
+	if (j && j->size && (!m || !c->dsos[m->dso].sf)) {
+		*lo = j->addr;
+		*hi = j->addr + j->size;
+		return true;
+	}
 	if (!m)
 		return false;
 	d = &c->dsos[m->dso];
@@ -394,6 +422,17 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		if (s) {
 			out->name = s->name;
 			out->known = true;
+			return;
+		}
+	}
+	{
+		const struct sym *j = jit_sym(c, pid, ip);
+
+		if (j) {
+			out->name = j->name;
+			out->known = true;
+			out->start = j->addr;
+			out->end = j->size ? j->addr + j->size : ip + 1;
 			return;
 		}
 	}

@@ -64,6 +64,17 @@ if "$B/mt-convert" "$W/s/raw.bin" -o "$W/m.pftrace" --text "$W/m.tsv" \
 else
 	echo "FAIL convert_errors_missing_binary"; sed 's/^/    /' "$W/stderr" | head -5
 fi
+# ... but a JIT map (perf-PID.map) can name its code.
+nm "$W/s/prog.away" | awk '$2 ~ /[tT]/ {printf "%s 10 %s\n", $1, $3}' \
+	>"$W/perf-4242.map"
+if "$B/mt-convert" "$W/s/raw.bin" -o "$W/j.pftrace" --jit-dir "$W" \
+	--text "$W/j.tsv" -q 2>/dev/null &&
+	awk -F'\t' 'NR > 1 && $6 !~ /gap/' "$W/j.tsv" | grep -q . &&
+	! awk -F'\t' 'NR > 1 && $6 !~ /gap/' "$W/j.tsv" | grep -q 'unknown @'; then
+	echo "PASS convert_errors_jit_map"
+else
+	echo "FAIL convert_errors_jit_map"; head -3 "$W/j.tsv" | sed 's/^/    /'
+fi
 # ... and --binaries finds it elsewhere.
 mkdir -p "$W/bins" && cp "$W/s/prog.away" "$W/bins/prog"
 if "$B/mt-convert" "$W/s/raw.bin" -o "$W/b.pftrace" --binaries "$W/bins" \
