@@ -74,6 +74,13 @@ struct emu_opts {
 				 NULL = "main" */
 	bool noretcomp;
 	const volatile int *stop; /* becomes non-zero to stop (Ctrl-C) */
+	/* Keep only the newest bytes per thread, as the hardware's ring
+	 * does (0: keep everything). */
+	uint64_t snapshot_size;
+	/* Snapshot when a thread reaches this symbol of the executable
+	 * ("addr:0x..." for an address); NULL: mt_snapshot_point when the
+	 * program has it (include/magic_trace.h), else none. */
+	const char *trigger;
 };
 
 struct emu_stats {

@@ -77,6 +77,11 @@ struct thr {
 	uint64_t step_ip; /* the instruction in flight */
 	struct insn step;
 	uint64_t step_tsc;
+	/* The return addresses of the calls it is in, as the CPU sees them:
+	 * the stack an unwinder would report at the snapshot. */
+	uint64_t *shadow;
+	size_t depth, cap_shadow;
+	uint64_t last_ip;
 };
 
 struct emu {
@@ -92,6 +97,9 @@ struct emu {
 	uint64_t start_time;
 	char **maps; /* executable lines of /proc/PID/maps seen */
 	size_t nr_maps, cap_maps;
+	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
+	uint64_t hit_time;
+	pid_t hit_tid;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -216,6 +224,15 @@ static struct thr *thr_get(struct emu *e, pid_t tid)
 	return t;
 }
 
+static int shadow_push(struct thr *t, uint64_t ret)
+{
+	if (mt_grow((void **)&t->shadow, &t->cap_shadow, t->depth + 1,
+		    sizeof(*t->shadow)))
+		return -1;
+	t->shadow[t->depth++] = ret;
+	return 0;
+}
+
 /* Where the step of t's instruction went: the packets for it. */
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
 {
@@ -232,9 +249,11 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 		break;
 	case IC_CALL:
 		ptenc_call(t->enc, next);
+		rc = shadow_push(t, next);
 		break;
 	case IC_ICALL:
-		rc = ptenc_indirect(t->enc, t->step_tsc, to);
+		rc = ptenc_indirect(t->enc, t->step_tsc, to) ||
+		     shadow_push(t, next);
 		ptenc_call(t->enc, next);
 		break;
 	case IC_IJMP:
@@ -243,6 +262,13 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 		break;
 	case IC_RET:
 		rc = ptenc_ret(t->enc, t->step_tsc, to);
+		/* Pop to the frame it returns into (longjmp-like returns
+		 * skip several). */
+		for (size_t i = t->depth; i-- > 0;)
+			if (t->shadow[i] == to) {
+				t->depth = i;
+				break;
+			}
 		break;
 	case IC_SYSCALL:
 		/* User-only tracing stops in the kernel. */
@@ -288,19 +314,29 @@ static int start_thread(struct emu *e, struct thr *t)
 	return 0;
 }
 
-/* Run the target to the first instruction of symbol sym in the
- * executable, with a breakpoint there. */
-static int run_to(struct emu *e, const char *sym)
+/*
+ * The runtime address of symbol sym of the executable ("addr:0x..." is an
+ * address already).  Returns 0, -ENOENT when there is no such symbol
+ * (err says so), or another negative code.
+ */
+static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 {
 	char maps[64], line[4352], path[4096];
 	struct sym_file *sf = NULL;
-	uint64_t addr = 0, bias = 0, word;
-	size_t n;
+	uint64_t addr = 0, bias = 0;
+	size_t n, found_n = 0;
 	const struct sym *s;
 	FILE *f;
-	int status;
 	bool found = false;
 
+	if (!strncmp(sym, "addr:", 5)) {
+		char *end;
+
+		*out = strtoull(sym + 5, &end, 16);
+		if (*end || !*out)
+			return fail(e, -EINVAL, "bad address in '%s'", sym);
+		return 0;
+	}
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", e->pid);
 	f = fopen(maps, "r");
 	if (!f)
@@ -321,24 +357,45 @@ static int run_to(struct emu *e, const char *sym)
 		return fail(e, -ENOENT, "%s: not mapped in the target", e->exe);
 	if (sym_file_open(e->exe, NULL, &sf, e->err, e->errlen))
 		return -EINVAL;
-	if (sym_file_type(sf) != ET_DYN)
+	if (sym_file_type(sf) != ET_DYN) {
 		bias = 0;
-	else {
+	} else {
 		uint64_t v0;
 
 		if (!sym_file_off_to_vaddr(sf, 0, &v0))
 			bias -= v0;
 	}
 	s = sym_file_syms(sf, &n);
-	for (size_t i = 0; i < n && !addr; i++)
-		if (!strcmp(s[i].name, sym))
-			addr = s[i].addr + bias;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].name, sym)) {
+			if (!found_n++)
+				addr = s[i].addr + bias;
+		}
 	sym_file_free(sf);
 	if (!addr)
-		return fail(e, -ENOENT,
+		return fail(e, -ENOENT, "%s: no symbol '%s'", e->exe, sym);
+	if (found_n > 1)
+		return fail(e, -EINVAL,
+			    "%s: '%s' names %zu functions; give addr:0x...",
+			    e->exe, sym, found_n);
+	*out = addr;
+	return 0;
+}
+
+/* Run the target to the first instruction of symbol sym in the
+ * executable, with a breakpoint there. */
+static int run_to(struct emu *e, const char *sym)
+{
+	uint64_t addr, word;
+	int status, rc = exe_symbol(e, sym, &addr);
+
+	if (rc == -ENOENT)
+		return fail(e, rc,
 			    "%s: no symbol '%s' to start at (try --start-at "
 			    "'' to trace from exec)",
 			    e->exe, sym);
+	if (rc)
+		return rc;
 	errno = 0;
 	word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
 	if (errno)
@@ -484,6 +541,13 @@ static int trace(struct emu *e)
 			} else if ((rc = transfer(e, t, ip))) {
 				return rc;
 			}
+			t->last_ip = ip;
+			if (e->trigger && ip == e->trigger) {
+				/* The snapshot point: stop here. */
+				e->hit_time = now_ns();
+				e->hit_tid = tid;
+				break;
+			}
 			if ((rc = step(e, t, 0)))
 				return rc;
 			continue;
@@ -589,7 +653,8 @@ static int write_capture(struct emu *e)
 	struct pd_err pe = {0};
 	struct perf_event_attr attr;
 	struct pd_pt_info pt;
-	uint64_t ids[1] = {1}, end = now_ns();
+	struct pd_ext_buf ext = {0};
+	uint64_t ids[1] = {1}, end = e->hit_time ? e->hit_time : now_ns();
 	struct pd_sample_id sid = {.pid = (uint32_t)e->pid,
 				   .tid = (uint32_t)e->pid,
 				   .time = e->start_time,
@@ -629,6 +694,7 @@ static int write_capture(struct emu *e)
 	pt.cyc_bit = 1ull << 1;
 	pt.have_max_nonturbo = true;
 	pt.max_nonturbo_ratio = EMU_NONTURBO;
+	pt.snapshot_mode = o->snapshot_size != 0;
 
 	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
 		goto pderr;
@@ -686,11 +752,46 @@ static int write_capture(struct emu *e)
 		if (ptenc_finish(t->enc, end))
 			goto werr;
 		data = ptenc_data(t->enc, &len);
+		/* Snapshot mode: the ring kept the newest bytes only; the
+		 * decoder starts at the first PSB in them, as with
+		 * hardware. */
+		if (o->snapshot_size && len > o->snapshot_size) {
+			data += len - o->snapshot_size;
+			len = o->snapshot_size;
+		}
 		a.size = len;
 		e->st->aux_bytes += len;
 		if (len && pd_write_auxtrace(w, &a, data))
 			goto werr;
 	}
+	/* Each thread's stack at the end, leaf first: it anchors the roots
+	 * that no return in the kept trace reveals. */
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		uint64_t *ips;
+		struct pd_ext_stack es = {.pid = (uint32_t)e->pid,
+					  .tid = (uint32_t)t->tid,
+					  .time = end};
+
+		if (!t->started || t->exited || !t->last_ip)
+			continue;
+		ips = malloc((t->depth + 1) * sizeof(*ips));
+		if (!ips)
+			goto werr;
+		ips[0] = t->last_ip;
+		for (size_t k = 0; k < t->depth; k++)
+			ips[k + 1] = t->shadow[t->depth - 1 - k];
+		es.nr = t->depth + 1;
+		es.ips = ips;
+		if (pd_ext_add_stack(&ext, &es)) {
+			free(ips);
+			goto werr;
+		}
+		free(ips);
+	}
+	if (ext.len &&
+	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
+		goto werr;
 	if (pd_write_finished_round(w) ||
 	    pd_writer_set_feature_string(w, PD_FEAT_CPUID,
 					 "GenuineIntel,6,85,4") ||
@@ -707,6 +808,7 @@ werr:
 pderr:
 	snprintf(e->err, e->errlen, "%s", pe.msg);
 out:
+	pd_ext_buf_free(&ext);
 	return rc;
 }
 
@@ -753,6 +855,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = run_to(&e, start);
 	if (!rc)
 		rc = collect_maps(&e);
+	if (!rc && o->trigger)
+		rc = exe_symbol(&e, o->trigger, &e.trigger);
+	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
+		e.trigger = 0; /* no stub in the program: no trigger */
 	e.start_time = now_ns();
 	if (!rc)
 		rc = trace(&e);
@@ -776,8 +882,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);
-	for (size_t i = 0; i < e.nr_thr; i++)
+	for (size_t i = 0; i < e.nr_thr; i++) {
 		ptenc_free(e.thr[i].enc);
+		free(e.thr[i].shadow);
+	}
 	for (size_t i = 0; i < e.nr_maps; i++)
 		free(e.maps[i]);
 	free(e.maps);

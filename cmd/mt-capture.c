@@ -13,6 +13,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,7 +21,9 @@
 
 static const char usage[] =
 	"usage: mt-capture --emulate [-o FILE] [--start-at SYMBOL] "
-	"[--noretcomp] -- PROG [ARGS...]\n"
+	"[--noretcomp]\n"
+	"                  [--snapshot-size N] [--trigger SYMBOL] -- PROG "
+	"[ARGS...]\n"
 	"\n"
 	"Records PROG's control flow as an Intel PT capture (perf.data) that\n"
 	"mt-convert turns into a timeline.\n"
@@ -33,9 +36,37 @@ static const char usage[] =
 	"main;\n"
 	"                     '' traces from exec)\n"
 	"  --noretcomp        no compressed returns (a TIP for every ret)\n"
+	"  --snapshot-size N  keep only the newest N bytes of trace per "
+	"thread,\n"
+	"                     as the hardware's ring does (4M, 64K, ...)\n"
+	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
+	"                     addr:0x...); default: mt_snapshot_point, the\n"
+	"                     stub of include/magic_trace.h, when present\n"
 	"\n"
 	"Ctrl-C stops tracing, lets PROG run on untraced and writes the "
 	"capture.\n";
+
+/* "64K", "4M", "1048576": bytes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end || !v || *s == '-') {
+		fprintf(stderr,
+			"mt-capture: --snapshot-size wants a size such as 4M, "
+			"not "
+			"'%s'\n",
+			s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 /* Set by Ctrl-C; read by the emulator between steps. */
 static volatile int stop_requested;
@@ -63,12 +94,20 @@ int main(int argc, char **argv)
 			emulate = 1;
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at")) &&
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at") ||
+			    !strcmp(a, "--trigger") ||
+			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
+			const char *v = argv[++i];
+
 			if (!strcmp(a, "-o"))
-				o.output = argv[++i];
-			else
-				o.start_at = argv[++i];
+				o.output = v;
+			else if (!strcmp(a, "--start-at"))
+				o.start_at = v;
+			else if (!strcmp(a, "--trigger"))
+				o.trigger = v;
+			else if (parse_size(v, &o.snapshot_size))
+				return 2;
 		} else if (!strcmp(a, "--")) {
 			i++;
 			break;

@@ -84,7 +84,7 @@ struct dec_opts {
 	const char *const *binary_dirs; /* searched before recorded paths */
 	size_t nr_binary_dirs;
 	const char *debug_root; /* build-id tree; NULL: /usr/lib/debug */
-	const char *jit_dir;    /* where perf-PID.map files are; NULL: /tmp */
+	const char *jit_dir;	/* where perf-PID.map files are; NULL: /tmp */
 	/* Called now and then; return non-zero to stop. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;

@@ -250,7 +250,8 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 				 c->opts.jit_dir ? c->opts.jit_dir : "/tmp",
 				 proc->pid);
 			if (!access(path, R_OK) &&
-			    sym_map_open(path, &proc->jit, jerr, sizeof(jerr)) &&
+			    sym_map_open(path, &proc->jit, jerr,
+					 sizeof(jerr)) &&
 			    c->opts.warn)
 				fprintf(c->opts.warn, "%s\n", jerr);
 		}

@@ -316,30 +316,43 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
  * (leaf first), when it agrees with the frames we have. */
 static int anchor(struct seg_builder *b, const struct dec_stack *st)
 {
-	size_t have = 0, skip = 0;
+	size_t have = 0, skip = 0, lead;
 
 	while (skip < b->depth &&
 	       b->stack[b->depth - 1 - skip].kind == FR_PSEUDO)
 		skip++;
 	have = b->depth - skip;
-	if (!st || !st->nr || have == 0 || st->nr < have)
+	if (!st || !st->nr || have == 0)
 		return 0;
-	for (size_t j = 0; j < have; j++) {
-		const struct frame *f = &b->stack[b->depth - 1 - skip - j];
-		const struct sym_ent *e = lookup(b, st->ips[j]);
+	/*
+	 * The unwound stack may be deeper at its leaf than the trace shows:
+	 * a direct call after the last packet needs none, so a trace can end
+	 * a frame or two short of where the thread stopped.  Our frames must
+	 * then match the stack below those few.
+	 */
+	for (lead = 0; lead <= 2 && lead + have <= st->nr; lead++) {
+		bool same = true;
 
-		if (!e)
-			return -ENOMEM;
-		if (e->name != slice_of(b, f)->name)
-			return 0; /* they disagree: trust neither */
-	}
-	for (size_t j = have; j < st->nr; j++) {
-		int rc = reveal(b, st->ips[j]);
+		for (size_t j = 0; j < have && same; j++) {
+			const struct frame *f =
+				&b->stack[b->depth - 1 - skip - j];
+			const struct sym_ent *e = lookup(b, st->ips[lead + j]);
 
-		if (rc)
-			return rc;
+			if (!e)
+				return -ENOMEM;
+			same = e->name == slice_of(b, f)->name;
+		}
+		if (!same)
+			continue;
+		for (size_t j = lead + have; j < st->nr; j++) {
+			int rc = reveal(b, st->ips[j]);
+
+			if (rc)
+				return rc;
+		}
+		return 0;
 	}
-	return 0;
+	return 0; /* they disagree: trust neither */
 }
 
 /* Where slice rel (relative to the segment's first) goes when the k

@@ -69,6 +69,35 @@ if capture threads "$W/threads"; then
 	fi
 fi
 
+# The stub API: the capture ends at mt_snapshot_point, reached from the
+# 20th call of step(); the stack stored at that point agrees with the trace.
+cc -O1 -g -I"$R" -o "$W/stub" "$R/tests/programs/stub.c" ||
+	{ echo "FAIL emulate: cc stub"; exit 0; }
+if capture stub "$W/stub"; then
+	steps=$(count "$W/stub.tsv" any step)
+	last=$(awk -F'\t' '$3 == "step"' "$W/stub.tsv" | tail -1)
+	if [ "$steps" = 20 ] && [[ "$last" == *clipped_end* ]]; then
+		echo "PASS emulate_stub_trigger (20 calls of step, the last cut)"
+	else
+		echo "FAIL emulate_stub_trigger: $steps calls of step; last: $last"
+	fi
+fi
+
+# Snapshot mode: only the newest 4 KiB are kept; decoding starts at the
+# first PSB in them and returns reveal the callers up to the root.
+if "$B/mt-capture" --emulate --snapshot-size 4K -o "$W/snap.bin" -- \
+	"$W/demo" >/dev/null 2>"$W/snap.err" &&
+	[ "$(stat -c %s "$W/snap.bin")" -lt 16384 ] &&
+	"$B/mt-convert" "$W/snap.bin" -o "$W/snap.pftrace" --text "$W/snap.tsv" \
+		-q 2>>"$W/snap.err" &&
+	awk -F'\t' 'NR == 2 && $2 == 0 && $6 ~ /clipped_start/' "$W/snap.tsv" | grep -q . &&
+	[ "$(count "$W/snap.tsv" any main)" = 1 ] &&
+	[ "$(count "$W/snap.tsv" any fib)" -lt 465 ]; then
+	echo "PASS emulate_snapshot_ring"
+else
+	echo "FAIL emulate_snapshot_ring"; sed 's/^/    /' "$W/snap.err" | head -3
+fi
+
 # Bad use: a program that does not exist, a symbol that does not exist.
 if "$B/mt-capture" --emulate -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
 	echo "FAIL emulate_missing_program: exit 0"
