@@ -100,6 +100,7 @@ struct emu {
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
 	uint64_t hit_time;
 	pid_t hit_tid;
+	long hit_arg;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -543,9 +544,14 @@ static int trace(struct emu *e)
 			}
 			t->last_ip = ip;
 			if (e->trigger && ip == e->trigger) {
-				/* The snapshot point: stop here. */
+				/* The snapshot point: stop here.  The stub's
+				 * argument is in rdi. */
 				e->hit_time = now_ns();
 				e->hit_tid = tid;
+				e->hit_arg = ptrace(
+					PTRACE_PEEKUSER, tid,
+					offsetof(struct user_regs_struct, rdi),
+					NULL);
 				break;
 			}
 			if ((rc = step(e, t, 0)))
@@ -788,6 +794,19 @@ static int write_capture(struct emu *e)
 			goto werr;
 		}
 		free(ips);
+	}
+	if (e->hit_time) {
+		struct pd_ext_hit h = {
+			.pid = (uint32_t)e->pid,
+			.tid = (uint32_t)e->hit_tid,
+			.time = e->hit_time,
+			.ip = e->trigger,
+			.arg = e->hit_arg,
+			.name = o->trigger ? o->trigger : "mt_snapshot_point",
+		};
+
+		if (pd_ext_add_hit(&ext, &h))
+			goto werr;
 	}
 	if (ext.len &&
 	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))

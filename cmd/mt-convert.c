@@ -325,6 +325,19 @@ int main(int argc, char **argv)
 	segs = NULL;
 	if (!a.no_stitch && stitch_trace(&t, NULL, err, sizeof(err)))
 		goto fail;
+	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
+		const struct dec_hit *h = dec_hit_at(dc, i);
+		struct mt_hit m = {.ts = h->time,
+				   .mark_start = h->mark_start,
+				   .pid = h->pid,
+				   .tid = h->tid,
+				   .ip = h->ip,
+				   .arg = h->arg,
+				   .name = mt_str_intern(&t.strs, h->name)};
+
+		if (m.name == MT_NONE || !mt_trace_add_hit(&t, &m))
+			goto oom;
+	}
 	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
 		goto fail;
 	{

@@ -215,6 +215,28 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 		struct pd_ext_stack s;
 		struct dec_thread *t;
 
+		if (type == PD_EXT_HIT) {
+			struct pd_ext_hit h;
+
+			if (pd_ext_parse_hit(payload, size, &h)) {
+				snprintf(err, errlen, "%s: malformed hit item",
+					 c->path);
+				return -EINVAL;
+			}
+			if (mt_grow((void **)&c->hits, &c->cap_hits,
+				    c->nr_hits + 1, sizeof(*c->hits)))
+				return -ENOMEM;
+			c->hits[c->nr_hits++] = (struct dec_hit){
+				.pid = h.pid,
+				.tid = h.tid,
+				.time = h.time,
+				.ip = h.ip,
+				.mark_start = h.mark_start,
+				.arg = h.arg,
+				.name = h.name,
+			};
+			continue;
+		}
 		if (type != PD_EXT_STACK)
 			continue;
 		if (pd_ext_parse_stack(payload, size, &s)) {
@@ -450,6 +472,7 @@ void dec_free(struct dec_capture *c)
 	if (c->iscache)
 		pt_iscache_free(c->iscache);
 	free(c->missing);
+	free(c->hits);
 	free(c->procs);
 	free(c->threads);
 	free(c->comms);
@@ -508,4 +531,14 @@ size_t dec_nr_missing(const struct dec_capture *c)
 const char *dec_missing_at(const struct dec_capture *c, size_t i)
 {
 	return i < c->nr_missing ? c->missing[i] : NULL;
+}
+
+size_t dec_nr_hits(const struct dec_capture *c)
+{
+	return c->nr_hits;
+}
+
+const struct dec_hit *dec_hit_at(const struct dec_capture *c, size_t i)
+{
+	return i < c->nr_hits ? &c->hits[i] : NULL;
 }

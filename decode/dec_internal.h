@@ -78,6 +78,8 @@ struct dec_capture {
 	size_t nr_switches, cap_switches;
 	char **missing;
 	size_t nr_missing, cap_missing;
+	struct dec_hit *hits; /* names point into the capture */
+	size_t nr_hits, cap_hits;
 
 	dec_sink_fn sink;
 	void *sink_ctx;

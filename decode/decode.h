@@ -132,6 +132,16 @@ struct dec_sym {
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out);
 
+/* Snapshot trigger hits recorded in the capture. */
+struct dec_hit {
+	uint32_t pid, tid;
+	uint64_t time, ip, mark_start;
+	int64_t arg;
+	const char *name;
+};
+size_t dec_nr_hits(const struct dec_capture *c);
+const struct dec_hit *dec_hit_at(const struct dec_capture *c, size_t i);
+
 /* Binaries that could not be found or did not match, among those the
  * trace ran into, one line each. */
 size_t dec_nr_missing(const struct dec_capture *c);

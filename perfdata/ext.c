@@ -112,3 +112,46 @@ int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
 	s->raw_ips = payload + 24;
 	return 0;
 }
+
+int pd_ext_add_hit(struct pd_ext_buf *b, const struct pd_ext_hit *h)
+{
+	size_t n = strlen(h->name ? h->name : "") + 1;
+	size_t size = 40 + ((n + 7) & ~(size_t)7);
+	uint8_t *p;
+
+	if (size > UINT32_MAX)
+		return -PD_EINVAL;
+	if (ext_reserve(b, 8 + size))
+		return -PD_ENOMEM;
+	p = b->data + b->len;
+	memset(p, 0, 8 + size);
+	put_u32(p, PD_EXT_HIT);
+	put_u32(p + 4, (uint32_t)size);
+	put_u32(p + 8, h->pid);
+	put_u32(p + 12, h->tid);
+	put_u64(p + 16, h->time);
+	put_u64(p + 24, h->ip);
+	put_u64(p + 32, (uint64_t)h->arg);
+	put_u64(p + 40, h->mark_start);
+	memcpy(p + 48, h->name ? h->name : "", n);
+	b->len += 8 + size;
+	return 0;
+}
+
+int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
+		     struct pd_ext_hit *h)
+{
+	uint64_t arg;
+
+	if (size < 48 || !memchr(payload + 40, 0, size - 40))
+		return -PD_EFORMAT;
+	memcpy(&h->pid, payload, 4);
+	memcpy(&h->tid, payload + 4, 4);
+	memcpy(&h->time, payload + 8, 8);
+	memcpy(&h->ip, payload + 16, 8);
+	memcpy(&arg, payload + 24, 8);
+	h->arg = (int64_t)arg;
+	memcpy(&h->mark_start, payload + 32, 8);
+	h->name = (const char *)payload + 40;
+	return 0;
+}

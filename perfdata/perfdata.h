@@ -380,6 +380,8 @@ const struct pd_err *pd_writer_error(const struct pd_writer *w);
 
 enum pd_ext_type {
 	PD_EXT_STACK = 1, /* u32 pid, u32 tid, u64 time, u64 nr, u64 ip[nr] */
+	PD_EXT_HIT = 2,	  /* u32 pid, u32 tid, u64 time, u64 ip, i64 arg,
+			     u64 mark_start, char name[] (NUL, padded) */
 };
 
 struct pd_ext_stack {
@@ -410,6 +412,19 @@ void pd_ext_buf_free(struct pd_ext_buf *b);
  */
 int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
 		const uint8_t **payload, uint32_t *size, struct pd_err *err);
+/* A snapshot trigger hit. */
+struct pd_ext_hit {
+	uint32_t pid, tid;
+	uint64_t time; /* perf time (ns) */
+	uint64_t ip;
+	int64_t arg;	     /* the stub's argument */
+	uint64_t mark_start; /* perf time of mt_mark_start, 0 if none */
+	const char *name;    /* the trigger; reader: points into the file */
+};
+int pd_ext_add_hit(struct pd_ext_buf *b, const struct pd_ext_hit *h);
+int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
+		     struct pd_ext_hit *h);
+
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
 		       struct pd_ext_stack *s);

@@ -76,10 +76,12 @@ cc -O1 -g -I"$R" -o "$W/stub" "$R/tests/programs/stub.c" ||
 if capture stub "$W/stub"; then
 	steps=$(count "$W/stub.tsv" any step)
 	last=$(awk -F'\t' '$3 == "step"' "$W/stub.tsv" | tail -1)
-	if [ "$steps" = 20 ] && [[ "$last" == *clipped_end* ]]; then
-		echo "PASS emulate_stub_trigger (20 calls of step, the last cut)"
+	hit=$(sqlite3 "$W/stub.sqlite" "SELECT name, arg FROM hit" 2>&1)
+	if [ "$steps" = 20 ] && [[ "$last" == *clipped_end* ]] &&
+		[ "$hit" = "mt_snapshot_point|19" ]; then
+		echo "PASS emulate_stub_trigger (20 calls of step, the last cut, hit arg 19)"
 	else
-		echo "FAIL emulate_stub_trigger: $steps calls of step; last: $last"
+		echo "FAIL emulate_stub_trigger: $steps calls of step; last: $last; hit: $hit"
 	fi
 fi
 
