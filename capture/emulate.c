@@ -101,6 +101,8 @@ struct emu {
 	uint64_t hit_time;
 	pid_t hit_tid;
 	long hit_arg;
+	uint8_t *vdso; /* the [vdso] image, read from the target */
+	uint64_t vdso_start, vdso_len;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -619,6 +621,29 @@ static int collect_maps(struct emu *e)
 	return 0;
 }
 
+/* The vDSO's bytes: no file holds them, so the capture must. */
+static void read_vdso(struct emu *e)
+{
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		unsigned long long lo, hi;
+
+		if (!strstr(e->maps[i], "[vdso]") ||
+		    sscanf(e->maps[i], "%llx-%llx", &lo, &hi) != 2 ||
+		    hi <= lo || hi - lo > (64u << 20))
+			continue;
+		e->vdso = malloc(hi - lo);
+		if (e->vdso &&
+		    read_mem(e->pid, lo, e->vdso, hi - lo) == (int)(hi - lo)) {
+			e->vdso_start = lo;
+			e->vdso_len = hi - lo;
+		} else {
+			free(e->vdso);
+			e->vdso = NULL;
+		}
+		return;
+	}
+}
+
 static int write_maps(struct emu *e, struct pd_writer *w,
 		      const struct pd_sample_id *sid)
 {
@@ -795,6 +820,15 @@ static int write_capture(struct emu *e)
 		}
 		free(ips);
 	}
+	if (e->vdso) {
+		struct pd_ext_vdso v = {.pid = (uint32_t)e->pid,
+					.start = e->vdso_start,
+					.len = e->vdso_len,
+					.bytes = e->vdso};
+
+		if (pd_ext_add_vdso(&ext, &v))
+			goto werr;
+	}
 	if (e->hit_time) {
 		struct pd_ext_hit h = {
 			.pid = (uint32_t)e->pid,
@@ -874,6 +908,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = run_to(&e, start);
 	if (!rc)
 		rc = collect_maps(&e);
+	if (!rc)
+		read_vdso(&e);
 	if (!rc && o->trigger)
 		rc = exe_symbol(&e, o->trigger, &e.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
@@ -908,6 +944,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	for (size_t i = 0; i < e.nr_maps; i++)
 		free(e.maps[i]);
 	free(e.maps);
+	free(e.vdso);
 	free(e.thr);
 	free(e.icache);
 	cs_close(&e.cs);

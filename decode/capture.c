@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid)
 {
@@ -215,6 +216,21 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 		struct pd_ext_stack s;
 		struct dec_thread *t;
 
+		if (type == PD_EXT_VDSO) {
+			struct pd_ext_vdso v;
+
+			if (pd_ext_parse_vdso(payload, size, &v)) {
+				snprintf(err, errlen, "%s: malformed vdso item",
+					 c->path);
+				return -EINVAL;
+			}
+			if (mt_grow((void **)&c->vdsos, &c->cap_vdsos,
+				    c->nr_vdsos + 1, sizeof(*c->vdsos)))
+				return -ENOMEM;
+			c->vdsos[c->nr_vdsos++] = (struct dec_vdso){
+				v.pid, v.start, v.len, v.bytes};
+			continue;
+		}
 		if (type == PD_EXT_HIT) {
 			struct pd_ext_hit h;
 
@@ -463,6 +479,8 @@ void dec_free(struct dec_capture *c)
 	}
 	for (size_t i = 0; i < c->nr_dsos; i++) {
 		free(c->dsos[i].path);
+		if (c->dsos[i].tmp && c->dsos[i].found)
+			unlink(c->dsos[i].found);
 		free(c->dsos[i].found);
 		free(c->dsos[i].missing);
 		sym_file_free(c->dsos[i].sf);
@@ -473,6 +491,7 @@ void dec_free(struct dec_capture *c)
 		pt_iscache_free(c->iscache);
 	free(c->missing);
 	free(c->hits);
+	free(c->vdsos);
 	free(c->procs);
 	free(c->threads);
 	free(c->comms);

@@ -21,6 +21,14 @@ struct dec_dso {
 	uint8_t build_id_len;
 	bool is_vdso;
 	char *missing; /* why it is missing, said once when used */
+	bool tmp;      /* found is our temporary copy: unlink it */
+};
+
+/* A [vdso] image the capture carries. */
+struct dec_vdso {
+	uint32_t pid;
+	uint64_t start, len;
+	const uint8_t *bytes;
 };
 
 /* An executable mapping of a process. */
@@ -80,6 +88,8 @@ struct dec_capture {
 	size_t nr_missing, cap_missing;
 	struct dec_hit *hits; /* names point into the capture */
 	size_t nr_hits, cap_hits;
+	struct dec_vdso *vdsos;
+	size_t nr_vdsos, cap_vdsos;
 
 	dec_sink_fn sink;
 	void *sink_ctx;

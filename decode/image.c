@@ -93,9 +93,30 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 	const char *base = strrchr(d->path, '/');
 	char buf[PATH_MAX + 64], id[48], line[PATH_MAX + 128];
 	bool mismatch = false;
-	int rc;
+	int rc = 0;
 
 	base = base ? base + 1 : d->path;
+	if (d->is_vdso && c->nr_vdsos) {
+		/* The capture carries the image: libipt reads sections from
+		 * files, so it goes to a temporary one. */
+		char tmp[] = "/tmp/mt-vdso.XXXXXX";
+		const struct dec_vdso *v = &c->vdsos[0];
+		int fd = mkstemp(tmp);
+
+		if (fd >= 0) {
+			bool ok =
+				write(fd, v->bytes, v->len) == (ssize_t)v->len;
+
+			close(fd);
+			if (ok && (rc = try_file(c, d, tmp, &mismatch)) > 0) {
+				d->tmp = true;
+				return 0;
+			}
+			unlink(tmp);
+			if (rc < 0)
+				return rc;
+		}
+	}
 	for (size_t i = 0; i < c->opts.nr_binary_dirs; i++) {
 		const char *dir = c->opts.binary_dirs[i];
 

@@ -155,3 +155,38 @@ int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
 	h->name = (const char *)payload + 40;
 	return 0;
 }
+
+int pd_ext_add_vdso(struct pd_ext_buf *b, const struct pd_ext_vdso *v)
+{
+	size_t size = 24 + ((v->len + 7) & ~(uint64_t)7);
+	uint8_t *p;
+
+	if (v->len > UINT32_MAX - 32)
+		return -PD_EINVAL;
+	if (ext_reserve(b, 8 + size))
+		return -PD_ENOMEM;
+	p = b->data + b->len;
+	memset(p, 0, 8 + size);
+	put_u32(p, PD_EXT_VDSO);
+	put_u32(p + 4, (uint32_t)size);
+	put_u32(p + 8, v->pid);
+	put_u64(p + 16, v->start);
+	put_u64(p + 24, v->len);
+	memcpy(p + 32, v->bytes, v->len);
+	b->len += 8 + size;
+	return 0;
+}
+
+int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
+		      struct pd_ext_vdso *v)
+{
+	if (size < 24)
+		return -PD_EFORMAT;
+	memcpy(&v->pid, payload, 4);
+	memcpy(&v->start, payload + 8, 8);
+	memcpy(&v->len, payload + 16, 8);
+	if (v->len > size - 24)
+		return -PD_EFORMAT;
+	v->bytes = payload + 24;
+	return 0;
+}

@@ -382,6 +382,8 @@ enum pd_ext_type {
 	PD_EXT_STACK = 1, /* u32 pid, u32 tid, u64 time, u64 nr, u64 ip[nr] */
 	PD_EXT_HIT = 2,	  /* u32 pid, u32 tid, u64 time, u64 ip, i64 arg,
 			     u64 mark_start, char name[] (NUL, padded) */
+	PD_EXT_VDSO = 3,  /* u32 pid, u32 0, u64 start, u64 len,
+			     u8 bytes[len] (padded): the [vdso] image */
 };
 
 struct pd_ext_stack {
@@ -424,6 +426,16 @@ struct pd_ext_hit {
 int pd_ext_add_hit(struct pd_ext_buf *b, const struct pd_ext_hit *h);
 int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
 		     struct pd_ext_hit *h);
+
+/* The [vdso] image of a process, as read from its memory. */
+struct pd_ext_vdso {
+	uint32_t pid;
+	uint64_t start, len;
+	const uint8_t *bytes; /* reader: points into the file */
+};
+int pd_ext_add_vdso(struct pd_ext_buf *b, const struct pd_ext_vdso *v);
+int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
+		      struct pd_ext_vdso *v);
 
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,

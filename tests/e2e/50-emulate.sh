@@ -69,6 +69,19 @@ if capture threads "$W/threads"; then
 	fi
 fi
 
+# The vDSO: the capture carries its bytes, so its code decodes.
+cc -O1 -g -o "$W/clock" "$R/tests/programs/clock.c" ||
+	{ echo "FAIL emulate: cc clock"; exit 0; }
+if capture clock "$W/clock"; then
+	n=$(awk -F'\t' '$3 ~ /^__vdso_clock_gettime$|^clock_gettime$/ && $3 !~ /plt/' "$W/clock.tsv" | wc -l)
+	if [ "$(count "$W/clock.tsv" any __vdso_clock_gettime)" = 5 ] &&
+		! grep -q 'decode gap' "$W/clock.tsv"; then
+		echo "PASS emulate_vdso (5 calls into the vDSO, no gaps)"
+	else
+		echo "FAIL emulate_vdso: $n"; grep 'gap\|vdso' "$W/clock.tsv" | head -3 | sed 's/^/    /'
+	fi
+fi
+
 # The stub API: the capture ends at mt_snapshot_point, reached from the
 # 20th call of step(); the stack stored at that point agrees with the trace.
 cc -O1 -g -I"$R" -o "$W/stub" "$R/tests/programs/stub.c" ||
