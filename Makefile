@@ -93,6 +93,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libmt.a
 # The test suite: sanitizer build, then every unit and end-to-end test.
 test:
 	@sh tools/deps.sh --test
+	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory MODE=asan asan-build
 	@sh tests/run build/asan
 

@@ -1,0 +1,29 @@
+#!/bin/bash
+# valgrind on the release binaries (the sanitizer build cannot run under
+# it): no invalid access, no leak, for a conversion and an emulated
+# capture.
+R=${MT_ROOT:?}
+B=$R/build/bin
+W=$(mktemp -d /tmp/mt-e2e-vg.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+if ! command -v valgrind >/dev/null || [ ! -x "$B/mt-convert" ]; then
+	echo "SKIP valgrind (no valgrind, or no release build in build/bin)"
+	exit 0
+fi
+vg() { valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "$@"; }
+
+"$B/mt-synth" --seed 7 --branches 20000 --threads 2 --gap-every 4000 \
+	--final-stack --start-depth 3 -o "$W/s" >/dev/null
+if vg "$B/mt-convert" "$W/s/raw.bin" -o "$W/t.pftrace" --text "$W/t.tsv" -q \
+	2>"$W/conv.err"; then
+	echo "PASS valgrind_convert"
+else
+	echo "FAIL valgrind_convert"; tail -20 "$W/conv.err" | sed 's/^/    /'
+fi
+cc -O1 -o "$W/clock" "$R/tests/programs/clock.c"
+if vg "$B/mt-capture" --emulate -o "$W/c.bin" -- "$W/clock" >/dev/null \
+	2>"$W/cap.err"; then
+	echo "PASS valgrind_capture"
+else
+	echo "FAIL valgrind_capture"; tail -20 "$W/cap.err" | sed 's/^/    /'
+fi
