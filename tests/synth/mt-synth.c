@@ -96,11 +96,11 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			if (!strcmp(optarg, "tsc"))
-				o.timing = SYNTH_TIMING_TSC;
+				o.timing = PTENC_TSC;
 			else if (!strcmp(optarg, "mtc"))
-				o.timing = SYNTH_TIMING_MTC;
+				o.timing = PTENC_MTC;
 			else if (!strcmp(optarg, "cyc"))
-				o.timing = SYNTH_TIMING_CYC;
+				o.timing = PTENC_CYC;
 			else {
 				fprintf(stderr,
 					"mt-synth: --timing must be tsc, mtc "

@@ -33,7 +33,7 @@ void synth_opts_init(struct synth_opts *o)
 	o->seed = 1;
 	o->branches = 100000;
 	o->threads = 1;
-	o->timing = SYNTH_TIMING_MTC;
+	o->timing = PTENC_MTC;
 	o->psb_period = 3;
 	o->mtc_period = 3;
 	o->deep = true;
@@ -44,9 +44,9 @@ static uint64_t pt_config_bits(const struct synth_opts *o)
 {
 	uint64_t c = 1 | (1ull << 13) | (1ull << 10); /* pt, branch, tsc */
 
-	if (o->timing != SYNTH_TIMING_TSC)
+	if (o->timing != PTENC_TSC)
 		c |= (1ull << 9) | ((uint64_t)o->mtc_period << 14);
-	if (o->timing == SYNTH_TIMING_CYC)
+	if (o->timing == PTENC_CYC)
 		c |= 1ull << 1; /* cyc, cyc_thresh 0 */
 	if (o->noretcomp)
 		c |= 1ull << 11;
@@ -384,11 +384,7 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			.start_depth = o->start_depth,
 			.gap_every = o->gap_every,
 			.start_tsc = SYNTH_START_TSC + t * 977,
-			.pt = {.timing = o->timing == SYNTH_TIMING_TSC
-						 ? PTENC_TSC
-					 : o->timing == SYNTH_TIMING_MTC
-						 ? PTENC_MTC
-						 : PTENC_CYC,
+			.pt = {.timing = o->timing,
 			       .noretcomp = o->noretcomp,
 			       .psb_period = o->psb_period,
 			       .mtc_period = o->mtc_period,

@@ -14,17 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum synth_timing {
-	SYNTH_TIMING_TSC, /* TSC in PSB+ only */
-	SYNTH_TIMING_MTC, /* + TMA and MTC */
-	SYNTH_TIMING_CYC, /* + CYC before every CYC-eligible packet */
-};
+#include "capture/capture.h"
 
 struct synth_opts {
 	uint64_t seed;
 	uint64_t branches; /* per thread */
 	unsigned threads;  /* 1.. */
-	enum synth_timing timing;
+	enum ptenc_timing timing;
 	bool noretcomp;
 	uint64_t gap_every;   /* 0: no injected overflows */
 	unsigned start_depth; /* frames live when the trace starts */

@@ -114,7 +114,7 @@ static bool near(uint64_t decoded, uint64_t truth)
 struct cfgcase {
 	const char *name;
 	uint64_t seed, branches;
-	enum synth_timing timing;
+	enum ptenc_timing timing;
 	bool noretcomp;
 	unsigned start_depth;
 	uint64_t gap_every;
@@ -129,23 +129,20 @@ static void run_case(struct check_state *cs, const struct cfgcase *k)
 	struct walk_thread t = {0};
 	struct flow fl = {0};
 	char err[512];
-	struct walk_cfg c = {
-		.seed = k->seed,
-		.branches = k->branches,
-		.root = 0,
-		.start_depth = k->start_depth,
-		.gap_every = k->gap_every,
-		.start_tsc = 0x123400000000ull,
-		.pt = {.timing = k->timing == SYNTH_TIMING_TSC	 ? PTENC_TSC
-				 : k->timing == SYNTH_TIMING_MTC ? PTENC_MTC
-								 : PTENC_CYC,
-		       .noretcomp = k->noretcomp,
-		       .psb_period = 0,
-		       .mtc_period = 3,
-		       .tsc_ctc_ratio = 100,
-		       .cbr = 24,
-		       .tnt_max = k->tnt_max,
-		       .pad_chance = 8}};
+	struct walk_cfg c = {.seed = k->seed,
+			     .branches = k->branches,
+			     .root = 0,
+			     .start_depth = k->start_depth,
+			     .gap_every = k->gap_every,
+			     .start_tsc = 0x123400000000ull,
+			     .pt = {.timing = k->timing,
+				    .noretcomp = k->noretcomp,
+				    .psb_period = 0,
+				    .mtc_period = 3,
+				    .tsc_ctc_ratio = 100,
+				    .cbr = 24,
+				    .tnt_max = k->tnt_max,
+				    .pad_chance = 8}};
 	size_t ci = 0;
 	uint64_t expect_calls = 0;
 
@@ -217,14 +214,14 @@ out:
 }
 
 static const struct cfgcase cases[] = {
-	{"mtc", 1, 20000, SYNTH_TIMING_MTC, false, 0, 0, 6},
-	{"tsc", 2, 20000, SYNTH_TIMING_TSC, false, 0, 0, 6},
-	{"cyc", 3, 20000, SYNTH_TIMING_CYC, false, 0, 0, 47},
-	{"noretcomp", 4, 20000, SYNTH_TIMING_MTC, true, 0, 0, 6},
-	{"start_depth", 5, 20000, SYNTH_TIMING_MTC, false, 7, 0, 6},
-	{"tnt64", 6, 20000, SYNTH_TIMING_CYC, true, 3, 0, 47},
-	{"gaps", 7, 50000, SYNTH_TIMING_MTC, false, 2, 2000, 6},
-	{"deep", 8, 60000, SYNTH_TIMING_MTC, false, 0, 0, 6},
+	{"mtc", 1, 20000, PTENC_MTC, false, 0, 0, 6},
+	{"tsc", 2, 20000, PTENC_TSC, false, 0, 0, 6},
+	{"cyc", 3, 20000, PTENC_CYC, false, 0, 0, 47},
+	{"noretcomp", 4, 20000, PTENC_MTC, true, 0, 0, 6},
+	{"start_depth", 5, 20000, PTENC_MTC, false, 7, 0, 6},
+	{"tnt64", 6, 20000, PTENC_CYC, true, 3, 0, 47},
+	{"gaps", 7, 50000, PTENC_MTC, false, 2, 2000, 6},
+	{"deep", 8, 60000, PTENC_MTC, false, 0, 0, 6},
 };
 
 static void test_flow_matches_truth(struct check_state *cs)
