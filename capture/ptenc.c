@@ -150,6 +150,25 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 		return 0;
 	if (flush_tnt(g))
 		return -1;
+	/*
+	 * An MTC carries 8 bits of the period count: after 128 periods with
+	 * nothing to say (hardware sends an MTC every period; an emulated
+	 * thread waits long between steps) a decoder could not tell how many
+	 * wrapped.  A TSC with its TMA puts time back on its feet.
+	 */
+	if (period - g->mtc_last_period >= 128) {
+		uint64_t ctc = tsc / g->cfg.tsc_ctc_ratio;
+		struct pt_packet t = {.type = ppt_tsc};
+
+		t.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
+		if (put(g, &t))
+			return -1;
+		t.type = ppt_tma;
+		t.payload.tma.ctc = (uint16_t)ctc;
+		t.payload.tma.fc = (uint16_t)(tsc - ctc * g->cfg.tsc_ctc_ratio);
+		g->mtc_last_period = period;
+		return put(g, &t);
+	}
 	pk.payload.mtc.ctc = (uint8_t)period;
 	g->mtc_last_period = period;
 	return put(g, &pk);

@@ -39,6 +39,7 @@ static const char usage[] =
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
 	"thread,\n"
 	"                     as the hardware's ring does (4M, 64K, ...)\n"
+	"  --truth FILE       also write every call seen, as a truth.tsv\n"
 	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
 	"                     addr:0x...); default: mt_snapshot_point, the\n"
 	"                     stub of include/magic_trace.h, when present\n"
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at") ||
-			    !strcmp(a, "--trigger") ||
+			    !strcmp(a, "--trigger") || !strcmp(a, "--truth") ||
 			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
 			const char *v = argv[++i];
@@ -106,6 +107,8 @@ int main(int argc, char **argv)
 				o.start_at = v;
 			else if (!strcmp(a, "--trigger"))
 				o.trigger = v;
+			else if (!strcmp(a, "--truth"))
+				o.truth = v;
 			else if (parse_size(v, &o.snapshot_size))
 				return 2;
 		} else if (!strcmp(a, "--")) {

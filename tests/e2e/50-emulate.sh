@@ -10,7 +10,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
 capture() { # name program
 	local name=$1 prog=$2
-	if ! "$B/mt-capture" --emulate -o "$W/$name.bin" -- "$prog" \
+	if ! "$B/mt-capture" --emulate --truth "$W/$name.truth" \
+		-o "$W/$name.bin" -- "$prog" \
 		>"$W/$name.out" 2>"$W/$name.err"; then
 		echo "FAIL emulate_$name: mt-capture failed"
 		sed 's/^/    /' "$W/$name.err" | tail -5
@@ -29,6 +30,16 @@ capture() { # name program
 		echo "FAIL emulate_$name: mt-convert failed"
 		sed 's/^/    /' "$W/$name.cerr" | tail -5
 		return 1
+	fi
+	# The emulator saw every instruction: its call log (--truth) is the
+	# truth the converted tree must equal, call for call.  Times are
+	# checked loosely: single-stepping stretches a few instructions
+	# without a packet to milliseconds.
+	if out=$("$B/mt-tree-check" "$W/$name.truth" "$W/$name.tsv" \
+		--tol-ns 50000000 2>&1); then
+		echo "PASS emulate_${name}_truth (${out//$'\n'/; })"
+	else
+		echo "FAIL emulate_${name}_truth: ${out//$'\n'/; }"
 	fi
 }
 
