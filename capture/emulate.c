@@ -46,7 +46,7 @@
 #define EMU_PMU_TYPE   8
 #define EMU_TSC_CTC    40 /* "TSC" 1 GHz, crystal 25 MHz */
 #define EMU_NONTURBO   10 /* 1 GHz = 10 x 100 MHz */
-#define EMU_MTC_PERIOD 3
+#define EMU_MTC_PERIOD 9  /* 20 us: a step takes about as long */
 #define ICACHE	       65536
 
 enum iclass {
