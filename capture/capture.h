@@ -84,6 +84,9 @@ struct emu_opts {
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;
+	/* Attach to this running process (all its threads) instead of
+	 * starting argv; 0: start argv. */
+	int pid;
 };
 
 struct emu_stats {
@@ -92,7 +95,8 @@ struct emu_stats {
 };
 
 /*
- * Run argv[0] with argv under the emulator, tracing every thread from
+ * Run argv[0] with argv (or attach to o->pid) under the emulator, tracing
+ * every thread from
  * start_at until every thread has exited or *stop is set, then detach and
  * write the capture (also after an error, with what was traced).
  * Returns 0, or a negative code with one line in err.

@@ -26,6 +26,7 @@
 #include "util/util.h"
 
 #include <capstone/capstone.h>
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -803,16 +803,82 @@ static int launch(struct emu *e, char *const argv[])
 
 static int collect_maps(struct emu *e);
 
+/* Seize every thread of a running process and stop it. */
+static int attach(struct emu *e, int pid)
+{
+	char path[64], link[64];
+	struct dirent *d;
+	DIR *dir;
+	ssize_t n;
+	int status;
+
+	e->pid = pid;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, e->exe, sizeof(e->exe) - 1);
+	if (n <= 0)
+		return fail(e, -errno, "no process %d (%s)", pid,
+			    strerror(errno));
+	e->exe[n] = 0;
+	{
+		const char *b = strrchr(e->exe, '/');
+
+		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : e->exe);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return fail(e, -errno, "%s: %s", path, strerror(errno));
+	while ((d = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(d->d_name);
+		struct thr *t;
+
+		if (tid <= 0)
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, NULL,
+			   (void *)(long)(PTRACE_O_TRACECLONE |
+					  PTRACE_O_TRACEEXIT)) < 0) {
+			int err = errno;
+
+			closedir(dir);
+			return fail(e, -err, "cannot attach to %d: %s%s", tid,
+				    strerror(err),
+				    err == EPERM
+					    ? " (see /proc/sys/kernel/yama/"
+					      "ptrace_scope, or run as root)"
+					    : "");
+		}
+		t = thr_get(e, tid);
+		if (!t) {
+			closedir(dir);
+			return fail(e, -ENOMEM, "out of memory");
+		}
+		/* Stop it where it is; from there it is single-stepped. */
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
+		    waitpid(tid, &status, __WALL) != tid) {
+			closedir(dir);
+			return fail(e, -errno, "cannot stop thread %d: %s", tid,
+				    strerror(errno));
+		}
+	}
+	closedir(dir);
+	return 0;
+}
+
 /* The step loop: until every thread has exited or we are told to stop. */
 static int trace(struct emu *e)
 {
-	struct thr *t = thr_get(e, e->pid);
+	struct thr *t;
 	int rc, status;
 
-	if (!t)
+	if (!e->nr_thr && !thr_get(e, e->pid))
 		return fail(e, -ENOMEM, "out of memory");
-	if ((rc = start_thread(e, t)) || (rc = step(e, t, 0)))
-		return rc;
+	/* Every thread there is now (one, unless we attached) begins. */
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		t = &e->thr[i];
+		if ((!t->started && (rc = start_thread(e, t))) ||
+		    (rc = step(e, &e->thr[i], 0)))
+			return rc;
+	}
 	while (e->live && !*e->o->stop) {
 		pid_t tid = waitpid(-1, &status, __WALL);
 		int sig, event;
@@ -1198,20 +1264,23 @@ static void detach_all(struct emu *e)
 {
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
+		int status;
 
 		if (t->exited)
 			continue;
-		/* A thread must be stopped to detach: stop it if it runs. */
-		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) < 0 &&
-		    errno == ESRCH) {
-			int status;
-
-			if (syscall(SYS_tgkill, e->pid, t->tid, SIGSTOP) == 0 &&
-			    waitpid(t->tid, &status, __WALL) == t->tid &&
-			    WIFSTOPPED(status))
-				ptrace(PTRACE_DETACH, t->tid, NULL,
-				       (void *)(long)SIGCONT);
-		}
+		/* A tracee must be stopped to be let go; one that is still
+		 * single-stepping stops within an instruction. */
+		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) == 0 ||
+		    errno != ESRCH)
+			continue;
+		if (waitpid(t->tid, &status, __WALL) != t->tid ||
+		    !WIFSTOPPED(status))
+			continue;
+		ptrace(PTRACE_DETACH, t->tid, NULL,
+		       (void *)(long)(WSTOPSIG(status) == SIGTRAP ||
+						      (status >> 16)
+					      ? 0
+					      : WSTOPSIG(status)));
 	}
 }
 
@@ -1231,9 +1300,13 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		return fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
-	rc = launch(&e, argv);
-	if (!rc && *start)
-		rc = run_to(&e, start);
+	if (o->pid > 0) {
+		rc = attach(&e, o->pid);
+	} else {
+		rc = launch(&e, argv);
+		if (!rc && *start)
+			rc = run_to(&e, start);
+	}
 	if (!rc)
 		rc = collect_maps(&e);
 	if (!rc)

@@ -22,6 +22,7 @@
 static const char usage[] =
 	"usage: mt-capture --emulate [-o FILE] [--start-at SYMBOL] "
 	"[--noretcomp]\n"
+	"                  [-p [PID]] (attach; no PID: choose from a list)\n"
 	"                  [--snapshot-size N] [--trigger SYMBOL] -- PROG "
 	"[ARGS...]\n"
 	"\n"
@@ -45,7 +46,11 @@ static const char usage[] =
 	"                     stub of include/magic_trace.h, when present\n"
 	"\n"
 	"Ctrl-C stops tracing, lets PROG run on untraced and writes the "
-	"capture.\n";
+	"capture.\n"
+	"  -p PID             attach to a running process (all its threads) "
+	"instead;\n"
+	"                     -p alone on a terminal offers a list to choose "
+	"from\n";
 
 /* "64K", "4M", "1048576": bytes. */
 static int parse_size(const char *s, uint64_t *out)
@@ -67,6 +72,42 @@ static int parse_size(const char *s, uint64_t *out)
 	}
 	*out = v;
 	return 0;
+}
+
+/*
+ * No pid given on a terminal: let the user choose, with fzf when it is
+ * installed, else from a numbered list.  Returns the pid, or 0.
+ */
+static int pick_process(void)
+{
+	char line[512];
+	int pids[4096], n = 0, choice = 0;
+	FILE *ps, *fz = NULL;
+
+	if (!system("command -v fzf >/dev/null 2>&1"))
+		fz = popen("ps -eo pid=,user=,args= | fzf --prompt='trace> ' "
+			   "--height=20 --reverse",
+			   "r");
+	if (fz) {
+		if (fgets(line, sizeof(line), fz))
+			choice = atoi(line);
+		pclose(fz);
+		return choice;
+	}
+	ps = popen("ps -eo pid=,user=,args=", "r");
+	if (!ps)
+		return 0;
+	while (n < 4096 && fgets(line, sizeof(line), ps)) {
+		pids[n] = atoi(line);
+		fprintf(stderr, "%4d  %s", n + 1, line);
+		n++;
+	}
+	pclose(ps);
+	fprintf(stderr, "trace which (1-%d)? ", n);
+	if (!fgets(line, sizeof(line), stdin))
+		return 0;
+	choice = atoi(line);
+	return choice >= 1 && choice <= n ? pids[choice - 1] : 0;
 }
 
 /* Set by Ctrl-C; read by the emulator between steps. */
@@ -95,6 +136,21 @@ int main(int argc, char **argv)
 			emulate = 1;
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
+		} else if (!strcmp(a, "-p")) {
+			if (i + 1 < argc && argv[i + 1][0] >= '0' &&
+			    argv[i + 1][0] <= '9') {
+				o.pid = atoi(argv[++i]);
+			} else if (isatty(0) && isatty(2)) {
+				o.pid = pick_process();
+				if (o.pid <= 0) {
+					fputs("mt-capture: no process chosen\n",
+					      stderr);
+					return 2;
+				}
+			} else {
+				fputs("mt-capture: -p needs a pid\n", stderr);
+				return 2;
+			}
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at") ||
 			    !strcmp(a, "--trigger") || !strcmp(a, "--truth") ||
 			    !strcmp(a, "--snapshot-size")) &&
@@ -138,9 +194,9 @@ int main(int argc, char **argv)
 		      stderr);
 		return 1;
 	}
-	if (i >= argc) {
+	if (i >= argc && !o.pid) {
 		fputs("mt-capture: no program to run (mt-capture --emulate -- "
-		      "PROG ARGS...)\n",
+		      "PROG ARGS..., or -p PID)\n",
 		      stderr);
 		return 2;
 	}

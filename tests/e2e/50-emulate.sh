@@ -124,6 +124,29 @@ else
 	echo "FAIL emulate_snapshot_ring"; sed 's/^/    /' "$W/snap.err" | head -3
 fi
 
+# Attach to a running program, trace it a moment, Ctrl-C: the capture
+# has its calls, and the program runs on, not stopped.
+cc -O1 -o "$W/loop" "$R/tests/programs/loop.c" || { echo "FAIL emulate: cc loop"; exit 0; }
+"$W/loop" &
+target=$!
+sleep 0.3
+"$B/mt-capture" --emulate -p "$target" -o "$W/att.bin" >/dev/null 2>"$W/att.err" &
+cap=$!
+sleep 1.5
+kill -INT "$cap"
+wait "$cap"
+rc=$?
+state=$(awk '/^State:/ {print $2}' "/proc/$target/status" 2>/dev/null)
+kill "$target" 2>/dev/null
+wait "$target" 2>/dev/null
+if [ $rc -eq 0 ] && [ -n "$state" ] && [ "$state" != T ] && [ "$state" != t ] &&
+	"$B/mt-convert" "$W/att.bin" -o "$W/att.pftrace" --text "$W/att.tsv" -q &&
+	[ "$(count "$W/att.tsv" any work)" -gt 0 ] && [ "$(count "$W/att.tsv" any main)" = 1 ]; then
+	echo "PASS emulate_attach (target left running, state $state)"
+else
+	echo "FAIL emulate_attach: rc $rc, target state '$state'"; sed 's/^/    /' "$W/att.err" | tail -3
+fi
+
 # Bad use: a program that does not exist, a symbol that does not exist.
 if "$B/mt-capture" --emulate -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
 	echo "FAIL emulate_missing_program: exit 0"
