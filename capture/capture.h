@@ -84,6 +84,12 @@ struct emu_opts {
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;
+	/* Emulate trace overflows: about every drop_every branches the
+	 * packets of 1..48 branches are lost, then OVF and FUP (0: none);
+	 * drop_seed seeds the choice.  gaps: where to list them, in
+	 * mt-synth's gaps.tsv form (NULL: nowhere). */
+	uint64_t drop_every, drop_seed;
+	const char *gaps;
 	/* Attach to this running process (all its threads) instead of
 	 * starting argv; 0: start argv. */
 	int pid;

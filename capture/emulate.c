@@ -112,6 +112,13 @@ struct thr {
 	struct tframe *tstack;
 	size_t tdepth, cap_tstack;
 	uint64_t t0;
+	/* Overflow emulation: branches still to lose, and the gap so far. */
+	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
+};
+
+struct egap {
+	pid_t tid;
+	uint64_t after, end, resume, stop_ip, resume_ip;
 };
 
 struct emu {
@@ -135,6 +142,9 @@ struct emu {
 	uint64_t vdso_start, vdso_len;
 	struct edso *edsos;
 	size_t nr_edsos, cap_edsos;
+	struct egap *gaps;
+	size_t nr_gaps, cap_gaps;
+	uint64_t rng;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -559,35 +569,97 @@ static int write_truth(struct emu *e, uint64_t end)
 }
 
 /* Where the step of t's instruction went: the packets for it. */
+static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
+		   uint64_t resume_ip)
+{
+	if (mt_grow((void **)&e->gaps, &e->cap_gaps, e->nr_gaps + 1,
+		    sizeof(*e->gaps)))
+		return -1;
+	e->gaps[e->nr_gaps++] = (struct egap){t->tid, t->gap_after, t->gap_end,
+					      resume, t->gap_stop,  resume_ip};
+	return 0;
+}
+
+/* The gaps in gaps.tsv form (mt-synth's), for the accuracy figures. */
+static int write_gaps(struct emu *e)
+{
+	char tmp[4200];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->gaps);
+	f = fopen(tmp, "w");
+	if (!f)
+		return fail(e, -errno, "%s: %s", e->o->gaps, strerror(errno));
+	fprintf(f, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
+		   "resume_ns\tstop_ip\tresume_ip\n");
+	for (size_t i = 0; i < e->nr_gaps; i++) {
+		const struct egap *g = &e->gaps[i];
+
+		fprintf(f, "%d\t0\t0\t%llu\t%llu\t%llu\t%#llx\t%#llx\n", g->tid,
+			(unsigned long long)g->after,
+			(unsigned long long)g->end,
+			(unsigned long long)g->resume,
+			(unsigned long long)g->stop_ip,
+			(unsigned long long)g->resume_ip);
+	}
+	if (fclose(f) || rename(tmp, e->o->gaps)) {
+		remove(tmp);
+		return fail(e, -EIO, "%s: cannot write", e->o->gaps);
+	}
+	return 0;
+}
+
+/* The packets for a branch of class cls that went to `to`. */
+static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
+		   uint64_t tsc)
+{
+	switch (cls) {
+	case IC_COND:
+		return ptenc_cond(t->enc, t->step_tsc, to != next);
+	case IC_CALL:
+		ptenc_call(t->enc, next);
+		return 0;
+	case IC_ICALL:
+		if (ptenc_indirect(t->enc, t->step_tsc, to))
+			return -1;
+		ptenc_call(t->enc, next);
+		return 0;
+	case IC_IJMP:
+	case IC_FAR:
+		return ptenc_indirect(t->enc, t->step_tsc, to);
+	case IC_RET:
+		return ptenc_ret(t->enc, t->step_tsc, to);
+	case IC_SYSCALL:
+		/* User-only tracing stops in the kernel. */
+		return ptenc_pgd(t->enc, t->step_tsc) ||
+				       ptenc_pge(t->enc, tsc, to)
+			       ? -1
+			       : 0;
+	default:
+		return 0; /* a direct jump needs none */
+	}
+}
+
+/* Overflow emulation: a pseudo-random number below n. */
+static uint64_t drop_rand(struct emu *e, uint64_t n)
+{
+	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return n ? (e->rng >> 33) % n : 0;
+}
+
+/* Where the step of t's instruction went: the packets for it (unless an
+ * emulated overflow is losing them), the shadow stack, the truth. */
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
 {
 	const struct insn *in = &t->step;
 	uint64_t from = t->step_ip, next = from + in->len, tsc = now_ns();
 	int rc = 0;
 
-	switch (in->cls) {
-	case IC_PLAIN:
+	if (in->cls == IC_PLAIN)
 		return 0;
-	case IC_JMP:
-		break; /* no packet: only the truth may care */
-	case IC_COND:
-		rc = ptenc_cond(t->enc, t->step_tsc, to != next);
-		break;
-	case IC_CALL:
-		ptenc_call(t->enc, next);
+	if (in->cls == IC_CALL || in->cls == IC_ICALL) {
 		rc = shadow_push(t, next);
-		break;
-	case IC_ICALL:
-		rc = ptenc_indirect(t->enc, t->step_tsc, to) ||
-		     shadow_push(t, next);
-		ptenc_call(t->enc, next);
-		break;
-	case IC_IJMP:
-	case IC_FAR:
-		rc = ptenc_indirect(t->enc, t->step_tsc, to);
-		break;
-	case IC_RET:
-		rc = ptenc_ret(t->enc, t->step_tsc, to);
+	} else if (in->cls == IC_RET) {
 		/* Pop to the frame it returns into (longjmp-like returns
 		 * skip several). */
 		for (size_t i = t->depth; i-- > 0;)
@@ -595,17 +667,31 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 				t->depth = i;
 				break;
 			}
-		break;
-	case IC_SYSCALL:
-		/* User-only tracing stops in the kernel. */
-		rc = ptenc_pgd(t->enc, t->step_tsc) ||
-		     ptenc_pge(t->enc, tsc, to);
-		break;
+	}
+	if (!rc && !t->dropping && e->o->drop_every &&
+	    !drop_rand(e, e->o->drop_every)) {
+		/* The CPU outruns the trace: the packets of the next 1..48
+		 * branches are lost, then OVF and FUP where it resumes. */
+		t->dropping = 1 + drop_rand(e, 48);
+		t->gap_after = t->last_pkt_tsc;
+		t->gap_stop = from;
+		rc = ptenc_finish(t->enc, t->step_tsc);
+	}
+	if (!rc && t->dropping) {
+		t->gap_end = t->step_tsc;
+		if (!--t->dropping) {
+			rc = ptenc_overflow(t->enc, tsc, to) ||
+			     add_gap(e, t, tsc, to);
+		}
+	} else if (!rc) {
+		rc = packets(t, in->cls, to, next, tsc);
+		if (in->cls != IC_JMP && in->cls != IC_CALL)
+			t->last_pkt_tsc = t->step_tsc;
+		if (!rc && ptenc_maybe_psb(t->enc, tsc, to) < 0)
+			rc = -1;
 	}
 	e->st->branches++;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
-		rc = -1;
-	if (!rc && ptenc_maybe_psb(t->enc, tsc, to) < 0)
 		rc = -1;
 	return rc ? fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
@@ -1292,6 +1378,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	int rc, wrc;
 
 	memset(st, 0, sizeof(*st));
+	e.rng = o->drop_seed ? o->drop_seed : 1;
 	e.icache = calloc(ICACHE, sizeof(*e.icache));
 	if (!e.icache)
 		return fail(&e, -ENOMEM, "out of memory");
@@ -1334,6 +1421,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		if (!wrc && o->truth)
 			wrc = write_truth(&e,
 					  e.hit_time ? e.hit_time : now_ns());
+		if (!wrc && o->gaps)
+			wrc = write_gaps(&e);
 		e.err = keep;
 		e.errlen = errlen;
 		if (wrc && !rc) {
@@ -1354,6 +1443,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		sym_file_free(e.edsos[i].sf);
 	}
 	free(e.edsos);
+	free(e.gaps);
 	for (size_t i = 0; i < e.nr_maps; i++)
 		free(e.maps[i]);
 	free(e.maps);

@@ -41,6 +41,10 @@ static const char usage[] =
 	"thread,\n"
 	"                     as the hardware's ring does (4M, 64K, ...)\n"
 	"  --truth FILE       also write every call seen, as a truth.tsv\n"
+	"  --drop-every N     lose the packets of 1..48 branches about every "
+	"N\n"
+	"                     branches, then OVF, as an overflowing CPU does\n"
+	"  --gaps FILE        list those losses (gaps.tsv form)\n"
 	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
 	"                     addr:0x...); default: mt_snapshot_point, the\n"
 	"                     stub of include/magic_trace.h, when present\n"
@@ -153,6 +157,8 @@ int main(int argc, char **argv)
 			}
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at") ||
 			    !strcmp(a, "--trigger") || !strcmp(a, "--truth") ||
+			    !strcmp(a, "--drop-every") ||
+			    !strcmp(a, "--gaps") ||
 			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
 			const char *v = argv[++i];
@@ -165,6 +171,10 @@ int main(int argc, char **argv)
 				o.trigger = v;
 			else if (!strcmp(a, "--truth"))
 				o.truth = v;
+			else if (!strcmp(a, "--gaps"))
+				o.gaps = v;
+			else if (!strcmp(a, "--drop-every"))
+				o.drop_every = strtoull(v, NULL, 0);
 			else if (parse_size(v, &o.snapshot_size))
 				return 2;
 		} else if (!strcmp(a, "--")) {
