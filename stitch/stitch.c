@@ -1,10 +1,15 @@
 /*
  * Stitching, one thread at a time.
  *
- * Slices keep their indexes while pairs are decided: a joined frame of B
- * gets an alias (the A frame it is), B's slices get a depth shift, and one
- * compaction at the end drops the aliases and renumbers parents.  So a
- * segment joined to its predecessor still offers its end chain to its
+ * Pairs are decided with slice indexes fixed: a joined frame of B gets an
+ * alias (the A frame it is), parents are rewired, times extended.  One
+ * rebuild at the end drops the aliases and lays the thread's slices out
+ * again in pre-order, walking the tree from its roots, children by start
+ * time, with depths recomputed from the parents.  So a join may attach
+ * B's frames anywhere in A's tree, and B's revealed callers may become
+ * callers of A's roots, without moving anything by hand.
+ *
+ * A segment joined to its predecessor still offers its end chain to its
  * successor: the chain is rebuilt by walking parents through the aliases.
  */
 #include "stitch/stitch.h"
@@ -20,7 +25,6 @@ struct thread_state {
 	struct mt_trace *t;
 	struct mt_thread *th;
 	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
-	int32_t *shift;	 /* per slice: depth to add */
 	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;
 	size_t cap_chain;
@@ -55,7 +59,7 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 			    sizeof(*s->chain)))
 			return -ENOMEM;
 		s->chain[len++] = x;
-		if (s->th->slices[x].parent == MT_NONE)
+		if (s->th->slices[x].parent == MT_NONE || len > (1u << 24))
 			break;
 		x = resolve(s, s->th->slices[x].parent);
 	}
@@ -76,35 +80,37 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 	return 0;
 }
 
+/*
+ * An alignment: B's start chain b[] against A's end chain a[].  With
+ * ahead = 0, b[0] sits at a[off] (B never climbed as far as A's roots);
+ * with ahead > 0, a[0] sits at b[ahead] (B revealed callers A never saw).
+ */
 struct match {
-	size_t off, len, confirmed;
+	size_t off, ahead, len, confirmed;
 	bool leaf; /* A's leaf is among the joined frames */
 	double score;
 };
 
-/*
- * Align B's root with A's frame off and count the frames that are the
- * same: same function, and, where both sides know it, the same call site
- * for the child.  A different call site ends the join below that frame
- * (its child returned in the gap and it called another).
- */
-static struct match try_offset(const struct thread_state *s, size_t na,
-			       const struct mt_segment *b, size_t off)
+static struct match try_align(const struct thread_state *s, size_t na,
+			      const struct mt_segment *b, size_t off,
+			      size_t ahead)
 {
-	struct match m = {.off = off};
+	struct match m = {.off = off, .ahead = ahead};
 	const struct mt_slice *sl = s->th->slices;
 	size_t nb = b->nr_start, change;
 
-	for (size_t i = 0; off + i < na && i < nb; i++) {
+	for (size_t i = 0; off + i < na && ahead + i < nb; i++) {
 		const struct mt_slice *x = &sl[s->chain[off + i]];
-		const struct mt_slice *y = &sl[b->start_chain[i]];
+		const struct mt_slice *y = &sl[b->start_chain[ahead + i]];
 		uint64_t ra = s->rets[off + i];
 		/* The leaf's address is where B resumed, not a return. */
-		uint64_t rb = i + 1 < nb ? b->start_ips[i] : 0;
+		uint64_t rb = ahead + i + 1 < nb ? b->start_ips[ahead + i] : 0;
 
 		if (x->name != y->name)
 			break;
 		m.len++;
+		/* A different call site: this frame is the same, its child
+		 * returned in the gap and it called another. */
 		if (ra && rb) {
 			if (ra != rb)
 				break;
@@ -118,7 +124,8 @@ static struct match try_offset(const struct thread_state *s, size_t na,
 	 * life: prefer the alignment that keeps A's leaf and changes the
 	 * depth least, then the one with more call sites confirmed.
 	 */
-	change = off + nb > na ? off + nb - na : na - (off + nb);
+	change = off + nb > na + ahead ? off + nb - na - ahead
+				       : na + ahead - off - nb;
 	m.score = (double)m.len + 2.0 * (double)m.confirmed +
 		  (m.leaf ? 3.0 : 0.0) - 0.25 * (double)change;
 	return m;
@@ -139,6 +146,18 @@ static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
 	return 0;
 }
 
+/* The same activation on both sides: x stays, y becomes x. */
+static void merge(struct thread_state *s, uint32_t x, uint32_t y)
+{
+	struct mt_slice *sl = s->th->slices;
+
+	if (end_of(&sl[y]) > end_of(&sl[x]))
+		sl[x].dur = end_of(&sl[y]) - sl[x].ts;
+	sl[x].flags = (sl[x].flags & ~MT_SLICE_INFERRED_END) |
+		      (sl[y].flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
+	s->alias[y] = x;
+}
+
 /* Decide A -> B and join what is the same. */
 static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       bool join)
@@ -149,7 +168,6 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct match best = {0}, m;
 	size_t na, ties = 0;
 	char why[160];
-	double score;
 	int rc = end_chain(s, a, &na);
 
 	if (rc)
@@ -157,64 +175,54 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!na || !b->nr_start)
 		return record(t, s->th->tid, ia, ib, 0, 0,
 			      "no frames on one side");
-	for (size_t off = 0; off < na; off++) {
-		m = try_offset(s, na, b, off);
-		if (!m.len)
-			continue;
-		if (!best.len || m.score > best.score + 1e-9) {
-			best = m;
-			ties = 0;
-		} else if (m.score > best.score - 1e-9) {
-			ties++;
+	for (size_t off = 0; off < na; off++)
+		for (size_t ahead = 0; ahead < b->nr_start; ahead++) {
+			if (off && ahead)
+				break; /* one side starts at its root */
+			m = try_align(s, na, b, off, ahead);
+			if (!m.len)
+				continue;
+			if (!best.len || m.score > best.score + 1e-9) {
+				best = m;
+				ties = 0;
+			} else if (m.score > best.score - 1e-9) {
+				ties++;
+			}
 		}
-	}
-	score = best.score;
 	if (!best.len)
 		return record(t, s->th->tid, ia, ib, 0, 0, "no common frames");
 	if (ties) {
 		snprintf(why, sizeof(why),
 			 "ambiguous: %zu alignments explain %zu frames",
 			 ties + 1, best.len);
-		return record(t, s->th->tid, ia, ib, 0, score, why);
+		return record(t, s->th->tid, ia, ib, 0, best.score, why);
 	}
 	/* Names alone are weak evidence (recursion repeats them): join only
-	 * where a call site confirms it, or where both stacks start at the
-	 * same root. */
+	 * where a call site confirms it, or where one stack starts at the
+	 * other's root. */
 	if (!best.confirmed && best.off > 0)
-		return record(t, s->th->tid, ia, ib, 0, score,
+		return record(t, s->th->tid, ia, ib, 0, best.score,
 			      "weak: no call site confirms the frames");
 	snprintf(why, sizeof(why),
-		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept",
+		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
+		 "%zu revealed",
 		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
-		 best.off == 1 ? "" : "s");
-	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0, score,
-		    why);
+		 best.off == 1 ? "" : "s", best.ahead);
+	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0,
+		    best.score, why);
 	if (rc || !join)
 		return rc;
 
 	{
 		uint32_t deepest = s->chain[best.off + best.len - 1];
-		uint32_t bend = (uint32_t)(b->start_chain[0]);
-		uint64_t b_root_end = end_of(&sl[bend]);
-		uint32_t b_root_flags = sl[bend].flags;
-		int32_t shift =
-			(int32_t)(sl[s->chain[best.off]].depth +
-				  (uint32_t)s->shift[s->chain[best.off]]) -
-			(int32_t)sl[bend].depth;
+		uint32_t broot = b->start_chain[0];
+		uint64_t b_root_end = end_of(&sl[broot]);
+		uint32_t b_root_flags = sl[broot].flags;
 
-		/* The same activations: one slice each, to B's end of it. */
-		for (size_t i = 0; i < best.len; i++) {
-			struct mt_slice *x = &sl[s->chain[best.off + i]];
-			const struct mt_slice *y = &sl[b->start_chain[i]];
-
-			if (end_of(y) > end_of(x))
-				x->dur = end_of(y) - x->ts;
-			x->flags = (x->flags & ~MT_SLICE_INFERRED_END) |
-				   (y->flags & MT_SLICE_INFERRED_END) |
-				   MT_SLICE_JOINED;
-			s->alias[b->start_chain[i]] = s->chain[best.off + i];
-		}
-		/* Their callers live at least as long. */
+		for (size_t i = 0; i < best.len; i++)
+			merge(s, s->chain[best.off + i],
+			      b->start_chain[best.ahead + i]);
+		/* A's callers above the join live at least as long. */
 		for (size_t j = 0; j < best.off; j++) {
 			struct mt_slice *x = &sl[s->chain[j]];
 
@@ -224,53 +232,130 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 				   (b_root_flags & MT_SLICE_INFERRED_END) |
 				   MT_SLICE_JOINED;
 		}
-		/* B's slices move under them; the gap between sits under the
-		 * deepest joined frame. */
-		for (size_t i = 0; i < s->th->nr_slices; i++) {
-			if (sl[i].segment == ib &&
-			    !(sl[i].flags & MT_SLICE_GAP))
-				s->shift[i] = shift;
-			else if ((sl[i].flags & MT_SLICE_GAP) &&
-				 sl[i].segment == ia && sl[i].ts >= a->end &&
-				 end_of(&sl[i]) <= b->start) {
-				sl[i].parent = deepest;
-				s->shift[i] =
-					(int32_t)(sl[deepest].depth +
-						  (uint32_t)s->shift[deepest] +
-						  1) -
-					(int32_t)sl[i].depth;
+		/* B's callers above A's root were there before A began: they
+		 * become A's root's callers, from A's start. */
+		if (best.ahead) {
+			uint32_t aroot = s->chain[0];
+
+			sl[aroot].parent = b->start_chain[best.ahead - 1];
+			for (size_t j = 0; j < best.ahead; j++) {
+				struct mt_slice *y = &sl[b->start_chain[j]];
+				uint64_t e = end_of(y);
+
+				if (sl[aroot].ts < y->ts) {
+					y->ts = sl[aroot].ts;
+					y->dur = e - y->ts;
+				}
+				y->flags |= MT_SLICE_JOINED;
 			}
 		}
+		/* The gap between sits under the deepest joined frame. */
+		for (size_t i = 0; i < s->th->nr_slices; i++)
+			if ((sl[i].flags & MT_SLICE_GAP) &&
+			    sl[i].segment == ia && sl[i].ts >= a->end &&
+			    end_of(&sl[i]) <= b->start)
+				sl[i].parent = deepest;
 	}
 	return 0;
 }
 
-/* Drop aliased slices, renumber parents, apply depth shifts. */
-static int compact(struct thread_state *s)
+struct order {
+	uint64_t ts;
+	uint32_t idx;
+};
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Lay the kept slices out again: the tree from its roots, children by
+ * start time (then by their old order), depths from the parents.
+ */
+static int rebuild(struct thread_state *s)
 {
 	struct mt_thread *th = s->th;
-	uint32_t *newidx =
-		malloc((th->nr_slices ? th->nr_slices : 1) * sizeof(*newidx));
-	size_t at = 0;
+	size_t n = th->nr_slices, kept = 0, at = 0, sp = 0;
+	struct order *ord = malloc((n ? n : 1) * sizeof(*ord));
+	uint32_t *first = malloc((n + 1) * sizeof(*first));
+	uint32_t *kids = malloc((n ? n : 1) * sizeof(*kids));
+	uint32_t *fill = calloc(n + 1, sizeof(*fill));
+	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
+	uint32_t *newidx = malloc((n ? n : 1) * sizeof(*newidx));
+	struct mt_slice *out = malloc((n ? n : 1) * sizeof(*out));
+	int rc = -ENOMEM;
 
-	if (!newidx)
-		return -ENOMEM;
-	for (size_t i = 0; i < th->nr_slices; i++)
-		newidx[i] = s->alias[i] == i ? (uint32_t)at++ : MT_NONE;
-	at = 0;
-	for (size_t i = 0; i < th->nr_slices; i++) {
-		struct mt_slice x = th->slices[i];
+	if (!ord || !first || !kids || !fill || !stack || !newidx || !out)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct mt_slice *x = &th->slices[i];
 
 		if (s->alias[i] != i)
 			continue;
-		x.depth = (uint32_t)((int32_t)x.depth + s->shift[i]);
-		if (x.parent != MT_NONE)
-			x.parent = newidx[resolve(s, x.parent)];
-		th->slices[at++] = x;
+		if (x->parent != MT_NONE)
+			x->parent = resolve(s, x->parent);
+		ord[kept++] = (struct order){x->ts, (uint32_t)i};
 	}
+	qsort(ord, kept, sizeof(*ord), cmp_order);
+	/* Children lists (slot n holds the roots), in start order. */
+	memset(first, 0, (n + 1) * sizeof(*first));
+	for (size_t k = 0; k < kept; k++) {
+		uint32_t p = th->slices[ord[k].idx].parent;
+
+		fill[p == MT_NONE ? n : p]++;
+	}
+	for (size_t i = 0, sum = 0; i <= n; i++) {
+		first[i] = (uint32_t)sum;
+		sum += fill[i];
+		fill[i] = 0;
+	}
+	for (size_t k = 0; k < kept; k++) {
+		uint32_t p = th->slices[ord[k].idx].parent;
+		size_t slot = p == MT_NONE ? n : p;
+
+		kids[first[slot] + fill[slot]++] = ord[k].idx;
+	}
+	/* Depth-first, roots in order; push children in reverse. */
+	for (size_t k = fill[n]; k-- > 0;)
+		stack[sp++] = kids[first[n] + k];
+	while (sp) {
+		uint32_t i = stack[--sp];
+		struct mt_slice x = th->slices[i];
+
+		newidx[i] = (uint32_t)at;
+		if (x.parent == MT_NONE) {
+			x.depth = 0;
+		} else {
+			x.depth = out[newidx[x.parent]].depth + 1;
+			x.parent = newidx[x.parent];
+		}
+		out[at++] = x;
+		for (size_t k = fill[i]; k-- > 0;)
+			stack[sp++] = kids[first[i] + k];
+	}
+	if (at != kept) {
+		/* A cycle would leave slices unreached: keep the old array
+		 * rather than lose them. */
+		rc = -EINVAL;
+		goto out;
+	}
+	memcpy(th->slices, out, at * sizeof(*out));
 	th->nr_slices = at;
+	rc = 0;
+out:
+	free(ord);
+	free(first);
+	free(kids);
+	free(fill);
+	free(stack);
 	free(newidx);
-	return 0;
+	free(out);
+	return rc;
 }
 
 static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
@@ -281,11 +366,8 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 
 	s.alias =
 		malloc((th->nr_slices ? th->nr_slices : 1) * sizeof(*s.alias));
-	s.shift = calloc(th->nr_slices ? th->nr_slices : 1, sizeof(*s.shift));
-	if (!s.alias || !s.shift) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!s.alias)
+		return -ENOMEM;
 	for (size_t i = 0; i < th->nr_slices; i++)
 		s.alias[i] = (uint32_t)i;
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
@@ -296,10 +378,8 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 		prev = (uint32_t)i;
 	}
 	if (!rc && join)
-		rc = compact(&s);
-out:
+		rc = rebuild(&s);
 	free(s.alias);
-	free(s.shift);
 	free(s.chain);
 	free(s.rets);
 	return rc;
@@ -314,7 +394,9 @@ int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
 		int rc = stitch_thread(t, &t->threads[i], join);
 
 		if (rc) {
-			snprintf(err, errlen, "out of memory while stitching");
+			snprintf(err, errlen, "%s while stitching",
+				 rc == -ENOMEM ? "out of memory"
+					       : "an inconsistent tree");
 			return rc;
 		}
 	}
