@@ -30,6 +30,7 @@ struct seg_all {
 	size_t nr, cap;
 	struct seg_one **by_tid; /* open addressing on tid; power of two */
 	size_t hash_cap;
+	struct seg_one *last; /* events come in runs of one thread */
 };
 
 static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
@@ -101,9 +102,11 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	struct seg_one *o;
 	bool have_proc = false;
 
+	if (a->last && a->last->d == d)
+		return a->last;
 	for (; a->by_tid[k]; k = (k + 1) & (a->hash_cap - 1))
 		if (a->by_tid[k]->d->tid == d->tid)
-			return a->by_tid[k];
+			return a->last = a->by_tid[k];
 	if (mt_grow((void **)&a->one, &a->cap, a->nr + 1, sizeof(*a->one)))
 		return NULL;
 	for (size_t p = 0; p < a->t->nr_procs; p++)
@@ -126,7 +129,7 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	a->by_tid[k] = o;
 	if (2 * a->nr > a->hash_cap && rehash(a))
 		return NULL;
-	return o;
+	return a->last = o;
 }
 
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,

@@ -28,6 +28,8 @@ struct thread_state {
 	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;
 	size_t cap_chain;
+	uint32_t first_segment; /* the thread's first */
+	size_t joins;		/* pairs joined: the tree must be rebuilt */
 };
 
 static uint32_t resolve(const struct thread_state *s, uint32_t i)
@@ -197,10 +199,12 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			 ties + 1, best.len);
 		return record(t, s->th->tid, ia, ib, 0, best.score, why);
 	}
-	/* Names alone are weak evidence (recursion repeats them): join only
-	 * where a call site confirms it, or where one stack starts at the
-	 * other's root. */
-	if (!best.confirmed && best.off > 0)
+	/* Names alone are weak evidence (recursion repeats them, and a
+	 * function may return and be called again inside a gap): join only
+	 * where a call site confirms it, or where both stacks start at the
+	 * thread's first root, the one the trace began under. */
+	if (!best.confirmed && (best.off > 0 || best.ahead > 0 ||
+				sl[s->chain[0]].segment != s->first_segment))
 		return record(t, s->th->tid, ia, ib, 0, best.score,
 			      "weak: no call site confirms the frames");
 	snprintf(why, sizeof(why),
@@ -212,6 +216,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		    best.score, why);
 	if (rc || !join)
 		return rc;
+	s->joins++;
 
 	{
 		uint32_t deepest = s->chain[best.off + best.len - 1];
@@ -375,9 +380,11 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 			continue;
 		if (prev != MT_NONE)
 			rc = stitch_pair(&s, prev, (uint32_t)i, join);
+		else
+			s.first_segment = (uint32_t)i;
 		prev = (uint32_t)i;
 	}
-	if (!rc && join)
+	if (!rc && s.joins)
 		rc = rebuild(&s);
 	free(s.alias);
 	free(s.chain);
