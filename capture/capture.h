@@ -110,4 +110,48 @@ struct emu_stats {
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen);
 
+/* ---------------------------------------------------------------- */
+/* The intel_pt PMU (sysfs) and the config a recording asks of it     */
+
+#define PMU_MAX_FIELDS 48
+
+struct pt_field {
+	char name[32];
+	uint8_t lo, hi; /* bits of perf_event_attr.config */
+};
+
+struct pt_pmu {
+	uint32_t type;
+	struct pt_field fields[PMU_MAX_FIELDS];
+	size_t nr_fields;
+	bool psb_cyc, mtc, ptwrite, ip_filtering;
+	uint32_t mtc_periods, cycle_thresholds, psb_periods; /* bitmaps */
+	uint32_t max_nonturbo_ratio;
+};
+
+enum pt_timing {
+	PT_TIMING_LOW,	  /* TSC only */
+	PT_TIMING_NORMAL, /* + MTC and CYC */
+	PT_TIMING_HIGH,	  /* + no compressed returns */
+};
+
+struct pt_request {
+	enum pt_timing timing;
+	bool custom; /* use the fields below as they are */
+	bool tsc, mtc, cyc, noretcomp;
+	unsigned mtc_period, cyc_thresh, psb_period;
+};
+
+/* Read the PMU at dir (/sys/bus/event_source/devices/intel_pt).
+ * Returns 0, or a negative code with one line in err. */
+int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen);
+const struct pt_field *pmu_field(const struct pt_pmu *p, const char *name);
+/* The config for a request, checked against the caps. */
+int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
+	       uint64_t *config, char *err, size_t errlen);
+/* Copy an AUX ring of size bytes whose aux_head is head (a position, in
+ * overwrite mode) into out, oldest byte first; returns the bytes copied. */
+size_t pmu_ring_copy(const uint8_t *ring, size_t size, uint64_t head,
+		     uint8_t *out);
+
 #endif

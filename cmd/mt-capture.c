@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PT_TYPE "/sys/bus/event_source/devices/intel_pt/type"
+#define PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
 
 static const char usage[] =
 	"usage: mt-capture --emulate [-o FILE] [--start-at SYMBOL] "
@@ -51,6 +51,11 @@ static const char usage[] =
 	"\n"
 	"Ctrl-C stops tracing, lets PROG run on untraced and writes the "
 	"capture.\n"
+	"\n"
+	"  --check [--timing low|normal|high]\n"
+	"                     show this machine's intel_pt PMU and the config "
+	"a\n"
+	"                     hardware capture would use\n"
 	"  -p PID             attach to a running process (all its threads) "
 	"instead;\n"
 	"                     -p alone on a terminal offers a list to choose "
@@ -128,7 +133,9 @@ int main(int argc, char **argv)
 	struct emu_opts o = {.output = "raw.bin", .stop = &stop_requested};
 	struct emu_stats st;
 	char err[1024];
-	int emulate = 0, i;
+	struct pt_request req = {.timing = PT_TIMING_NORMAL};
+	const char *timing_name = "normal";
+	int emulate = 0, check = 0, i;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -138,6 +145,24 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--emulate")) {
 			emulate = 1;
+		} else if (!strcmp(a, "--check")) {
+			check = 1;
+		} else if (!strcmp(a, "--timing") && i + 1 < argc) {
+			timing_name = argv[++i];
+			if (!strcmp(timing_name, "low"))
+				req.timing = PT_TIMING_LOW;
+			else if (!strcmp(timing_name, "normal"))
+				req.timing = PT_TIMING_NORMAL;
+			else if (!strcmp(timing_name, "high"))
+				req.timing = PT_TIMING_HIGH;
+			else {
+				fprintf(stderr,
+					"mt-capture: --timing is low, normal "
+					"or "
+					"high, not '%s'\n",
+					timing_name);
+				return 2;
+			}
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
 		} else if (!strcmp(a, "-p")) {
@@ -191,13 +216,31 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!emulate) {
-		if (access(PT_TYPE, R_OK)) {
-			fputs("mt-capture: no intel_pt PMU on this machine "
-			      "(/sys/bus/event_source/devices/intel_pt is "
-			      "missing: a virtual machine, an AMD CPU or a CPU "
-			      "older than Broadwell?); use --emulate\n",
-			      stderr);
+		/* The hardware path: the PMU as sysfs describes it
+		 * (MT_INTEL_PT_SYSFS points elsewhere, for tests). */
+		const char *dir = getenv("MT_INTEL_PT_SYSFS");
+		struct pt_pmu pmu;
+		uint64_t config;
+
+		if (pmu_probe(dir ? dir : PT_SYSFS, &pmu, err, sizeof(err))) {
+			fprintf(stderr, "mt-capture: %s\n", err);
 			return 1;
+		}
+		if (pmu_config(&pmu, &req, &config, err, sizeof(err))) {
+			fprintf(stderr, "mt-capture: %s\n", err);
+			return 1;
+		}
+		if (check) {
+			printf("intel_pt PMU type %u, max non-turbo ratio %u\n"
+			       "caps: cyc %s, mtc %s (periods %x), "
+			       "cycle thresholds %x, psb periods %x\n"
+			       "config for --timing %s: %#llx\n",
+			       pmu.type, pmu.max_nonturbo_ratio,
+			       pmu.psb_cyc ? "yes" : "no",
+			       pmu.mtc ? "yes" : "no", pmu.mtc_periods,
+			       pmu.cycle_thresholds, pmu.psb_periods,
+			       timing_name, (unsigned long long)config);
+			return 0;
 		}
 		fputs("mt-capture: the Intel PT hardware backend is not built "
 		      "yet; use --emulate\n",

@@ -1,0 +1,226 @@
+/*
+ * The intel_pt PMU as sysfs describes it, and the perf_event_attr.config
+ * a recording asks of it.
+ *
+ * Nothing here is hard-coded: the event type comes from type, every
+ * config bit from the format/ files ("config:10", "config:14-17"), what
+ * the CPU can do from caps/ (bits and bitmaps), and the nominal frequency
+ * from max_nonturbo_ratio.  A request the caps cannot honour is refused
+ * with one line saying which cap says no.
+ *
+ * The AUX ring copy lives here too: in overwrite (snapshot) mode the
+ * kernel's aux_head is a position that only grows, not a byte count, so
+ * the newest data ends at head % size and, once the ring has wrapped,
+ * begins there too.
+ */
+#include "capture/capture.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int perr(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int perr(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* The first line of dir/name, or -1. */
+static int read_line(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int read_hex(const char *dir, const char *name, uint64_t *v)
+{
+	char buf[64], *end;
+
+	if (read_line(dir, name, buf, sizeof(buf)))
+		return -1;
+	*v = strtoull(buf, &end, 16);
+	return *end ? -1 : 0;
+}
+
+int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
+{
+	char buf[256], fdir[4096];
+	struct dirent *d;
+	DIR *dd;
+	uint64_t v;
+
+	memset(p, 0, sizeof(*p));
+	if (read_line(dir, "type", buf, sizeof(buf)))
+		return perr(err, errlen, -ENOENT,
+			    "no intel_pt PMU (%s/type is missing): a virtual "
+			    "machine, an AMD CPU or a CPU older than "
+			    "Broadwell?; use --emulate",
+			    dir);
+	p->type = (uint32_t)strtoul(buf, NULL, 10);
+	snprintf(fdir, sizeof(fdir), "%s/format", dir);
+	dd = opendir(fdir);
+	if (!dd)
+		return perr(err, errlen, -ENOENT, "%s: missing", fdir);
+	while ((d = readdir(dd)) && p->nr_fields < PMU_MAX_FIELDS) {
+		unsigned lo, hi;
+		struct pt_field *f;
+
+		if (d->d_name[0] == '.' ||
+		    read_line(fdir, d->d_name, buf, sizeof(buf)))
+			continue;
+		if (sscanf(buf, "config:%u-%u", &lo, &hi) != 2) {
+			if (sscanf(buf, "config:%u", &lo) != 1)
+				continue; /* config1/config2 fields: not ours */
+			hi = lo;
+		}
+		if (lo > hi || hi > 63)
+			continue;
+		f = &p->fields[p->nr_fields++];
+		snprintf(f->name, sizeof(f->name), "%s", d->d_name);
+		f->lo = (uint8_t)lo;
+		f->hi = (uint8_t)hi;
+	}
+	closedir(dd);
+	snprintf(fdir, sizeof(fdir), "%s/caps", dir);
+	p->psb_cyc = !read_hex(fdir, "psb_cyc", &v) && v;
+	p->mtc = !read_hex(fdir, "mtc", &v) && v;
+	p->ptwrite = !read_hex(fdir, "ptwrite", &v) && v;
+	p->ip_filtering = !read_hex(fdir, "ip_filtering", &v) && v;
+	if (!read_hex(fdir, "mtc_periods", &v))
+		p->mtc_periods = (uint32_t)v;
+	if (!read_hex(fdir, "cycle_thresholds", &v))
+		p->cycle_thresholds = (uint32_t)v;
+	if (!read_hex(fdir, "psb_periods", &v))
+		p->psb_periods = (uint32_t)v;
+	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf)))
+		p->max_nonturbo_ratio = (uint32_t)strtoul(buf, NULL, 10);
+	return 0;
+}
+
+const struct pt_field *pmu_field(const struct pt_pmu *p, const char *name)
+{
+	for (size_t i = 0; i < p->nr_fields; i++)
+		if (!strcmp(p->fields[i].name, name))
+			return &p->fields[i];
+	return NULL;
+}
+
+/* Put v into the named field of *config. */
+static int set_field(const struct pt_pmu *p, const char *name, uint64_t v,
+		     uint64_t *config, char *err, size_t errlen)
+{
+	const struct pt_field *f = pmu_field(p, name);
+	unsigned width;
+	uint64_t mask;
+
+	if (!f)
+		return perr(err, errlen, -EINVAL,
+			    "the intel_pt PMU has no '%s' field (format/%s is "
+			    "missing)",
+			    name, name);
+	width = (unsigned)(f->hi - f->lo + 1);
+	mask = width == 64 ? ~0ull : (1ull << width) - 1;
+	if (v > mask)
+		return perr(err, errlen, -EINVAL,
+			    "%s=%llu does not fit its %u bits", name,
+			    (unsigned long long)v, width);
+	*config = (*config & ~(mask << f->lo)) | (v << f->lo);
+	return 0;
+}
+
+int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
+	       uint64_t *config, char *err, size_t errlen)
+{
+	struct pt_request q = *r;
+	int rc;
+
+	/* The presets, as magic-trace users know them. */
+	if (!q.custom) {
+		q.tsc = true;
+		q.mtc = q.timing != PT_TIMING_LOW;
+		q.cyc = q.timing != PT_TIMING_LOW;
+		q.noretcomp = q.timing == PT_TIMING_HIGH;
+		q.mtc_period = 3;
+		q.cyc_thresh = 1;
+		q.psb_period = 0;
+	}
+	if (q.cyc && !p->psb_cyc)
+		return perr(err, errlen, -ENOTSUP,
+			    "this CPU's Intel PT cannot count cycles "
+			    "(caps/psb_cyc is 0): use --timing low");
+	if (q.mtc && !p->mtc)
+		return perr(err, errlen, -ENOTSUP,
+			    "this CPU's Intel PT has no MTC timing packets "
+			    "(caps/mtc is 0): use --timing low");
+	if (q.mtc && !(p->mtc_periods >> q.mtc_period & 1))
+		return perr(err, errlen, -ENOTSUP,
+			    "mtc_period=%u is not one this CPU offers "
+			    "(caps/mtc_periods is %x)",
+			    q.mtc_period, p->mtc_periods);
+	if (q.cyc && q.cyc_thresh && !(p->cycle_thresholds >> q.cyc_thresh & 1))
+		return perr(err, errlen, -ENOTSUP,
+			    "cyc_thresh=%u is not one this CPU offers "
+			    "(caps/cycle_thresholds is %x)",
+			    q.cyc_thresh, p->cycle_thresholds);
+	if (q.psb_period && !(p->psb_periods >> q.psb_period & 1))
+		return perr(err, errlen, -ENOTSUP,
+			    "psb_period=%u is not one this CPU offers "
+			    "(caps/psb_periods is %x)",
+			    q.psb_period, p->psb_periods);
+	*config = 0;
+	if ((rc = set_field(p, "pt", 1, config, err, errlen)) ||
+	    (rc = set_field(p, "branch", 1, config, err, errlen)) ||
+	    (q.tsc && (rc = set_field(p, "tsc", 1, config, err, errlen))) ||
+	    (q.noretcomp &&
+	     (rc = set_field(p, "noretcomp", 1, config, err, errlen))) ||
+	    (q.mtc && ((rc = set_field(p, "mtc", 1, config, err, errlen)) ||
+		       (rc = set_field(p, "mtc_period", q.mtc_period, config,
+				       err, errlen)))) ||
+	    (q.cyc && ((rc = set_field(p, "cyc", 1, config, err, errlen)) ||
+		       (rc = set_field(p, "cyc_thresh", q.cyc_thresh, config,
+				       err, errlen)))) ||
+	    (q.psb_period && (rc = set_field(p, "psb_period", q.psb_period,
+					     config, err, errlen))))
+		return rc;
+	return 0;
+}
+
+size_t pmu_ring_copy(const uint8_t *ring, size_t size, uint64_t head,
+		     uint8_t *out)
+{
+	size_t at;
+
+	if (!size)
+		return 0;
+	if (head < size) {
+		/* Never wrapped: the data is the ring's start. */
+		memcpy(out, ring, (size_t)head);
+		return (size_t)head;
+	}
+	at = (size_t)(head % size);
+	memcpy(out, ring + at, size - at);
+	memcpy(out + (size - at), ring, at);
+	return size;
+}

@@ -1,0 +1,198 @@
+/*
+ * The intel_pt PMU from fake sysfs trees (Skylake-, Ice Lake- and
+ * Atom-like caps), the config built from format files, the refusals with
+ * their exact messages, and the AUX ring copy at every wrap position.
+ */
+#include "capture/capture.h"
+#include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct fake {
+	const char *name;
+	const char *type;
+	bool psb_cyc, mtc;
+	const char *mtc_periods, *cycle_thresholds, *psb_periods;
+	const char *nonturbo;
+};
+
+/* perf's own intel_pt format files, as the kernel writes them. */
+static const char *const formats[][2] = {
+	{"pt", "config:0"},
+	{"cyc", "config:1"},
+	{"pwr_evt", "config:4"},
+	{"fup_on_ptw", "config:5"},
+	{"mtc", "config:9"},
+	{"tsc", "config:10"},
+	{"noretcomp", "config:11"},
+	{"ptw", "config:12"},
+	{"branch", "config:13"},
+	{"mtc_period", "config:14-17"},
+	{"cyc_thresh", "config:19-22"},
+	{"psb_period", "config:24-27"},
+};
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	spit(path, text, strlen(text));
+}
+
+static void make_fake(const char *root, const struct fake *f)
+{
+	char sub[4096];
+
+	put(root, "type", f->type);
+	put(root, "max_nonturbo_ratio", f->nonturbo);
+	snprintf(sub, sizeof(sub), "%s/format", root);
+	mkdir(sub, 0755);
+	for (size_t i = 0; i < sizeof(formats) / sizeof(*formats); i++)
+		put(sub, formats[i][0], formats[i][1]);
+	snprintf(sub, sizeof(sub), "%s/caps", root);
+	mkdir(sub, 0755);
+	put(sub, "psb_cyc", f->psb_cyc ? "1\n" : "0\n");
+	put(sub, "mtc", f->mtc ? "1\n" : "0\n");
+	put(sub, "mtc_periods", f->mtc_periods);
+	put(sub, "cycle_thresholds", f->cycle_thresholds);
+	put(sub, "psb_periods", f->psb_periods);
+}
+
+static const struct fake skylake = {"skylake", "8\n",	 true,	 true,
+				    "249\n",   "3fff\n", "3f\n", "24\n"};
+static const struct fake icelake = {"icelake", "9\n",	 true,	 true,
+				    "249\n",   "3fff\n", "3f\n", "20\n"};
+static const struct fake atom = {"atom", "7\n", false, false,
+				 "0\n",	 "0\n", "1\n", "16\n"};
+
+static void test_probe_and_config(struct check_state *st)
+{
+	char dir[64], err[256];
+	struct pt_pmu p;
+	struct pt_request r = {.timing = PT_TIMING_NORMAL};
+	uint64_t config;
+
+	tmpdir_make(dir, sizeof(dir));
+	make_fake(dir, &skylake);
+	CHECKF(st, !pmu_probe(dir, &p, err, sizeof(err)), "%s", err);
+	CHECK(st, p.type == 8 && p.psb_cyc && p.mtc);
+	CHECK(st, p.mtc_periods == 0x249 && p.cycle_thresholds == 0x3fff);
+	CHECK(st, p.max_nonturbo_ratio == 24);
+	CHECK(st, pmu_field(&p, "mtc_period") &&
+			  pmu_field(&p, "mtc_period")->lo == 14 &&
+			  pmu_field(&p, "mtc_period")->hi == 17);
+	/* normal: pt, branch, tsc, mtc (period 3), cyc (threshold 1) */
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECKF(st,
+	       config == (1ull | 1ull << 13 | 1ull << 10 | 1ull << 9 |
+			  3ull << 14 | 1ull << 1 | 1ull << 19),
+	       "%llx", (unsigned long long)config);
+	r.timing = PT_TIMING_LOW;
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECK(st, config == (1ull | 1ull << 13 | 1ull << 10));
+	r.timing = PT_TIMING_HIGH;
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECK(st, config & 1ull << 11);
+	tmpdir_remove(dir);
+
+	/* Another layout of the same fields is followed, not assumed. */
+	tmpdir_make(dir, sizeof(dir));
+	make_fake(dir, &icelake);
+	{
+		char fmt[4096];
+
+		snprintf(fmt, sizeof(fmt), "%s/format", dir);
+		put(fmt, "tsc", "config:40");
+	}
+	CHECK(st, !pmu_probe(dir, &p, err, sizeof(err)) && p.type == 9);
+	r.timing = PT_TIMING_LOW;
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECK(st, config == (1ull | 1ull << 13 | 1ull << 40));
+	tmpdir_remove(dir);
+}
+
+static void test_refusals(struct check_state *st)
+{
+	char dir[64], err[256];
+	struct pt_pmu p;
+	struct pt_request r = {.timing = PT_TIMING_NORMAL};
+	uint64_t config;
+
+	tmpdir_make(dir, sizeof(dir));
+	make_fake(dir, &atom);
+	CHECK(st, !pmu_probe(dir, &p, err, sizeof(err)));
+	CHECK(st, pmu_config(&p, &r, &config, err, sizeof(err)) < 0);
+	CHECKF(st,
+	       !strcmp(err, "this CPU's Intel PT cannot count cycles "
+			    "(caps/psb_cyc is 0): use --timing low"),
+	       "%s", err);
+	r.timing = PT_TIMING_LOW;
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	/* custom: an MTC period the caps do not list */
+	tmpdir_remove(dir);
+	tmpdir_make(dir, sizeof(dir));
+	make_fake(dir, &skylake);
+	CHECK(st, !pmu_probe(dir, &p, err, sizeof(err)));
+	r = (struct pt_request){
+		.custom = true, .tsc = true, .mtc = true, .mtc_period = 4};
+	CHECK(st, pmu_config(&p, &r, &config, err, sizeof(err)) < 0);
+	CHECKF(st,
+	       !strcmp(err, "mtc_period=4 is not one this CPU offers "
+			    "(caps/mtc_periods is 249)"),
+	       "%s", err);
+	r.mtc_period = 6;
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECK(st, (config >> 14 & 0xf) == 6);
+	r = (struct pt_request){.custom = true, .cyc = true, .cyc_thresh = 16};
+	CHECK(st, pmu_config(&p, &r, &config, err, sizeof(err)) < 0);
+	CHECKF(st, strstr(err, "cyc_thresh=16") != NULL, "%s", err);
+	tmpdir_remove(dir);
+
+	/* No PMU at all: the one line that says why and what to do. */
+	CHECK(st, pmu_probe("/nonexistent/intel_pt", &p, err, sizeof(err)) < 0);
+	CHECKF(st,
+	       !strcmp(err, "no intel_pt PMU (/nonexistent/intel_pt/type "
+			    "is missing): a virtual machine, an AMD CPU or "
+			    "a CPU older than Broadwell?; use --emulate"),
+	       "%s", err);
+}
+
+static void test_ring_copy(struct check_state *st)
+{
+	enum { SIZE = 64 };
+	uint8_t ring[SIZE], out[SIZE];
+
+	/* A ring that never wrapped: what was written, from the start. */
+	for (size_t i = 0; i < SIZE; i++)
+		ring[i] = (uint8_t)i;
+	CHECK(st, pmu_ring_copy(ring, SIZE, 0, out) == 0);
+	CHECK(st, pmu_ring_copy(ring, SIZE, 10, out) == 10 &&
+			  !memcmp(out, ring, 10));
+	/* Every wrap position: the stream written byte by byte as 0, 1, 2...
+	 * (mod 256) must come out as its newest SIZE bytes, in order. */
+	for (uint64_t head = SIZE; head < 5 * SIZE; head++) {
+		bool ok = true;
+
+		for (uint64_t pos = head - SIZE; pos < head; pos++)
+			ring[pos % SIZE] = (uint8_t)pos;
+		if (pmu_ring_copy(ring, SIZE, head, out) != SIZE)
+			ok = false;
+		for (size_t i = 0; i < SIZE && ok; i++)
+			ok = out[i] == (uint8_t)(head - SIZE + i);
+		CHECKF(st, ok, "head %llu", (unsigned long long)head);
+	}
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_probe_and_config);
+	RUN(&st, test_refusals);
+	RUN(&st, test_ring_copy);
+	return CHECK_DONE(&st);
+}
