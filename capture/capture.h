@@ -154,4 +154,24 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 size_t pmu_ring_copy(const uint8_t *ring, size_t size, uint64_t head,
 		     uint8_t *out);
 
+/* ---------------------------------------------------------------- */
+/* The hardware backend                                               */
+
+struct hw_opts {
+	const char *output; /* the capture file */
+	const char *sysfs;  /* the intel_pt PMU's sysfs directory */
+	struct pt_request req;
+	uint64_t aux_size; /* per CPU: a power of two of pages */
+	const volatile int *stop;
+};
+
+/*
+ * Run argv under Intel PT (one event per CPU following the program and
+ * its threads, AUX in overwrite mode), and at its end or on *stop write
+ * the newest trace of every CPU with its sideband.  Returns 0, or a
+ * negative code with one line in err.
+ */
+int hw_run(char *const argv[], const struct hw_opts *o, char *err,
+	   size_t errlen);
+
 #endif

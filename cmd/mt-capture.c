@@ -242,10 +242,39 @@ int main(int argc, char **argv)
 			       timing_name, (unsigned long long)config);
 			return 0;
 		}
-		fputs("mt-capture: the Intel PT hardware backend is not built "
-		      "yet; use --emulate\n",
-		      stderr);
-		return 1;
+		if (i >= argc) {
+			fputs("mt-capture: no program to run (mt-capture -- "
+			      "PROG ARGS...)\n",
+			      stderr);
+			return 2;
+		}
+		{
+			/* The AUX area must be a power of two of pages. */
+			struct hw_opts h = {.output = o.output,
+					    .sysfs = dir ? dir : PT_SYSFS,
+					    .req = req,
+					    .aux_size = 4096,
+					    .stop = &stop_requested};
+			uint64_t want =
+				o.snapshot_size ? o.snapshot_size : 4u << 20;
+
+			while (h.aux_size < want)
+				h.aux_size <<= 1;
+			if (h.aux_size != want && o.snapshot_size)
+				fprintf(stderr,
+					"mt-capture: --snapshot-size rounded "
+					"up "
+					"to %llu bytes (a power of two of "
+					"pages)\n",
+					(unsigned long long)h.aux_size);
+			signal(SIGINT, on_sigint);
+			if (hw_run(argv + i, &h, err, sizeof(err))) {
+				fprintf(stderr, "mt-capture: %s\n", err);
+				return 1;
+			}
+			fprintf(stderr, "mt-capture: %s written\n", o.output);
+			return 0;
+		}
 	}
 	if (i >= argc && !o.pid) {
 		fputs("mt-capture: no program to run (mt-capture --emulate -- "
