@@ -98,6 +98,7 @@ struct emu_opts {
 struct emu_stats {
 	uint64_t insns, branches, threads, aux_bytes;
 	double seconds;
+	char warning[256]; /* something the user should know, or "" */
 };
 
 /*

@@ -20,8 +20,7 @@
  * stub API, sideband from perf_event_open (mappings come from
  * /proc/PID/maps), and the vDSO's bytes.
  */
-#include "capture/capture.h"
-#include "perfdata/perfdata.h"
+#include "capture/cap_internal.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -145,6 +144,10 @@ struct emu {
 	struct egap *gaps;
 	size_t nr_gaps, cap_gaps;
 	uint64_t rng;
+	struct sb_ring *sb; /* the kernel's sideband, one ring per CPU */
+	uint64_t *sb_ids;
+	int nr_sb;
+	bool have_sb;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -1209,7 +1212,9 @@ static int write_capture(struct emu *e)
 
 	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
 		goto pderr;
-	if (pd_writer_add_attr(w, &attr, ids, 1))
+	if (pd_writer_add_attr(w, &attr, ids, 1) ||
+	    (e->have_sb && pd_writer_add_attr(w, &e->sb[0].attr, e->sb_ids,
+					      (size_t)e->nr_sb)))
 		goto werr;
 	{
 		struct pd_time_conv tc = {.time_mult = 1,
@@ -1247,6 +1252,9 @@ static int write_capture(struct emu *e)
 				goto werr;
 		}
 	}
+	for (int c = 0; e->have_sb && c < e->nr_sb; c++)
+		if (sb_copy(w, e->sb[c].page, SB_DATA_PAGES))
+			goto werr;
 	if (pd_write_finished_round(w))
 		goto werr;
 	for (size_t i = 0; i < e->nr_thr; i++) {
@@ -1398,6 +1406,24 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = collect_maps(&e);
 	if (!rc)
 		read_vdso(&e);
+	if (!rc) {
+		/* Mappings, threads and switches from now on, from the kernel;
+		 * without it, /proc/PID/maps read at start and at exits. */
+		int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+		e.sb = calloc((size_t)n, sizeof(*e.sb));
+		e.sb_ids = calloc((size_t)n, sizeof(*e.sb_ids));
+		e.have_sb = e.sb && e.sb_ids;
+		for (int c = 0; e.have_sb && c < n; c++) {
+			e.have_sb =
+				!sb_open_dummy(&e.sb[c], e.pid, c, st->warning,
+					       sizeof(st->warning));
+			if (e.have_sb) {
+				e.sb_ids[c] = e.sb[c].id;
+				e.nr_sb = c + 1;
+			}
+		}
+	}
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);
 	if (!rc && o->trigger)
@@ -1444,6 +1470,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	free(e.edsos);
 	free(e.gaps);
+	for (int c = 0; c < e.nr_sb; c++)
+		sb_close(&e.sb[c]);
+	free(e.sb);
+	free(e.sb_ids);
 	for (size_t i = 0; i < e.nr_maps; i++)
 		free(e.maps[i]);
 	free(e.maps);

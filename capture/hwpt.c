@@ -11,8 +11,7 @@
  *
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
-#include "capture/capture.h"
-#include "perfdata/perfdata.h"
+#include "capture/cap_internal.h"
 
 #include <cpuid.h>
 #include <errno.h>
@@ -28,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DATA_PAGES 64 /* sideband ring: 256 KiB per CPU */
+#define DATA_PAGES SB_DATA_PAGES
 
 struct cpu_ring {
 	int fd;
@@ -161,37 +160,6 @@ static int open_ring(struct cpu_ring *r, struct perf_event_attr *a, pid_t pid,
 	return 0;
 }
 
-/* The sideband records in the data ring, as they are, into the capture. */
-static int copy_sideband(struct pd_writer *w, const struct cpu_ring *r)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	const uint8_t *data = (const uint8_t *)r->page + page;
-	uint64_t size = (uint64_t)page * DATA_PAGES;
-	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->page->data_tail;
-	uint8_t rec[65536];
-
-	if (head - tail > size)
-		tail = head - size; /* overwritten: the newest part only */
-	while (tail < head) {
-		struct perf_event_header h;
-		uint64_t at = tail % size;
-
-		for (size_t i = 0; i < sizeof(h); i++)
-			((uint8_t *)&h)[i] = data[(at + i) % size];
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;
-		for (size_t i = 0; i < h.size; i++)
-			rec[i] = data[(at + i) % size];
-		tail += h.size;
-		if (h.type == PERF_RECORD_AUX || h.type == PERF_RECORD_LOST)
-			continue;
-		if (pd_writer_raw(w, rec, h.size))
-			return -1;
-	}
-	return 0;
-}
-
 int hw_run(char *const argv[], const struct hw_opts *o, char *err,
 	   size_t errlen)
 {
@@ -306,7 +274,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, char *err,
 						    true);
 		}
 		for (int c = 0; c < ncpu && !rc; c++)
-			rc = copy_sideband(w, &rings[c]);
+			rc = sb_copy(w, rings[c].page, DATA_PAGES);
 		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 		for (int c = 0; c < ncpu && !rc; c++) {
 			uint64_t head = __atomic_load_n(

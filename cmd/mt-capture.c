@@ -290,6 +290,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mt-capture: %s\n", err);
 		return 1;
 	}
+	if (st.warning[0])
+		fprintf(stderr, "mt-capture: %s\n", st.warning);
 	fprintf(stderr,
 		"mt-capture: %s: %llu instructions, %llu branches, %llu "
 		"thread%s, %.1f KiB of trace in %.2fs\n",

@@ -1,0 +1,105 @@
+/*
+ * Sideband from the kernel: a dummy software event on the target (one per
+ * CPU: an inherited event can only be mapped per CPU) records
+ * its mmaps, comm changes, forks, exits and context switches in a data
+ * ring, timestamped on CLOCK_MONOTONIC (the emulator's clock), and the
+ * records are copied into the capture exactly as the kernel wrote them.
+ * The hardware backend's data rings carry the same records.
+ */
+#include "capture/cap_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int sb_open_dummy(struct sb_ring *r, pid_t pid, int cpu, char *err,
+		  size_t errlen)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct perf_event_attr a;
+
+	memset(r, 0, sizeof(*r));
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof(a);
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+	a.inherit = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = 1;
+	/* No context switches: under single-stepping every step is one. */
+	a.sample_id_all = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	r->attr = a;
+	r->fd = (int)syscall(SYS_perf_event_open, &a, pid, cpu, -1, 0);
+	if (r->fd < 0) {
+		snprintf(err, errlen,
+			 "perf_event_open(dummy) on %d: %s: mappings come from "
+			 "/proc/%d/maps only",
+			 pid, strerror(errno), pid);
+		return -errno;
+	}
+	ioctl(r->fd, PERF_EVENT_IOC_ID, &r->id);
+	r->len = (size_t)page * (1 + SB_DATA_PAGES);
+	r->page = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+		       0);
+	if (r->page == MAP_FAILED) {
+		r->page = NULL;
+		close(r->fd);
+		r->fd = -1;
+		snprintf(err, errlen, "mmap of the sideband ring: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+void sb_close(struct sb_ring *r)
+{
+	if (r->page)
+		munmap(r->page, r->len);
+	if (r->fd > 0)
+		close(r->fd);
+	r->page = NULL;
+	r->fd = -1;
+}
+
+int sb_copy(struct pd_writer *w, const struct perf_event_mmap_page *pg,
+	    size_t data_pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const uint8_t *data = (const uint8_t *)pg + page;
+	uint64_t size = (uint64_t)page * data_pages;
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = pg->data_tail;
+	uint8_t rec[65536];
+
+	if (head - tail > size)
+		tail = head - size; /* overwritten: the newest part only */
+	while (tail < head) {
+		struct perf_event_header h;
+		uint64_t at = tail % size;
+
+		for (size_t i = 0; i < sizeof(h); i++)
+			((uint8_t *)&h)[i] = data[(at + i) % size];
+		if (h.size < sizeof(h) || tail + h.size > head)
+			break;
+		for (size_t i = 0; i < h.size; i++)
+			rec[i] = data[(at + i) % size];
+		tail += h.size;
+		if (h.type == PERF_RECORD_AUX || h.type == PERF_RECORD_LOST ||
+		    h.type == PERF_RECORD_SAMPLE)
+			continue;
+		if (pd_writer_raw(w, rec, h.size))
+			return -1;
+	}
+	return 0;
+}
