@@ -81,6 +81,9 @@ struct emu_opts {
 	 * ("addr:0x..." for an address); NULL: mt_snapshot_point when the
 	 * program has it (include/magic_trace.h), else none. */
 	const char *trigger;
+	/* Only a hit at least this long (ns) after the program's
+	 * mt_mark_start() snapshots (0: every hit). */
+	uint64_t duration_thresh;
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;

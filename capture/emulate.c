@@ -29,6 +29,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,10 +135,11 @@ struct emu {
 	char **maps; /* executable lines of /proc/PID/maps seen */
 	size_t nr_maps, cap_maps;
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
-	uint64_t hit_time;
+	uint64_t hit_time, hit_mark;
 	pid_t hit_tid;
 	long hit_arg;
-	uint8_t *vdso; /* the [vdso] image, read from the target */
+	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
+	uint8_t *vdso;	    /* the [vdso] image, read from the target */
 	uint64_t vdso_start, vdso_len;
 	struct edso *edsos;
 	size_t nr_edsos, cap_edsos;
@@ -802,6 +804,63 @@ static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 	return 0;
 }
 
+/* The runtime address of a data object of the executable (the stub API's
+ * mt_mark_start_ns), or 0. */
+static uint64_t exe_object(struct emu *e, const char *name)
+{
+	uint64_t fn, bias = 0, found = 0;
+	struct sym_file *sf = NULL;
+	char err[256];
+	Elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	int fd;
+
+	/* The bias is the one exe_symbol finds for any function. */
+	if (exe_symbol(e, "main", &fn) ||
+	    sym_file_open(e->exe, NULL, &sf, err, sizeof(err)))
+		return 0;
+	{
+		size_t n;
+		const struct sym *s = sym_file_syms(sf, &n);
+
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(s[i].name, "main"))
+				bias = fn - s[i].addr;
+	}
+	sym_file_free(sf);
+	fd = open(e->exe, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (nm && !strcmp(nm, name)) {
+				found = sym.st_value + bias;
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
 /* Run the target to the first instruction of symbol sym in the
  * executable, with a breakpoint there. */
 static int run_to(struct emu *e, const char *sym)
@@ -1031,13 +1090,27 @@ static int trace(struct emu *e)
 			if (e->trigger && ip == e->trigger) {
 				/* The snapshot point: stop here.  The stub's
 				 * argument is in rdi. */
-				e->hit_time = now_ns();
-				e->hit_tid = tid;
-				e->hit_arg = ptrace(
-					PTRACE_PEEKUSER, tid,
-					offsetof(struct user_regs_struct, rdi),
-					NULL);
-				break;
+				uint64_t when = now_ns(), mark = 0;
+
+				if (e->mark_addr &&
+				    read_mem(e->pid, e->mark_addr, &mark,
+					     sizeof(mark)) != sizeof(mark))
+					mark = 0;
+				/* --duration-thresh: only when it took that
+				 * long since mt_mark_start(). */
+				if (!e->o->duration_thresh || !mark ||
+				    when - mark >= e->o->duration_thresh) {
+					e->hit_time = when;
+					e->hit_mark = mark;
+					e->hit_tid = tid;
+					e->hit_arg = ptrace(
+						PTRACE_PEEKUSER, tid,
+						offsetof(
+							struct user_regs_struct,
+							rdi),
+						NULL);
+					break;
+				}
 			}
 			if ((rc = step(e, t, 0)))
 				return rc;
@@ -1324,6 +1397,7 @@ static int write_capture(struct emu *e)
 			.time = e->hit_time,
 			.ip = e->trigger,
 			.arg = e->hit_arg,
+			.mark_start = e->hit_mark,
 			.name = o->trigger ? o->trigger : "mt_snapshot_point",
 		};
 
@@ -1430,6 +1504,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = exe_symbol(&e, o->trigger, &e.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
+	if (!rc && e.trigger)
+		e.mark_addr = exe_object(&e, "mt_mark_start_ns");
 	e.start_time = now_ns();
 	if (!rc)
 		rc = trace(&e);

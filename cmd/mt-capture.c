@@ -40,6 +40,9 @@ static const char usage[] =
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
 	"thread,\n"
 	"                     as the hardware's ring does (4M, 64K, ...)\n"
+	"  --duration-thresh T  snapshot only when the hit comes T (5ms, "
+	"200us)\n"
+	"                     or more after the program's mt_mark_start()\n"
 	"  --truth FILE       also write every call seen, as a truth.tsv\n"
 	"  --drop-every N     lose the packets of 1..48 branches about every "
 	"N\n"
@@ -184,6 +187,7 @@ int main(int argc, char **argv)
 			    !strcmp(a, "--trigger") || !strcmp(a, "--truth") ||
 			    !strcmp(a, "--drop-every") ||
 			    !strcmp(a, "--gaps") ||
+			    !strcmp(a, "--duration-thresh") ||
 			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
 			const char *v = argv[++i];
@@ -198,7 +202,24 @@ int main(int argc, char **argv)
 				o.truth = v;
 			else if (!strcmp(a, "--gaps"))
 				o.gaps = v;
-			else if (!strcmp(a, "--drop-every"))
+			else if (!strcmp(a, "--duration-thresh")) {
+				char *end;
+				double d = strtod(v, &end);
+
+				if (!strcmp(end, "ms"))
+					d *= 1e6;
+				else if (!strcmp(end, "us"))
+					d *= 1e3;
+				else if (!strcmp(end, "s"))
+					d *= 1e9;
+				else if (*end) {
+					fprintf(stderr,
+						"mt-capture: --duration-thresh "
+						"wants 5ms, 200us or 1s\n");
+					return 2;
+				}
+				o.duration_thresh = (uint64_t)d;
+			} else if (!strcmp(a, "--drop-every"))
 				o.drop_every = strtoull(v, NULL, 0);
 			else if (parse_size(v, &o.snapshot_size))
 				return 2;

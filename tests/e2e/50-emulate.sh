@@ -109,6 +109,21 @@ if capture stub "$W/stub"; then
 	fi
 fi
 
+# --duration-thresh: the first request at least 100 ms after its
+# mt_mark_start() snapshots (the waits grow 30 ms a round); the hit keeps
+# the mark.
+cc -O1 -I"$R" -o "$W/marked" "$R/tests/programs/marked.c" ||
+	{ echo "FAIL emulate: cc marked"; exit 0; }
+if "$B/mt-capture" --emulate --duration-thresh 100ms -o "$W/mk.bin" -- \
+	"$W/marked" >/dev/null 2>"$W/mk.err" &&
+	"$B/mt-convert" "$W/mk.bin" -o "$W/mk.pftrace" -q 2>>"$W/mk.err" &&
+	hit=$(sqlite3 "$W/mk.sqlite" "SELECT arg, ts - mark_start >= 100000000,
+		mark_start > 0 FROM hit") && [[ "$hit" =~ ^[3-9]\|1\|1$ ]]; then
+	echo "PASS emulate_duration_thresh (hit $hit)"
+else
+	echo "FAIL emulate_duration_thresh: '$hit'"; sed 's/^/    /' "$W/mk.err" | tail -3
+fi
+
 # Snapshot mode: only the newest 4 KiB are kept; decoding starts at the
 # first PSB in them and returns reveal the callers up to the root.
 if "$B/mt-capture" --emulate --snapshot-size 4K -o "$W/snap.bin" -- \
