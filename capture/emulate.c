@@ -793,13 +793,39 @@ static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 			if (!found_n++)
 				addr = s[i].addr + bias;
 		}
-	sym_file_free(sf);
-	if (!addr)
+	if (!addr || found_n > 1) {
+		/* Say what there is: the near names, or each address. */
+		char list[512] = "";
+		size_t at = 0, shown = 0;
+
+		for (size_t i = 0; i < n && shown < 6 && at < sizeof(list);
+		     i++) {
+			if (found_n > 1 ? strcmp(s[i].name, sym)
+					: !strstr(s[i].name, sym))
+				continue;
+			if (found_n > 1)
+				at += (size_t)snprintf(
+					list + at, sizeof(list) - at,
+					"%saddr:%#llx", shown ? ", " : "",
+					(unsigned long long)(s[i].addr + bias));
+			else
+				at += (size_t)snprintf(
+					list + at, sizeof(list) - at, "%s%s",
+					shown ? ", " : "", s[i].name);
+			shown++;
+		}
+		sym_file_free(sf);
+		if (found_n > 1)
+			return fail(e, -EINVAL,
+				    "%s: '%s' names %zu functions: %s", e->exe,
+				    sym, found_n, list);
+		if (shown)
+			return fail(e, -ENOENT,
+				    "%s: no symbol '%s' (did you mean %s?)",
+				    e->exe, sym, list);
 		return fail(e, -ENOENT, "%s: no symbol '%s'", e->exe, sym);
-	if (found_n > 1)
-		return fail(e, -EINVAL,
-			    "%s: '%s' names %zu functions; give addr:0x...",
-			    e->exe, sym, found_n);
+	}
+	sym_file_free(sf);
 	*out = addr;
 	return 0;
 }
@@ -868,11 +894,13 @@ static int run_to(struct emu *e, const char *sym)
 	uint64_t addr, word;
 	int status, rc = exe_symbol(e, sym, &addr);
 
-	if (rc == -ENOENT)
-		return fail(e, rc,
-			    "%s: no symbol '%s' to start at (try --start-at "
-			    "'' to trace from exec)",
-			    e->exe, sym);
+	if (rc == -ENOENT) {
+		size_t len = strlen(e->err);
+
+		snprintf(e->err + len, e->errlen - len,
+			 "; --start-at '' traces from exec");
+		return rc;
+	}
 	if (rc)
 		return rc;
 	errno = 0;
