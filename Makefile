@@ -102,10 +102,10 @@ asan-build: $(BINS) $(TESTS) $(TOOLS)
 unit: $(BINS) $(TESTS) $(TOOLS)
 
 format:
-	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] examples/*.c)
+	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
 
 check-format:
-	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] examples/*.c)
+	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
 
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench

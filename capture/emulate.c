@@ -81,6 +81,7 @@ enum { TR_CLIP_START = 1, TR_CLIP_END = 2, TR_TAIL = 4, TR_SYSCALL = 8 };
 struct tframe {
 	uint32_t row;
 	uint64_t ret, lo, hi;
+	bool async; /* a signal handler, or the trampoline it returns to */
 };
 
 /* A binary of the target, for naming functions in the truth. */
@@ -114,6 +115,7 @@ struct thr {
 	uint64_t t0;
 	/* Overflow emulation: branches still to lose, and the gap so far. */
 	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
+	uint32_t untraced_row; /* the truth's row for a signal's delivery */
 };
 
 struct egap {
@@ -453,6 +455,15 @@ static int truth_transfer(struct emu *e, struct thr *t, uint64_t to,
 				tpop_to(t, i, when);
 				return 0;
 			}
+		/* A handler returns into the kernel's trampoline, which takes
+		 * its place until sigreturn. */
+		if (top && top->async) {
+			tpop_to(t, t->tdepth - 1, when);
+			if (tpush(e, t, when, to, 0, TR_TAIL))
+				return -1;
+			t->tstack[t->tdepth - 1].async = true;
+			return 0;
+		}
 		tpop_to(t, 0, when);
 		return treveal(e, t, to);
 	case IC_SYSCALL:
@@ -460,6 +471,14 @@ static int truth_transfer(struct emu *e, struct thr *t, uint64_t to,
 			     TR_SYSCALL))
 			return -1;
 		t->rows[t->nr_rows - 1].end = back;
+		/* sigreturn: back to the interrupted frame, below. */
+		if (to != next && top && !(to >= top->lo && to < top->hi))
+			for (size_t i = t->tdepth - 1; i-- > 0;)
+				if (to >= t->tstack[i].lo &&
+				    to < t->tstack[i].hi) {
+					tpop_to(t, i + 1, back);
+					break;
+				}
 		return 0;
 	case IC_COND:
 	case IC_JMP:
@@ -1108,9 +1127,19 @@ static int trace(struct emu *e)
 			if (t->async) {
 				/* The handler's first instruction. */
 				t->async = false;
+				if (e->o->truth && t->untraced_row < t->nr_rows)
+					t->rows[t->untraced_row].end = now_ns();
 				if (ptenc_pge(t->enc, now_ns(), ip))
 					return fail(e, -ENOMEM,
 						    "out of memory");
+				if (e->o->truth && t->tdepth &&
+				    !(ip >= t->tstack[t->tdepth - 1].lo &&
+				      ip < t->tstack[t->tdepth - 1].hi)) {
+					if (tpush(e, t, now_ns(), ip, 0, 0))
+						return fail(e, -ENOMEM,
+							    "out of memory");
+					t->tstack[t->tdepth - 1].async = true;
+				}
 			} else if ((rc = transfer(e, t, ip))) {
 				return rc;
 			}
@@ -1160,6 +1189,15 @@ static int trace(struct emu *e)
 			if (ptenc_async_pgd(t->enc, now_ns(), ip))
 				return fail(e, -ENOMEM, "out of memory");
 			t->async = true;
+			/* The kernel's time delivering it, as a decoder
+			 * shows it. */
+			if (e->o->truth &&
+			    trow_add(t, now_ns(), "[untraced]",
+				     t->tdepth ? t->tstack[t->tdepth - 1].row
+					       : UINT32_MAX,
+				     0))
+				return fail(e, -ENOMEM, "out of memory");
+			t->untraced_row = (uint32_t)t->nr_rows - 1;
 			if ((rc = step(e, t, sig)))
 				return rc;
 		}

@@ -80,6 +80,18 @@ if capture threads "$W/threads"; then
 	fi
 fi
 
+# setjmp/longjmp, a signal handler, mutual and 5000-deep recursion, a C++
+# exception: each tree must equal the emulator's own log (capture checks).
+for p in longjmp signal recursion; do
+	cc -O1 -g -o "$W/$p" "$R/tests/programs/$p.c" && capture "$p" "$W/$p"
+done
+if command -v c++ >/dev/null; then
+	c++ -O1 -g -o "$W/exception" "$R/tests/programs/exception.cc" &&
+		capture exception "$W/exception"
+else
+	echo "SKIP emulate_exception (no c++)"
+fi
+
 # The vDSO: the capture carries its bytes, so its code decodes.
 cc -O1 -g -o "$W/clock" "$R/tests/programs/clock.c" ||
 	{ echo "FAIL emulate: cc clock"; exit 0; }

@@ -27,7 +27,7 @@
 
 struct row {
 	unsigned tid, depth;
-	char name[96];
+	char name[1024];
 	uint64_t start, end;
 	bool gap, joined;
 	long parent; /* index in the same table, -1 for roots */
@@ -48,7 +48,7 @@ struct gap {
 static int load(const char *path, struct table *t)
 {
 	FILE *f = fopen(path, "r");
-	char line[1024], flags[256];
+	char line[4096], flags[256];
 	long stack[4096];
 
 	if (!f || !fgets(line, sizeof(line), f)) {
@@ -61,7 +61,8 @@ static int load(const char *path, struct table *t)
 		struct row r = {.parent = -1, .match = -1};
 
 		if (sscanf(line,
-			   "%u\t%u\t%95[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
+			   "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64
+			   "\t%255s",
 			   &r.tid, &r.depth, r.name, &r.start, &r.end,
 			   flags) != 6) {
 			fprintf(stderr, "%s: bad line: %s", path, line);

@@ -20,7 +20,7 @@
 
 struct row {
 	unsigned tid, depth;
-	char name[128];
+	char name[1024];
 	uint64_t start, end;
 	bool cs, ce, tail, sys, gap;
 };
@@ -33,7 +33,7 @@ struct table {
 static int load(const char *path, struct table *t)
 {
 	FILE *f = fopen(path, "r");
-	char line[1024], flags[256];
+	char line[4096], flags[256];
 
 	if (!f) {
 		perror(path);
@@ -47,7 +47,8 @@ static int load(const char *path, struct table *t)
 		struct row r = {0};
 
 		if (sscanf(line,
-			   "%u\t%u\t%127[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
+			   "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64
+			   "\t%255s",
 			   &r.tid, &r.depth, r.name, &r.start, &r.end,
 			   flags) != 6) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
