@@ -119,7 +119,7 @@ accuracy: all $(BUILD)/bin/mt-accuracy
 # convert it, say where the results are.
 demo: all
 	@mkdir -p $(BUILD)/demo
-	@$(CC) -O1 -g -o $(BUILD)/demo/demo examples/demo.c
+	@$(CC) -O1 -g -I. -o $(BUILD)/demo/demo examples/demo.c
 	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/demo
 	@$(BUILD)/bin/mt-convert $(BUILD)/demo/raw.bin -o $(BUILD)/demo/trace.pftrace
 	@echo
@@ -127,6 +127,10 @@ demo: all
 	@echo "  sqlite3 $(BUILD)/demo/trace.sqlite 'SELECT name, count(*), sum(dur) FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8'"
 	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
 		'SELECT name, count(*) AS calls, sum(dur) AS total_ns FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8' 2>/dev/null || true
+	@echo
+	@echo "The snapshot the program asked for (after its slow request 7):"
+	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
+		'SELECT name AS trigger, arg AS request, (ts - mark_start) / 1000000.0 AS ms_since_mark FROM hit' 2>/dev/null || true
 
 clean:
 	rm -rf build

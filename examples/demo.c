@@ -1,14 +1,25 @@
 /*
- * The program `make demo` traces: a little of everything a call tree
- * shows.  A recursive Fibonacci, a sort with a comparison callback
- * (calls into libc and back), a hash over a buffer, and a write(2).
+ * The program `make demo` traces: a little server loop.  Each request is
+ * parsed, looked up (a recursive Fibonacci stands in for the work), its
+ * numbers sorted with a libc callback, and answered with write(2).
+ * Request 7 is the slow one: it asks for much more work, and the program
+ * asks for a snapshot through the stub API when it is done, the way you
+ * would catch a tail-latency spike.
  */
+#include "include/magic_trace.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static unsigned fib(unsigned n)
+struct request {
+	int id;
+	unsigned work;
+	int numbers[32];
+};
+
+__attribute__((noinline)) static unsigned fib(unsigned n)
 {
 	return n < 2 ? n : fib(n - 1) + fib(n - 2);
 }
@@ -20,41 +31,53 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-__attribute__((noinline)) static void sort_numbers(int *v, size_t n)
+__attribute__((noinline)) static void parse(struct request *r, int id)
 {
-	qsort(v, n, sizeof(*v), cmp_int);
+	r->id = id;
+	r->work = id == 7 ? 12 : 5; /* the slow one */
+	for (int i = 0; i < 32; i++)
+		r->numbers[i] = (id * 31 + i * 7919) % 101;
 }
 
-__attribute__((noinline)) static unsigned hash(const unsigned char *p, size_t n)
+__attribute__((noinline)) static unsigned lookup(const struct request *r)
 {
-	unsigned h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fib(r->work);
 }
 
-__attribute__((noinline)) static void report(unsigned f, unsigned h, int lo,
-					     int hi)
+__attribute__((noinline)) static void sort_numbers(struct request *r)
 {
-	char line[128];
-	int len = snprintf(line, sizeof(line),
-			   "fib=%u hash=%08x sorted %d..%d\n", f, h, lo, hi);
+	qsort(r->numbers, 32, sizeof(int), cmp_int);
+}
+
+__attribute__((noinline)) static void respond(const struct request *r,
+					      unsigned v)
+{
+	char line[96];
+	int len = snprintf(line, sizeof(line), "request %d: %u (%d..%d)\n",
+			   r->id, v, r->numbers[0], r->numbers[31]);
 
 	if (write(1, line, (size_t)len) < 0)
 		exit(1);
 }
 
+__attribute__((noinline)) static void handle_request(int id)
+{
+	struct request r;
+	unsigned v;
+
+	parse(&r, id);
+	v = lookup(&r);
+	sort_numbers(&r);
+	respond(&r, v);
+}
+
 int main(void)
 {
-	int v[64];
-	unsigned f, h;
-
-	for (int i = 0; i < 64; i++)
-		v[i] = (i * 7919) % 101;
-	f = fib(12);
-	sort_numbers(v, 64);
-	h = hash((const unsigned char *)v, sizeof(v));
-	report(f, h, v[0], v[63]);
+	for (int id = 0; id < 10; id++) {
+		mt_mark_start();
+		handle_request(id);
+		if (id == 7) /* slow: look at what it did */
+			mt_take_snapshot_with_arg(id);
+	}
 	return 0;
 }
