@@ -62,6 +62,9 @@ int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip);
  * written, 0 if not, -1 on error.
  */
 int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip);
+/* The next ptenc_maybe_psb() writes PSB+ whatever the period: a new
+ * snapshot chunk must start at a sync point. */
+void ptenc_force_psb(struct ptenc *g);
 /* Flush pending TNT bits at the end. */
 int ptenc_finish(struct ptenc *g, uint64_t tsc);
 
@@ -84,6 +87,9 @@ struct emu_opts {
 	/* Only a hit at least this long (ns) after the program's
 	 * mt_mark_start() snapshots (0: every hit). */
 	uint64_t duration_thresh;
+	/* Every hit appends a snapshot and tracing goes on (else the first
+	 * hit ends the capture). */
+	bool multi_snapshot;
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;

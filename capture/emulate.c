@@ -116,6 +116,21 @@ struct thr {
 	/* Overflow emulation: branches still to lose, and the gap so far. */
 	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
 	uint32_t untraced_row; /* the truth's row for a signal's delivery */
+	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
+};
+
+/* --multi-snapshot: one thread's ring at one hit, and the hits. */
+struct snap {
+	size_t thread;
+	uint8_t *data;
+	size_t len;
+	uint64_t time;
+};
+
+struct ehit {
+	uint64_t time, mark;
+	pid_t tid;
+	long arg;
 };
 
 struct egap {
@@ -141,7 +156,11 @@ struct emu {
 	pid_t hit_tid;
 	long hit_arg;
 	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
-	uint8_t *vdso;	    /* the [vdso] image, read from the target */
+	struct snap *snaps;
+	size_t nr_snaps, cap_snaps;
+	struct ehit *hits;
+	size_t nr_hits, cap_hits;
+	uint8_t *vdso; /* the [vdso] image, read from the target */
 	uint64_t vdso_start, vdso_len;
 	struct edso *edsos;
 	size_t nr_edsos, cap_edsos;
@@ -1059,6 +1078,47 @@ static int attach(struct emu *e, int pid)
 	return 0;
 }
 
+/* --multi-snapshot: keep what each thread's ring holds now (what it
+ * gained since the last snapshot, at most the ring's size), and go on. */
+static int take_snapshot(struct emu *e, uint64_t when)
+{
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		const uint8_t *d;
+		size_t len, from;
+		struct snap *sn;
+
+		if (!t->started || t->exited)
+			continue;
+		if (ptenc_finish(t->enc, when))
+			return -ENOMEM;
+		d = ptenc_data(t->enc, &len);
+		from = t->snap_end;
+		if (e->o->snapshot_size && len - from > e->o->snapshot_size)
+			from = len - e->o->snapshot_size;
+		if (from >= len)
+			continue;
+		if (mt_grow((void **)&e->snaps, &e->cap_snaps, e->nr_snaps + 1,
+			    sizeof(*e->snaps)))
+			return -ENOMEM;
+		sn = &e->snaps[e->nr_snaps];
+		sn->data = malloc(len - from);
+		if (!sn->data)
+			return -ENOMEM;
+		memcpy(sn->data, d + from, len - from);
+		sn->len = len - from;
+		sn->thread = i;
+		sn->time = when;
+		e->nr_snaps++;
+		t->snap_end = len;
+		/* The next chunk must start at a sync point to decode. */
+		ptenc_force_psb(t->enc);
+	}
+	return 0;
+}
+
+static int collect_maps(struct emu *e);
+
 /* The step loop: until every thread has exited or we are told to stop. */
 static int trace(struct emu *e)
 {
@@ -1157,15 +1217,35 @@ static int trace(struct emu *e)
 				 * long since mt_mark_start(). */
 				if (!e->o->duration_thresh || !mark ||
 				    when - mark >= e->o->duration_thresh) {
-					e->hit_time = when;
-					e->hit_mark = mark;
-					e->hit_tid = tid;
-					e->hit_arg = ptrace(
+					long arg = ptrace(
 						PTRACE_PEEKUSER, tid,
 						offsetof(
 							struct user_regs_struct,
 							rdi),
 						NULL);
+
+					if (e->o->multi_snapshot) {
+						/* Keep this one, trace on. */
+						if (mt_grow((void **)&e->hits,
+							    &e->cap_hits,
+							    e->nr_hits + 1,
+							    sizeof(*e->hits)) ||
+						    take_snapshot(e, when))
+							return fail(e, -ENOMEM,
+								    "out of "
+								    "memory");
+						e->hits[e->nr_hits++] =
+							(struct ehit){when,
+								      mark, tid,
+								      arg};
+						if ((rc = step(e, t, 0)))
+							return rc;
+						continue;
+					}
+					e->hit_time = when;
+					e->hit_mark = mark;
+					e->hit_tid = tid;
+					e->hit_arg = arg;
 					break;
 				}
 			}
@@ -1347,7 +1427,7 @@ static int write_capture(struct emu *e)
 	pt.cyc_bit = 1ull << 1;
 	pt.have_max_nonturbo = true;
 	pt.max_nonturbo_ratio = EMU_NONTURBO;
-	pt.snapshot_mode = o->snapshot_size != 0;
+	pt.snapshot_mode = o->snapshot_size != 0 || o->multi_snapshot;
 
 	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
 		goto pderr;
@@ -1396,6 +1476,19 @@ static int write_capture(struct emu *e)
 			goto werr;
 	if (pd_write_finished_round(w))
 		goto werr;
+	/* --multi-snapshot: the snapshots taken at hits, in order. */
+	for (size_t k = 0; k < e->nr_snaps; k++) {
+		const struct snap *sn = &e->snaps[k];
+		struct pd_auxtrace a = {.size = sn->len,
+					.reference = sn->time,
+					.idx = (uint32_t)sn->thread,
+					.tid = (uint32_t)e->thr[sn->thread].tid,
+					.cpu = UINT32_MAX};
+
+		e->st->aux_bytes += sn->len;
+		if (pd_write_auxtrace(w, &a, sn->data))
+			goto werr;
+	}
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
 		struct pd_auxtrace a = {.reference = end,
@@ -1410,6 +1503,9 @@ static int write_capture(struct emu *e)
 		if (ptenc_finish(t->enc, end))
 			goto werr;
 		data = ptenc_data(t->enc, &len);
+		/* What the snapshots at hits took is not written again. */
+		data += t->snap_end;
+		len -= t->snap_end;
 		/* Snapshot mode: the ring kept the newest bytes only; the
 		 * decoder starts at the first PSB in them, as with
 		 * hardware. */
@@ -1454,6 +1550,20 @@ static int write_capture(struct emu *e)
 					.bytes = e->vdso};
 
 		if (pd_ext_add_vdso(&ext, &v))
+			goto werr;
+	}
+	for (size_t k = 0; k < e->nr_hits; k++) {
+		struct pd_ext_hit h = {
+			.pid = (uint32_t)e->pid,
+			.tid = (uint32_t)e->hits[k].tid,
+			.time = e->hits[k].time,
+			.ip = e->trigger,
+			.arg = e->hits[k].arg,
+			.mark_start = e->hits[k].mark,
+			.name = o->trigger ? o->trigger : "mt_snapshot_point",
+		};
+
+		if (pd_ext_add_hit(&ext, &h))
 			goto werr;
 	}
 	if (e->hit_time) {
@@ -1612,6 +1722,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	free(e.edsos);
 	free(e.gaps);
+	for (size_t k = 0; k < e.nr_snaps; k++)
+		free(e.snaps[k].data);
+	free(e.snaps);
+	free(e.hits);
 	for (int c = 0; c < e.nr_sb; c++)
 		sb_close(&e.sb[c]);
 	free(e.sb);

@@ -433,6 +433,11 @@ int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip)
 	return 1;
 }
 
+void ptenc_force_psb(struct ptenc *g)
+{
+	g->next_psb = g->len;
+}
+
 int ptenc_finish(struct ptenc *g, uint64_t tsc)
 {
 	(void)tsc;

@@ -168,6 +168,8 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
+		} else if (!strcmp(a, "--multi-snapshot")) {
+			o.multi_snapshot = true;
 		} else if (!strcmp(a, "-p")) {
 			if (i + 1 < argc && argv[i + 1][0] >= '0' &&
 			    argv[i + 1][0] <= '9') {

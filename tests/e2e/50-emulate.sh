@@ -138,6 +138,20 @@ else
 	echo "FAIL emulate_duration_thresh: '$hit'"; sed 's/^/    /' "$W/mk.err" | tail -3
 fi
 
+# --multi-snapshot: every qualifying hit (rounds 4..19) appends a snapshot
+# and tracing goes on; each snapshot decodes (it starts at a PSB).
+if "$B/mt-capture" --emulate --multi-snapshot --duration-thresh 100ms \
+	--snapshot-size 8K -o "$W/ms.bin" -- "$W/marked" >/dev/null 2>"$W/ms.err" &&
+	"$B/mt-convert" "$W/ms.bin" -o "$W/ms.pftrace" --text "$W/ms.tsv" -q \
+		2>>"$W/ms.err" &&
+	hits=$(sqlite3 "$W/ms.sqlite" "SELECT count(*), min(arg) FROM hit") &&
+	[ "$hits" = "16|4" ] && [ "$(grep -c 'decode gap' "$W/ms.tsv")" -ge 15 ] &&
+	! perf script -i "$W/ms.bin" --itrace=cre 2>/dev/null | grep -q 'trace error'; then
+	echo "PASS emulate_multi_snapshot (16 hits, a snapshot each)"
+else
+	echo "FAIL emulate_multi_snapshot: hits '$hits'"; sed 's/^/    /' "$W/ms.err" | tail -3
+fi
+
 # Snapshot mode: only the newest 4 KiB are kept; decoding starts at the
 # first PSB in them and returns reveal the callers up to the root.
 if "$B/mt-capture" --emulate --snapshot-size 4K -o "$W/snap.bin" -- \
