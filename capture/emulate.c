@@ -1379,6 +1379,47 @@ static int write_maps(struct emu *e, struct pd_writer *w,
 	return 0;
 }
 
+/*
+ * The build ids of the mapped binaries: mt-convert then refuses a binary
+ * rebuilt since the capture instead of decoding the wrong code.
+ */
+static int add_buildids(struct emu *e, struct pd_writer *w)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		struct sym_file *sf;
+		struct pd_buildid b = {.pid = (uint32_t)e->pid,
+				       .misc = PERF_RECORD_MISC_USER};
+		const uint8_t *id;
+		char err[256];
+		size_t n;
+		bool dup = false;
+
+		path[0] = 0;
+		if (sscanf(e->maps[i], "%*x-%*x %*s %*x %*s %*s %4095s",
+			   path) != 1 ||
+		    path[0] != '/')
+			continue;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = strstr(e->maps[k], path) != NULL;
+		if (dup || sym_file_open(path, NULL, &sf, err, sizeof(err)))
+			continue;
+		id = sym_file_build_id(sf, &n);
+		if (id && n && n <= sizeof(b.id)) {
+			memcpy(b.id, id, n);
+			b.size = (uint8_t)n;
+			b.filename = path;
+			if (pd_writer_add_buildid(w, &b)) {
+				sym_file_free(sf);
+				return -1;
+			}
+		}
+		sym_file_free(sf);
+	}
+	return 0;
+}
+
 static int write_capture(struct emu *e)
 {
 	const struct emu_opts *o = e->o;
@@ -1582,6 +1623,8 @@ static int write_capture(struct emu *e)
 	}
 	if (ext.len &&
 	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
+		goto werr;
+	if (add_buildids(e, w))
 		goto werr;
 	if (pd_write_finished_round(w) ||
 	    pd_writer_set_feature_string(w, PD_FEAT_CPUID,

@@ -205,6 +205,18 @@ else
 	echo "FAIL emulate_attach: rc $rc, target state '$state'"; sed 's/^/    /' "$W/att.err" | tail -3
 fi
 
+# The capture records build ids: a binary rebuilt after the capture is
+# named as such, not decoded as if it were the same.
+cp "$W/stub" "$W/stub2"
+if "$B/mt-capture" --emulate -o "$W/bid.bin" -- "$W/stub2" >/dev/null 2>&1 &&
+	cc -O2 -I"$R" -o "$W/stub2" "$R/tests/programs/stub.c" &&
+	"$B/mt-convert" "$W/bid.bin" -o "$W/bid.pftrace" -q 2>"$W/bid.err" &&
+	[ "$(grep -c 'stub2.*another build id' "$W/bid.err")" = 1 ]; then
+	echo "PASS emulate_build_id_mismatch"
+else
+	echo "FAIL emulate_build_id_mismatch"; sed 's/^/    /' "$W/bid.err" | head -3
+fi
+
 # Bad use: a program that does not exist, a symbol that does not exist.
 if "$B/mt-capture" --emulate -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
 	echo "FAIL emulate_missing_program: exit 0"
