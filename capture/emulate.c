@@ -20,7 +20,7 @@
  * stub API, sideband from perf_event_open (mappings come from
  * /proc/PID/maps), and the vDSO's bytes.
  */
-#include "capture/cap_internal.h"
+#include "capture/emu_internal.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -43,139 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EMU_PMU_TYPE   8
-#define EMU_TSC_CTC    40 /* "TSC" 1 GHz, crystal 25 MHz */
-#define EMU_NONTURBO   10 /* 1 GHz = 10 x 100 MHz */
-#define EMU_MTC_PERIOD 9  /* 20 us: a step takes about as long */
-#define ICACHE	       65536
-
-enum iclass {
-	IC_PLAIN,
-	IC_COND,
-	IC_JMP,	  /* direct jump */
-	IC_IJMP,  /* indirect jump */
-	IC_CALL,  /* direct call */
-	IC_ICALL, /* indirect call */
-	IC_RET,
-	IC_SYSCALL, /* syscall, sysenter, int */
-	IC_FAR,	    /* far transfers: treated as indirect */
-};
-
-struct insn {
-	uint64_t ip;
-	uint8_t len, cls;
-	bool valid;
-};
-
-/* A truth row: one call (or [syscall]) of one thread. */
-struct trow {
-	uint64_t start, end;
-	const char *name; /* owned by a sym_file, or static */
-	uint32_t parent;  /* row index, UINT32_MAX for a root */
-	uint32_t depth;
-	uint8_t flags;
-};
-
-enum { TR_CLIP_START = 1, TR_CLIP_END = 2, TR_TAIL = 4, TR_SYSCALL = 8 };
-
-struct tframe {
-	uint32_t row;
-	uint64_t ret, lo, hi;
-	bool async; /* a signal handler, or the trampoline it returns to */
-};
-
-/* A binary of the target, for naming functions in the truth. */
-struct edso {
-	uint64_t lo, hi, pgoff;
-	char *path;
-	struct sym_file *sf;
-	bool tried;
-};
-
-struct thr {
-	pid_t tid;
-	struct ptenc *enc;
-	bool started;	 /* tracing began for it */
-	bool new_thread; /* waiting for its first stop */
-	bool exited;
-	bool async;	  /* a signal is being delivered: PGE next stop */
-	uint64_t step_ip; /* the instruction in flight */
-	struct insn step;
-	uint64_t step_tsc;
-	/* The return addresses of the calls it is in, as the CPU sees them:
-	 * the stack an unwinder would report at the snapshot. */
-	uint64_t *shadow;
-	size_t depth, cap_shadow;
-	uint64_t last_ip;
-	/* --truth: every call it made, and the calls it is in. */
-	struct trow *rows;
-	size_t nr_rows, cap_rows;
-	struct tframe *tstack;
-	size_t tdepth, cap_tstack;
-	uint64_t t0;
-	/* Overflow emulation: branches still to lose, and the gap so far. */
-	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
-	uint32_t untraced_row; /* the truth's row for a signal's delivery */
-	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
-};
-
-/* --multi-snapshot: one thread's ring at one hit, and the hits. */
-struct snap {
-	size_t thread;
-	uint8_t *data;
-	size_t len;
-	uint64_t time;
-};
-
-struct ehit {
-	uint64_t time, mark;
-	pid_t tid;
-	long arg;
-};
-
-struct egap {
-	pid_t tid;
-	uint64_t after, end, resume, stop_ip, resume_ip;
-};
-
-struct emu {
-	const struct emu_opts *o;
-	pid_t pid;
-	csh cs;
-	struct insn *icache;
-	struct thr *thr;
-	size_t nr_thr, cap_thr;
-	size_t live;
-	char exe[4096];
-	char comm[16];
-	uint64_t start_time;
-	char **maps; /* executable lines of /proc/PID/maps seen */
-	size_t nr_maps, cap_maps;
-	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
-	uint64_t hit_time, hit_mark;
-	pid_t hit_tid;
-	long hit_arg;
-	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
-	struct snap *snaps;
-	size_t nr_snaps, cap_snaps;
-	struct ehit *hits;
-	size_t nr_hits, cap_hits;
-	uint8_t *vdso; /* the [vdso] image, read from the target */
-	uint64_t vdso_start, vdso_len;
-	struct edso *edsos;
-	size_t nr_edsos, cap_edsos;
-	struct egap *gaps;
-	size_t nr_gaps, cap_gaps;
-	uint64_t rng;
-	struct sb_ring *sb; /* the kernel's sideband, one ring per CPU */
-	uint64_t *sb_ids;
-	int nr_sb;
-	bool have_sb;
-	struct emu_stats *st;
-	char *err;
-	size_t errlen;
-};
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -184,10 +51,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int fail(struct emu *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct emu *e, int code, const char *fmt, ...)
+int emu_fail(struct emu *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -304,314 +168,6 @@ static int shadow_push(struct thr *t, uint64_t ret)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- */
-/* --truth: what the emulator saw, in mt-synth's truth.tsv format.    */
-
-/* The function at ip: its name and range (a made-up range of one byte
- * when no symbol covers it). */
-static const char *fn_at(struct emu *e, uint64_t ip, uint64_t *lo, uint64_t *hi)
-{
-	*lo = ip;
-	*hi = ip + 1;
-	for (size_t i = 0; i < e->nr_edsos; i++) {
-		struct edso *d = &e->edsos[i];
-		const struct sym *s;
-		uint64_t vaddr, bias;
-		char err[256];
-
-		if (ip < d->lo || ip >= d->hi)
-			continue;
-		if (!d->tried) {
-			d->tried = true;
-			if (!strcmp(d->path, "[vdso]") && e->vdso)
-				sym_file_open_mem(e->vdso, e->vdso_len,
-						  "[vdso]", NULL, &d->sf, err,
-						  sizeof(err));
-			else if (d->path[0] == '/')
-				sym_file_open(d->path, NULL, &d->sf, err,
-					      sizeof(err));
-		}
-		if (!d->sf || sym_file_off_to_vaddr(d->sf, d->pgoff, &vaddr))
-			return "[unknown]";
-		bias = d->lo - vaddr;
-		s = sym_file_lookup(d->sf, ip - bias);
-		if (!s) {
-			/* No symbol: the code between its neighbours is one
-			 * function, as the decoder sees it too. */
-			size_t n;
-			const struct sym *all = sym_file_syms(d->sf, &n);
-
-			*lo = d->lo;
-			*hi = d->hi;
-			for (size_t k = 0; k < n; k++) {
-				uint64_t a = all[k].addr + bias;
-				uint64_t z = a + all[k].size;
-
-				if (z <= ip && z > *lo)
-					*lo = z;
-				if (a > ip && a < *hi)
-					*hi = a;
-			}
-			return "[unknown]";
-		}
-		*lo = s->addr + bias;
-		*hi = *lo + s->size;
-		if (!s->size) {
-			/* A label without a size runs to the next symbol. */
-			size_t n;
-			const struct sym *all = sym_file_syms(d->sf, &n);
-
-			*hi = d->hi;
-			for (size_t k = (size_t)(s - all) + 1; k < n; k++)
-				if (all[k].addr > s->addr) {
-					*hi = all[k].addr + bias;
-					break;
-				}
-		}
-		return s->name;
-	}
-	return "[unknown]";
-}
-
-static int edsos_from_maps(struct emu *e)
-{
-	char path[4096];
-
-	for (size_t i = 0; i < e->nr_maps; i++) {
-		unsigned long long lo, hi, off;
-		struct edso *d;
-
-		path[0] = 0;
-		if (sscanf(e->maps[i], "%llx-%llx %*s %llx %*s %*s %4095s", &lo,
-			   &hi, &off, path) < 3 ||
-		    !path[0])
-			continue;
-		if (mt_grow((void **)&e->edsos, &e->cap_edsos, e->nr_edsos + 1,
-			    sizeof(*e->edsos)))
-			return -ENOMEM;
-		d = &e->edsos[e->nr_edsos];
-		memset(d, 0, sizeof(*d));
-		d->lo = lo;
-		d->hi = hi;
-		d->pgoff = off;
-		d->path = strdup(path);
-		if (!d->path)
-			return -ENOMEM;
-		e->nr_edsos++;
-	}
-	return 0;
-}
-
-static int trow_add(struct thr *t, uint64_t start, const char *name,
-		    uint32_t parent, uint8_t flags)
-{
-	if (mt_grow((void **)&t->rows, &t->cap_rows, t->nr_rows + 1,
-		    sizeof(*t->rows)))
-		return -1;
-	t->rows[t->nr_rows++] = (struct trow){
-		.start = start, .name = name, .parent = parent, .flags = flags};
-	return 0;
-}
-
-/* A new frame on top (parent: the current top). */
-static int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
-		 uint64_t ret, uint8_t flags)
-{
-	struct tframe f = {.ret = ret};
-	const char *name = fn_at(e, ip, &f.lo, &f.hi);
-	uint32_t parent = t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX;
-
-	if (trow_add(t, when, name, parent, flags) ||
-	    mt_grow((void **)&t->tstack, &t->cap_tstack, t->tdepth + 1,
-		    sizeof(*t->tstack)))
-		return -1;
-	f.row = (uint32_t)(t->nr_rows - 1);
-	t->tstack[t->tdepth++] = f;
-	return 0;
-}
-
-static void tpop_to(struct thr *t, size_t n, uint64_t when)
-{
-	while (t->tdepth > n)
-		t->rows[t->tstack[--t->tdepth].row].end = when;
-}
-
-/* A return or jump climbed above every frame seen: the function at ip
- * was there all along. */
-static int treveal(struct emu *e, struct thr *t, uint64_t ip)
-{
-	struct tframe f = {0};
-	const char *name = fn_at(e, ip, &f.lo, &f.hi);
-	uint32_t row = (uint32_t)t->nr_rows;
-
-	if (trow_add(t, t->t0, name, UINT32_MAX, TR_CLIP_START))
-		return -1;
-	for (size_t i = 0; i < t->nr_rows - 1; i++)
-		if (t->rows[i].parent == UINT32_MAX && i != row)
-			t->rows[i].parent = row;
-	if (mt_grow((void **)&t->tstack, &t->cap_tstack, 1, sizeof(*t->tstack)))
-		return -1;
-	f.row = row;
-	t->tstack[0] = f;
-	t->tdepth = 1;
-	return 0;
-}
-
-static int truth_transfer(struct emu *e, struct thr *t, uint64_t to,
-			  uint64_t next, uint64_t back)
-{
-	const struct insn *in = &t->step;
-	uint64_t when = t->step_tsc;
-	struct tframe *top = t->tdepth ? &t->tstack[t->tdepth - 1] : NULL;
-
-	switch (in->cls) {
-	case IC_CALL:
-	case IC_ICALL:
-		return tpush(e, t, when, to, next, 0);
-	case IC_RET:
-		for (size_t i = t->tdepth; i-- > 0;)
-			if (t->tstack[i].ret == to) {
-				tpop_to(t, i, when);
-				return 0;
-			}
-		/* A handler returns into the kernel's trampoline, which takes
-		 * its place until sigreturn. */
-		if (top && top->async) {
-			tpop_to(t, t->tdepth - 1, when);
-			if (tpush(e, t, when, to, 0, TR_TAIL))
-				return -1;
-			t->tstack[t->tdepth - 1].async = true;
-			return 0;
-		}
-		tpop_to(t, 0, when);
-		return treveal(e, t, to);
-	case IC_SYSCALL:
-		if (trow_add(t, when, "[syscall]", top ? top->row : UINT32_MAX,
-			     TR_SYSCALL))
-			return -1;
-		t->rows[t->nr_rows - 1].end = back;
-		/* sigreturn: back to the interrupted frame, below. */
-		if (to != next && top && !(to >= top->lo && to < top->hi))
-			for (size_t i = t->tdepth - 1; i-- > 0;)
-				if (to >= t->tstack[i].lo &&
-				    to < t->tstack[i].hi) {
-					tpop_to(t, i + 1, back);
-					break;
-				}
-		return 0;
-	case IC_COND:
-	case IC_JMP:
-	case IC_IJMP:
-	case IC_FAR:
-		if (!top || (to >= top->lo && to < top->hi))
-			return 0;
-		/* Into a frame below: a longjmp unwinding to it. */
-		for (size_t i = t->tdepth - 1; i-- > 0;)
-			if (to >= t->tstack[i].lo && to < t->tstack[i].hi) {
-				tpop_to(t, i + 1, when);
-				return 0;
-			}
-		/* A tail call: the new function takes the frame's place. */
-		{
-			uint64_t ret = top->ret;
-
-			tpop_to(t, t->tdepth - 1, when);
-			if (tpush(e, t, when, to, ret, TR_TAIL))
-				return -1;
-		}
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-static int cmp_trow(const void *a, const void *b)
-{
-	const struct trow *x = *(const struct trow *const *)a;
-	const struct trow *y = *(const struct trow *const *)b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->depth < y->depth ? -1 : x->depth > y->depth;
-}
-
-static int write_truth(struct emu *e, uint64_t end)
-{
-	char tmp[4200];
-	FILE *f;
-	int rc = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->truth);
-	f = fopen(tmp, "w");
-	if (!f)
-		return fail(e, -errno, "%s: %s", e->o->truth, strerror(errno));
-	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
-	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
-		struct thr *t = &e->thr[i];
-		const struct trow **order;
-
-		/* Still open at the end: cut by the window, as a decoder
-		 * sees them. */
-		for (size_t k = 0; k < t->tdepth; k++)
-			t->rows[t->tstack[k].row].flags |= TR_CLIP_END;
-		tpop_to(t, 0, end);
-		for (size_t k = 0; k < t->nr_rows; k++)
-			if (!t->rows[k].end) {
-				t->rows[k].end = end;
-				t->rows[k].flags |= TR_CLIP_END;
-			}
-		/* Depths, once every root is known (parents come first in
-		 * time, revealed ones last in the array: iterate). */
-		for (size_t k = 0; k < t->nr_rows; k++) {
-			uint32_t d = 0;
-
-			for (uint32_t p = t->rows[k].parent; p != UINT32_MAX;
-			     p = t->rows[p].parent)
-				d++;
-			t->rows[k].depth = d;
-		}
-		order = malloc((t->nr_rows ? t->nr_rows : 1) * sizeof(*order));
-		if (!order) {
-			rc = -ENOMEM;
-			break;
-		}
-		for (size_t k = 0; k < t->nr_rows; k++)
-			order[k] = &t->rows[k];
-		if (mt_stable_sort(order, t->nr_rows, sizeof(*order),
-				   cmp_trow)) {
-			free(order);
-			rc = -ENOMEM;
-			break;
-		}
-		for (size_t k = 0; k < t->nr_rows; k++) {
-			const struct trow *r = order[k];
-			static const char *const names[] = {"clipped_start",
-							    "clipped_end",
-							    "tail", "syscall"};
-			bool any = false;
-
-			fprintf(f, "%d\t%u\t%s\t%llu\t%llu\t", t->tid, r->depth,
-				r->name, (unsigned long long)r->start,
-				(unsigned long long)r->end);
-			for (int b = 0; b < 4; b++)
-				if (r->flags & (1 << b)) {
-					fprintf(f, "%s%s", any ? "," : "",
-						names[b]);
-					any = true;
-				}
-			fputs(any ? "\n" : "-\n", f);
-		}
-		free(order);
-	}
-	if (fclose(f) || rc || rename(tmp, e->o->truth)) {
-		remove(tmp);
-		return rc ? fail(e, rc, "out of memory writing the truth")
-			  : fail(e, -EIO, "%s: cannot write", e->o->truth);
-	}
-	return 0;
-}
-
-/* Where the step of t's instruction went: the packets for it. */
 static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
 		   uint64_t resume_ip)
 {
@@ -632,7 +188,8 @@ static int write_gaps(struct emu *e)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->gaps);
 	f = fopen(tmp, "w");
 	if (!f)
-		return fail(e, -errno, "%s: %s", e->o->gaps, strerror(errno));
+		return emu_fail(e, -errno, "%s: %s", e->o->gaps,
+				strerror(errno));
 	fprintf(f, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
 		   "resume_ns\tstop_ip\tresume_ip\n");
 	for (size_t i = 0; i < e->nr_gaps; i++) {
@@ -647,7 +204,7 @@ static int write_gaps(struct emu *e)
 	}
 	if (fclose(f) || rename(tmp, e->o->gaps)) {
 		remove(tmp);
-		return fail(e, -EIO, "%s: cannot write", e->o->gaps);
+		return emu_fail(e, -EIO, "%s: cannot write", e->o->gaps);
 	}
 	return 0;
 }
@@ -736,7 +293,7 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 	e->st->branches++;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
 		rc = -1;
-	return rc ? fail(e, -ENOMEM, "out of memory encoding trace") : 0;
+	return rc ? emu_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
 
 static int step(struct emu *e, struct thr *t, int sig)
@@ -751,8 +308,8 @@ static int step(struct emu *e, struct thr *t, int sig)
 	e->st->insns++;
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig) < 0 &&
 	    errno != ESRCH)
-		return fail(e, -errno, "ptrace(SINGLESTEP, %d): %s", t->tid,
-			    strerror(errno));
+		return emu_fail(e, -errno, "ptrace(SINGLESTEP, %d): %s", t->tid,
+				strerror(errno));
 	return 0;
 }
 
@@ -767,9 +324,9 @@ static int start_thread(struct emu *e, struct thr *t)
 	t->started = true;
 	t->t0 = now_ns();
 	if (ptenc_start(t->enc, t->t0, ip, false))
-		return fail(e, -ENOMEM, "out of memory encoding trace");
+		return emu_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->o->truth && tpush(e, t, t->t0, ip, 0, TR_CLIP_START))
-		return fail(e, -ENOMEM, "out of memory");
+		return emu_fail(e, -ENOMEM, "out of memory");
 	e->st->threads++;
 	return 0;
 }
@@ -794,13 +351,13 @@ static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 
 		*out = strtoull(sym + 5, &end, 16);
 		if (*end || !*out)
-			return fail(e, -EINVAL, "bad address in '%s'", sym);
+			return emu_fail(e, -EINVAL, "bad address in '%s'", sym);
 		return 0;
 	}
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", e->pid);
 	f = fopen(maps, "r");
 	if (!f)
-		return fail(e, -errno, "%s: %s", maps, strerror(errno));
+		return emu_fail(e, -errno, "%s: %s", maps, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, off;
 
@@ -814,7 +371,8 @@ static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 	}
 	fclose(f);
 	if (!found)
-		return fail(e, -ENOENT, "%s: not mapped in the target", e->exe);
+		return emu_fail(e, -ENOENT, "%s: not mapped in the target",
+				e->exe);
 	if (sym_file_open(e->exe, NULL, &sf, e->err, e->errlen))
 		return -EINVAL;
 	if (sym_file_type(sf) != ET_DYN) {
@@ -854,14 +412,14 @@ static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 		}
 		sym_file_free(sf);
 		if (found_n > 1)
-			return fail(e, -EINVAL,
-				    "%s: '%s' names %zu functions: %s", e->exe,
-				    sym, found_n, list);
+			return emu_fail(e, -EINVAL,
+					"%s: '%s' names %zu functions: %s",
+					e->exe, sym, found_n, list);
 		if (shown)
-			return fail(e, -ENOENT,
-				    "%s: no symbol '%s' (did you mean %s?)",
-				    e->exe, sym, list);
-		return fail(e, -ENOENT, "%s: no symbol '%s'", e->exe, sym);
+			return emu_fail(e, -ENOENT,
+					"%s: no symbol '%s' (did you mean %s?)",
+					e->exe, sym, list);
+		return emu_fail(e, -ENOENT, "%s: no symbol '%s'", e->exe, sym);
 	}
 	sym_file_free(sf);
 	*out = addr;
@@ -944,18 +502,20 @@ static int run_to(struct emu *e, const char *sym)
 	errno = 0;
 	word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
 	if (errno)
-		return fail(e, -errno, "reading %s at %#llx: %s", sym,
-			    (unsigned long long)addr, strerror(errno));
+		return emu_fail(e, -errno, "reading %s at %#llx: %s", sym,
+				(unsigned long long)addr, strerror(errno));
 	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
 		   (void *)((word & ~0xffull) | 0xcc)) < 0 ||
 	    ptrace(PTRACE_CONT, e->pid, NULL, NULL) < 0)
-		return fail(e, -errno, "ptrace: %s", strerror(errno));
+		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
 	for (;;) {
 		if (waitpid(e->pid, &status, __WALL) < 0)
-			return fail(e, -errno, "waitpid: %s", strerror(errno));
+			return emu_fail(e, -errno, "waitpid: %s",
+					strerror(errno));
 		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return fail(e, -ESRCH, "%s exited before reaching %s",
-				    e->exe, sym);
+			return emu_fail(e, -ESRCH,
+					"%s exited before reaching %s", e->exe,
+					sym);
 		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
 			break;
 		/* Other stops before it: pass signals on. */
@@ -971,10 +531,12 @@ static int run_to(struct emu *e, const char *sym)
 		if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
 			   (void *)word) < 0 ||
 		    ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
-			return fail(e, -errno, "ptrace: %s", strerror(errno));
+			return emu_fail(e, -errno, "ptrace: %s",
+					strerror(errno));
 		r.rip = addr;
 		if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
-			return fail(e, -errno, "ptrace: %s", strerror(errno));
+			return emu_fail(e, -errno, "ptrace: %s",
+					strerror(errno));
 	}
 	return 0;
 }
@@ -987,7 +549,7 @@ static int launch(struct emu *e, char *const argv[])
 
 	e->pid = fork();
 	if (e->pid < 0)
-		return fail(e, -errno, "fork: %s", strerror(errno));
+		return emu_fail(e, -errno, "fork: %s", strerror(errno));
 	if (e->pid == 0) {
 		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
 		execvp(argv[0], argv);
@@ -996,16 +558,17 @@ static int launch(struct emu *e, char *const argv[])
 		_exit(127);
 	}
 	if (waitpid(e->pid, &status, 0) < 0)
-		return fail(e, -errno, "waitpid: %s", strerror(errno));
+		return emu_fail(e, -errno, "waitpid: %s", strerror(errno));
 	if (!WIFSTOPPED(status))
-		return fail(e, -ENOEXEC, "%s: could not be started", argv[0]);
+		return emu_fail(e, -ENOEXEC, "%s: could not be started",
+				argv[0]);
 	ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
 			      PTRACE_O_EXITKILL));
 	snprintf(link, sizeof(link), "/proc/%d/exe", e->pid);
 	n = readlink(link, e->exe, sizeof(e->exe) - 1);
 	if (n <= 0)
-		return fail(e, -errno, "%s: %s", link, strerror(errno));
+		return emu_fail(e, -errno, "%s: %s", link, strerror(errno));
 	e->exe[n] = 0;
 	{
 		const char *b = strrchr(e->exe, '/');
@@ -1030,8 +593,8 @@ static int attach(struct emu *e, int pid)
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
 	n = readlink(link, e->exe, sizeof(e->exe) - 1);
 	if (n <= 0)
-		return fail(e, -errno, "no process %d (%s)", pid,
-			    strerror(errno));
+		return emu_fail(e, -errno, "no process %d (%s)", pid,
+				strerror(errno));
 	e->exe[n] = 0;
 	{
 		const char *b = strrchr(e->exe, '/');
@@ -1041,7 +604,7 @@ static int attach(struct emu *e, int pid)
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	dir = opendir(path);
 	if (!dir)
-		return fail(e, -errno, "%s: %s", path, strerror(errno));
+		return emu_fail(e, -errno, "%s: %s", path, strerror(errno));
 	while ((d = readdir(dir))) {
 		pid_t tid = (pid_t)atoi(d->d_name);
 		struct thr *t;
@@ -1054,24 +617,24 @@ static int attach(struct emu *e, int pid)
 			int err = errno;
 
 			closedir(dir);
-			return fail(e, -err, "cannot attach to %d: %s%s", tid,
-				    strerror(err),
-				    err == EPERM
-					    ? " (see /proc/sys/kernel/yama/"
-					      "ptrace_scope, or run as root)"
-					    : "");
+			return emu_fail(
+				e, -err, "cannot attach to %d: %s%s", tid,
+				strerror(err),
+				err == EPERM ? " (see /proc/sys/kernel/yama/"
+					       "ptrace_scope, or run as root)"
+					     : "");
 		}
 		t = thr_get(e, tid);
 		if (!t) {
 			closedir(dir);
-			return fail(e, -ENOMEM, "out of memory");
+			return emu_fail(e, -ENOMEM, "out of memory");
 		}
 		/* Stop it where it is; from there it is single-stepped. */
 		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
 		    waitpid(tid, &status, __WALL) != tid) {
 			closedir(dir);
-			return fail(e, -errno, "cannot stop thread %d: %s", tid,
-				    strerror(errno));
+			return emu_fail(e, -errno, "cannot stop thread %d: %s",
+					tid, strerror(errno));
 		}
 	}
 	closedir(dir);
@@ -1126,7 +689,7 @@ static int trace(struct emu *e)
 	int rc, status;
 
 	if (!e->nr_thr && !thr_get(e, e->pid))
-		return fail(e, -ENOMEM, "out of memory");
+		return emu_fail(e, -ENOMEM, "out of memory");
 	/* Every thread there is now (one, unless we attached) begins. */
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		t = &e->thr[i];
@@ -1143,11 +706,12 @@ static int trace(struct emu *e)
 				continue;
 			if (errno == ECHILD)
 				break;
-			return fail(e, -errno, "waitpid: %s", strerror(errno));
+			return emu_fail(e, -errno, "waitpid: %s",
+					strerror(errno));
 		}
 		t = thr_get(e, tid);
 		if (!t)
-			return fail(e, -ENOMEM, "out of memory");
+			return emu_fail(e, -ENOMEM, "out of memory");
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			if (!t->exited) {
 				t->exited = true;
@@ -1162,14 +726,14 @@ static int trace(struct emu *e)
 
 			if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
 			    !thr_get(e, (pid_t)child))
-				return fail(e, -ENOMEM, "out of memory");
+				return emu_fail(e, -ENOMEM, "out of memory");
 			/* The clone finishes in this thread's step. */
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
 			continue;
 		}
 		if (event) {
 			if (event == PTRACE_EVENT_EXIT && collect_maps(e))
-				return fail(e, -ENOMEM, "out of memory");
+				return emu_fail(e, -ENOMEM, "out of memory");
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
 			continue;
 		}
@@ -1190,14 +754,15 @@ static int trace(struct emu *e)
 				if (e->o->truth && t->untraced_row < t->nr_rows)
 					t->rows[t->untraced_row].end = now_ns();
 				if (ptenc_pge(t->enc, now_ns(), ip))
-					return fail(e, -ENOMEM,
-						    "out of memory");
+					return emu_fail(e, -ENOMEM,
+							"out of memory");
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
 					if (tpush(e, t, now_ns(), ip, 0, 0))
-						return fail(e, -ENOMEM,
-							    "out of memory");
+						return emu_fail(
+							e, -ENOMEM,
+							"out of memory");
 					t->tstack[t->tdepth - 1].async = true;
 				}
 			} else if ((rc = transfer(e, t, ip))) {
@@ -1231,9 +796,10 @@ static int trace(struct emu *e)
 							    e->nr_hits + 1,
 							    sizeof(*e->hits)) ||
 						    take_snapshot(e, when))
-							return fail(e, -ENOMEM,
-								    "out of "
-								    "memory");
+							return emu_fail(
+								e, -ENOMEM,
+								"out of "
+								"memory");
 						e->hits[e->nr_hits++] =
 							(struct ehit){when,
 								      mark, tid,
@@ -1267,7 +833,7 @@ static int trace(struct emu *e)
 			if (ip != t->step_ip && (rc = transfer(e, t, ip)))
 				return rc;
 			if (ptenc_async_pgd(t->enc, now_ns(), ip))
-				return fail(e, -ENOMEM, "out of memory");
+				return emu_fail(e, -ENOMEM, "out of memory");
 			t->async = true;
 			/* The kernel's time delivering it, as a decoder
 			 * shows it. */
@@ -1276,7 +842,7 @@ static int trace(struct emu *e)
 				     t->tdepth ? t->tstack[t->tdepth - 1].row
 					       : UINT32_MAX,
 				     0))
-				return fail(e, -ENOMEM, "out of memory");
+				return emu_fail(e, -ENOMEM, "out of memory");
 			t->untraced_row = (uint32_t)t->nr_rows - 1;
 			if ((rc = step(e, t, sig)))
 				return rc;
@@ -1682,10 +1248,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	e.rng = o->drop_seed ? o->drop_seed : 1;
 	e.icache = calloc(ICACHE, sizeof(*e.icache));
 	if (!e.icache)
-		return fail(&e, -ENOMEM, "out of memory");
+		return emu_fail(&e, -ENOMEM, "out of memory");
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &e.cs) != CS_ERR_OK) {
 		free(e.icache);
-		return fail(&e, -EINVAL, "capstone: cannot open x86-64");
+		return emu_fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
 	if (o->pid > 0) {

@@ -1,0 +1,165 @@
+/*
+ * Internal to the emulation backend: its state, shared by the step loop
+ * (emulate.c) and the call log it keeps for --truth (emu_truth.c).
+ */
+#ifndef MT_EMU_INTERNAL_H
+#define MT_EMU_INTERNAL_H
+
+#include "capture/cap_internal.h"
+#include "symbols/symbols.h"
+
+#include <capstone/capstone.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define EMU_PMU_TYPE   8
+#define EMU_TSC_CTC    40 /* "TSC" 1 GHz, crystal 25 MHz */
+#define EMU_NONTURBO   10 /* 1 GHz = 10 x 100 MHz */
+#define EMU_MTC_PERIOD 9  /* 20 us: a step takes about as long */
+#define ICACHE	       65536
+
+enum iclass {
+	IC_PLAIN,
+	IC_COND,
+	IC_JMP,	  /* direct jump */
+	IC_IJMP,  /* indirect jump */
+	IC_CALL,  /* direct call */
+	IC_ICALL, /* indirect call */
+	IC_RET,
+	IC_SYSCALL, /* syscall, sysenter, int */
+	IC_FAR,	    /* far transfers: treated as indirect */
+};
+
+struct insn {
+	uint64_t ip;
+	uint8_t len, cls;
+	bool valid;
+};
+
+/* A truth row: one call (or [syscall]) of one thread. */
+struct trow {
+	uint64_t start, end;
+	const char *name; /* owned by a sym_file, or static */
+	uint32_t parent;  /* row index, UINT32_MAX for a root */
+	uint32_t depth;
+	uint8_t flags;
+};
+
+enum { TR_CLIP_START = 1, TR_CLIP_END = 2, TR_TAIL = 4, TR_SYSCALL = 8 };
+
+struct tframe {
+	uint32_t row;
+	uint64_t ret, lo, hi;
+	bool async; /* a signal handler, or the trampoline it returns to */
+};
+
+/* A binary of the target, for naming functions in the truth. */
+struct edso {
+	uint64_t lo, hi, pgoff;
+	char *path;
+	struct sym_file *sf;
+	bool tried;
+};
+
+struct thr {
+	pid_t tid;
+	struct ptenc *enc;
+	bool started;	 /* tracing began for it */
+	bool new_thread; /* waiting for its first stop */
+	bool exited;
+	bool async;	  /* a signal is being delivered: PGE next stop */
+	uint64_t step_ip; /* the instruction in flight */
+	struct insn step;
+	uint64_t step_tsc;
+	/* The return addresses of the calls it is in, as the CPU sees them:
+	 * the stack an unwinder would report at the snapshot. */
+	uint64_t *shadow;
+	size_t depth, cap_shadow;
+	uint64_t last_ip;
+	/* --truth: every call it made, and the calls it is in. */
+	struct trow *rows;
+	size_t nr_rows, cap_rows;
+	struct tframe *tstack;
+	size_t tdepth, cap_tstack;
+	uint64_t t0;
+	/* Overflow emulation: branches still to lose, and the gap so far. */
+	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
+	uint32_t untraced_row; /* the truth's row for a signal's delivery */
+	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
+};
+
+/* --multi-snapshot: one thread's ring at one hit, and the hits. */
+struct snap {
+	size_t thread;
+	uint8_t *data;
+	size_t len;
+	uint64_t time;
+};
+
+struct ehit {
+	uint64_t time, mark;
+	pid_t tid;
+	long arg;
+};
+
+struct egap {
+	pid_t tid;
+	uint64_t after, end, resume, stop_ip, resume_ip;
+};
+
+struct emu {
+	const struct emu_opts *o;
+	pid_t pid;
+	csh cs;
+	struct insn *icache;
+	struct thr *thr;
+	size_t nr_thr, cap_thr;
+	size_t live;
+	char exe[4096];
+	char comm[16];
+	uint64_t start_time;
+	char **maps; /* executable lines of /proc/PID/maps seen */
+	size_t nr_maps, cap_maps;
+	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
+	uint64_t hit_time, hit_mark;
+	pid_t hit_tid;
+	long hit_arg;
+	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
+	struct snap *snaps;
+	size_t nr_snaps, cap_snaps;
+	struct ehit *hits;
+	size_t nr_hits, cap_hits;
+	uint8_t *vdso; /* the [vdso] image, read from the target */
+	uint64_t vdso_start, vdso_len;
+	struct edso *edsos;
+	size_t nr_edsos, cap_edsos;
+	struct egap *gaps;
+	size_t nr_gaps, cap_gaps;
+	uint64_t rng;
+	struct sb_ring *sb; /* the kernel's sideband, one ring per CPU */
+	uint64_t *sb_ids;
+	int nr_sb;
+	bool have_sb;
+	struct emu_stats *st;
+	char *err;
+	size_t errlen;
+};
+
+/* One line in err (naming what failed); returns code. */
+int emu_fail(struct emu *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* emu_truth.c */
+int edsos_from_maps(struct emu *e);
+int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
+	     uint8_t flags);
+int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
+	  uint64_t ret, uint8_t flags);
+void tpop_to(struct thr *t, size_t n, uint64_t when);
+int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
+		   uint64_t back);
+int write_truth(struct emu *e, uint64_t end);
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * The emulator's own call log (--truth): every call, return, tail call,
+ * unwinding jump, syscall and signal delivery it single-stepped through,
+ * in mt-synth's truth.tsv form.  It shares nothing with the decoder: the
+ * emulated capture's converted tree is held to it.
+ */
+#include "capture/emu_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The function at ip: its name and range (a made-up range of one byte
+ * when no symbol covers it). */
+static const char *fn_at(struct emu *e, uint64_t ip, uint64_t *lo, uint64_t *hi)
+{
+	*lo = ip;
+	*hi = ip + 1;
+	for (size_t i = 0; i < e->nr_edsos; i++) {
+		struct edso *d = &e->edsos[i];
+		const struct sym *s;
+		uint64_t vaddr, bias;
+		char err[256];
+
+		if (ip < d->lo || ip >= d->hi)
+			continue;
+		if (!d->tried) {
+			d->tried = true;
+			if (!strcmp(d->path, "[vdso]") && e->vdso)
+				sym_file_open_mem(e->vdso, e->vdso_len,
+						  "[vdso]", NULL, &d->sf, err,
+						  sizeof(err));
+			else if (d->path[0] == '/')
+				sym_file_open(d->path, NULL, &d->sf, err,
+					      sizeof(err));
+		}
+		if (!d->sf || sym_file_off_to_vaddr(d->sf, d->pgoff, &vaddr))
+			return "[unknown]";
+		bias = d->lo - vaddr;
+		s = sym_file_lookup(d->sf, ip - bias);
+		if (!s) {
+			/* No symbol: the code between its neighbours is one
+			 * function, as the decoder sees it too. */
+			size_t n;
+			const struct sym *all = sym_file_syms(d->sf, &n);
+
+			*lo = d->lo;
+			*hi = d->hi;
+			for (size_t k = 0; k < n; k++) {
+				uint64_t a = all[k].addr + bias;
+				uint64_t z = a + all[k].size;
+
+				if (z <= ip && z > *lo)
+					*lo = z;
+				if (a > ip && a < *hi)
+					*hi = a;
+			}
+			return "[unknown]";
+		}
+		*lo = s->addr + bias;
+		*hi = *lo + s->size;
+		if (!s->size) {
+			/* A label without a size runs to the next symbol. */
+			size_t n;
+			const struct sym *all = sym_file_syms(d->sf, &n);
+
+			*hi = d->hi;
+			for (size_t k = (size_t)(s - all) + 1; k < n; k++)
+				if (all[k].addr > s->addr) {
+					*hi = all[k].addr + bias;
+					break;
+				}
+		}
+		return s->name;
+	}
+	return "[unknown]";
+}
+
+int edsos_from_maps(struct emu *e)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		unsigned long long lo, hi, off;
+		struct edso *d;
+
+		path[0] = 0;
+		if (sscanf(e->maps[i], "%llx-%llx %*s %llx %*s %*s %4095s", &lo,
+			   &hi, &off, path) < 3 ||
+		    !path[0])
+			continue;
+		if (mt_grow((void **)&e->edsos, &e->cap_edsos, e->nr_edsos + 1,
+			    sizeof(*e->edsos)))
+			return -ENOMEM;
+		d = &e->edsos[e->nr_edsos];
+		memset(d, 0, sizeof(*d));
+		d->lo = lo;
+		d->hi = hi;
+		d->pgoff = off;
+		d->path = strdup(path);
+		if (!d->path)
+			return -ENOMEM;
+		e->nr_edsos++;
+	}
+	return 0;
+}
+
+int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
+	     uint8_t flags)
+{
+	if (mt_grow((void **)&t->rows, &t->cap_rows, t->nr_rows + 1,
+		    sizeof(*t->rows)))
+		return -1;
+	t->rows[t->nr_rows++] = (struct trow){
+		.start = start, .name = name, .parent = parent, .flags = flags};
+	return 0;
+}
+
+/* A new frame on top (parent: the current top). */
+int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
+	  uint64_t ret, uint8_t flags)
+{
+	struct tframe f = {.ret = ret};
+	const char *name = fn_at(e, ip, &f.lo, &f.hi);
+	uint32_t parent = t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX;
+
+	if (trow_add(t, when, name, parent, flags) ||
+	    mt_grow((void **)&t->tstack, &t->cap_tstack, t->tdepth + 1,
+		    sizeof(*t->tstack)))
+		return -1;
+	f.row = (uint32_t)(t->nr_rows - 1);
+	t->tstack[t->tdepth++] = f;
+	return 0;
+}
+
+void tpop_to(struct thr *t, size_t n, uint64_t when)
+{
+	while (t->tdepth > n)
+		t->rows[t->tstack[--t->tdepth].row].end = when;
+}
+
+/* A return or jump climbed above every frame seen: the function at ip
+ * was there all along. */
+static int treveal(struct emu *e, struct thr *t, uint64_t ip)
+{
+	struct tframe f = {0};
+	const char *name = fn_at(e, ip, &f.lo, &f.hi);
+	uint32_t row = (uint32_t)t->nr_rows;
+
+	if (trow_add(t, t->t0, name, UINT32_MAX, TR_CLIP_START))
+		return -1;
+	for (size_t i = 0; i < t->nr_rows - 1; i++)
+		if (t->rows[i].parent == UINT32_MAX && i != row)
+			t->rows[i].parent = row;
+	if (mt_grow((void **)&t->tstack, &t->cap_tstack, 1, sizeof(*t->tstack)))
+		return -1;
+	f.row = row;
+	t->tstack[0] = f;
+	t->tdepth = 1;
+	return 0;
+}
+
+int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
+		   uint64_t back)
+{
+	const struct insn *in = &t->step;
+	uint64_t when = t->step_tsc;
+	struct tframe *top = t->tdepth ? &t->tstack[t->tdepth - 1] : NULL;
+
+	switch (in->cls) {
+	case IC_CALL:
+	case IC_ICALL:
+		return tpush(e, t, when, to, next, 0);
+	case IC_RET:
+		for (size_t i = t->tdepth; i-- > 0;)
+			if (t->tstack[i].ret == to) {
+				tpop_to(t, i, when);
+				return 0;
+			}
+		/* A handler returns into the kernel's trampoline, which takes
+		 * its place until sigreturn. */
+		if (top && top->async) {
+			tpop_to(t, t->tdepth - 1, when);
+			if (tpush(e, t, when, to, 0, TR_TAIL))
+				return -1;
+			t->tstack[t->tdepth - 1].async = true;
+			return 0;
+		}
+		tpop_to(t, 0, when);
+		return treveal(e, t, to);
+	case IC_SYSCALL:
+		if (trow_add(t, when, "[syscall]", top ? top->row : UINT32_MAX,
+			     TR_SYSCALL))
+			return -1;
+		t->rows[t->nr_rows - 1].end = back;
+		/* sigreturn: back to the interrupted frame, below. */
+		if (to != next && top && !(to >= top->lo && to < top->hi))
+			for (size_t i = t->tdepth - 1; i-- > 0;)
+				if (to >= t->tstack[i].lo &&
+				    to < t->tstack[i].hi) {
+					tpop_to(t, i + 1, back);
+					break;
+				}
+		return 0;
+	case IC_COND:
+	case IC_JMP:
+	case IC_IJMP:
+	case IC_FAR:
+		if (!top || (to >= top->lo && to < top->hi))
+			return 0;
+		/* Into a frame below: a longjmp unwinding to it. */
+		for (size_t i = t->tdepth - 1; i-- > 0;)
+			if (to >= t->tstack[i].lo && to < t->tstack[i].hi) {
+				tpop_to(t, i + 1, when);
+				return 0;
+			}
+		/* A tail call: the new function takes the frame's place. */
+		{
+			uint64_t ret = top->ret;
+
+			tpop_to(t, t->tdepth - 1, when);
+			if (tpush(e, t, when, to, ret, TR_TAIL))
+				return -1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int cmp_trow(const void *a, const void *b)
+{
+	const struct trow *x = *(const struct trow *const *)a;
+	const struct trow *y = *(const struct trow *const *)b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+int write_truth(struct emu *e, uint64_t end)
+{
+	char tmp[4200];
+	FILE *f;
+	int rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->truth);
+	f = fopen(tmp, "w");
+	if (!f)
+		return emu_fail(e, -errno, "%s: %s", e->o->truth,
+				strerror(errno));
+	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
+	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
+		struct thr *t = &e->thr[i];
+		const struct trow **order;
+
+		/* Still open at the end: cut by the window, as a decoder
+		 * sees them. */
+		for (size_t k = 0; k < t->tdepth; k++)
+			t->rows[t->tstack[k].row].flags |= TR_CLIP_END;
+		tpop_to(t, 0, end);
+		for (size_t k = 0; k < t->nr_rows; k++)
+			if (!t->rows[k].end) {
+				t->rows[k].end = end;
+				t->rows[k].flags |= TR_CLIP_END;
+			}
+		/* Depths, once every root is known (parents come first in
+		 * time, revealed ones last in the array: iterate). */
+		for (size_t k = 0; k < t->nr_rows; k++) {
+			uint32_t d = 0;
+
+			for (uint32_t p = t->rows[k].parent; p != UINT32_MAX;
+			     p = t->rows[p].parent)
+				d++;
+			t->rows[k].depth = d;
+		}
+		order = malloc((t->nr_rows ? t->nr_rows : 1) * sizeof(*order));
+		if (!order) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < t->nr_rows; k++)
+			order[k] = &t->rows[k];
+		if (mt_stable_sort(order, t->nr_rows, sizeof(*order),
+				   cmp_trow)) {
+			free(order);
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < t->nr_rows; k++) {
+			const struct trow *r = order[k];
+			static const char *const names[] = {"clipped_start",
+							    "clipped_end",
+							    "tail", "syscall"};
+			bool any = false;
+
+			fprintf(f, "%d\t%u\t%s\t%llu\t%llu\t", t->tid, r->depth,
+				r->name, (unsigned long long)r->start,
+				(unsigned long long)r->end);
+			for (int b = 0; b < 4; b++)
+				if (r->flags & (1 << b)) {
+					fprintf(f, "%s%s", any ? "," : "",
+						names[b]);
+					any = true;
+				}
+			fputs(any ? "\n" : "-\n", f);
+		}
+		free(order);
+	}
+	if (fclose(f) || rc || rename(tmp, e->o->truth)) {
+		remove(tmp);
+		return rc ? emu_fail(e, rc, "out of memory writing the truth")
+			  : emu_fail(e, -EIO, "%s: cannot write", e->o->truth);
+	}
+	return 0;
+}
+
+/* Where the step of t's instruction went: the packets for it. */
