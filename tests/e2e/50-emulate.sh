@@ -138,16 +138,19 @@ else
 	echo "FAIL emulate_duration_thresh: '$hit'"; sed 's/^/    /' "$W/mk.err" | tail -3
 fi
 
-# --multi-snapshot: every qualifying hit (rounds 4..19) appends a snapshot
+# --multi-snapshot: every qualifying hit (rounds 4..19, give or take one
+# on a loaded machine) appends a snapshot
 # and tracing goes on; each snapshot decodes (it starts at a PSB).
 if "$B/mt-capture" --emulate --multi-snapshot --duration-thresh 100ms \
 	--snapshot-size 8K -o "$W/ms.bin" -- "$W/marked" >/dev/null 2>"$W/ms.err" &&
 	"$B/mt-convert" "$W/ms.bin" -o "$W/ms.pftrace" --text "$W/ms.tsv" -q \
 		2>>"$W/ms.err" &&
 	hits=$(sqlite3 "$W/ms.sqlite" "SELECT count(*), min(arg) FROM hit") &&
-	[ "$hits" = "16|4" ] && [ "$(grep -c 'decode gap' "$W/ms.tsv")" -ge 15 ] &&
+	n=${hits%|*} && first=${hits#*|} && [ "$first" -ge 3 ] &&
+	[ "$first" -le 6 ] && [ "$n" = $((20 - first)) ] &&
+	[ "$(grep -c 'decode gap' "$W/ms.tsv")" -ge $((n - 1)) ] &&
 	! perf script -i "$W/ms.bin" --itrace=cre 2>/dev/null | grep -q 'trace error'; then
-	echo "PASS emulate_multi_snapshot (16 hits, a snapshot each)"
+	echo "PASS emulate_multi_snapshot ($n hits from round $first, a snapshot each)"
 else
 	echo "FAIL emulate_multi_snapshot: hits '$hits'"; sed 's/^/    /' "$W/ms.err" | tail -3
 fi
