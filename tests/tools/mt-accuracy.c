@@ -19,6 +19,8 @@
  *
  * Prints one line: "calls=P stack=P root=P false=N joined=N rows=N".
  */
+#include "tests/tools/treefile.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,7 +50,7 @@ struct gap {
 static int load(const char *path, struct table *t)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096], flags[256];
+	char line[4096];
 	long stack[4096];
 
 	if (!f || !fgets(line, sizeof(line), f)) {
@@ -59,21 +61,20 @@ static int load(const char *path, struct table *t)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		struct row r = {.parent = -1, .match = -1};
+		struct tf_row x;
 
-		if (sscanf(line,
-			   "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64
-			   "\t%255s",
-			   &r.tid, &r.depth, r.name, &r.start, &r.end,
-			   flags) != 6) {
+		if (tf_parse(line, &x)) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
 			fclose(f);
 			return -1;
 		}
-		for (char *tok = strtok(flags, ","); tok;
-		     tok = strtok(NULL, ",")) {
-			r.gap |= !strcmp(tok, "gap");
-			r.joined |= !strcmp(tok, "joined");
-		}
+		r.tid = x.tid;
+		r.depth = x.depth;
+		memcpy(r.name, x.name, sizeof(r.name));
+		r.start = x.start;
+		r.end = x.end;
+		r.gap = x.flags & TF_GAP;
+		r.joined = x.flags & TF_JOINED;
 		if (r.gap)
 			continue;
 		if (t->n == t->cap) {

@@ -12,6 +12,8 @@
  * --extra N: ours may end with up to N rows the truth lacks (decoders run
  * on through direct calls after the last packet).
  */
+#include "tests/tools/treefile.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,7 +35,7 @@ struct table {
 static int load(const char *path, struct table *t)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096], flags[256];
+	char line[4096];
 
 	if (!f) {
 		perror(path);
@@ -45,24 +47,23 @@ static int load(const char *path, struct table *t)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		struct row r = {0};
+		struct tf_row x;
 
-		if (sscanf(line,
-			   "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64
-			   "\t%255s",
-			   &r.tid, &r.depth, r.name, &r.start, &r.end,
-			   flags) != 6) {
+		if (tf_parse(line, &x)) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
 			fclose(f);
 			return -1;
 		}
-		for (char *tok = strtok(flags, ","); tok;
-		     tok = strtok(NULL, ",")) {
-			r.cs |= !strcmp(tok, "clipped_start");
-			r.ce |= !strcmp(tok, "clipped_end");
-			r.tail |= !strcmp(tok, "tail");
-			r.sys |= !strcmp(tok, "syscall");
-			r.gap |= !strcmp(tok, "gap");
-		}
+		r.tid = x.tid;
+		r.depth = x.depth;
+		memcpy(r.name, x.name, sizeof(r.name));
+		r.start = x.start;
+		r.end = x.end;
+		r.cs = x.flags & TF_CLIP_START;
+		r.ce = x.flags & TF_CLIP_END;
+		r.tail = x.flags & TF_TAIL;
+		r.sys = x.flags & TF_SYSCALL;
+		r.gap = x.flags & TF_GAP;
 		if (t->n == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 1024;
 			t->r = realloc(t->r, t->cap * sizeof(*t->r));
