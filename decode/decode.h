@@ -25,6 +25,7 @@ enum dec_kind {
 	DEC_CALL = 1, /* ip: call target; aux: return address */
 	DEC_RET,      /* ip: where the return went */
 	DEC_JUMP,     /* ip: target in another function; aux: source */
+	DEC_IJUMP,    /* the same, by an indirect jump */
 	DEC_SYSCALL,  /* tracing stopped at a syscall; ip: the syscall */
 	DEC_STOP,     /* tracing stopped otherwise; ip: where, 0 if unknown */
 	DEC_RESUME,   /* tracing (re)started; ip: first instruction */

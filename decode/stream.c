@@ -186,6 +186,29 @@ static inline void forget_range(struct strm *s)
 	s->cur_hi = 0;
 }
 
+/*
+ * The jump that ended the last block reads its target from a register or
+ * memory.  Only an indirect jump can land in the middle of a function
+ * that called nobody on the stack (a longjmp, an exception's landing
+ * pad); direct ones into another function's body are shared code.
+ */
+static bool indirect_jump(struct strm *s)
+{
+	uint8_t b[8];
+	int n, i = 0;
+
+	if (s->last_isid <= 0)
+		return false;
+	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid,
+			    s->pend_from);
+	/* notrack, segment, operand-size and REX prefixes */
+	while (i < n && i < 4 &&
+	       (b[i] == 0x3e || b[i] == 0x2e || b[i] == 0x66 ||
+		(b[i] & 0xf0) == 0x40))
+		i++;
+	return i + 1 < n && b[i] == 0xff && ((b[i + 1] >> 3) & 7) == 4;
+}
+
 /* A new block starts at ip: settle the transfer that led here. */
 static void arrive(struct strm *s, uint64_t ip)
 {
@@ -202,7 +225,9 @@ static void arrive(struct strm *s, uint64_t ip)
 		if (s->cur_lo > s->cur_hi)
 			set_range(s, s->pend_from);
 		if (ip < s->cur_lo || ip >= s->cur_hi) {
-			emit(s, s->pend_time, DEC_JUMP, ip, s->pend_from);
+			emit(s, s->pend_time,
+			     indirect_jump(s) ? DEC_IJUMP : DEC_JUMP, ip,
+			     s->pend_from);
 			set_range(s, ip);
 		}
 		break;

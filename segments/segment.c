@@ -523,7 +523,8 @@ static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 	return reveal(b, to);
 }
 
-static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
+static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
+		   bool indirect)
 {
 	const struct sym_ent *e = lookup(b, to);
 	struct frame *f = top(b);
@@ -544,13 +545,27 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to)
 				return 0;
 			}
 	/*
-	 * A tail call, or a jump into the middle of a function nowhere on the
-	 * stack: code shared between functions (glibc's string functions
-	 * jump into each other's bodies; compilers split off cold parts).
-	 * The new function takes the frame's place and returns where it
-	 * would have.  (An exception or longjmp to a frame the trace never
-	 * saw looks the same and lands at the wrong depth: nothing in the
-	 * trace tells the two apart.)
+	 * An indirect jump into the middle of a function nowhere on the stack
+	 * is a longjmp or an exception landing in a caller the segment has
+	 * not seen yet: like a return that climbs above every frame, it
+	 * reveals that caller (as the roots' parent: frames between are
+	 * unknowable).  Its address is no call site, so stitching gets 0.
+	 */
+	if (indirect && !(e->known && to == e->lo)) {
+		int rc;
+
+		pop_to(b, 0, time);
+		rc = reveal(b, to);
+		if (!rc)
+			b->reveal_ips[b->nr_reveals - 1] = 0;
+		return rc;
+	}
+	/*
+	 * A tail call, or a direct jump into the middle of a function nowhere
+	 * on the stack: code shared between functions (glibc's string
+	 * functions jump into each other's bodies; compilers split off cold
+	 * parts).  The new function takes the frame's place and returns
+	 * where it would have.
 	 */
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
@@ -591,7 +606,7 @@ static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 			top(b)->async = true;
 		return rc;
 	}
-	return on_jump(b, time, ip);
+	return on_jump(b, time, ip, false);
 }
 
 static const char *error_reason(struct seg_builder *b, uint64_t ip,
@@ -674,7 +689,8 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 			pop_to(b, b->depth - 1, time);
 		return on_return(b, time, ip);
 	case DEC_JUMP:
-		return on_jump(b, time, ip);
+	case DEC_IJUMP:
+		return on_jump(b, time, ip, kind == DEC_IJUMP);
 	case DEC_SYSCALL:
 	case DEC_STOP:
 		if (f && f->kind == FR_PSEUDO)

@@ -21,9 +21,79 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * What a slice returns to: the call site in its parent, where a segment
+ * saw it (the call's return address, or the address a return into the
+ * parent landed at).  Only the frames of segment chains have one, so a
+ * small map keyed by slice index.
+ */
+struct ret_map {
+	uint32_t *key; /* slice + 1; 0 = empty */
+	uint64_t *ret;
+	size_t cap; /* a power of two */
+	size_t n;
+};
+
+static size_t ret_slot(const struct ret_map *m, uint32_t slice)
+{
+	size_t h = ((size_t)slice * 0x9E3779B1u) & (m->cap - 1);
+
+	while (m->key[h] && m->key[h] != slice + 1)
+		h = (h + 1) & (m->cap - 1);
+	return h;
+}
+
+static uint64_t ret_get(const struct ret_map *m, uint32_t slice)
+{
+	size_t h;
+
+	if (!m->cap)
+		return 0;
+	h = ret_slot(m, slice);
+	return m->key[h] ? m->ret[h] : 0;
+}
+
+static int ret_set(struct ret_map *m, uint32_t slice, uint64_t ret)
+{
+	size_t h;
+
+	if (!ret)
+		return 0;
+	if (2 * (m->n + 1) > m->cap) {
+		struct ret_map g = {.cap = m->cap ? 2 * m->cap : 64};
+
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.ret = malloc(g.cap * sizeof(*g.ret));
+		if (!g.key || !g.ret) {
+			free(g.key);
+			free(g.ret);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->key[i]) {
+				size_t k = ret_slot(&g, m->key[i] - 1);
+
+				g.key[k] = m->key[i];
+				g.ret[k] = m->ret[i];
+				g.n++;
+			}
+		free(m->key);
+		free(m->ret);
+		*m = g;
+	}
+	h = ret_slot(m, slice);
+	if (!m->key[h]) {
+		m->key[h] = slice + 1;
+		m->n++;
+	}
+	m->ret[h] = ret;
+	return 0;
+}
+
 struct thread_state {
 	struct mt_trace *t;
 	struct mt_thread *th;
+	struct ret_map rets_of;
 	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
 	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;
@@ -75,9 +145,10 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 		s->chain[i] = s->chain[len - 1 - i];
 		s->chain[len - 1 - i] = t;
 	}
-	/* A's own frames are the deepest nr_end of the chain. */
-	for (size_t i = 0; i < a->nr_end && i < len; i++)
-		s->rets[len - a->nr_end + i] = a->end_rets[i];
+	/* The call site into each frame's open child, wherever it was
+	 * seen: in A, or in an earlier segment joined to it. */
+	for (size_t i = 0; i + 1 < len; i++)
+		s->rets[i] = ret_get(&s->rets_of, s->chain[i + 1]);
 	*n = len;
 	return 0;
 }
@@ -149,15 +220,17 @@ static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
 }
 
 /* The same activation on both sides: x stays, y becomes x. */
-static void merge(struct thread_state *s, uint32_t x, uint32_t y)
+static int merge(struct thread_state *s, uint32_t x, uint32_t y)
 {
 	struct mt_slice *sl = s->th->slices;
+	uint64_t r = ret_get(&s->rets_of, x);
 
 	if (end_of(&sl[y]) > end_of(&sl[x]))
 		sl[x].dur = end_of(&sl[y]) - sl[x].ts;
 	sl[x].flags = (sl[x].flags & ~MT_SLICE_INFERRED_END) |
 		      (sl[y].flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
 	s->alias[y] = x;
+	return r ? 0 : ret_set(&s->rets_of, x, ret_get(&s->rets_of, y));
 }
 
 /* Decide A -> B and join what is the same. */
@@ -224,9 +297,11 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		uint64_t b_root_end = end_of(&sl[broot]);
 		uint32_t b_root_flags = sl[broot].flags;
 
-		for (size_t i = 0; i < best.len; i++)
-			merge(s, s->chain[best.off + i],
-			      b->start_chain[best.ahead + i]);
+		for (size_t i = 0; i < best.len && !rc; i++)
+			rc = merge(s, s->chain[best.off + i],
+				   b->start_chain[best.ahead + i]);
+		if (rc)
+			return rc;
 		/* A's callers above the join live at least as long. */
 		for (size_t j = 0; j < best.off; j++) {
 			struct mt_slice *x = &sl[s->chain[j]];
@@ -376,6 +451,18 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	for (size_t i = 0; i < th->nr_slices; i++)
 		s.alias[i] = (uint32_t)i;
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
+		const struct mt_segment *g = &t->segments[i];
+
+		if (g->tid != th->tid)
+			continue;
+		for (size_t k = 0; k + 1 < g->nr_end && !rc; k++)
+			rc = ret_set(&s.rets_of, g->end_chain[k + 1],
+				     g->end_rets[k]);
+		for (size_t k = 0; k + 1 < g->nr_start && !rc; k++)
+			rc = ret_set(&s.rets_of, g->start_chain[k + 1],
+				     g->start_ips[k]);
+	}
+	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
 		if (t->segments[i].tid != th->tid)
 			continue;
 		if (prev != MT_NONE)
@@ -387,6 +474,8 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	if (!rc && s.joins)
 		rc = rebuild(&s);
 	free(s.alias);
+	free(s.rets_of.key);
+	free(s.rets_of.ret);
 	free(s.chain);
 	free(s.rets);
 	return rc;

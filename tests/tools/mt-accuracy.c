@@ -15,7 +15,13 @@
  * Calls are paired in order: a true call pairs with the next unpaired
  * slice of the same name that starts within the tolerance.  Times are
  * compared only within the tolerance, so the figures measure structure,
- * not the timing resolution.
+ * not the timing resolution.  Two allowances follow from what a trace
+ * can know: after an overflow the decoder has no time until the next
+ * timing packet, so a call that starts shortly after a gap may read as
+ * early as the gap's start (the tolerance grows by the gap's length);
+ * and a call that began inside a gap is paired with the slice that
+ * starts when tracing resumed, so that the calls under it can be judged,
+ * but is not itself counted (its start was never traced).
  *
  * Prints one line: "calls=P stack=P root=P false=N joined=N rows=N".
  */
@@ -27,11 +33,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How long after a gap the decoder may still lack a timing packet. */
+#define STALE_NS 10000
+
 struct row {
 	unsigned tid, depth;
 	char name[1024];
 	uint64_t start, end;
-	bool gap, joined;
+	bool gap, joined, clipped;
 	long parent; /* index in the same table, -1 for roots */
 	long match;  /* truth -> ours */
 	bool lost;   /* truth: began inside a gap */
@@ -75,6 +84,7 @@ static int load(const char *path, struct table *t)
 		r.end = x.end;
 		r.gap = x.flags & TF_GAP;
 		r.joined = x.flags & TF_JOINED;
+		r.clipped = x.flags & TF_CLIP_START;
 		if (r.gap)
 			continue;
 		if (t->n == t->cap) {
@@ -159,21 +169,34 @@ int main(int argc, char **argv)
 		return 2;
 	gaps = load_gaps(argv[3], &ng);
 
-	for (size_t i = 0; i < tt.n; i++)
-		for (size_t g = 0; g < ng; g++)
-			if (gaps[g].tid == tt.r[i].tid &&
-			    tt.r[i].start > gaps[g].after &&
-			    tt.r[i].start <= gaps[g].end)
-				tt.r[i].lost = true;
-
-	/* Pair in order, per thread: both tables are in pre-order, so pairs
-	 * are increasing on both sides; the search starts after the last
-	 * pair and skips what the other side lacks. */
+	/* Per true call: was it begun inside a gap, and how far may its
+	 * time be off (a gap just before it adds its length). */
 	{
+		uint64_t *slack = calloc(tt.n ? tt.n : 1, sizeof(*slack));
 		size_t j = 0;
 		unsigned tid = tt.n ? tt.r[0].tid : 0;
 		bool *used = calloc(ot.n ? ot.n : 1, 1);
 
+		if (!slack || !used)
+			return 2;
+		for (size_t i = 0; i < tt.n; i++) {
+			slack[i] = tol;
+			for (size_t g = 0; g < ng; g++) {
+				const struct gap *x = &gaps[g];
+				uint64_t t = tt.r[i].start;
+
+				if (x->tid != tt.r[i].tid)
+					continue;
+				if (t > x->after && t <= x->end)
+					tt.r[i].lost = true;
+				if (t > x->after && t <= x->resume + STALE_NS)
+					slack[i] = tol + (x->resume - x->after);
+			}
+		}
+		/* Pair in order, per thread: both tables are in pre-order,
+		 * which is start order, so pairs increase on both sides; the
+		 * search starts after the last pair, skips what the other
+		 * side lacks, and stops past the tolerance. */
 		for (size_t i = 0; i < tt.n; i++) {
 			struct row *a = &tt.r[i];
 
@@ -181,25 +204,27 @@ int main(int argc, char **argv)
 				tid = a->tid;
 				j = 0;
 			}
-			if (a->lost)
-				continue;
 			while (j < ot.n && ot.r[j].tid < a->tid)
 				j++;
 			for (size_t k = j; k < ot.n && k < j + 4096; k++) {
 				const struct row *b = &ot.r[k];
 
-				if (b->tid != a->tid)
+				if (b->tid != a->tid ||
+				    b->start > a->start + slack[i])
 					break;
 				if (used[k] || strcmp(a->name, b->name) ||
-				    diff(a->start, b->start) > tol)
+				    diff(a->start, b->start) > slack[i] ||
+				    (a->lost && !b->clipped))
 					continue;
 				a->match = (long)k;
 				used[k] = true;
-				j = k + 1;
+				if (!a->lost)
+					j = k + 1;
 				break;
 			}
 		}
 		free(used);
+		free(slack);
 	}
 
 	for (size_t i = 0; i < tt.n; i++) {

@@ -340,6 +340,30 @@ static void test_longjmp(struct check_state *st)
 	teardown(&f);
 }
 
+/*
+ * A longjmp or an exception landing in a caller the segment never saw:
+ * an indirect jump into the middle of a function nowhere on the stack
+ * reveals it above the roots, as a return climbing past them would.  A
+ * direct jump there is shared code and takes the top frame's place.
+ */
+static void test_unwind_to_unseen_caller(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(5, 0x10), 0, "f5"},
+		{DEC_CALL, FN(6), AT(5, 0x15), "f5 f6"},
+		{DEC_IJUMP, AT(3, 0x40), AT(6, 0x20), "f3"},
+		{DEC_CALL, FN(7), AT(3, 0x45), "f3 f7"},
+		{DEC_JUMP, AT(8, 0x40), AT(7, 0x20), "f3 f8"},
+		{DEC_RET, AT(2, 0x15), 0, "f2"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f2:se 1:f3:s 2:f5:s 3:f6: 2:f7: 2:f8:t");
+	teardown(&f);
+}
+
 /* A function's split-off cold part (entered by a jump to its start)
  * jumping back into the middle of the function it came from. */
 static void test_cold_part(struct check_state *st)
@@ -482,6 +506,7 @@ int main(void)
 	RUN(&st, test_return_with_empty_stack);
 	RUN(&st, test_longjmp);
 	RUN(&st, test_cold_part);
+	RUN(&st, test_unwind_to_unseen_caller);
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
