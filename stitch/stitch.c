@@ -109,6 +109,28 @@ static uint32_t resolve(const struct thread_state *s, uint32_t i)
 	return i;
 }
 
+/*
+ * The parent of slice i, through aliases.  A segment's roots share one
+ * unknown parent: a tail call from the topmost frame makes a second root
+ * beside the first (the segment's start chain root), so once that first
+ * root is joined, all of them hang under its parent.
+ */
+static uint32_t parent_of(const struct thread_state *s, uint32_t i)
+{
+	const struct mt_slice *x = &s->th->slices[i];
+	uint32_t r;
+
+	if (x->parent != MT_NONE)
+		return resolve(s, x->parent);
+	if (x->flags & MT_SLICE_GAP || x->segment >= s->t->nr_segments ||
+	    !s->t->segments[x->segment].nr_start)
+		return MT_NONE;
+	r = resolve(s, s->t->segments[x->segment].start_chain[0]);
+	if (r == i || s->th->slices[r].parent == MT_NONE)
+		return MT_NONE;
+	return resolve(s, s->th->slices[r].parent);
+}
+
 static uint64_t end_of(const struct mt_slice *s)
 {
 	return s->ts + s->dur;
@@ -131,9 +153,9 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 			    sizeof(*s->chain)))
 			return -ENOMEM;
 		s->chain[len++] = x;
-		if (s->th->slices[x].parent == MT_NONE || len > (1u << 24))
+		x = parent_of(s, x);
+		if (x == MT_NONE || len > (1u << 24))
 			break;
-		x = resolve(s, s->th->slices[x].parent);
 	}
 	free(s->rets);
 	s->rets = calloc(len, sizeof(*s->rets));
@@ -294,8 +316,14 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	{
 		uint32_t deepest = s->chain[best.off + best.len - 1];
 		uint32_t broot = b->start_chain[0];
-		uint64_t b_root_end = end_of(&sl[broot]);
-		uint32_t b_root_flags = sl[broot].flags;
+		/* The parent of B's roots lives through all of B: a root
+		 * that returned would have revealed it. */
+		uint64_t b_root_end = end_of(&sl[broot]) > b->end
+					      ? end_of(&sl[broot])
+					      : b->end;
+		uint32_t b_root_flags = end_of(&sl[broot]) < b->end
+						? MT_SLICE_INFERRED_END
+						: sl[broot].flags;
 
 		for (size_t i = 0; i < best.len && !rc; i++)
 			rc = merge(s, s->chain[best.off + i],
@@ -377,9 +405,16 @@ static int rebuild(struct thread_state *s)
 
 		if (s->alias[i] != i)
 			continue;
-		if (x->parent != MT_NONE)
-			x->parent = resolve(s, x->parent);
 		ord[kept++] = (struct order){x->ts, (uint32_t)i};
+	}
+	/* Parents are all settled before any is rewritten: parent_of()
+	 * reads a root's start-chain root, which may come later. */
+	for (size_t k = 0; k < kept; k++)
+		newidx[ord[k].idx] = parent_of(s, ord[k].idx);
+	for (size_t k = 0; k < kept; k++) {
+		struct mt_slice *x = &th->slices[ord[k].idx];
+
+		x->parent = newidx[ord[k].idx];
 	}
 	qsort(ord, kept, sizeof(*ord), cmp_order);
 	/* Children lists (slot n holds the roots), in start order. */

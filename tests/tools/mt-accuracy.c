@@ -173,6 +173,7 @@ int main(int argc, char **argv)
 	 * time be off (a gap just before it adds its length). */
 	{
 		uint64_t *slack = calloc(tt.n ? tt.n : 1, sizeof(*slack));
+		uint64_t max_slack = tol;
 		size_t j = 0;
 		unsigned tid = tt.n ? tt.r[0].tid : 0;
 		bool *used = calloc(ot.n ? ot.n : 1, 1);
@@ -192,11 +193,14 @@ int main(int argc, char **argv)
 				if (t > x->after && t <= x->resume + STALE_NS)
 					slack[i] = tol + (x->resume - x->after);
 			}
+			if (slack[i] > max_slack)
+				max_slack = slack[i];
 		}
 		/* Pair in order, per thread: both tables are in pre-order,
-		 * which is start order, so pairs increase on both sides; the
-		 * search starts after the last pair, skips what the other
-		 * side lacks, and stops past the tolerance. */
+		 * which is start order.  The search starts at the first of
+		 * ours not yet paired that a call this late could still
+		 * pair with, and stops past the tolerance; a pair far ahead
+		 * does not move the start, so one wrong pair stays local. */
 		for (size_t i = 0; i < tt.n; i++) {
 			struct row *a = &tt.r[i];
 
@@ -204,7 +208,11 @@ int main(int argc, char **argv)
 				tid = a->tid;
 				j = 0;
 			}
-			while (j < ot.n && ot.r[j].tid < a->tid)
+			while (j < ot.n &&
+			       (ot.r[j].tid < a->tid ||
+				(ot.r[j].tid == a->tid &&
+				 (used[j] ||
+				  ot.r[j].start + max_slack < a->start))))
 				j++;
 			for (size_t k = j; k < ot.n && k < j + 4096; k++) {
 				const struct row *b = &ot.r[k];
@@ -218,8 +226,6 @@ int main(int argc, char **argv)
 					continue;
 				a->match = (long)k;
 				used[k] = true;
-				if (!a->lost)
-					j = k + 1;
 				break;
 			}
 		}

@@ -157,6 +157,21 @@ static void test_call_sites_carry_over(struct check_state *st)
 	       "4 frames by name, 3 by call site");
 }
 
+/* B's first root tail-calls f4: f4 replaces it at the top of B, so once
+ * that root is joined, f4 hangs under the same parent, A's f1. */
+static void test_tail_from_root(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},	{DEC_JUMP, FN(4), AT(2, 0x40)},
+		{DEC_CALL, FN(5), AT(4, 0x15)},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:gap 1:f4:e 2:f5:e",
+	       "2 frames by name, 1 by call site");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -180,5 +195,6 @@ int main(void)
 	RUN(&st, test_recursion_ambiguous);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_call_sites_carry_over);
+	RUN(&st, test_tail_from_root);
 	return CHECK_DONE(&st);
 }
