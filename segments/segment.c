@@ -550,8 +550,10 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	 * not seen yet: like a return that climbs above every frame, it
 	 * reveals that caller (as the roots' parent: frames between are
 	 * unknowable).  Its address is no call site, so stitching gets 0.
+	 * Code without a symbol gives no such evidence: stripped libraries
+	 * jump through tables between their unnamed static functions.
 	 */
-	if (indirect && !(e->known && to == e->lo)) {
+	if (indirect && e->known && to != e->lo) {
 		int rc;
 
 		pop_to(b, 0, time);

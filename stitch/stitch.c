@@ -176,6 +176,18 @@ static int end_chain(struct thread_state *s, const struct mt_segment *a,
 }
 
 /*
+ * A chain of frames, root first, with an address per frame: on the side
+ * that ends (A), the call site into the frame's open child; on the side
+ * that begins (B), where the return from its child landed (the leaf's is
+ * where B resumed).  0 where unknown.
+ */
+struct chainv {
+	const uint32_t *sl;
+	const uint64_t *ip;
+	size_t n;
+};
+
+/*
  * An alignment: B's start chain b[] against A's end chain a[].  With
  * ahead = 0, b[0] sits at a[off] (B never climbed as far as A's roots);
  * with ahead > 0, a[0] sits at b[ahead] (B revealed callers A never saw).
@@ -186,20 +198,18 @@ struct match {
 	double score;
 };
 
-static struct match try_align(const struct thread_state *s, size_t na,
-			      const struct mt_segment *b, size_t off,
-			      size_t ahead)
+static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
+			      const struct chainv *b, size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
-	const struct mt_slice *sl = s->th->slices;
-	size_t nb = b->nr_start, change;
+	size_t na = a->n, nb = b->n, change;
 
 	for (size_t i = 0; off + i < na && ahead + i < nb; i++) {
-		const struct mt_slice *x = &sl[s->chain[off + i]];
-		const struct mt_slice *y = &sl[b->start_chain[ahead + i]];
-		uint64_t ra = s->rets[off + i];
+		const struct mt_slice *x = &sl[a->sl[off + i]];
+		const struct mt_slice *y = &sl[b->sl[ahead + i]];
+		uint64_t ra = a->ip[off + i];
 		/* The leaf's address is where B resumed, not a return. */
-		uint64_t rb = ahead + i + 1 < nb ? b->start_ips[ahead + i] : 0;
+		uint64_t rb = ahead + i + 1 < nb ? b->ip[ahead + i] : 0;
 
 		if (x->name != y->name)
 			break;
@@ -224,6 +234,149 @@ static struct match try_align(const struct thread_state *s, size_t na,
 	m.score = (double)m.len + 2.0 * (double)m.confirmed +
 		  (m.leaf ? 3.0 : 0.0) - 0.25 * (double)change;
 	return m;
+}
+
+/* Alignments that explain as many frames, and confirm as many call
+ * sites, as the best: only the depth change tells them apart. */
+#define MAX_NEAR 16
+
+struct alignment {
+	struct match best;
+	size_t ties; /* others with the best's very score */
+	struct match near[MAX_NEAR];
+	size_t nr_near;
+};
+
+static void align(const struct mt_slice *sl, const struct chainv *a,
+		  const struct chainv *b, struct alignment *r)
+{
+	struct match m;
+
+	memset(r, 0, sizeof(*r));
+	for (size_t off = 0; off < a->n; off++)
+		for (size_t ahead = 0; ahead < b->n; ahead++) {
+			if (off && ahead)
+				break; /* one side starts at its root */
+			m = try_align(sl, a, b, off, ahead);
+			if (!m.len)
+				continue;
+			if (!r->best.len || m.score > r->best.score + 1e-9) {
+				r->best = m;
+				r->ties = 0;
+			} else if (m.score > r->best.score - 1e-9) {
+				r->ties++;
+			}
+		}
+	if (!r->best.len)
+		return;
+	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
+		m = try_align(sl, a, b, off, 0);
+		if (m.len == r->best.len && m.confirmed == r->best.confirmed)
+			r->near[r->nr_near++] = m;
+	}
+}
+
+/* Try each near alignment again with ext (the callers above B's roots,
+ * root first) on top of B's start chain; the index into r->near of the
+ * one they confirm best, if exactly one, else -1. */
+static int pick_near(const struct mt_slice *sl, const struct chainv *a,
+		     const struct mt_segment *b, const uint32_t *xs,
+		     const uint64_t *xi, size_t e, const struct alignment *r)
+{
+	struct chainv ext = {xs, xi, e + b->nr_start};
+	size_t bestlen = 0, bestconf = 0, n = 0;
+	int pick = -1;
+
+	for (size_t k = 0; k < r->nr_near; k++) {
+		size_t off = r->near[k].off;
+		struct match m = off >= e ? try_align(sl, a, &ext, off - e, 0)
+					  : try_align(sl, a, &ext, 0, e - off);
+
+		if (m.len > bestlen ||
+		    (m.len == bestlen && m.confirmed > bestconf)) {
+			bestlen = m.len;
+			bestconf = m.confirmed;
+			pick = (int)k;
+			n = 1;
+		} else if (m.len == bestlen && m.confirmed == bestconf) {
+			n++;
+		}
+	}
+	return n == 1 ? pick : -1;
+}
+
+#define LOOK_AHEAD 16
+
+/*
+ * When alignments one level apart explain B equally well (recursion),
+ * the segments after B may know more: one that returned above B's roots
+ * revealed the callers there, which sit above B's start chain too.  Walk
+ * the following segments, each placed against the one before it where
+ * that is certain, collecting the callers revealed above B's roots, and
+ * try the candidates again with them on top.  Returns the index into
+ * r->near of the one they pick, or -1.
+ */
+static int look_ahead(struct thread_state *s, const struct chainv *a,
+		      uint32_t ib, const struct alignment *r)
+{
+	const struct mt_slice *sl = s->th->slices;
+	const struct mt_segment *b = &s->t->segments[ib], *cur = b;
+	uint32_t *xs = NULL;
+	uint64_t *xi = NULL;
+	size_t e = 0, cap = 0, steps = 0;
+	long level = 0; /* of cur's roots, B's being 0 */
+	int pick = -1;
+
+	for (size_t k = ib + 1;
+	     k < s->t->nr_segments && steps < LOOK_AHEAD && pick < 0; k++) {
+		const struct mt_segment *c = &s->t->segments[k];
+		struct chainv cl = {cur->end_chain, cur->end_rets, cur->nr_end};
+		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
+		struct alignment rc;
+		long top;
+
+		if (c->tid != b->tid)
+			continue;
+		steps++;
+		align(sl, &cl, &cv, &rc);
+		if (!rc.best.len || rc.ties || !rc.best.confirmed ||
+		    rc.nr_near > 1)
+			break;
+		top = rc.best.ahead ? level - (long)rc.best.ahead
+				    : level + (long)rc.best.off;
+		if (top < -(long)e) {
+			size_t add = (size_t)(-(long)e - top);
+			size_t need = add + e + b->nr_start;
+
+			if (need > cap) {
+				uint32_t *ns = realloc(xs, need * sizeof(*xs));
+				uint64_t *ni;
+
+				if (!ns)
+					break;
+				xs = ns;
+				ni = realloc(xi, need * sizeof(*xi));
+				if (!ni)
+					break;
+				xi = ni;
+				cap = need;
+			}
+			memmove(xs + add, xs, e * sizeof(*xs));
+			memmove(xi + add, xi, e * sizeof(*xi));
+			memcpy(xs, c->start_chain, add * sizeof(*xs));
+			memcpy(xi, c->start_ips, add * sizeof(*xi));
+			e += add;
+			memcpy(xs + e, b->start_chain,
+			       b->nr_start * sizeof(*xs));
+			memcpy(xi + e, b->start_ips, b->nr_start * sizeof(*xi));
+			pick = pick_near(sl, a, b, xs, xi, e, r);
+		}
+		level = top;
+		cur = c;
+	}
+	free(xs);
+	free(xi);
+	return pick;
 }
 
 static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
@@ -262,9 +415,13 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct mt_trace *t = s->t;
 	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
 	struct mt_slice *sl = s->th->slices;
-	struct match best = {0}, m;
-	size_t na, ties = 0;
+	struct alignment r;
+	struct match best;
+	struct chainv av, bv;
+	size_t na;
 	char why[160];
+	bool ahead_used = false;
+	size_t guessed = 0; /* alignments that fit as well */
 	int rc = end_chain(s, a, &na);
 
 	if (rc)
@@ -272,27 +429,27 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!na || !b->nr_start)
 		return record(t, s->th->tid, ia, ib, 0, 0,
 			      "no frames on one side");
-	for (size_t off = 0; off < na; off++)
-		for (size_t ahead = 0; ahead < b->nr_start; ahead++) {
-			if (off && ahead)
-				break; /* one side starts at its root */
-			m = try_align(s, na, b, off, ahead);
-			if (!m.len)
-				continue;
-			if (!best.len || m.score > best.score + 1e-9) {
-				best = m;
-				ties = 0;
-			} else if (m.score > best.score - 1e-9) {
-				ties++;
-			}
-		}
+	av = (struct chainv){s->chain, s->rets, na};
+	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
+	align(sl, &av, &bv, &r);
+	best = r.best;
 	if (!best.len)
 		return record(t, s->th->tid, ia, ib, 0, 0, "no common frames");
-	if (ties) {
+	if (r.ties) {
 		snprintf(why, sizeof(why),
 			 "ambiguous: %zu alignments explain %zu frames",
-			 ties + 1, best.len);
+			 r.ties + 1, best.len);
 		return record(t, s->th->tid, ia, ib, 0, best.score, why);
+	}
+	if (!best.ahead && r.nr_near > 1) {
+		int k = look_ahead(s, &av, ib, &r);
+
+		if (k >= 0) {
+			ahead_used = r.near[k].off != best.off;
+			best = r.near[k];
+		} else {
+			guessed = r.nr_near;
+		}
 	}
 	/* Names alone are weak evidence (recursion repeats them, and a
 	 * function may return and be called again inside a gap): join only
@@ -304,9 +461,12 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			      "weak: no call site confirms the frames");
 	snprintf(why, sizeof(why),
 		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
-		 "%zu revealed",
+		 "%zu revealed%s",
 		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
-		 best.off == 1 ? "" : "s", best.ahead);
+		 best.off == 1 ? "" : "s", best.ahead,
+		 ahead_used ? "; depth from a later segment's callers"
+		 : guessed  ? "; depth guessed (least change)"
+			    : "");
 	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0,
 		    best.score, why);
 	if (rc || !join)

@@ -364,6 +364,23 @@ static void test_unwind_to_unseen_caller(struct check_state *st)
 	teardown(&f);
 }
 
+/* Code without a symbol is no evidence of a caller: stripped libraries
+ * jump through tables between their unnamed static functions. */
+static void test_indirect_jump_to_unknown(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(5, 0x10), 0, "f5"},
+		{DEC_CALL, FN(6), AT(5, 0x15), "f5 f6"},
+		{DEC_IJUMP, AT(95, 0x40), AT(6, 0x20),
+		 "f5 [unknown @ 0x5f040]"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	teardown(&f);
+}
+
 /* A function's split-off cold part (entered by a jump to its start)
  * jumping back into the middle of the function it came from. */
 static void test_cold_part(struct check_state *st)
@@ -507,6 +524,7 @@ int main(void)
 	RUN(&st, test_longjmp);
 	RUN(&st, test_cold_part);
 	RUN(&st, test_unwind_to_unseen_caller);
+	RUN(&st, test_indirect_jump_to_unknown);
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
