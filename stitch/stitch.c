@@ -97,6 +97,9 @@ struct thread_state {
 	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
 	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;
+	uint32_t *xs; /* scratch: B's extended chain, root first */
+	uint64_t *xi;
+	size_t cap_xs;
 	size_t cap_chain;
 	uint32_t first_segment; /* the thread's first */
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
@@ -308,74 +311,111 @@ static int pick_near(const struct mt_slice *sl, const struct chainv *a,
 #define LOOK_AHEAD 16
 
 /*
- * When alignments one level apart explain B equally well (recursion),
- * the segments after B may know more: one that returned above B's roots
- * revealed the callers there, which sit above B's start chain too.  Walk
- * the following segments, each placed against the one before it where
- * that is certain, collecting the callers revealed above B's roots, and
- * try the candidates again with them on top.  Returns the index into
- * r->near of the one they pick, or -1.
+ * The callers above B's roots that later segments revealed.  Each
+ * following segment is placed against the one before it, where that is
+ * certain; one that returned above B's roots revealed the frames there,
+ * which sit above B's start chain too.  xs/xi hold them, root first,
+ * then B's start chain: e + nr_start frames.
  */
-static int look_ahead(struct thread_state *s, const struct chainv *a,
-		      uint32_t ib, const struct alignment *r)
+struct ext_walk {
+	const struct mt_segment *b, *cur;
+	size_t next, steps;
+	long level; /* of cur's roots, B's being 0 */
+	uint32_t *xs;
+	uint64_t *xi;
+	size_t e, cap;
+};
+
+static void ext_init(struct ext_walk *w, const struct thread_state *s,
+		     uint32_t ib)
+{
+	memset(w, 0, sizeof(*w));
+	w->b = w->cur = &s->t->segments[ib];
+	w->next = ib + 1;
+}
+
+static void ext_free(struct ext_walk *w)
+{
+	free(w->xs);
+	free(w->xi);
+}
+
+/* Walk on to the next segment that reveals more callers above B's
+ * roots: 1 when xs/xi grew, 0 when the walk can go no further. */
+static int ext_next(const struct thread_state *s, struct ext_walk *w)
 {
 	const struct mt_slice *sl = s->th->slices;
-	const struct mt_segment *b = &s->t->segments[ib], *cur = b;
-	uint32_t *xs = NULL;
-	uint64_t *xi = NULL;
-	size_t e = 0, cap = 0, steps = 0;
-	long level = 0; /* of cur's roots, B's being 0 */
-	int pick = -1;
+	const struct mt_segment *b = w->b;
 
-	for (size_t k = ib + 1;
-	     k < s->t->nr_segments && steps < LOOK_AHEAD && pick < 0; k++) {
-		const struct mt_segment *c = &s->t->segments[k];
-		struct chainv cl = {cur->end_chain, cur->end_rets, cur->nr_end};
+	for (; w->next < s->t->nr_segments && w->steps < LOOK_AHEAD;
+	     w->next++) {
+		const struct mt_segment *c = &s->t->segments[w->next];
+		struct chainv cl = {w->cur->end_chain, w->cur->end_rets,
+				    w->cur->nr_end};
 		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
 		struct alignment rc;
 		long top;
 
 		if (c->tid != b->tid)
 			continue;
-		steps++;
+		w->steps++;
 		align(sl, &cl, &cv, &rc);
 		if (!rc.best.len || rc.ties || !rc.best.confirmed ||
 		    rc.nr_near > 1)
-			break;
-		top = rc.best.ahead ? level - (long)rc.best.ahead
-				    : level + (long)rc.best.off;
-		if (top < -(long)e) {
-			size_t add = (size_t)(-(long)e - top);
-			size_t need = add + e + b->nr_start;
+			return 0;
+		top = rc.best.ahead ? w->level - (long)rc.best.ahead
+				    : w->level + (long)rc.best.off;
+		w->level = top;
+		w->cur = c;
+		if (top < -(long)w->e) {
+			size_t add = (size_t)(-(long)w->e - top);
+			size_t need = add + w->e + b->nr_start;
 
-			if (need > cap) {
-				uint32_t *ns = realloc(xs, need * sizeof(*xs));
+			if (need > w->cap) {
+				uint32_t *ns =
+					realloc(w->xs, need * sizeof(*ns));
 				uint64_t *ni;
 
 				if (!ns)
-					break;
-				xs = ns;
-				ni = realloc(xi, need * sizeof(*xi));
+					return 0;
+				w->xs = ns;
+				ni = realloc(w->xi, need * sizeof(*ni));
 				if (!ni)
-					break;
-				xi = ni;
-				cap = need;
+					return 0;
+				w->xi = ni;
+				w->cap = need;
 			}
-			memmove(xs + add, xs, e * sizeof(*xs));
-			memmove(xi + add, xi, e * sizeof(*xi));
-			memcpy(xs, c->start_chain, add * sizeof(*xs));
-			memcpy(xi, c->start_ips, add * sizeof(*xi));
-			e += add;
-			memcpy(xs + e, b->start_chain,
-			       b->nr_start * sizeof(*xs));
-			memcpy(xi + e, b->start_ips, b->nr_start * sizeof(*xi));
-			pick = pick_near(sl, a, b, xs, xi, e, r);
+			memmove(w->xs + add, w->xs, w->e * sizeof(*w->xs));
+			memmove(w->xi + add, w->xi, w->e * sizeof(*w->xi));
+			memcpy(w->xs, c->start_chain, add * sizeof(*w->xs));
+			memcpy(w->xi, c->start_ips, add * sizeof(*w->xi));
+			w->e += add;
+			memcpy(w->xs + w->e, b->start_chain,
+			       b->nr_start * sizeof(*w->xs));
+			memcpy(w->xi + w->e, b->start_ips,
+			       b->nr_start * sizeof(*w->xi));
+			w->next++;
+			return 1;
 		}
-		level = top;
-		cur = c;
 	}
-	free(xs);
-	free(xi);
+	return 0;
+}
+
+/*
+ * When alignments one level apart explain B equally well (recursion),
+ * try them again with the callers later segments revealed on top.
+ * Returns the index into r->near of the one they pick, or -1.
+ */
+static int look_ahead(struct thread_state *s, const struct chainv *a,
+		      uint32_t ib, const struct alignment *r)
+{
+	struct ext_walk w;
+	int pick = -1;
+
+	ext_init(&w, s, ib);
+	while (pick < 0 && ext_next(s, &w))
+		pick = pick_near(s->th->slices, a, w.b, w.xs, w.xi, w.e, r);
+	ext_free(&w);
 	return pick;
 }
 
@@ -408,20 +448,162 @@ static int merge(struct thread_state *s, uint32_t x, uint32_t y)
 	return r ? 0 : ret_set(&s->rets_of, x, ret_get(&s->rets_of, y));
 }
 
+/* The [decode gap] slice before B: the builder puts it just before B's
+ * first slice (its start chain's root). */
+static uint32_t gap_before(const struct thread_state *s,
+			   const struct mt_segment *b)
+{
+	uint32_t g = b->nr_start ? b->start_chain[0] : 0;
+
+	if (g == 0 || !(s->th->slices[g - 1].flags & MT_SLICE_GAP))
+		return MT_NONE;
+	return g - 1;
+}
+
+/*
+ * A's frames chain[0..n) are callers of what B began under: they live
+ * through all of B (a root of B that returned would have revealed its
+ * caller), ending as B's roots end.
+ */
+static void live_through(struct thread_state *s, const struct mt_segment *b,
+			 size_t n)
+{
+	struct mt_slice *sl = s->th->slices;
+	uint32_t broot = b->start_chain[0];
+	uint64_t end =
+		end_of(&sl[broot]) > b->end ? end_of(&sl[broot]) : b->end;
+	uint32_t flags = end_of(&sl[broot]) < b->end ? MT_SLICE_INFERRED_END
+						     : sl[broot].flags;
+
+	for (size_t j = 0; j < n; j++) {
+		struct mt_slice *x = &sl[s->chain[j]];
+
+		if (end > end_of(x))
+			x->dur = end - x->ts;
+		x->flags = (x->flags & ~MT_SLICE_INFERRED_END) |
+			   (flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
+	}
+}
+
+/* Join B (its frames bv, root first) to A (s->chain) as m says. */
+static int apply_join(struct thread_state *s, const struct mt_segment *b,
+		      const struct chainv *bv, const struct match *m)
+{
+	struct mt_slice *sl = s->th->slices;
+	uint32_t deepest = s->chain[m->off + m->len - 1];
+	uint32_t gap = gap_before(s, b);
+	int rc = 0;
+
+	s->joins++;
+	for (size_t i = 0; i < m->len && !rc; i++)
+		rc = merge(s, s->chain[m->off + i], bv->sl[m->ahead + i]);
+	if (rc)
+		return rc;
+	/* A's callers above the join live at least as long. */
+	live_through(s, b, m->off);
+	/* B's callers above A's root were there before A began: they
+	 * become A's root's callers, from A's start. */
+	if (m->ahead) {
+		uint32_t aroot = s->chain[0];
+		uint32_t seg = sl[aroot].segment;
+		uint64_t from = sl[aroot].ts;
+
+		sl[aroot].parent = bv->sl[m->ahead - 1];
+		/* and of its segment's first root, whose parent the other
+		 * roots share (parent_of()) */
+		if (seg < s->t->nr_segments && s->t->segments[seg].nr_start) {
+			uint32_t r0 =
+				resolve(s, s->t->segments[seg].start_chain[0]);
+
+			if (sl[r0].parent == MT_NONE && r0 != aroot) {
+				sl[r0].parent = bv->sl[m->ahead - 1];
+				if (sl[r0].ts < from)
+					from = sl[r0].ts;
+			}
+		}
+		for (size_t j = 0; j < m->ahead; j++) {
+			struct mt_slice *y = &sl[bv->sl[j]];
+			uint64_t e = end_of(y);
+
+			if (from < y->ts) {
+				y->ts = from;
+				y->dur = e - y->ts;
+			}
+			y->flags |= MT_SLICE_JOINED;
+		}
+	}
+	/* The gap between sits under the deepest joined frame. */
+	if (gap != MT_NONE)
+		sl[gap].parent = deepest;
+	return 0;
+}
+
+/*
+ * Whether B's chain bv joins A's (s->chain): 1 with m and why filled, 0
+ * with why saying why not.  ib is B, whose later segments may settle a
+ * recursion's depth (MT_NONE: bv already holds what they revealed).
+ */
+static int decide(struct thread_state *s, const struct chainv *av,
+		  const struct chainv *bv, uint32_t ib, struct match *m,
+		  char *why, size_t len)
+{
+	const struct mt_slice *sl = s->th->slices;
+	struct alignment r;
+	bool ahead_used = false;
+	size_t guessed = 0; /* alignments that fit as well */
+
+	align(sl, av, bv, &r);
+	*m = r.best;
+	if (!m->len) {
+		snprintf(why, len, "no common frames");
+		return 0;
+	}
+	if (r.ties) {
+		snprintf(why, len,
+			 "ambiguous: %zu alignments explain %zu frames",
+			 r.ties + 1, m->len);
+		return 0;
+	}
+	if (!m->ahead && r.nr_near > 1) {
+		int k = ib != MT_NONE ? look_ahead(s, av, ib, &r) : -1;
+
+		if (k >= 0) {
+			ahead_used = r.near[k].off != m->off;
+			*m = r.near[k];
+		} else {
+			guessed = r.nr_near;
+		}
+	}
+	/* Names alone are weak evidence (recursion repeats them, and a
+	 * function may return and be called again inside a gap): join only
+	 * where a call site confirms it, or where both stacks start at the
+	 * thread's first root, the one the trace began under. */
+	if (!m->confirmed && (m->off > 0 || m->ahead > 0 ||
+			      sl[av->sl[0]].segment != s->first_segment)) {
+		snprintf(why, len, "weak: no call site confirms the frames");
+		return 0;
+	}
+	snprintf(why, len,
+		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
+		 "%zu revealed%s",
+		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
+		 m->off == 1 ? "" : "s", m->ahead,
+		 ahead_used ? "; depth from a later segment's callers"
+		 : guessed  ? "; depth guessed (least change)"
+			    : "");
+	return 1;
+}
+
 /* Decide A -> B and join what is the same. */
 static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       bool join)
 {
 	struct mt_trace *t = s->t;
 	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
-	struct mt_slice *sl = s->th->slices;
-	struct alignment r;
-	struct match best;
+	struct match m;
 	struct chainv av, bv;
 	size_t na;
 	char why[160];
-	bool ahead_used = false;
-	size_t guessed = 0; /* alignments that fit as well */
 	int rc = end_chain(s, a, &na);
 
 	if (rc)
@@ -431,100 +613,109 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			      "no frames on one side");
 	av = (struct chainv){s->chain, s->rets, na};
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
-	align(sl, &av, &bv, &r);
-	best = r.best;
-	if (!best.len)
-		return record(t, s->th->tid, ia, ib, 0, 0, "no common frames");
-	if (r.ties) {
-		snprintf(why, sizeof(why),
-			 "ambiguous: %zu alignments explain %zu frames",
-			 r.ties + 1, best.len);
-		return record(t, s->th->tid, ia, ib, 0, best.score, why);
-	}
-	if (!best.ahead && r.nr_near > 1) {
-		int k = look_ahead(s, &av, ib, &r);
-
-		if (k >= 0) {
-			ahead_used = r.near[k].off != best.off;
-			best = r.near[k];
-		} else {
-			guessed = r.nr_near;
-		}
-	}
-	/* Names alone are weak evidence (recursion repeats them, and a
-	 * function may return and be called again inside a gap): join only
-	 * where a call site confirms it, or where both stacks start at the
-	 * thread's first root, the one the trace began under. */
-	if (!best.confirmed && (best.off > 0 || best.ahead > 0 ||
-				sl[s->chain[0]].segment != s->first_segment))
-		return record(t, s->th->tid, ia, ib, 0, best.score,
-			      "weak: no call site confirms the frames");
-	snprintf(why, sizeof(why),
-		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
-		 "%zu revealed%s",
-		 best.len, best.len == 1 ? "" : "s", best.confirmed, best.off,
-		 best.off == 1 ? "" : "s", best.ahead,
-		 ahead_used ? "; depth from a later segment's callers"
-		 : guessed  ? "; depth guessed (least change)"
-			    : "");
-	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)best.len : 0,
-		    best.score, why);
+	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
+		return record(t, s->th->tid, ia, ib, 0, m.len ? m.score : 0,
+			      why);
+	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)m.len : 0, m.score,
+		    why);
 	if (rc || !join)
 		return rc;
-	s->joins++;
+	return apply_join(s, b, &bv, &m);
+}
 
-	{
-		uint32_t deepest = s->chain[best.off + best.len - 1];
-		uint32_t broot = b->start_chain[0];
-		/* The parent of B's roots lives through all of B: a root
-		 * that returned would have revealed it. */
-		uint64_t b_root_end = end_of(&sl[broot]) > b->end
-					      ? end_of(&sl[broot])
-					      : b->end;
-		uint32_t b_root_flags = end_of(&sl[broot]) < b->end
-						? MT_SLICE_INFERRED_END
-						: sl[broot].flags;
+/*
+ * B's start chain with the callers above its roots that the first pass
+ * learnt from later segments (joined to B, they revealed B's callers),
+ * root first, resolved, with where each child returned to: into
+ * s->xs/s->xi.  Returns the length, 0 when out of memory.
+ */
+static size_t extended_chain(struct thread_state *s, const struct mt_segment *b)
+{
+	size_t up = 0, n;
+	uint32_t x = parent_of(s, resolve(s, b->start_chain[0]));
 
-		for (size_t i = 0; i < best.len && !rc; i++)
-			rc = merge(s, s->chain[best.off + i],
-				   b->start_chain[best.ahead + i]);
-		if (rc)
-			return rc;
-		/* A's callers above the join live at least as long. */
-		for (size_t j = 0; j < best.off; j++) {
-			struct mt_slice *x = &sl[s->chain[j]];
-
-			if (b_root_end > end_of(x))
-				x->dur = b_root_end - x->ts;
-			x->flags = (x->flags & ~MT_SLICE_INFERRED_END) |
-				   (b_root_flags & MT_SLICE_INFERRED_END) |
-				   MT_SLICE_JOINED;
-		}
-		/* B's callers above A's root were there before A began: they
-		 * become A's root's callers, from A's start. */
-		if (best.ahead) {
-			uint32_t aroot = s->chain[0];
-
-			sl[aroot].parent = b->start_chain[best.ahead - 1];
-			for (size_t j = 0; j < best.ahead; j++) {
-				struct mt_slice *y = &sl[b->start_chain[j]];
-				uint64_t e = end_of(y);
-
-				if (sl[aroot].ts < y->ts) {
-					y->ts = sl[aroot].ts;
-					y->dur = e - y->ts;
-				}
-				y->flags |= MT_SLICE_JOINED;
-			}
-		}
-		/* The gap between sits under the deepest joined frame. */
-		for (size_t i = 0; i < s->th->nr_slices; i++)
-			if ((sl[i].flags & MT_SLICE_GAP) &&
-			    sl[i].segment == ia && sl[i].ts >= a->end &&
-			    end_of(&sl[i]) <= b->start)
-				sl[i].parent = deepest;
+	for (uint32_t p = x; p != MT_NONE && up < (1u << 20);
+	     p = parent_of(s, p))
+		up++;
+	n = up + b->nr_start;
+	if (mt_grow((void **)&s->xs, &s->cap_xs, n, sizeof(*s->xs)))
+		return 0;
+	free(s->xi);
+	s->xi = malloc(n * sizeof(*s->xi));
+	if (!s->xi)
+		return 0;
+	for (size_t i = up; i-- > 0; x = parent_of(s, x))
+		s->xs[i] = x;
+	for (size_t i = 0; i < b->nr_start; i++) {
+		s->xs[up + i] = resolve(s, b->start_chain[i]);
+		s->xi[up + i] = b->start_ips[i];
 	}
-	return 0;
+	for (size_t i = 0; i < up; i++)
+		s->xi[i] = ret_get(&s->rets_of, s->xs[i + 1]);
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Second pass, for a pair the first left apart: the segments after B
+ * were joined to B by then, and those that returned above B's roots
+ * revealed its callers.  With them on top, B may share frames with A
+ * after all (a gap in the dynamic linker's lazy binding, say, whose
+ * caller only a later segment returned to).
+ */
+static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
+		       size_t rec)
+{
+	struct mt_trace *t = s->t;
+	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
+	struct mt_stitch *st = &t->stitches[rec];
+	struct chainv av, bv;
+	struct match m;
+	uint32_t *sorted;
+	size_t na, nb;
+	char why[200], was[160];
+	bool shared = false;
+	int rc = end_chain(s, a, &na);
+
+	if (rc || !na || !b->nr_start)
+		return rc;
+	nb = extended_chain(s, b);
+	if (!nb)
+		return -ENOMEM;
+	if (nb == b->nr_start)
+		return 0; /* nothing learnt */
+	/* Already one tree (joined around this pair): nothing to do. */
+	sorted = malloc(na * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, s->chain, na * sizeof(*sorted));
+	qsort(sorted, na, sizeof(*sorted), cmp_u32);
+	for (size_t i = 0; i < nb && !shared; i++)
+		shared = bsearch(&s->xs[i], sorted, na, sizeof(*sorted),
+				 cmp_u32) != NULL;
+	free(sorted);
+	if (shared)
+		return 0;
+	av = (struct chainv){s->chain, s->rets, na};
+	bv = (struct chainv){s->xs, s->xi, nb};
+	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)))
+		return 0;
+	snprintf(was, sizeof(was), "%s", mt_str(&t->strs, st->reason));
+	snprintf(why + strlen(why), sizeof(why) - strlen(why),
+		 " with %zu caller%s later segments revealed (first: %s)",
+		 nb - b->nr_start, nb - b->nr_start == 1 ? "" : "s", was);
+	st->reason = mt_str_intern(&t->strs, why);
+	if (st->reason == MT_NONE)
+		return -ENOMEM;
+	st->frames_joined = (uint32_t)m.len;
+	st->score = m.score;
+	return apply_join(s, b, &bv, &m);
 }
 
 struct order {
@@ -637,6 +828,7 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 {
 	struct thread_state s = {.t = t, .th = th};
 	uint32_t prev = MT_NONE;
+	size_t first_rec;
 	int rc = 0;
 
 	s.alias =
@@ -657,6 +849,7 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 			rc = ret_set(&s.rets_of, g->start_chain[k + 1],
 				     g->start_ips[k]);
 	}
+	first_rec = t->nr_stitches;
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
 		if (t->segments[i].tid != th->tid)
 			continue;
@@ -666,6 +859,11 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 			s.first_segment = (uint32_t)i;
 		prev = (uint32_t)i;
 	}
+	/* The pairs left apart, again, knowing what the first pass joined. */
+	for (size_t k = first_rec; join && !rc && k < t->nr_stitches; k++)
+		if (!t->stitches[k].frames_joined)
+			rc = rejoin_pair(&s, t->stitches[k].seg_a,
+					 t->stitches[k].seg_b, k);
 	if (!rc && s.joins)
 		rc = rebuild(&s);
 	free(s.alias);
@@ -673,6 +871,8 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	free(s.rets_of.ret);
 	free(s.chain);
 	free(s.rets);
+	free(s.xs);
+	free(s.xi);
 	return rc;
 }
 

@@ -220,7 +220,8 @@ int main(int argc, char **argv)
 				if (b->tid != a->tid ||
 				    b->start > a->start + slack[i])
 					break;
-				if (used[k] || strcmp(a->name, b->name) ||
+				if (used[k] ||
+				    !tf_same_name(a->name, b->name) ||
 				    diff(a->start, b->start) > slack[i] ||
 				    (a->lost && !b->clipped))
 					continue;

@@ -85,13 +85,6 @@ struct result {
 	char first_bad[512];
 };
 
-/* Code without a symbol: each side names it its own way. */
-static bool same_name(const char *a, const char *b)
-{
-	return !strcmp(a, b) ||
-	       (!strncmp(a, "[unknown", 8) && !strncmp(b, "[unknown", 8));
-}
-
 static uint64_t diff(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : b - a;
@@ -143,7 +136,8 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 		res->sum_start_err += (double)es;
 		/* A trace that starts at a function's entry cannot tell
 		 * whether the call was just before it. */
-		if (a->depth - k != b->depth || !same_name(a->name, b->name) ||
+		if (a->depth - k != b->depth ||
+		    !tf_same_name(a->name, b->name) ||
 		    (a->cs != b->cs && !(b->cs && es <= tol)) ||
 		    a->ce != b->ce || a->tail != b->tail || a->sys != b->sys ||
 		    es > tol || ee > tol) {

@@ -208,6 +208,26 @@ static void test_depth_from_later_segment(struct check_state *st)
 	       "depth from a later segment");
 }
 
+/*
+ * B shares nothing with A: it began in code called in the gap (f9, the
+ * way a lazy binding's resolver is), which jumped on to f3.  C returns
+ * above B's roots into f2 and f1, which A has: the second pass puts B
+ * under A's f2.
+ */
+static void test_rejoin_with_later_callers(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(9, 0x30), 0}, {DEC_JUMP, FN(3), AT(9, 0x40)},
+		{DEC_CALL, FN(4), AT(3, 0x15)}, {DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(3, 0x15), 0},	{DEC_RET, AT(2, 0x25), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:gap 2:f9 2:f3:j 3:f4:j 4:gap",
+	       "later segments revealed (first: no common frames)");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -233,5 +253,6 @@ int main(void)
 	RUN(&st, test_call_sites_carry_over);
 	RUN(&st, test_tail_from_root);
 	RUN(&st, test_depth_from_later_segment);
+	RUN(&st, test_rejoin_with_later_callers);
 	return CHECK_DONE(&st);
 }
