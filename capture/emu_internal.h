@@ -77,6 +77,10 @@ struct thr {
 	 * the stack an unwinder would report at the snapshot. */
 	uint64_t *shadow;
 	size_t depth, cap_shadow;
+	/* The stack unwound at the trigger (leaf first), when it could be:
+	 * it knows the callers from before tracing began. */
+	uint64_t *unwound;
+	size_t nr_unwound;
 	uint64_t last_ip;
 	/* --truth: every call it made, and the calls it is in. */
 	struct trow *rows;
@@ -99,7 +103,7 @@ struct snap {
 };
 
 struct ehit {
-	uint64_t time, mark;
+	uint64_t time, mark, ip;
 	pid_t tid;
 	long arg;
 };
@@ -123,7 +127,10 @@ struct emu {
 	char **maps; /* executable lines of /proc/PID/maps seen */
 	size_t nr_maps, cap_maps;
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
-	uint64_t hit_time, hit_mark;
+	/* A FILE:LINE trigger: every address the line begins at. */
+	uint64_t *triggers;
+	size_t nr_triggers;
+	uint64_t hit_time, hit_mark, hit_ip;
 	pid_t hit_tid;
 	long hit_arg;
 	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
