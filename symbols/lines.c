@@ -14,6 +14,7 @@
 #include "symbols/symbols.h"
 #include "util/util.h"
 
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -30,8 +31,8 @@ struct lrow {
 struct lsearch {
 	const char *want;
 	unsigned line;
-	/* The distinct table names that match want (at most a few kept). */
-	const char *names[8];
+	/* The distinct file names that match want (at most a few kept). */
+	char *names[8];
 	size_t nr_names;
 	struct lrow *rows;
 	size_t nr_rows, cap_rows;
@@ -45,16 +46,46 @@ static bool name_matches(const char *table, const char *want)
 {
 	size_t lt = strlen(table), lw = strlen(want);
 
-	while (!strncmp(want, "./", 2)) {
-		want += 2;
-		lw -= 2;
-	}
 	if (want[0] == '/')
 		return !strcmp(table, want);
 	return lt >= lw && !strcmp(table + lt - lw, want) &&
 	       (lt == lw || table[lt - lw - 1] == '/');
 }
 
+/*
+ * Collapse "." and "dir/.." in path, in place: compilers write a header's
+ * name relative to each unit's directory, and one file must be one name
+ * whichever unit names it.
+ */
+static void normalize(char *path, size_t size)
+{
+	char tmp[4096], *seg[512], *save = NULL;
+	size_t n = 0, at = 0;
+	bool abs = path[0] == '/';
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *t = strtok_r(tmp, "/", &save); t && n < 512;
+	     t = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(t, "."))
+			continue;
+		if (!strcmp(t, "..") && n && strcmp(seg[n - 1], "..")) {
+			n--;
+			continue;
+		}
+		if (!strcmp(t, "..") && abs)
+			continue; /* "/.." is "/" */
+		seg[n++] = t;
+	}
+	path[0] = 0;
+	if (abs)
+		at = (size_t)snprintf(path, size, "/");
+	for (size_t i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(path + at, size - at, "%s%s",
+				       i ? "/" : "", seg[i]);
+}
+
+/* The index of name among those seen, -1 when there is no room left,
+ * -2 when out of memory. */
 static int note_name(struct lsearch *s, const char *name)
 {
 	for (size_t i = 0; i < s->nr_names; i++)
@@ -62,13 +93,18 @@ static int note_name(struct lsearch *s, const char *name)
 			return (int)i;
 	if (s->nr_names == sizeof(s->names) / sizeof(s->names[0]))
 		return -1;
-	s->names[s->nr_names] = name;
+	s->names[s->nr_names] = strdup(name);
+	if (!s->names[s->nr_names])
+		return -2;
 	return (int)s->nr_names++;
 }
 
 static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
 {
+	Dwarf_Attribute at;
+	const char *dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
 	Dwarf_Lines *lines;
+	char full[4096];
 	size_t n;
 
 	/* A unit without a line table (a type unit) has nothing to say. */
@@ -81,14 +117,28 @@ static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
 		bool stmt, end;
 		int ln;
 
-		if (!name || !name_matches(name, s->want) ||
-		    dwarf_lineno(l, &ln) || dwarf_lineaddr(l, &addr) ||
+		int k;
+
+		if (!name)
+			continue;
+		/* A relative name is relative to the compilation's
+		 * directory: an absolute FILE must still find it. */
+		if (name[0] != '/' && dir)
+			snprintf(full, sizeof(full), "%s/%s", dir, name);
+		else
+			snprintf(full, sizeof(full), "%s", name);
+		normalize(full, sizeof(full));
+		name = full;
+		if (!name_matches(name, s->want) || dwarf_lineno(l, &ln) ||
+		    dwarf_lineaddr(l, &addr) ||
 		    dwarf_linebeginstatement(l, &stmt) ||
 		    dwarf_lineendsequence(l, &end) || end || ln <= 0)
 			continue;
 		/* Only the first of several files is searched: the caller
 		 * is told of the others and asked to choose. */
-		if (note_name(s, name) != 0)
+		if ((k = note_name(s, name)) == -2)
+			return -ENOMEM;
+		if (k != 0)
 			continue;
 		if ((unsigned)ln < s->line && (unsigned)ln > s->below)
 			s->below = (unsigned)ln;
@@ -130,7 +180,8 @@ static const Dwfl_Callbacks offline_cb = {
 int sym_line_addrs(const char *path, const char *file, unsigned line,
 		   uint64_t **addrs, char *err, size_t errlen)
 {
-	struct lsearch s = {.want = file, .line = line};
+	struct lsearch s = {.line = line};
+	char want[4096];
 	struct sym_file *sf = NULL;
 	Dwfl *dwfl = NULL;
 	Dwfl_Module *mod;
@@ -143,6 +194,9 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	int rc;
 
 	*addrs = NULL;
+	snprintf(want, sizeof(want), "%s", file);
+	normalize(want, sizeof(want));
+	s.want = want;
 	dwfl = dwfl_begin(&offline_cb);
 	if (!dwfl) {
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
@@ -230,6 +284,8 @@ fail:
 done:
 	sym_file_free(sf);
 	free(s.rows);
+	for (size_t i = 0; i < s.nr_names; i++)
+		free(s.names[i]);
 	dwfl_end(dwfl);
 	return rc;
 }
