@@ -47,7 +47,16 @@ struct trow {
 	uint8_t flags;
 };
 
-enum { TR_CLIP_START = 1, TR_CLIP_END = 2, TR_TAIL = 4, TR_SYSCALL = 8 };
+/* The flags of truth.tsv (tests/synth/README.md). */
+enum {
+	TR_CLIP_START = 1,
+	TR_CLIP_END = 2,
+	TR_TAIL = 4,
+	TR_SYSCALL = 8,
+	TR_TAIL_OUT = 16, /* left by a jump to another function */
+	TR_UNWOUND = 32,  /* left by a longjmp-like jump to an ancestor */
+	TR_SIGNAL = 64,	  /* entered by the kernel delivering a signal */
+};
 
 struct tframe {
 	uint32_t row;

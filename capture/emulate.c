@@ -800,7 +800,8 @@ static int trace(struct emu *e)
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
-					if (tpush(e, t, now_ns(), ip, 0, 0))
+					if (tpush(e, t, now_ns(), ip, 0,
+						  TR_SIGNAL))
 						return emu_fail(
 							e, -ENOMEM,
 							"out of memory");
