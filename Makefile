@@ -7,7 +7,7 @@ MODE    ?= release
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers \
            -Wno-format-truncation
 CSTD    := -std=c11 -D_GNU_SOURCE
-LIBS    := -lipt -lelf -liberty -llzma -lcapstone -lsqlite3 -lz -lm -lpthread
+LIBS    := -lipt -ldw -lelf -liberty -llzma -lcapstone -lsqlite3 -lz -lm -lpthread
 
 ifeq ($(MODE),asan)
 BUILD   ?= build/asan

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---------------------------------------------------------------- */
 /* ptenc: what Intel PT hardware emits for user-only tracing, given    */
@@ -119,6 +120,37 @@ struct emu_stats {
  */
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- */
+/* Triggers and stacks, for every backend                             */
+
+/*
+ * Is spec a FILE:LINE trigger ("demo.c:42")?  If so, its parts go to
+ * file (filelen bytes; NULL: only *line) and *line.  "addr:0x..." and symbols
+ * are not.
+ */
+bool line_trigger_spec(const char *spec, char *file, size_t filelen,
+		       unsigned *line);
+/*
+ * The runtime addresses in process pid where FILE:LINE spec begins (see
+ * sym_line_addrs), from the DWARF line tables of its executable exe, or,
+ * when those know no such file, of the one shared library mapped now that
+ * does.  Returns 0 with *n > 0 addresses in *addrs (malloc'd, the caller
+ * frees), or a negative code with one line in err that lists the
+ * candidates (the nearest lines with code, or the files the name fits).
+ */
+int line_trigger_resolve(pid_t pid, const char *exe, const char *spec,
+			 uint64_t **addrs, size_t *n, char *err, size_t errlen);
+
+/*
+ * The call stack of thread tid of process pid, which the caller holds
+ * stopped under ptrace, unwound with the modules' CFI (libdw): leaf first,
+ * the IP then return addresses, at most max of them in ips, the count in
+ * *n.  Returns 0, or a negative code with one line in err (nothing usable
+ * in ips then).
+ */
+int unwind_thread(pid_t pid, pid_t tid, uint64_t *ips, size_t max, size_t *n,
+		  char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- */
 /* The intel_pt PMU (sysfs) and the config a recording asks of it     */

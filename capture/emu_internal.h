@@ -47,7 +47,16 @@ struct trow {
 	uint8_t flags;
 };
 
-enum { TR_CLIP_START = 1, TR_CLIP_END = 2, TR_TAIL = 4, TR_SYSCALL = 8 };
+/* The flags of truth.tsv (tests/synth/README.md). */
+enum {
+	TR_CLIP_START = 1,
+	TR_CLIP_END = 2,
+	TR_TAIL = 4,
+	TR_SYSCALL = 8,
+	TR_TAIL_OUT = 16, /* left by a jump to another function */
+	TR_UNWOUND = 32,  /* left by a longjmp-like jump to an ancestor */
+	TR_SIGNAL = 64,	  /* entered by the kernel delivering a signal */
+};
 
 struct tframe {
 	uint32_t row;
@@ -77,6 +86,10 @@ struct thr {
 	 * the stack an unwinder would report at the snapshot. */
 	uint64_t *shadow;
 	size_t depth, cap_shadow;
+	/* The stack unwound at the trigger (leaf first), when it could be:
+	 * it knows the callers from before tracing began. */
+	uint64_t *unwound;
+	size_t nr_unwound;
 	uint64_t last_ip;
 	/* --truth: every call it made, and the calls it is in. */
 	struct trow *rows;
@@ -99,7 +112,7 @@ struct snap {
 };
 
 struct ehit {
-	uint64_t time, mark;
+	uint64_t time, mark, ip;
 	pid_t tid;
 	long arg;
 };
@@ -123,7 +136,10 @@ struct emu {
 	char **maps; /* executable lines of /proc/PID/maps seen */
 	size_t nr_maps, cap_maps;
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
-	uint64_t hit_time, hit_mark;
+	/* A FILE:LINE trigger: every address the line begins at. */
+	uint64_t *triggers;
+	size_t nr_triggers;
+	uint64_t hit_time, hit_mark, hit_ip;
 	pid_t hit_tid;
 	long hit_arg;
 	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */

@@ -141,6 +141,14 @@ void tpop_to(struct thr *t, size_t n, uint64_t when)
 		t->rows[t->tstack[--t->tdepth].row].end = when;
 }
 
+/* The same, for frames that no ret of their own left. */
+static void tleave(struct thr *t, size_t n, uint64_t when, uint8_t how)
+{
+	for (size_t i = n; i < t->tdepth; i++)
+		t->rows[t->tstack[i].row].flags |= how;
+	tpop_to(t, n, when);
+}
+
 /* A return or jump climbed above every frame seen: the function at ip
  * was there all along. */
 static int treveal(struct emu *e, struct thr *t, uint64_t ip)
@@ -176,7 +184,10 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 	case IC_RET:
 		for (size_t i = t->tdepth; i-- > 0;)
 			if (t->tstack[i].ret == to) {
-				tpop_to(t, i, when);
+				/* Frames above the one returned from were
+				 * left without a ret of their own. */
+				tpop_to(t, t->tdepth - 1, when);
+				tleave(t, i, when, TR_UNWOUND);
 				return 0;
 			}
 		/* A handler returns into the kernel's trampoline, which takes
@@ -200,7 +211,7 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 			for (size_t i = t->tdepth - 1; i-- > 0;)
 				if (to >= t->tstack[i].lo &&
 				    to < t->tstack[i].hi) {
-					tpop_to(t, i + 1, back);
+					tleave(t, i + 1, back, TR_UNWOUND);
 					break;
 				}
 		return 0;
@@ -213,14 +224,14 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		/* Into a frame below: a longjmp unwinding to it. */
 		for (size_t i = t->tdepth - 1; i-- > 0;)
 			if (to >= t->tstack[i].lo && to < t->tstack[i].hi) {
-				tpop_to(t, i + 1, when);
+				tleave(t, i + 1, when, TR_UNWOUND);
 				return 0;
 			}
 		/* A tail call: the new function takes the frame's place. */
 		{
 			uint64_t ret = top->ret;
 
-			tpop_to(t, t->tdepth - 1, when);
+			tleave(t, t->tdepth - 1, when, TR_TAIL_OUT);
 			if (tpush(e, t, when, to, ret, TR_TAIL))
 				return -1;
 		}
@@ -291,15 +302,16 @@ int write_truth(struct emu *e, uint64_t end)
 		}
 		for (size_t k = 0; k < t->nr_rows; k++) {
 			const struct trow *r = order[k];
-			static const char *const names[] = {"clipped_start",
-							    "clipped_end",
-							    "tail", "syscall"};
+			static const char *const names[] = {
+				"clipped_start", "clipped_end", "tail",
+				"syscall",	 "tail_out",	"unwound",
+				"signal"};
 			bool any = false;
 
 			fprintf(f, "%d\t%u\t%s\t%llu\t%llu\t", t->tid, r->depth,
 				r->name, (unsigned long long)r->start,
 				(unsigned long long)r->end);
-			for (int b = 0; b < 4; b++)
+			for (int b = 0; b < 7; b++)
 				if (r->flags & (1 << b)) {
 					fprintf(f, "%s%s", any ? "," : "",
 						names[b]);

@@ -682,6 +682,47 @@ static int take_snapshot(struct emu *e, uint64_t when)
 
 static int collect_maps(struct emu *e);
 
+static bool at_trigger(const struct emu *e, uint64_t ip)
+{
+	if (ip == e->trigger)
+		return true;
+	for (size_t i = 0; i < e->nr_triggers; i++)
+		if (ip == e->triggers[i])
+			return true;
+	return false;
+}
+
+/*
+ * The hit thread is stopped at the trigger: its real stack, callers from
+ * before tracing began included, replaces the shadow stack in the capture.
+ * Without it (no CFI, unreadable memory) the shadow stack stays, and the
+ * user is told why in one line.
+ */
+static void unwind_at_hit(struct emu *e, struct thr *t)
+{
+	enum { MAX_FRAMES = 4096 };
+	char why[256];
+	size_t n = 0;
+	uint64_t *ips = malloc(MAX_FRAMES * sizeof(*ips));
+	int rc = ips ? unwind_thread(e->pid, t->tid, ips, MAX_FRAMES, &n, why,
+				     sizeof(why))
+		     : -ENOMEM;
+
+	if (rc) {
+		size_t len = strlen(e->st->warning);
+
+		free(ips);
+		snprintf(e->st->warning + len, sizeof(e->st->warning) - len,
+			 "%sthe stack at the trigger is the calls traced "
+			 "(unwinding failed: %s)",
+			 len ? "; " : "",
+			 rc == -ENOMEM ? "out of memory" : why);
+		return;
+	}
+	t->unwound = ips;
+	t->nr_unwound = n;
+}
+
 /* The step loop: until every thread has exited or we are told to stop. */
 static int trace(struct emu *e)
 {
@@ -759,7 +800,8 @@ static int trace(struct emu *e)
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
-					if (tpush(e, t, now_ns(), ip, 0, 0))
+					if (tpush(e, t, now_ns(), ip, 0,
+						  TR_SIGNAL))
 						return emu_fail(
 							e, -ENOMEM,
 							"out of memory");
@@ -769,7 +811,7 @@ static int trace(struct emu *e)
 				return rc;
 			}
 			t->last_ip = ip;
-			if (e->trigger && ip == e->trigger) {
+			if (e->trigger && at_trigger(e, ip)) {
 				/* The snapshot point: stop here.  The stub's
 				 * argument is in rdi. */
 				uint64_t when = now_ns(), mark = 0;
@@ -802,8 +844,8 @@ static int trace(struct emu *e)
 								"memory");
 						e->hits[e->nr_hits++] =
 							(struct ehit){when,
-								      mark, tid,
-								      arg};
+								      mark, ip,
+								      tid, arg};
 						if ((rc = step(e, t, 0)))
 							return rc;
 						continue;
@@ -812,6 +854,8 @@ static int trace(struct emu *e)
 					e->hit_mark = mark;
 					e->hit_tid = tid;
 					e->hit_arg = arg;
+					e->hit_ip = ip;
+					unwind_at_hit(e, t);
 					break;
 				}
 			}
@@ -1136,6 +1180,13 @@ static int write_capture(struct emu *e)
 
 		if (!t->started || t->exited || !t->last_ip)
 			continue;
+		if (t->nr_unwound) {
+			es.nr = t->nr_unwound;
+			es.ips = t->unwound;
+			if (pd_ext_add_stack(&ext, &es))
+				goto werr;
+			continue;
+		}
 		ips = malloc((t->depth + 1) * sizeof(*ips));
 		if (!ips)
 			goto werr;
@@ -1164,7 +1215,7 @@ static int write_capture(struct emu *e)
 			.pid = (uint32_t)e->pid,
 			.tid = (uint32_t)e->hits[k].tid,
 			.time = e->hits[k].time,
-			.ip = e->trigger,
+			.ip = e->hits[k].ip,
 			.arg = e->hits[k].arg,
 			.mark_start = e->hits[k].mark,
 			.name = o->trigger ? o->trigger : "mt_snapshot_point",
@@ -1178,7 +1229,7 @@ static int write_capture(struct emu *e)
 			.pid = (uint32_t)e->pid,
 			.tid = (uint32_t)e->hit_tid,
 			.time = e->hit_time,
-			.ip = e->trigger,
+			.ip = e->hit_ip,
 			.arg = e->hit_arg,
 			.mark_start = e->hit_mark,
 			.name = o->trigger ? o->trigger : "mt_snapshot_point",
@@ -1285,7 +1336,13 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);
-	if (!rc && o->trigger)
+	if (!rc && o->trigger &&
+	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
+		rc = line_trigger_resolve(e.pid, e.exe, o->trigger, &e.triggers,
+					  &e.nr_triggers, err, errlen);
+		if (!rc)
+			e.trigger = e.triggers[0];
+	} else if (!rc && o->trigger)
 		rc = exe_symbol(&e, o->trigger, &e.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
@@ -1322,6 +1379,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	for (size_t i = 0; i < e.nr_thr; i++) {
 		ptenc_free(e.thr[i].enc);
 		free(e.thr[i].shadow);
+		free(e.thr[i].unwound);
 		free(e.thr[i].rows);
 		free(e.thr[i].tstack);
 	}
@@ -1335,6 +1393,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		free(e.snaps[k].data);
 	free(e.snaps);
 	free(e.hits);
+	free(e.triggers);
 	for (int c = 0; c < e.nr_sb; c++)
 		sb_close(&e.sb[c]);
 	free(e.sb);

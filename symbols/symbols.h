@@ -11,6 +11,9 @@
  * file (found by build id under a debug root, or .gnu_debuglink) and the
  * MiniDebugInfo in .gnu_debugdata when present.  PLT entries are named
  * "name@plt".  C++ and Rust names are demangled.
+ *
+ * Source lines map to addresses through the DWARF line tables
+ * (sym_line_addrs, libdw).
  */
 #ifndef MT_SYMBOLS_H
 #define MT_SYMBOLS_H
@@ -76,6 +79,21 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 		 size_t errlen);
 void sym_map_free(struct sym_map *m);
 const struct sym *sym_map_lookup(const struct sym_map *m, uint64_t addr);
+
+/*
+ * Where source line `line` of `file` begins in the ELF at path (or its
+ * separate debug file): in each function with code for the line (one per
+ * inlined copy), the lowest address of a line-table row that starts a
+ * statement there.  file is the table's name or its last components
+ * ("demo.c", "examples/demo.c") or an absolute path.  Returns the number
+ * of addresses (ELF vaddrs, ascending) with them in *addrs (malloc'd, the
+ * caller frees), or a negative code with one line in err: -ENOENT when no
+ * line table names such a file (or the ELF has none), -ERANGE when the
+ * line has no code (err names the nearest lines that do), -EINVAL when
+ * the name fits several files (err lists them), -ENOMEM.
+ */
+int sym_line_addrs(const char *path, const char *file, unsigned line,
+		   uint64_t **addrs, char *err, size_t errlen);
 
 /* Demangle a C++ or Rust name into buf; returns buf, or name when it is
  * not mangled (or does not fit). */

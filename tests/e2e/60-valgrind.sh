@@ -27,3 +27,14 @@ if vg "$B/mt-capture" --emulate -o "$W/c.bin" -- "$W/clock" >/dev/null \
 else
 	echo "FAIL valgrind_capture"; tail -20 "$W/cap.err" | sed 's/^/    /'
 fi
+# A FILE:LINE trigger deep in a call chain: the line tables and the
+# unwinder (libdw) run too.
+cc -O1 -g -o "$W/deep" "$R/tests/programs/deep.c"
+line=$(grep -n MARK_LINE "$R/tests/programs/deep.c" | cut -d: -f1)
+if vg "$B/mt-capture" --emulate --start-at work --trigger "deep.c:$line" \
+	-o "$W/d.bin" -- "$W/deep" >/dev/null 2>"$W/unw.err" &&
+	! grep -q 'unwinding failed' "$W/unw.err"; then
+	echo "PASS valgrind_capture_unwind"
+else
+	echo "FAIL valgrind_capture_unwind"; tail -20 "$W/unw.err" | sed 's/^/    /'
+fi

@@ -1,5 +1,5 @@
 /*
- * mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV]
+ * mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV] [--aliases FILE]
  *
  * The independent check of a synthetic capture: does perf's own Intel PT
  * decoder (which shares no code with libipt) report exactly the calls and
@@ -80,12 +80,22 @@ enum {
 	F_TAIL_OUT = 8,
 	F_UNWOUND = 16,
 	F_SYSCALL = 32,
+	F_SIGNAL = 64,
 };
 
-/* A tiny intern table so names compare by pointer. */
+/*
+ * Interned names, so that names compare by pointer; each knows the
+ * representative of its alias group (--aliases), itself when it has none.
+ */
+struct name {
+	char *s;
+	size_t rep;
+};
+
 struct names {
-	char **v;
+	struct name *v;
 	size_t n, cap;
+	size_t *hash, hcap; /* open addressing: index + 1, 0 = empty */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -98,18 +108,119 @@ static void *xrealloc(void *p, size_t n)
 	return p;
 }
 
-static char *intern(struct names *t, const char *s)
+static size_t hash_str(const char *s)
 {
-	for (size_t i = t->n; i-- > 0;)
-		if (!strcmp(t->v[i], s))
-			return t->v[i];
+	size_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static size_t intern_idx(struct names *t, const char *s)
+{
+	size_t h;
+
+	if (2 * (t->n + 1) > t->hcap) {
+		size_t cap = t->hcap ? 2 * t->hcap : 1024;
+
+		free(t->hash);
+		t->hash = xrealloc(NULL, cap * sizeof(*t->hash));
+		memset(t->hash, 0, cap * sizeof(*t->hash));
+		t->hcap = cap;
+		for (size_t i = 0; i < t->n; i++) {
+			h = hash_str(t->v[i].s) & (cap - 1);
+			while (t->hash[h])
+				h = (h + 1) & (cap - 1);
+			t->hash[h] = i + 1;
+		}
+	}
+	for (h = hash_str(s) & (t->hcap - 1); t->hash[h];
+	     h = (h + 1) & (t->hcap - 1))
+		if (!strcmp(t->v[t->hash[h] - 1].s, s))
+			return t->hash[h] - 1;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 256;
 		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
 	}
-	t->v[t->n] = xrealloc(NULL, strlen(s) + 1);
-	strcpy(t->v[t->n], s);
-	return t->v[t->n++];
+	t->v[t->n].s = xrealloc(NULL, strlen(s) + 1);
+	strcpy(t->v[t->n].s, s);
+	t->v[t->n].rep = t->n;
+	t->hash[h] = t->n + 1;
+	return t->n++;
+}
+
+static size_t find_rep(struct names *t, size_t i)
+{
+	while (t->v[i].rep != i) {
+		size_t up = t->v[t->v[i].rep].rep;
+
+		t->v[i].rep = up; /* halve the path */
+		i = up;
+	}
+	return i;
+}
+
+/*
+ * The name a function is compared under.  perf appends the symbol version
+ * of a dynamic symbol ("clock_gettime@@GLIBC_2.17") where the truth has
+ * the bare name; and where a binary has several names for one address
+ * (ssignal and __bsd_signal), perf and the truth may choose differently:
+ * --aliases lists those groups, and every name of a group compares as
+ * its representative.
+ */
+static const char *unversioned(const char *s, char *buf, size_t len)
+{
+	const char *at = strchr(s, '@');
+
+	if (!at || at == s || !strcmp(at, "@plt"))
+		return s;
+	snprintf(buf, len, "%.*s", (int)(at - s), s);
+	return buf;
+}
+
+static char *intern(struct names *t, const char *s)
+{
+	char buf[1024];
+
+	s = unversioned(s, buf, sizeof(buf));
+	size_t i = find_rep(t, intern_idx(t, s)); /* t->v may move */
+
+	return t->v[i].s;
+}
+
+/* Every name of a group ("KEY\tNAME" lines, one key per address) becomes
+ * one. */
+static int load_aliases(const char *path, struct names *t)
+{
+	FILE *f = fopen(path, "r");
+	char line[2048], key[1024] = "", name[1024];
+	size_t first = 0;
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t'), *nl = strchr(line, '\n');
+		size_t i;
+
+		if (!tab)
+			continue;
+		if (nl)
+			*nl = 0;
+		*tab = 0;
+		i = find_rep(t, intern_idx(t, unversioned(tab + 1, name,
+							  sizeof(name))));
+		if (strcmp(key, line)) {
+			snprintf(key, sizeof(key), "%s", line);
+			first = i;
+		} else if (i != first) {
+			t->v[i].rep = first;
+		}
+	}
+	fclose(f);
+	return 0;
 }
 
 static void push_ev(struct evs *e, struct ev x)
@@ -123,16 +234,16 @@ static void push_ev(struct evs *e, struct ev x)
 
 static unsigned parse_flags(const char *s)
 {
-	static const char *const names[] = {"clipped_start", "clipped_end",
-					    "tail",	     "tail_out",
-					    "unwound",	     "syscall"};
+	static const char *const names[] = {
+		"clipped_start", "clipped_end", "tail",	 "tail_out",
+		"unwound",	 "syscall",	"signal"};
 	unsigned f = 0;
 	char buf[256], *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *t = strtok_r(buf, ",", &save); t;
 	     t = strtok_r(NULL, ",", &save))
-		for (unsigned i = 0; i < 6; i++)
+		for (unsigned i = 0; i < 7; i++)
 			if (!strcmp(t, names[i]))
 				f |= 1u << i;
 	return f;
@@ -214,7 +325,7 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 	FILE *f = fopen(path, "r");
 	char line[1024];
 	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, maxdepth = 0;
 	size_t *open;
 	uint32_t tid = UINT32_MAX;
 
@@ -231,7 +342,8 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 		char name[512], flags[256];
 		struct row r;
 		unsigned long long s, e;
-		if (sscanf(line, "%u\t%u\t%511s\t%llu\t%llu\t%255s", &r.tid,
+		/* Names are tab-delimited: C++ names hold spaces. */
+		if (sscanf(line, "%u\t%u\t%511[^\t]\t%llu\t%llu\t%255s", &r.tid,
 			   &r.depth, name, &s, &e, flags) != 6) {
 			fprintf(stderr, "%s: bad line: %s", path, line);
 			fclose(f);
@@ -247,6 +359,8 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 			rows = xrealloc(rows, cap * sizeof(*rows));
 		}
 		rows[n++] = r;
+		if (r.depth > maxdepth)
+			maxdepth = r.depth;
 	}
 	fclose(f);
 
@@ -255,16 +369,15 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 	 * nearest earlier row of the same thread one level up that is live.
 	 * A stack of open rows per depth finds it.
 	 */
-	open = xrealloc(NULL, 4096 * sizeof(size_t));
+	open = xrealloc(NULL, (maxdepth + 1) * sizeof(size_t));
 	for (size_t i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		struct row *parent = NULL;
+		char *ret_to = NULL;
 		if (r->tid != tid) {
 			tid = r->tid;
-			memset(open, 0xff, 4096 * sizeof(size_t));
+			memset(open, 0xff, (maxdepth + 1) * sizeof(size_t));
 		}
-		if (r->depth >= 4096)
-			continue;
 		if (r->depth > 0 && open[r->depth - 1] != SIZE_MAX)
 			parent = &rows[open[r->depth - 1]];
 		if (r->flags & F_SYSCALL) {
@@ -277,10 +390,25 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 				   lost);
 			continue;
 		}
+		/* The kernel delivering a signal: perf shows a `tr end
+		 * async` and the `tr strt` in the handler, no call. */
+		if (!strcmp(r->name, "[untraced]"))
+			continue;
 		open[r->depth] = i;
 		if (!parent)
 			continue;
-		if (!(r->flags & (F_TAIL | F_CLIP_START)))
+		/* A handler returns into the signal trampoline, the row that
+		 * takes its place when it ends. */
+		if (r->flags & F_SIGNAL)
+			for (size_t k = i + 1; k < n && rows[k].tid == r->tid &&
+					       rows[k].start <= r->end;
+			     k++)
+				if (rows[k].depth == r->depth &&
+				    rows[k].start == r->end) {
+					ret_to = rows[k].name;
+					break;
+				}
+		if (!(r->flags & (F_TAIL | F_CLIP_START | F_SIGNAL)))
 			push_truth(out, g,
 				   (struct ev){.tid = r->tid,
 					       .kind = EV_CALL,
@@ -294,7 +422,8 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 					       .kind = EV_RET,
 					       .time = r->end,
 					       .from = r->name,
-					       .to = parent->name},
+					       .to = ret_to ? ret_to
+							    : parent->name},
 				   lost);
 	}
 	free(open);
@@ -378,7 +507,8 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 	while (getline(&line, &lcap, f) > 0) {
 		char *tok[32], *save = NULL;
 		int ntok = 0, i = 0;
-		char flags[128] = "";
+		char flags[128] = "", from_sym[1024] = "";
+		char *to_sym = NULL, *to_addr = NULL;
 		uint32_t tid;
 		unsigned long long sec, nsec;
 		size_t k, err;
@@ -394,8 +524,28 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 			(*errors)++;
 			tid = e.tid;
 		} else {
-			for (char *t = strtok_r(line, " \t\n", &save);
-			     t && ntok < 32; t = strtok_r(NULL, " \t\n", &save))
+			/*
+			 * "tid time: flags ip sym+off => addr sym+off": split
+			 * at the arrow, since a C++ name holds spaces.
+			 */
+			char *arrow = strstr(line, " => "), *nl;
+
+			if (!arrow)
+				continue;
+			*arrow = 0;
+			to_sym = arrow + 4;
+			if ((nl = strchr(to_sym, '\n')))
+				*nl = 0;
+			while (*to_sym == ' ')
+				to_sym++;
+			to_addr = to_sym;
+			to_sym += strcspn(to_sym, " ");
+			if (*to_sym)
+				*to_sym++ = 0;
+			while (*to_sym == ' ')
+				to_sym++;
+			for (char *t = strtok_r(line, " \t", &save);
+			     t && ntok < 32; t = strtok_r(NULL, " \t", &save))
 				tok[ntok++] = t;
 			if (ntok < 3)
 				continue;
@@ -409,11 +559,20 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 					sizeof(flags) - strlen(flags) - 2);
 				strcat(flags, " ");
 			}
-			if (i + 4 >= ntok || strcmp(tok[i + 2], "=>")) {
+			if (i + 1 >= ntok) {
 				fprintf(stderr,
 					"cannot parse perf line for tid %u\n",
 					tid);
 				continue;
+			}
+			/* The name is the rest, spaces and all. */
+			from_sym[0] = 0;
+			for (int k2 = i + 1; k2 < ntok; k2++) {
+				strncat(from_sym, tok[k2],
+					sizeof(from_sym) - strlen(from_sym) -
+						2);
+				if (k2 + 1 < ntok)
+					strcat(from_sym, " ");
 			}
 		}
 		for (k = 0; k < ntids && tids[k] != tid; k++)
@@ -435,17 +594,17 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 		if (!strncmp(flags, "tr strt", 7)) {
 			if (err != SIZE_MAX)
 				out->v[err].resume =
-					strtoull(tok[i + 3], NULL, 16);
+					strtoull(to_addr, NULL, 16);
 			continue;
 		}
 		if (strstr(flags, "syscall") && strstr(flags, "tr end")) {
 			e.kind = EV_SYSCALL;
-			e.from = intern(nt, strip_off(tok[i + 1]));
+			e.from = intern(nt, strip_off(from_sym));
 		} else if (!strncmp(flags, "call", 4) ||
 			   !strncmp(flags, "return", 6)) {
 			e.kind = flags[0] == 'c' ? EV_CALL : EV_RET;
-			e.from = intern(nt, strip_off(tok[i + 1]));
-			e.to = intern(nt, strip_off(tok[i + 4]));
+			e.from = intern(nt, strip_off(from_sym));
+			e.to = intern(nt, strip_off(to_sym));
 		} else {
 			continue;
 		}
@@ -483,6 +642,28 @@ static const char *kind_name(int k)
 	return names[k];
 }
 
+/*
+ * perf 6.1 names the entries of some PLTs after the symbol before them,
+ * "_init" (a .plt of few entries), as "@plt" (libc's IRELATIVE ones), or
+ * not at all; and it numbers the entries in .rela.plt order, which
+ * libc's IRELATIVE relocations disorder, so that its name for one entry
+ * can be another's (objdump agrees with the truth).  The truth names each
+ * "name@plt" after its own relocation.  A PLT entry matches a PLT entry.
+ */
+static bool same_fn(const char *truth, const char *perf)
+{
+	size_t n = truth ? strlen(truth) : 0;
+
+	if (truth == perf)
+		return true;
+	size_t m = perf ? strlen(perf) : 0;
+
+	if (!truth || !perf || n < 4 || strcmp(truth + n - 4, "@plt"))
+		return false;
+	return !strcmp(perf, "_init") || !strcmp(perf, "[unknown]") ||
+	       (m >= 4 && !strcmp(perf + m - 4, "@plt"));
+}
+
 static bool same(const struct ev *a, const struct ev *b)
 {
 	if (a->tid != b->tid || a->kind != b->kind)
@@ -490,7 +671,7 @@ static bool same(const struct ev *a, const struct ev *b)
 	if (a->kind == EV_ERR)
 		return !a->errmsg && !b->errmsg && a->ip == b->ip &&
 		       a->resume == b->resume;
-	return a->from == b->from && a->to == b->to;
+	return same_fn(a->from, b->from) && same_fn(a->to, b->to);
 }
 
 static void describe(const char *who, size_t idx, const struct ev *e)
@@ -662,6 +843,9 @@ int main(int argc, char **argv)
 						      : T_NONE;
 			if (tc.mode == T_NONE)
 				goto usage;
+		} else if (!strcmp(argv[a], "--aliases") && a + 1 < argc) {
+			if (load_aliases(argv[++a], &nt))
+				return 2;
 		} else if (!strcmp(argv[a], "--mtc-period") && a + 1 < argc) {
 			mtc_period = (unsigned)strtoul(argv[++a], NULL, 10);
 			if (mtc_period > 15)
@@ -720,14 +904,16 @@ int main(int argc, char **argv)
 		       (unsigned long long)ty.tail_perf, (long long)ty.dmin,
 		       (long long)ty.dmax);
 	for (size_t k = 0; k < nt.n; k++)
-		free(nt.v[k]);
+		free(nt.v[k].s);
 	free(nt.v);
+	free(nt.hash);
 	free(truth.v);
 	free(perf.v);
 	free(gaps.v);
 	return rc;
 usage:
 	fprintf(stderr, "usage: mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV] "
-			"[--timing tsc|mtc|cyc] [--mtc-period N]\n");
+			"[--timing tsc|mtc|cyc] [--mtc-period N] "
+			"[--aliases FILE]\n");
 	return 2;
 }

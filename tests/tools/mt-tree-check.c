@@ -1,5 +1,6 @@
 /*
- * mt-tree-check TRUTH.tsv OURS.tsv [--tol-ns N] [--unanchored] [--extra N]
+ * mt-tree-check TRUTH.tsv OURS.tsv [--tol-ns N] [--unanchored] [--callers]
+ *               [--extra N]
  *
  * Compares the slice tree mt-convert wrote (--text) with mt-synth's truth:
  * per thread, the same rows in the same pre-order, with the same depth,
@@ -9,6 +10,10 @@
  * --unanchored: the capture had no unwound stack, so callers that no
  * return revealed cannot be known; the check looks for the one depth
  * offset under which the rest agrees and drops the truth's rows above it.
+ * --callers: ours may have callers above the truth's roots, which the stack
+ * unwound at the trigger knew and the emulator's log (which begins where
+ * tracing began) cannot: a chain of rows at the top of ours, each flagged
+ * clipped_start, is dropped when the rest then agrees.
  * --extra N: ours may end with up to N rows the truth lacks (decoders run
  * on through direct calls after the last packet).
  */
@@ -180,13 +185,13 @@ int main(int argc, char **argv)
 	struct table tt = {0}, ot = {0};
 	uint64_t tol = 0;
 	size_t extra = 3, bad_threads = 0, rows = 0;
-	bool unanchored = false;
+	bool unanchored = false, callers = false;
 	uint64_t max_s = 0, max_e = 0;
 	double sum_s = 0;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: mt-tree-check TRUTH OURS [--tol-ns N] "
-				"[--unanchored] [--extra N]\n");
+				"[--unanchored] [--callers] [--extra N]\n");
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {
@@ -194,6 +199,8 @@ int main(int argc, char **argv)
 			tol = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--unanchored"))
 			unanchored = true;
+		else if (!strcmp(argv[i], "--callers"))
+			callers = true;
 		else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
 			extra = strtoul(argv[++i], NULL, 10);
 		else
@@ -203,7 +210,7 @@ int main(int argc, char **argv)
 		return 2;
 	for (size_t a = 0; a < tt.n;) {
 		unsigned tid = tt.r[a].tid;
-		size_t b = a, oa = 0, nt, no = 0, k, kmax;
+		size_t b = a, oa = 0, nt, no = 0, k, kmax, up = 0, umax = 0;
 		struct row *o;
 		struct result res, best = {0};
 		bool ok = false;
@@ -217,19 +224,36 @@ int main(int argc, char **argv)
 		for (oa = 0; oa < ot.n; oa++)
 			if (ot.r[oa].tid == tid && !ot.r[oa].gap)
 				o[no++] = ot.r[oa];
+		/* The unwound callers: the leading chain of ours. */
+		while (callers && umax < no && o[umax].depth == umax &&
+		       o[umax].cs)
+			umax++;
 		kmax = 0;
 		if (unanchored)
 			for (size_t i = a; i < b && tt.r[i].cs; i++)
 				if (tt.r[i].depth > kmax)
 					kmax = tt.r[i].depth;
-		for (k = 0; k <= kmax; k++) {
-			compare(tt.r + a, nt, o, no, (unsigned)k, tol, extra,
-				&res);
-			if (k == 0 || res.bad < best.bad)
-				best = res;
-			if (!res.bad) {
-				ok = true;
-				break;
+		for (up = 0; up <= umax && !ok; up++) {
+			bool fits = true;
+
+			if (up) {
+				/* Drop one more caller: the rest climbs. */
+				for (size_t i = up; i < no; i++)
+					fits = fits && o[i].depth >= 1;
+				if (!fits)
+					break;
+				for (size_t i = up; i < no; i++)
+					o[i].depth--;
+			}
+			for (k = 0; k <= kmax; k++) {
+				compare(tt.r + a, nt, o + up, no - up,
+					(unsigned)k, tol, extra, &res);
+				if ((k == 0 && up == 0) || res.bad < best.bad)
+					best = res;
+				if (!res.bad) {
+					ok = true;
+					break;
+				}
 			}
 		}
 		rows += best.compared;

@@ -1,0 +1,291 @@
+/*
+ * Source lines to code addresses, from the DWARF line tables.
+ *
+ * libdw (elfutils) reads the tables: it knows every DWARF version the
+ * compilers emit, and its offline Dwfl finds the separate debug file of a
+ * stripped binary (by build id or .gnu_debuglink) the same way the ELF
+ * symbols here are found.  Only the line-table rows are used: a line
+ * "begins" at a row that starts a statement (is_stmt), and where several
+ * rows of one function carry the line (a loop condition, code the
+ * compiler moved) the lowest address is the one a breakpoint on the line
+ * belongs at, as gdb chooses.  Each function with code for the line (an
+ * inlined copy in each caller) gives one address.
+ */
+#include "symbols/symbols.h"
+#include "util/util.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A row of interest: its address and the function holding it. */
+struct lrow {
+	uint64_t addr, fn;
+};
+
+struct lsearch {
+	const char *want;
+	unsigned line;
+	/* The distinct file names that match want (at most a few kept). */
+	char *names[8];
+	size_t nr_names;
+	struct lrow *rows;
+	size_t nr_rows, cap_rows;
+	/* The nearest lines with code on each side of line. */
+	unsigned below, above;
+};
+
+/* "demo.c" and "examples/demo.c" name /src/examples/demo.c; an absolute
+ * name must be the whole path. */
+static bool name_matches(const char *table, const char *want)
+{
+	size_t lt = strlen(table), lw = strlen(want);
+
+	if (want[0] == '/')
+		return !strcmp(table, want);
+	return lt >= lw && !strcmp(table + lt - lw, want) &&
+	       (lt == lw || table[lt - lw - 1] == '/');
+}
+
+/*
+ * Collapse "." and "dir/.." in path, in place: compilers write a header's
+ * name relative to each unit's directory, and one file must be one name
+ * whichever unit names it.
+ */
+static void normalize(char *path, size_t size)
+{
+	char tmp[4096], *seg[512], *save = NULL;
+	size_t n = 0, at = 0;
+	bool abs = path[0] == '/';
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *t = strtok_r(tmp, "/", &save); t && n < 512;
+	     t = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(t, "."))
+			continue;
+		if (!strcmp(t, "..") && n && strcmp(seg[n - 1], "..")) {
+			n--;
+			continue;
+		}
+		if (!strcmp(t, "..") && abs)
+			continue; /* "/.." is "/" */
+		seg[n++] = t;
+	}
+	path[0] = 0;
+	if (abs)
+		at = (size_t)snprintf(path, size, "/");
+	for (size_t i = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(path + at, size - at, "%s%s",
+				       i ? "/" : "", seg[i]);
+}
+
+/* The index of name among those seen, -1 when there is no room left,
+ * -2 when out of memory. */
+static int note_name(struct lsearch *s, const char *name)
+{
+	for (size_t i = 0; i < s->nr_names; i++)
+		if (!strcmp(s->names[i], name))
+			return (int)i;
+	if (s->nr_names == sizeof(s->names) / sizeof(s->names[0]))
+		return -1;
+	s->names[s->nr_names] = strdup(name);
+	if (!s->names[s->nr_names])
+		return -2;
+	return (int)s->nr_names++;
+}
+
+static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	const char *dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	Dwarf_Lines *lines;
+	char full[4096];
+	size_t n;
+
+	/* A unit without a line table (a type unit) has nothing to say. */
+	if (dwarf_getsrclines(cu, &lines, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		const char *name = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+		Dwarf_Addr addr;
+		bool stmt, end;
+		int ln;
+
+		int k;
+
+		if (!name)
+			continue;
+		/* A relative name is relative to the compilation's
+		 * directory: an absolute FILE must still find it. */
+		if (name[0] != '/' && dir)
+			snprintf(full, sizeof(full), "%s/%s", dir, name);
+		else
+			snprintf(full, sizeof(full), "%s", name);
+		normalize(full, sizeof(full));
+		name = full;
+		if (!name_matches(name, s->want) || dwarf_lineno(l, &ln) ||
+		    dwarf_lineaddr(l, &addr) ||
+		    dwarf_linebeginstatement(l, &stmt) ||
+		    dwarf_lineendsequence(l, &end) || end || ln <= 0)
+			continue;
+		/* Only the first of several files is searched: the caller
+		 * is told of the others and asked to choose. */
+		if ((k = note_name(s, name)) == -2)
+			return -ENOMEM;
+		if (k != 0)
+			continue;
+		if ((unsigned)ln < s->line && (unsigned)ln > s->below)
+			s->below = (unsigned)ln;
+		if ((unsigned)ln > s->line &&
+		    (!s->above || (unsigned)ln < s->above))
+			s->above = (unsigned)ln;
+		if ((unsigned)ln != s->line || !stmt)
+			continue;
+		if (mt_grow((void **)&s->rows, &s->cap_rows, s->nr_rows + 1,
+			    sizeof(*s->rows)))
+			return -ENOMEM;
+		s->rows[s->nr_rows++] = (struct lrow){.addr = addr};
+	}
+	return 0;
+}
+
+static int cmp_lrow(const void *a, const void *b)
+{
+	const struct lrow *x = a, *y = b;
+
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static const Dwfl_Callbacks offline_cb = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+int sym_line_addrs(const char *path, const char *file, unsigned line,
+		   uint64_t **addrs, char *err, size_t errlen)
+{
+	struct lsearch s = {.line = line};
+	char want[4096];
+	struct sym_file *sf = NULL;
+	Dwfl *dwfl = NULL;
+	Dwfl_Module *mod;
+	Dwarf *dw;
+	Dwarf_Addr bias;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint64_t *out = NULL;
+	size_t nr = 0;
+	int rc;
+
+	*addrs = NULL;
+	snprintf(want, sizeof(want), "%s", file);
+	normalize(want, sizeof(want));
+	s.want = want;
+	dwfl = dwfl_begin(&offline_cb);
+	if (!dwfl) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		return -ENOMEM;
+	}
+	mod = dwfl_report_offline(dwfl, path, path, -1);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (!mod) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		rc = -EINVAL;
+		goto fail;
+	}
+	dw = dwfl_module_getdwarf(mod, &bias);
+	if (!dw) {
+		snprintf(err, errlen,
+			 "%s: no DWARF line tables (built without -g?)", path);
+		rc = -ENOENT;
+		goto fail;
+	}
+	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
+		if ((rc = scan_unit(&s, &cudie)))
+			goto oom;
+	if (!s.nr_names) {
+		snprintf(err, errlen,
+			 "%s: no source file '%s' in its line tables", path,
+			 file);
+		rc = -ENOENT;
+		goto fail;
+	}
+	if (s.nr_names > 1) {
+		size_t at = (size_t)snprintf(
+			err, errlen, "%s: '%s' names %zu source files:", path,
+			file, s.nr_names);
+
+		for (size_t i = 0; i < s.nr_names && at < errlen; i++)
+			at += (size_t)snprintf(err + at, errlen - at, "%s %s",
+					       i ? "," : "", s.names[i]);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (!s.nr_rows) {
+		char near[64] = "none";
+
+		if (s.below && s.above)
+			snprintf(near, sizeof(near), "%u and %u", s.below,
+				 s.above);
+		else if (s.below || s.above)
+			snprintf(near, sizeof(near), "%u",
+				 s.below ? s.below : s.above);
+		snprintf(err, errlen,
+			 "%s:%u has no code in %s; the nearest lines that do: "
+			 "%s",
+			 s.names[0], line, path, near);
+		rc = -ERANGE;
+		goto fail;
+	}
+	/* One address per function: the lowest of its rows. */
+	{
+		char serr[256];
+
+		if (sym_file_open(path, NULL, &sf, serr, sizeof(serr)))
+			sf = NULL;
+	}
+	for (size_t i = 0; i < s.nr_rows; i++) {
+		const struct sym *fn =
+			sf ? sym_file_lookup(sf, s.rows[i].addr) : NULL;
+
+		s.rows[i].fn = fn ? fn->addr : s.rows[i].addr;
+	}
+	qsort(s.rows, s.nr_rows, sizeof(*s.rows), cmp_lrow);
+	out = malloc(s.nr_rows * sizeof(*out));
+	if (!out)
+		goto oom;
+	for (size_t i = 0; i < s.nr_rows; i++)
+		if (!i || s.rows[i].fn != s.rows[i - 1].fn)
+			out[nr++] = s.rows[i].addr;
+	qsort(out, nr, sizeof(*out), cmp_u64);
+	*addrs = out;
+	rc = (int)nr;
+	goto done;
+oom:
+	snprintf(err, errlen, "out of memory reading %s", path);
+	rc = -ENOMEM;
+fail:
+done:
+	sym_file_free(sf);
+	free(s.rows);
+	for (size_t i = 0; i < s.nr_names; i++)
+		free(s.names[i]);
+	dwfl_end(dwfl);
+	return rc;
+}
