@@ -100,6 +100,7 @@ struct thr {
 	/* Overflow emulation: branches still to lose, and the gap so far. */
 	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
 	uint32_t untraced_row; /* the truth's row for a signal's delivery */
+	bool left;	       /* its last syscall, which never returns, seen */
 	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
 };
 

@@ -240,6 +240,28 @@ static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 	}
 }
 
+/*
+ * A thread ends inside a syscall (exit, exit_group, or blocked in one
+ * when another thread exits): the CPU stopped tracing as it entered the
+ * kernel, so the trace ends with TIP.PGD there, after the direct calls
+ * that led to it.  No later stop settles that instruction, so settle it
+ * here.
+ */
+static int leave_in_syscall(struct emu *e, struct thr *t)
+{
+	if (!t->started || t->left || t->step.cls != IC_SYSCALL)
+		return 0;
+	t->left = true;
+	if (!t->dropping && ptenc_pgd(t->enc, t->step_tsc))
+		return emu_fail(e, -ENOMEM, "out of memory encoding trace");
+	if (e->o->truth &&
+	    trow_add(t, t->step_tsc, "[syscall]",
+		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX,
+		     TR_SYSCALL))
+		return emu_fail(e, -ENOMEM, "out of memory");
+	return 0;
+}
+
 /* Overflow emulation: a pseudo-random number below n. */
 static uint64_t drop_rand(struct emu *e, uint64_t n)
 {
@@ -773,8 +795,11 @@ static int trace(struct emu *e)
 			continue;
 		}
 		if (event) {
-			if (event == PTRACE_EVENT_EXIT && collect_maps(e))
-				return emu_fail(e, -ENOMEM, "out of memory");
+			if (event == PTRACE_EVENT_EXIT &&
+			    ((rc = leave_in_syscall(e, t)) || collect_maps(e)))
+				return rc ? rc
+					  : emu_fail(e, -ENOMEM,
+						     "out of memory");
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
 			continue;
 		}
