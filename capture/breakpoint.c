@@ -1,7 +1,8 @@
 /*
  * The trigger of the hardware backend: a hardware execute breakpoint on
  * the trigger's first instruction, as a perf event on every thread of
- * the target.
+ * the target (or, where the debug registers never fire, a uprobe there:
+ * the same samples, at the cost of a trap per hit).
  *
  * The CPU's debug registers fire before the instruction runs, and the
  * kernel samples the thread's user registers there: DI and SI are the
@@ -35,6 +36,7 @@
 
 struct bp_set {
 	struct perf_event_attr attr;
+	char path[4096]; /* a uprobe's file: config1 points here */
 	bool per_cpu;
 	int ncpu;
 	int *fds; /* every event, owned */
@@ -47,7 +49,7 @@ struct bp_set {
 
 static int bp_err(char *err, size_t errlen, int e, const char *what)
 {
-	snprintf(err, errlen, "perf_event_open(breakpoint) on %s: %s%s", what,
+	snprintf(err, errlen, "perf_event_open(trigger) on %s: %s%s", what,
 		 strerror(e),
 		 e == EACCES || e == EPERM
 			 ? " (see /proc/sys/kernel/perf_event_paranoid, or "
@@ -120,8 +122,31 @@ int bp_add_thread(struct bp_set *b, pid_t tid, char *err, size_t errlen)
 	return 0;
 }
 
-int bp_open(struct bp_set **out, uint64_t addr, const pid_t *tids, size_t n,
-	    bool per_cpu, char *err, size_t errlen)
+/* The uprobe PMU's type, from sysfs. */
+static int uprobe_type(uint32_t *type, char *err, size_t errlen)
+{
+	const char *path = "/sys/bus/event_source/devices/uprobe/type";
+	FILE *f = fopen(path, "r");
+	unsigned v = 0;
+	int ok;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s (a kernel without uprobes?)",
+			 path, strerror(errno));
+		return -ENOENT;
+	}
+	ok = fscanf(f, "%u", &v) == 1;
+	fclose(f);
+	if (!ok) {
+		snprintf(err, errlen, "%s: not a number", path);
+		return -EINVAL;
+	}
+	*type = v;
+	return 0;
+}
+
+int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
+	    const pid_t *tids, size_t n, bool per_cpu, char *err, size_t errlen)
 {
 	struct bp_set *b = calloc(1, sizeof(*b));
 	int rc = -ENOMEM;
@@ -132,12 +157,25 @@ int bp_open(struct bp_set **out, uint64_t addr, const pid_t *tids, size_t n,
 	b->per_cpu = per_cpu;
 	b->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	b->page_len = (size_t)sysconf(_SC_PAGESIZE) * (1 + BP_DATA_PAGES);
-	b->attr.type = PERF_TYPE_BREAKPOINT;
 	b->attr.size = sizeof(b->attr);
-	b->attr.bp_type = HW_BREAKPOINT_X;
-	b->attr.bp_addr = addr;
-	/* The only length x86 accepts for an execute breakpoint. */
-	b->attr.bp_len = sizeof(long);
+	if (kind == BP_UPROBE) {
+		uint64_t off;
+
+		/* A uprobe is placed in the file, not in the process. */
+		if ((rc = uprobe_type(&b->attr.type, err, errlen)) ||
+		    (rc = symaddr_file_offset(pid, addr, b->path,
+					      sizeof(b->path), &off, err,
+					      errlen)))
+			goto fail;
+		b->attr.config1 = (uint64_t)(uintptr_t)b->path;
+		b->attr.config2 = off;
+	} else {
+		b->attr.type = PERF_TYPE_BREAKPOINT;
+		b->attr.bp_type = HW_BREAKPOINT_X;
+		b->attr.bp_addr = addr;
+		/* The only length x86 accepts for an execute breakpoint. */
+		b->attr.bp_len = sizeof(long);
+	}
 	b->attr.sample_period = 1;
 	b->attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			      PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER;

@@ -143,6 +143,9 @@ uint64_t symaddr_object(pid_t pid, const char *exe, const char *name);
  */
 int symaddr_filters(const char *spec, char *out, size_t outlen,
 		    unsigned *nranges, char *err, size_t errlen);
+/* The file runtime address addr of pid comes from, and its offset there. */
+int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
+			uint64_t *off, char *err, size_t errlen);
 /* --stop-at-trigger: a TraceStop range on runtime address addr of pid
  * ("stop 0x1139/1@/path"). */
 int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
@@ -229,16 +232,24 @@ struct bp_hit {
 
 struct bp_set;
 
+enum bp_kind {
+	BP_HARDWARE, /* a debug register: no cost until it fires */
+	BP_UPROBE,   /* the kernel's int3 and single-step: works where the
+			debug registers do not fire, costs a trap per hit */
+};
+
 /*
- * An execute breakpoint at addr (PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X,
- * sampling IP, TID, TIME and the user registers DI and SI) on the
+ * A trigger at runtime address addr of process pid: a hardware execute
+ * breakpoint (PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X) or a uprobe, each
+ * sampling IP, TID, TIME and the user registers DI and SI, on the
  * threads tids[0..n).  per_cpu: one event per CPU and thread, inherited
  * by the threads they create, sharing one ring per CPU; else one event
  * per thread (add new threads with bp_add_thread()).  Returns 0, or a
  * negative code with one line in err.
  */
-int bp_open(struct bp_set **out, uint64_t addr, const pid_t *tids, size_t n,
-	    bool per_cpu, char *err, size_t errlen);
+int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
+	    const pid_t *tids, size_t n, bool per_cpu, char *err,
+	    size_t errlen);
 /* Does an execute breakpoint fire here?  Some virtual machines accept
  * the event and never fire it.  0, or -ENOTSUP (or the open's code)
  * with why in err. */

@@ -853,8 +853,18 @@ static int arm(struct hw *h, unsigned nranges)
 	if ((rc = pmu_check_filters(&h->pmu, nranges, h->err, h->errlen)))
 		return rc;
 	if (h->trigger) {
-		rc = bp_open(&h->bp, h->trigger, h->tids, h->nr_tids,
-			     o->per_cpu, h->err, h->errlen);
+		enum bp_kind kind = BP_HARDWARE;
+		char why[256];
+
+		/* Where the debug registers never fire, a uprobe does the
+		 * same at a trap per hit: say so rather than never fire. */
+		if (bp_probe(why, sizeof(why)) == -ENOTSUP) {
+			kind = BP_UPROBE;
+			snprintf(h->st->warning, sizeof(h->st->warning),
+				 "%s: the trigger is a uprobe instead", why);
+		}
+		rc = bp_open(&h->bp, kind, h->pid, h->trigger, h->tids,
+			     h->nr_tids, o->per_cpu, h->err, h->errlen);
 		if (rc)
 			return rc;
 	}

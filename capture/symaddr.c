@@ -333,10 +333,10 @@ fail:
 	return rc;
 }
 
-int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
-			char *err, size_t errlen)
+int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
+			uint64_t *off, char *err, size_t errlen)
 {
-	char maps[64], line[4352], path[4096];
+	char maps[64], line[4352], file[4096];
 	FILE *f;
 
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
@@ -345,21 +345,38 @@ int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
 		return serr(err, errlen, -errno, "%s: %s", maps,
 			    strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
+		unsigned long long lo, hi, pgoff;
 
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &lo, &hi,
-			   &off, path) == 4 &&
-		    addr >= lo && addr < hi && path[0] == '/') {
+			   &pgoff, file) == 4 &&
+		    addr >= lo && addr < hi && file[0] == '/') {
 			fclose(f);
-			/* A stop range of one byte: TraceStop as the
-			 * trigger's first instruction begins. */
-			snprintf(out, outlen, "stop %#llx/1@%s",
-				 (unsigned long long)(addr - lo + off), path);
+			snprintf(path, pathlen, "%s", file);
+			*off = addr - lo + pgoff;
 			return 0;
 		}
 	}
 	fclose(f);
-	return serr(err, errlen, -ENOENT,
-		    "--stop-at-trigger: %#llx is in no file mapped by %d",
+	return serr(err, errlen, -ENOENT, "%#llx is in no file mapped by %d",
 		    (unsigned long long)addr, (int)pid);
+}
+
+int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
+			char *err, size_t errlen)
+{
+	char path[4096];
+	uint64_t off;
+	int rc = symaddr_file_offset(pid, addr, path, sizeof(path), &off, err,
+				     errlen);
+
+	if (rc) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		return serr(err, errlen, rc, "--stop-at-trigger: %s", why);
+	}
+	/* A stop range of one byte: TraceStop as the trigger's first
+	 * instruction begins. */
+	snprintf(out, outlen, "stop %#llx/1@%s", (unsigned long long)off, path);
+	return 0;
 }

@@ -1,14 +1,15 @@
 /*
  * The hardware backend's trigger, for real: a hardware execute breakpoint
- * on mt_snapshot_point (include/magic_trace.h) of a child process, per
- * thread and per CPU, must deliver each hit with the right thread and the
- * stub's two arguments; a thread created after the breakpoint was set is
- * covered too.  Also: where triggers and address filters land
- * (capture/symaddr.c), and the refusals with their messages.
+ * (and a uprobe) on mt_snapshot_point (include/magic_trace.h) of a child
+ * process, per thread and per CPU, must deliver each hit with the right
+ * thread and the stub's two arguments; a thread created after the
+ * trigger was set is covered too.  Also: where triggers and address filters
+ * land (capture/symaddr.c), and the refusals with their messages.
  *
  * Hardware breakpoints need no Intel PT; when this kernel refuses the
- * event (perf_event_paranoid, a VM without debug registers), the tests
- * that need it say SKIP and why.
+ * event (perf_event_paranoid), or accepts it and never fires it (a
+ * virtual machine that keeps the debug registers), the tests that need
+ * it say SKIP and why.
  */
 #include "capture/capture.h"
 #include "include/magic_trace.h"
@@ -108,7 +109,7 @@ static const char *refusal(int rc, char *buf, size_t len)
 	return buf;
 }
 
-static void run_hits(struct check_state *st, bool per_cpu)
+static void run_hits(struct check_state *st, enum bp_kind kind, bool per_cpu)
 {
 	static char why[256];
 	struct child c = {0};
@@ -121,7 +122,7 @@ static void run_hits(struct check_state *st, bool per_cpu)
 	int status = -1, rc;
 
 	/* Accepted is not enough: some machines never fire them. */
-	rc = bp_probe(err, sizeof(err));
+	rc = kind == BP_HARDWARE ? bp_probe(err, sizeof(err)) : 0;
 	if (rc) {
 		snprintf(why, sizeof(why), "%s", err);
 		SKIP(st, why);
@@ -135,7 +136,8 @@ static void run_hits(struct check_state *st, bool per_cpu)
 			     sizeof(err));
 	CHECKF(st, !rc, "%s", err);
 	CHECK(st, addr == (uint64_t)(uintptr_t)mt_snapshot_point);
-	rc = bp_open(&b, addr, &c.pid, 1, per_cpu, err, sizeof(err));
+	rc = bp_open(&b, kind, c.pid, addr, &c.pid, 1, per_cpu, err,
+		     sizeof(err));
 	if (rc == -EACCES || rc == -EPERM || rc == -ENOENT ||
 	    rc == -EOPNOTSUPP || rc == -ENOSPC || rc == -ENODEV) {
 		SKIP(st, refusal(rc, why, sizeof(why)));
@@ -181,12 +183,24 @@ out:
 
 static void test_bp_per_thread(struct check_state *st)
 {
-	run_hits(st, false);
+	run_hits(st, BP_HARDWARE, false);
 }
 
 static void test_bp_per_cpu(struct check_state *st)
 {
-	run_hits(st, true);
+	run_hits(st, BP_HARDWARE, true);
+}
+
+/* The same samples, rings and threads through a uprobe, which fires
+ * where the debug registers may not. */
+static void test_uprobe_per_thread(struct check_state *st)
+{
+	run_hits(st, BP_UPROBE, false);
+}
+
+static void test_uprobe_per_cpu(struct check_state *st)
+{
+	run_hits(st, BP_UPROBE, true);
 }
 
 static void test_resolve_refusals(struct check_state *st)
@@ -261,8 +275,10 @@ static void test_filters(struct check_state *st)
 	       "%s", out);
 	CHECK(st, symaddr_stop_filter(getpid(), 8, out, sizeof(out), err,
 				      sizeof(err)) == -ENOENT);
-	CHECKF(st, strstr(err, "--stop-at-trigger: 0x8 is in no file"), "%s",
-	       err);
+	snprintf(want, sizeof(want),
+		 "--stop-at-trigger: 0x8 is in no file mapped by %d",
+		 (int)getpid());
+	CHECKF(st, !strcmp(err, want), "%s", err);
 }
 
 int main(void)
@@ -271,6 +287,8 @@ int main(void)
 
 	RUN(&st, test_bp_per_thread);
 	RUN(&st, test_bp_per_cpu);
+	RUN(&st, test_uprobe_per_thread);
+	RUN(&st, test_uprobe_per_cpu);
 	RUN(&st, test_resolve_refusals);
 	RUN(&st, test_filters);
 	return CHECK_DONE(&st);
