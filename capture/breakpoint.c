@@ -39,6 +39,8 @@ struct bp_set {
 	char path[4096]; /* a uprobe's file: config1 points here */
 	bool per_cpu;
 	int ncpu;
+	pid_t *tids; /* the threads added */
+	size_t nr_tids, cap_tids;
 	int *fds; /* every event, owned */
 	size_t nr_fds, cap_fds;
 	int *ring_fds; /* the events that own a ring (per_cpu: one per
@@ -91,10 +93,23 @@ static int add_ring(struct bp_set *b, int fd, char *err, size_t errlen)
 	return 0;
 }
 
+bool bp_inherits(const struct bp_set *b)
+{
+	return b->per_cpu;
+}
+
 int bp_add_thread(struct bp_set *b, pid_t tid, char *err, size_t errlen)
 {
 	char what[32];
 	int rc;
+
+	for (size_t i = 0; i < b->nr_tids; i++)
+		if (b->tids[i] == tid)
+			return 0;
+	if (mt_grow((void **)&b->tids, &b->cap_tids, b->nr_tids + 1,
+		    sizeof(*b->tids)))
+		return -ENOMEM;
+	b->tids[b->nr_tids++] = tid;
 
 	snprintf(what, sizeof(what), "thread %d", (int)tid);
 	for (int c = 0; c < (b->per_cpu ? b->ncpu : 1); c++) {
@@ -154,7 +169,10 @@ int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
 	*out = NULL;
 	if (!b)
 		goto fail;
-	b->per_cpu = per_cpu;
+	/* An inherited uprobe reads its path again, as a pointer into
+	 * the new thread's memory, where it is not: clone() then fails
+	 * with EFAULT.  So uprobes are per thread, always. */
+	b->per_cpu = per_cpu && kind != BP_UPROBE;
 	b->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	b->page_len = (size_t)sysconf(_SC_PAGESIZE) * (1 + BP_DATA_PAGES);
 	b->attr.size = sizeof(b->attr);
@@ -184,7 +202,7 @@ int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
 	b->attr.exclude_kernel = 1;
 	b->attr.exclude_hv = 1;
 	b->attr.wakeup_events = 1;
-	b->attr.inherit = per_cpu;
+	b->attr.inherit = b->per_cpu;
 	for (size_t i = 0; i < n; i++)
 		if ((rc = bp_add_thread(b, tids[i], err, errlen)))
 			goto fail;
@@ -310,6 +328,7 @@ void bp_free(struct bp_set *b)
 	for (size_t i = 0; i < b->nr_fds; i++)
 		close(b->fds[i]);
 	free(b->pages);
+	free(b->tids);
 	free(b->ring_fds);
 	free(b->fds);
 	free(b);

@@ -243,9 +243,9 @@ enum bp_kind {
  * breakpoint (PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X) or a uprobe, each
  * sampling IP, TID, TIME and the user registers DI and SI, on the
  * threads tids[0..n).  per_cpu: one event per CPU and thread, inherited
- * by the threads they create, sharing one ring per CPU; else one event
- * per thread (add new threads with bp_add_thread()).  Returns 0, or a
- * negative code with one line in err.
+ * by the threads they create, sharing one ring per CPU; else (and for
+ * uprobes, which cannot be inherited) one event per thread.  Returns 0,
+ * or a negative code with one line in err.
  */
 int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
 	    const pid_t *tids, size_t n, bool per_cpu, char *err,
@@ -254,7 +254,12 @@ int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
  * the event and never fire it.  0, or -ENOTSUP (or the open's code)
  * with why in err. */
 int bp_probe(char *err, size_t errlen);
+/* Add a thread (once; again is a no-op).  Needed for every new thread
+ * unless bp_inherits(). */
 int bp_add_thread(struct bp_set *b, pid_t tid, char *err, size_t errlen);
+/* Do new threads get the trigger by themselves?  Per CPU, except for
+ * uprobes, which are always per thread (bp_open). */
+bool bp_inherits(const struct bp_set *b);
 /* The fds to poll for hits; *n of them. */
 const int *bp_fds(const struct bp_set *b, size_t *n);
 /* Move the hits sampled so far into hits[0..max); returns how many. */
@@ -282,6 +287,10 @@ struct hw_opts {
 	const char *trigger;
 	uint64_t duration_thresh;
 	bool multi_snapshot;
+	/* No AUX area: for tests where a software event, described by a
+	 * fake sysfs tree, stands in for intel_pt (everything but the
+	 * trace itself then runs on a machine without Intel PT). */
+	bool sideband_only;
 };
 
 struct hw_stats {

@@ -85,6 +85,7 @@ struct hw {
 	struct perf_event_attr attr;
 	pid_t pid;
 	bool launched;
+	bool recording; /* past the setup */
 	int ncpu;
 	char exe[4096];
 	struct ring *rings;
@@ -233,6 +234,8 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 		return hfail(h, -errno, "mmap of the sideband ring: %s",
 			     strerror(errno));
 	h->nr_rings++;
+	if (h->o->sideband_only)
+		return 0;
 	r->page->aux_offset = r->page_len;
 	r->page->aux_size = h->o->aux_size;
 	/* Read-only: the kernel overwrites the oldest trace (snapshot);
@@ -314,7 +317,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 				     strerror(errno));
 	}
 	h->st->threads++;
-	if (h->bp && !h->o->per_cpu &&
+	if (h->bp && !bp_inherits(h->bp) &&
 	    (rc = bp_add_thread(h->bp, tid, h->err, h->errlen)))
 		return rc;
 	return 0;
@@ -328,8 +331,8 @@ static bool have_thread(const struct hw *h, pid_t tid)
 	return false;
 }
 
-/* Every thread of the target that has no event yet gets one (per thread;
- * per CPU only at attach, later threads inherit). */
+/* Every thread of the target that has no event yet gets one (per CPU
+ * only at attach: later threads inherit them). */
 static int scan_threads(struct hw *h, bool enable)
 {
 	char path[64];
@@ -344,12 +347,18 @@ static int scan_threads(struct hw *h, bool enable)
 	while (!rc && (d = readdir(dir))) {
 		pid_t tid = (pid_t)atoi(d->d_name);
 
-		if (tid > 0 && !have_thread(h, tid)) {
+		if (tid <= 0)
+			continue;
+		/* Per CPU, threads made while recording inherit the
+		 * events; only a trigger that cannot be inherited needs
+		 * them. */
+		if ((!h->o->per_cpu || !h->recording) && !have_thread(h, tid))
 			rc = add_thread(h, tid, enable);
-			/* A thread that ended meanwhile is no error. */
-			if (rc == -ESRCH)
-				rc = 0;
-		}
+		else if (h->recording && h->bp && !bp_inherits(h->bp))
+			rc = bp_add_thread(h->bp, tid, h->err, h->errlen);
+		/* A thread that ended meanwhile is no error. */
+		if (rc == -ESRCH)
+			rc = 0;
 	}
 	closedir(dir);
 	return rc;
@@ -482,8 +491,10 @@ static int snapshot(struct hw *h, bool again)
 		struct ring *r = &h->rings[i];
 		uint64_t head =
 			__atomic_load_n(&r->page->aux_head, __ATOMIC_ACQUIRE);
-		size_t n = pmu_ring_copy_since(r->aux, r->aux_len, head,
-					       r->taken, h->copy);
+		size_t n =
+			!r->aux ? 0
+				: pmu_ring_copy_since(r->aux, r->aux_len, head,
+						      r->taken, h->copy);
 		struct pd_auxtrace a = {
 			.size = n,
 			.offset = head - n,
@@ -729,6 +740,13 @@ static int write_sideband(struct hw *h, struct pd_writer *w)
 	return rc;
 }
 
+static int hit_by_time(const void *a, const void *b)
+{
+	const struct pd_ext_hit *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
 static int write_capture(struct hw *h)
 {
 	struct pd_writer *w = NULL;
@@ -780,6 +798,10 @@ static int write_capture(struct hw *h)
 		if (pd_write_auxtrace(w, &c->a, h->copy))
 			goto werr;
 	}
+	/* Rings are read one after the other: hits in time order. */
+	if (h->nr_hits &&
+	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
+		goto werr;
 	for (size_t i = 0; i < h->nr_hits; i++)
 		if (pd_ext_add_hit(&ext, &h->hits[i]))
 			goto werr;
@@ -876,35 +898,48 @@ static int arm(struct hw *h, unsigned nranges)
 	return 0;
 }
 
-/* Fork argv held on a pipe; it execs under PTRACE_TRACEME once told. */
-static pid_t launch(char *const argv[], int *go)
+/* Fork argv held on a pipe; it execs under PTRACE_TRACEME once told,
+ * or writes why it could not on *why. */
+static pid_t launch(char *const argv[], int *go, int *why)
 {
-	int p[2];
+	int p[2], e[2];
 	pid_t child;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
-	child = fork();
-	if (child < 0) {
+	if (pipe2(e, O_CLOEXEC)) {
 		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
+	child = fork();
+	if (child < 0) {
+		close(p[0]);
+		close(p[1]);
+		close(e[0]);
+		close(e[1]);
+		return -1;
+	}
 	if (!child) {
 		char c;
+		int code;
 
 		close(p[1]);
+		close(e[0]);
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);
 		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 			_exit(126);
 		execvp(argv[0], argv);
-		fprintf(stderr, "mt-capture: %s: %s\n", argv[0],
-			strerror(errno));
+		code = errno;
+		if (write(e[1], &code, sizeof(code)) != sizeof(code))
+			_exit(127);
 		_exit(127);
 	}
 	close(p[0]);
+	close(e[1]);
 	*go = p[1];
+	*why = e[0];
 	return child;
 }
 
@@ -915,11 +950,12 @@ static int record(struct hw *h)
 	struct bp_hit hits[64];
 	int rc;
 
+	h->recording = true;
 	while (!*o->stop) {
 		struct pollfd pf[256];
 		size_t n = 0, nb = 0;
 		const int *bfd = h->bp ? bp_fds(h->bp, &nb) : NULL;
-		bool forked = false;
+		bool forked = false, gone;
 		int ready;
 
 		for (size_t i = 0; i < nb && n < 256; i++)
@@ -941,15 +977,19 @@ static int record(struct hw *h)
 		}
 		if (drain_all(h, &forked))
 			return -1;
-		if (!o->per_cpu && (rc = scan_threads(h, true)))
+		if ((!o->per_cpu || (h->bp && !bp_inherits(h->bp))) &&
+		    (rc = scan_threads(h, true)))
 			return rc;
+		/* Gone is checked before the last hits are read: a hit
+		 * just before the end still counts. */
+		gone = target_gone(h);
 		for (size_t k, got; h->bp && (got = bp_read(h->bp, hits, 64));)
 			for (k = 0; k < got; k++) {
 				rc = on_hit(h, &hits[k]);
 				if (rc)
 					return rc < 0 ? rc : 0;
 			}
-		if (target_gone(h))
+		if (gone)
 			break;
 	}
 	return 0;
@@ -961,7 +1001,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	struct hw h = {.o = o, .st = st, .err = err, .errlen = errlen};
 	unsigned nranges = 0;
 	uint64_t config;
-	int go = -1, rc, status;
+	int go = -1, why = -1, rc, status;
 	bool forked = false;
 
 	memset(st, 0, sizeof(*st));
@@ -1020,7 +1060,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		enable_all(&h, true);
 	} else {
-		h.pid = launch(argv, &go);
+		h.pid = launch(argv, &go, &why);
 		if (h.pid < 0) {
 			rc = hfail(&h, -errno, "fork: %s", strerror(errno));
 			goto out;
@@ -1037,8 +1077,15 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 		}
 		if (waitpid(h.pid, &status, 0) != h.pid ||
 		    !WIFSTOPPED(status)) {
+			int code = 0;
+
 			h.pid = -1; /* reaped */
-			rc = hfail(&h, -ENOEXEC, "%s did not start", argv[0]);
+			if (read(why, &code, sizeof(code)) == sizeof(code))
+				rc = hfail(&h, -code, "%s: %s", argv[0],
+					   strerror(code));
+			else
+				rc = hfail(&h, -ECHILD, "%s did not start",
+					   argv[0]);
 			goto out;
 		}
 		rc = arm(&h, nranges);
@@ -1062,6 +1109,8 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 out:
 	if (go >= 0)
 		close(go);
+	if (why >= 0)
+		close(why);
 	bp_free(h.bp);
 	for (size_t i = 0; i < h.nr_rings; i++) {
 		if (h.rings[i].aux)

@@ -368,8 +368,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!emulate) {
-		/* The hardware path: the PMU as sysfs describes it
-		 * (MT_INTEL_PT_SYSFS points elsewhere, for tests). */
+		/* The hardware path: the PMU as sysfs describes it.  For
+		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
+		 * MT_PERF_EVENT_PARANOID replaces perf_event_paranoid, and
+		 * MT_TEST_SIDEBAND_ONLY maps no AUX area (a software event
+		 * standing in for intel_pt has none). */
 		const char *dir = getenv("MT_INTEL_PT_SYSFS");
 		const char *par = getenv("MT_PERF_EVENT_PARANOID");
 		struct pt_pmu pmu;
@@ -404,6 +407,7 @@ int main(int argc, char **argv)
 		h.multi_snapshot = o.multi_snapshot;
 		if (par)
 			h.paranoid = par;
+		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
 		return run_hw(argv + i, &h, o.snapshot_size != 0);
 	}
 	if (i >= argc && !o.pid) {

@@ -149,9 +149,11 @@ static void run_hits(struct check_state *st, enum bp_kind kind, bool per_cpu)
 	CHECK(st, write(c.go1[1], "g", 1) == 1);
 	CHECK(st, read(c.tid[0], &tid, sizeof(tid)) == sizeof(tid));
 	/* Per thread, the new thread must be added before it hits; per
-	 * CPU it inherited the breakpoint when it was created. */
-	if (!per_cpu)
+	 * CPU it inherited the breakpoint when it was created (uprobes
+	 * cannot be inherited: they are per thread). */
+	if (!bp_inherits(b))
 		CHECKF(st, !bp_add_thread(b, tid, err, sizeof(err)), "%s", err);
+	CHECK(st, bp_inherits(b) == (per_cpu && kind == BP_HARDWARE));
 	CHECK(st, write(c.go2[1], "g", 1) == 1);
 	CHECK(st, waitpid(c.pid, &status, 0) == c.pid);
 	c.pid = 0;
@@ -192,7 +194,8 @@ static void test_bp_per_cpu(struct check_state *st)
 }
 
 /* The same samples, rings and threads through a uprobe, which fires
- * where the debug registers may not. */
+ * where the debug registers may not (asked per CPU, it is per thread:
+ * an inherited uprobe makes clone() fail). */
 static void test_uprobe_per_thread(struct check_state *st)
 {
 	run_hits(st, BP_UPROBE, false);
