@@ -667,7 +667,8 @@ static int write_existing(struct hw *h, struct pd_writer *w)
 
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &lo,
 			   &hi, perms, &off, &maj, &min, &ino, file) != 8 ||
-		    perms[2] != 'x' || (file[0] != '/' && file[0] != '['))
+		    perms[2] != 'x' ||
+		    (file[0] != '/' && strcmp(file, "[vdso]")))
 			continue;
 		m.pid = (uint32_t)h->pid;
 		m.tid = (uint32_t)h->pid;
