@@ -33,16 +33,17 @@ static inline int tf_parse(const char *line, struct tf_row *r)
 		const char *name;
 		unsigned bit;
 	} names[] = {
-		{"clipped_start", TF_CLIP_START}, {"clipped_end", TF_CLIP_END},
-		{"tail", TF_TAIL},		  {"syscall", TF_SYSCALL},
-		{"gap", TF_GAP},		  {"joined", TF_JOINED},
+		{"clipped_start", TF_CLIP_START},
+		{"clipped_end", TF_CLIP_END},
+		{"tail", TF_TAIL},
+		{"syscall", TF_SYSCALL},
+		{"gap", TF_GAP},
+		{"joined", TF_JOINED},
 	};
 	char flags[256];
 
-	if (sscanf(line,
-		   "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
-		   &r->tid, &r->depth, r->name, &r->start, &r->end,
-		   flags) != 6)
+	if (sscanf(line, "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
+		   &r->tid, &r->depth, r->name, &r->start, &r->end, flags) != 6)
 		return -1;
 	r->flags = 0;
 	for (char *tok = strtok(flags, ","); tok; tok = strtok(NULL, ","))
