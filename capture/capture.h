@@ -153,6 +153,36 @@ int unwind_thread(pid_t pid, pid_t tid, uint64_t *ips, size_t max, size_t *n,
 		  char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- */
+/* Where triggers and filters land (symaddr.c), for both backends     */
+
+/*
+ * The runtime address of function sym of exe as process pid maps it
+ * ("addr:0x..." is an address already).  Returns 0, -ENOENT when there is
+ * no such symbol (err lists the near names), -EINVAL when several
+ * functions share the name (err lists their addresses), or another
+ * negative code.
+ */
+int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
+		    char *err, size_t errlen);
+/* The runtime address of data object name of exe in pid, or 0. */
+uint64_t symaddr_object(pid_t pid, const char *exe, const char *name);
+/*
+ * --filter: "START-STOP@FILE[,...]" (START and STOP each a function of
+ * FILE or a hex address as nm shows it; FUNC@FILE alone is that
+ * function) as the kernel's address-filter string, file offsets and
+ * absolute paths ("filter 0x1130/0x40@/path,...").  *nranges: how many.
+ */
+int symaddr_filters(const char *spec, char *out, size_t outlen,
+		    unsigned *nranges, char *err, size_t errlen);
+/* The file runtime address addr of pid comes from, and its offset there. */
+int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
+			uint64_t *off, char *err, size_t errlen);
+/* --stop-at-trigger: a TraceStop range on runtime address addr of pid
+ * ("stop 0x1139/1@/path"). */
+int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
+			char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- */
 /* The intel_pt PMU (sysfs) and the config a recording asks of it     */
 
 #define PMU_MAX_FIELDS 48
@@ -168,6 +198,7 @@ struct pt_pmu {
 	size_t nr_fields;
 	bool psb_cyc, mtc, ptwrite, ip_filtering;
 	uint32_t mtc_periods, cycle_thresholds, psb_periods; /* bitmaps */
+	uint32_t num_address_ranges;
 	uint32_t max_nonturbo_ratio;
 };
 
@@ -188,13 +219,83 @@ struct pt_request {
  * Returns 0, or a negative code with one line in err. */
 int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen);
 const struct pt_field *pmu_field(const struct pt_pmu *p, const char *name);
+/*
+ * --timing-custom "tsc=1,mtc=1,mtc_period=3,cyc=1,cyc_thresh=2": the raw
+ * fields into r (custom set; fields not named are 0).  Only the syntax
+ * is checked here; pmu_config() checks the values against the caps.
+ */
+int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
+		     size_t errlen);
 /* The config for a request, checked against the caps. */
 int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 	       uint64_t *config, char *err, size_t errlen);
+/* nranges address ranges (--filter, --stop-at-trigger): what the caps
+ * allow? */
+int pmu_check_filters(const struct pt_pmu *p, unsigned nranges, char *err,
+		      size_t errlen);
+/*
+ * --include-kernel: may this process trace the kernel?  paranoid is
+ * the path of perf_event_paranoid, cap_eff the effective capability set
+ * (pmu_effective_caps()).  Returns 0, or -EACCES with what is missing.
+ */
+int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
+		     size_t errlen);
+uint64_t pmu_effective_caps(void);
 /* Copy an AUX ring of size bytes whose aux_head is head (a position, in
  * overwrite mode) into out, oldest byte first; returns the bytes copied. */
 size_t pmu_ring_copy(const uint8_t *ring, size_t size, uint64_t head,
 		     uint8_t *out);
+/* The same for the bytes written since position since only (at most
+ * the ring's size): --multi-snapshot takes only what is new. */
+size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,
+			   uint64_t since, uint8_t *out);
+
+/* ---------------------------------------------------------------- */
+/* The trigger: a hardware breakpoint on every thread (breakpoint.c)  */
+
+/* One hit, as the kernel sampled it. */
+struct bp_hit {
+	pid_t pid, tid;
+	uint64_t time; /* perf time (ns) */
+	uint64_t ip;
+	uint64_t di, si; /* the stub's arguments: arg and mark_start_ns */
+};
+
+struct bp_set;
+
+enum bp_kind {
+	BP_HARDWARE, /* a debug register: no cost until it fires */
+	BP_UPROBE,   /* the kernel's int3 and single-step: works where the
+			debug registers do not fire, costs a trap per hit */
+};
+
+/*
+ * A trigger at runtime address addr of process pid: a hardware execute
+ * breakpoint (PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X) or a uprobe, each
+ * sampling IP, TID, TIME and the user registers DI and SI, on the
+ * threads tids[0..n).  per_cpu: one event per CPU and thread, inherited
+ * by the threads they create, sharing one ring per CPU; else (and for
+ * uprobes, which cannot be inherited) one event per thread.  Returns 0,
+ * or a negative code with one line in err.
+ */
+int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
+	    const pid_t *tids, size_t n, bool per_cpu, char *err,
+	    size_t errlen);
+/* Does an execute breakpoint fire here?  Some virtual machines accept
+ * the event and never fire it.  0, or -ENOTSUP (or the open's code)
+ * with why in err. */
+int bp_probe(char *err, size_t errlen);
+/* Add a thread (once; again is a no-op).  Needed for every new thread
+ * unless bp_inherits(). */
+int bp_add_thread(struct bp_set *b, pid_t tid, char *err, size_t errlen);
+/* Do new threads get the trigger by themselves?  Per CPU, except for
+ * uprobes, which are always per thread (bp_open). */
+bool bp_inherits(const struct bp_set *b);
+/* The fds to poll for hits; *n of them. */
+const int *bp_fds(const struct bp_set *b, size_t *n);
+/* Move the hits sampled so far into hits[0..max); returns how many. */
+size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max);
+void bp_free(struct bp_set *b);
 
 /* ---------------------------------------------------------------- */
 /* The hardware backend                                               */
@@ -203,17 +304,39 @@ struct hw_opts {
 	const char *output; /* the capture file */
 	const char *sysfs;  /* the intel_pt PMU's sysfs directory */
 	struct pt_request req;
-	uint64_t aux_size; /* per CPU: a power of two of pages */
+	uint64_t aux_size; /* per thread or CPU: a power of two of pages */
 	const volatile int *stop;
+	int pid;      /* attach to this process (all its threads); 0: argv */
+	bool per_cpu; /* one ring per CPU (else one per thread) */
+	bool full;    /* record everything (else keep the newest) */
+	bool include_kernel;
+	const char *paranoid; /* perf_event_paranoid's path */
+	const char *filter;   /* --filter spec, or NULL */
+	bool stop_at_trigger;
+	/* As for the emulator: the trigger (NULL: mt_snapshot_point when
+	 * present), --duration-thresh (ns), --multi-snapshot. */
+	const char *trigger;
+	uint64_t duration_thresh;
+	bool multi_snapshot;
+	/* No AUX area: for tests where a software event, described by a
+	 * fake sysfs tree, stands in for intel_pt (everything but the
+	 * trace itself then runs on a machine without Intel PT). */
+	bool sideband_only;
+};
+
+struct hw_stats {
+	uint64_t threads, aux_bytes, hits, snapshots;
+	uint64_t truncated; /* AUX records with data lost (--full) */
+	char warning[256];  /* something the user should know, or "" */
 };
 
 /*
- * Run argv under Intel PT (one event per CPU following the program and
- * its threads, AUX in overwrite mode), and at its end or on *stop write
- * the newest trace of every CPU with its sideband.  Returns 0, or a
+ * Run argv (or attach to o->pid) under Intel PT, and at its end, on *stop
+ * or at the trigger write the trace (the newest, or all of it with
+ * o->full) with its sideband and the trigger's hits.  Returns 0, or a
  * negative code with one line in err.
  */
-int hw_run(char *const argv[], const struct hw_opts *o, char *err,
-	   size_t errlen);
+int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
+	   char *err, size_t errlen);
 
 #endif

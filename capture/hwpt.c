@@ -1,46 +1,138 @@
 /*
- * The Intel PT hardware backend: the CPU records, we keep the newest.
+ * The Intel PT hardware backend: the CPU records, we keep the newest (or,
+ * with --full, everything).
  *
- * One intel_pt event per online CPU follows the target and the threads it
- * creates (inherit); each has a data ring for sideband and an AUX area
- * mapped read-only, which puts the kernel in overwrite mode: the AUX area
- * is a ring that always holds the newest trace.  The snapshot disables
- * the events, copies every AUX ring unwrapped from aux_head (a position,
- * not a count, in this mode) and the sideband records as they are, and
- * writes them as the same perf.data file the emulator writes.
+ * Rings.  By default each thread of the target has its own intel_pt
+ * event, data ring (sideband) and AUX ring: a busy thread cannot push a
+ * quiet one's history out, and the trace needs no context-switch records
+ * to say whose it is.  The kernel refuses to map an inherited per-thread
+ * event, so threads created later get their own events when we see them
+ * (a FORK record wakes us; /proc/PID/task says which): their first
+ * microseconds are not traced.  With --per-cpu, each CPU has one ring
+ * that every thread's events on that CPU write into (inherited by new
+ * threads from their first instruction, so nothing is missed), and
+ * context-switch records say which thread ran.
+ *
+ * Snapshot mode maps the AUX area read-only, which puts the kernel in
+ * overwrite mode: aux_head is then a position that only grows, and the
+ * ring always holds the newest trace.  A snapshot disables the events
+ * (which makes the driver publish aux_head), copies what each ring gained
+ * since the last snapshot, and, for --multi-snapshot, enables them again.
+ * --full maps it read-write: the kernel then never overwrites what we
+ * have not consumed, and PERF_RECORD_AUX in the data ring says what to
+ * copy before we move aux_tail on.
+ *
+ * The sideband (mmaps, comm, fork, exit, switches) is drained from the
+ * data rings as it comes, so a long run cannot fill them.  Trace chunks
+ * wait in a temporary file: the capture's attr must list every event id,
+ * and new threads bring new ids until the end.
+ *
+ * A launched program is held (a pipe) until its events exist, opened
+ * with enable_on_exec so the exec's own mmaps are recorded, and stopped
+ * by ptrace right after exec: the trigger's address is only known once
+ * the executable is mapped.  Then the breakpoint and the filters are set
+ * and it is let go.
  *
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
 #include "capture/cap_internal.h"
+#include "util/util.h"
 
 #include <cpuid.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DATA_PAGES SB_DATA_PAGES
 
-struct cpu_ring {
-	int fd;
-	uint64_t id;
+/* One data ring with its AUX area: a thread's, or a CPU's. */
+struct ring {
+	int fd; /* the event that owns the mapping */
+	pid_t tid;
+	int cpu; /* -1 per thread */
 	struct perf_event_mmap_page *page;
 	size_t page_len;
 	uint8_t *aux;
 	size_t aux_len;
+	uint64_t taken; /* AUX position already copied */
 };
 
-static long pe_open(struct perf_event_attr *a, pid_t pid, int cpu)
+/* A piece of trace waiting in the spool file. */
+struct chunk {
+	long at;
+	struct pd_auxtrace a;
+};
+
+struct hw {
+	const struct hw_opts *o;
+	struct hw_stats *st;
+	struct pt_pmu pmu;
+	struct perf_event_attr attr;
+	pid_t pid;
+	bool launched;
+	bool recording; /* past the setup */
+	int ncpu;
+	char exe[4096];
+	struct ring *rings;
+	size_t nr_rings, cap_rings;
+	int *fds; /* every intel_pt event, owned */
+	size_t nr_fds, cap_fds;
+	uint64_t *ids;
+	size_t nr_ids, cap_ids;
+	pid_t *tids; /* the threads that have events */
+	size_t nr_tids, cap_tids;
+	char filter[2048]; /* the kernel's filter string, "" if none */
+	uint64_t trigger;
+	struct bp_set *bp;
+	struct pd_ext_hit *hits;
+	size_t nr_hits, cap_hits;
+	bool mark_warned;
+	uint8_t *sb; /* sideband records, as the kernel wrote them */
+	size_t sb_len, sb_cap;
+	FILE *spool;
+	struct chunk *chunks;
+	size_t nr_chunks, cap_chunks;
+	uint8_t *copy; /* one AUX ring's worth */
+	uint8_t *vdso;
+	uint64_t vdso_start, vdso_len;
+	char *err;
+	size_t errlen;
+};
+
+static int hfail(struct hw *h, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int hfail(struct hw *h, int code, const char *fmt, ...)
 {
-	return syscall(SYS_perf_event_open, a, pid, cpu, -1, 0);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(h->err, h->errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static uint64_t rdtsc(void)
+{
+	unsigned lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
 }
 
 /* perf stores the config bits of a field as a mask. */
@@ -55,22 +147,25 @@ static uint64_t field_mask(const struct pt_pmu *p, const char *name)
 	return (w == 64 ? ~0ull : (1ull << w) - 1) << f->lo;
 }
 
-static void pt_info_of(const struct pt_pmu *p, const struct cpu_ring *r,
-		       struct pd_pt_info *pt)
+static void pt_info_of(const struct hw *h, struct pd_pt_info *pt)
 {
+	const struct pt_pmu *p = &h->pmu;
+	const struct perf_event_mmap_page *pg = h->rings[0].page;
 	unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
 
 	memset(pt, 0, sizeof(*pt));
 	pt->pmu_type = p->type;
-	pt->time_shift = r->page->time_shift;
-	pt->time_mult = r->page->time_mult;
-	pt->time_zero = r->page->time_zero;
-	pt->cap_user_time_zero = r->page->cap_user_time_zero;
+	pt->time_shift = pg->time_shift;
+	pt->time_mult = pg->time_mult;
+	pt->time_zero = pg->time_zero;
+	pt->cap_user_time_zero = pg->cap_user_time_zero;
 	pt->tsc_bit = field_mask(p, "tsc");
 	pt->noretcomp_bit = field_mask(p, "noretcomp");
-	pt->have_sched_switch = 1;
-	pt->snapshot_mode = true;
-	pt->per_cpu_mmaps = true;
+	/* Per CPU, PERF_RECORD_SWITCH from the event's context_switch
+	 * says who ran; per thread, the ring says it. */
+	pt->have_sched_switch = h->o->per_cpu ? 2 : 0;
+	pt->snapshot_mode = !h->o->full;
+	pt->per_cpu_mmaps = h->o->per_cpu;
 	pt->have_mtc_group = true;
 	pt->mtc_bit = field_mask(p, "mtc");
 	pt->mtc_freq_bits = field_mask(p, "mtc_period");
@@ -82,6 +177,7 @@ static void pt_info_of(const struct pt_pmu *p, const struct cpu_ring *r,
 	pt->cyc_bit = field_mask(p, "cyc");
 	pt->have_max_nonturbo = true;
 	pt->max_nonturbo_ratio = p->max_nonturbo_ratio;
+	snprintf(pt->filter, sizeof(pt->filter), "%s", h->filter);
 }
 
 /* "GenuineIntel,6,85,4", as perf writes the CPUID feature. */
@@ -105,214 +201,958 @@ static void cpuid_string(char *buf, size_t len)
 	snprintf(buf, len, "%s,%u,%u,%u", vendor, fam, model, a & 0xf);
 }
 
-static void close_rings(struct cpu_ring *r, int n)
+static int open_err(struct hw *h, int e, pid_t tid, int cpu)
 {
-	for (int i = 0; i < n; i++) {
-		if (r[i].aux)
-			munmap(r[i].aux, r[i].aux_len);
-		if (r[i].page)
-			munmap(r[i].page, r[i].page_len);
-		if (r[i].fd >= 0)
-			close(r[i].fd);
-	}
+	return hfail(
+		h, -e, "perf_event_open(intel_pt, thread %d, cpu %d): %s%s",
+		(int)tid, cpu, strerror(e),
+		e == EACCES || e == EPERM
+			? " (see /proc/sys/kernel/perf_event_paranoid, "
+			  "or CAP_PERFMON)"
+		: e == EOPNOTSUPP && h->filter[0] ? " (the address filter?)"
+						  : "");
 }
 
-static int open_ring(struct cpu_ring *r, struct perf_event_attr *a, pid_t pid,
-		     int cpu, size_t aux_len, char *err, size_t errlen)
+/* Map fd's data ring and AUX area as a new ring. */
+static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 {
 	long page = sysconf(_SC_PAGESIZE);
+	struct ring *r;
 
-	r->fd = (int)pe_open(a, pid, cpu);
-	if (r->fd < 0) {
-		int e = errno;
-
-		snprintf(
-			err, errlen, "perf_event_open(intel_pt, cpu %d): %s%s",
-			cpu, strerror(e),
-			e == EACCES || e == EPERM
-				? " (see /proc/sys/kernel/perf_event_paranoid, "
-				  "or CAP_PERFMON)"
-				: "");
-		return -e;
-	}
-	ioctl(r->fd, PERF_EVENT_IOC_ID, &r->id);
+	if (mt_grow((void **)&h->rings, &h->cap_rings, h->nr_rings + 1,
+		    sizeof(*h->rings)))
+		return hfail(h, -ENOMEM, "out of memory");
+	r = &h->rings[h->nr_rings];
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->tid = tid;
+	r->cpu = cpu;
 	r->page_len = (size_t)page * (1 + DATA_PAGES);
 	r->page = mmap(NULL, r->page_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       r->fd, 0);
-	if (r->page == MAP_FAILED) {
-		r->page = NULL;
-		snprintf(err, errlen, "mmap of the sideband ring: %s",
-			 strerror(errno));
-		return -errno;
-	}
+		       fd, 0);
+	if (r->page == MAP_FAILED)
+		return hfail(h, -errno, "mmap of the sideband ring: %s",
+			     strerror(errno));
+	h->nr_rings++;
+	if (h->o->sideband_only)
+		return 0;
 	r->page->aux_offset = r->page_len;
-	r->page->aux_size = aux_len;
-	/* Read-only: the kernel overwrites the oldest trace (snapshot). */
-	r->aux = mmap(NULL, aux_len, PROT_READ, MAP_SHARED, r->fd,
+	r->page->aux_size = h->o->aux_size;
+	/* Read-only: the kernel overwrites the oldest trace (snapshot);
+	 * writable: it waits for aux_tail (full). */
+	r->aux = mmap(NULL, h->o->aux_size,
+		      PROT_READ | (h->o->full ? PROT_WRITE : 0), MAP_SHARED, fd,
 		      (off_t)r->page_len);
 	if (r->aux == MAP_FAILED) {
 		r->aux = NULL;
-		snprintf(err, errlen, "mmap of the AUX area (%zu bytes): %s",
-			 aux_len, strerror(errno));
-		return -errno;
+		return hfail(h, -errno, "mmap of the AUX area (%llu bytes): %s",
+			     (unsigned long long)h->o->aux_size,
+			     strerror(errno));
 	}
-	r->aux_len = aux_len;
+	r->aux_len = h->o->aux_size;
 	return 0;
 }
 
-int hw_run(char *const argv[], const struct hw_opts *o, char *err,
-	   size_t errlen)
+/* One intel_pt event on tid (and cpu); its filter set; enabled unless
+ * it waits for exec. */
+static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 {
-	struct pt_pmu pmu;
-	struct perf_event_attr a;
-	struct cpu_ring *rings = NULL;
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), go[2];
-	uint64_t config;
-	pid_t child;
-	int rc, status;
+	int fd = (int)syscall(SYS_perf_event_open, &h->attr, tid, cpu, -1,
+			      PERF_FLAG_FD_CLOEXEC);
+	uint64_t id = 0;
 
-	rc = pmu_probe(o->sysfs, &pmu, err, errlen);
-	if (!rc)
-		rc = pmu_config(&pmu, &o->req, &config, err, errlen);
-	if (rc)
+	if (fd < 0)
+		return open_err(h, errno, tid, cpu);
+	if (mt_grow((void **)&h->fds, &h->cap_fds, h->nr_fds + 1,
+		    sizeof(*h->fds)) ||
+	    mt_grow((void **)&h->ids, &h->cap_ids, h->nr_ids + 1,
+		    sizeof(*h->ids))) {
+		close(fd);
+		return hfail(h, -ENOMEM, "out of memory");
+	}
+	h->fds[h->nr_fds++] = fd;
+	ioctl(fd, PERF_EVENT_IOC_ID, &id);
+	h->ids[h->nr_ids++] = id;
+	*out = fd;
+	return 0;
+}
+
+static int set_filter(struct hw *h, int fd)
+{
+	if (h->filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, h->filter))
+		return hfail(h, -errno, "address filter '%s': %s", h->filter,
+			     strerror(errno));
+	return 0;
+}
+
+/* Events for a thread: its own ring, or one per CPU writing into that
+ * CPU's ring. */
+static int add_thread(struct hw *h, pid_t tid, bool enable)
+{
+	int rc, fd = -1;
+
+	if (mt_grow((void **)&h->tids, &h->cap_tids, h->nr_tids + 1,
+		    sizeof(*h->tids)))
+		return hfail(h, -ENOMEM, "out of memory");
+	h->tids[h->nr_tids++] = tid;
+	for (int c = 0; c < (h->o->per_cpu ? h->ncpu : 1); c++) {
+		int cpu = h->o->per_cpu ? c : -1;
+
+		if ((rc = open_event(h, tid, cpu, &fd)))
+			return rc;
+		if (cpu >= 0 && (size_t)c < h->nr_rings) {
+			if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT,
+				  h->rings[c].fd))
+				return hfail(h, -errno,
+					     "thread %d, cpu %d: SET_OUTPUT: "
+					     "%s",
+					     (int)tid, c, strerror(errno));
+		} else if ((rc = add_ring(h, fd, cpu >= 0 ? -1 : tid, cpu))) {
+			return rc;
+		}
+		if ((rc = set_filter(h, fd)))
+			return rc;
+		if (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
+			return hfail(h, -errno, "enabling intel_pt: %s",
+				     strerror(errno));
+	}
+	h->st->threads++;
+	if (h->bp && !bp_inherits(h->bp) &&
+	    (rc = bp_add_thread(h->bp, tid, h->err, h->errlen)))
 		return rc;
-	if (pipe(go))
-		return -errno;
+	return 0;
+}
+
+static bool have_thread(const struct hw *h, pid_t tid)
+{
+	for (size_t i = 0; i < h->nr_tids; i++)
+		if (h->tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* Every thread of the target that has no event yet gets one (per CPU
+ * only at attach: later threads inherit them). */
+static int scan_threads(struct hw *h, bool enable)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)h->pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0; /* gone: the loop sees it */
+	while (!rc && (d = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(d->d_name);
+
+		if (tid <= 0)
+			continue;
+		/* Per CPU, threads made while recording inherit the
+		 * events; only a trigger that cannot be inherited needs
+		 * them. */
+		if ((!h->o->per_cpu || !h->recording) && !have_thread(h, tid))
+			rc = add_thread(h, tid, enable);
+		else if (h->recording && h->bp && !bp_inherits(h->bp))
+			rc = bp_add_thread(h->bp, tid, h->err, h->errlen);
+		/* A thread that ended meanwhile is no error. */
+		if (rc == -ESRCH)
+			rc = 0;
+	}
+	closedir(dir);
+	return rc;
+}
+
+static int spool_chunk(struct hw *h, const struct pd_auxtrace *a,
+		       const uint8_t *data)
+{
+	struct chunk *c;
+
+	if (!a->size)
+		return 0;
+	if (!h->spool && !(h->spool = tmpfile()))
+		return hfail(h, -errno, "a temporary file for the trace: %s",
+			     strerror(errno));
+	if (mt_grow((void **)&h->chunks, &h->cap_chunks, h->nr_chunks + 1,
+		    sizeof(*h->chunks)))
+		return hfail(h, -ENOMEM, "out of memory");
+	c = &h->chunks[h->nr_chunks];
+	c->at = ftell(h->spool);
+	c->a = *a;
+	if (fwrite(data, 1, a->size, h->spool) != a->size)
+		return hfail(h, -EIO, "writing the temporary trace file: %s",
+			     strerror(errno));
+	h->nr_chunks++;
+	h->st->aux_bytes += a->size;
+	return 0;
+}
+
+/* --full: the bytes a PERF_RECORD_AUX announces, then aux_tail on. */
+static int take_aux(struct hw *h, struct ring *r, const uint8_t *rec)
+{
+	uint64_t off, size, flags;
+	struct pd_auxtrace a = {0};
+	size_t at, first;
+
+	memcpy(&off, rec + 8, 8);
+	memcpy(&size, rec + 16, 8);
+	memcpy(&flags, rec + 24, 8);
+	if (flags & PERF_AUX_FLAG_TRUNCATED)
+		h->st->truncated++;
+	if (!size || size > r->aux_len)
+		return 0;
+	at = (size_t)(off % r->aux_len);
+	first = r->aux_len - at < size ? r->aux_len - at : (size_t)size;
+	memcpy(h->copy, r->aux + at, first);
+	memcpy(h->copy + first, r->aux, (size_t)size - first);
+	a.size = size;
+	a.offset = off;
+	a.reference = rdtsc();
+	a.idx = (uint32_t)(r - h->rings);
+	a.tid = r->cpu >= 0 ? UINT32_MAX : (uint32_t)r->tid;
+	a.cpu = r->cpu >= 0 ? (uint32_t)r->cpu : UINT32_MAX;
+	if (spool_chunk(h, &a, h->copy))
+		return -1;
+	__atomic_store_n(&r->page->aux_tail, off + size, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Move the ring's records into h->sb (and, --full, its trace into the
+ * spool).  *forked: a thread was created. */
+static int drain(struct hw *h, struct ring *r, bool *forked)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const uint8_t *data = (const uint8_t *)r->page + page;
+	uint64_t size = (uint64_t)page * DATA_PAGES;
+	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = r->page->data_tail;
+	uint8_t rec[65536];
+
+	while (tail < head) {
+		struct perf_event_header eh;
+		uint64_t at = tail % size;
+
+		for (size_t i = 0; i < sizeof(eh); i++)
+			((uint8_t *)&eh)[i] = data[(at + i) % size];
+		if (eh.size < sizeof(eh) || tail + eh.size > head)
+			break;
+		for (size_t i = 0; i < eh.size; i++)
+			rec[i] = data[(at + i) % size];
+		tail += eh.size;
+		if (eh.type == PERF_RECORD_AUX) {
+			if (h->o->full && eh.size >= 32 && take_aux(h, r, rec))
+				return -1;
+			continue;
+		}
+		if (eh.type == PERF_RECORD_LOST ||
+		    eh.type == PERF_RECORD_SAMPLE)
+			continue;
+		if (eh.type == PERF_RECORD_FORK)
+			*forked = true;
+		if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + eh.size,
+			    1))
+			return hfail(h, -ENOMEM, "out of memory");
+		memcpy(h->sb + h->sb_len, rec, eh.size);
+		h->sb_len += eh.size;
+	}
+	__atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int drain_all(struct hw *h, bool *forked)
+{
+	for (size_t i = 0; i < h->nr_rings; i++)
+		if (drain(h, &h->rings[i], forked))
+			return -1;
+	return 0;
+}
+
+static void enable_all(struct hw *h, bool on)
+{
+	for (size_t i = 0; i < h->nr_fds; i++)
+		ioctl(h->fds[i],
+		      on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+/*
+ * A snapshot: with the events stopped the driver has published aux_head;
+ * what each ring gained since the last one is spooled.  again: tracing
+ * goes on (--multi-snapshot).
+ */
+static int snapshot(struct hw *h, bool again)
+{
+	uint64_t ref;
+	int rc = 0;
+
+	enable_all(h, false);
+	ref = rdtsc();
+	for (size_t i = 0; i < h->nr_rings && !rc; i++) {
+		struct ring *r = &h->rings[i];
+		uint64_t head =
+			__atomic_load_n(&r->page->aux_head, __ATOMIC_ACQUIRE);
+		size_t n =
+			!r->aux ? 0
+				: pmu_ring_copy_since(r->aux, r->aux_len, head,
+						      r->taken, h->copy);
+		struct pd_auxtrace a = {
+			.size = n,
+			.offset = head - n,
+			.reference = ref,
+			.idx = (uint32_t)i,
+			.tid = r->cpu >= 0 ? UINT32_MAX : (uint32_t)r->tid,
+			.cpu = r->cpu >= 0 ? (uint32_t)r->cpu : UINT32_MAX};
+
+		r->taken = head;
+		rc = spool_chunk(h, &a, h->copy);
+	}
+	h->st->snapshots++;
+	if (again)
+		enable_all(h, true);
+	return rc;
+}
+
+/* CLOCK_MONOTONIC (the stub's clock) to perf time, through the TSC. */
+static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
+{
+	struct pd_pt_info pt;
+	struct timespec ts;
+	uint64_t tsc, now;
+
+	pt_info_of(h, &pt);
+	if (!pt.cap_user_time_zero || !pt.time_mult || !mono)
+		return 0;
+	tsc = rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return pd_tsc_to_perf_time(tsc, &pt) - (now - mono);
+}
+
+/*
+ * A hit: kept when it passes --duration-thresh.  Returns 1 when it ends
+ * the recording, 0 to go on, negative on error.
+ */
+static int on_hit(struct hw *h, const struct bp_hit *b)
+{
+	const struct hw_opts *o = h->o;
+	uint64_t mark = mono_to_perf(h, b->si);
+	struct pd_ext_hit *x;
+
+	if (o->duration_thresh && b->si && !mark && !h->mark_warned) {
+		h->mark_warned = true;
+		snprintf(h->st->warning, sizeof(h->st->warning),
+			 "--duration-thresh: perf time cannot be read here "
+			 "(no cap_user_time_zero): every hit counts");
+	}
+	if (o->duration_thresh && mark && b->time > mark &&
+	    b->time - mark < o->duration_thresh)
+		return 0;
+	if (mt_grow((void **)&h->hits, &h->cap_hits, h->nr_hits + 1,
+		    sizeof(*h->hits)))
+		return hfail(h, -ENOMEM, "out of memory");
+	x = &h->hits[h->nr_hits++];
+	memset(x, 0, sizeof(*x));
+	x->pid = (uint32_t)b->pid;
+	x->tid = (uint32_t)b->tid;
+	x->time = b->time;
+	x->ip = b->ip;
+	x->arg = (int64_t)b->di;
+	x->mark_start = mark;
+	x->name = o->trigger ? o->trigger : "mt_snapshot_point";
+	h->st->hits++;
+	if (!o->multi_snapshot)
+		return 1;
+	return snapshot(h, true);
+}
+
+static bool target_gone(struct hw *h)
+{
+	char path[64], buf[512];
+	FILE *f;
+	char *p;
+	bool gone = true;
+
+	if (h->launched) {
+		int status;
+		pid_t r = waitpid(h->pid, &status, WNOHANG);
+
+		return r == h->pid || (r < 0 && errno == ECHILD);
+	}
+	/* Not our child: gone when /proc says so, or a zombie. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)h->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
+		gone = p[2] == 'Z' || p[2] == 'X';
+	fclose(f);
+	return gone;
+}
+
+/* The [vdso] image, for decoding the code in it. */
+static void read_vdso(struct hw *h)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+		struct iovec local, remote;
+
+		if (!strstr(line, "[vdso]") ||
+		    sscanf(line, "%llx-%llx", &lo, &hi) != 2 || hi <= lo ||
+		    hi - lo > (64u << 20))
+			continue;
+		h->vdso = malloc(hi - lo);
+		local.iov_base = h->vdso;
+		remote.iov_base = (void *)(uintptr_t)lo;
+		local.iov_len = remote.iov_len = hi - lo;
+		if (h->vdso && process_vm_readv(h->pid, &local, 1, &remote, 1,
+						0) == (ssize_t)(hi - lo)) {
+			h->vdso_start = lo;
+			h->vdso_len = hi - lo;
+		} else {
+			free(h->vdso);
+			h->vdso = NULL;
+		}
+		break;
+	}
+	fclose(f);
+}
+
+/* Attached: what the kernel will not tell, because it happened before
+ * (the threads' names and the executable mappings), from /proc. */
+static int write_existing(struct hw *h, struct pd_writer *w)
+{
+	struct pd_sample_id sid = {.pid = (uint32_t)h->pid,
+				   .tid = (uint32_t)h->pid,
+				   .id = h->ids[0],
+				   .cpu = 0,
+				   .have_tid = true,
+				   .have_time = true,
+				   .have_id = true,
+				   .have_cpu = true};
+	char path[64], line[4352], comm[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	for (size_t i = 0; i < h->nr_tids; i++) {
+		struct pd_comm c = {.pid = (uint32_t)h->pid,
+				    .tid = (uint32_t)h->tids[i],
+				    .comm = comm};
+
+		sid.tid = (uint32_t)h->tids[i];
+		if (pd_write_comm(w, &c, &sid))
+			return -1;
+	}
+	sid.tid = (uint32_t)h->pid;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off, ino;
+		unsigned maj, min;
+		char perms[8], file[4096];
+		struct pd_mmap m = {0};
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &lo,
+			   &hi, perms, &off, &maj, &min, &ino, file) != 8 ||
+		    perms[2] != 'x' ||
+		    (file[0] != '/' && strcmp(file, "[vdso]")))
+			continue;
+		m.pid = (uint32_t)h->pid;
+		m.tid = (uint32_t)h->pid;
+		m.start = lo;
+		m.len = hi - lo;
+		m.pgoff = off;
+		m.is_mmap2 = true;
+		m.maj = maj;
+		m.min = min;
+		m.ino = ino;
+		m.prot = PROT_READ | PROT_EXEC;
+		m.flags = MAP_PRIVATE;
+		m.filename = file;
+		if (pd_write_mmap2(w, &m, &sid)) {
+			fclose(f);
+			return -1;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The sideband's time: our sample_type puts it 24 bytes before the end
+ * of every non-sample record (TIME, CPU, IDENTIFIER follow TID). */
+struct sb_at {
+	size_t off;
+	uint64_t time;
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct sb_at *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int write_sideband(struct hw *h, struct pd_writer *w)
+{
+	struct sb_at *at = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (size_t off = 0; off < h->sb_len;) {
+		struct perf_event_header eh;
+
+		memcpy(&eh, h->sb + off, sizeof(eh));
+		if (mt_grow((void **)&at, &cap, n + 1, sizeof(*at))) {
+			free(at);
+			return -1;
+		}
+		at[n].off = off;
+		at[n].time = 0;
+		if (eh.size >= sizeof(eh) + 24)
+			memcpy(&at[n].time, h->sb + off + eh.size - 24, 8);
+		n++;
+		off += eh.size;
+	}
+	/* Rings drained one after the other: merge them in time. */
+	if (n && mt_stable_sort(at, n, sizeof(*at), by_time)) {
+		free(at);
+		return -1;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct perf_event_header eh;
+
+		memcpy(&eh, h->sb + at[i].off, sizeof(eh));
+		rc = pd_writer_raw(w, h->sb + at[i].off, eh.size);
+	}
+	free(at);
+	return rc;
+}
+
+static int hit_by_time(const void *a, const void *b)
+{
+	const struct pd_ext_hit *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int write_capture(struct hw *h)
+{
+	struct pd_writer *w = NULL;
+	struct pd_err pe = {0};
+	struct pd_pt_info pt;
+	struct pd_ext_buf ext = {0};
+	char cpuid[64];
+	int rc = -EIO;
+
+	pt_info_of(h, &pt);
+	cpuid_string(cpuid, sizeof(cpuid));
+	if (pd_writer_open(&w, h->o->output, PD_WRITE_FILE, &pe)) {
+		snprintf(h->err, h->errlen, "%s", pe.msg);
+		return -EIO;
+	}
+	if (pd_writer_add_attr(w, &h->attr, h->ids, h->nr_ids))
+		goto werr;
+	{
+		struct pd_time_conv tc = {.time_shift = pt.time_shift,
+					  .time_mult = pt.time_mult,
+					  .time_zero = pt.time_zero,
+					  .cap_user_time_zero =
+						  pt.cap_user_time_zero};
+
+		if (pd_write_time_conv(w, &tc) ||
+		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true))
+			goto werr;
+	}
+	if ((!h->launched && write_existing(h, w)) || write_sideband(h, w) ||
+	    pd_write_finished_round(w))
+		goto werr;
+	if (h->spool && fflush(h->spool)) {
+		snprintf(h->err, h->errlen, "the temporary trace file: %s",
+			 strerror(errno));
+		pd_writer_abort(w);
+		return -EIO;
+	}
+	for (size_t i = 0; i < h->nr_chunks; i++) {
+		const struct chunk *c = &h->chunks[i];
+
+		if (fseek(h->spool, c->at, SEEK_SET) ||
+		    fread(h->copy, 1, c->a.size, h->spool) != c->a.size) {
+			snprintf(h->err, h->errlen,
+				 "reading the temporary trace file: %s",
+				 strerror(errno));
+			pd_writer_abort(w);
+			return -EIO;
+		}
+		if (pd_write_auxtrace(w, &c->a, h->copy))
+			goto werr;
+	}
+	/* Rings are read one after the other: hits in time order. */
+	if (h->nr_hits &&
+	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
+		goto werr;
+	for (size_t i = 0; i < h->nr_hits; i++)
+		if (pd_ext_add_hit(&ext, &h->hits[i]))
+			goto werr;
+	if (h->vdso) {
+		struct pd_ext_vdso v = {.pid = (uint32_t)h->pid,
+					.start = h->vdso_start,
+					.len = h->vdso_len,
+					.bytes = h->vdso};
+
+		if (pd_ext_add_vdso(&ext, &v))
+			goto werr;
+	}
+	if (ext.len &&
+	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
+		goto werr;
+	if (pd_write_finished_round(w) ||
+	    pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid))
+		goto werr;
+	pd_ext_buf_free(&ext);
+	if (pd_writer_finish(w, &pe)) {
+		snprintf(h->err, h->errlen, "%s", pe.msg);
+		return -EIO;
+	}
+	return 0;
+werr:
+	snprintf(h->err, h->errlen, "%s", pd_writer_error(w)->msg);
+	pd_writer_abort(w);
+	pd_ext_buf_free(&ext);
+	return rc;
+}
+
+/* The trigger's address (the default one only when the program has it),
+ * the breakpoint, and the filters, once the executable is mapped. */
+static int arm(struct hw *h, unsigned nranges)
+{
+	const struct hw_opts *o = h->o;
+	char link[64], stop[1024];
+	ssize_t n;
+	int rc;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)h->pid);
+	n = readlink(link, h->exe, sizeof(h->exe) - 1);
+	if (n <= 0)
+		return hfail(h, -errno, "%s: %s", link, strerror(errno));
+	h->exe[n] = 0;
+	if (o->trigger &&
+	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
+		uint64_t *addrs = NULL;
+		size_t na = 0;
+
+		/* One breakpoint: a line with inlined copies in several
+		 * functions is watched at its first. */
+		rc = line_trigger_resolve(h->pid, h->exe, o->trigger, &addrs,
+					  &na, h->err, h->errlen);
+		if (!rc)
+			h->trigger = addrs[0];
+		free(addrs);
+	} else {
+		rc = symaddr_resolve(h->pid, h->exe,
+				     o->trigger ? o->trigger
+						: "mt_snapshot_point",
+				     &h->trigger, h->err, h->errlen);
+	}
+	if (rc && o->trigger)
+		return rc;
+	if (rc)
+		h->trigger = 0; /* no stub in the program: no trigger */
+	if (o->stop_at_trigger) {
+		size_t len = strlen(h->filter);
+
+		if (!h->trigger)
+			return hfail(h, -EINVAL,
+				     "--stop-at-trigger: %s has no "
+				     "mt_snapshot_point; name one with "
+				     "--trigger",
+				     h->exe);
+		if ((rc = symaddr_stop_filter(h->pid, h->trigger, stop,
+					      sizeof(stop), h->err, h->errlen)))
+			return rc;
+		if (len + strlen(stop) + 2 > sizeof(h->filter))
+			return hfail(h, -E2BIG, "address filters too long");
+		snprintf(h->filter + len, sizeof(h->filter) - len, "%s%s",
+			 len ? "," : "", stop);
+		nranges++;
+	}
+	if ((rc = pmu_check_filters(&h->pmu, nranges, h->err, h->errlen)))
+		return rc;
+	if (h->trigger) {
+		enum bp_kind kind = BP_HARDWARE;
+		char why[256];
+
+		/* Where the debug registers never fire, a uprobe does the
+		 * same at a trap per hit: say so rather than never fire. */
+		if (bp_probe(why, sizeof(why)) == -ENOTSUP) {
+			kind = BP_UPROBE;
+			snprintf(h->st->warning, sizeof(h->st->warning),
+				 "%s: the trigger is a uprobe instead", why);
+		}
+		rc = bp_open(&h->bp, kind, h->pid, h->trigger, h->tids,
+			     h->nr_tids, o->per_cpu, h->err, h->errlen);
+		if (rc)
+			return rc;
+	}
+	if (h->launched)
+		for (size_t i = 0; i < h->nr_fds; i++)
+			if ((rc = set_filter(h, h->fds[i])))
+				return rc;
+	read_vdso(h);
+	return 0;
+}
+
+/* Fork argv held on a pipe; it execs under PTRACE_TRACEME once told,
+ * or writes why it could not on *why. */
+static pid_t launch(char *const argv[], int *go, int *why)
+{
+	int p[2], e[2];
+	pid_t child;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	if (pipe2(e, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
 	child = fork();
-	if (child < 0)
-		return -errno;
+	if (child < 0) {
+		close(p[0]);
+		close(p[1]);
+		close(e[0]);
+		close(e[1]);
+		return -1;
+	}
 	if (!child) {
 		char c;
+		int code;
 
-		/* Held until the events follow us, then traced from exec. */
-		close(go[1]);
-		if (read(go[0], &c, 1) != 1)
+		close(p[1]);
+		close(e[0]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(126);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 			_exit(126);
 		execvp(argv[0], argv);
-		fprintf(stderr, "mt-capture: %s: %s\n", argv[0],
-			strerror(errno));
+		code = errno;
+		if (write(e[1], &code, sizeof(code)) != sizeof(code))
+			_exit(127);
 		_exit(127);
 	}
-	close(go[0]);
-	memset(&a, 0, sizeof(a));
-	a.type = pmu.type;
-	a.size = sizeof(a);
-	a.config = config;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	a.disabled = 1;
-	a.enable_on_exec = 1;
-	a.inherit = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = 1;
-	a.context_switch = 1;
-	a.sample_id_all = 1;
-	rings = calloc((size_t)ncpu, sizeof(*rings));
-	if (!rings) {
-		rc = -ENOMEM;
-		goto out;
+	close(p[0]);
+	close(e[1]);
+	*go = p[1];
+	*why = e[0];
+	return child;
+}
+
+/* Until the target ends, Ctrl-C, or the hit that ends it. */
+static int record(struct hw *h)
+{
+	const struct hw_opts *o = h->o;
+	struct bp_hit hits[64];
+	int rc;
+
+	h->recording = true;
+	while (!*o->stop) {
+		struct pollfd pf[256];
+		size_t n = 0, nb = 0;
+		const int *bfd = h->bp ? bp_fds(h->bp, &nb) : NULL;
+		bool forked = false, gone;
+		int ready;
+
+		for (size_t i = 0; i < nb && n < 256; i++)
+			pf[n++] =
+				(struct pollfd){.fd = bfd[i], .events = POLLIN};
+		for (size_t i = 0; o->full && i < h->nr_rings && n < 256; i++)
+			pf[n++] = (struct pollfd){.fd = h->rings[i].fd,
+						  .events = POLLIN};
+		ready = poll(pf, n, 10);
+		/* An ended thread's event reports POLLHUP for ever: sleep
+		 * rather than spin when nothing else is ready. */
+		if (ready > 0) {
+			bool in = false;
+
+			for (size_t i = 0; i < n; i++)
+				in |= (pf[i].revents & POLLIN) != 0;
+			if (!in)
+				usleep(10000);
+		}
+		if (drain_all(h, &forked))
+			return -1;
+		if ((!o->per_cpu || (h->bp && !bp_inherits(h->bp))) &&
+		    (rc = scan_threads(h, true)))
+			return rc;
+		/* Gone is checked before the last hits are read: a hit
+		 * just before the end still counts. */
+		gone = target_gone(h);
+		for (size_t k, got; h->bp && (got = bp_read(h->bp, hits, 64));)
+			for (k = 0; k < got; k++) {
+				rc = on_hit(h, &hits[k]);
+				if (rc)
+					return rc < 0 ? rc : 0;
+			}
+		if (gone)
+			break;
 	}
-	for (int c = 0; c < ncpu; c++)
-		rings[c].fd = -1;
-	for (int c = 0; c < ncpu; c++) {
-		rc = open_ring(&rings[c], &a, child, c, o->aux_size, err,
-			       errlen);
+	return 0;
+}
+
+int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
+	   char *err, size_t errlen)
+{
+	struct hw h = {.o = o, .st = st, .err = err, .errlen = errlen};
+	unsigned nranges = 0;
+	uint64_t config;
+	int go = -1, why = -1, rc, status;
+	bool forked = false;
+
+	memset(st, 0, sizeof(*st));
+	h.ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	rc = pmu_probe(o->sysfs, &h.pmu, err, errlen);
+	if (!rc)
+		rc = pmu_config(&h.pmu, &o->req, &config, err, errlen);
+	if (!rc && o->include_kernel)
+		rc = pmu_check_kernel(o->paranoid, pmu_effective_caps(), err,
+				      errlen);
+	if (!rc && o->filter)
+		rc = symaddr_filters(o->filter, h.filter, sizeof(h.filter),
+				     &nranges, err, errlen);
+	if (!rc)
+		rc = pmu_check_filters(&h.pmu,
+				       nranges + (o->stop_at_trigger ? 1 : 0),
+				       err, errlen);
+	if (rc)
+		return rc;
+	h.copy = malloc(o->aux_size);
+	if (!h.copy)
+		return hfail(&h, -ENOMEM, "out of memory");
+	memset(&h.attr, 0, sizeof(h.attr));
+	h.attr.type = h.pmu.type;
+	h.attr.size = sizeof(h.attr);
+	h.attr.config = config;
+	h.attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			     PERF_SAMPLE_IDENTIFIER;
+	h.attr.disabled = 1;
+	h.attr.inherit = o->per_cpu;
+	h.attr.exclude_kernel = !o->include_kernel;
+	h.attr.exclude_hv = 1;
+	h.attr.mmap = h.attr.mmap2 = h.attr.comm = h.attr.comm_exec = 1;
+	h.attr.task = 1;
+	h.attr.context_switch = o->per_cpu;
+	h.attr.sample_id_all = 1;
+	if (o->full)
+		h.attr.aux_watermark = (uint32_t)(o->aux_size / 4);
+	if (o->pid > 0) {
+		h.pid = o->pid;
+		if (kill(h.pid, 0) && errno == ESRCH) {
+			rc = hfail(&h, -ESRCH, "-p %d: no such process",
+				   o->pid);
+			goto out;
+		}
+		/* Threads first, then the trigger, then tracing on. */
+		if ((rc = scan_threads(&h, false)))
+			goto out;
+		if (!h.nr_rings) {
+			rc = hfail(&h, -ESRCH, "-p %d: no threads to trace",
+				   o->pid);
+			goto out;
+		}
+		if ((rc = arm(&h, nranges)))
+			goto out;
+		enable_all(&h, true);
+	} else {
+		h.pid = launch(argv, &go, &why);
+		if (h.pid < 0) {
+			rc = hfail(&h, -errno, "fork: %s", strerror(errno));
+			goto out;
+		}
+		h.launched = true;
+		h.attr.enable_on_exec = 1;
+		if ((rc = add_thread(&h, h.pid, false)))
+			goto out;
+		h.attr.enable_on_exec = 0;
+		if (write(go, "g", 1) != 1) {
+			rc = hfail(&h, -errno, "starting %s: %s", argv[0],
+				   strerror(errno));
+			goto out;
+		}
+		if (waitpid(h.pid, &status, 0) != h.pid ||
+		    !WIFSTOPPED(status)) {
+			int code = 0;
+
+			h.pid = -1; /* reaped */
+			if (read(why, &code, sizeof(code)) == sizeof(code))
+				rc = hfail(&h, -code, "%s: %s", argv[0],
+					   strerror(code));
+			else
+				rc = hfail(&h, -ECHILD, "%s did not start",
+					   argv[0]);
+			goto out;
+		}
+		rc = arm(&h, nranges);
+		ptrace(PTRACE_DETACH, h.pid, NULL, NULL);
 		if (rc)
 			goto out;
 	}
-	if (write(go[1], "g", 1) != 1) {
-		rc = -errno;
-		goto out;
-	}
-	/* Until the program ends or Ctrl-C. */
-	while (!*o->stop) {
-		pid_t p = waitpid(child, &status, WNOHANG);
-
-		if (p == child)
-			break;
-		usleep(10000);
-	}
-	for (int c = 0; c < ncpu; c++)
-		ioctl(rings[c].fd, PERF_EVENT_IOC_DISABLE, 0);
-	{
-		struct pd_writer *w;
-		struct pd_err pe;
-		struct pd_pt_info pt;
-		uint64_t *ids = calloc((size_t)ncpu, sizeof(*ids));
-		uint8_t *copy = malloc(o->aux_size);
-		char cpuid[64];
-		unsigned lo, hi;
-
-		if (!ids || !copy) {
-			free(ids);
-			free(copy);
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (int c = 0; c < ncpu; c++)
-			ids[c] = rings[c].id;
-		pt_info_of(&pmu, &rings[0], &pt);
-		cpuid_string(cpuid, sizeof(cpuid));
-		if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe)) {
-			snprintf(err, errlen, "%s", pe.msg);
-			free(ids);
-			free(copy);
-			rc = -EIO;
-			goto out;
-		}
-		rc = pd_writer_add_attr(w, &a, ids, (size_t)ncpu);
-		if (!rc) {
-			struct pd_time_conv tc = {
-				.time_shift = pt.time_shift,
-				.time_mult = pt.time_mult,
-				.time_zero = pt.time_zero,
-				.cap_user_time_zero = pt.cap_user_time_zero};
-
-			rc = pd_write_time_conv(w, &tc) ||
-			     pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED,
-						    true);
-		}
-		for (int c = 0; c < ncpu && !rc; c++)
-			rc = sb_copy(w, rings[c].page, DATA_PAGES);
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		for (int c = 0; c < ncpu && !rc; c++) {
-			uint64_t head = __atomic_load_n(
-				&rings[c].page->aux_head, __ATOMIC_ACQUIRE);
-			size_t n = pmu_ring_copy(rings[c].aux, rings[c].aux_len,
-						 head, copy);
-			struct pd_auxtrace at = {
-				.size = n,
-				.offset = head - n,
-				.reference = ((uint64_t)hi << 32) | lo,
-				.idx = (uint32_t)c,
-				.tid = UINT32_MAX,
-				.cpu = (uint32_t)c};
-
-			if (n)
-				rc = pd_write_auxtrace(w, &at, copy);
-		}
-		if (!rc)
-			rc = pd_writer_set_feature_string(w, PD_FEAT_CPUID,
-							  cpuid);
-		if (rc) {
-			snprintf(err, errlen, "%s", pd_writer_error(w)->msg);
-			pd_writer_abort(w);
-			rc = -EIO;
-		} else if (pd_writer_finish(w, &pe)) {
-			snprintf(err, errlen, "%s", pe.msg);
-			rc = -EIO;
-		}
-		free(ids);
-		free(copy);
-	}
+	rc = record(&h);
+	enable_all(&h, false);
+	if (!rc)
+		rc = drain_all(&h, &forked);
+	if (!rc && !o->full)
+		rc = snapshot(&h, false);
+	if (!rc && st->truncated)
+		snprintf(st->warning, sizeof(st->warning),
+			 "%llu times the trace came faster than it could be "
+			 "saved: it has gaps (a bigger --snapshot-size helps)",
+			 (unsigned long long)st->truncated);
+	if (!rc)
+		rc = write_capture(&h);
 out:
-	close(go[1]);
-	if (rings)
-		close_rings(rings, ncpu);
-	free(rings);
-	if (rc && child > 0)
-		kill(child, SIGKILL);
-	waitpid(child, &status, rc ? 0 : WNOHANG);
+	if (go >= 0)
+		close(go);
+	if (why >= 0)
+		close(why);
+	bp_free(h.bp);
+	for (size_t i = 0; i < h.nr_rings; i++) {
+		if (h.rings[i].aux)
+			munmap(h.rings[i].aux, h.rings[i].aux_len);
+		if (h.rings[i].page)
+			munmap(h.rings[i].page, h.rings[i].page_len);
+	}
+	for (size_t i = 0; i < h.nr_fds; i++)
+		close(h.fds[i]);
+	if (h.launched && h.pid > 0) {
+		/* After an error the program goes too; otherwise it ended,
+		 * or runs on untraced after Ctrl-C. */
+		if (rc)
+			kill(h.pid, SIGKILL);
+		waitpid(h.pid, &status, rc ? 0 : WNOHANG);
+	}
+	if (h.spool)
+		fclose(h.spool);
+	free(h.chunks);
+	free(h.rings);
+	free(h.fds);
+	free(h.ids);
+	free(h.tids);
+	free(h.hits);
+	free(h.sb);
+	free(h.copy);
+	free(h.vdso);
 	return rc;
 }

@@ -17,10 +17,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int perr(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -114,6 +117,8 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 		p->cycle_thresholds = (uint32_t)v;
 	if (!read_hex(fdir, "psb_periods", &v))
 		p->psb_periods = (uint32_t)v;
+	if (!read_hex(fdir, "num_address_ranges", &v))
+		p->num_address_ranges = (uint32_t)v;
 	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf)))
 		p->max_nonturbo_ratio = (uint32_t)strtoul(buf, NULL, 10);
 	return 0;
@@ -150,6 +155,90 @@ static int set_field(const struct pt_pmu *p, const char *name, uint64_t v,
 	return 0;
 }
 
+/* The fields --timing-custom knows, and the largest value of each (the
+ * width of its format field; the caps say which values the CPU has). */
+static const struct {
+	const char *name;
+	unsigned max;
+} custom_fields[] = {
+	{"tsc", 1},	    {"mtc", 1},		{"cyc", 1},
+	{"noretcomp", 1},   {"mtc_period", 15}, {"cyc_thresh", 15},
+	{"psb_period", 15},
+};
+
+int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
+		     size_t errlen)
+{
+	const char *at = spec;
+
+	memset(r, 0, sizeof(*r));
+	r->custom = true;
+	while (*at) {
+		size_t len = strcspn(at, ","), nl = strcspn(at, "=,");
+		unsigned long v;
+		char *end;
+		size_t k, nf = sizeof(custom_fields) / sizeof(*custom_fields);
+
+		for (k = 0; k < nf; k++)
+			if (strlen(custom_fields[k].name) == nl &&
+			    !strncmp(at, custom_fields[k].name, nl))
+				break;
+		if (k == nf)
+			return perr(err, errlen, -EINVAL,
+				    "--timing-custom: unknown field '%.*s' "
+				    "(tsc, mtc, cyc, noretcomp, mtc_period, "
+				    "cyc_thresh, psb_period)",
+				    (int)nl, at);
+		if (nl == len || at[nl + 1] < '0' || at[nl + 1] > '9')
+			return perr(err, errlen, -EINVAL,
+				    "--timing-custom: %.*s wants a value "
+				    "(%s=N)",
+				    (int)nl, at, custom_fields[k].name);
+		v = strtoul(at + nl + 1, &end, 0);
+		if (end != at + len || v > custom_fields[k].max)
+			return perr(err, errlen, -EINVAL,
+				    "--timing-custom: %.*s is not a value of "
+				    "%s (0 to %u)",
+				    (int)len, at, custom_fields[k].name,
+				    custom_fields[k].max);
+		switch (k) {
+		case 0:
+			r->tsc = v;
+			break;
+		case 1:
+			r->mtc = v;
+			break;
+		case 2:
+			r->cyc = v;
+			break;
+		case 3:
+			r->noretcomp = v;
+			break;
+		case 4:
+			r->mtc_period = (unsigned)v;
+			break;
+		case 5:
+			r->cyc_thresh = (unsigned)v;
+			break;
+		default:
+			r->psb_period = (unsigned)v;
+			break;
+		}
+		at += len;
+		if (*at == ',' && !*++at)
+			return perr(err, errlen, -EINVAL,
+				    "--timing-custom: '%s' ends in a comma",
+				    spec);
+	}
+	/* A period or threshold means its packets are wanted. */
+	if (!r->tsc && !r->mtc && !r->cyc)
+		return perr(err, errlen, -EINVAL,
+			    "--timing-custom: '%s' has no timing at all (set "
+			    "tsc=1, mtc=1 or cyc=1)",
+			    spec);
+	return 0;
+}
+
 int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 	       uint64_t *config, char *err, size_t errlen)
 {
@@ -162,8 +251,8 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 		q.mtc = q.timing != PT_TIMING_LOW;
 		q.cyc = q.timing != PT_TIMING_LOW;
 		q.noretcomp = q.timing == PT_TIMING_HIGH;
-		q.mtc_period = 3;
-		q.cyc_thresh = 1;
+		q.mtc_period = q.mtc ? 3 : 0;
+		q.cyc_thresh = q.cyc ? 1 : 0;
 		q.psb_period = 0;
 	}
 	if (q.cyc && !p->psb_cyc)
@@ -184,6 +273,19 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 			    "cyc_thresh=%u is not one this CPU offers "
 			    "(caps/cycle_thresholds is %x)",
 			    q.cyc_thresh, p->cycle_thresholds);
+	if (q.mtc_period && !q.mtc)
+		return perr(err, errlen, -EINVAL,
+			    "mtc_period=%u without mtc=1 has no effect",
+			    q.mtc_period);
+	if (q.cyc_thresh && !q.cyc)
+		return perr(err, errlen, -EINVAL,
+			    "cyc_thresh=%u without cyc=1 has no effect",
+			    q.cyc_thresh);
+	if (q.psb_period && !p->psb_cyc)
+		return perr(err, errlen, -ENOTSUP,
+			    "psb_period=%u: this CPU's PSB period is fixed "
+			    "(caps/psb_cyc is 0)",
+			    q.psb_period);
 	if (q.psb_period && !(p->psb_periods >> q.psb_period & 1))
 		return perr(err, errlen, -ENOTSUP,
 			    "psb_period=%u is not one this CPU offers "
@@ -205,6 +307,84 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 					     config, err, errlen))))
 		return rc;
 	return 0;
+}
+
+int pmu_check_filters(const struct pt_pmu *p, unsigned nranges, char *err,
+		      size_t errlen)
+{
+	if (nranges && !p->ip_filtering)
+		return perr(err, errlen, -ENOTSUP,
+			    "this CPU's Intel PT cannot filter by address "
+			    "(caps/ip_filtering is 0)");
+	if (nranges > p->num_address_ranges)
+		return perr(err, errlen, -ENOTSUP,
+			    "%u address range%s asked for, this CPU's Intel PT "
+			    "has %u (caps/num_address_ranges)",
+			    nranges, nranges == 1 ? "" : "s",
+			    p->num_address_ranges);
+	return 0;
+}
+
+uint64_t pmu_effective_caps(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return (uint64_t)d[1].effective << 32 | d[0].effective;
+}
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+
+int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
+		     size_t errlen)
+{
+	char buf[32];
+	char *slash = strrchr(paranoid, '/');
+	char dir[4096];
+	long level;
+
+	/* CAP_PERFMON (or CAP_SYS_ADMIN before Linux 5.8) overrides
+	 * perf_event_paranoid. */
+	if (cap_eff >> CAP_PERFMON & 1 || cap_eff >> CAP_SYS_ADMIN & 1)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - paranoid) : 1,
+		 slash ? paranoid : ".");
+	if (read_line(dir, slash ? slash + 1 : paranoid, buf, sizeof(buf)))
+		return perr(err, errlen, -EACCES,
+			    "--include-kernel: cannot read %s, and this "
+			    "process lacks CAP_PERFMON: run as root",
+			    paranoid);
+	level = strtol(buf, NULL, 10);
+	if (level <= 1)
+		return 0;
+	return perr(err, errlen, -EACCES,
+		    "--include-kernel: %s is %ld (kernel tracing needs 1 or "
+		    "less) and this process lacks CAP_PERFMON: run as root, "
+		    "or lower it",
+		    paranoid, level);
+}
+
+size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,
+			   uint64_t since, uint8_t *out)
+{
+	uint64_t from = since, n;
+	size_t at, first;
+
+	if (!size || head <= since)
+		return 0;
+	if (head - from > size)
+		from = head - size;
+	n = head - from;
+	at = (size_t)(from % size);
+	first = size - at < n ? size - at : (size_t)n;
+	memcpy(out, ring + at, first);
+	memcpy(out + first, ring, (size_t)n - first);
+	return (size_t)n;
 }
 
 size_t pmu_ring_copy(const uint8_t *ring, size_t size, uint64_t head,

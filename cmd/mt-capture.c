@@ -1,17 +1,18 @@
 /*
  * mt-capture: records a program's control flow.
  *
- *   mt-capture --emulate [-o FILE] [--start-at SYMBOL] [--noretcomp]
- *              -- PROG ARGS...
+ *   mt-capture [-o FILE] [options] -- PROG ARGS...     (Intel PT)
+ *   mt-capture --emulate [-o FILE] [options] -- PROG ARGS...
  *
- * With Intel PT hardware the capture would come from the CPU; that
- * backend is not built yet.  --emulate runs the program under ptrace and
- * writes the packets the hardware would have, about a thousand times
- * slower.
+ * Without --emulate the CPU records (capture/hwpt.c); --emulate runs the
+ * program under ptrace and writes the packets the hardware would have,
+ * about a thousand times slower.  Options that only one backend has are
+ * refused by the other in one line.
  */
 #include "capture/capture.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,53 +21,56 @@
 #define PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
 
 static const char usage[] =
-	"usage: mt-capture --emulate [-o FILE] [--start-at SYMBOL] "
-	"[--noretcomp]\n"
-	"                  [-p [PID]] (attach; no PID: choose from a list)\n"
-	"                  [--snapshot-size N] [--trigger SYMBOL|FILE:LINE] -- "
-	"PROG "
-	"[ARGS...]\n"
+	"usage: mt-capture [--emulate] [-o FILE] [options] -- PROG [ARGS...]\n"
+	"       mt-capture [--emulate] [-o FILE] [options] -p [PID]\n"
+	"       mt-capture --check [--timing ...]\n"
 	"\n"
 	"Records PROG's control flow as an Intel PT capture (perf.data) that\n"
-	"mt-convert turns into a timeline.\n"
+	"mt-convert turns into a timeline.  Ctrl-C stops tracing, lets PROG\n"
+	"run on untraced and writes the capture.\n"
 	"\n"
-	"  --emulate          trace by single-stepping under ptrace: works on "
-	"any\n"
-	"                     x86-64 Linux, about 1000x slower than hardware\n"
+	"Both backends:\n"
 	"  -o FILE            the capture (default raw.bin)\n"
-	"  --start-at SYMBOL  begin tracing when SYMBOL is reached (default "
-	"main;\n"
-	"                     '' traces from exec)\n"
-	"  --noretcomp        no compressed returns (a TIP for every ret)\n"
+	"  -p PID             attach to a running process (all its threads);\n"
+	"                     -p alone on a terminal offers a list\n"
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
-	"thread,\n"
-	"                     as the hardware's ring does (4M, 64K, ...)\n"
-	"  --duration-thresh T  snapshot only when the hit comes T (5ms, "
-	"200us)\n"
-	"                     or more after the program's mt_mark_start()\n"
-	"  --truth FILE       also write every call seen, as a truth.tsv\n"
-	"  --drop-every N     lose the packets of 1..48 branches about every "
-	"N\n"
-	"                     branches, then OVF, as an overflowing CPU does\n"
-	"  --gaps FILE        list those losses (gaps.tsv form)\n"
+	"thread\n"
+	"                     (per CPU with --per-cpu): 4M, 64K, ...; the\n"
+	"                     hardware rounds it up to a power of two of "
+	"pages\n"
 	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
 	"                     addr:0x..., or FILE:LINE such as demo.c:42, "
 	"from\n"
 	"                     the DWARF line tables); default: "
 	"mt_snapshot_point,\n"
 	"                     the stub of include/magic_trace.h, when present\n"
+	"  --duration-thresh T  snapshot only when the hit comes T (5ms, "
+	"200us)\n"
+	"                     or more after the program's mt_mark_start()\n"
+	"  --multi-snapshot   every hit adds a snapshot; tracing goes on\n"
 	"\n"
-	"Ctrl-C stops tracing, lets PROG run on untraced and writes the "
-	"capture.\n"
+	"Intel PT (the default):\n"
+	"  --timing low|normal|high  TSC only; + MTC and CYC (default); + no\n"
+	"                     compressed returns\n"
+	"  --timing-custom F=V,...  the raw fields: tsc, mtc, cyc, noretcomp,\n"
+	"                     mtc_period, cyc_thresh, psb_period\n"
+	"  --per-cpu          one ring per CPU (default: one per thread)\n"
+	"  --full             record everything instead of the newest\n"
+	"  --include-kernel   trace the kernel too (root or CAP_PERFMON)\n"
+	"  --filter START-STOP@FILE[,...]  trace only these code ranges\n"
+	"                     (functions or hex addresses of FILE)\n"
+	"  --stop-at-trigger  the CPU stops tracing at the trigger itself\n"
+	"  --check            show this machine's intel_pt PMU and the config\n"
 	"\n"
-	"  --check [--timing low|normal|high]\n"
-	"                     show this machine's intel_pt PMU and the config "
-	"a\n"
-	"                     hardware capture would use\n"
-	"  -p PID             attach to a running process (all its threads) "
-	"instead;\n"
-	"                     -p alone on a terminal offers a list to choose "
-	"from\n";
+	"Emulation (--emulate: ptrace, any x86-64 Linux, ~1000x slower):\n"
+	"  --start-at SYMBOL  begin tracing at SYMBOL (default main; '' at "
+	"exec)\n"
+	"  --noretcomp        no compressed returns (a TIP for every ret)\n"
+	"  --truth FILE       also write every call seen, as a truth.tsv\n"
+	"  --drop-every N     lose the packets of 1..48 branches about every "
+	"N\n"
+	"                     branches, then OVF, as an overflowing CPU does\n"
+	"  --gaps FILE        list those losses (gaps.tsv form)\n";
 
 /* "64K", "4M", "1048576": bytes. */
 static int parse_size(const char *s, uint64_t *out)
@@ -135,18 +139,91 @@ static void on_sigint(int sig)
 	stop_requested = 1;
 }
 
+/* Options one backend has and the other lacks: named to refuse them. */
+static const char *const emu_only[] = {"--start-at", "--noretcomp", "--truth",
+				       "--drop-every", "--gaps"};
+static const char *const hw_only[] = {
+	"--timing",	    "--timing-custom", "--per-cpu",	   "--full",
+	"--include-kernel", "--filter",	       "--stop-at-trigger"};
+
+static bool in(const char *a, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(a, list[i]))
+			return true;
+	return false;
+}
+
+static int check_pmu(const struct pt_pmu *pmu, uint64_t config,
+		     const char *timing_name)
+{
+	char err[512];
+	int kernel = pmu_check_kernel("/proc/sys/kernel/perf_event_paranoid",
+				      pmu_effective_caps(), err, sizeof(err));
+
+	printf("intel_pt PMU type %u, max non-turbo ratio %u\n"
+	       "caps: cyc %s, mtc %s (periods %x), cycle thresholds %x, psb "
+	       "periods %x, address ranges %u%s\n"
+	       "config for --timing %s: %#llx\n"
+	       "kernel tracing: %s\n",
+	       pmu->type, pmu->max_nonturbo_ratio, pmu->psb_cyc ? "yes" : "no",
+	       pmu->mtc ? "yes" : "no", pmu->mtc_periods, pmu->cycle_thresholds,
+	       pmu->psb_periods, pmu->num_address_ranges,
+	       pmu->ip_filtering ? "" : " (no ip_filtering)", timing_name,
+	       (unsigned long long)config, kernel ? err : "allowed");
+	return 0;
+}
+
+static int run_hw(char *const argv[], struct hw_opts *h, bool snap_given)
+{
+	struct hw_stats st;
+	char err[1024];
+	uint64_t want = h->aux_size;
+
+	/* The AUX area must be a power of two of pages. */
+	h->aux_size = 4096;
+	while (h->aux_size < want)
+		h->aux_size <<= 1;
+	if (h->aux_size != want && snap_given)
+		fprintf(stderr,
+			"mt-capture: --snapshot-size rounded up to %llu bytes "
+			"(a power of two of pages)\n",
+			(unsigned long long)h->aux_size);
+	signal(SIGINT, on_sigint);
+	if (hw_run(argv, h, &st, err, sizeof(err))) {
+		fprintf(stderr, "mt-capture: %s\n", err);
+		return 1;
+	}
+	if (st.warning[0])
+		fprintf(stderr, "mt-capture: %s\n", st.warning);
+	fprintf(stderr,
+		"mt-capture: %s: %llu thread%s, %.1f KiB of trace, %llu "
+		"hit%s\n",
+		h->output, (unsigned long long)st.threads,
+		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
+		(unsigned long long)st.hits, st.hits == 1 ? "" : "s");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct emu_opts o = {.output = "raw.bin", .stop = &stop_requested};
+	struct hw_opts h = {.stop = &stop_requested,
+			    .paranoid = "/proc/sys/kernel/perf_event_paranoid"};
 	struct emu_stats st;
 	char err[1024];
 	struct pt_request req = {.timing = PT_TIMING_NORMAL};
-	const char *timing_name = "normal";
-	int emulate = 0, check = 0, i;
+	const char *timing_name = "normal", *custom = NULL;
+	const char *emu_opt = NULL, *hw_opt = NULL;
+	int emulate = 0, check = 0, timing_given = 0, i;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
+		if (in(a, emu_only, sizeof(emu_only) / sizeof(*emu_only)))
+			emu_opt = a;
+		if (in(a, hw_only, sizeof(hw_only) / sizeof(*hw_only)))
+			hw_opt = a;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage, stdout);
 			return 0;
@@ -156,6 +233,7 @@ int main(int argc, char **argv)
 			check = 1;
 		} else if (!strcmp(a, "--timing") && i + 1 < argc) {
 			timing_name = argv[++i];
+			timing_given = 1;
 			if (!strcmp(timing_name, "low"))
 				req.timing = PT_TIMING_LOW;
 			else if (!strcmp(timing_name, "normal"))
@@ -165,19 +243,37 @@ int main(int argc, char **argv)
 			else {
 				fprintf(stderr,
 					"mt-capture: --timing is low, normal "
-					"or "
-					"high, not '%s'\n",
+					"or high, not '%s'\n",
 					timing_name);
 				return 2;
 			}
+		} else if (!strcmp(a, "--timing-custom") && i + 1 < argc) {
+			custom = argv[++i];
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
 		} else if (!strcmp(a, "--multi-snapshot")) {
 			o.multi_snapshot = true;
+		} else if (!strcmp(a, "--per-cpu")) {
+			h.per_cpu = true;
+		} else if (!strcmp(a, "--full")) {
+			h.full = true;
+		} else if (!strcmp(a, "--include-kernel")) {
+			h.include_kernel = true;
+		} else if (!strcmp(a, "--stop-at-trigger")) {
+			h.stop_at_trigger = true;
 		} else if (!strcmp(a, "-p")) {
 			if (i + 1 < argc && argv[i + 1][0] >= '0' &&
 			    argv[i + 1][0] <= '9') {
-				o.pid = atoi(argv[++i]);
+				char *end;
+
+				o.pid = (int)strtol(argv[++i], &end, 10);
+				if (*end || o.pid <= 0) {
+					fprintf(stderr,
+						"mt-capture: -p wants a "
+						"process id, not '%s'\n",
+						argv[i]);
+					return 2;
+				}
 			} else if (isatty(0) && isatty(2)) {
 				o.pid = pick_process();
 				if (o.pid <= 0) {
@@ -192,7 +288,7 @@ int main(int argc, char **argv)
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--start-at") ||
 			    !strcmp(a, "--trigger") || !strcmp(a, "--truth") ||
 			    !strcmp(a, "--drop-every") ||
-			    !strcmp(a, "--gaps") ||
+			    !strcmp(a, "--gaps") || !strcmp(a, "--filter") ||
 			    !strcmp(a, "--duration-thresh") ||
 			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
@@ -208,6 +304,8 @@ int main(int argc, char **argv)
 				o.truth = v;
 			else if (!strcmp(a, "--gaps"))
 				o.gaps = v;
+			else if (!strcmp(a, "--filter"))
+				h.filter = v;
 			else if (!strcmp(a, "--duration-thresh")) {
 				char *end;
 				double d = strtod(v, &end);
@@ -218,10 +316,12 @@ int main(int argc, char **argv)
 					d *= 1e3;
 				else if (!strcmp(end, "s"))
 					d *= 1e9;
-				else if (*end) {
+				else if (*end || end == v || d < 0) {
 					fprintf(stderr,
 						"mt-capture: --duration-thresh "
-						"wants 5ms, 200us or 1s\n");
+						"wants 5ms, 200us or 1s, not "
+						"'%s'\n",
+						v);
 					return 2;
 				}
 				o.duration_thresh = (uint64_t)d;
@@ -234,74 +334,84 @@ int main(int argc, char **argv)
 			break;
 		} else if (a[0] == '-') {
 			fprintf(stderr,
-				"mt-capture: unknown option %s (see mt-capture "
-				"--help)\n",
-				a);
+				"mt-capture: unknown option %s%s (see "
+				"mt-capture --help)\n",
+				a,
+				i + 1 == argc ? " or its value missing" : "");
 			return 2;
 		} else {
 			break;
 		}
 	}
+	if (emulate && hw_opt) {
+		fprintf(stderr,
+			"mt-capture: %s is for the Intel PT backend, not "
+			"--emulate\n",
+			hw_opt);
+		return 2;
+	}
+	if (!emulate && emu_opt) {
+		fprintf(stderr, "mt-capture: %s needs --emulate%s\n", emu_opt,
+			!strcmp(emu_opt, "--noretcomp")
+				? " (with Intel PT: --timing high, or "
+				  "--timing-custom noretcomp=1)"
+				: "");
+		return 2;
+	}
+	if (custom && timing_given) {
+		fputs("mt-capture: --timing and --timing-custom: one or the "
+		      "other\n",
+		      stderr);
+		return 2;
+	}
+	if (h.full && o.multi_snapshot) {
+		fputs("mt-capture: --full keeps everything already; "
+		      "--multi-snapshot is for the ring\n",
+		      stderr);
+		return 2;
+	}
 	if (!emulate) {
-		/* The hardware path: the PMU as sysfs describes it
-		 * (MT_INTEL_PT_SYSFS points elsewhere, for tests). */
+		/* The hardware path: the PMU as sysfs describes it.  For
+		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
+		 * MT_PERF_EVENT_PARANOID replaces perf_event_paranoid, and
+		 * MT_TEST_SIDEBAND_ONLY maps no AUX area (a software event
+		 * standing in for intel_pt has none). */
 		const char *dir = getenv("MT_INTEL_PT_SYSFS");
+		const char *par = getenv("MT_PERF_EVENT_PARANOID");
 		struct pt_pmu pmu;
 		uint64_t config;
 
-		if (pmu_probe(dir ? dir : PT_SYSFS, &pmu, err, sizeof(err))) {
+		if (custom &&
+		    pmu_parse_custom(custom, &req, err, sizeof(err))) {
+			fprintf(stderr, "mt-capture: %s\n", err);
+			return 2;
+		}
+		if (pmu_probe(dir ? dir : PT_SYSFS, &pmu, err, sizeof(err)) ||
+		    pmu_config(&pmu, &req, &config, err, sizeof(err))) {
 			fprintf(stderr, "mt-capture: %s\n", err);
 			return 1;
 		}
-		if (pmu_config(&pmu, &req, &config, err, sizeof(err))) {
-			fprintf(stderr, "mt-capture: %s\n", err);
-			return 1;
-		}
-		if (check) {
-			printf("intel_pt PMU type %u, max non-turbo ratio %u\n"
-			       "caps: cyc %s, mtc %s (periods %x), "
-			       "cycle thresholds %x, psb periods %x\n"
-			       "config for --timing %s: %#llx\n",
-			       pmu.type, pmu.max_nonturbo_ratio,
-			       pmu.psb_cyc ? "yes" : "no",
-			       pmu.mtc ? "yes" : "no", pmu.mtc_periods,
-			       pmu.cycle_thresholds, pmu.psb_periods,
-			       timing_name, (unsigned long long)config);
-			return 0;
-		}
-		if (i >= argc) {
+		if (check)
+			return check_pmu(&pmu, config,
+					 custom ? custom : timing_name);
+		if (i >= argc && !o.pid) {
 			fputs("mt-capture: no program to run (mt-capture -- "
-			      "PROG ARGS...)\n",
+			      "PROG ARGS..., or -p PID)\n",
 			      stderr);
 			return 2;
 		}
-		{
-			/* The AUX area must be a power of two of pages. */
-			struct hw_opts h = {.output = o.output,
-					    .sysfs = dir ? dir : PT_SYSFS,
-					    .req = req,
-					    .aux_size = 4096,
-					    .stop = &stop_requested};
-			uint64_t want =
-				o.snapshot_size ? o.snapshot_size : 4u << 20;
-
-			while (h.aux_size < want)
-				h.aux_size <<= 1;
-			if (h.aux_size != want && o.snapshot_size)
-				fprintf(stderr,
-					"mt-capture: --snapshot-size rounded "
-					"up "
-					"to %llu bytes (a power of two of "
-					"pages)\n",
-					(unsigned long long)h.aux_size);
-			signal(SIGINT, on_sigint);
-			if (hw_run(argv + i, &h, err, sizeof(err))) {
-				fprintf(stderr, "mt-capture: %s\n", err);
-				return 1;
-			}
-			fprintf(stderr, "mt-capture: %s written\n", o.output);
-			return 0;
-		}
+		h.output = o.output;
+		h.sysfs = dir ? dir : PT_SYSFS;
+		h.req = req;
+		h.aux_size = o.snapshot_size ? o.snapshot_size : 4u << 20;
+		h.pid = o.pid;
+		h.trigger = o.trigger;
+		h.duration_thresh = o.duration_thresh;
+		h.multi_snapshot = o.multi_snapshot;
+		if (par)
+			h.paranoid = par;
+		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
+		return run_hw(argv + i, &h, o.snapshot_size != 0);
 	}
 	if (i >= argc && !o.pid) {
 		fputs("mt-capture: no program to run (mt-capture --emulate -- "

@@ -486,7 +486,10 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", c->path);
 		return -ENOMEM;
 	}
-	qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
+	/* qsort's base may not be NULL, even for no elements: a capture
+	 * can hold no trace at all. */
+	if (c->nr_chunks)
+		qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
 	c->first = UINT64_MAX;
 	c->last = 0;
 	for (size_t i = 0; i < c->nr_chunks; i++)

@@ -19,11 +19,15 @@
 
 #include <time.h>
 
-/* The snapshot point; arg reaches the trigger as its first argument. */
-__attribute__((weak, noinline, used)) void mt_snapshot_point(long arg)
+/*
+ * The snapshot point.  arg and mark_start_ns reach the trigger as the
+ * first two arguments (the registers a hardware breakpoint samples).
+ */
+__attribute__((weak, noinline, used)) void
+mt_snapshot_point(long arg, long long mark_start_ns)
 {
 	/* Keeps the call from being optimised away. */
-	__asm__ volatile("" : : "r"(arg) : "memory");
+	__asm__ volatile("" : : "r"(arg), "r"(mark_start_ns) : "memory");
 }
 
 /* When mt_mark_start() was last called, in CLOCK_MONOTONIC ns. */
@@ -39,12 +43,12 @@ static inline long long mt_now_ns(void)
 
 static inline void mt_take_snapshot(void)
 {
-	mt_snapshot_point(0);
+	mt_snapshot_point(0, mt_mark_start_ns);
 }
 
 static inline void mt_take_snapshot_with_arg(long arg)
 {
-	mt_snapshot_point(arg);
+	mt_snapshot_point(arg, mt_mark_start_ns);
 }
 
 static inline void mt_mark_start(void)
@@ -58,7 +62,7 @@ static inline void mt_take_snapshot_if_longer(long long min_ns)
 	long long d = mt_now_ns() - mt_mark_start_ns;
 
 	if (mt_mark_start_ns && d >= min_ns)
-		mt_snapshot_point((long)d);
+		mt_snapshot_point((long)d, mt_mark_start_ns);
 }
 
 #endif

@@ -38,3 +38,18 @@ if vg "$B/mt-capture" --emulate --start-at work --trigger "deep.c:$line" \
 else
 	echo "FAIL valgrind_capture_unwind"; tail -20 "$W/unw.err" | sed 's/^/    /'
 fi
+# The hardware backend's path on a machine without Intel PT (as in
+# 71-capture-hw.sh: a software event stands in, no AUX area): events per
+# thread for threads that come late, the trigger and its hits.
+mkdir -p "$W/pmu/format" "$W/pmu/caps"
+echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
+for f in pt:0 branch:3 tsc:0; do echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"; done
+echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
+cc -O1 -pthread -I"$R" -o "$W/spawn" "$R/tests/programs/spawn.c"
+if MT_INTEL_PT_SYSFS="$W/pmu" MT_TEST_SIDEBAND_ONLY=1 vg "$B/mt-capture" \
+	--timing low --multi-snapshot -o "$W/hw.bin" -- "$W/spawn" >/dev/null \
+	2>"$W/hw.err"; then
+	echo "PASS valgrind_capture_hw"
+else
+	echo "FAIL valgrind_capture_hw"; tail -20 "$W/hw.err" | sed 's/^/    /'
+fi

@@ -1,0 +1,382 @@
+/*
+ * Where a trigger or a filter lands: the runtime address of a symbol of
+ * a running program's executable, and file offsets for the kernel's
+ * address filters.  Both backends name triggers the same way (a symbol,
+ * or addr:0x...), so they share this.
+ *
+ * A PIE is loaded wherever ASLR put it: the bias is the start of its
+ * mapping at file offset 0 in /proc/PID/maps, less the vaddr that file
+ * offset 0 has in the ELF.  Address filters want file offsets instead,
+ * which the kernel turns into addresses for every mapping of the file,
+ * now and at later mmaps.
+ */
+#include "capture/capture.h"
+#include "symbols/symbols.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Where exe's file offset 0 is mapped in pid. */
+static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
+		    size_t errlen)
+{
+	char maps[64], line[4352], path[4096];
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	f = fopen(maps, "r");
+	if (!f)
+		return serr(err, errlen, -errno, "%s: %s", maps,
+			    strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, off;
+
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %4095s", &lo, &off,
+			   path) == 3 &&
+		    !strcmp(path, exe) && off == 0) {
+			fclose(f);
+			*base = lo;
+			return 0;
+		}
+	}
+	fclose(f);
+	return serr(err, errlen, -ENOENT, "%s: not mapped in the target", exe);
+}
+
+/*
+ * The one function named sym in sf: 0 and *s, or -ENOENT / -EINVAL with
+ * the near names (or each address, when several share the name), plus
+ * bias, in err.
+ */
+static int find_function(const struct sym_file *sf, const char *exe,
+			 const char *sym, uint64_t bias, const struct sym **out,
+			 char *err, size_t errlen)
+{
+	size_t n, found_n = 0;
+	const struct sym *s = sym_file_syms(sf, &n), *hit = NULL;
+	char list[512] = "";
+	size_t at = 0, shown = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].name, sym) && !found_n++)
+			hit = &s[i];
+	if (hit && hit->addr && found_n == 1) {
+		*out = hit;
+		return 0;
+	}
+	/* Say what there is: the near names, or each address. */
+	for (size_t i = 0; i < n && shown < 6 && at < sizeof(list); i++) {
+		if (found_n > 1 ? strcmp(s[i].name, sym)
+				: !strstr(s[i].name, sym))
+			continue;
+		if (found_n > 1)
+			at += (size_t)snprintf(
+				list + at, sizeof(list) - at, "%saddr:%#llx",
+				shown ? ", " : "",
+				(unsigned long long)(s[i].addr + bias));
+		else
+			at += (size_t)snprintf(list + at, sizeof(list) - at,
+					       "%s%s", shown ? ", " : "",
+					       s[i].name);
+		shown++;
+	}
+	if (found_n > 1)
+		return serr(err, errlen, -EINVAL,
+			    "%s: '%s' names %zu functions: %s", exe, sym,
+			    found_n, list);
+	if (shown)
+		return serr(err, errlen, -ENOENT,
+			    "%s: no symbol '%s' (did you mean %s?)", exe, sym,
+			    list);
+	return serr(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
+}
+
+/* What to add to the ELF's vaddrs for runtime addresses. */
+static int runtime_bias(pid_t pid, const char *exe, const struct sym_file *sf,
+			uint64_t *bias, char *err, size_t errlen)
+{
+	uint64_t base, v0;
+	int rc = exe_base(pid, exe, &base, err, errlen);
+
+	if (rc)
+		return rc;
+	if (sym_file_type(sf) != ET_DYN)
+		*bias = 0;
+	else
+		*bias = sym_file_off_to_vaddr(sf, 0, &v0) ? base : base - v0;
+	return 0;
+}
+
+int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
+		    char *err, size_t errlen)
+{
+	struct sym_file *sf = NULL;
+	const struct sym *s;
+	uint64_t bias, base;
+	int rc;
+
+	if (!strncmp(sym, "addr:", 5)) {
+		char *end;
+
+		*out = strtoull(sym + 5, &end, 16);
+		if (*end || !*out)
+			return serr(err, errlen, -EINVAL, "bad address in '%s'",
+				    sym);
+		return 0;
+	}
+	/* The target must have the executable mapped before we read it. */
+	if ((rc = exe_base(pid, exe, &base, err, errlen)))
+		return rc;
+	if (sym_file_open(exe, NULL, &sf, err, errlen))
+		return -EINVAL;
+	rc = runtime_bias(pid, exe, sf, &bias, err, errlen);
+	if (!rc)
+		rc = find_function(sf, exe, sym, bias, &s, err, errlen);
+	if (!rc)
+		*out = s->addr + bias;
+	sym_file_free(sf);
+	return rc;
+}
+
+uint64_t symaddr_object(pid_t pid, const char *exe, const char *name)
+{
+	uint64_t bias = 0, found = 0;
+	struct sym_file *sf = NULL;
+	char err[256];
+	Elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	int fd, rc;
+
+	if (sym_file_open(exe, NULL, &sf, err, sizeof(err)))
+		return 0;
+	rc = runtime_bias(pid, exe, sf, &bias, err, sizeof(err));
+	sym_file_free(sf);
+	if (rc)
+		return 0;
+	fd = open(exe, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (nm && !strcmp(nm, name)) {
+				found = sym.st_value + bias;
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* vaddr of sf as a file offset (the kernel's filters speak offsets). */
+static int vaddr_to_off(const struct sym_file *sf, uint64_t vaddr,
+			uint64_t *off)
+{
+	size_t n;
+	const struct sym_load *l = sym_file_loads(sf, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (vaddr >= l[i].vaddr && vaddr < l[i].vaddr + l[i].filesz) {
+			*off = vaddr - l[i].vaddr + l[i].offset;
+			return 0;
+		}
+	return -1;
+}
+
+/* One end of a range: a function of sf (its start, or its end when
+ * end_of is set) or an address as nm shows it. */
+static int range_end(const struct sym_file *sf, const char *file,
+		     const char *what, bool end_of, uint64_t *off, char *err,
+		     size_t errlen)
+{
+	uint64_t v;
+	int rc;
+
+	if (what[0] >= '0' && what[0] <= '9') {
+		char *end;
+
+		v = strtoull(what, &end, 16);
+		if (*end)
+			return serr(err, errlen, -EINVAL,
+				    "--filter: '%s' is neither a symbol nor a "
+				    "hex address",
+				    what);
+	} else {
+		const struct sym *s;
+
+		rc = find_function(sf, file, what, 0, &s, err, errlen);
+		if (rc)
+			return rc;
+		v = s->addr + (end_of ? (s->size ? s->size : 1) : 0);
+		if (end_of && vaddr_to_off(sf, v - 1, off) == 0) {
+			*off += 1;
+			return 0;
+		}
+	}
+	if (vaddr_to_off(sf, v, off))
+		return serr(err, errlen, -EINVAL,
+			    "--filter: %#llx is in no loadable segment of %s",
+			    (unsigned long long)v, file);
+	return 0;
+}
+
+int symaddr_filters(const char *spec, char *out, size_t outlen,
+		    unsigned *nranges, char *err, size_t errlen)
+{
+	char *copy = strdup(spec), *save = NULL, *item;
+	size_t at = 0;
+	int rc = 0;
+
+	if (!copy)
+		return serr(err, errlen, -ENOMEM, "out of memory");
+	*nranges = 0;
+	out[0] = 0;
+	for (item = strtok_r(copy, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *file = strrchr(item, '@'), *dash, path[PATH_MAX];
+		struct sym_file *sf = NULL;
+		uint64_t lo, hi;
+
+		if (!file || file == item || !file[1]) {
+			rc = serr(err, errlen, -EINVAL,
+				  "--filter: '%s' is not START-STOP@FILE",
+				  item);
+			goto fail;
+		}
+		*file++ = 0;
+		if (!realpath(file, path)) {
+			rc = serr(err, errlen, -errno, "--filter: %s: %s", file,
+				  strerror(errno));
+			goto fail;
+		}
+		if (sym_file_open(path, NULL, &sf, err, errlen)) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		/* FUNC@FILE alone: that function. */
+		dash = strchr(item, '-');
+		if (dash)
+			*dash++ = 0;
+		rc = range_end(sf, path, item, false, &lo, err, errlen);
+		if (!rc)
+			rc = range_end(
+				sf, path, dash ? dash : item,
+				!dash || !(dash[0] >= '0' && dash[0] <= '9'),
+				&hi, err, errlen);
+		sym_file_free(sf);
+		if (rc)
+			goto fail;
+		if (hi <= lo) {
+			rc = serr(err, errlen, -EINVAL,
+				  "--filter: %s-%s@%s is an empty range", item,
+				  dash ? dash : item, file);
+			goto fail;
+		}
+		at += (size_t)snprintf(out + at, outlen > at ? outlen - at : 0,
+				       "%sfilter %#llx/%#llx@%s", at ? "," : "",
+				       (unsigned long long)lo,
+				       (unsigned long long)(hi - lo), path);
+		if (at >= outlen) {
+			rc = serr(err, errlen, -E2BIG,
+				  "--filter: too long (%zu bytes at most)",
+				  outlen - 1);
+			goto fail;
+		}
+		(*nranges)++;
+	}
+	if (!*nranges)
+		rc = serr(err, errlen, -EINVAL,
+			  "--filter: no range in '%s' (START-STOP@FILE)", spec);
+fail:
+	free(copy);
+	return rc;
+}
+
+int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
+			uint64_t *off, char *err, size_t errlen)
+{
+	char maps[64], line[4352], file[4096];
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	f = fopen(maps, "r");
+	if (!f)
+		return serr(err, errlen, -errno, "%s: %s", maps,
+			    strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, pgoff;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &lo, &hi,
+			   &pgoff, file) == 4 &&
+		    addr >= lo && addr < hi && file[0] == '/') {
+			fclose(f);
+			snprintf(path, pathlen, "%s", file);
+			*off = addr - lo + pgoff;
+			return 0;
+		}
+	}
+	fclose(f);
+	return serr(err, errlen, -ENOENT, "%#llx is in no file mapped by %d",
+		    (unsigned long long)addr, (int)pid);
+}
+
+int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
+			char *err, size_t errlen)
+{
+	char path[4096];
+	uint64_t off;
+	int rc = symaddr_file_offset(pid, addr, path, sizeof(path), &off, err,
+				     errlen);
+
+	if (rc) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		return serr(err, errlen, rc, "--stop-at-trigger: %s", why);
+	}
+	/* A stop range of one byte: TraceStop as the trigger's first
+	 * instruction begins. */
+	snprintf(out, outlen, "stop %#llx/1@%s", (unsigned long long)off, path);
+	return 0;
+}
