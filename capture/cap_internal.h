@@ -31,4 +31,12 @@ void sb_close(struct sb_ring *r);
 int sb_copy(struct pd_writer *w, const struct perf_event_mmap_page *pg,
 	    size_t data_pages);
 
+/*
+ * One line of /proc/PID/maps as the MMAP2 record the kernel would have
+ * written for pid; the file name goes to path (pathlen bytes), "//anon"
+ * for none.  Returns 0, or -1 when the line is no mapping.
+ */
+int sb_maps_line(const char *line, uint32_t pid, struct pd_mmap *m, char *path,
+		 size_t pathlen);
+
 #endif

@@ -852,27 +852,11 @@ static int write_maps(struct emu *e, struct pd_writer *w,
 	char path[4096];
 
 	for (size_t i = 0; i < e->nr_maps; i++) {
-		unsigned long long lo, hi, off, ino;
-		unsigned maj, min;
-		char perm[8];
-		struct pd_mmap m = {0};
+		struct pd_mmap m;
 
-		path[0] = 0;
-		if (sscanf(e->maps[i], "%llx-%llx %7s %llx %x:%x %llu %4095s",
-			   &lo, &hi, perm, &off, &maj, &min, &ino, path) < 7)
+		if (sb_maps_line(e->maps[i], (uint32_t)e->pid, &m, path,
+				 sizeof(path)))
 			continue;
-		m.pid = (uint32_t)e->pid;
-		m.tid = (uint32_t)e->pid;
-		m.start = lo;
-		m.len = hi - lo;
-		m.pgoff = off;
-		m.is_mmap2 = true;
-		m.maj = maj;
-		m.min = min;
-		m.ino = ino;
-		m.prot = 5; /* read, exec */
-		m.flags = 2;
-		m.filename = path[0] ? path : "//anon";
 		if (pd_write_mmap2(w, &m, sid))
 			return -1;
 	}

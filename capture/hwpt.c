@@ -660,28 +660,14 @@ static int write_existing(struct hw *h, struct pd_writer *w)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off, ino;
-		unsigned maj, min;
-		char perms[8], file[4096];
-		struct pd_mmap m = {0};
+		char file[4096];
+		struct pd_mmap m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &lo,
-			   &hi, perms, &off, &maj, &min, &ino, file) != 8 ||
-		    perms[2] != 'x' ||
+		if (sb_maps_line(line, (uint32_t)h->pid, &m, file,
+				 sizeof(file)) ||
+		    !(m.prot & PROT_EXEC) ||
 		    (file[0] != '/' && strcmp(file, "[vdso]")))
 			continue;
-		m.pid = (uint32_t)h->pid;
-		m.tid = (uint32_t)h->pid;
-		m.start = lo;
-		m.len = hi - lo;
-		m.pgoff = off;
-		m.is_mmap2 = true;
-		m.maj = maj;
-		m.min = min;
-		m.ino = ino;
-		m.prot = PROT_READ | PROT_EXEC;
-		m.flags = MAP_PRIVATE;
-		m.filename = file;
 		if (pd_write_mmap2(w, &m, &sid)) {
 			fclose(f);
 			return -1;

@@ -103,3 +103,38 @@ int sb_copy(struct pd_writer *w, const struct perf_event_mmap_page *pg,
 	}
 	return 0;
 }
+
+int sb_maps_line(const char *line, uint32_t pid, struct pd_mmap *m, char *path,
+		 size_t pathlen)
+{
+	unsigned long long lo, hi, off, ino;
+	unsigned maj, min;
+	char perm[8], fmt[64];
+
+	if (pathlen < 8)
+		return -1;
+	path[0] = 0;
+	snprintf(fmt, sizeof(fmt),
+		 "%%llx-%%llx %%7s %%llx %%x:%%x %%llu %%%zus", pathlen - 1);
+	if (sscanf(line, fmt, &lo, &hi, perm, &off, &maj, &min, &ino, path) <
+		    7 ||
+	    strlen(perm) < 4)
+		return -1;
+	*m = (struct pd_mmap){
+		.pid = pid,
+		.tid = pid,
+		.start = lo,
+		.len = hi - lo,
+		.pgoff = off,
+		.is_mmap2 = true,
+		.maj = maj,
+		.min = min,
+		.ino = ino,
+		.prot = (perm[0] == 'r' ? PROT_READ : 0) |
+			(perm[1] == 'w' ? PROT_WRITE : 0) |
+			(perm[2] == 'x' ? PROT_EXEC : 0),
+		.flags = perm[3] == 's' ? MAP_SHARED : MAP_PRIVATE,
+		.filename = path[0] ? path : "//anon",
+	};
+	return 0;
+}
