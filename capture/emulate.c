@@ -869,39 +869,18 @@ static int write_maps(struct emu *e, struct pd_writer *w,
  */
 static int add_buildids(struct emu *e, struct pd_writer *w)
 {
+	struct sb_buildids seen = {0};
 	char path[4096];
+	int rc = 0;
 
-	for (size_t i = 0; i < e->nr_maps; i++) {
-		struct sym_file *sf;
-		struct pd_buildid b = {.pid = (uint32_t)e->pid,
-				       .misc = PERF_RECORD_MISC_USER};
-		const uint8_t *id;
-		char err[256];
-		size_t n;
-		bool dup = false;
-
+	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
 		path[0] = 0;
 		if (sscanf(e->maps[i], "%*x-%*x %*s %*x %*s %*s %4095s",
-			   path) != 1 ||
-		    path[0] != '/')
-			continue;
-		for (size_t k = 0; k < i && !dup; k++)
-			dup = strstr(e->maps[k], path) != NULL;
-		if (dup || sym_file_open(path, NULL, &sf, err, sizeof(err)))
-			continue;
-		id = sym_file_build_id(sf, &n);
-		if (id && n && n <= sizeof(b.id)) {
-			memcpy(b.id, id, n);
-			b.size = (uint8_t)n;
-			b.filename = path;
-			if (pd_writer_add_buildid(w, &b)) {
-				sym_file_free(sf);
-				return -1;
-			}
-		}
-		sym_file_free(sf);
+			   path) == 1)
+			rc = sb_buildid_add(w, &seen, (uint32_t)e->pid, path);
 	}
-	return 0;
+	sb_buildids_free(&seen);
+	return rc;
 }
 
 static int write_capture(struct emu *e)

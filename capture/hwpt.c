@@ -103,6 +103,7 @@ struct hw {
 	size_t nr_hits, cap_hits;
 	bool mark_warned;
 	uint8_t *sb; /* sideband records, as the kernel wrote them */
+	struct sb_buildids buildids; /* the binaries whose build id is in */
 	size_t sb_len, sb_cap;
 	FILE *spool;
 	struct chunk *chunks;
@@ -668,7 +669,8 @@ static int write_existing(struct hw *h, struct pd_writer *w)
 		    !(m.prot & PROT_EXEC) ||
 		    (file[0] != '/' && strcmp(file, "[vdso]")))
 			continue;
-		if (pd_write_mmap2(w, &m, &sid)) {
+		if (pd_write_mmap2(w, &m, &sid) ||
+		    sb_buildid_add(w, &h->buildids, (uint32_t)h->pid, file)) {
 			fclose(f);
 			return -1;
 		}
@@ -724,7 +726,9 @@ static int write_sideband(struct hw *h, struct pd_writer *w)
 		rc = pd_writer_raw(w, h->sb + at[i].off, eh.size);
 	}
 	free(at);
-	return rc;
+	/* The binaries mapped after the start (libraries, dlopen). */
+	return rc ? rc
+		  : sb_buildids_of_records(w, &h->buildids, h->sb, h->sb_len);
 }
 
 static int hit_by_time(const void *a, const void *b)
@@ -1138,6 +1142,7 @@ out:
 	free(h.tids);
 	free(h.hits);
 	free(h.sb);
+	sb_buildids_free(&h.buildids);
 	free(h.copy);
 	free(h.vdso);
 	return rc;

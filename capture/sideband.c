@@ -7,9 +7,12 @@
  * The hardware backend's data rings carry the same records.
  */
 #include "capture/cap_internal.h"
+#include "symbols/symbols.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -137,4 +140,80 @@ int sb_maps_line(const char *line, uint32_t pid, struct pd_mmap *m, char *path,
 		.filename = path[0] ? path : "//anon",
 	};
 	return 0;
+}
+
+int sb_buildid_add(struct pd_writer *w, struct sb_buildids *seen, uint32_t pid,
+		   const char *path)
+{
+	struct pd_buildid b = {.pid = pid, .misc = PERF_RECORD_MISC_USER};
+	struct sym_file *sf;
+	const uint8_t *id;
+	char err[256];
+	size_t n;
+	int rc = 0;
+
+	if (path[0] != '/')
+		return 0;
+	for (size_t i = 0; i < seen->n; i++)
+		if (!strcmp(seen->paths[i], path))
+			return 0;
+	if (mt_grow((void **)&seen->paths, &seen->cap, seen->n + 1,
+		    sizeof(*seen->paths)) ||
+	    !(seen->paths[seen->n] = strdup(path)))
+		return -1;
+	seen->n++;
+	/* A file that cannot be read now is simply not vouched for. */
+	if (sym_file_open(path, NULL, &sf, err, sizeof(err)))
+		return 0;
+	id = sym_file_build_id(sf, &n);
+	if (id && n && n <= sizeof(b.id)) {
+		memcpy(b.id, id, n);
+		b.size = (uint8_t)n;
+		b.filename = path;
+		rc = pd_writer_add_buildid(w, &b);
+	}
+	sym_file_free(sf);
+	return rc ? -1 : 0;
+}
+
+/* PERF_RECORD_MMAP2: the header, pid, tid, addr, len, pgoff, 24 bytes of
+ * device or build id, prot, flags, then the file name. */
+#define MMAP2_PROT 64
+#define MMAP2_NAME 72
+
+int sb_buildids_of_records(struct pd_writer *w, struct sb_buildids *seen,
+			   const uint8_t *rec, size_t len)
+{
+	for (size_t off = 0; off + sizeof(struct perf_event_header) <= len;) {
+		struct perf_event_header eh;
+		uint32_t pid, prot;
+		char path[4096];
+		size_t max;
+
+		memcpy(&eh, rec + off, sizeof(eh));
+		if (eh.size < sizeof(eh) || eh.size > len - off)
+			break;
+		if (eh.type == PERF_RECORD_MMAP2 && eh.size > MMAP2_NAME) {
+			memcpy(&pid, rec + off + 8, 4);
+			memcpy(&prot, rec + off + MMAP2_PROT, 4);
+			max = eh.size - MMAP2_NAME;
+			if (max >= sizeof(path))
+				max = sizeof(path) - 1;
+			memcpy(path, rec + off + MMAP2_NAME, max);
+			path[max] = 0;
+			if ((prot & PROT_EXEC) &&
+			    sb_buildid_add(w, seen, pid, path))
+				return -1;
+		}
+		off += eh.size;
+	}
+	return 0;
+}
+
+void sb_buildids_free(struct sb_buildids *seen)
+{
+	for (size_t i = 0; i < seen->n; i++)
+		free(seen->paths[i]);
+	free(seen->paths);
+	*seen = (struct sb_buildids){0};
 }

@@ -38,10 +38,19 @@ hits() { # capture -> "tid|arg" per hit, in time order
 if cap -o "$W/stub.bin" -- "$W/stub" >/dev/null 2>"$W/stub.err" &&
 	h=$(hits "$W/stub.bin") && pid=${h%|*} && [ "${h#*|}" = 19 ] &&
 	info "$W/stub.bin" | grep -q "pid $pid *tid $pid *stub (exec)" &&
-	info "$W/stub.bin" | grep -q "pgoff .* $W/stub\$"; then
+	info "$W/stub.bin" | grep -Eq "pgoff .* $W/stub( build id [0-9a-f]+)?\$"; then
 	echo "PASS capture_hw_stub_hit"
 else
 	echo "FAIL capture_hw_stub_hit: '$h'"; sed 's/^/    /' "$W/stub.err"
+fi
+
+# Build ids: the executable's, mapped at the start, and libc's, which the
+# kernel's MMAP2 record announced afterwards.
+if info "$W/stub.bin" | grep -q "$W/stub build id [0-9a-f]" &&
+	info "$W/stub.bin" | grep -q "libc[.-].* build id [0-9a-f]"; then
+	echo "PASS capture_hw_buildids"
+else
+	echo "FAIL capture_hw_buildids"; info "$W/stub.bin" | grep pgoff | sed 's/^/    /'
 fi
 
 # Threads created late: per thread they are found and get the trigger;
@@ -82,7 +91,7 @@ for mode in per-thread per-cpu; do
 	kill -INT $C; wait $C; rc=$?
 	if [ $rc = 0 ] && kill -0 $LOOP 2>/dev/null &&
 		info "$W/at.bin" | grep -q "tid $LOOP *loop" &&
-		info "$W/at.bin" | grep -q "pgoff .* $W/loop\$" &&
+		info "$W/at.bin" | grep -Eq "pgoff .* $W/loop( build id [0-9a-f]+)?\$" &&
 		! info "$W/at.bin" | grep -q vsyscall; then
 		echo "PASS capture_hw_attach_$mode"
 	else
