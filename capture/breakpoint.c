@@ -32,7 +32,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define BP_DATA_PAGES 8 /* 32 KiB: some 500 hits between reads */
+#define BP_DATA_PAGES 64    /* 256 KiB: some 15 hits between reads */
+#define BP_STACK      16384 /* bytes of user stack per hit */
+
+/* The registers sampled (perf's x86 numbering: AX BX CX DX SI DI BP SP
+ * IP, then R8..R15), and where each goes in DWARF's numbering. */
+#define BP_REGS_MASK (0x1ffull | 0xffull << 16)
+static const uint8_t bp_dwarf_of[BP_NR_REGS] = {0, 3, 2,  1,  4,  5,  6,  7, 16,
+						8, 9, 10, 11, 12, 13, 14, 15};
 
 struct bp_set {
 	struct perf_event_attr attr;
@@ -195,10 +202,13 @@ int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
 		b->attr.bp_len = sizeof(long);
 	}
 	b->attr.sample_period = 1;
+	/* The registers and the top of the stack: the stack at the hit can
+	 * be unwound from them while the program runs on. */
 	b->attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			      PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER;
-	b->attr.sample_regs_user =
-		1ull << PERF_REG_X86_DI | 1ull << PERF_REG_X86_SI;
+			      PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
+			      PERF_SAMPLE_STACK_USER;
+	b->attr.sample_regs_user = BP_REGS_MASK;
+	b->attr.sample_stack_user = BP_STACK;
 	b->attr.exclude_kernel = 1;
 	b->attr.exclude_hv = 1;
 	b->attr.wakeup_events = 1;
@@ -261,14 +271,16 @@ const int *bp_fds(const struct bp_set *b, size_t *n)
 	return b->ring_fds;
 }
 
-/* The sample's fields, in the kernel's order for our sample_type. */
+/* The sample's fields, in the kernel's order for our sample_type: IP,
+ * PID/TID, TIME, the registers' ABI and values, the stack's size, bytes
+ * and the part of them that is real (dyn_size). */
 static void parse_sample(const uint8_t *rec, size_t size, struct bp_hit *h)
 {
-	uint64_t v[4], abi = 0;
+	uint64_t v[4], abi = 0, len = 0, dyn = 0;
 	size_t at = sizeof(struct perf_event_header);
 
 	memset(h, 0, sizeof(*h));
-	if (size < at + sizeof(v) + sizeof(abi))
+	if (size < at + sizeof(v))
 		return;
 	memcpy(v, rec + at, sizeof(v));
 	at += sizeof(v);
@@ -277,11 +289,36 @@ static void parse_sample(const uint8_t *rec, size_t size, struct bp_hit *h)
 	h->tid = (pid_t)(uint32_t)(v[1] >> 32);
 	h->time = v[2];
 	abi = v[3];
-	/* The registers follow in bit order: SI (4), then DI (5). */
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE && size >= at + 16) {
-		memcpy(&h->si, rec + at, 8);
-		memcpy(&h->di, rec + at + 8, 8);
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+		if (size < at + 8 * BP_NR_REGS)
+			return;
+		for (size_t i = 0; i < BP_NR_REGS; i++)
+			memcpy(&h->regs[bp_dwarf_of[i]], rec + at + 8 * i, 8);
+		at += 8 * BP_NR_REGS;
+		h->si = h->regs[4];
+		h->di = h->regs[5];
 	}
+	if (size < at + 8)
+		return;
+	memcpy(&len, rec + at, 8);
+	at += 8;
+	if (!len || size < at + len + 8)
+		return;
+	memcpy(&dyn, rec + at + len, 8);
+	if (dyn > len)
+		dyn = len;
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE && dyn &&
+	    (h->stack = malloc(dyn))) {
+		memcpy(h->stack, rec + at, dyn);
+		h->stack_len = dyn;
+	}
+}
+
+void bp_hit_release(struct bp_hit *h)
+{
+	free(h->stack);
+	h->stack = NULL;
+	h->stack_len = 0;
 }
 
 size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max)
@@ -289,14 +326,16 @@ size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max)
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t size = (uint64_t)page * BP_DATA_PAGES;
 	size_t got = 0;
+	uint8_t *rec = malloc(UINT16_MAX + 1);
 
+	if (!rec)
+		return 0;
 	for (size_t r = 0; r < b->nr_rings && got < max; r++) {
 		struct perf_event_mmap_page *pg = b->pages[r];
 		const uint8_t *data = (const uint8_t *)pg + page;
 		uint64_t head =
 			__atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 		uint64_t tail = pg->data_tail;
-		uint8_t rec[256];
 
 		while (tail < head && got < max) {
 			struct perf_event_header h;
@@ -306,8 +345,7 @@ size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max)
 				((uint8_t *)&h)[i] = data[(at + i) % size];
 			if (h.size < sizeof(h) || tail + h.size > head)
 				break;
-			if (h.type == PERF_RECORD_SAMPLE &&
-			    h.size <= sizeof(rec)) {
+			if (h.type == PERF_RECORD_SAMPLE) {
 				for (size_t i = 0; i < h.size; i++)
 					rec[i] = data[(at + i) % size];
 				parse_sample(rec, h.size, &hits[got++]);
@@ -316,6 +354,7 @@ size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max)
 		}
 		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
 	}
+	free(rec);
 	return got;
 }
 

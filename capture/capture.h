@@ -151,6 +151,15 @@ int line_trigger_resolve(pid_t pid, const char *exe, const char *spec,
  */
 int unwind_thread(pid_t pid, pid_t tid, uint64_t *ips, size_t max, size_t *n,
 		  char *err, size_t errlen);
+/*
+ * The same from a sample instead of a stopped thread: the registers
+ * (BP_NR_REGS, DWARF numbering) and a copy of the stack from rsp on, of
+ * thread tid of process pid, whose modules maps names (the text of
+ * /proc/PID/maps, or lines like it): the process may be gone by now.
+ */
+int unwind_sample(pid_t pid, pid_t tid, const char *maps, const uint64_t *regs,
+		  const uint8_t *stack, size_t stack_len, uint64_t *ips,
+		  size_t max, size_t *n, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- */
 /* Where triggers and filters land (symaddr.c), for both backends     */
@@ -253,13 +262,24 @@ size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,
 /* ---------------------------------------------------------------- */
 /* The trigger: a hardware breakpoint on every thread (breakpoint.c)  */
 
+/* The user registers a hit samples, in DWARF's x86-64 numbering (rax,
+ * rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8..r15, rip): what an unwinder
+ * starts from. */
+#define BP_NR_REGS 17
+
 /* One hit, as the kernel sampled it. */
 struct bp_hit {
 	pid_t pid, tid;
 	uint64_t time; /* perf time (ns) */
 	uint64_t ip;
 	uint64_t di, si; /* the stub's arguments: arg and mark_start_ns */
+	uint64_t regs[BP_NR_REGS];
+	uint8_t *stack; /* the top of the user stack from rsp, owned */
+	size_t stack_len;
 };
+
+/* Free what a hit owns (its stack copy). */
+void bp_hit_release(struct bp_hit *h);
 
 struct bp_set;
 

@@ -102,6 +102,13 @@ struct hw {
 	struct pd_ext_hit *hits;
 	size_t nr_hits, cap_hits;
 	bool mark_warned;
+	/* The stack at the last hit, unwound from its sample (leaf first):
+	 * it anchors the converted trace's roots. */
+	char *maps0; /* /proc/PID/maps when the trigger was set */
+	uint64_t *final_ips;
+	size_t nr_final;
+	pid_t final_tid;
+	uint64_t final_time;
 	uint8_t *sb; /* sideband records, as the kernel wrote them */
 	struct sb_buildids buildids; /* the binaries whose build id is in */
 	size_t sb_len, sb_cap;
@@ -533,6 +540,128 @@ static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
  * A hit: kept when it passes --duration-thresh.  Returns 1 when it ends
  * the recording, 0 to go on, negative on error.
  */
+#define MAX_FRAMES 4096
+
+/* The text of /proc/PID/maps, or NULL. */
+static char *read_maps(pid_t pid)
+{
+	char path[64], *text = NULL;
+	size_t len = 0, cap = 0, got;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	do {
+		if (mt_grow((void **)&text, &cap, len + 4097, 1)) {
+			free(text);
+			fclose(f);
+			return NULL;
+		}
+		got = fread(text + len, 1, 4096, f);
+		len += got;
+	} while (got);
+	fclose(f);
+	text[len] = 0;
+	if (!len) { /* a process that has exited */
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* The mappings of a process that may be gone: as at the start, then as
+ * the kernel's MMAP2 records announced. */
+static char *maps_known(struct hw *h)
+{
+	size_t len = h->maps0 ? strlen(h->maps0) : 0, cap = 0;
+	char *text = NULL;
+
+	if (mt_grow((void **)&text, &cap, len + 1, 1))
+		return NULL;
+	memcpy(text, h->maps0 ? h->maps0 : "", len + 1);
+	for (size_t off = 0;
+	     off + sizeof(struct perf_event_header) <= h->sb_len;) {
+		struct perf_event_header eh;
+		uint64_t addr, size, pgoff;
+		uint32_t prot;
+		char line[4200];
+		int k;
+
+		memcpy(&eh, h->sb + off, sizeof(eh));
+		if (eh.size < sizeof(eh))
+			break;
+		/* MMAP2: pid, tid, addr, len, pgoff, 24 bytes, prot, flags,
+		 * the file name. */
+		/* Files mapped already are in the text once: libdw takes
+		 * a file seen twice apart for two modules that overlap. */
+		if (eh.type == PERF_RECORD_MMAP2 && eh.size > 72 &&
+		    h->sb[off + 72] == '/' &&
+		    !strstr(text, (const char *)h->sb + off + 72)) {
+			memcpy(&addr, h->sb + off + 16, 8);
+			memcpy(&size, h->sb + off + 24, 8);
+			memcpy(&pgoff, h->sb + off + 32, 8);
+			memcpy(&prot, h->sb + off + 64, 4);
+			k = snprintf(
+				line, sizeof(line),
+				"%llx-%llx r-%cp %08llx 00:00 1 %.*s\n",
+				(unsigned long long)addr,
+				(unsigned long long)(addr + size),
+				prot & PROT_EXEC ? 'x' : '-',
+				(unsigned long long)pgoff,
+				(int)strnlen((const char *)h->sb + off + 72,
+					     eh.size - 72),
+				(const char *)h->sb + off + 72);
+			if (k > 0 && (size_t)k < sizeof(line)) {
+				if (mt_grow((void **)&text, &cap,
+					    len + (size_t)k + 1, 1)) {
+					free(text);
+					return NULL;
+				}
+				memcpy(text + len, line, (size_t)k + 1);
+				len += (size_t)k;
+			}
+		}
+		off += eh.size;
+	}
+	return text;
+}
+
+/* The stack of a hit, from its registers and stack copy, while the
+ * process still maps its modules.  A stack that cannot be unwound is
+ * said once; the capture is good without it. */
+static void unwind_hit(struct hw *h, const struct bp_hit *b)
+{
+	uint64_t *ips = malloc(MAX_FRAMES * sizeof(*ips));
+	char *maps = read_maps(h->pid);
+	char why[256];
+	size_t n = 0;
+	int rc;
+
+	if (!maps)
+		maps = maps_known(h);
+	rc = ips && maps ? unwind_sample(h->pid, b->tid, maps, b->regs,
+					 b->stack, b->stack_len, ips,
+					 MAX_FRAMES, &n, why, sizeof(why))
+			 : -ENOMEM;
+	free(maps);
+	if (!rc) {
+		free(h->final_ips);
+		h->final_ips = ips;
+		h->nr_final = n;
+		h->final_tid = b->tid;
+		h->final_time = b->time;
+		return;
+	}
+	free(ips);
+	if (!h->st->warning[0])
+		snprintf(h->st->warning, sizeof(h->st->warning),
+			 "the stack at the hit was not unwound (%s): the "
+			 "trace's roots are what its returns reveal",
+			 rc != -ENOMEM ? why : "out of memory");
+}
+
 static int on_hit(struct hw *h, const struct bp_hit *b)
 {
 	const struct hw_opts *o = h->o;
@@ -561,6 +690,7 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 	x->mark_start = mark;
 	x->name = o->trigger ? o->trigger : "mt_snapshot_point";
 	h->st->hits++;
+	unwind_hit(h, b);
 	if (!o->multi_snapshot)
 		return 1;
 	return snapshot(h, true);
@@ -796,6 +926,16 @@ static int write_capture(struct hw *h)
 	for (size_t i = 0; i < h->nr_hits; i++)
 		if (pd_ext_add_hit(&ext, &h->hits[i]))
 			goto werr;
+	if (h->nr_final) {
+		struct pd_ext_stack es = {.pid = (uint32_t)h->pid,
+					  .tid = (uint32_t)h->final_tid,
+					  .time = h->final_time,
+					  .nr = h->nr_final,
+					  .ips = h->final_ips};
+
+		if (pd_ext_add_stack(&ext, &es))
+			goto werr;
+	}
 	if (h->vdso) {
 		struct pd_ext_vdso v = {.pid = (uint32_t)h->pid,
 					.start = h->vdso_start,
@@ -838,6 +978,10 @@ static int arm(struct hw *h, unsigned nranges)
 	if (n <= 0)
 		return hfail(h, -errno, "%s: %s", link, strerror(errno));
 	h->exe[n] = 0;
+	/* The mappings now, for unwinding hits after the process is gone
+	 * (with the MMAP2 records that come later). */
+	free(h->maps0);
+	h->maps0 = read_maps(h->pid);
 	if (o->trigger &&
 	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
 		uint64_t *addrs = NULL;
@@ -989,12 +1133,15 @@ static int record(struct hw *h)
 		/* Gone is checked before the last hits are read: a hit
 		 * just before the end still counts. */
 		gone = target_gone(h);
-		for (size_t k, got; h->bp && (got = bp_read(h->bp, hits, 64));)
-			for (k = 0; k < got; k++) {
+		for (size_t k, got;
+		     h->bp && (got = bp_read(h->bp, hits, 64));) {
+			for (k = 0, rc = 0; k < got && !rc; k++)
 				rc = on_hit(h, &hits[k]);
-				if (rc)
-					return rc < 0 ? rc : 0;
-			}
+			for (k = 0; k < got; k++)
+				bp_hit_release(&hits[k]);
+			if (rc)
+				return rc < 0 ? rc : 0;
+		}
 		if (gone)
 			break;
 	}
@@ -1142,6 +1289,8 @@ out:
 	free(h.tids);
 	free(h.hits);
 	free(h.sb);
+	free(h.final_ips);
+	free(h.maps0);
 	sb_buildids_free(&h.buildids);
 	free(h.copy);
 	free(h.vdso);

@@ -806,6 +806,49 @@ static int print_binaries(FILE *o, struct info *in)
 	return 0;
 }
 
+/* What our own section holds: trigger hits, stacks unwound at them,
+ * vDSO images. */
+static int print_ext(FILE *o, struct info *in, struct pd_err *err)
+{
+	size_t cur = 0, nr = 0;
+	const uint8_t *p;
+	uint32_t type, size;
+	int rc;
+
+	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err)) == 1) {
+		struct pd_ext_hit h;
+		struct pd_ext_stack st;
+		struct pd_ext_vdso v;
+
+		if (!nr++)
+			fprintf(o, "\nsnapshot extras\n");
+		if (type == PD_EXT_HIT && !pd_ext_parse_hit(p, size, &h)) {
+			fprintf(o, "  hit     tid %-7u %s arg %lld at ",
+				(unsigned)h.tid, h.name ? h.name : "?",
+				(long long)h.arg);
+			print_ns(o, h.time);
+			fprintf(o, "\n");
+		} else if (type == PD_EXT_STACK &&
+			   !pd_ext_parse_stack(p, size, &st)) {
+			fprintf(o,
+				"  stack   tid %-7u %llu frame%s, leaf %#llx\n",
+				(unsigned)st.tid, (unsigned long long)st.nr,
+				st.nr == 1 ? "" : "s",
+				st.nr ? (unsigned long long)pd_ext_stack_ip(&st,
+									    0)
+				      : 0ull);
+		} else if (type == PD_EXT_VDSO &&
+			   !pd_ext_parse_vdso(p, size, &v)) {
+			fprintf(o, "  vdso    pid %-7u %llu bytes at %#llx\n",
+				(unsigned)v.pid, (unsigned long long)v.len,
+				(unsigned long long)v.start);
+		} else {
+			fprintf(o, "  item    type %u, %u bytes\n", type, size);
+		}
+	}
+	return rc;
+}
+
 int pd_info_print(FILE *out, const char *path, struct pd_err *err)
 {
 	struct info in;
@@ -842,6 +885,8 @@ int pd_info_print(FILE *out, const char *path, struct pd_err *err)
 		rc = pd_fail(err, PD_ENOMEM, path, UINT64_MAX, "out of memory");
 		goto out;
 	}
+	if ((rc = print_ext(out, &in, err)))
+		goto out;
 	if (fflush(out) || ferror(out))
 		rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
 			     "cannot write the summary: %s", strerror(errno));

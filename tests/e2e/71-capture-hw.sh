@@ -44,6 +44,14 @@ else
 	echo "FAIL capture_hw_stub_hit: '$h'"; sed 's/^/    /' "$W/stub.err"
 fi
 
+# The stack at the hit, unwound from the sample's registers and stack
+# copy: the stub, main and libc's start code at least.
+if info "$W/stub.bin" | grep -Eq "stack +tid [0-9]+ +([3-9]|[1-9][0-9]+) frames"; then
+	echo "PASS capture_hw_unwound_stack"
+else
+	echo "FAIL capture_hw_unwound_stack"; info "$W/stub.bin" | grep -A4 extras | sed 's/^/    /'
+fi
+
 # Build ids: the executable's, mapped at the start, and libc's, which the
 # kernel's MMAP2 record announced afterwards.
 if info "$W/stub.bin" | grep -q "$W/stub build id [0-9a-f]" &&

@@ -175,7 +175,29 @@ static void run_hits(struct check_state *st, enum bp_kind kind, bool per_cpu)
 		       (unsigned long long)t->di, (unsigned long long)t->si);
 		CHECK(st, m->ip == addr && t->ip == addr);
 		CHECK(st, m->time && t->time >= m->time);
+		/* The stack at the hit, unwound from the sample: the child
+		 * is a fork, gone by now, whose modules lie where ours do. */
+		CHECK(st, m->stack_len > 0 && m->regs[16] == addr);
+		{
+			static char maps[65536];
+			uint64_t ips[64];
+			size_t nf = 0, got = 0;
+			FILE *f = fopen("/proc/self/maps", "r");
+
+			if (f) {
+				got = fread(maps, 1, sizeof(maps) - 1, f);
+				fclose(f);
+			}
+			maps[got] = 0;
+			rc = unwind_sample(getpid(), m->tid, maps, m->regs,
+					   m->stack, m->stack_len, ips, 64, &nf,
+					   err, sizeof(err));
+			CHECKF(st, !rc && nf >= 3 && ips[0] == addr,
+			       "%s: %zu frames", rc ? err : "unwound", nf);
+		}
 	}
+	for (size_t i = 0; i < n; i++)
+		bp_hit_release(&hits[i]);
 	/* Read once, gone. */
 	CHECK(st, bp_read(b, hits, 8) == 0);
 out:
