@@ -10,6 +10,7 @@
  * which the kernel turns into addresses for every mapping of the file,
  * now and at later mmaps.
  */
+#include "capture/cap_internal.h"
 #include "capture/capture.h"
 #include "symbols/symbols.h"
 
@@ -39,11 +40,17 @@ static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
-/* Where exe's file offset 0 is mapped in pid. */
-static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
-		    size_t errlen)
+/*
+ * The first mapping of pid that want() accepts, into *m and its file name
+ * into path (4096 bytes).  Returns 0, -ENOENT when none does, or -errno
+ * with the reason in err when the maps cannot be read.
+ */
+static int find_mapping(pid_t pid,
+			bool (*want)(const struct pd_mmap *m, const void *arg),
+			const void *arg, struct pd_mmap *m, char *path,
+			char *err, size_t errlen)
 {
-	char maps[64], line[4352], path[4096];
+	char maps[64], line[4352];
 	FILE *f;
 
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
@@ -51,19 +58,35 @@ static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
 	if (!f)
 		return serr(err, errlen, -errno, "%s: %s", maps,
 			    strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, off;
-
-		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %4095s", &lo, &off,
-			   path) == 3 &&
-		    !strcmp(path, exe) && off == 0) {
+	while (fgets(line, sizeof(line), f))
+		if (!sb_maps_line(line, (uint32_t)pid, m, path, 4096) &&
+		    want(m, arg)) {
 			fclose(f);
-			*base = lo;
 			return 0;
 		}
-	}
 	fclose(f);
-	return serr(err, errlen, -ENOENT, "%s: not mapped in the target", exe);
+	return -ENOENT;
+}
+
+static bool is_exe_start(const struct pd_mmap *m, const void *exe)
+{
+	return m->pgoff == 0 && !strcmp(m->filename, exe);
+}
+
+/* Where exe's file offset 0 is mapped in pid. */
+static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
+		    size_t errlen)
+{
+	char path[4096];
+	struct pd_mmap m;
+	int rc = find_mapping(pid, is_exe_start, exe, &m, path, err, errlen);
+
+	if (rc == -ENOENT)
+		return serr(err, errlen, rc, "%s: not mapped in the target",
+			    exe);
+	if (!rc)
+		*base = m.start;
+	return rc;
 }
 
 /*
@@ -333,32 +356,29 @@ fail:
 	return rc;
 }
 
+static bool holds_file_addr(const struct pd_mmap *m, const void *addr)
+{
+	uint64_t a = *(const uint64_t *)addr;
+
+	return a >= m->start && a - m->start < m->len && m->filename[0] == '/';
+}
+
 int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			uint64_t *off, char *err, size_t errlen)
 {
-	char maps[64], line[4352], file[4096];
-	FILE *f;
+	char file[4096];
+	struct pd_mmap m;
+	int rc = find_mapping(pid, holds_file_addr, &addr, &m, file, err,
+			      errlen);
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	f = fopen(maps, "r");
-	if (!f)
-		return serr(err, errlen, -errno, "%s: %s", maps,
-			    strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, pgoff;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &lo, &hi,
-			   &pgoff, file) == 4 &&
-		    addr >= lo && addr < hi && file[0] == '/') {
-			fclose(f);
-			snprintf(path, pathlen, "%s", file);
-			*off = addr - lo + pgoff;
-			return 0;
-		}
-	}
-	fclose(f);
-	return serr(err, errlen, -ENOENT, "%#llx is in no file mapped by %d",
-		    (unsigned long long)addr, (int)pid);
+	if (rc == -ENOENT)
+		return serr(err, errlen, rc, "%#llx is in no file mapped by %d",
+			    (unsigned long long)addr, (int)pid);
+	if (rc)
+		return rc;
+	snprintf(path, pathlen, "%s", file);
+	*off = addr - m.start + m.pgoff;
+	return 0;
 }
 
 int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
