@@ -102,6 +102,7 @@ struct thread_state {
 	size_t cap_xs;
 	size_t cap_chain;
 	uint32_t first_segment; /* the thread's first */
+	uint32_t root_name;	/* its root's function, MT_NONE if none */
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
 };
 
@@ -241,14 +242,33 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 
 /* Alignments that explain as many frames, and confirm as many call
  * sites, as the best: only the depth change tells them apart. */
-#define MAX_NEAR 16
+#define MAX_NEAR    16
+#define MAX_CAND    8	/* the best alignments, kept to roll forward */
+#define CAND_MARGIN 6.0 /* below the best score: not kept */
 
 struct alignment {
 	struct match best;
 	size_t ties; /* others with the best's very score */
 	struct match near[MAX_NEAR];
 	size_t nr_near;
+	struct match cand[MAX_CAND]; /* by score, best first */
+	size_t nr_cand;
 };
+
+/* Keep m among the MAX_CAND best. */
+static void keep_cand(struct alignment *r, const struct match *m)
+{
+	size_t i = r->nr_cand < MAX_CAND ? r->nr_cand++ : MAX_CAND;
+
+	if (i == MAX_CAND) {
+		if (m->score <= r->cand[MAX_CAND - 1].score)
+			return;
+		i = MAX_CAND - 1;
+	}
+	for (; i > 0 && r->cand[i - 1].score < m->score; i--)
+		r->cand[i] = r->cand[i - 1];
+	r->cand[i] = *m;
+}
 
 static void align(const struct mt_slice *sl, const struct chainv *a,
 		  const struct chainv *b, struct alignment *r)
@@ -263,6 +283,7 @@ static void align(const struct mt_slice *sl, const struct chainv *a,
 			m = try_align(sl, a, b, off, ahead);
 			if (!m.len)
 				continue;
+			keep_cand(r, &m);
 			if (!r->best.len || m.score > r->best.score + 1e-9) {
 				r->best = m;
 				r->ties = 0;
@@ -272,6 +293,9 @@ static void align(const struct mt_slice *sl, const struct chainv *a,
 		}
 	if (!r->best.len)
 		return;
+	while (r->nr_cand &&
+	       r->cand[r->nr_cand - 1].score < r->best.score - CAND_MARGIN)
+		r->nr_cand--;
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
 		m = try_align(sl, a, b, off, 0);
 		if (m.len == r->best.len && m.confirmed == r->best.confirmed)
@@ -419,6 +443,218 @@ static int look_ahead(struct thread_state *s, const struct chainv *a,
 	return pick;
 }
 
+/*
+ * Rolling a choice forward.  A wrong depth at one gap is inherited by
+ * every later join (each aligns against the stack the last one built),
+ * and in recursion a segment that knows few frames fits several depths.
+ * A later segment that knows many frames tells them apart, so each
+ * plausible alignment is carried forward over the next segments without
+ * touching the slices: a virtual stack stands for A's end chain, each
+ * later segment is aligned against it greedily, and the alignment whose
+ * future explains the most wins.
+ */
+#define ROLL_SEGMENTS 8	    /* how far */
+#define ROLL_MAX_WORK 65536 /* frames na * nb above which it is skipped */
+#define ROLL_DROP     3.0   /* behind the leader: out */
+
+/* A chain as A's side reads it: ip[i] the call site in sl[i] into
+ * sl[i + 1], 0 where unknown and at the leaf. */
+struct vstack {
+	uint32_t *sl;
+	uint64_t *ip;
+	size_t n, cap;
+};
+
+static int vs_reserve(struct vstack *v, size_t n)
+{
+	size_t c1 = v->cap, c2 = v->cap;
+
+	/* Both grow from the same capacity to the same one. */
+	if (mt_grow((void **)&v->sl, &c1, n, sizeof(*v->sl)) ||
+	    mt_grow((void **)&v->ip, &c2, n, sizeof(*v->ip)))
+		return -ENOMEM;
+	v->cap = c1 < c2 ? c1 : c2;
+	return 0;
+}
+
+static void vs_free(struct vstack *v)
+{
+	free(v->sl);
+	free(v->ip);
+}
+
+/*
+ * The stack at C's end once C is joined to h as m says (m NULL: not
+ * joined, C's own frames alone), into out.  As apply_join() would leave
+ * it: frames below the join stay; C's end chain sits on the joined
+ * frames, which keep A's call sites where A knew them.
+ */
+static int vs_after(const struct vstack *h, const struct mt_segment *c,
+		    const struct match *m, struct vstack *out)
+{
+	size_t base = m && !m->ahead ? m->off : 0;
+	size_t n = base + c->nr_end;
+
+	out->n = 0;
+	if (vs_reserve(out, n + 1))
+		return -ENOMEM;
+	for (size_t i = 0; i < base; i++) {
+		out->sl[i] = h->sl[i];
+		out->ip[i] = h->ip[i];
+	}
+	for (size_t k = 0; k < c->nr_end; k++) {
+		/* index into h of the frame C's k-th is, if joined */
+		size_t lo = m ? m->ahead : 0, hk = 0;
+		bool joined = m && k >= lo && k < lo + m->len &&
+			      c->end_chain[k] == c->start_chain[k];
+		bool child = joined && k + 1 < lo + m->len &&
+			     k + 1 < c->nr_end &&
+			     c->end_chain[k + 1] == c->start_chain[k + 1];
+
+		if (joined)
+			hk = m->off + (k - lo);
+		out->sl[base + k] = joined ? h->sl[hk] : c->end_chain[k];
+		out->ip[base + k] =
+			child && h->ip[hk] ? h->ip[hk] : c->end_rets[k];
+	}
+	if (n)
+		out->ip[n - 1] = 0;
+	out->n = n;
+	return 0;
+}
+
+/*
+ * Whether A's chain starts at the thread's root: the first segment's
+ * root, or the same function (revealed again by a segment that returned
+ * to it after an unjoined gap) where it occurs once on the chain, so
+ * that it cannot be a recursion's other activation.
+ */
+static bool at_thread_root(const struct thread_state *s, const struct chainv *a)
+{
+	const struct mt_slice *sl = s->th->slices;
+	uint32_t name = sl[a->sl[0]].name;
+
+	if (sl[a->sl[0]].segment == s->first_segment)
+		return true;
+	if (name != s->root_name || parent_of(s, a->sl[0]) != MT_NONE)
+		return false;
+	for (size_t i = 1; i < a->n; i++)
+		if (sl[a->sl[i]].name == name)
+			return false;
+	return true;
+}
+
+/* Names alone are weak evidence (recursion repeats them, and a function
+ * may return and be called again inside a gap): a join needs a call site
+ * that confirms it, or both stacks starting at the thread's root, the
+ * one the trace began under. */
+static bool weak_match(const struct thread_state *s, const struct chainv *a,
+		       const struct match *m)
+{
+	return !m->confirmed &&
+	       (m->off > 0 || m->ahead > 0 || !at_thread_root(s, a));
+}
+
+/* A joined to B in a rollout: the best alignment, if confirmed (among
+ * equals, the first: what is measured is how well B fits at all); 0
+ * when not. */
+static int greedy_join(const struct thread_state *s, const struct chainv *a,
+		       const struct chainv *b, struct match *m)
+{
+	struct alignment r;
+
+	align(s->th->slices, a, b, &r);
+	*m = r.best;
+	return m->len && !weak_match(s, a, m);
+}
+
+/*
+ * Of the candidate alignments of A -> B (cand, nc), the one the next
+ * segments bear out: each candidate's stack is carried forward in step,
+ * every later segment joined greedily to it, and a candidate falls out
+ * once its score trails the leader's by ROLL_DROP.  Only the first
+ * segments that fit the candidates differently count: after that their
+ * futures differ for reasons of their own.  Returns the index of the one
+ * left, or -1 (none stands out, or out of memory); *gain is its lead.
+ */
+static int roll_pick(const struct thread_state *s, const struct chainv *a,
+		     uint32_t ib, const struct match *cand, size_t nc,
+		     double *gain)
+{
+	const struct mt_segment *b = &s->t->segments[ib];
+	const struct vstack h = {
+		.sl = (uint32_t *)a->sl, .ip = (uint64_t *)a->ip, .n = a->n};
+	struct vstack v[MAX_CAND][2];
+	double total[MAX_CAND];
+	bool alive[MAX_CAND];
+	size_t left = nc, done = 0;
+	int cur = 0, pick = -1;
+
+	*gain = 0;
+	if (nc < 2 || !b->nr_end || a->n * b->nr_start > ROLL_MAX_WORK)
+		return -1;
+	memset(v, 0, sizeof(v));
+	for (size_t k = 0; k < nc; k++) {
+		alive[k] = true;
+		total[k] = cand[k].score;
+		if (vs_after(&h, b, &cand[k], &v[k][0]))
+			goto out;
+	}
+	for (size_t i = ib + 1;
+	     i < s->t->nr_segments && left > 1 && done < ROLL_SEGMENTS; i++) {
+		const struct mt_segment *c = &s->t->segments[i];
+		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
+		double lead = -1e300;
+
+		if (c->tid != s->th->tid)
+			continue;
+		done++;
+		if (!c->nr_start || !c->nr_end)
+			break;
+		for (size_t k = 0; k < nc; k++) {
+			const struct vstack *x = &v[k][cur];
+			struct chainv av = {x->sl, x->ip, x->n};
+			struct match m;
+			int joined;
+
+			if (!alive[k])
+				continue;
+			if (x->n * c->nr_start > ROLL_MAX_WORK)
+				goto out;
+			joined = greedy_join(s, &av, &cv, &m);
+			if (joined)
+				total[k] += m.score;
+			if (vs_after(x, c, joined ? &m : NULL, &v[k][cur ^ 1]))
+				goto out;
+			if (total[k] > lead)
+				lead = total[k];
+		}
+		cur ^= 1;
+		for (size_t k = 0; k < nc; k++)
+			if (alive[k] && total[k] < lead - ROLL_DROP) {
+				alive[k] = false;
+				left--;
+			}
+	}
+	if (left == 1) {
+		double second = -1e300;
+
+		for (size_t k = 0; k < nc; k++)
+			if (alive[k])
+				pick = (int)k;
+		for (size_t k = 0; k < nc; k++)
+			if (!alive[k] && total[k] > second)
+				second = total[k];
+		*gain = total[pick] - second;
+	}
+out:
+	for (size_t k = 0; k < nc; k++) {
+		vs_free(&v[k][0]);
+		vs_free(&v[k][1]);
+	}
+	return pick;
+}
+
 static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
 		  uint32_t joined, double score, const char *why)
 {
@@ -551,12 +787,28 @@ static int decide(struct thread_state *s, const struct chainv *av,
 	struct alignment r;
 	bool ahead_used = false;
 	size_t guessed = 0; /* alignments that fit as well */
+	double gain = 0;
 
 	align(sl, av, bv, &r);
 	*m = r.best;
 	if (!m->len) {
 		snprintf(why, len, "no common frames");
 		return 0;
+	}
+	if (ib != MT_NONE) {
+		struct match c[MAX_CAND];
+		size_t nc = 0;
+		int k;
+
+		for (size_t i = 0; i < r.nr_cand; i++)
+			if (!weak_match(s, av, &r.cand[i]))
+				c[nc++] = r.cand[i];
+		k = roll_pick(s, av, ib, c, nc, &gain);
+		if (k >= 0) {
+			*m = c[k];
+			goto joined;
+		}
+		gain = 0;
 	}
 	if (r.ties) {
 		snprintf(why, len,
@@ -574,23 +826,27 @@ static int decide(struct thread_state *s, const struct chainv *av,
 			guessed = r.nr_near;
 		}
 	}
-	/* Names alone are weak evidence (recursion repeats them, and a
-	 * function may return and be called again inside a gap): join only
-	 * where a call site confirms it, or where both stacks start at the
-	 * thread's first root, the one the trace began under. */
-	if (!m->confirmed && (m->off > 0 || m->ahead > 0 ||
-			      sl[av->sl[0]].segment != s->first_segment)) {
+	if (weak_match(s, av, m)) {
 		snprintf(why, len, "weak: no call site confirms the frames");
 		return 0;
 	}
+joined : {
+	char how[64] = "";
+
+	if (gain > 0)
+		snprintf(how, sizeof(how),
+			 "; chosen by the next segments (+%.1f)", gain);
+	else if (ahead_used)
+		snprintf(how, sizeof(how),
+			 "; depth from a later segment's callers");
+	else if (guessed)
+		snprintf(how, sizeof(how), "; depth guessed (least change)");
 	snprintf(why, len,
-		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
-		 "%zu revealed%s",
+		 "%zu frame%s by name, %zu by call site, %zu "
+		 "ancestor%s kept, %zu revealed%s",
 		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
-		 m->off == 1 ? "" : "s", m->ahead,
-		 ahead_used ? "; depth from a later segment's callers"
-		 : guessed  ? "; depth guessed (least change)"
-			    : "");
+		 m->off == 1 ? "" : "s", m->ahead, how);
+}
 	return 1;
 }
 
@@ -810,6 +1066,24 @@ static int rebuild(struct thread_state *s)
 		rc = -EINVAL;
 		goto out;
 	}
+	/*
+	 * A caller spans its callees.  A join extends A's callers through
+	 * B, but not through the segments already joined under B (the
+	 * second pass joins whole runs): children after parents in
+	 * pre-order, so one backward sweep carries every end up.
+	 */
+	for (size_t i = at; i-- > 0;) {
+		struct mt_slice *x = &out[i], *p;
+
+		if (x->parent == MT_NONE)
+			continue;
+		p = &out[x->parent];
+		if (end_of(x) > end_of(p)) {
+			p->dur = end_of(x) - p->ts;
+			p->flags = (p->flags & ~MT_SLICE_INFERRED_END) |
+				   (x->flags & MT_SLICE_INFERRED_END);
+		}
+	}
 	memcpy(th->slices, out, at * sizeof(*out));
 	th->nr_slices = at;
 	rc = 0;
@@ -826,7 +1100,7 @@ out:
 
 static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 {
-	struct thread_state s = {.t = t, .th = th};
+	struct thread_state s = {.t = t, .th = th, .root_name = MT_NONE};
 	uint32_t prev = MT_NONE;
 	size_t first_rec;
 	int rc = 0;
@@ -855,8 +1129,15 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 			continue;
 		if (prev != MT_NONE)
 			rc = stitch_pair(&s, prev, (uint32_t)i, join);
-		else
+		else {
 			s.first_segment = (uint32_t)i;
+			s.root_name =
+				t->segments[i].nr_start
+					? th->slices[t->segments[i]
+							     .start_chain[0]]
+						  .name
+					: MT_NONE;
+		}
 		prev = (uint32_t)i;
 	}
 	/* The pairs left apart, again, knowing what the first pass joined. */

@@ -9,6 +9,10 @@
  *           (each true call's own time, children and gaps excluded, counts
  *           when it and every ancestor were found at the right depths);
  *   root    the same for the root frame only;
+ *   shape   the same for the stack with each run of one function (a
+ *           recursion) counted as one frame: right but for the depth
+ *           inside recursions, which a gap in a recursion through one
+ *           call site leaves unknowable;
  *   false   joined slices whose true call returned inside a gap they
  *           span (two activations glued together): must be 0.
  *
@@ -23,7 +27,8 @@
  * starts when tracing resumed, so that the calls under it can be judged,
  * but is not itself counted (its start was never traced).
  *
- * Prints one line: "calls=P stack=P root=P false=N joined=N rows=N".
+ * Prints one line:
+ * "calls=P stack=P root=P shape=P false=N joined=N unjudged=N rows=N".
  */
 #include "tests/tools/treefile.h"
 
@@ -55,6 +60,29 @@ struct gap {
 	unsigned tid;
 	uint64_t after, end, resume;
 };
+
+/* Whether the chains from truth row x and our row y up to their roots
+ * name the same functions once runs of one function are folded. */
+static bool same_shape(const struct table *tt, long x, const struct table *ot,
+		       long y)
+{
+	const char *fx = NULL, *fy = NULL;
+
+	for (;;) {
+		while (x >= 0 && fx && tf_same_name(tt->r[x].name, fx))
+			x = tt->r[x].parent;
+		while (y >= 0 && fy && tf_same_name(ot->r[y].name, fy))
+			y = ot->r[y].parent;
+		if (x < 0 || y < 0)
+			return x < 0 && y < 0;
+		if (!tf_same_name(tt->r[x].name, ot->r[y].name))
+			return false;
+		fx = tt->r[x].name;
+		fy = ot->r[y].name;
+		x = tt->r[x].parent;
+		y = ot->r[y].parent;
+	}
+}
 
 static int load(const char *path, struct table *t)
 {
@@ -156,7 +184,7 @@ int main(int argc, char **argv)
 	size_t ng, rows = 0, right = 0, joined = 0, false_joins = 0;
 	size_t unjudged = 0;
 	uint64_t tol = 2000;
-	double total = 0, stack_ok = 0, root_ok = 0;
+	double total = 0, stack_ok = 0, root_ok = 0, shape_ok = 0;
 
 	if (argc < 4) {
 		fprintf(stderr,
@@ -289,6 +317,8 @@ int main(int argc, char **argv)
 		total += (double)self;
 		stack_ok += stack ? (double)self : 0;
 		root_ok += root ? (double)self : 0;
+		if (a->match >= 0 && same_shape(&tt, (long)i, &ot, a->match))
+			shape_ok += (double)self;
 	}
 
 	/* Joined slices: the true call paired with a joined slice must still
@@ -326,12 +356,13 @@ int main(int argc, char **argv)
 		}
 		free(rev);
 	}
-	printf("calls=%.2f stack=%.2f root=%.2f false=%zu joined=%zu "
-	       "unjudged=%zu rows=%zu\n",
+	printf("calls=%.2f stack=%.2f root=%.2f shape=%.2f false=%zu "
+	       "joined=%zu unjudged=%zu rows=%zu\n",
 	       rows ? 100.0 * (double)right / (double)rows : 100.0,
 	       total > 0 ? 100.0 * stack_ok / total : 100.0,
-	       total > 0 ? 100.0 * root_ok / total : 100.0, false_joins, joined,
-	       unjudged, rows);
+	       total > 0 ? 100.0 * root_ok / total : 100.0,
+	       total > 0 ? 100.0 * shape_ok / total : 100.0, false_joins,
+	       joined, unjudged, rows);
 	free(tt.r);
 	free(ot.r);
 	free(gaps);
