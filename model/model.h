@@ -44,6 +44,9 @@ enum mt_slice_flags {
 	MT_SLICE_UNTRACED = 1 << 5,	  /* [untraced]: tracing was off */
 	MT_SLICE_TAIL = 1 << 6,		  /* entered by a jump */
 	MT_SLICE_UNKNOWN = 1 << 7,	  /* code without a symbol/binary */
+	/* joined where several depths fitted as well (a recursion through
+	 * one call site): the least change was taken */
+	MT_SLICE_DEPTH_GUESSED = 1 << 8,
 };
 
 struct mt_slice {

@@ -200,6 +200,10 @@ struct match {
 	size_t off, ahead, len, confirmed;
 	bool leaf; /* A's leaf is among the joined frames */
 	double score;
+	/* The depth was a guess: A's frames from chain[sure] up are joined
+	 * or kept on the guess's word. */
+	bool guessed;
+	size_t sure;
 };
 
 static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
@@ -737,6 +741,9 @@ static int apply_join(struct thread_state *s, const struct mt_segment *b,
 		return rc;
 	/* A's callers above the join live at least as long. */
 	live_through(s, b, m->off);
+	/* The frames a guess kept alive say so. */
+	for (size_t j = m->sure; m->guessed && j < m->off + m->len; j++)
+		sl[s->chain[j]].flags |= MT_SLICE_DEPTH_GUESSED;
 	/* B's callers above A's root were there before A began: they
 	 * become A's root's callers, from A's start. */
 	if (m->ahead) {
@@ -824,6 +831,11 @@ static int decide(struct thread_state *s, const struct chainv *av,
 			*m = r.near[k];
 		} else {
 			guessed = r.nr_near;
+			m->guessed = true;
+			m->sure = m->off;
+			for (size_t i = 0; i < r.nr_near; i++)
+				if (r.near[i].off < m->sure)
+					m->sure = r.near[i].off;
 		}
 	}
 	if (weak_match(s, av, m)) {

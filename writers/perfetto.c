@@ -124,12 +124,20 @@ enum {
 	AN_IP,
 	AN_ARG,
 	AN_TID,
+	AN_DEPTH_GUESSED,
 };
 
 static const char *const an_names[] = {
-	"address",	"dso",	  "inferred_start",
-	"inferred_end", "joined", "tail",
-	"ip",		"arg",	  "tid",
+	"address",
+	"dso",
+	"inferred_start",
+	"inferred_end",
+	"joined",
+	"tail",
+	"ip",
+	"arg",
+	"tid",
+	"depth_guessed",
 };
 
 static const struct {
@@ -139,6 +147,7 @@ static const struct {
 	{MT_SLICE_INFERRED_END, AN_INFERRED_END},
 	{MT_SLICE_JOINED, AN_JOINED},
 	{MT_SLICE_TAIL, AN_TAIL},
+	{MT_SLICE_DEPTH_GUESSED, AN_DEPTH_GUESSED},
 };
 
 #define DEFAULT_MAX_DEPTH 512

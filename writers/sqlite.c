@@ -88,6 +88,7 @@ static const char schema[] =
 	" (s.flags & 16) != 0 AS syscall,"
 	" (s.flags & 32) != 0 AS untraced,"
 	" (s.flags & 128) != 0 AS unknown,"
+	" (s.flags & 256) != 0 AS depth_guessed,"
 	" s.segment AS segment,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
@@ -133,7 +134,8 @@ static const char indexes[] =
 _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 		       MT_SLICE_JOINED == 4 && MT_SLICE_GAP == 8 &&
 		       MT_SLICE_SYSCALL == 16 && MT_SLICE_UNTRACED == 32 &&
-		       MT_SLICE_TAIL == 64 && MT_SLICE_UNKNOWN == 128,
+		       MT_SLICE_TAIL == 64 && MT_SLICE_UNKNOWN == 128 &&
+		       MT_SLICE_DEPTH_GUESSED == 256,
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
@@ -156,6 +158,7 @@ static const struct {
 	{MT_SLICE_UNTRACED, "debug.untraced"},
 	{MT_SLICE_TAIL, "debug.tail"},
 	{MT_SLICE_UNKNOWN, "debug.unknown"},
+	{MT_SLICE_DEPTH_GUESSED, "debug.depth_guessed"},
 };
 
 /* One interned arg set; id is arg_set_id + 1 so that 0 marks a free slot. */

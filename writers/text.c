@@ -24,6 +24,7 @@ static const struct {
 	{MT_SLICE_GAP, "gap"},
 	{MT_SLICE_JOINED, "joined"},
 	{MT_SLICE_UNKNOWN, "unknown"},
+	{MT_SLICE_DEPTH_GUESSED, "depth_guessed"},
 };
 
 static int cmp_tid(const void *a, const void *b)

@@ -14,10 +14,16 @@
  *           inside recursions, which a gap in a recursion through one
  *           call site leaves unknowable;
  *   false   joined slices whose true call returned inside a gap they
- *           span (two activations glued together): must be 0.
+ *           span (two activations glued together): must be 0.  Counted
+ *           apart: "recalled", where the same caller called the function
+ *           again inside the gap (from the same call site, no trace can
+ *           tell that from one activation), and "false_guessed", among
+ *           the "guessed" slices, those the converter marked
+ *           depth_guessed (several depths fitted as well).
  *
  * Calls are paired in order: a true call pairs with the next unpaired
- * slice of the same name that starts within the tolerance.  Times are
+ * slice of the same name that starts within the tolerance, one at the
+ * same depth if there is one.  Times are
  * compared only within the tolerance, so the figures measure structure,
  * not the timing resolution.  Two allowances follow from what a trace
  * can know: after an overflow the decoder has no time until the next
@@ -27,8 +33,8 @@
  * starts when tracing resumed, so that the calls under it can be judged,
  * but is not itself counted (its start was never traced).
  *
- * Prints one line:
- * "calls=P stack=P root=P shape=P false=N joined=N unjudged=N rows=N".
+ * Prints one line: "calls=P stack=P root=P shape=P false=N recalled=N
+ * guessed=N false_guessed=N joined=N unjudged=N rows=N".
  */
 #include "tests/tools/treefile.h"
 
@@ -45,7 +51,7 @@ struct row {
 	unsigned tid, depth;
 	char name[1024];
 	uint64_t start, end;
-	bool gap, joined, clipped;
+	bool gap, joined, clipped, guessed;
 	long parent; /* index in the same table, -1 for roots */
 	long match;  /* truth -> ours */
 	bool lost;   /* truth: began inside a gap */
@@ -60,6 +66,28 @@ struct gap {
 	unsigned tid;
 	uint64_t after, end, resume;
 };
+
+/*
+ * Whether true call x, which returned inside gap g, was called again
+ * there by the same caller: a join of the two cannot be told from one
+ * activation when the second call came from the same call site (the
+ * truth does not say which site; this counts both).
+ */
+static bool recalled(const struct table *tt, long x, const struct gap *g)
+{
+	const struct row *a = &tt->r[x];
+
+	for (size_t k = (size_t)x + 1;
+	     k < tt->n && tt->r[k].tid == a->tid && tt->r[k].start < g->resume;
+	     k++) {
+		const struct row *b = &tt->r[k];
+
+		if (b->parent == a->parent && b->start >= g->after &&
+		    tf_same_name(b->name, a->name))
+			return true;
+	}
+	return false;
+}
 
 /* Whether the chains from truth row x and our row y up to their roots
  * name the same functions once runs of one function are folded. */
@@ -112,6 +140,7 @@ static int load(const char *path, struct table *t)
 		r.end = x.end;
 		r.gap = x.flags & TF_GAP;
 		r.joined = x.flags & TF_JOINED;
+		r.guessed = x.flags & TF_DEPTH_GUESSED;
 		r.clipped = x.flags & TF_CLIP_START;
 		if (r.gap)
 			continue;
@@ -182,6 +211,7 @@ int main(int argc, char **argv)
 	struct table tt = {0}, ot = {0};
 	struct gap *gaps;
 	size_t ng, rows = 0, right = 0, joined = 0, false_joins = 0;
+	size_t false_recalled = 0, guessed = 0, false_guessed = 0;
 	size_t unjudged = 0;
 	uint64_t tol = 2000;
 	double total = 0, stack_ok = 0, root_ok = 0, shape_ok = 0;
@@ -242,6 +272,9 @@ int main(int argc, char **argv)
 				 (used[j] ||
 				  ot.r[j].start + max_slack < a->start))))
 				j++;
+			/* Timing packets are coarse, so calls of one function
+			 * may share a start: of those, the one at the same
+			 * depth, else the first. */
 			for (size_t k = j; k < ot.n && k < j + 4096; k++) {
 				const struct row *b = &ot.r[k];
 
@@ -253,10 +286,15 @@ int main(int argc, char **argv)
 				    diff(a->start, b->start) > slack[i] ||
 				    (a->lost && !b->clipped))
 					continue;
-				a->match = (long)k;
-				used[k] = true;
-				break;
+				if (a->match < 0)
+					a->match = (long)k;
+				if (b->depth == a->depth) {
+					a->match = (long)k;
+					break;
+				}
 			}
+			if (a->match >= 0)
+				used[a->match] = true;
 		}
 		free(used);
 		free(slack);
@@ -339,6 +377,7 @@ int main(int argc, char **argv)
 			if (!b->joined)
 				continue;
 			joined++;
+			guessed += b->guessed;
 			if (rev[k] < 0) {
 				unjudged++;
 				continue;
@@ -348,21 +387,27 @@ int main(int argc, char **argv)
 				    gaps[g].after < b->start ||
 				    gaps[g].resume > b->end)
 					continue;
-				if (tt.r[rev[k]].end < gaps[g].resume) {
+				if (tt.r[rev[k]].end >= gaps[g].resume)
+					continue;
+				if (b->guessed)
+					false_guessed++;
+				else if (recalled(&tt, rev[k], &gaps[g]))
+					false_recalled++;
+				else
 					false_joins++;
-					break;
-				}
+				break;
 			}
 		}
 		free(rev);
 	}
 	printf("calls=%.2f stack=%.2f root=%.2f shape=%.2f false=%zu "
-	       "joined=%zu unjudged=%zu rows=%zu\n",
+	       "recalled=%zu guessed=%zu false_guessed=%zu joined=%zu "
+	       "unjudged=%zu rows=%zu\n",
 	       rows ? 100.0 * (double)right / (double)rows : 100.0,
 	       total > 0 ? 100.0 * stack_ok / total : 100.0,
 	       total > 0 ? 100.0 * root_ok / total : 100.0,
 	       total > 0 ? 100.0 * shape_ok / total : 100.0, false_joins,
-	       joined, unjudged, rows);
+	       false_recalled, guessed, false_guessed, joined, unjudged, rows);
 	free(tt.r);
 	free(ot.r);
 	free(gaps);

@@ -17,6 +17,7 @@ enum {
 	TF_SYSCALL = 8,
 	TF_GAP = 16,
 	TF_JOINED = 32,
+	TF_DEPTH_GUESSED = 64,
 };
 
 struct tf_row {
@@ -39,6 +40,7 @@ static inline int tf_parse(const char *line, struct tf_row *r)
 		{"syscall", TF_SYSCALL},
 		{"gap", TF_GAP},
 		{"joined", TF_JOINED},
+		{"depth_guessed", TF_DEPTH_GUESSED},
 	};
 	char flags[256];
 
