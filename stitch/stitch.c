@@ -1084,6 +1084,11 @@ static int rebuild(struct thread_state *s)
 	 * second pass joins whole runs): children after parents in
 	 * pre-order, so one backward sweep carries every end up.
 	 */
+	/* Below a frame whose depth was guessed, every depth is. */
+	for (size_t i = 0; i < at; i++)
+		if (out[i].parent != MT_NONE &&
+		    (out[out[i].parent].flags & MT_SLICE_DEPTH_GUESSED))
+			out[i].flags |= MT_SLICE_DEPTH_GUESSED;
 	for (size_t i = at; i-- > 0;) {
 		struct mt_slice *x = &out[i], *p;
 

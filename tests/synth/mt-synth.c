@@ -2,7 +2,8 @@
  * mt-synth: generate an Intel PT capture whose truth is known.
  *
  *   mt-synth --seed S --branches N [--threads T] [--timing tsc|mtc|cyc]
- *            [--noretcomp] [--gap-every N] [--start-depth D]
+ *            [--noretcomp] [--gap-every N] [--gap-at KINDS]
+ *            [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
  *            [--per-cpu]
  *            -o DIR
@@ -20,8 +21,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: mt-synth --seed S --branches N [--threads T]\n"
 		"                [--timing tsc|mtc|cyc] [--noretcomp]\n"
-		"                [--gap-every N] [--start-depth D] "
-		"[--final-stack]\n"
+		"                [--gap-every N] [--gap-at KINDS] "
+		"[--start-depth D]\n"
+		"                [--final-stack]\n"
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
 		"                [--per-cpu]\n"
@@ -52,6 +54,48 @@ bad:
 	return -1;
 }
 
+/* --gap-at syscall,longjmp,returns,recursion,back2back (or all) */
+static int parse_gap_at(const char *s, unsigned *out)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} kinds[] = {
+		{"syscall", SYNTH_GAP_SYSCALL},
+		{"longjmp", SYNTH_GAP_LONGJMP},
+		{"returns", SYNTH_GAP_RETURNS},
+		{"recursion", SYNTH_GAP_RECURSION},
+		{"back2back", SYNTH_GAP_BACK2BACK},
+	};
+	const char *p = s;
+
+	*out = 0;
+	while (*p) {
+		size_t len = strcspn(p, ","), i;
+
+		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (strlen(kinds[i].name) == len &&
+			    !strncmp(p, kinds[i].name, len))
+				break;
+		if (i < sizeof(kinds) / sizeof(kinds[0]))
+			*out |= kinds[i].bit;
+		else if (len == 3 && !strncmp(p, "all", 3))
+			*out |= SYNTH_GAP_SYSCALL | SYNTH_GAP_LONGJMP |
+				SYNTH_GAP_RETURNS | SYNTH_GAP_RECURSION |
+				SYNTH_GAP_BACK2BACK;
+		else {
+			fprintf(stderr,
+				"mt-synth: --gap-at: '%.*s' is not one of "
+				"syscall, longjmp, returns, recursion, "
+				"back2back, all\n",
+				(int)len, p);
+			return -1;
+		}
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -61,6 +105,7 @@ int main(int argc, char **argv)
 		{"timing", required_argument, NULL, 'T'},
 		{"noretcomp", no_argument, NULL, 'R'},
 		{"gap-every", required_argument, NULL, 'g'},
+		{"gap-at", required_argument, NULL, 'A'},
 		{"start-depth", required_argument, NULL, 'd'},
 		{"final-stack", no_argument, NULL, 'F'},
 		{"psb-period", required_argument, NULL, 'P'},
@@ -114,6 +159,10 @@ int main(int argc, char **argv)
 			break;
 		case 'g':
 			if (parse_u64(optarg, "--gap-every", &o.gap_every))
+				return 2;
+			break;
+		case 'A':
+			if (parse_gap_at(optarg, &o.gap_at))
 				return 2;
 			break;
 		case 'd':

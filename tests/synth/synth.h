@@ -16,6 +16,15 @@
 
 #include "capture/capture.h"
 
+/* Gaps placed where they are hardest to stitch across (--gap-at). */
+enum {
+	SYNTH_GAP_SYSCALL = 1 << 0,   /* just after a syscall returns */
+	SYNTH_GAP_LONGJMP = 1 << 1,   /* a non-local jump inside the gap */
+	SYNTH_GAP_RETURNS = 1 << 2,   /* three or more returns inside it */
+	SYNTH_GAP_RECURSION = 1 << 3, /* deep in deep_recurse (one site) */
+	SYNTH_GAP_BACK2BACK = 1 << 4, /* a second gap one branch after */
+};
+
 struct synth_opts {
 	uint64_t seed;
 	uint64_t branches; /* per thread */
@@ -23,6 +32,7 @@ struct synth_opts {
 	enum ptenc_timing timing;
 	bool noretcomp;
 	uint64_t gap_every;   /* 0: no injected overflows */
+	unsigned gap_at;      /* SYNTH_GAP_*: targeted overflows */
 	unsigned start_depth; /* frames live when the trace starts */
 	bool final_stack;     /* store the true stack at the window end */
 	unsigned psb_period;  /* PSB every 2^(n+11) bytes */

@@ -41,7 +41,10 @@ struct walker {
 	 * before the packets were lost.
 	 */
 	uint64_t pkt_tsc, pkt_ip;
-	size_t nlr_to; /* the ancestor the next non-local jump lands in */
+	size_t nlr_to;	 /* the ancestor the next non-local jump lands in */
+	unsigned gap_at; /* SYNTH_GAP_* */
+	bool again;	 /* inject a gap after the next branch */
+	bool again_done; /* the gap just injected was such a one */
 };
 
 static uint64_t cur_ip(const struct walker *w)
@@ -303,10 +306,71 @@ static int step(struct walker *w, enum mode m)
 	return rc ? -1 : 1;
 }
 
+/* How an injected gap ends. */
+enum lose {
+	LOSE_COUNT,    /* after 1..48 branches */
+	LOSE_PAST_NLR, /* once the non-local jump about to run has run */
+	LOSE_RETURNS,  /* once the stack is three frames shallower */
+};
+
+/*
+ * Lose the packets of the branches from here on, as an overflow does:
+ * the walk goes on silently (truth only) until the gap ends as `how`
+ * says, then OVF and a FUP at the resume IP.  *n counts the branches.
+ * Returns 0, -1 when encoding failed, -2 when out of memory.
+ */
+static int inject_gap(struct walker *w, enum lose how, uint64_t *n)
+{
+	struct walk_thread *t = w->t;
+	struct walk_gap gap = {.first_branch = *n + 1,
+			       .after_tsc = w->pkt_tsc,
+			       .stop_ip = w->pkt_ip};
+	uint64_t lost = how == LOSE_COUNT ? 1 + rng_below(&w->rng, 48)
+					  : 1 + rng_below(&w->rng, 8);
+	size_t floor = w->top > 3 ? w->top - 3 : 0;
+	bool jumped = false;
+	uint64_t k = 0;
+
+	if (ptenc_finish(w->g, w->tsc))
+		return -1;
+	/* Past 4096 branches a gap ends whatever it waited for. */
+	while (k < lost ||
+	       (k < 4096 && ((how == LOSE_PAST_NLR && !jumped) ||
+			     (how == LOSE_RETURNS && w->top > floor)))) {
+		uint8_t kind =
+			w->p->funcs[w->st[w->top].func].insns[w->pc].kind;
+		int rc = step(w, RUN_SILENT);
+
+		if (rc < 0)
+			return -1;
+		jumped |= kind == I_NLR;
+		k += (uint64_t)rc;
+	}
+	*n += k;
+	gap.last_branch = *n;
+	gap.end_tsc = w->tsc;
+	w->tsc += 3;
+	gap.resume_tsc = w->tsc;
+	gap.resume_ip = cur_ip(w);
+	if (add_gap(t, &gap))
+		return -2;
+	if (ptenc_overflow(w->g, w->tsc, gap.resume_ip))
+		return -1;
+	/* The FUP tells where the next gap could stop. */
+	w->pkt_tsc = w->tsc;
+	w->pkt_ip = gap.resume_ip;
+	t->gaps++;
+	/* Back to back: the next one follows the next branch. */
+	w->again = (w->gap_at & SYNTH_GAP_BACK2BACK) && !w->again_done &&
+		   rng_chance(&w->rng, 1, 3);
+	w->again_done = w->again;
+	return 0;
+}
+
 int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 		    struct walk_thread *t, char *err, size_t errlen)
 {
-	struct walker w = {.p = p, .t = t};
+	struct walker w = {.p = p, .t = t, .gap_at = c->gap_at};
 	uint64_t n = 0;
 	int rc;
 
@@ -347,6 +411,23 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 	w.pkt_ip = cur_ip(&w);
 
 	while (n < c->branches) {
+		const struct insn *in = &p->funcs[w.st[w.top].func].insns[w.pc];
+		uint8_t kind = in->kind;
+		enum lose how = LOSE_COUNT;
+
+		/* Gaps that must begin before this instruction. */
+		if ((c->gap_at & SYNTH_GAP_LONGJMP) && kind == I_NLR &&
+		    rng_chance(&w.rng, 1, 4))
+			how = LOSE_PAST_NLR;
+		else if ((c->gap_at & SYNTH_GAP_RETURNS) && kind == I_RET &&
+			 w.top > 6 && rng_below(&w.rng, 1000) == 0)
+			how = LOSE_RETURNS;
+		if (how != LOSE_COUNT && n + 64 < c->branches) {
+			rc = inject_gap(&w, how, &n);
+			if (rc)
+				goto gap_fail;
+			continue;
+		}
 		rc = step(&w, RUN_EMIT);
 		if (rc < 0)
 			goto enc;
@@ -361,35 +442,17 @@ int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 			w.pkt_tsc = w.tsc;
 			w.pkt_ip = cur_ip(&w);
 		}
-		if (c->gap_every && rng_below(&w.rng, c->gap_every) == 0 &&
+		if (((c->gap_every && rng_below(&w.rng, c->gap_every) == 0) ||
+		     ((c->gap_at & SYNTH_GAP_SYSCALL) && kind == I_SYSCALL &&
+		      rng_chance(&w.rng, 1, 16)) ||
+		     ((c->gap_at & SYNTH_GAP_RECURSION) && w.top > 100 &&
+		      rng_below(&w.rng, 5000) == 0) ||
+		     w.again) &&
 		    n + 64 < c->branches) {
-			/* Packets for 1..48 branches are lost. */
-			struct walk_gap gap = {.first_branch = n + 1,
-					       .after_tsc = w.pkt_tsc,
-					       .stop_ip = w.pkt_ip};
-			uint64_t lost = 1 + rng_below(&w.rng, 48);
-			if (ptenc_finish(w.g, w.tsc))
-				goto enc;
-			for (uint64_t k = 0; k < lost;) {
-				rc = step(&w, RUN_SILENT);
-				if (rc < 0)
-					goto enc;
-				k += (uint64_t)rc;
-			}
-			n += lost;
-			gap.last_branch = n;
-			gap.end_tsc = w.tsc;
-			w.tsc += 3;
-			gap.resume_tsc = w.tsc;
-			gap.resume_ip = cur_ip(&w);
-			if (add_gap(t, &gap))
-				goto nomem;
-			if (ptenc_overflow(w.g, w.tsc, gap.resume_ip))
-				goto enc;
-			/* The FUP tells where the next gap could stop. */
-			w.pkt_tsc = w.tsc;
-			w.pkt_ip = gap.resume_ip;
-			t->gaps++;
+			w.again = false;
+			rc = inject_gap(&w, LOSE_COUNT, &n);
+			if (rc)
+				goto gap_fail;
 		}
 	}
 	if (ptenc_finish(w.g, w.tsc))
@@ -425,6 +488,9 @@ enc:
 	snprintf(err, errlen, "packet encoding failed (seed %llu)",
 		 (unsigned long long)c->seed);
 	goto fail;
+gap_fail:
+	if (rc == -1)
+		goto enc;
 nomem:
 	snprintf(err, errlen, "out of memory walking the program");
 fail:

@@ -28,6 +28,7 @@ struct walk_cfg {
 	uint32_t root;
 	unsigned start_depth;
 	uint64_t gap_every;
+	unsigned gap_at; /* SYNTH_GAP_* */
 	uint64_t start_tsc;
 	struct ptenc_cfg pt;
 };
