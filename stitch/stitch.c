@@ -196,6 +196,8 @@ struct chainv {
  * ahead = 0, b[0] sits at a[off] (B never climbed as far as A's roots);
  * with ahead > 0, a[0] sits at b[ahead] (B revealed callers A never saw).
  */
+#define MAX_SKIPS 4
+
 struct match {
 	size_t off, ahead, len, confirmed;
 	bool leaf; /* A's leaf is among the joined frames */
@@ -204,24 +206,70 @@ struct match {
 	 * or kept on the guess's word. */
 	bool guessed;
 	size_t sure;
+	/*
+	 * Frames of A that B's chain steps over.  A caller that B learnt of
+	 * from a jump landing in it (a longjmp or an exception) is an
+	 * ancestor, not a parent: B knows nothing of the frames between it
+	 * and the next, so B's next frame may sit higher in A.  B frame
+	 * skip_at[k] (counted from ahead) sits skip_len[k] frames higher
+	 * than it would; skip_guess when a later frame of A would have
+	 * fitted as well (from A frame skip_from up).
+	 */
+	size_t nr_skips, skipped;
+	uint32_t skip_at[MAX_SKIPS], skip_len[MAX_SKIPS];
+	bool skip_guess;
+	size_t skip_from;
 };
+
+/* Where in A's chain B's frame ahead + i sits. */
+static size_t a_pos(const struct match *m, size_t i)
+{
+	size_t p = m->off + i;
+
+	for (size_t k = 0; k < m->nr_skips; k++)
+		if (m->skip_at[k] <= i)
+			p += m->skip_len[k];
+	return p;
+}
 
 static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			      const struct chainv *b, size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
-	size_t na = a->n, nb = b->n, change;
+	size_t na = a->n, nb = b->n, change, p = off;
 
-	for (size_t i = 0; off + i < na && ahead + i < nb; i++) {
-		const struct mt_slice *x = &sl[a->sl[off + i]];
+	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
+		const struct mt_slice *x = &sl[a->sl[p]];
 		const struct mt_slice *y = &sl[b->sl[ahead + i]];
-		uint64_t ra = a->ip[off + i];
+		uint64_t ra;
 		/* The leaf's address is where B resumed, not a return. */
 		uint64_t rb = ahead + i + 1 < nb ? b->ip[ahead + i] : 0;
 
+		/* B's previous frame was revealed by a jump (no call site
+		 * into its child): its child may be further up. */
+		if (x->name != y->name && i && !ahead && !b->ip[i - 1] &&
+		    m.nr_skips < MAX_SKIPS) {
+			size_t q = p + 1;
+
+			while (q < na && sl[a->sl[q]].name != y->name)
+				q++;
+			if (q == na)
+				break;
+			for (size_t r = q + 1; r < na && !m.skip_guess; r++)
+				if (sl[a->sl[r]].name == y->name) {
+					m.skip_guess = true;
+					m.skip_from = p;
+				}
+			m.skip_at[m.nr_skips] = (uint32_t)i;
+			m.skip_len[m.nr_skips++] = (uint32_t)(q - p);
+			m.skipped += q - p;
+			p = q;
+			x = &sl[a->sl[p]];
+		}
 		if (x->name != y->name)
 			break;
 		m.len++;
+		ra = a->ip[p];
 		/* A different call site: this frame is the same, its child
 		 * returned in the gap and it called another. */
 		if (ra && rb) {
@@ -230,17 +278,19 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			m.confirmed++;
 		}
 	}
-	m.leaf = m.len && off + m.len == na;
+	m.leaf = m.len && off + m.skipped + m.len == na;
 	/*
 	 * Recursion repeats the same frames at many depths, so names alone
 	 * often fit several alignments.  A gap is short next to a stack's
 	 * life: prefer the alignment that keeps A's leaf and changes the
-	 * depth least, then the one with more call sites confirmed.
+	 * depth least, then the one with more call sites confirmed.  A
+	 * frame stepped over is a claim B cannot back: it costs a little.
 	 */
-	change = off + nb > na + ahead ? off + nb - na - ahead
-				       : na + ahead - off - nb;
+	p = off + m.skipped + nb;
+	change = p > na + ahead ? p - na - ahead : na + ahead - p;
 	m.score = (double)m.len + 2.0 * (double)m.confirmed +
-		  (m.leaf ? 3.0 : 0.0) - 0.25 * (double)change;
+		  (m.leaf ? 3.0 : 0.0) - 0.25 * (double)change -
+		  0.5 * (double)m.nr_skips;
 	return m;
 }
 
@@ -496,9 +546,17 @@ static void vs_free(struct vstack *v)
 static int vs_after(const struct vstack *h, const struct mt_segment *c,
 		    const struct match *m, struct vstack *out)
 {
-	size_t base = m && !m->ahead ? m->off : 0;
-	size_t n = base + c->nr_end;
+	size_t base = m && !m->ahead ? m->off : 0, n, j = 0, last = 0;
 
+	/* C's leading end-chain frames that are joined frames of h. */
+	while (m && j < m->len && j < c->nr_end &&
+	       c->end_chain[j] == c->start_chain[j])
+		j++;
+	if (m && !m->ahead && j)
+		base = (last = a_pos(m, j - 1)) + 1;
+	else
+		j = 0;
+	n = base + c->nr_end - j;
 	out->n = 0;
 	if (vs_reserve(out, n + 1))
 		return -ENOMEM;
@@ -506,19 +564,25 @@ static int vs_after(const struct vstack *h, const struct mt_segment *c,
 		out->sl[i] = h->sl[i];
 		out->ip[i] = h->ip[i];
 	}
-	for (size_t k = 0; k < c->nr_end; k++) {
-		/* index into h of the frame C's k-th is, if joined */
+	/* Call sites C knew where h did not, between joined frames. */
+	for (size_t k = 0; k + 1 < j; k++)
+		if (!out->ip[a_pos(m, k)] && a_pos(m, k + 1) == a_pos(m, k) + 1)
+			out->ip[a_pos(m, k)] = c->end_rets[k];
+	if (j)
+		out->ip[last] = c->end_rets[j - 1];
+	for (size_t k = j; k < c->nr_end; k++) {
+		/* ahead > 0: C's frames from ahead up are joined to h's */
 		size_t lo = m ? m->ahead : 0, hk = 0;
-		bool joined = m && k >= lo && k < lo + m->len &&
+		bool joined = m && m->ahead && k >= lo && k < lo + m->len &&
 			      c->end_chain[k] == c->start_chain[k];
 		bool child = joined && k + 1 < lo + m->len &&
 			     k + 1 < c->nr_end &&
 			     c->end_chain[k + 1] == c->start_chain[k + 1];
 
 		if (joined)
-			hk = m->off + (k - lo);
-		out->sl[base + k] = joined ? h->sl[hk] : c->end_chain[k];
-		out->ip[base + k] =
+			hk = k - lo;
+		out->sl[base + k - j] = joined ? h->sl[hk] : c->end_chain[k];
+		out->ip[base + k - j] =
 			child && h->ip[hk] ? h->ip[hk] : c->end_rets[k];
 	}
 	if (n)
@@ -706,7 +770,7 @@ static uint32_t gap_before(const struct thread_state *s,
  * caller), ending as B's roots end.
  */
 static void live_through(struct thread_state *s, const struct mt_segment *b,
-			 size_t n)
+			 size_t from, size_t n)
 {
 	struct mt_slice *sl = s->th->slices;
 	uint32_t broot = b->start_chain[0];
@@ -715,7 +779,7 @@ static void live_through(struct thread_state *s, const struct mt_segment *b,
 	uint32_t flags = end_of(&sl[broot]) < b->end ? MT_SLICE_INFERRED_END
 						     : sl[broot].flags;
 
-	for (size_t j = 0; j < n; j++) {
+	for (size_t j = from; j < n; j++) {
 		struct mt_slice *x = &sl[s->chain[j]];
 
 		if (end > end_of(x))
@@ -730,19 +794,25 @@ static int apply_join(struct thread_state *s, const struct mt_segment *b,
 		      const struct chainv *bv, const struct match *m)
 {
 	struct mt_slice *sl = s->th->slices;
-	uint32_t deepest = s->chain[m->off + m->len - 1];
+	uint32_t deepest = s->chain[a_pos(m, m->len - 1)];
 	uint32_t gap = gap_before(s, b);
 	int rc = 0;
 
 	s->joins++;
 	for (size_t i = 0; i < m->len && !rc; i++)
-		rc = merge(s, s->chain[m->off + i], bv->sl[m->ahead + i]);
+		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
 	if (rc)
 		return rc;
 	/* A's callers above the join live at least as long. */
-	live_through(s, b, m->off);
+	live_through(s, b, 0, m->off);
+	/* and so do the frames B stepped over, between joined ones */
+	for (size_t k = 0; k < m->nr_skips; k++) {
+		size_t to = a_pos(m, m->skip_at[k]);
+
+		live_through(s, b, to - m->skip_len[k], to);
+	}
 	/* The frames a guess kept alive say so. */
-	for (size_t j = m->sure; m->guessed && j < m->off + m->len; j++)
+	for (size_t j = m->sure; m->guessed && j <= a_pos(m, m->len - 1); j++)
 		sl[s->chain[j]].flags |= MT_SLICE_DEPTH_GUESSED;
 	/* B's callers above A's root were there before A began: they
 	 * become A's root's callers, from A's start. */
@@ -795,6 +865,7 @@ static int decide(struct thread_state *s, const struct chainv *av,
 	bool ahead_used = false;
 	size_t guessed = 0; /* alignments that fit as well */
 	double gain = 0;
+	char how[64] = "";
 
 	align(sl, av, bv, &r);
 	*m = r.best;
@@ -842,9 +913,11 @@ static int decide(struct thread_state *s, const struct chainv *av,
 		snprintf(why, len, "weak: no call site confirms the frames");
 		return 0;
 	}
-joined : {
-	char how[64] = "";
-
+joined:
+	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure)) {
+		m->guessed = true;
+		m->sure = m->skip_from;
+	}
 	if (gain > 0)
 		snprintf(how, sizeof(how),
 			 "; chosen by the next segments (+%.1f)", gain);
@@ -854,11 +927,15 @@ joined : {
 	else if (guessed)
 		snprintf(how, sizeof(how), "; depth guessed (least change)");
 	snprintf(why, len,
-		 "%zu frame%s by name, %zu by call site, %zu "
-		 "ancestor%s kept, %zu revealed%s",
+		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
+		 "%zu revealed%s%s",
 		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
-		 m->off == 1 ? "" : "s", m->ahead, how);
-}
+		 m->off == 1 ? "" : "s", m->ahead, how,
+		 !m->nr_skips	 ? ""
+		 : m->skip_guess ? "; frames stepped over below a longjmp "
+				   "target (guessed)"
+				 : "; frames stepped over below a longjmp "
+				   "target");
 	return 1;
 }
 

@@ -10,45 +10,88 @@ B=${MT_BUILD:-build}/bin
 R=$(cd "$(dirname "$0")/.." && pwd)
 W=$(mktemp -d /tmp/mt-accuracy.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-SEEDS=${SEEDS:-"41 42 43"}
+SEEDS=${SEEDS:-"41 42 43 44 45 46 47 48 49"}
+ADV_SEEDS=${ADV_SEEDS:-"41 42 43 44 45 46"}
 BRANCHES=${BRANCHES:-1000000}
 
-# sum LABEL MODE LINES...: one row from mt-accuracy lines with "gaps=N"
+# sum LABEL MODE LINES...: one row from mt-accuracy lines with "gaps=N":
+# percentages averaged over the lines, counts added up
 sum() {
 	awk -v label="$1" -v mode="$2" -v s="$3" 'BEGIN {
 		n = split(s, f, /[ =]+/)
 		for (i = 1; i < n; i += 2) { v[f[i]] += f[i + 1]; c[f[i]]++ }
-		printf "%-22s %-6s %8.2f %8.2f %8.2f %6d %7d %6d\n", label, mode,
-			v["calls"] / c["calls"], v["stack"] / c["stack"],
-			v["root"] / c["root"], v["false"], v["joined"], v["gaps"]
+		printf "%-24s %-4s %7.2f %7.2f %7.2f %7.2f %6d %5d %11s %7d %6d\n",
+			label, mode, v["calls"] / c["calls"],
+			v["stack"] / c["stack"], v["root"] / c["root"],
+			v["shape"] / c["shape"], v["false"], v["recalled"],
+			v["false_guessed"] "/" v["guessed"], v["joined"], v["gaps"]
 	}'
 }
 
 header() {
-	printf "%-22s %-6s %8s %8s %8s %6s %7s %6s\n" "$1" "stitch" "calls%" \
-		"stack%" "root%" "false" "joined" "gaps"
+	printf "%-24s %-4s %7s %7s %7s %7s %6s %5s %11s %7s %6s\n" "$1" \
+		"join" "calls%" "stack%" "root%" "shape%" "false" "recal" \
+		"guess f/n" "joined" "gaps"
+}
+
+# synth DIR OPTS...: a capture with its truth, converted both ways
+synth() {
+	local d=$1
+	shift
+	"$B/mt-synth" "$@" -o "$d" >/dev/null
+	"$B/mt-convert" "$d/raw.bin" --text "$d/on.tsv" -q --no-sqlite \
+		-o "$d/on.pftrace"
+	"$B/mt-convert" "$d/raw.bin" --text "$d/off.tsv" --no-stitch -q \
+		--no-sqlite -o "$d/off.pftrace"
+}
+
+# judge DIR MODE: one mt-accuracy line
+judge() {
+	echo "$("$B/mt-accuracy" "$1/truth.tsv" "$1/$2.tsv" "$1/gaps.tsv")" \
+		"gaps=$(($(wc -l <"$1/gaps.tsv") - 1))"
 }
 
 echo "Synthetic captures, seeds $SEEDS, $BRANCHES branches each:"
 header "gaps"
 for rate in 0 100000 10000; do
 	for seed in $SEEDS; do
-		d=$W/$rate-$seed
 		opts="--seed $seed --branches $BRANCHES --no-deep"
 		[ "$rate" = 0 ] || opts="$opts --gap-every $rate"
-		"$B/mt-synth" $opts -o "$d" >/dev/null
-		"$B/mt-convert" "$d/raw.bin" --text "$d/on.tsv" -q --no-sqlite \
-			-o "$d/t.pftrace"
-		"$B/mt-convert" "$d/raw.bin" --text "$d/off.tsv" --no-stitch -q \
-			--no-sqlite -o "$d/t.pftrace"
+		synth "$W/$rate-$seed" $opts &
 	done
+	wait
 	for mode in on off; do
-		lines=$(for seed in $SEEDS; do
-			d=$W/$rate-$seed
-			"$B/mt-accuracy" "$d/truth.tsv" "$d/$mode.tsv" "$d/gaps.tsv"
-			echo " gaps=$(($(wc -l <"$d/gaps.tsv") - 1))"
-		done | tr '\n' ' ')
-		sum "$([ "$rate" = 0 ] && echo none || echo "1/$rate")" "$mode" "$lines"
+		lines=$(for seed in $SEEDS; do judge "$W/$rate-$seed" $mode; done)
+		sum "$([ "$rate" = 0 ] && echo none || echo "1/$rate")" "$mode" \
+			"$(echo "$lines" | tr '\n' ' ')"
+	done
+	[ "$rate" = 0 ] && continue
+	printf "  stack%% per seed, joined:"
+	for seed in $SEEDS; do
+		judge "$W/$rate-$seed" on | sed 's/.*stack=\([0-9.]*\).*/ \1/' |
+			tr -d '\n'
+	done
+	echo
+done
+
+# Gaps placed where they hurt (mt-synth --gap-at), with the deep
+# recursion of one call site left in, and the trace starting 8 frames
+# deep (the ring lost what came before; the stack unwound at the end,
+# --final-stack, gives the roots, as a capture's does).
+echo
+echo "Adversarial gaps, seeds $ADV_SEEDS, $BRANCHES branches each:"
+header "gaps at"
+for kind in syscall longjmp returns recursion,back2back; do
+	for seed in $ADV_SEEDS; do
+		synth "$W/adv-$kind-$seed" --seed "$seed" --branches "$BRANCHES" \
+			--gap-at "$kind" --start-depth 8 --final-stack &
+	done
+	wait
+	for mode in on off; do
+		lines=$(for seed in $ADV_SEEDS; do
+			judge "$W/adv-$kind-$seed" $mode
+		done)
+		sum "$kind" "$mode" "$(echo "$lines" | tr '\n' ' ')"
 	done
 done
 
