@@ -277,6 +277,14 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 				break;
 			m.confirmed++;
 		}
+		/*
+		 * B resumed right where A's frame gets its child's return:
+		 * the child returned inside the gap.  (That B resumed where
+		 * A's leaf stopped says less: a loop inside the gap, or the
+		 * function called again, comes back there too.)
+		 */
+		if (ahead + i + 1 == nb && ra && b->ip[ahead + i] == ra)
+			m.confirmed++;
 	}
 	m.leaf = m.len && off + m.skipped + m.len == na;
 	/*
