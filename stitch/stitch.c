@@ -881,7 +881,7 @@ static int decide(struct thread_state *s, const struct chainv *av,
 		snprintf(why, len, "no common frames");
 		return 0;
 	}
-	if (ib != MT_NONE) {
+	if (ib != MT_NONE && (r.ties || r.nr_near > 1)) {
 		struct match c[MAX_CAND];
 		size_t nc = 0;
 		int k;
