@@ -773,19 +773,21 @@ static uint32_t gap_before(const struct thread_state *s,
 }
 
 /*
- * A's frames chain[0..n) are callers of what B began under: they live
- * through all of B (a root of B that returned would have revealed its
- * caller), ending as B's roots end.
+ * A's frames chain[from..n) are callers of B's frame y: they live at
+ * least as long as it.  For B's root, that is all of B (a root of B that
+ * returned would have revealed its caller).
  */
 static void live_through(struct thread_state *s, const struct mt_segment *b,
-			 size_t from, size_t n)
+			 uint32_t y, size_t from, size_t n)
 {
 	struct mt_slice *sl = s->th->slices;
-	uint32_t broot = b->start_chain[0];
-	uint64_t end =
-		end_of(&sl[broot]) > b->end ? end_of(&sl[broot]) : b->end;
-	uint32_t flags = end_of(&sl[broot]) < b->end ? MT_SLICE_INFERRED_END
-						     : sl[broot].flags;
+	uint64_t end = end_of(&sl[y]);
+	uint32_t flags = sl[y].flags;
+
+	if (y == b->start_chain[0] && end < b->end) {
+		end = b->end;
+		flags = MT_SLICE_INFERRED_END;
+	}
 
 	for (size_t j = from; j < n; j++) {
 		struct mt_slice *x = &sl[s->chain[j]];
@@ -812,12 +814,13 @@ static int apply_join(struct thread_state *s, const struct mt_segment *b,
 	if (rc)
 		return rc;
 	/* A's callers above the join live at least as long. */
-	live_through(s, b, 0, m->off);
+	live_through(s, b, b->start_chain[0], 0, m->off);
 	/* and so do the frames B stepped over, between joined ones */
 	for (size_t k = 0; k < m->nr_skips; k++) {
 		size_t to = a_pos(m, m->skip_at[k]);
 
-		live_through(s, b, to - m->skip_len[k], to);
+		live_through(s, b, bv->sl[m->ahead + m->skip_at[k]],
+			     to - m->skip_len[k], to);
 	}
 	/* The frames a guess kept alive say so. */
 	for (size_t j = m->sure; m->guessed && j <= a_pos(m, m->len - 1); j++)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # make accuracy: how much of the truth mt-convert gets right, with decode
 # gaps injected, with stitching on and off (tests/tools/mt-accuracy.c
-# defines the figures).  Two tables: synthetic captures over fixed seeds
-# (gaps at 0, 1 per 100k and 1 per 10k branches), and the programs of
+# defines the figures).  Three tables: synthetic captures over fixed seeds
+# (gaps at 0, 1 per 100k and 1 per 10k branches); synthetic captures with
+# gaps placed where stitching is hardest; and the programs of
 # tests/programs captured by the emulator, which drops packets the way an
 # overflowing CPU does (--drop-every) and logs every call it saw.
 set -e
@@ -75,16 +76,21 @@ for rate in 0 100000 10000; do
 done
 
 # Gaps placed where they hurt (mt-synth --gap-at), with the deep
-# recursion of one call site left in, and the trace starting 8 frames
-# deep (the ring lost what came before; the stack unwound at the end,
-# --final-stack, gives the roots, as a capture's does).
+# recursion of one call site left in; and a trace that starts 8 frames
+# deep, as when the ring lost what came before (the stack unwound at the
+# end, --final-stack, gives the roots, as a capture's does).
 echo
 echo "Adversarial gaps, seeds $ADV_SEEDS, $BRANCHES branches each:"
 header "gaps at"
-for kind in syscall longjmp returns recursion,back2back; do
+for kind in syscall longjmp returns recursion,back2back ring-start; do
 	for seed in $ADV_SEEDS; do
+		if [ "$kind" = ring-start ]; then
+			opts="--gap-every 10000 --start-depth 8 --final-stack"
+		else
+			opts="--gap-at $kind"
+		fi
 		synth "$W/adv-$kind-$seed" --seed "$seed" --branches "$BRANCHES" \
-			--gap-at "$kind" --start-depth 8 --final-stack &
+			$opts &
 	done
 	wait
 	for mode in on off; do

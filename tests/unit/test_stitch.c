@@ -32,7 +32,8 @@ struct ev {
 };
 
 /* Build one thread from events, stitch it (unless record_only), and
- * render the tree as "depth:name:flags" with j for joined, g for gaps. */
+ * render the tree as "depth:name:flags": j joined, e inferred end, d
+ * depth guessed; "gap" for gaps. */
 static void run(struct check_state *st, const struct ev *e, size_t n,
 		bool record_only, const char *want, const char *reason)
 {
@@ -55,12 +56,13 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 		const struct mt_slice *s = &t.threads[0].slices[i];
 
 		at += (size_t)snprintf(
-			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
-			s->depth,
+			buf + at, sizeof(buf) - at, "%s%u:%s%s%s%s",
+			i ? " " : "", s->depth,
 			(s->flags & MT_SLICE_GAP) ? "gap"
 						  : mt_str(&t.strs, s->name),
 			(s->flags & MT_SLICE_JOINED) ? ":j" : "",
-			(s->flags & MT_SLICE_INFERRED_END) ? ":e" : "");
+			(s->flags & MT_SLICE_INFERRED_END) ? ":e" : "",
+			(s->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
 		if (s->parent != MT_NONE) {
 			const struct mt_slice *p =
 				&t.threads[0].slices[s->parent];
@@ -228,6 +230,81 @@ static void test_rejoin_with_later_callers(struct check_state *st)
 	       "later segments revealed (first: no common frames)");
 }
 
+/*
+ * B knows one frame, f2, and no call site: but it resumed at the return
+ * address of A's f2's call into f3, so f3 returned in the gap and B's f2
+ * is A's.  Resuming anywhere else in f2 proves nothing.
+ */
+static void test_resume_at_return_site(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(2, 0x15), 0},
+		{DEC_CALL, FN(4), AT(2, 0x25)},
+	};
+	struct ev other[sizeof(e) / sizeof(*e)];
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:e 2:f3:e 2:gap 2:f4:e",
+	       "1 frame by name, 1 by call site");
+	memcpy(other, e, sizeof(e));
+	other[3].ip = AT(2, 0x40);
+	RUN_EV(st, other, false, "0:f1:e 1:f2:e 2:f3:e 0:gap 0:f2:e 1:f4:e",
+	       "weak");
+}
+
+/*
+ * The pushtrap case: A is f1 > f2 > f3 > f4 > f5; B knows only f5, then
+ * longjmps land in f4 and in f1, neither on B's stack.  They are f5's
+ * ancestors, not its parent and grandparent: f4 is A's f4 with f2 and
+ * f3 between it and f1, and those two end when the jump to f1 unwinds
+ * them.
+ */
+static void test_longjmp_steps_over(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_CALL, FN(5), AT(4, 0x15)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0},
+		{DEC_IJUMP, AT(4, 0x60), AT(5, 0x40)},
+		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j 4:f5:j 5:gap",
+	       "stepped over");
+}
+
+/*
+ * Recursion through two call sites, x and y: B's two frames fit A's f2s
+ * at two depths (B's root called from x both times).  Where the depth
+ * changes least is wrong.  C returns through all of it into f1, and only
+ * the deeper choice fits what C saw: the next segment decides.
+ */
+static void test_next_segment_decides(struct check_state *st)
+{
+	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(2), y},
+		{DEC_OVERFLOW, AT(2, 0x50), 0},
+		{DEC_RET, x, 0},
+		{DEC_CALL, FN(3), AT(2, 0x45)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x45), 0},
+		{DEC_RET, x, 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j 2:f2:j 3:f2:j 4:f2:e 4:gap 3:f3:j 4:gap",
+	       "chosen by the next segments");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -254,5 +331,8 @@ int main(void)
 	RUN(&st, test_tail_from_root);
 	RUN(&st, test_depth_from_later_segment);
 	RUN(&st, test_rejoin_with_later_callers);
+	RUN(&st, test_resume_at_return_site);
+	RUN(&st, test_longjmp_steps_over);
+	RUN(&st, test_next_segment_decides);
 	return CHECK_DONE(&st);
 }
