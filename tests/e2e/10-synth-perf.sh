@@ -40,6 +40,11 @@ cases=(
 	"gap_psb0_s25|--seed 25 --branches 30000 --psb-period 0 --gap-every 500"
 	"gap_mixed_s26|--seed 26 --branches 40000 --threads 2 --timing tsc --noretcomp --gap-every 800"
 	"gap_dense_s29|--seed 29 --branches 50000 --timing cyc --mtc-period 0 --threads 2 --gap-every 150"
+	"gapat_syscall_s43|--seed 43 --branches 60000 --gap-at syscall"
+	"gapat_longjmp_s41|--seed 41 --branches 40000 --gap-at longjmp --timing tsc"
+	"gapat_returns_s46|--seed 46 --branches 60000 --gap-at returns,back2back"
+	"gapat_recursion_s42|--seed 42 --branches 400000 --gap-at recursion,back2back --timing cyc"
+	"gapat_all_s45|--seed 45 --branches 60000 --gap-at all --noretcomp"
 )
 
 for c in "${cases[@]}"; do
