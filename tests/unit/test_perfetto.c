@@ -148,7 +148,7 @@ static void model_basic(struct mt_trace *t)
 	add(t, &b, 2, T + 50, 60, "after-bar", 0);
 	add(t, &b, 1, T + 110, 200, "[decode gap: overflow]", MT_SLICE_GAP);
 	add(t, &b, 1, T + 310, 400, "joined \"quoted\" \\ back\nline",
-	    MT_SLICE_JOINED);
+	    MT_SLICE_JOINED | MT_SLICE_DEPTH_GUESSED);
 	add(t, &b, 2, T + 310, 400, "na\xc3\xafve \xe2\x86\x92 utf8",
 	    MT_SLICE_INFERRED_END);
 	add(t, &b, 0, T + 1000, 5, "main", 0);
@@ -612,13 +612,14 @@ static void rd_annotation(struct rd *r, struct rd_seq *s, struct cur *c,
 		if (o->dso == MT_NONE)
 			rd_error(r, "unknown string iid", val);
 	} else if (vf == 2 && val == 1) {
-		static const char *const fl[] = {
-			"inferred_start", "inferred_end", "joined", "tail"};
-		static const uint32_t fv[] = {MT_SLICE_INFERRED_START,
-					      MT_SLICE_INFERRED_END,
-					      MT_SLICE_JOINED, MT_SLICE_TAIL};
+		static const char *const fl[] = {"inferred_start",
+						 "inferred_end", "joined",
+						 "tail", "depth_guessed"};
+		static const uint32_t fv[] = {
+			MT_SLICE_INFERRED_START, MT_SLICE_INFERRED_END,
+			MT_SLICE_JOINED, MT_SLICE_TAIL, MT_SLICE_DEPTH_GUESSED};
 
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			if (!strcmp(n, fl[i]))
 				o->flags |= fv[i];
 	} else {
@@ -1028,9 +1029,10 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 			e->name = mt_str(&t->strs, s->name);
 			e->dso = mt_str(&t->strs, s->dso);
 			e->addr = s->addr;
-			e->flags = s->flags & (MT_SLICE_INFERRED_START |
-					       MT_SLICE_INFERRED_END |
-					       MT_SLICE_JOINED | MT_SLICE_TAIL);
+			e->flags = s->flags &
+				   (MT_SLICE_INFERRED_START |
+				    MT_SLICE_INFERRED_END | MT_SLICE_JOINED |
+				    MT_SLICE_TAIL | MT_SLICE_DEPTH_GUESSED);
 		}
 	}
 	for (size_t i = 0; i < t->nr_hits; i++) {

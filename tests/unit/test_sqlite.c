@@ -120,8 +120,9 @@ static void gen_tree(struct mt_trace *t, size_t ti, size_t n, uint32_t depth,
 			if (fl == 0)
 				s.flags = MT_SLICE_INFERRED_START;
 			else if (fl == 1)
-				s.flags =
-					MT_SLICE_INFERRED_END | MT_SLICE_JOINED;
+				s.flags = MT_SLICE_INFERRED_END |
+					  MT_SLICE_JOINED |
+					  (k % 3 ? 0 : MT_SLICE_DEPTH_GUESSED);
 			else if (fl == 2)
 				s.flags = MT_SLICE_TAIL | MT_SLICE_UNKNOWN;
 			if (!mt_thread_push(th, &s))
@@ -327,7 +328,7 @@ static size_t total_slices(const struct mt_trace *t)
 
 struct row {
 	int64_t id, ts, dur, track, depth, parent, addr, segment, aset;
-	int64_t fl[8]; /* the flag columns, in flag_cols order */
+	int64_t fl[9]; /* the flag columns, in flag_cols order */
 	int has_parent, has_addr, has_segment, has_aset;
 	char *name, *dso; /* NULL for SQL NULL */
 	int64_t tid;	  /* through thread_track and thread */
@@ -337,7 +338,7 @@ struct row {
 static const struct {
 	const char *col;
 	uint32_t bit;
-} flag_cols[8] = {
+} flag_cols[9] = {
 	{"inferred_start", MT_SLICE_INFERRED_START},
 	{"inferred_end", MT_SLICE_INFERRED_END},
 	{"joined", MT_SLICE_JOINED},
@@ -346,6 +347,7 @@ static const struct {
 	{"syscall", MT_SLICE_SYSCALL},
 	{"untraced", MT_SLICE_UNTRACED},
 	{"unknown", MT_SLICE_UNKNOWN},
+	{"depth_guessed", MT_SLICE_DEPTH_GUESSED},
 };
 
 static char *col_str(sqlite3_stmt *st, int i)
@@ -399,7 +401,8 @@ static struct row *read_rows(struct check_state *cs, sqlite3 *db, size_t *n)
 		"SELECT s.id, s.ts, s.dur, s.track_id, s.name, s.depth,"
 		" s.parent_id, s.address, s.dso, s.segment, s.arg_set_id,"
 		" s.inferred_start, s.inferred_end, s.joined, s.tail,"
-		" s.is_gap, s.syscall, s.untraced, s.unknown, t.tid"
+		" s.is_gap, s.syscall, s.untraced, s.unknown, s.depth_guessed, "
+		"t.tid"
 		" FROM slice s JOIN thread_track tt ON s.track_id = tt.id"
 		" JOIN thread t USING(utid)";
 	sqlite3_stmt *st;
@@ -437,9 +440,9 @@ static struct row *read_rows(struct check_state *cs, sqlite3 *db, size_t *n)
 		x->segment = sqlite3_column_int64(st, 9);
 		x->has_aset = sqlite3_column_type(st, 10) != SQLITE_NULL;
 		x->aset = sqlite3_column_int64(st, 10);
-		for (int i = 0; i < 8; i++)
+		for (int i = 0; i < 9; i++)
 			x->fl[i] = sqlite3_column_int64(st, 11 + i);
-		x->tid = sqlite3_column_int64(st, 19);
+		x->tid = sqlite3_column_int64(st, 20);
 	}
 	sqlite3_finalize(st);
 	if (*n)
@@ -556,7 +559,7 @@ static void check_slices(struct check_state *cs, const struct mt_trace *t,
 		CHECK(cs, x->has_segment == (s->segment != MT_NONE));
 		if (s->segment != MT_NONE)
 			CHECK(cs, x->segment == s->segment);
-		for (int f = 0; f < 8; f++)
+		for (int f = 0; f < 9; f++)
 			CHECK(cs, x->fl[f] == !!(s->flags & flag_cols[f].bit));
 		CHECK(cs, x->has_parent == (s->parent != MT_NONE));
 		if (x->has_parent) {
