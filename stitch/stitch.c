@@ -512,8 +512,10 @@ static int look_ahead(struct thread_state *s, const struct chainv *a,
  * A later segment that knows many frames tells them apart, so each
  * plausible alignment is carried forward over the next segments without
  * touching the slices: a virtual stack stands for A's end chain, each
- * later segment is aligned against it greedily, and the alignment whose
- * future explains the most wins.
+ * later segment is aligned against it greedily, and candidates that
+ * trail drop out (roll_pick()).  Only where the local evidence ties: a
+ * clearly better alignment is not second-guessed by a future that may
+ * differ for reasons of its own.
  */
 #define ROLL_SEGMENTS 8	    /* how far */
 #define ROLL_MAX_WORK 65536 /* frames na * nb above which it is skipped */
