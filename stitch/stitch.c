@@ -922,7 +922,13 @@ static int decide(struct thread_state *s, const struct chainv *av,
 					m->sure = r.near[i].off;
 		}
 	}
-	if (weak_match(s, av, m)) {
+	/*
+	 * No call site confirms it, but alignments a level apart fit as
+	 * well: a recursion through one call site, which no trace can
+	 * place after a gap.  Joined at the least change, marked as a
+	 * guess, rather than left to float without its callers.
+	 */
+	if (weak_match(s, av, m) && !guessed) {
 		snprintf(why, len, "weak: no call site confirms the frames");
 		return 0;
 	}
@@ -1018,6 +1024,58 @@ static int cmp_u32(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/*
+ * A segment X that joined neither neighbour (a sliver between two
+ * overflows, say, that saw one frame of a recursion) must not cut the
+ * thread in two: the segment after it, B, is compared with the one
+ * before it, A, as if X were part of the gap.  X stays apart.  rec is
+ * X -> B's record, which says so when B is joined.
+ */
+static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
+		       size_t rec)
+{
+	struct mt_trace *t = s->t;
+	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
+	struct mt_stitch *st = &t->stitches[rec];
+	struct chainv av, bv;
+	struct match m;
+	size_t na;
+	char why[240];
+	int rc = end_chain(s, a, &na);
+
+	if (rc || !na || !b->nr_start)
+		return rc;
+	av = (struct chainv){s->chain, s->rets, na};
+	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
+	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
+		return 0;
+	snprintf(why + strlen(why), sizeof(why) - strlen(why),
+		 "; to segment %u, across %u, which joins neither", ia,
+		 st->seg_a);
+	st->reason = mt_str_intern(&t->strs, why);
+	if (st->reason == MT_NONE)
+		return -ENOMEM;
+	st->frames_joined = (uint32_t)m.len;
+	st->score = m.score;
+	{
+		/* X ran while the joined frames were live, somewhere under
+		 * the deepest of them: at a depth nobody can tell. */
+		const struct mt_segment *x = &t->segments[st->seg_a];
+		uint32_t deepest = s->chain[a_pos(&m, m.len - 1)];
+		uint32_t g = gap_before(s, x);
+
+		if (x->nr_start) {
+			uint32_t r = resolve(s, x->start_chain[0]);
+
+			s->th->slices[r].parent = deepest;
+			s->th->slices[r].flags |= MT_SLICE_DEPTH_GUESSED;
+		}
+		if (g != MT_NONE)
+			s->th->slices[g].parent = deepest;
+	}
+	return apply_join(s, b, &bv, &m);
 }
 
 /*
@@ -1234,9 +1292,17 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
 		if (t->segments[i].tid != th->tid)
 			continue;
-		if (prev != MT_NONE)
+		if (prev != MT_NONE) {
+			size_t rec = t->nr_stitches;
+
 			rc = stitch_pair(&s, prev, (uint32_t)i, join);
-		else {
+			/* prev joined neither side: try across it */
+			if (!rc && join && rec > first_rec &&
+			    !t->stitches[rec].frames_joined &&
+			    !t->stitches[rec - 1].frames_joined)
+				rc = join_across(&s, t->stitches[rec - 1].seg_a,
+						 (uint32_t)i, rec);
+		} else {
 			s.first_segment = (uint32_t)i;
 			s.root_name =
 				t->segments[i].nr_start

@@ -133,7 +133,8 @@ static void test_child_differs(struct check_state *st)
 }
 
 /* Recursion: B knows only that it is in f2, which A has three times.
- * Names cannot tell which; nothing is joined. */
+ * Names cannot tell which: B is joined where the depth changes least,
+ * and every frame whose depth rests on that says so (f1's does not). */
 static void test_recursion_ambiguous(struct check_state *st)
 {
 	const struct ev e[] = {
@@ -142,8 +143,9 @@ static void test_recursion_ambiguous(struct check_state *st)
 		{DEC_OVERFLOW, AT(2, 0x30), 0},
 	};
 
-	RUN_EV(st, e, false, "0:f1:e 1:f2:e 2:f2:e 3:f2:e 0:gap 0:f2:e",
-	       "weak");
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:e:d 2:f2:j:e:d 3:f2:j:e:d 4:gap:d",
+	       "depth guessed");
 }
 
 /* Three segments: the call sites A saw still confirm the frames when
@@ -305,6 +307,24 @@ static void test_next_segment_decides(struct check_state *st)
 	       "chosen by the next segments");
 }
 
+/*
+ * Back-to-back overflows leave a sliver, X, that saw only f9 and shares
+ * nothing with either side.  B is compared with A across it: B returns
+ * through A's call sites, so A's frames live on; X stays apart.
+ */
+static void test_join_across_sliver(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_OVERFLOW, AT(3, 0x40), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:gap 3:f9:e:d 3:gap",
+	       "across 1, which joins neither");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -334,5 +354,6 @@ int main(void)
 	RUN(&st, test_resume_at_return_site);
 	RUN(&st, test_longjmp_steps_over);
 	RUN(&st, test_next_segment_decides);
+	RUN(&st, test_join_across_sliver);
 	return CHECK_DONE(&st);
 }
