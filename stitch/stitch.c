@@ -302,8 +302,8 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 	return m;
 }
 
-/* Alignments that explain as many frames, and confirm as many call
- * sites, as the best: only the depth change tells them apart. */
+/* Alignments that explain as many frames, and confirm about as many
+ * call sites, as the best: only the depth change tells them apart. */
 #define MAX_NEAR    16
 #define MAX_CAND    8	/* the best alignments, kept to roll forward */
 #define CAND_MARGIN 6.0 /* below the best score: not kept */
@@ -360,7 +360,12 @@ static void align(const struct mt_slice *sl, const struct chainv *a,
 		r->nr_cand--;
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
 		m = try_align(sl, a, b, off, 0);
-		if (m.len == r->best.len && m.confirmed == r->best.confirmed)
+		/* one call site more or less: B's leaf resuming at the
+		 * return site confirms every level of a recursion through
+		 * one site but A's leaf */
+		if (m.len == r->best.len &&
+		    m.confirmed <= r->best.confirmed + 1 &&
+		    m.confirmed + 1 >= r->best.confirmed)
 			r->near[r->nr_near++] = m;
 	}
 }
