@@ -325,6 +325,25 @@ static void test_join_across_sliver(struct check_state *st)
 	       "across 1, which joins neither");
 }
 
+/*
+ * A recursion through one call site x, and B resuming at x: its leaf
+ * is some f2 whose child returned, which fits every level of A but A's
+ * leaf one call site better, and A's leaf better by keeping the depth.
+ * Nothing tells them apart: a guess, and marked.
+ */
+static void test_one_site_recursion_guessed(struct check_state *st)
+{
+	const uint64_t x = AT(2, 0x25);
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0}, {DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), x},	    {DEC_CALL, FN(2), x},
+		{DEC_OVERFLOW, x, 0},	    {DEC_RET, x, 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:e:d 2:f2:j:e:d 3:f2:j:d 4:gap:d",
+	       "depth guessed");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -355,5 +374,6 @@ int main(void)
 	RUN(&st, test_longjmp_steps_over);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
+	RUN(&st, test_one_site_recursion_guessed);
 	return CHECK_DONE(&st);
 }
