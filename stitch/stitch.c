@@ -1035,8 +1035,9 @@ static int cmp_u32(const void *a, const void *b)
  * A segment X that joined neither neighbour (a sliver between two
  * overflows, say, that saw one frame of a recursion) must not cut the
  * thread in two: the segment after it, B, is compared with the one
- * before it, A, as if X were part of the gap.  X stays apart.  rec is
- * X -> B's record, which says so when B is joined.
+ * before it, A, as if X were part of the gap.  When they join, X goes
+ * under the deepest joined frame, its depth a guess.  rec is X -> B's
+ * record, which says so.
  */
 static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       size_t rec)
