@@ -915,7 +915,10 @@ static int decide(struct thread_state *s, const struct chainv *av,
 	if (!m->ahead && r.nr_near > 1) {
 		int k = ib != MT_NONE ? look_ahead(s, av, ib, &r) : -1;
 
-		if (k >= 0) {
+		/* The later callers' pick stands when a call site backs
+		 * it; one that names alone back is no better than the
+		 * least change, and is taken as that guess. */
+		if (k >= 0 && !weak_match(s, av, &r.near[k])) {
 			ahead_used = r.near[k].off != m->off;
 			*m = r.near[k];
 		} else {
