@@ -1034,6 +1034,18 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A decision the first pass recorded, made again: now a join as m says. */
+static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
+		 const struct match *m)
+{
+	st->reason = mt_str_intern(&t->strs, why);
+	if (st->reason == MT_NONE)
+		return -ENOMEM;
+	st->frames_joined = (uint32_t)m->len;
+	st->score = m->score;
+	return 0;
+}
+
 /*
  * A segment X that joined neither neighbour (a sliver between two
  * overflows, say, that saw one frame of a recursion) must not cut the
@@ -1063,11 +1075,8 @@ static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),
 		 "; to segment %u, across %u, which joins neither", ia,
 		 st->seg_a);
-	st->reason = mt_str_intern(&t->strs, why);
-	if (st->reason == MT_NONE)
+	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	st->frames_joined = (uint32_t)m.len;
-	st->score = m.score;
 	{
 		/* X ran while the joined frames were live, somewhere under
 		 * the deepest of them: at a depth nobody can tell. */
@@ -1135,11 +1144,8 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),
 		 " with %zu caller%s later segments revealed (first: %s)",
 		 nb - b->nr_start, nb - b->nr_start == 1 ? "" : "s", was);
-	st->reason = mt_str_intern(&t->strs, why);
-	if (st->reason == MT_NONE)
+	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	st->frames_joined = (uint32_t)m.len;
-	st->score = m.score;
 	return apply_join(s, b, &bv, &m);
 }
 
