@@ -31,7 +31,10 @@
  * early as the gap's start (the tolerance grows by the gap's length);
  * and a call that began inside a gap is paired with the slice that
  * starts when tracing resumed, so that the calls under it can be judged,
- * but is not itself counted (its start was never traced).
+ * but is not itself counted (its start was never traced).  Conversely, a
+ * slice whose start was never seen (a segment's root, clipped_start)
+ * pairs only with such a call, or with one that began as the trace did
+ * or before: a call the trace saw begin is a slice of its own.
  *
  * Prints one line: "calls=P stack=P root=P shape=P false=N recalled=N
  * guessed=N false_guessed=N joined=N unjudged=N rows=N".
@@ -234,6 +237,7 @@ int main(int argc, char **argv)
 		uint64_t max_slack = tol;
 		size_t j = 0;
 		unsigned tid = tt.n ? tt.r[0].tid : 0;
+		uint64_t first = 0; /* the thread's first traced moment */
 		bool *used = calloc(ot.n ? ot.n : 1, 1);
 
 		if (!slack || !used)
@@ -262,8 +266,9 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < tt.n; i++) {
 			struct row *a = &tt.r[i];
 
-			if (a->tid != tid) {
+			if (a->tid != tid || !i) {
 				tid = a->tid;
+				first = a->start;
 				j = 0;
 			}
 			while (j < ot.n &&
@@ -284,7 +289,9 @@ int main(int argc, char **argv)
 				if (used[k] ||
 				    !tf_same_name(a->name, b->name) ||
 				    diff(a->start, b->start) > slack[i] ||
-				    (a->lost && !b->clipped))
+				    (a->lost && !b->clipped) ||
+				    (b->clipped && !a->lost && !a->clipped &&
+				     a->start > first + tol))
 					continue;
 				if (a->match < 0)
 					a->match = (long)k;
