@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,9 +309,20 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 #define MAX_CAND    8	/* the best alignments, kept to roll forward */
 #define CAND_MARGIN 6.0 /* below the best score: not kept */
 
+/* The depth at which an alignment puts B's frames, relative to A's. */
+static long depth_of(const struct match *m)
+{
+	return (long)m->off - (long)m->ahead;
+}
+
 struct alignment {
 	struct match best;
 	size_t ties; /* others with the best's very score */
+	/* Of the alignments a call site backs, the two with the highest
+	 * first joined frame (off) at distinct depths: shift_guess(). */
+	struct match backed[2];
+	size_t nr_backed;
+	struct match at_root; /* the one that joins the roots, if any */
 	struct match near[MAX_NEAR];
 	size_t nr_near;
 	struct match cand[MAX_CAND]; /* by score, best first */
@@ -332,6 +344,21 @@ static void keep_cand(struct alignment *r, const struct match *m)
 	r->cand[i] = *m;
 }
 
+static void keep_backed(struct alignment *r, const struct match *m)
+{
+	if (!m->off && !m->ahead)
+		r->at_root = *m;
+	if (!m->confirmed)
+		return;
+	/* the loops visit off in rising order: the first seen is the
+	 * highest at its depth */
+	for (size_t i = 0; i < r->nr_backed; i++)
+		if (depth_of(&r->backed[i]) == depth_of(m))
+			return;
+	if (r->nr_backed < 2)
+		r->backed[r->nr_backed++] = *m;
+}
+
 static void align(const struct mt_slice *sl, const struct chainv *a,
 		  const struct chainv *b, struct alignment *r)
 {
@@ -346,6 +373,7 @@ static void align(const struct mt_slice *sl, const struct chainv *a,
 			if (!m.len)
 				continue;
 			keep_cand(r, &m);
+			keep_backed(r, &m);
 			if (!r->best.len || m.score > r->best.score + 1e-9) {
 				r->best = m;
 				r->ties = 0;
@@ -495,17 +523,21 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
 /*
  * When alignments one level apart explain B equally well (recursion),
  * try them again with the callers later segments revealed on top.
- * Returns the index into r->near of the one they pick, or -1.
+ * Returns the index into r->near of the one they pick, or -1; *pinned
+ * when those callers reach A's root, so that no other depth is left.
  */
 static int look_ahead(struct thread_state *s, const struct chainv *a,
-		      uint32_t ib, const struct alignment *r)
+		      uint32_t ib, const struct alignment *r, bool *pinned)
 {
 	struct ext_walk w;
 	int pick = -1;
 
+	*pinned = false;
 	ext_init(&w, s, ib);
 	while (pick < 0 && ext_next(s, &w))
 		pick = pick_near(s->th->slices, a, w.b, w.xs, w.xi, w.e, r);
+	if (pick >= 0)
+		*pinned = r->near[pick].off <= w.e;
 	ext_free(&w);
 	return pick;
 }
@@ -662,8 +694,9 @@ static int greedy_join(const struct thread_state *s, const struct chainv *a,
  */
 static int roll_pick(const struct thread_state *s, const struct chainv *a,
 		     uint32_t ib, const struct match *cand, size_t nc,
-		     double *gain)
+		     double *gain, bool *pinned)
 {
+	bool rooted[MAX_CAND] = {false};
 	const struct mt_segment *b = &s->t->segments[ib];
 	const struct vstack h = {
 		.sl = (uint32_t *)a->sl, .ip = (uint64_t *)a->ip, .n = a->n};
@@ -674,6 +707,7 @@ static int roll_pick(const struct thread_state *s, const struct chainv *a,
 	int cur = 0, pick = -1;
 
 	*gain = 0;
+	*pinned = false;
 	if (nc < 2 || !b->nr_end || a->n * b->nr_start > ROLL_MAX_WORK)
 		return -1;
 	memset(v, 0, sizeof(v));
@@ -707,6 +741,10 @@ static int roll_pick(const struct thread_state *s, const struct chainv *a,
 			joined = greedy_join(s, &av, &cv, &m);
 			if (joined)
 				total[k] += m.score;
+			/* a later segment that knows every frame from the
+			 * root down, and fits them all: no other depth */
+			if (joined && !m.off && !m.ahead && m.len == cv.n)
+				rooted[k] = true;
 			if (vs_after(x, c, joined ? &m : NULL, &v[k][cur ^ 1]))
 				goto out;
 			if (total[k] > lead)
@@ -729,6 +767,7 @@ static int roll_pick(const struct thread_state *s, const struct chainv *a,
 			if (!alive[k] && total[k] > second)
 				second = total[k];
 		*gain = total[pick] - second;
+		*pinned = rooted[pick];
 	}
 out:
 	for (size_t k = 0; k < nc; k++) {
@@ -870,6 +909,32 @@ static int apply_join(struct thread_state *s, const struct mt_segment *b,
 }
 
 /*
+ * Another alignment that a call site backs, at another depth: in a
+ * recursion the gap may have added or removed levels, and whatever
+ * picked m (the least change, the call sites, the next segments short
+ * of the root) only made it likelier.  Returns where in A the two part
+ * ways, with the other in *alt; SIZE_MAX when there is none.
+ */
+static size_t other_depth(const struct thread_state *s, const struct chainv *av,
+			  const struct alignment *r, const struct match *m,
+			  struct match *alt)
+{
+	size_t from = SIZE_MAX;
+
+	for (size_t i = 0; i < r->nr_backed && from == SIZE_MAX; i++)
+		if (depth_of(&r->backed[i]) != depth_of(m)) {
+			from = r->backed[i].off;
+			*alt = r->backed[i];
+		}
+	/* joining the roots needs no call site at the thread's root */
+	if (r->at_root.len && depth_of(m) != 0 && at_thread_root(s, av)) {
+		from = 0;
+		*alt = r->at_root;
+	}
+	return from == SIZE_MAX || m->off > from ? from : m->off;
+}
+
+/*
  * Whether B's chain bv joins A's (s->chain): 1 with m and why filled, 0
  * with why saying why not.  ib is B, whose later segments may settle a
  * recursion's depth (MT_NONE: bv already holds what they revealed).
@@ -880,10 +945,10 @@ static int decide(struct thread_state *s, const struct chainv *av,
 {
 	const struct mt_slice *sl = s->th->slices;
 	struct alignment r;
-	bool ahead_used = false;
+	bool ahead_used = false, shifted, pinned = false;
 	size_t guessed = 0; /* alignments that fit as well */
 	double gain = 0;
-	char how[64] = "";
+	char how[96] = "";
 
 	align(sl, av, bv, &r);
 	*m = r.best;
@@ -899,7 +964,7 @@ static int decide(struct thread_state *s, const struct chainv *av,
 		for (size_t i = 0; i < r.nr_cand; i++)
 			if (!weak_match(s, av, &r.cand[i]))
 				c[nc++] = r.cand[i];
-		k = roll_pick(s, av, ib, c, nc, &gain);
+		k = roll_pick(s, av, ib, c, nc, &gain, &pinned);
 		if (k >= 0) {
 			*m = c[k];
 			goto joined;
@@ -913,7 +978,7 @@ static int decide(struct thread_state *s, const struct chainv *av,
 		return 0;
 	}
 	if (!m->ahead && r.nr_near > 1) {
-		int k = ib != MT_NONE ? look_ahead(s, av, ib, &r) : -1;
+		int k = ib != MT_NONE ? look_ahead(s, av, ib, &r, &pinned) : -1;
 
 		/* The later callers' pick stands when a call site backs
 		 * it; one that names alone back is no better than the
@@ -922,6 +987,7 @@ static int decide(struct thread_state *s, const struct chainv *av,
 			ahead_used = r.near[k].off != m->off;
 			*m = r.near[k];
 		} else {
+			pinned = false;
 			guessed = r.nr_near;
 			m->guessed = true;
 			m->sure = m->off;
@@ -941,6 +1007,24 @@ static int decide(struct thread_state *s, const struct chainv *av,
 		return 0;
 	}
 joined:
+	shifted = false;
+	if (!pinned) {
+		struct match alt, c[2];
+		size_t from = other_depth(s, av, &r, m, &alt);
+		double g;
+
+		/* a later segment that climbs to the root may still tell */
+		c[0] = *m;
+		c[1] = alt;
+		if (from != SIZE_MAX && ib != MT_NONE && gain <= 0 &&
+		    roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
+			from = SIZE_MAX;
+		if (from != SIZE_MAX && (!m->guessed || from < m->sure)) {
+			shifted = !m->guessed;
+			m->guessed = true;
+			m->sure = from;
+		}
+	}
 	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure)) {
 		m->guessed = true;
 		m->sure = m->skip_from;
@@ -953,6 +1037,9 @@ joined:
 			 "; depth from a later segment's callers");
 	else if (guessed)
 		snprintf(how, sizeof(how), "; depth guessed (least change)");
+	if (shifted)
+		snprintf(how + strlen(how), sizeof(how) - strlen(how),
+			 "; depth guessed (another depth fits)");
 	snprintf(why, len,
 		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
 		 "%zu revealed%s%s",
@@ -975,7 +1062,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct match m;
 	struct chainv av, bv;
 	size_t na;
-	char why[160];
+	char why[256];
 	int rc = end_chain(s, a, &na);
 
 	if (rc)
@@ -1063,7 +1150,7 @@ static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct chainv av, bv;
 	struct match m;
 	size_t na;
-	char why[240];
+	char why[320];
 	int rc = end_chain(s, a, &na);
 
 	if (rc || !na || !b->nr_start)
@@ -1113,7 +1200,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct match m;
 	uint32_t *sorted;
 	size_t na, nb;
-	char why[200], was[160];
+	char why[320], was[256];
 	bool shared = false;
 	int rc = end_chain(s, a, &na);
 

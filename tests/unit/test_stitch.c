@@ -344,6 +344,55 @@ static void test_one_site_recursion_guessed(struct check_state *st)
 	       "depth guessed");
 }
 
+/*
+ * Recursion through two call sites, x and y.  B returns to y, then x:
+ * that fits A's frames where they stand, and also one level up, with
+ * A's deepest f2 having returned and called again in the gap.  The
+ * call sites prefer the first, but only a segment that climbs to the
+ * root could tell: the depth is marked as a guess.
+ */
+static void test_other_depth_fits(struct check_state *st)
+{
+	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(3), y},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, y, 0},
+		{DEC_RET, x, 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:e:d 2:f2:j:e:d 3:f2:j:d 4:f3:j:d 5:gap:d",
+	       "another depth fits");
+}
+
+/* The same, and C returns through the rest into f1: B's depth is no
+ * longer a guess. */
+static void test_root_settles_depth(struct check_state *st)
+{
+	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(3), y},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, y, 0},
+		{DEC_RET, x, 0},
+		{DEC_OVERFLOW, AT(2, 0x50), 0},
+		{DEC_RET, x, 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f2:j 3:f2:j 4:f3:j 5:gap 3:gap",
+	       "by call site");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -375,5 +424,7 @@ int main(void)
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
 	RUN(&st, test_one_site_recursion_guessed);
+	RUN(&st, test_other_depth_fits);
+	RUN(&st, test_root_settles_depth);
 	return CHECK_DONE(&st);
 }
