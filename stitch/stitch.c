@@ -207,6 +207,9 @@ struct match {
 	 * or kept on the guess's word. */
 	bool guessed;
 	size_t sure;
+	/* and so is the last bguess of B's callers above A's root: another
+	 * alignment puts them elsewhere */
+	size_t bguess;
 	/*
 	 * Frames of A that B's chain steps over.  A caller that B learnt of
 	 * from a jump landing in it (a longjmp or an exception) is an
@@ -900,6 +903,8 @@ static int apply_join(struct thread_state *s, const struct mt_segment *b,
 				y->dur = e - y->ts;
 			}
 			y->flags |= MT_SLICE_JOINED;
+			if (j + m->bguess >= m->ahead)
+				y->flags |= MT_SLICE_DEPTH_GUESSED;
 		}
 	}
 	/* The gap between sits under the deepest joined frame. */
@@ -1019,6 +1024,11 @@ joined:
 		if (from != SIZE_MAX && ib != MT_NONE && gain <= 0 &&
 		    roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
 			from = SIZE_MAX;
+		if (from != SIZE_MAX && m->ahead > alt.ahead &&
+		    m->ahead - alt.ahead > m->bguess) {
+			shifted = !m->guessed;
+			m->bguess = m->ahead - alt.ahead;
+		}
 		if (from != SIZE_MAX && (!m->guessed || from < m->sure)) {
 			shifted = !m->guessed;
 			m->guessed = true;

@@ -71,10 +71,32 @@ struct gap {
 };
 
 /*
+ * Whether true call b, begun inside gap g, stands where a stood: the same
+ * function under the same caller, or under a caller that itself replaced
+ * a's inside the gap (a longjmp out of both, and the caller called again
+ * from the same place).
+ */
+static bool replaces(const struct table *tt, long a, long b,
+		     const struct gap *g)
+{
+	const struct row *x = &tt->r[a], *y = &tt->r[b];
+
+	if (!tf_same_name(x->name, y->name) || y->start < g->after ||
+	    y->start >= g->resume)
+		return false;
+	if (x->parent == y->parent)
+		return true;
+	return x->parent >= 0 && y->parent >= 0 &&
+	       tt->r[x->parent].end < g->resume &&
+	       replaces(tt, x->parent, y->parent, g);
+}
+
+/*
  * Whether true call x, which returned inside gap g, was called again
- * there by the same caller: a join of the two cannot be told from one
- * activation when the second call came from the same call site (the
- * truth does not say which site; this counts both).
+ * there by the same caller (or by one that replaced it there): a join of
+ * the two cannot be told from one activation when the second call came
+ * from the same call site (the truth does not say which site; this
+ * counts both).
  */
 static bool recalled(const struct table *tt, long x, const struct gap *g)
 {
@@ -82,13 +104,9 @@ static bool recalled(const struct table *tt, long x, const struct gap *g)
 
 	for (size_t k = (size_t)x + 1;
 	     k < tt->n && tt->r[k].tid == a->tid && tt->r[k].start < g->resume;
-	     k++) {
-		const struct row *b = &tt->r[k];
-
-		if (b->parent == a->parent && b->start >= g->after &&
-		    tf_same_name(b->name, a->name))
+	     k++)
+		if (replaces(tt, x, (long)k, g))
 			return true;
-	}
 	return false;
 }
 

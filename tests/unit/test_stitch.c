@@ -393,6 +393,28 @@ static void test_root_settles_depth(struct check_state *st)
 	       "by call site");
 }
 
+/*
+ * A began inside a recursion through y, knowing no caller of its root.
+ * B returns through two f2s at y into f1: A's root is the lower, or,
+ * with its child returned and called again in the gap, the upper.  The
+ * callers B puts above A's root are placed on that guess too.
+ */
+static void test_callers_above_guessed(struct check_state *st)
+{
+	const uint64_t y = AT(2, 0x35);
+	const struct ev e[] = {
+		{DEC_SYNC, AT(2, 0x10), 0},
+		{DEC_CALL, FN(3), y},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, y, 0},
+		{DEC_RET, y, 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f3:j:d 4:gap:d",
+	       "another depth fits");
+}
+
 /* Nothing in common. */
 static void test_nothing_common(struct check_state *st)
 {
@@ -426,5 +448,6 @@ int main(void)
 	RUN(&st, test_one_site_recursion_guessed);
 	RUN(&st, test_other_depth_fits);
 	RUN(&st, test_root_settles_depth);
+	RUN(&st, test_callers_above_guessed);
 	return CHECK_DONE(&st);
 }
