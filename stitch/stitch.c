@@ -240,7 +240,8 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			      const struct chainv *b, size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
-	size_t na = a->n, nb = b->n, change, p = off;
+	size_t na = a->n, nb = b->n, change, p = off, first_skip = SIZE_MAX;
+	size_t conf_at_skip = 0;
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -264,6 +265,10 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 					m.skip_guess = true;
 					m.skip_from = p;
 				}
+			if (first_skip == SIZE_MAX) {
+				first_skip = p;
+				conf_at_skip = m.confirmed;
+			}
 			m.skip_at[m.nr_skips] = (uint32_t)i;
 			m.skip_len[m.nr_skips++] = (uint32_t)(q - p);
 			m.skipped += q - p;
@@ -291,6 +296,13 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			m.confirmed++;
 	}
 	m.leaf = m.len && off + m.skipped + m.len == na;
+	/* Nothing below the step says where B's frames sit, neither a call
+	 * site nor B resuming in A's leaf: names alone put them there. */
+	if (first_skip != SIZE_MAX && m.confirmed == conf_at_skip && !m.leaf &&
+	    (!m.skip_guess || first_skip < m.skip_from)) {
+		m.skip_guess = true;
+		m.skip_from = first_skip;
+	}
 	/*
 	 * Recursion repeats the same frames at many depths, so names alone
 	 * often fit several alignments.  A gap is short next to a stack's

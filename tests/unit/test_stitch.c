@@ -279,6 +279,28 @@ static void test_longjmp_steps_over(struct check_state *st)
 }
 
 /*
+ * The same, but B resumes in f4 itself, not in A's leaf f5, and no call
+ * site backs f4: it may be A's f4, or one f1 called after a longjmp in
+ * the gap unwound everything.  Joined where the names put it, as a guess.
+ */
+static void test_longjmp_step_unbacked(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_CALL, FN(5), AT(4, 0x15)},
+		{DEC_OVERFLOW, AT(4, 0x50), 0},
+		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:f4:j:d 4:f5:e:d 4:gap:d",
+	       "below a longjmp target (guessed)");
+}
+
+/*
  * Recursion through two call sites, x and y: B's two frames fit A's f2s
  * at two depths (B's root called from x both times).  Where the depth
  * changes least is wrong.  C returns through all of it into f1, and only
@@ -443,6 +465,7 @@ int main(void)
 	RUN(&st, test_rejoin_with_later_callers);
 	RUN(&st, test_resume_at_return_site);
 	RUN(&st, test_longjmp_steps_over);
+	RUN(&st, test_longjmp_step_unbacked);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
 	RUN(&st, test_one_site_recursion_guessed);
