@@ -334,7 +334,7 @@ struct alignment {
 	struct match best;
 	size_t ties; /* others with the best's very score */
 	/* Of the alignments a call site backs, the two with the highest
-	 * first joined frame (off) at distinct depths: shift_guess(). */
+	 * first joined frame (off) at distinct depths: other_depth(). */
 	struct match backed[2];
 	size_t nr_backed;
 	struct match at_root; /* the one that joins the roots, if any */
@@ -1036,15 +1036,15 @@ joined:
 		if (from != SIZE_MAX && ib != MT_NONE && gain <= 0 &&
 		    roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
 			from = SIZE_MAX;
-		if (from != SIZE_MAX && m->ahead > alt.ahead &&
-		    m->ahead - alt.ahead > m->bguess) {
+		if (from != SIZE_MAX) {
 			shifted = !m->guessed;
-			m->bguess = m->ahead - alt.ahead;
-		}
-		if (from != SIZE_MAX && (!m->guessed || from < m->sure)) {
-			shifted = !m->guessed;
-			m->guessed = true;
-			m->sure = from;
+			if (m->ahead > alt.ahead &&
+			    m->ahead - alt.ahead > m->bguess)
+				m->bguess = m->ahead - alt.ahead;
+			if (!m->guessed || from < m->sure) {
+				m->guessed = true;
+				m->sure = from;
+			}
 		}
 	}
 	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure)) {
