@@ -29,9 +29,11 @@
  * can know: after an overflow the decoder has no time until the next
  * timing packet, so a call that starts shortly after a gap may read as
  * early as the gap's start (the tolerance grows by the gap's length);
- * and a call that began inside a gap is paired with the slice that
- * starts when tracing resumed, so that the calls under it can be judged,
- * but is not itself counted (its start was never traced).  Conversely, a
+ * and a call that began inside a gap is paired with a slice that
+ * starts when tracing resumed after that gap, so that the calls under it
+ * can be judged, but is not itself counted (its start was never traced;
+ * if it also returned inside the gap, the trace never saw it at all and
+ * it pairs with nothing).  Conversely, a
  * slice whose start was never seen (a segment's root, clipped_start)
  * pairs only with such a call, or with one that began as the trace did
  * or before: a call the trace saw begin is a slice of its own.
@@ -55,19 +57,25 @@ struct row {
 	char name[1024];
 	uint64_t start, end;
 	bool gap, joined, clipped, guessed;
-	long parent; /* index in the same table, -1 for roots */
-	long match;  /* truth -> ours */
-	bool lost;   /* truth: began inside a gap */
+	bool resumed;  /* ours: begins where one of our gaps ends */
+	size_t gap_no; /* the thread's n-th gap (from 1) it begins after, or in
+			*/
+	long parent;   /* index in the same table, -1 for roots */
+	long match;    /* truth -> ours */
+	bool lost;     /* truth: began inside a gap */
+	uint64_t resume; /* truth, lost: when tracing resumed after it */
 };
 
 struct table {
 	struct row *r;
 	size_t n, cap;
+	size_t gaps; /* gap rows, which are not kept */
 };
 
 struct gap {
 	unsigned tid;
 	uint64_t after, end, resume;
+	size_t no; /* the thread's n-th gap, from 1 */
 };
 
 /*
@@ -138,6 +146,9 @@ static int load(const char *path, struct table *t)
 	FILE *f = fopen(path, "r");
 	char line[4096];
 	long stack[4096];
+	unsigned gap_tid = 0;
+	uint64_t gap_end = 0; /* the last gap row's end, on gap_tid */
+	size_t gap_no = 0;    /* gap rows seen on gap_tid */
 
 	if (!f || !fgets(line, sizeof(line), f)) {
 		perror(path);
@@ -163,8 +174,15 @@ static int load(const char *path, struct table *t)
 		r.joined = x.flags & TF_JOINED;
 		r.guessed = x.flags & TF_DEPTH_GUESSED;
 		r.clipped = x.flags & TF_CLIP_START;
-		if (r.gap)
+		if (r.gap) {
+			gap_no = r.tid == gap_tid ? gap_no + 1 : 1;
+			gap_tid = r.tid;
+			gap_end = r.end;
+			t->gaps++;
 			continue;
+		}
+		r.resumed = r.clipped && r.tid == gap_tid && r.start == gap_end;
+		r.gap_no = r.resumed ? gap_no : 0;
 		if (t->n == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 4096;
 			t->r = realloc(t->r, t->cap * sizeof(*t->r));
@@ -210,6 +228,7 @@ static struct gap *load_gaps(const char *path, size_t *n)
 		x.after = a;
 		x.end = b;
 		x.resume = c;
+
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
 			g = realloc(g, cap * sizeof(*g));
@@ -219,12 +238,84 @@ static struct gap *load_gaps(const char *path, size_t *n)
 		g[(*n)++] = x;
 	}
 	fclose(f);
+	for (size_t i = 0; i < *n; i++) {
+		g[i].no = 1;
+		for (size_t k = 0; k < *n; k++)
+			g[i].no += g[k].tid == g[i].tid &&
+				   (g[k].after < g[i].after ||
+				    (g[k].after == g[i].after && k < i));
+	}
 	return g;
 }
 
 static uint64_t diff(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : b - a;
+}
+
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/*
+ * A true call's own time: its span less its children's and less the
+ * gaps, but only where the gap fell in its own time.  A gap while a
+ * child ran is the child's (or its descendant's) to lose; charging it to
+ * every ancestor as well would zero their own time and leave the figures
+ * weighted by where the gaps happened to fall.
+ */
+static uint64_t own_time(const struct table *tt, size_t i,
+			 const struct gap *gaps, size_t ng, size_t *kids)
+{
+	const struct row *a = &tt->r[i];
+	uint64_t self = a->end - a->start;
+	size_t nk = 0;
+
+	/* The children, in start order, which is also end order (kids has room
+	 * for every row). */
+	for (size_t k = i + 1;
+	     k < tt->n && tt->r[k].tid == a->tid && tt->r[k].depth > a->depth;
+	     k++) {
+		if (tt->r[k].depth != a->depth + 1)
+			continue;
+		kids[nk++] = k;
+		self -= self < tt->r[k].end - tt->r[k].start
+				? self
+				: tt->r[k].end - tt->r[k].start;
+	}
+	for (size_t g = 0; g < ng; g++) {
+		const struct gap *x = &gaps[g];
+		uint64_t c;
+		size_t lo = 0, hi = nk;
+
+		if (x->tid != a->tid)
+			continue;
+		c = overlap(x->after, x->resume, a->start, a->end);
+		if (!c)
+			continue;
+		while (lo <
+		       hi) { /* the first child ending after the gap began */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tt->r[kids[mid]].end <= x->after)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo;
+		     k < nk && tt->r[kids[k]].start < x->resume && c; k++) {
+			const struct row *ch = &tt->r[kids[k]];
+			uint64_t o = overlap(x->after, x->resume, ch->start,
+					     ch->end);
+
+			c -= o < c ? o : c;
+		}
+		self -= c < self ? c : self;
+	}
+	return self;
 }
 
 int main(int argc, char **argv)
@@ -236,6 +327,8 @@ int main(int argc, char **argv)
 	size_t unjudged = 0;
 	uint64_t tol = 2000;
 	double total = 0, stack_ok = 0, root_ok = 0, shape_ok = 0;
+	size_t *kids; /* scratch for own_time() */
+	bool numbered;
 
 	if (argc < 4) {
 		fprintf(stderr,
@@ -247,6 +340,12 @@ int main(int argc, char **argv)
 	if (load(argv[1], &tt) || load(argv[2], &ot))
 		return 2;
 	gaps = load_gaps(argv[3], &ng);
+	kids = malloc((tt.n ? tt.n : 1) * sizeof(*kids));
+	if (!kids)
+		return 2;
+	/* Our gaps and the true ones, one for one: then a slice's gap is
+	 * known by number, not guessed from times that may be stale. */
+	numbered = ot.gaps == ng;
 
 	/* Per true call: was it begun inside a gap, and how far may its
 	 * time be off (a gap just before it adds its length). */
@@ -268,8 +367,11 @@ int main(int argc, char **argv)
 
 				if (x->tid != tt.r[i].tid)
 					continue;
-				if (t > x->after && t <= x->end)
+				if (t > x->after && t <= x->end) {
 					tt.r[i].lost = true;
+					tt.r[i].resume = x->resume;
+					tt.r[i].gap_no = x->no;
+				}
 				if (t > x->after && t <= x->resume + STALE_NS)
 					slack[i] = tol + (x->resume - x->after);
 			}
@@ -307,7 +409,11 @@ int main(int argc, char **argv)
 				if (used[k] ||
 				    !tf_same_name(a->name, b->name) ||
 				    diff(a->start, b->start) > slack[i] ||
-				    (a->lost && !b->clipped) ||
+				    (a->lost &&
+				     (!b->clipped || a->end < a->resume ||
+				      (numbered ? b->gap_no != a->gap_no
+						: b->start >
+							  a->resume + tol))) ||
 				    (b->clipped && !a->lost && !a->clipped &&
 				     a->start > first + tol))
 					continue;
@@ -327,30 +433,14 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < tt.n; i++) {
 		const struct row *a = &tt.r[i];
-		uint64_t self = a->end - a->start;
+		uint64_t self;
 		bool stack = true, root;
 		long x, y;
 
 		if (a->lost)
 			continue;
 		rows++;
-		/* own time: minus the children's */
-		for (size_t k = i + 1; k < tt.n && tt.r[k].tid == a->tid &&
-				       tt.r[k].depth > a->depth;
-		     k++)
-			if (tt.r[k].depth == a->depth + 1) {
-				uint64_t c = tt.r[k].end - tt.r[k].start;
-
-				self = c < self ? self - c : 0;
-			}
-		for (size_t g = 0; g < ng; g++)
-			if (gaps[g].tid == a->tid &&
-			    gaps[g].after >= a->start &&
-			    gaps[g].resume <= a->end) {
-				uint64_t c = gaps[g].resume - gaps[g].after;
-
-				self = c < self ? self - c : 0;
-			}
+		self = own_time(&tt, i, gaps, ng, kids);
 		if (a->match >= 0 && ot.r[a->match].depth == a->depth &&
 		    ((a->parent < 0 && ot.r[a->match].parent < 0) ||
 		     (a->parent >= 0 &&
@@ -407,11 +497,23 @@ int main(int argc, char **argv)
 				unjudged++;
 				continue;
 			}
+			/* A slice that begins where tracing resumed bears the
+			 * time of the last timing packet before the gap, which
+			 * may be earlier than the gap's true start: the first
+			 * gap that seems to lie inside it is the one it begins
+			 * after, not one it spans. */
+			bool skip = b->resumed;
+
 			for (size_t g = 0; g < ng; g++) {
 				if (gaps[g].tid != b->tid ||
 				    gaps[g].after < b->start ||
 				    gaps[g].resume > b->end)
 					continue;
+				if (skip &&
+				    (!numbered || gaps[g].no == b->gap_no)) {
+					skip = false;
+					continue;
+				}
 				if (tt.r[rev[k]].end >= gaps[g].resume)
 					continue;
 				if (b->guessed)
@@ -436,5 +538,6 @@ int main(int argc, char **argv)
 	free(tt.r);
 	free(ot.r);
 	free(gaps);
+	free(kids);
 	return 0;
 }
