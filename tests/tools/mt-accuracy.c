@@ -57,13 +57,17 @@ struct row {
 	char name[1024];
 	uint64_t start, end;
 	bool gap, joined, clipped, guessed;
-	bool resumed;  /* ours: begins where one of our gaps ends */
-	size_t gap_no; /* the thread's n-th gap (from 1) it begins after, or in
-			*/
-	long parent;   /* index in the same table, -1 for roots */
-	long match;    /* truth -> ours */
-	bool lost;     /* truth: began inside a gap */
-	uint64_t resume; /* truth, lost: when tracing resumed after it */
+	long parent; /* index in the same table, -1 for roots */
+	long match;  /* truth -> ours */
+	/* ours: begins where one of our gaps ends (a segment's root) */
+	bool resumed;
+	/* truth: began inside a gap; resume: when tracing resumed after it */
+	bool lost;
+	uint64_t resume;
+	/* resumed or lost: the thread's n-th gap (from 1) it follows, and
+	 * how many levels above the leaf it was when tracing resumed */
+	size_t gap_no;
+	unsigned height;
 };
 
 struct table {
@@ -200,7 +204,43 @@ static int load(const char *path, struct table *t)
 		t->r[t->n++] = r;
 	}
 	fclose(f);
+	/* The slices a segment begins with nest, one row after another:
+	 * the deepest is the leaf where tracing resumed. */
+	for (size_t i = t->n; i-- > 0;) {
+		struct row *r = &t->r[i], *n = i + 1 < t->n ? r + 1 : NULL;
+
+		if (!r->resumed)
+			continue;
+		r->height = n && n->resumed && n->tid == r->tid &&
+					    n->gap_no == r->gap_no &&
+					    n->depth == r->depth + 1
+				    ? n->height + 1
+				    : 0;
+	}
 	return 0;
+}
+
+/* The depth of the deepest true call live at time at, or -1. */
+static long leaf_depth(const struct table *tt, unsigned tid, uint64_t at)
+{
+	size_t lo = 0, hi = tt->n;
+
+	/* rows are by thread, then by start */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct row *r = &tt->r[mid];
+
+		if (r->tid < tid || (r->tid == tid && r->start <= at))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the last call begun by then that is still live is the leaf: any
+	 * live call begun later would be its descendant */
+	while (lo-- > 0 && tt->r[lo].tid == tid)
+		if (tt->r[lo].end >= at)
+			return tt->r[lo].depth;
+	return -1;
 }
 
 static struct gap *load_gaps(const char *path, size_t *n)
@@ -368,9 +408,17 @@ int main(int argc, char **argv)
 				if (x->tid != tt.r[i].tid)
 					continue;
 				if (t > x->after && t <= x->end) {
+					long d = leaf_depth(&tt, x->tid,
+							    x->resume);
+
 					tt.r[i].lost = true;
 					tt.r[i].resume = x->resume;
 					tt.r[i].gap_no = x->no;
+					tt.r[i].height =
+						d > (long)tt.r[i].depth
+							? (unsigned)d -
+								  tt.r[i].depth
+							: 0;
 				}
 				if (t > x->after && t <= x->resume + STALE_NS)
 					slack[i] = tol + (x->resume - x->after);
@@ -411,7 +459,8 @@ int main(int argc, char **argv)
 				    diff(a->start, b->start) > slack[i] ||
 				    (a->lost &&
 				     (!b->clipped || a->end < a->resume ||
-				      (numbered ? b->gap_no != a->gap_no
+				      (numbered ? b->gap_no != a->gap_no ||
+							  b->height != a->height
 						: b->start >
 							  a->resume + tol))) ||
 				    (b->clipped && !a->lost && !a->clipped &&
