@@ -1181,9 +1181,17 @@ static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return 0;
+	/* Two gaps and a segment that fits neither side: under the first
+	 * joined frame, a function may have returned and been called again
+	 * from the same place in between, which nothing here can rule out. */
+	if (m.len > 1 && (!m.guessed || m.sure > m.off + 1)) {
+		m.guessed = true;
+		m.sure = m.off + 1;
+	}
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),
-		 "; to segment %u, across %u, which joins neither", ia,
-		 st->seg_a);
+		 "; to segment %u, across %u, which joins neither%s", ia,
+		 st->seg_a,
+		 m.len > 1 ? " (a guess below the first frame)" : "");
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
 	{
