@@ -241,7 +241,7 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 {
 	struct match m = {.off = off, .ahead = ahead};
 	size_t na = a->n, nb = b->n, change, p = off, first_skip = SIZE_MAX;
-	size_t conf_at_skip = 0;
+	size_t conf_at_skip = 0, len_at_skip = 0;
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -268,6 +268,7 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			if (first_skip == SIZE_MAX) {
 				first_skip = p;
 				conf_at_skip = m.confirmed;
+				len_at_skip = m.len;
 			}
 			m.skip_at[m.nr_skips] = (uint32_t)i;
 			m.skip_len[m.nr_skips++] = (uint32_t)(q - p);
@@ -296,9 +297,15 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			m.confirmed++;
 	}
 	m.leaf = m.len && off + m.skipped + m.len == na;
-	/* Nothing below the step says where B's frames sit, neither a call
-	 * site nor B resuming in A's leaf: names alone put them there. */
-	if (first_skip != SIZE_MAX && m.confirmed == conf_at_skip && !m.leaf &&
+	/*
+	 * Nothing below the step says where B's frames sit, neither a call
+	 * site nor B's jumps landing in A's frames down to A's leaf: names
+	 * alone put them there.  B's leaf alone is not enough: the function
+	 * called afresh after the jump comes back to the same places (the
+	 * same system call, say).
+	 */
+	if (first_skip != SIZE_MAX && m.confirmed == conf_at_skip &&
+	    !(m.leaf && m.len - len_at_skip >= 2) &&
 	    (!m.skip_guess || first_skip < m.skip_from)) {
 		m.skip_guess = true;
 		m.skip_from = first_skip;

@@ -301,6 +301,26 @@ static void test_longjmp_step_unbacked(struct check_state *st)
 }
 
 /*
+ * B resumes in A's leaf f3, then a longjmp lands in f1: f2 is stepped
+ * over, and below the step there is only the leaf.  A fresh f3 called
+ * after a longjmp in the gap would resume at the same place too (the
+ * same system call, say): joined, as a guess.
+ */
+static void test_longjmp_step_leaf_only(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_IJUMP, AT(1, 0x60), AT(3, 0x40)},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:gap:d",
+	       "below a longjmp target (guessed)");
+}
+
+/*
  * Recursion through two call sites, x and y: B's two frames fit A's f2s
  * at two depths (B's root called from x both times).  Where the depth
  * changes least is wrong.  C returns through all of it into f1, and only
@@ -455,6 +475,7 @@ int main(void)
 	RUN(&st, test_resume_at_return_site);
 	RUN(&st, test_longjmp_steps_over);
 	RUN(&st, test_longjmp_step_unbacked);
+	RUN(&st, test_longjmp_step_leaf_only);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
 	RUN(&st, test_one_site_recursion_guessed);
