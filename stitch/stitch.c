@@ -197,6 +197,7 @@ struct chainv {
  * ahead = 0, b[0] sits at a[off] (B never climbed as far as A's roots);
  * with ahead > 0, a[0] sits at b[ahead] (B revealed callers A never saw).
  */
+#define MAX_STEPS 16
 #define MAX_SKIPS 4
 
 struct match {
@@ -240,8 +241,10 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			      const struct chainv *b, size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
-	size_t na = a->n, nb = b->n, change, p = off, first_skip = SIZE_MAX;
-	size_t conf_at_skip = 0, len_at_skip = 0;
+	size_t na = a->n, nb = b->n, change, p = off;
+	/* The frames of B under one a jump revealed, where in A they went,
+	 * and the frames joined and call sites confirmed before them. */
+	size_t nst = 0, st_p[MAX_STEPS], st_len[MAX_STEPS], st_conf[MAX_STEPS];
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -249,6 +252,7 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 		uint64_t ra;
 		/* The leaf's address is where B resumed, not a return. */
 		uint64_t rb = ahead + i + 1 < nb ? b->ip[ahead + i] : 0;
+		size_t from = p; /* before any step */
 
 		/* B's previous frame was revealed by a jump (no call site
 		 * into its child): its child may be further up. */
@@ -265,11 +269,6 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 					m.skip_guess = true;
 					m.skip_from = p;
 				}
-			if (first_skip == SIZE_MAX) {
-				first_skip = p;
-				conf_at_skip = m.confirmed;
-				len_at_skip = m.len;
-			}
 			m.skip_at[m.nr_skips] = (uint32_t)i;
 			m.skip_len[m.nr_skips++] = (uint32_t)(q - p);
 			m.skipped += q - p;
@@ -278,6 +277,11 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 		}
 		if (x->name != y->name)
 			break;
+		if (i && !ahead && !b->ip[i - 1] && nst < MAX_STEPS) {
+			st_p[nst] = from;
+			st_len[nst] = m.len;
+			st_conf[nst++] = m.confirmed;
+		}
 		m.len++;
 		ra = a->ip[p];
 		/* A different call site: this frame is the same, its child
@@ -298,18 +302,23 @@ static struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 	}
 	m.leaf = m.len && off + m.skipped + m.len == na;
 	/*
-	 * Nothing below the step says where B's frames sit, neither a call
-	 * site nor B's jumps landing in A's frames down to A's leaf: names
-	 * alone put them there.  B's leaf alone is not enough: the function
-	 * called afresh after the jump comes back to the same places (the
-	 * same system call, say).
+	 * A frame of B under one a jump revealed sits somewhere below it,
+	 * whether A's frames are stepped over or not: the jump may have
+	 * unwound them and the function been called afresh.  Unless a call
+	 * site at or below it backs it, or B's jumps landed in A's frames
+	 * down to A's leaf, names alone put it there.  B's leaf alone is not
+	 * enough: a fresh call comes back to the same places (the same
+	 * system call, say).
 	 */
-	if (first_skip != SIZE_MAX && m.confirmed == conf_at_skip &&
-	    !(m.leaf && m.len - len_at_skip >= 2) &&
-	    (!m.skip_guess || first_skip < m.skip_from)) {
-		m.skip_guess = true;
-		m.skip_from = first_skip;
-	}
+	for (size_t k = 0; k < nst; k++)
+		if (m.confirmed == st_conf[k] &&
+		    !(m.leaf && m.len - st_len[k] >= 2)) {
+			if (!m.skip_guess || st_p[k] < m.skip_from) {
+				m.skip_guess = true;
+				m.skip_from = st_p[k];
+			}
+			break;
+		}
 	/*
 	 * Recursion repeats the same frames at many depths, so names alone
 	 * often fit several alignments.  A gap is short next to a stack's
@@ -1074,11 +1083,12 @@ joined:
 		 "%zu revealed%s%s",
 		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
 		 m->off == 1 ? "" : "s", m->ahead, how,
-		 !m->nr_skips	 ? ""
-		 : m->skip_guess ? "; frames stepped over below a longjmp "
-				   "target (guessed)"
-				 : "; frames stepped over below a longjmp "
-				   "target");
+		 m->nr_skips && m->skip_guess
+			 ? "; frames stepped over below a longjmp target "
+			   "(guessed)"
+		 : m->nr_skips ? "; frames stepped over below a longjmp target"
+		 : m->skip_guess ? "; a frame below a longjmp target (guessed)"
+				 : "");
 	return 1;
 }
 

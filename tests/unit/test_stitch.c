@@ -259,7 +259,8 @@ static void test_resume_at_return_site(struct check_state *st)
  * longjmps land in f4 and in f1, neither on B's stack.  They are f5's
  * ancestors, not its parent and grandparent: f4 is A's f4 with f2 and
  * f3 between it and f1, and those two end when the jump to f1 unwinds
- * them.
+ * them.  f5, B's leaf right under f4, has nothing but its name to say it
+ * is A's f5 and not one called afresh under f4: a guess.
  */
 static void test_longjmp_steps_over(struct check_state *st)
 {
@@ -274,7 +275,7 @@ static void test_longjmp_steps_over(struct check_state *st)
 		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
 	};
 
-	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j 4:f5:j 5:gap",
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j 4:f5:j:d 5:gap:d",
 	       "stepped over");
 }
 
@@ -317,6 +318,29 @@ static void test_longjmp_step_leaf_only(struct check_state *st)
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:gap:d",
+	       "below a longjmp target (guessed)");
+}
+
+/*
+ * No frame of A to step over: B's leaf f4 sits right under f3, where a
+ * longjmp landed, as in A.  But the jump may have unwound A's f4 and f3
+ * called a fresh f4 (or something that called it): nothing below f3 but
+ * f4's name backs it.  f1 and f2, which B's returns confirm, stay sure.
+ */
+static void test_longjmp_no_step_unbacked(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_IJUMP, AT(3, 0x60), AT(4, 0x40)},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j:d 4:gap:d",
 	       "below a longjmp target (guessed)");
 }
 
@@ -476,6 +500,7 @@ int main(void)
 	RUN(&st, test_longjmp_steps_over);
 	RUN(&st, test_longjmp_step_unbacked);
 	RUN(&st, test_longjmp_step_leaf_only);
+	RUN(&st, test_longjmp_no_step_unbacked);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
 	RUN(&st, test_one_site_recursion_guessed);
