@@ -21,17 +21,19 @@ sum() {
 	awk -v label="$1" -v mode="$2" -v s="$3" 'BEGIN {
 		n = split(s, f, /[ =]+/)
 		for (i = 1; i < n; i += 2) { v[f[i]] += f[i + 1]; c[f[i]]++ }
-		printf "%-24s %-4s %7.2f %7.2f %7.2f %7.2f %6d %5d %11s %7d %6d\n",
+		printf "%-24s %-4s %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6d %5d %11s %7d %6d\n",
 			label, mode, v["calls"] / c["calls"],
 			v["stack"] / c["stack"], v["root"] / c["root"],
-			v["shape"] / c["shape"], v["false"], v["recalled"],
+			v["shape"] / c["shape"], v["marked"] / c["marked"],
+			v["sure"] / c["sure"], v["false"], v["recalled"],
 			v["false_guessed"] "/" v["guessed"], v["joined"], v["gaps"]
 	}'
 }
 
 header() {
-	printf "%-24s %-4s %7s %7s %7s %7s %6s %5s %11s %7s %6s\n" "$1" \
-		"join" "calls%" "stack%" "root%" "shape%" "false" "recal" \
+	printf "%-24s %-4s %7s %7s %7s %7s %6s %6s %6s %5s %11s %7s %6s\n" \
+		"$1" "join" "calls%" "stack%" "root%" "shape%" "mark%" \
+		"sure%" "false" "recal" \
 		"guess f/n" "joined" "gaps"
 }
 

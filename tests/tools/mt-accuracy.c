@@ -13,6 +13,9 @@
  *           recursion) counted as one frame: right but for the depth
  *           inside recursions, which a gap in a recursion through one
  *           call site leaves unknowable;
+ *   marked  share of that time shown under a slice marked depth_guessed;
+ *   sure    the stack figure over the rest, the time we claimed to know
+ *           (a true call we did not find at all counts as claimed);
  *   false   joined slices whose true call returned inside a gap they
  *           span (two activations glued together): must be 0.  Counted
  *           apart: "recalled", where the same caller called the function
@@ -38,8 +41,9 @@
  * pairs only with such a call, or with one that began as the trace did
  * or before: a call the trace saw begin is a slice of its own.
  *
- * Prints one line: "calls=P stack=P root=P shape=P false=N recalled=N
- * guessed=N false_guessed=N joined=N unjudged=N rows=N".
+ * Prints one line: "calls=P stack=P root=P shape=P marked=P sure=P
+ * false=N recalled=N guessed=N false_guessed=N joined=N unjudged=N
+ * rows=N".
  */
 #include "tests/tools/treefile.h"
 
@@ -367,6 +371,7 @@ int main(int argc, char **argv)
 	size_t unjudged = 0;
 	uint64_t tol = 2000;
 	double total = 0, stack_ok = 0, root_ok = 0, shape_ok = 0;
+	double sure = 0, sure_ok = 0;
 	size_t *kids; /* scratch for own_time() */
 	bool numbered;
 
@@ -519,6 +524,12 @@ int main(int argc, char **argv)
 		total += (double)self;
 		stack_ok += stack ? (double)self : 0;
 		root_ok += root ? (double)self : 0;
+		/* time where we claimed to know: the slice we showed is not
+		 * marked a guess (a call we missed counts as claimed) */
+		if (a->match < 0 || !ot.r[a->match].guessed) {
+			sure += (double)self;
+			sure_ok += stack ? (double)self : 0;
+		}
 		if (a->match >= 0 && same_shape(&tt, (long)i, &ot, a->match))
 			shape_ok += (double)self;
 	}
@@ -576,13 +587,15 @@ int main(int argc, char **argv)
 		}
 		free(rev);
 	}
-	printf("calls=%.2f stack=%.2f root=%.2f shape=%.2f false=%zu "
-	       "recalled=%zu guessed=%zu false_guessed=%zu joined=%zu "
-	       "unjudged=%zu rows=%zu\n",
+	printf("calls=%.2f stack=%.2f root=%.2f shape=%.2f marked=%.2f "
+	       "sure=%.2f false=%zu recalled=%zu guessed=%zu "
+	       "false_guessed=%zu joined=%zu unjudged=%zu rows=%zu\n",
 	       rows ? 100.0 * (double)right / (double)rows : 100.0,
 	       total > 0 ? 100.0 * stack_ok / total : 100.0,
 	       total > 0 ? 100.0 * root_ok / total : 100.0,
-	       total > 0 ? 100.0 * shape_ok / total : 100.0, false_joins,
+	       total > 0 ? 100.0 * shape_ok / total : 100.0,
+	       total > 0 ? 100.0 * (total - sure) / total : 0.0,
+	       sure > 0 ? 100.0 * sure_ok / sure : 100.0, false_joins,
 	       false_recalled, guessed, false_guessed, joined, unjudged, rows);
 	free(tt.r);
 	free(ot.r);

@@ -1,0 +1,121 @@
+#!/bin/bash
+# Stitching against the truth, with the yardstick checked first.
+#
+# mt-accuracy on small hand-made trees whose figures are known: a gap
+# while a child runs is not the parent's own time; two activations glued
+# into one slice count as a false join; a call begun and ended inside a
+# gap is never seen, so it cannot be the one a resumed slice shows.
+#
+# Then synthetic captures with gaps where stitching is hardest (as in
+# make accuracy, shorter): no join the converter did not mark as a guess
+# may glue two activations, and stitching must never do worse than
+# --no-stitch.  Structure only: no timing is asserted.
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-stitch.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+T=$'\t'
+GAPS_HDR="tid${T}first_branch${T}last_branch${T}after_ns${T}end_ns${T}resume_ns${T}stop_ip${T}resume_ip"
+TREE_HDR="tid${T}depth${T}name${T}start_ns${T}end_ns${T}flags"
+
+# tree FILE ROWS...: a tree file, one "tid depth name start end flags"
+# row per argument (spaces become tabs)
+tree() {
+	local f=$1
+	shift
+	echo "$TREE_HDR" >"$f"
+	for r in "$@"; do echo "${r// /$T}"; done >>"$f"
+}
+
+# field LINE KEY: the value of KEY=... in an mt-accuracy line
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# expect NAME LINE KEY=VALUE...
+expect() {
+	local name=$1 line=$2 bad=
+	shift 2
+	for kv in "$@"; do
+		[ "$(field "$line" "${kv%%=*}")" = "${kv#*=}" ] || bad="$bad $kv"
+	done
+	if [ -z "$bad" ]; then
+		echo "PASS $name"
+	else
+		echo "FAIL $name: want$bad, got: $line"
+	fi
+}
+
+# One gap, 300..500, while f runs under main.
+echo "$GAPS_HDR" >"$W/g1.tsv"
+echo "1${T}10${T}20${T}300${T}490${T}500${T}0x0${T}0x0" >>"$W/g1.tsv"
+
+# f was not found: main's own time (200 ns) is right, f's (600 ns, the
+# gap taken out of f alone) is not.
+tree "$W/t1.tsv" "1 0 main 0 1000 -" "1 1 f 100 900 -"
+tree "$W/o1.tsv" "1 0 main 0 1000 joined" "1 1 [decode_gap] 300 300 gap"
+expect accuracy_own_time "$("$B/mt-accuracy" "$W/t1.tsv" "$W/o1.tsv" \
+	"$W/g1.tsv")" stack=25.00 root=25.00 false=0
+
+# f returned in the gap and g called another f: our one joined f glues
+# the two.
+tree "$W/t2.tsv" "1 0 main 0 1000 -" "1 1 f 100 400 -" \
+	"1 1 g 450 900 -" "1 2 f 460 900 -"
+tree "$W/o2.tsv" "1 0 main 0 1000 joined" "1 1 f 100 900 joined" \
+	"1 2 [decode_gap] 300 300 gap"
+expect accuracy_false_join "$("$B/mt-accuracy" "$W/t2.tsv" "$W/o2.tsv" \
+	"$W/g1.tsv")" false=1 joined=2
+
+# Inside the first gap g called f, which returned, then h, which called
+# another f: only the second f was live when tracing resumed, and that is
+# the f we show (resumed after the gap, under h), joined across a second
+# gap that it outlives.  No false join: the first f was never seen.
+cp "$W/g1.tsv" "$W/g3.tsv"
+echo "1${T}30${T}40${T}600${T}640${T}650${T}0x0${T}0x0" >>"$W/g3.tsv"
+tree "$W/t3.tsv" "1 0 main 0 1000 -" "1 1 g 100 800 -" \
+	"1 2 f 320 380 -" "1 2 h 400 750 -" "1 3 f 450 700 -"
+tree "$W/o3.tsv" "1 0 main 0 1000 joined" "1 1 g 100 800 joined" \
+	"1 2 [decode_gap] 300 300 gap" "1 2 h 300 750 clipped_start,joined" \
+	"1 3 f 300 700 clipped_start,joined" "1 4 [decode_gap] 600 600 gap"
+expect accuracy_unseen_call "$("$B/mt-accuracy" "$W/t3.tsv" "$W/o3.tsv" \
+	"$W/g3.tsv")" false=0 recalled=0 joined=4
+
+# The adversarial sets of make accuracy, shorter.
+cases=(
+	"every10k_s44|--seed 44 --no-deep --gap-every 10000"
+	"every10k_s49|--seed 49 --no-deep --gap-every 10000"
+	"syscall_s42|--seed 42 --gap-at syscall"
+	"syscall_s46|--seed 46 --gap-at syscall --branches 1000000"
+	"longjmp_s43|--seed 43 --gap-at longjmp"
+	"longjmp_s46|--seed 46 --gap-at longjmp --branches 1000000"
+	"returns_s45|--seed 45 --gap-at returns"
+	"recursion_s42|--seed 42 --gap-at recursion,back2back"
+	"ringstart_s43|--seed 43 --gap-every 10000 --start-depth 8 --final-stack"
+)
+for c in "${cases[@]}"; do
+	IFS='|' read -r name opts <<<"$c"
+	d="$W/$name"
+	# shellcheck disable=SC2086
+	if ! "$B/mt-synth" --branches 300000 $opts -o "$d" >/dev/null ||
+		! "$B/mt-convert" "$d/raw.bin" --text "$d/on.tsv" -q \
+			--no-sqlite -o "$d/on.pftrace" ||
+		! "$B/mt-convert" "$d/raw.bin" --text "$d/off.tsv" -q \
+			--no-sqlite --no-stitch -o "$d/off.pftrace"; then
+		echo "FAIL stitch_$name: synth or convert failed"
+		continue
+	fi
+	on=$("$B/mt-accuracy" "$d/truth.tsv" "$d/on.tsv" "$d/gaps.tsv")
+	off=$("$B/mt-accuracy" "$d/truth.tsv" "$d/off.tsv" "$d/gaps.tsv")
+	bad=
+	[ "$(field "$on" false)" = 0 ] || bad="$bad confident false joins;"
+	[ "$(field "$on" joined)" -gt 0 ] || bad="$bad nothing joined;"
+	for k in calls stack root; do
+		awk -v a="$(field "$on" $k)" -v b="$(field "$off" $k)" \
+			'BEGIN { exit !(a >= b) }' || bad="$bad $k below --no-stitch;"
+	done
+	if [ -z "$bad" ]; then
+		echo "PASS stitch_$name"
+	else
+		echo "FAIL stitch_$name:$bad"
+		echo "    on:  $on"
+		echo "    off: $off"
+	fi
+done
