@@ -451,8 +451,11 @@ int main(int argc, char **argv)
 				  ot.r[j].start + max_slack < a->start))))
 				j++;
 			/* Timing packets are coarse, so calls of one function
-			 * may share a start: of those, the one at the same
-			 * depth, else the first. */
+			 * may share a start: of those that share the first's,
+			 * the one at the same depth, else the first.  (Not
+			 * any at the same depth within the tolerance: in a
+			 * recursion whose depth we got wrong that takes a
+			 * later call's slice, and the pairs after it slip.) */
 			for (size_t k = j; k < ot.n && k < j + 4096; k++) {
 				const struct row *b = &ot.r[k];
 
@@ -473,6 +476,8 @@ int main(int argc, char **argv)
 					continue;
 				if (a->match < 0)
 					a->match = (long)k;
+				else if (b->start != ot.r[a->match].start)
+					break;
 				if (b->depth == a->depth) {
 					a->match = (long)k;
 					break;
