@@ -323,8 +323,19 @@ int main(int argc, char **argv)
 		goto fail;
 	seg_all_free(segs);
 	segs = NULL;
-	if (!a.no_stitch && stitch_trace(&t, NULL, err, sizeof(err)))
-		goto fail;
+	if (!a.no_stitch) {
+		struct stitch_opts so = {0};
+
+		if (stitch_trace(&t, &so, err, sizeof(err)))
+			goto fail;
+		if (so.threads_apart)
+			fprintf(stderr,
+				"mt-convert: %s: %zu thread%s left unstitched "
+				"(the joins did not make a tree; a bug worth "
+				"reporting)\n",
+				a.capture, so.threads_apart,
+				so.threads_apart == 1 ? "" : "s");
+	}
 	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
 		const struct dec_hit *h = dec_hit_at(dc, i);
 		struct mt_hit m = {.ts = h->time,

@@ -1177,18 +1177,24 @@ static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
  * overflows, say, that saw one frame of a recursion) must not cut the
  * thread in two: the segment after it, B, is compared with the one
  * before it, A, as if X were part of the gap.  When they join, X goes
- * under the deepest joined frame, its depth a guess.  rec is X -> B's
- * record, which says so.
+ * under the deepest joined frame, its depth a guess.  X may be a run of
+ * segments joined to one another but to neither side (an island: a
+ * longjmp landed where no frame of A confirms it, and the island's own
+ * returns never climbed to a frame of A's).  Records k (A -> the
+ * island's first) to rec (its last -> B): rec says so.
  */
-static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
-		       size_t rec)
+static int join_across(struct thread_state *s, size_t k, size_t rec)
 {
 	struct mt_trace *t = s->t;
+	uint32_t ia = t->stitches[k].seg_a, ib = t->stitches[rec].seg_b;
+	uint32_t ix = t->stitches[k].seg_b;
 	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
+	const struct mt_segment *x = &t->segments[ix];
 	struct mt_stitch *st = &t->stitches[rec];
 	struct chainv av, bv;
 	struct match m;
 	size_t na;
+	uint32_t top = MT_NONE, deepest;
 	char why[320];
 	int rc = end_chain(s, a, &na);
 
@@ -1196,8 +1202,49 @@ static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 		return rc;
 	av = (struct chainv){s->chain, s->rets, na};
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
+	if (x->nr_start) {
+		/* the island's top: callers its later segments revealed
+		 * above its first root */
+		top = resolve(s, x->start_chain[0]);
+		for (size_t n = 0; s->th->slices[top].parent != MT_NONE &&
+				   n < s->th->nr_slices;
+		     n++)
+			top = resolve(s, s->th->slices[top].parent);
+		/* A frame of another segment: the island hangs under A
+		 * already (across an earlier sliver), or under callers a
+		 * later segment revealed (the second pass): not an island. */
+		bool own = false;
+
+		for (size_t q = k; q < rec && !own; q++)
+			own = s->th->slices[top].segment ==
+			      t->stitches[q].seg_b;
+		if (!own)
+			return 0;
+		/* B hangs under it already (a later segment tied them) */
+		for (uint32_t up = resolve(s, b->start_chain[0]), n = 0;
+		     up != MT_NONE && n <= s->th->nr_slices;
+		     up = parent_of(s, up), n++)
+			if (up == top)
+				return 0;
+	}
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return 0;
+	deepest = s->chain[a_pos(&m, m.len - 1)];
+	if (top != MT_NONE) {
+		/* X ran while the joined frames were live, somewhere under
+		 * the deepest of them: at a depth nobody can tell.  Unless
+		 * that frame is X's own (hung there by an earlier join). */
+		uint32_t up = deepest;
+
+		s->th->slices[top].parent = deepest;
+		for (size_t n = 0; up != MT_NONE && up != top; n++)
+			up = n < s->th->nr_slices ? parent_of(s, up) : top;
+		if (up == top) {
+			s->th->slices[top].parent = MT_NONE;
+			return 0;
+		}
+		s->th->slices[top].flags |= MT_SLICE_DEPTH_GUESSED;
+	}
 	/* Two gaps and a segment that fits neither side: under the first
 	 * joined frame, a function may have returned and been called again
 	 * from the same place in between, which nothing here can rule out. */
@@ -1205,25 +1252,22 @@ static int join_across(struct thread_state *s, uint32_t ia, uint32_t ib,
 		m.guessed = true;
 		m.sure = m.off + 1;
 	}
-	snprintf(why + strlen(why), sizeof(why) - strlen(why),
-		 "; to segment %u, across %u, which joins neither%s", ia,
-		 st->seg_a,
-		 m.len > 1 ? " (a guess below the first frame)" : "");
+	if (ix == st->seg_a)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; to segment %u, across %u, which joins neither%s",
+			 ia, ix,
+			 m.len > 1 ? " (a guess below the first frame)" : "");
+	else
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; to segment %u, across %u to %u, which join "
+			 "neither%s",
+			 ia, ix, st->seg_a,
+			 m.len > 1 ? " (a guess below the first frame)" : "");
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
 	{
-		/* X ran while the joined frames were live, somewhere under
-		 * the deepest of them: at a depth nobody can tell. */
-		const struct mt_segment *x = &t->segments[st->seg_a];
-		uint32_t deepest = s->chain[a_pos(&m, m.len - 1)];
 		uint32_t g = gap_before(s, x);
 
-		if (x->nr_start) {
-			uint32_t r = resolve(s, x->start_chain[0]);
-
-			s->th->slices[r].parent = deepest;
-			s->th->slices[r].flags |= MT_SLICE_DEPTH_GUESSED;
-		}
 		if (g != MT_NONE)
 			s->th->slices[g].parent = deepest;
 	}
@@ -1449,8 +1493,7 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 			if (!rc && join && rec > first_rec &&
 			    !t->stitches[rec].frames_joined &&
 			    !t->stitches[rec - 1].frames_joined)
-				rc = join_across(&s, t->stitches[rec - 1].seg_a,
-						 (uint32_t)i, rec);
+				rc = join_across(&s, rec - 1, rec);
 		} else {
 			s.first_segment = (uint32_t)i;
 			s.root_name =
@@ -1467,6 +1510,18 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 		if (!t->stitches[k].frames_joined)
 			rc = rejoin_pair(&s, t->stitches[k].seg_a,
 					 t->stitches[k].seg_b, k);
+	/* Runs of segments joined to one another that still join neither
+	 * side: across them, as across a single one. */
+	for (size_t r = first_rec + 1; join && !rc && r < t->nr_stitches; r++) {
+		size_t k = r - 1;
+
+		if (t->stitches[r].frames_joined)
+			continue;
+		while (k > first_rec && t->stitches[k].frames_joined)
+			k--;
+		if (k + 1 < r && !t->stitches[k].frames_joined)
+			rc = join_across(&s, k, r);
+	}
 	if (!rc && s.joins)
 		rc = rebuild(&s);
 	free(s.alias);
@@ -1479,14 +1534,38 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	return rc;
 }
 
-int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
+int stitch_trace(struct mt_trace *t, struct stitch_opts *o, char *err,
 		 size_t errlen)
 {
 	bool join = !(o && o->record_only);
 
 	for (size_t i = 0; i < t->nr_threads; i++) {
-		int rc = stitch_thread(t, &t->threads[i], join);
+		struct mt_thread *th = &t->threads[i];
+		size_t n = th->nr_slices, recs = t->nr_stitches;
+		struct mt_slice *saved = NULL;
+		int rc;
 
+		/* The joins rewrite the slices in place: keep them to go
+		 * back to if the result is not a tree. */
+		if (join && n) {
+			saved = malloc(n * sizeof(*saved));
+			if (!saved) {
+				snprintf(err, errlen,
+					 "out of memory while stitching");
+				return -ENOMEM;
+			}
+			memcpy(saved, th->slices, n * sizeof(*saved));
+		}
+		rc = stitch_thread(t, th, join);
+		if (rc == -EINVAL && saved) {
+			memcpy(th->slices, saved, n * sizeof(*saved));
+			th->nr_slices = n;
+			t->nr_stitches = recs;
+			rc = stitch_thread(t, th, false);
+			if (!rc && o)
+				o->threads_apart++;
+		}
+		free(saved);
 		if (rc) {
 			snprintf(err, errlen, "%s while stitching",
 				 rc == -ENOMEM ? "out of memory"

@@ -25,10 +25,15 @@
 
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
+	/* out: threads whose joins made a tree with a cycle, a fault of
+	 * ours, not of the capture.  They are left as --no-stitch shows
+	 * them (their decisions recorded) rather than failing the whole
+	 * conversion. */
+	size_t threads_apart;
 };
 
-/* Returns 0, or a negative code with one line in err. */
-int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
+/* Returns 0, or a negative code with one line in err.  o may be NULL. */
+int stitch_trace(struct mt_trace *t, struct stitch_opts *o, char *err,
 		 size_t errlen);
 
 #endif

@@ -397,6 +397,29 @@ static void test_join_across_sliver(struct check_state *st)
 }
 
 /*
+ * Three overflows: X1 saw f9 call f8, X2 saw f8 return to f9 at that call
+ * site (so X2 joins X1), and neither shares a frame with A or B, which
+ * both see f1 > f2 > f3.  The island X1..X2 must not cut the thread:
+ * A and B are compared across it, and it goes under f3, its depth a
+ * guess.
+ */
+static void test_join_across_island(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_CALL, FN(8), AT(9, 0x35)}, {DEC_OVERFLOW, AT(8, 0x40), 0},
+		{DEC_RET, AT(9, 0x35), 0},	{DEC_OVERFLOW, AT(3, 0x60), 0},
+		{DEC_RET, AT(2, 0x15), 0},	{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:gap:d 3:f9:j:e:d 4:f8:j:d "
+	       "5:gap:d 3:gap:d",
+	       "across 1 to 2, which join neither");
+}
+
+/*
  * A recursion through one call site x, and B resuming at x: its leaf
  * is some f2 whose child returned, which fits every level of A but A's
  * leaf one call site better, and A's leaf better by keeping the depth.
@@ -503,6 +526,7 @@ int main(void)
 	RUN(&st, test_longjmp_no_step_unbacked);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
+	RUN(&st, test_join_across_island);
 	RUN(&st, test_one_site_recursion_guessed);
 	RUN(&st, test_other_depth_fits);
 	RUN(&st, test_callers_above_guessed);
