@@ -65,11 +65,12 @@ capture() { # name program [mt-capture options...]
 	# The emulator saw every instruction: its call log (--truth) is the
 	# truth the converted tree must equal, call for call.  Times are
 	# checked loosely: single-stepping stretches a few instructions
-	# without a packet to milliseconds.  The stack unwound at a trigger
-	# knows callers from before tracing began, the log does not
-	# (--callers).
+	# without a packet to milliseconds, and to tens of them on a loaded
+	# machine (56 ms seen with make accuracy running beside): 200 ms.
+	# The stack unwound at a trigger knows callers from before tracing
+	# began, the log does not (--callers).
 	if out=$("$B/mt-tree-check" "$W/$name.truth" "$W/$name.tsv" \
-		--tol-ns 50000000 --callers 2>&1); then
+		--tol-ns 200000000 --callers 2>&1); then
 		echo "PASS emulate_${name}_truth (${out//$'\n'/; })"
 	else
 		echo "FAIL emulate_${name}_truth: ${out//$'\n'/; }"
