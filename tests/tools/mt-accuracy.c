@@ -32,14 +32,15 @@
  * can know: after an overflow the decoder has no time until the next
  * timing packet, so a call that starts shortly after a gap may read as
  * early as the gap's start (the tolerance grows by the gap's length);
- * and a call that began inside a gap is paired with a slice that
- * starts when tracing resumed after that gap, so that the calls under it
- * can be judged, but is not itself counted (its start was never traced;
- * if it also returned inside the gap, the trace never saw it at all and
- * it pairs with nothing).  Conversely, a
- * slice whose start was never seen (a segment's root, clipped_start)
- * pairs only with such a call, or with one that began as the trace did
- * or before: a call the trace saw begin is a slice of its own.
+ * and a call that began inside a gap is paired with a slice that starts
+ * when tracing resumed after that gap, at the same height above the leaf
+ * there, so that the calls under it can be judged, but is not itself
+ * counted (its start was never traced; if it also returned inside the
+ * gap, the trace never saw it at all and it pairs with nothing).
+ * Conversely, a slice whose start was never seen (a segment's root,
+ * clipped_start) pairs only with such a call, or with one that began as
+ * the trace did or before: a call the trace saw begin is a slice of its
+ * own; nor is it judged as spanning the gap it begins after.
  *
  * Prints one line: "calls=P stack=P root=P shape=P marked=P sure=P
  * false=N recalled=N guessed=N false_guessed=N joined=N unjudged=N
@@ -272,7 +273,6 @@ static struct gap *load_gaps(const char *path, size_t *n)
 		x.after = a;
 		x.end = b;
 		x.resume = c;
-
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
 			g = realloc(g, cap * sizeof(*g));
