@@ -310,6 +310,7 @@ int main(int argc, char **argv)
 	dopts.warn = stderr;
 	sopts.no_final_stack = a.no_final_stack;
 
+decode:
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
 		goto fail;
 	if (seg_all_new(&segs, dc, &t, &sopts))
@@ -324,17 +325,27 @@ int main(int argc, char **argv)
 	seg_all_free(segs);
 	segs = NULL;
 	if (!a.no_stitch) {
-		struct stitch_opts so = {0};
+		int src = stitch_trace(&t, NULL, err, sizeof(err));
 
-		if (stitch_trace(&t, &so, err, sizeof(err)))
-			goto fail;
-		if (so.threads_apart)
+		/* Joins that do not make a tree are our fault, not the
+		 * capture's: decode again and show it unstitched rather
+		 * than fail.  (Keeping a copy of every slice to go back to
+		 * would double the memory of every conversion.) */
+		if (src == -EINVAL) {
 			fprintf(stderr,
-				"mt-convert: %s: %zu thread%s left unstitched "
-				"(the joins did not make a tree; a bug worth "
-				"reporting)\n",
-				a.capture, so.threads_apart,
-				so.threads_apart == 1 ? "" : "s");
+				"mt-convert: %s: stitching made an "
+				"inconsistent tree (a bug worth reporting); "
+				"converting it again without stitching\n",
+				a.capture);
+			dec_free(dc);
+			dc = NULL;
+			mt_trace_free(&t);
+			mt_trace_init(&t);
+			a.no_stitch = 1;
+			goto decode;
+		}
+		if (src)
+			goto fail;
 	}
 	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
 		const struct dec_hit *h = dec_hit_at(dc, i);

@@ -1534,38 +1534,14 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th, bool join)
 	return rc;
 }
 
-int stitch_trace(struct mt_trace *t, struct stitch_opts *o, char *err,
+int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
 		 size_t errlen)
 {
 	bool join = !(o && o->record_only);
 
 	for (size_t i = 0; i < t->nr_threads; i++) {
-		struct mt_thread *th = &t->threads[i];
-		size_t n = th->nr_slices, recs = t->nr_stitches;
-		struct mt_slice *saved = NULL;
-		int rc;
+		int rc = stitch_thread(t, &t->threads[i], join);
 
-		/* The joins rewrite the slices in place: keep them to go
-		 * back to if the result is not a tree. */
-		if (join && n) {
-			saved = malloc(n * sizeof(*saved));
-			if (!saved) {
-				snprintf(err, errlen,
-					 "out of memory while stitching");
-				return -ENOMEM;
-			}
-			memcpy(saved, th->slices, n * sizeof(*saved));
-		}
-		rc = stitch_thread(t, th, join);
-		if (rc == -EINVAL && saved) {
-			memcpy(th->slices, saved, n * sizeof(*saved));
-			th->nr_slices = n;
-			t->nr_stitches = recs;
-			rc = stitch_thread(t, th, false);
-			if (!rc && o)
-				o->threads_apart++;
-		}
-		free(saved);
 		if (rc) {
 			snprintf(err, errlen, "%s while stitching",
 				 rc == -ENOMEM ? "out of memory"

@@ -25,15 +25,13 @@
 
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
-	/* out: threads whose joins made a tree with a cycle, a fault of
-	 * ours, not of the capture.  They are left as --no-stitch shows
-	 * them (their decisions recorded) rather than failing the whole
-	 * conversion. */
-	size_t threads_apart;
 };
 
-/* Returns 0, or a negative code with one line in err.  o may be NULL. */
-int stitch_trace(struct mt_trace *t, struct stitch_opts *o, char *err,
+/* Returns 0, or a negative code with one line in err: -ENOMEM, or
+ * -EINVAL when the joins of a thread did not make a tree (a fault of
+ * ours, not of the capture: the trace is then half rewritten, and only
+ * a fresh one can be stitched with record_only or not at all). */
+int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
 		 size_t errlen);
 
 #endif
