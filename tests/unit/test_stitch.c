@@ -100,6 +100,15 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 	mt_trace_free(&t);
 }
 
+/* A's stack f1 > f2 > ... : the sync in f1, each frame called from 0x15
+ * of its caller. */
+/* clang-format off */
+#define CALLS_TO_F2 {DEC_SYNC, AT(1, 0x10), 0}, {DEC_CALL, FN(2), AT(1, 0x15)}
+#define CALLS_TO_F3 CALLS_TO_F2, {DEC_CALL, FN(3), AT(2, 0x15)}
+#define CALLS_TO_F4 CALLS_TO_F3, {DEC_CALL, FN(4), AT(3, 0x15)}
+#define CALLS_TO_F5 CALLS_TO_F4, {DEC_CALL, FN(5), AT(4, 0x15)}
+/* clang-format on */
+
 #define RUN_EV(st, e, ro, want, why)                                           \
 	run(st, e, sizeof(e) / sizeof(*(e)), ro, want, why)
 
@@ -108,9 +117,10 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 static void test_join_confirmed(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(3, 0x30), 0},
-		{DEC_RET, AT(2, 0x15), 0},	{DEC_RET, AT(1, 0x15), 0},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:gap", "3 frames");
@@ -124,9 +134,10 @@ static void test_join_confirmed(struct check_state *st)
 static void test_child_differs(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(4, 0x30), 0},
-		{DEC_RET, AT(2, 0x45), 0},	{DEC_RET, AT(1, 0x15), 0},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(2, 0x45), 0},
+		{DEC_RET, AT(1, 0x15), 0},
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:e 2:gap 2:f4", "2 frames");
@@ -138,8 +149,9 @@ static void test_child_differs(struct check_state *st)
 static void test_recursion_ambiguous(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(2), AT(2, 0x55)}, {DEC_CALL, FN(2), AT(2, 0x55)},
+		CALLS_TO_F2,
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
 		{DEC_OVERFLOW, AT(2, 0x30), 0},
 	};
 
@@ -153,11 +165,13 @@ static void test_recursion_ambiguous(struct check_state *st)
 static void test_call_sites_carry_over(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_CALL, FN(4), AT(3, 0x15)},
-		{DEC_OVERFLOW, AT(4, 0x30), 0}, {DEC_RET, AT(3, 0x15), 0},
-		{DEC_CALL, FN(5), AT(3, 0x25)}, {DEC_OVERFLOW, AT(5, 0x30), 0},
-		{DEC_RET, AT(3, 0x25), 0},	{DEC_RET, AT(2, 0x15), 0},
+		CALLS_TO_F4,
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(3, 0x15), 0},
+		{DEC_CALL, FN(5), AT(3, 0x25)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0},
+		{DEC_RET, AT(3, 0x25), 0},
+		{DEC_RET, AT(2, 0x15), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
 
@@ -170,9 +184,10 @@ static void test_call_sites_carry_over(struct check_state *st)
 static void test_tail_from_root(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(3, 0x30), 0},
-		{DEC_RET, AT(2, 0x15), 0},	{DEC_JUMP, FN(4), AT(2, 0x40)},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_JUMP, FN(4), AT(2, 0x40)},
 		{DEC_CALL, FN(5), AT(4, 0x15)},
 	};
 
@@ -190,8 +205,7 @@ static void test_depth_from_later_segment(struct check_state *st)
 {
 	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
+		CALLS_TO_F2,
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(2), y},
@@ -221,10 +235,13 @@ static void test_depth_from_later_segment(struct check_state *st)
 static void test_rejoin_with_later_callers(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_OVERFLOW, AT(9, 0x30), 0}, {DEC_JUMP, FN(3), AT(9, 0x40)},
-		{DEC_CALL, FN(4), AT(3, 0x15)}, {DEC_OVERFLOW, AT(4, 0x30), 0},
-		{DEC_RET, AT(3, 0x15), 0},	{DEC_RET, AT(2, 0x25), 0},
+		CALLS_TO_F2,
+		{DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_JUMP, FN(3), AT(9, 0x40)},
+		{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(3, 0x15), 0},
+		{DEC_RET, AT(2, 0x25), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
 
@@ -240,8 +257,8 @@ static void test_rejoin_with_later_callers(struct check_state *st)
 static void test_resume_at_return_site(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(2, 0x15), 0},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(2, 0x15), 0},
 		{DEC_CALL, FN(4), AT(2, 0x25)},
 	};
 	struct ev other[sizeof(e) / sizeof(*e)];
@@ -265,11 +282,7 @@ static void test_resume_at_return_site(struct check_state *st)
 static void test_longjmp_steps_over(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
-		{DEC_CALL, FN(4), AT(3, 0x15)},
-		{DEC_CALL, FN(5), AT(4, 0x15)},
+		CALLS_TO_F5,
 		{DEC_OVERFLOW, AT(5, 0x30), 0},
 		{DEC_IJUMP, AT(4, 0x60), AT(5, 0x40)},
 		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
@@ -287,11 +300,7 @@ static void test_longjmp_steps_over(struct check_state *st)
 static void test_longjmp_step_unbacked(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
-		{DEC_CALL, FN(4), AT(3, 0x15)},
-		{DEC_CALL, FN(5), AT(4, 0x15)},
+		CALLS_TO_F5,
 		{DEC_OVERFLOW, AT(4, 0x50), 0},
 		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
 	};
@@ -310,9 +319,7 @@ static void test_longjmp_step_unbacked(struct check_state *st)
 static void test_longjmp_step_leaf_only(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
+		CALLS_TO_F3,
 		{DEC_OVERFLOW, AT(3, 0x30), 0},
 		{DEC_IJUMP, AT(1, 0x60), AT(3, 0x40)},
 	};
@@ -330,10 +337,7 @@ static void test_longjmp_step_leaf_only(struct check_state *st)
 static void test_longjmp_no_step_unbacked(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)},
-		{DEC_CALL, FN(4), AT(3, 0x15)},
+		CALLS_TO_F4,
 		{DEC_OVERFLOW, AT(4, 0x30), 0},
 		{DEC_IJUMP, AT(3, 0x60), AT(4, 0x40)},
 		{DEC_RET, AT(2, 0x15), 0},
@@ -354,8 +358,7 @@ static void test_next_segment_decides(struct check_state *st)
 {
 	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
+		CALLS_TO_F2,
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(2), y},
@@ -384,9 +387,10 @@ static void test_next_segment_decides(struct check_state *st)
 static void test_join_across_sliver(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(9, 0x30), 0},
-		{DEC_OVERFLOW, AT(3, 0x40), 0}, {DEC_RET, AT(2, 0x15), 0},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_OVERFLOW, AT(3, 0x40), 0},
+		{DEC_RET, AT(2, 0x15), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
 
@@ -406,11 +410,14 @@ static void test_join_across_sliver(struct check_state *st)
 static void test_join_across_island(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(3), AT(2, 0x15)}, {DEC_OVERFLOW, AT(9, 0x30), 0},
-		{DEC_CALL, FN(8), AT(9, 0x35)}, {DEC_OVERFLOW, AT(8, 0x40), 0},
-		{DEC_RET, AT(9, 0x35), 0},	{DEC_OVERFLOW, AT(3, 0x60), 0},
-		{DEC_RET, AT(2, 0x15), 0},	{DEC_RET, AT(1, 0x15), 0},
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_CALL, FN(8), AT(9, 0x35)},
+		{DEC_OVERFLOW, AT(8, 0x40), 0},
+		{DEC_RET, AT(9, 0x35), 0},
+		{DEC_OVERFLOW, AT(3, 0x60), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
 	};
 
 	RUN_EV(st, e, false,
@@ -429,9 +436,9 @@ static void test_one_site_recursion_guessed(struct check_state *st)
 {
 	const uint64_t x = AT(2, 0x25);
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0}, {DEC_CALL, FN(2), AT(1, 0x15)},
-		{DEC_CALL, FN(2), x},	    {DEC_CALL, FN(2), x},
-		{DEC_OVERFLOW, x, 0},	    {DEC_RET, x, 0},
+		CALLS_TO_F2,	      {DEC_CALL, FN(2), x},
+		{DEC_CALL, FN(2), x}, {DEC_OVERFLOW, x, 0},
+		{DEC_RET, x, 0},
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j:e:d 2:f2:j:e:d 3:f2:j:d 4:gap:d",
@@ -450,8 +457,7 @@ static void test_other_depth_fits(struct check_state *st)
 {
 	const uint64_t x = AT(2, 0x25), y = AT(2, 0x35);
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
+		CALLS_TO_F2,
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(2), x},
 		{DEC_CALL, FN(3), y},
@@ -497,8 +503,7 @@ static void test_callers_above_guessed(struct check_state *st)
 static void test_nothing_common(struct check_state *st)
 {
 	const struct ev e[] = {
-		{DEC_SYNC, AT(1, 0x10), 0},
-		{DEC_CALL, FN(2), AT(1, 0x15)},
+		CALLS_TO_F2,
 		{DEC_OVERFLOW, AT(7, 0x30), 0},
 		{DEC_RET, AT(8, 0x15), 0},
 	};
