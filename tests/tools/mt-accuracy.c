@@ -248,6 +248,15 @@ static long leaf_depth(const struct table *tt, unsigned tid, uint64_t at)
 	return -1;
 }
 
+static int cmp_gap(const void *pa, const void *pb)
+{
+	const struct gap *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->after < b->after ? -1 : a->after > b->after;
+}
+
 static struct gap *load_gaps(const char *path, size_t *n)
 {
 	FILE *f = fopen(path, "r");
@@ -282,13 +291,11 @@ static struct gap *load_gaps(const char *path, size_t *n)
 		g[(*n)++] = x;
 	}
 	fclose(f);
-	for (size_t i = 0; i < *n; i++) {
-		g[i].no = 1;
-		for (size_t k = 0; k < *n; k++)
-			g[i].no += g[k].tid == g[i].tid &&
-				   (g[k].after < g[i].after ||
-				    (g[k].after == g[i].after && k < i));
-	}
+	/* by thread, then in time: the n-th of a thread is its n-th gap */
+	if (g)
+		qsort(g, *n, sizeof(*g), cmp_gap);
+	for (size_t i = 0; i < *n; i++)
+		g[i].no = i && g[i - 1].tid == g[i].tid ? g[i - 1].no + 1 : 1;
 	return g;
 }
 
