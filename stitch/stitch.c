@@ -1233,16 +1233,11 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	if (top != MT_NONE) {
 		/* X ran while the joined frames were live, somewhere under
 		 * the deepest of them: at a depth nobody can tell.  Unless
-		 * that frame is X's own (hung there by an earlier join). */
-		uint32_t up = deepest;
-
+		 * X is among them (hung there by an earlier join). */
+		for (size_t i = 0; i <= a_pos(&m, m.len - 1); i++)
+			if (s->chain[i] == top)
+				return 0;
 		s->th->slices[top].parent = deepest;
-		for (size_t n = 0; up != MT_NONE && up != top; n++)
-			up = n < s->th->nr_slices ? parent_of(s, up) : top;
-		if (up == top) {
-			s->th->slices[top].parent = MT_NONE;
-			return 0;
-		}
 		s->th->slices[top].flags |= MT_SLICE_DEPTH_GUESSED;
 	}
 	/* Two gaps and a segment that fits neither side: under the first
