@@ -31,11 +31,27 @@ enum dec_kind {
 	DEC_RESUME,   /* tracing (re)started; ip: first instruction */
 	DEC_SYNC,     /* decoding (re)started at a PSB; ip: first insn */
 	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed */
-	DEC_ERROR,    /* decoding failed; aux: libipt error code; ip: last */
+	DEC_ERROR,    /* decoding failed; aux: libipt error code or one of
+			 dec_error below; ip: last */
 	DEC_LOST,     /* AUX bytes lost between chunks; aux: bytes */
 	DEC_PTWRITE,  /* aux: payload; ip: instruction */
 	DEC_END,      /* the stream ended; ip: last instruction */
 };
+
+/*
+ * Decode errors of our own, beyond libipt's codes (which are small), in
+ * the aux of a DEC_ERROR.
+ */
+enum dec_error {
+	/* Too many blocks without reading a packet: a jump cycle that needs
+	 * no trace (jmp .; l1: call l1), which real code reaches only
+	 * through a wrong binary or a decoder out of step with the
+	 * packets.  perf calls it a never-ending loop. */
+	DEC_ERR_NO_PROGRESS = 0x10000,
+};
+
+/* A DEC_ERROR's reason in words ("never-ending loop ..." or libipt's). */
+const char *dec_error_str(uint64_t code);
 
 /*
  * 24 bytes.  The time is perf time (ns) relative to the thread's base, in

@@ -27,6 +27,20 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 #define LEN_CACHE   1024
 #define RANGE_CACHE 512
 
+/*
+ * Work done without reading a packet before we call it a loop no trace
+ * will end.  Real code reads a packet at least every 47 conditional
+ * branches or compressed returns (a long TNT), and between them only
+ * direct jumps and calls run, a handful at most; a jump cycle (jmp .,
+ * l1: call l1) runs for ever, in a wrong binary or when the decoder is
+ * out of step with the packets.  perf stops after 100000 branches; a
+ * block here ends at every branch.  Calls have a lower limit of their
+ * own, because each one is a frame kept in memory: with both, the work
+ * and the memory of any input are linear in its size.
+ */
+#define MAX_BLOCKS_STUCK 16384
+#define MAX_CALLS_STUCK	 1024
+
 struct range_ent {
 	uint64_t ip, lo, hi;
 };
@@ -43,7 +57,6 @@ struct strm {
 	bool sw_valid;
 
 	uint64_t last_time; /* perf ns, never decreasing */
-	uint64_t last_tsc;  /* the TSC last_time came from */
 	bool synced;	    /* SYNC emitted for this sync point */
 	bool tracing;	    /* between a stop and a resume: false */
 	enum pend pend;
@@ -58,6 +71,10 @@ struct strm {
 	struct range_ent ranges[RANGE_CACHE];
 	uint64_t lost; /* AUX bytes lost before this buffer */
 	int rc;	       /* first sink error */
+
+	uint64_t prog_off;     /* decoder offset when last seen moving */
+	uint32_t stuck_blocks; /* blocks since then */
+	uint32_t stuck_calls;  /* calls among them */
 };
 
 static struct dec_thread *route(struct strm *s, uint64_t t)
@@ -105,18 +122,17 @@ static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		s->rc = -ENOMEM;
 }
 
+/*
+ * The time of what is being decoded: the last timing update the decoder
+ * has reached in the instruction flow.  Not pt_blk_time(): the decoder
+ * reads packets ahead of the instructions it returns, so after a long
+ * stretch that needs no packets (a spin loop, straight-line code) its
+ * clock is already at the packets that end the stretch, and a call made
+ * at its start would take the time of its end.  Tick events
+ * (enable_tick_events) come where the timing packets bind in the flow.
+ */
 static uint64_t now(struct strm *s)
 {
-	uint64_t tsc, t;
-	uint32_t lost_mtc, lost_cyc;
-
-	if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ||
-	    tsc == s->last_tsc)
-		return s->last_time;
-	s->last_tsc = tsc;
-	t = pd_tsc_to_perf_time(tsc, &s->c->pt);
-	if (t > s->last_time)
-		s->last_time = t;
 	return s->last_time;
 }
 
@@ -287,6 +303,35 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	}
 }
 
+/*
+ * Tracing stops right after a transfer: its destination is where the
+ * program went, though no block of it is decoded.  An asynchronous stop
+ * (an interrupt, a signal, the end of tracing at detach) names it as
+ * the place tracing stopped; a synchronous one (TIP.PGD of a branch
+ * leaving the filter) as the branch's destination.  Dropping it would
+ * lose a call whose callee never ran traced (the callee of a call to a
+ * spin loop, interrupted there), or a return: the callee would stay
+ * open and later calls would nest under it.  A far transfer (a system
+ * call) goes to the kernel, which is no frame of ours.
+ */
+static void settle_at_stop(struct strm *s, const struct pt_event *ev)
+{
+	uint64_t dest;
+
+	if (s->pend == PEND_NONE || s->last_far)
+		return;
+	/* async_disabled's 'at' comes from the FUP; only the TIP.PGD's
+	 * destination can be suppressed. */
+	if (ev->type == ptev_async_disabled)
+		dest = ev->variant.async_disabled.at;
+	else if (!ev->ip_suppressed)
+		dest = ev->variant.disabled.ip;
+	else
+		return;
+	if (dest)
+		arrive(s, dest);
+}
+
 static void on_event(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t t = event_time(s, ev);
@@ -305,6 +350,7 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	case ptev_disabled:
 	case ptev_async_disabled:
 		if (s->synced && s->tracing) {
+			settle_at_stop(s, ev);
 			if (ev->type == ptev_disabled && at_syscall(s))
 				emit(s, t, DEC_SYSCALL, s->last_ip, 0);
 			else
@@ -357,7 +403,27 @@ static int config_for(struct strm *s, struct pt_config *cfg, const uint8_t *buf,
 	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;
+	cfg->flags.variant.block.enable_tick_events = 1;
 	return 0;
+}
+
+/* True when the decoder has done too much work since it last read a
+ * packet (see MAX_BLOCKS_STUCK). */
+static bool no_progress(struct strm *s, const struct pt_block *b)
+{
+	uint64_t off;
+
+	if (pt_blk_get_offset(s->dec, &off) < 0 || off != s->prog_off) {
+		s->prog_off = off;
+		s->stuck_blocks = 0;
+		s->stuck_calls = 0;
+		return false;
+	}
+	s->stuck_blocks++;
+	if (b->iclass == ptic_call || b->iclass == ptic_far_call)
+		s->stuck_calls++;
+	return s->stuck_blocks > MAX_BLOCKS_STUCK ||
+	       s->stuck_calls > MAX_CALLS_STUCK;
 }
 
 /* Decode one buffer: sync, decode until an error, resync, ... */
@@ -365,7 +431,8 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 {
 	struct pt_config cfg;
 	struct pt_block blk;
-	bool eos;
+	uint64_t code;
+	bool eos, stuck;
 	int status;
 
 	config_for(s, &cfg, buf, len);
@@ -384,7 +451,11 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		s->tracing = false;
 		s->pend = PEND_NONE;
 		forget_range(s);
+		s->stuck_blocks = 0;
+		s->stuck_calls = 0;
+		pt_blk_get_offset(s->dec, &s->prog_off);
 		eos = false;
+		stuck = false;
 		for (;;) {
 			while (status & pts_event_pending) {
 				struct pt_event ev;
@@ -400,9 +471,10 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 			status = pt_blk_next(s->dec, &blk, sizeof(blk));
 			if (eos) {
 				/* Past the last packet the decoder runs on
-				 * through code that needs no trace; only the
+				 * through code that needs no trace, where
+				 * the snapshot may have come first; only the
 				 * destination of the last traced transfer is
-				 * real. */
+				 * sure. */
 				if (blk.ninsn && s->synced)
 					arrive(s, blk.ip);
 				status = -pte_eos;
@@ -412,26 +484,36 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 			if (status < 0)
 				break;
 			eos = status & pts_eos;
+			if (no_progress(s, &blk)) {
+				stuck = true;
+				break;
+			}
 		}
 		if (s->rc)
 			break;
-		if (status == -pte_eos) {
+		if (status == -pte_eos || (stuck && eos)) {
 			if (s->synced) {
 				/* The last transfer has no destination in
-				 * the trace: nothing to report for it. */
+				 * the trace: nothing to report for it.  A
+				 * program spinning at the end (for (;;);)
+				 * ends here too. */
+				s->pend = PEND_NONE;
 				emit(s, now(s), DEC_END, s->last_ip, 0);
 			}
+			status = -pte_eos;
 			continue; /* sync_forward reports the real end */
 		}
 		/* A decode error: the segment ends here; resync at the next
 		 * PSB. */
 		if (!s->synced)
 			sync_at(s, now(s), blk.ninsn ? blk.end_ip : blk.ip);
-		if (pt_errcode(status) == pte_nomap)
+		code = stuck ? DEC_ERR_NO_PROGRESS
+			     : (uint64_t)pt_errcode(status);
+		if (code == (uint64_t)pte_nomap)
 			dec_note_use(s->c, s->pid,
 				     blk.ninsn ? blk.end_ip : blk.ip);
 		emit(s, now(s), DEC_ERROR, blk.ninsn ? blk.end_ip : blk.ip,
-		     (uint64_t)pt_errcode(status));
+		     code);
 		s->c->stats.errors++;
 	}
 	if (status == -pte_eos)
@@ -474,6 +556,14 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 				break;
 			}
 	}
+}
+
+const char *dec_error_str(uint64_t code)
+{
+	if (code == DEC_ERR_NO_PROGRESS)
+		return "never-ending loop (no packet for too long: a wrong "
+		       "binary, or the decoder out of step)";
+	return pt_errstr((enum pt_error_code)code);
 }
 
 int dec_streams(struct dec_capture *c, char *err, size_t errlen)

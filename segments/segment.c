@@ -627,8 +627,7 @@ static const char *error_reason(struct seg_builder *b, uint64_t ip,
 				 (unsigned long long)ip);
 		return buf;
 	}
-	snprintf(buf, len, "decode error: %s",
-		 pt_errstr((enum pt_error_code)code));
+	snprintf(buf, len, "decode error: %s", dec_error_str(code));
 	return buf;
 }
 
