@@ -3,8 +3,9 @@
  *
  *   decode (pass 1) -> segments -> writers
  *
- * Every output is written under a temporary name and renamed into place,
- * so an interrupted or failed run leaves nothing half-written.
+ * Every output is written under a temporary name and renamed into place
+ * with the others only when all are complete, so an interrupted or failed
+ * run leaves the previous outputs as they were and nothing half-written.
  */
 #include "decode/decode.h"
 #include "model/model.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +84,77 @@ static int show_progress(void *ctx, uint64_t done, uint64_t total)
 	return 0;
 }
 
+/*
+ * The temporary files a fatal signal must take away with the process.
+ * A signal handler can reach nothing else, so this is the one mutable
+ * global: set up before the handler is installed, emptied before the
+ * files are renamed or freed.
+ */
+static struct mt_outfile *sig_outs;
+static volatile sig_atomic_t sig_nr_outs;
+
+static void on_fatal_signal(int sig)
+{
+	for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
+		if (sig_outs[i].tmp)
+			unlink(sig_outs[i].tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_fatal_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	struct sigaction sa = {.sa_handler = on_fatal_signal};
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* A signal ignored when we started (nohup, a background
+		 * job's SIGINT) stays ignored. */
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/*
+ * Two names for one file among the capture and the outputs: writing
+ * would destroy the capture, or one output would overwrite the other.
+ * names[0] is the capture; a NULL entry is an output not written.
+ */
+static int refuse_same_files(const char *const *names, const char *const *what,
+			     size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++) {
+			if (!names[i] || !names[j] ||
+			    !mt_same_file(names[i], names[j]))
+				continue;
+			if (i == 0)
+				fprintf(stderr,
+					"mt-convert: %s %s is the capture "
+					"itself; refusing to overwrite it\n",
+					what[j], names[j]);
+			else
+				fprintf(stderr,
+					"mt-convert: %s and %s name the same "
+					"file (%s); give each output its own\n",
+					what[i], what[j], names[j]);
+			return -1;
+		}
+	return 0;
+}
+
 /* The SQLite database is written on a second thread while the Perfetto
  * trace is written on the first: both only read the model. */
 struct sqlite_job {
 	const struct mt_trace *t;
-	const char *path;
+	const struct mt_outfile *f;
 	int rc;
 	char err[512];
 };
@@ -95,7 +163,7 @@ static void *write_sqlite(void *arg)
 {
 	struct sqlite_job *j = arg;
 
-	j->rc = wr_sqlite(j->t, j->path, NULL, j->err, sizeof(j->err));
+	j->rc = wr_sqlite_to(j->t, j->f, NULL, j->err, sizeof(j->err));
 	return NULL;
 }
 
@@ -256,6 +324,8 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 			mt_str(&t->strs, top[j]->name), top_th[j]->tid);
 }
 
+enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };
+
 int main(int argc, char **argv)
 {
 	struct args a = {0};
@@ -266,6 +336,9 @@ int main(int argc, char **argv)
 	struct seg_all *segs = NULL;
 	struct mt_trace t;
 	struct pd_err perr = {0};
+	struct mt_outfile outs[NR_OUTS] = {0};
+	const char *out_names[NR_OUTS] = {0};
+	size_t nr_outs = 0;
 	char err[1024] = "", *sqlite = NULL;
 	int rc = 1;
 
@@ -298,6 +371,34 @@ int main(int argc, char **argv)
 		sqlite = a.sqlite ? strdup(a.sqlite) : sqlite_path(a.out);
 		if (!sqlite)
 			goto oom;
+	}
+	out_names[OUT_PERFETTO] = a.out;
+	out_names[OUT_SQLITE] = sqlite;
+	out_names[OUT_TEXT] = a.text && strcmp(a.text, "-") ? a.text : NULL;
+	{
+		const char *names[] = {a.capture, out_names[OUT_PERFETTO],
+				       out_names[OUT_SQLITE],
+				       out_names[OUT_TEXT]};
+		const char *what[] = {"the capture", "-o", "--sqlite",
+				      "--text"};
+
+		if (refuse_same_files(names, what, NR_OUTS + 1)) {
+			rc = 2;
+			goto out;
+		}
+	}
+	/* Every output is created (empty, under its temporary name) before
+	 * the conversion, so that one that cannot be written is found now,
+	 * and a signal from here on takes them away. */
+	sig_outs = outs;
+	catch_fatal_signals();
+	for (size_t i = 0; i < NR_OUTS; i++) {
+		if (!out_names[i])
+			continue;
+		if (mt_outfile_begin(&outs[i], out_names[i], err, sizeof(err)))
+			goto fail;
+		nr_outs = i + 1;
+		sig_nr_outs = (sig_atomic_t)nr_outs;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &prog.start);
 	prog.tty = isatty(2);
@@ -360,11 +461,18 @@ decode:
 		if (m.name == MT_NONE || !mt_trace_add_hit(&t, &m))
 			goto oom;
 	}
-	if (a.text && wr_text(&t, a.text, NULL, err, sizeof(err)))
-		goto fail;
+	if (a.text) {
+		int trc = out_names[OUT_TEXT]
+				  ? wr_text_to(&t, &outs[OUT_TEXT], NULL, err,
+					       sizeof(err))
+				  : wr_text(&t, "-", NULL, err, sizeof(err));
+
+		if (trc)
+			goto fail;
+	}
 	{
 		struct wr_perfetto_opts po = {.no_compress = a.no_compress};
-		struct sqlite_job job = {.t = &t, .path = sqlite};
+		struct sqlite_job job = {.t = &t, .f = &outs[OUT_SQLITE]};
 		pthread_t th;
 		bool threaded = false;
 		int prc = 0;
@@ -376,18 +484,32 @@ decode:
 				write_sqlite(&job);
 		}
 		if (a.out)
-			prc = wr_perfetto(&t, a.out, &po, NULL, err,
-					  sizeof(err));
+			prc = wr_perfetto_to(&t, &outs[OUT_PERFETTO], &po, NULL,
+					     err, sizeof(err));
 		if (threaded)
 			pthread_join(th, NULL);
-		/* Each file is whole or absent: a failure of one leaves the
-		 * other in place, and the message says which failed. */
+		/* The outputs belong together: one that failed keeps the
+		 * others from replacing what was there before. */
 		if (prc)
 			goto fail;
 		if (sqlite && job.rc) {
 			snprintf(err, sizeof(err), "%s", job.err);
 			goto fail;
 		}
+	}
+	{
+		/* Only the outputs written, in order, without gaps. */
+		struct mt_outfile done[NR_OUTS];
+		size_t n = 0;
+
+		for (size_t i = 0; i < nr_outs; i++)
+			if (outs[i].tmp)
+				done[n++] = outs[i];
+		sig_nr_outs = 0;
+		memset(outs, 0, sizeof(outs));
+		nr_outs = 0;
+		if (mt_outfile_commit_all(done, n, err, sizeof(err)))
+			goto fail;
 	}
 	if (!a.quiet)
 		summary(&t, dc, &a, sqlite, elapsed(&prog.start));
@@ -400,6 +522,9 @@ fail:
 		fputc('\n', stderr);
 	fprintf(stderr, "mt-convert: %s\n", err);
 out:
+	sig_nr_outs = 0;
+	for (size_t i = 0; i < nr_outs; i++)
+		mt_outfile_abort(&outs[i]);
 	seg_all_free(segs);
 	dec_free(dc);
 	mt_trace_free(&t);

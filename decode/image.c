@@ -210,8 +210,11 @@ static int add_map_sections(struct dec_capture *c, struct dec_map *m,
 		if (lo >= hi)
 			continue;
 		if (!m->have_bias) {
-			m->bias = (int64_t)(m->start - m->pgoff) -
-				  (int64_t)(l[i].vaddr - l[i].offset);
+			/* Modulo 2^64, as the addresses it relates: a
+			 * mapping's start and offset are whatever the capture
+			 * says, and a signed difference can overflow. */
+			m->bias = (int64_t)((m->start - m->pgoff) -
+					    (l[i].vaddr - l[i].offset));
 			m->have_bias = true;
 		}
 		isid = pt_iscache_add_file(c->iscache, d->found, lo, hi - lo,

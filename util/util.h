@@ -5,6 +5,7 @@
 #ifndef MT_UTIL_H
 #define MT_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -20,5 +21,34 @@ int mt_grow(void **v, size_t *cap, size_t need, size_t sz);
  */
 int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
+
+/*
+ * An output file written under a temporary name beside its path and put
+ * in place by a rename when complete (outfile.c).  Errors are negative
+ * errno values, with one line naming the file in err.
+ */
+struct mt_outfile {
+	char *path; /* where it goes */
+	char *tmp;  /* where it is written until then */
+};
+
+/* Creates the (empty) temporary file; refuses a directory at path. */
+int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
+		     size_t errlen);
+/* Syncs and renames it into place; on failure the temporary file goes. */
+int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen);
+/* Several outputs that belong together: all are synced before the first
+ * is renamed.  On failure every temporary file left goes. */
+int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
+			  size_t errlen);
+/* Removes the temporary file; path keeps its old content.  Idempotent. */
+void mt_outfile_abort(struct mt_outfile *f);
+
+/*
+ * a and b name the same file: the same inode when both exist (links
+ * followed, hard links too), otherwise the same path once the
+ * directories are resolved.
+ */
+bool mt_same_file(const char *a, const char *b);
 
 #endif

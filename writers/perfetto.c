@@ -35,6 +35,7 @@
 #include "writers/pb_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -791,25 +792,11 @@ static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
 	return 0;
 }
 
-static int pf_open(struct pf *w, char **tmp)
+static int pf_open(struct pf *w, const char *tmp)
 {
-	size_t n = strlen(w->path) + sizeof(".tmp.XXXXXX");
-
-	*tmp = malloc(n);
-	if (!*tmp)
-		return pf_fail(w, "out of memory");
-	snprintf(*tmp, n, "%s.tmp.XXXXXX", w->path);
-	w->fd = mkstemp(*tmp);
-	if (w->fd < 0) {
-		free(*tmp);
-		*tmp = NULL;
-		return pf_fail(w, "cannot create a temporary file: %s",
-			       strerror(errno));
-	}
-	/* mkstemp makes it 0600; a trace is for sharing.  (Reading the
-	 * umask would mean changing it, process-wide.) */
-	if (fchmod(w->fd, 0644))
-		return pf_fail(w, "chmod: %s", strerror(errno));
+	w->fd = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (w->fd < 0)
+		return pf_fail(w, "cannot write: %s", strerror(errno));
 	return 0;
 }
 
@@ -842,12 +829,12 @@ static int pf_write_all(struct pf *w)
 	return pf_flush(w);
 }
 
-int wr_perfetto(const struct mt_trace *t, const char *path,
-		const struct wr_perfetto_opts *o, struct wr_stats *st,
-		char *err, size_t errlen)
+int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
+		   const struct wr_perfetto_opts *o, struct wr_stats *st,
+		   char *err, size_t errlen)
 {
+	const char *path = f->path;
 	struct pf w;
-	char *tmp = NULL;
 	size_t nstr = t->strs.nr;
 	int rc = -1;
 
@@ -882,7 +869,7 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 		}
 		w.z_live = 1;
 	}
-	if (pf_open(&w, &tmp) || pf_write_all(&w))
+	if (pf_open(&w, f->tmp) || pf_write_all(&w))
 		goto fail;
 	if (close(w.fd)) {
 		w.fd = -1;
@@ -890,11 +877,6 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 		goto fail;
 	}
 	w.fd = -1;
-	if (rename(tmp, path)) {
-		pf_fail(&w, "cannot rename %s into place: %s", tmp,
-			strerror(errno));
-		goto fail;
-	}
 	if (st) {
 		st->bytes = w.bytes;
 		st->slices = w.slices;
@@ -905,10 +887,7 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 fail:
 	if (w.fd >= 0)
 		close(w.fd);
-	if (tmp)
-		unlink(tmp);
 out:
-	free(tmp);
 	if (w.z_live)
 		deflateEnd(&w.z);
 	free(w.zout);
@@ -919,5 +898,22 @@ out:
 	free(w.strs.gen);
 	free(w.stack);
 	free(w.lvl);
+	return rc;
+}
+
+int wr_perfetto(const struct mt_trace *t, const char *path,
+		const struct wr_perfetto_opts *o, struct wr_stats *st,
+		char *err, size_t errlen)
+{
+	struct mt_outfile f;
+	int rc = mt_outfile_begin(&f, path, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = wr_perfetto_to(t, &f, o, st, err, errlen);
+	if (rc)
+		mt_outfile_abort(&f);
+	else
+		rc = mt_outfile_commit(&f, err, errlen);
 	return rc;
 }

@@ -33,9 +33,9 @@
  * (PRAGMA threads) made no measurable difference, so they are not used.
  *
  * Durability.  The database is built in a temporary file beside the output
- * with journaling and syncing off, then synced once and renamed into
- * place.  A crash leaves at worst a stray temporary file, never a damaged
- * output; on an error we remove the temporary file ourselves.
+ * (util's mt_outfile) with journaling and syncing off, then synced once
+ * and renamed into place.  A crash leaves at worst a stray temporary
+ * file, never a damaged output; on an error the temporary file goes.
  */
 #include "writers/writers.h"
 
@@ -787,96 +787,47 @@ static int close_db(struct sq *w)
 	return rc;
 }
 
-/* Creates a fresh temporary file beside path; tmp gets its name. */
-static int make_tmp(struct sq *w, char **tmp)
+int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
+		 struct wr_stats *st, char *err, size_t errlen)
 {
-	size_t n = strlen(w->path) + 48;
-	char *name = malloc(n);
-
-	*tmp = NULL;
-	if (!name)
-		return fail(w, -ENOMEM, "out of memory");
-	for (unsigned i = 0;; i++) {
-		int fd;
-
-		snprintf(name, n, "%s.tmp.%ld.%u", w->path, (long)getpid(), i);
-		/* O_EXCL: never reuse a file a concurrent run has open. */
-		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0) {
-			close(fd);
-			*tmp = name;
-			return 0;
-		}
-		if (errno != EEXIST || i == 100) {
-			int e = errno;
-
-			free(name);
-			return fail(w, -e, "creating a temporary file: %s",
-				    strerror(e));
-		}
-	}
-}
-
-/* Syncs the finished file so the rename never exposes a short one. */
-static int finish_tmp(struct sq *w, const char *tmp, uint64_t *bytes)
-{
+	struct sq w = {.t = t, .path = f->path, .err = err, .errlen = errlen};
+	uint64_t nr_slices = 0;
 	struct stat sb;
-	int fd = open(tmp, O_RDONLY | O_CLOEXEC), e;
+	int rc;
 
-	if (fd < 0)
-		goto fail;
-	if (fsync(fd) || fstat(fd, &sb)) {
-		e = errno;
-		close(fd);
-		errno = e;
-		goto fail;
+	if (err && errlen)
+		err[0] = 0;
+	rc = build(&w, f->tmp, &nr_slices);
+	if (rc)
+		close_db(&w);
+	else
+		rc = close_db(&w);
+	if (!rc && stat(f->tmp, &sb))
+		rc = fail(&w, -errno, "%s", strerror(errno));
+	if (!rc && st) {
+		st->bytes = (uint64_t)sb.st_size;
+		st->slices = nr_slices;
+		st->tracks = (uint32_t)t->nr_threads;
 	}
-	close(fd);
-	*bytes = (uint64_t)sb.st_size;
-	if (rename(tmp, w->path))
-		goto fail;
-	return 0;
-fail:
-	e = errno;
-	return fail(w, -e, "%s", strerror(e));
+	free(w.asets);
+	free(w.tids);
+	free(w.pids);
+	return rc;
 }
 
 int wr_sqlite(const struct mt_trace *t, const char *path, struct wr_stats *st,
 	      char *err, size_t errlen)
 {
-	struct sq w = {.t = t, .path = path, .err = err, .errlen = errlen};
-	uint64_t nr_slices = 0, bytes = 0;
-	char *tmp = NULL;
-	int rc;
+	struct mt_outfile f;
+	int rc = mt_outfile_begin(&f, path, err, errlen);
 
-	if (err && errlen)
-		err[0] = 0;
-	rc = make_tmp(&w, &tmp);
 	if (rc)
-		goto out;
-	rc = build(&w, tmp, &nr_slices);
-	if (rc) {
-		close_db(&w);
-		goto fail;
-	}
-	rc = close_db(&w);
-	if (!rc)
-		rc = finish_tmp(&w, tmp, &bytes);
+		return rc;
+	rc = wr_sqlite_to(t, &f, st, err, errlen);
 	if (rc)
-		goto fail;
-	if (st) {
-		st->bytes = bytes;
-		st->slices = nr_slices;
-		st->tracks = (uint32_t)t->nr_threads;
-	}
-	goto out;
-fail:
-	unlink(tmp);
-out:
-	free(tmp);
-	free(w.asets);
-	free(w.tids);
-	free(w.pids);
+		mt_outfile_abort(&f);
+	else
+		rc = mt_outfile_commit(&f, err, errlen);
 	return rc;
 }
 

@@ -57,79 +57,74 @@ static void write_tree(FILE *o, const struct mt_trace *t,
 	*n += th->nr_slices;
 }
 
-int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
-	    char *err, size_t errlen)
+/* Writes to o, which is standard output or the file named path. */
+static int text_write(const struct mt_trace *t, FILE *o, const char *path,
+		      struct wr_stats *st, char *err, size_t errlen)
 {
-	const struct mt_thread **order = NULL;
-	char *tmp = NULL;
-	FILE *o = stdout;
+	const struct mt_thread **order;
 	uint64_t n = 0;
-	int fd = -1;
 
 	order = malloc((t->nr_threads ? t->nr_threads : 1) * sizeof(*order));
-	if (!order)
-		goto oom;
+	if (!order) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < t->nr_threads; i++)
 		order[i] = &t->threads[i];
 	qsort(order, t->nr_threads, sizeof(*order), cmp_tid);
-	if (strcmp(path, "-")) {
-		size_t len = strlen(path) + 16;
-
-		tmp = malloc(len);
-		if (!tmp)
-			goto oom;
-		snprintf(tmp, len, "%s.tmp.XXXXXX", path);
-		fd = mkstemp(tmp);
-		/* mkstemp makes it 0600; an output file is for reading. */
-		if (fd >= 0)
-			fchmod(fd, 0644);
-		if (fd < 0 || !(o = fdopen(fd, "w"))) {
-			snprintf(err, errlen, "%s: cannot create: %s", path,
-				 strerror(errno));
-			goto fail;
-		}
-		fd = -1;
-	}
 	fprintf(o, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
 	for (size_t i = 0; i < t->nr_threads; i++)
 		write_tree(o, t, order[i], &n);
-	if (o == stdout) {
-		if (fflush(o)) {
-			snprintf(err, errlen, "standard output: %s",
-				 strerror(errno));
-			goto fail;
-		}
-	} else {
-		int bad = ferror(o);
-
-		bad |= fclose(o);
-		o = NULL;
-		if (bad || rename(tmp, path)) {
-			snprintf(err, errlen, "%s: cannot write: %s", path,
-				 strerror(errno));
-			goto fail;
-		}
-		free(tmp);
-		tmp = NULL;
+	free(order);
+	if (fflush(o) || ferror(o)) {
+		snprintf(err, errlen, "%s: cannot write: %s", path,
+			 strerror(errno));
+		return -EIO;
 	}
 	if (st) {
 		st->slices = n;
 		st->tracks = (uint32_t)t->nr_threads;
 		st->bytes = 0;
 	}
-	free(order);
 	return 0;
-oom:
-	snprintf(err, errlen, "%s: out of memory", path);
-fail:
-	if (o && o != stdout)
-		fclose(o);
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
+}
+
+int wr_text_to(const struct mt_trace *t, const struct mt_outfile *f,
+	       struct wr_stats *st, char *err, size_t errlen)
+{
+	FILE *o = fopen(f->tmp, "w");
+	int rc;
+
+	if (!o) {
+		snprintf(err, errlen, "%s: cannot write: %s", f->path,
+			 strerror(errno));
+		return -errno;
 	}
-	free(order);
-	return -1;
+	rc = text_write(t, o, f->path, st, err, errlen);
+	if (fclose(o) && !rc) {
+		snprintf(err, errlen, "%s: cannot write: %s", f->path,
+			 strerror(errno));
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
+	    char *err, size_t errlen)
+{
+	struct mt_outfile f;
+	int rc;
+
+	if (!strcmp(path, "-"))
+		return text_write(t, stdout, "standard output", st, err,
+				  errlen);
+	rc = mt_outfile_begin(&f, path, err, errlen);
+	if (rc)
+		return rc;
+	rc = wr_text_to(t, &f, st, err, errlen);
+	if (rc)
+		mt_outfile_abort(&f);
+	else
+		rc = mt_outfile_commit(&f, err, errlen);
+	return rc;
 }

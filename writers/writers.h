@@ -1,10 +1,12 @@
 /*
  * writers: the converted trace (model/) to files people open.
  *
- * Each writer writes to a temporary name beside path and renames it into
+ * wr_X(path) writes to a temporary name beside path and renames it into
  * place only when complete, so a failed run never leaves a half-written
- * output.  Errors return a negative code with one line (naming the file)
- * in err.
+ * output.  wr_X_to(f) writes into the temporary file of an mt_outfile
+ * begun by the caller and leaves the rename to it, so that outputs that
+ * belong together are put in place together (mt_outfile_commit_all).
+ * Errors return a negative code with one line (naming the file) in err.
  */
 #ifndef MT_WRITERS_H
 #define MT_WRITERS_H
@@ -13,6 +15,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/util.h"
 
 struct wr_perfetto_opts {
 	int no_compress;    /* write packets plainly, not in zlib batches */
@@ -30,8 +33,14 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 		const struct wr_perfetto_opts *o, struct wr_stats *st,
 		char *err, size_t errlen);
 
+int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
+		   const struct wr_perfetto_opts *o, struct wr_stats *st,
+		   char *err, size_t errlen);
+
 int wr_sqlite(const struct mt_trace *t, const char *path, struct wr_stats *st,
 	      char *err, size_t errlen);
+int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
+		 struct wr_stats *st, char *err, size_t errlen);
 
 /*
  * Process-wide SQLite settings for speed (no allocation statistics, which
@@ -47,5 +56,7 @@ void wr_sqlite_setup(void);
  */
 int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
 	    char *err, size_t errlen);
+int wr_text_to(const struct mt_trace *t, const struct mt_outfile *f,
+	       struct wr_stats *st, char *err, size_t errlen);
 
 #endif

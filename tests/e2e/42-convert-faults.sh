@@ -1,0 +1,146 @@
+#!/bin/bash
+# What must never happen to a user's files or time, whatever the input:
+# a capture overwritten by its own conversion, a decode that never ends,
+# outputs from two runs side by side, temporary files left by a signal,
+# and a trace that loses its last call.
+B=${MT_BUILD:?}/bin
+R=${MT_ROOT:?}
+W=$(mktemp -d /tmp/mt-e2e-faults.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+"$B/mt-synth" --seed 3 --branches 30000 --psb-period 0 -o "$W/s" >/dev/null ||
+	{ echo "FAIL convert_faults: mt-synth failed"; exit 0; }
+cp "$W/s/raw.bin" "$W/s/orig.bin"
+
+# refuse NAME ARGS...: exit 2, one line, the capture untouched.
+refuse() {
+	local name=$1; shift
+	(cd "$W/s" && timeout 60 "$B/mt-convert" "$@" >"$W/stdout" 2>"$W/stderr")
+	local rc=$?
+	if [ $rc -ne 2 ]; then
+		echo "FAIL convert_same_file_$name: exit status $rc"
+	elif [ "$(wc -l <"$W/stderr")" -ne 1 ]; then
+		echo "FAIL convert_same_file_$name: message:"; sed 's/^/    /' "$W/stderr" | head -3
+	elif ! cmp -s "$W/s/raw.bin" "$W/s/orig.bin"; then
+		echo "FAIL convert_same_file_$name: the capture was changed"
+	else
+		echo "PASS convert_same_file_$name"
+	fi
+	cp "$W/s/orig.bin" "$W/s/raw.bin"
+}
+ln -s raw.bin "$W/s/link.bin"
+ln "$W/s/raw.bin" "$W/s/hard.bin"
+refuse output raw.bin -o raw.bin
+refuse sqlite raw.bin -o t.pftrace --sqlite raw.bin
+refuse text raw.bin -o t.pftrace --text ./raw.bin
+refuse symlink raw.bin -o link.bin
+refuse hardlink raw.bin --text hard.bin
+refuse two_outputs raw.bin -o x.pftrace --sqlite ../s/x.pftrace
+refuse text_and_trace raw.bin -o x.pftrace --text x.pftrace
+
+# A binary whose code is a jump cycle that needs no packets (jmp . and
+# l1: call l1 everywhere): the decode stops each run after a bounded
+# amount of work, says why in a gap, and goes on at the next PSB.
+read -r offh sizeh < <(readelf -SW "$W/s/prog" |
+	awk '{for (i = 1; i <= NF; i++) if ($i == ".text") print $(i + 3), $(i + 4)}')
+off=$((16#$offh)) size=$((16#$sizeh))
+for kind in jmp call; do
+	mkdir -p "$W/$kind"
+	cp "$W/s/prog" "$W/$kind/prog"
+	if [ $kind = jmp ]; then pat=$'\xeb\xfe'; else pat=$'\xe8\xfb\xff\xff\xff'; fi
+	yes "$pat" | tr -d '\n' | head -c $((size / ${#pat} * ${#pat})) |
+		dd of="$W/$kind/prog" bs=1 seek="$off" conv=notrunc 2>/dev/null
+	timeout 60 "$B/mt-convert" "$W/s/raw.bin" --binaries "$W/$kind" \
+		-o "$W/$kind/t.pftrace" -q 2>"$W/$kind/err"
+	rc=$?
+	gaps=$(sqlite3 "$W/$kind/t.sqlite" "SELECT count(*) FROM slice
+		WHERE name LIKE '[decode gap: decode error: never-ending loop%'" 2>/dev/null)
+	slices=$(sqlite3 "$W/$kind/t.sqlite" "SELECT count(*) FROM slice" 2>/dev/null)
+	if [ $rc -ne 0 ]; then
+		echo "FAIL convert_no_progress_$kind: exit status $rc"; head -3 "$W/$kind/err"
+	elif [ "${gaps:-0}" -lt 2 ]; then
+		echo "FAIL convert_no_progress_$kind: $gaps never-ending-loop gaps"
+	elif [ "${slices:-0}" -gt 20000 ]; then
+		echo "FAIL convert_no_progress_$kind: $slices slices from a $size-byte loop"
+	else
+		echo "PASS convert_no_progress_$kind ($gaps gaps, $slices slices)"
+	fi
+done
+
+# Outputs go in place together: the database failing (a file size
+# limit it outgrows) leaves the earlier trace and database as they were.
+# (The earlier outputs are of another capture, so that any replacement
+# shows.)
+"$B/mt-synth" --seed 4 --branches 400000 -o "$W/b" >/dev/null
+"$B/mt-convert" "$W/s/raw.bin" -o "$W/b/t.pftrace" -q
+(cd "$W/b" && md5sum t.pftrace t.sqlite >"$W/b/before.md5")
+pf=$(stat -c %s "$W/b/t.pftrace") db=$(stat -c %s "$W/b/t.sqlite")
+(trap '' XFSZ; ulimit -f $(((pf + db) / 2 / 1024))
+ "$B/mt-convert" "$W/b/raw.bin" -o "$W/b/t.pftrace" -q 2>"$W/b/err")
+rc=$?
+if [ $rc -eq 0 ]; then
+	echo "FAIL convert_outputs_together: the limited run succeeded ($pf, $db bytes)"
+elif ! (cd "$W/b" && md5sum --quiet -c before.md5 >/dev/null 2>&1); then
+	echo "FAIL convert_outputs_together: an earlier output was replaced"
+elif ls "$W/b" | grep -q '\.tmp\.'; then
+	echo "FAIL convert_outputs_together: left $(ls "$W/b" | grep '\.tmp\.')"
+else
+	echo "PASS convert_outputs_together"
+fi
+
+# A signal while converting takes the temporary files away and leaves
+# the earlier outputs as they were: one at the start, one while the
+# database is being written.
+for sig in INT TERM HUP; do
+	for when in start writing; do
+		# (A background job starts with SIGINT ignored; perl puts
+		# it back, as a terminal's Ctrl-C finds it.)
+		perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' \
+			"$B/mt-convert" "$W/b/raw.bin" -o "$W/b/t.pftrace" -q 2>/dev/null &
+		pid=$!
+		if [ $when = writing ]; then
+			for _ in $(seq 1 600); do
+				[ -n "$(find "$W/b" -name 't.sqlite.tmp.*' -size +0 2>/dev/null)" ] && break
+				sleep 0.05
+			done
+		else
+			sleep 0.1
+		fi
+		kill -$sig $pid 2>/dev/null
+		wait $pid 2>/dev/null
+		rc=$?
+		left=$(ls "$W/b" | grep '\.tmp\.')
+		if [ -n "$left" ]; then
+			echo "FAIL convert_signal_${sig}_$when: left $left"
+			rm -f "$W"/b/*.tmp.*
+		elif ! (cd "$W/b" && md5sum --quiet -c before.md5 >/dev/null 2>&1); then
+			echo "FAIL convert_signal_${sig}_$when: an output changed (exit $rc)"
+		else
+			echo "PASS convert_signal_${sig}_$when (exit $rc)"
+		fi
+	done
+done
+
+# A program that ends spinning in jmp .: its last call (spin, reached by
+# a direct call no packet follows) is in the trace, at its time, with
+# work returned before it.
+cc -O1 -g -o "$W/spin" "$R/tests/programs/spin.c" || { echo "FAIL convert_spin_tail: cc"; exit 0; }
+timeout -s INT 4 "$B/mt-capture" --emulate --truth "$W/spin.truth" \
+	-o "$W/spin.bin" -- "$W/spin" >/dev/null 2>&1
+pkill -x spin 2>/dev/null
+"$B/mt-convert" "$W/spin.bin" -o "$W/spin.pftrace" --text "$W/spin.tsv" -q
+want=$(awk -F'\t' '$3 == "spin" {print $2, $4}' "$W/spin.truth" | head -1)
+got=$(awk -F'\t' '$3 == "spin" {print $2, $4}' "$W/spin.tsv" | head -1)
+works=$(awk -F'\t' '$3 == "work" && $6 !~ /clipped_end/' "$W/spin.tsv" | wc -l)
+if [ -z "$want" ]; then
+	echo "FAIL convert_spin_tail: the truth has no spin (the capture ended early)"
+elif [ -z "$got" ]; then
+	echo "FAIL convert_spin_tail: no spin slice in the trace"
+elif [ "${want%% *}" != "${got%% *}" ] ||
+	[ $(( ${got#* } - ${want#* } )) -gt 1000000 ] ||
+	[ $(( ${want#* } - ${got#* } )) -gt 1000000 ]; then
+	echo "FAIL convert_spin_tail: spin at depth/time '$got', truth '$want'"
+elif [ "$works" -ne 20 ]; then
+	echo "FAIL convert_spin_tail: $works of 20 work calls returned"
+else
+	echo "PASS convert_spin_tail (spin at depth ${got%% *}, $(( ${got#* } - ${want#* } )) ns from the truth)"
+fi

@@ -1,0 +1,176 @@
+/*
+ * Output files that appear whole or not at all.
+ *
+ * Each output is written under a temporary name in its own directory (so
+ * the rename stays on one filesystem), synced, and renamed over the real
+ * name only when complete.  A run that fails, or is killed, leaves the
+ * previous output as it was.  Temporary names are "PATH.tmp.PID.N",
+ * created exclusively, so two runs never share one.
+ */
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
+		     size_t errlen)
+{
+	size_t n = strlen(path) + 48;
+	struct stat sb;
+
+	f->path = NULL;
+	f->tmp = NULL;
+	/* Found now rather than after the whole conversion, at rename. */
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory", path);
+		return -EISDIR;
+	}
+	f->path = strdup(path);
+	f->tmp = malloc(n);
+	if (!f->path || !f->tmp) {
+		mt_outfile_abort(f);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0;; i++) {
+		int fd;
+
+		snprintf(f->tmp, n, "%s.tmp.%ld.%u", path, (long)getpid(), i);
+		/* 0666 and the umask, as any file the user creates. */
+		fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			  0666);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (errno != EEXIST || i == 100) {
+			int e = errno;
+
+			free(f->tmp);
+			f->tmp = NULL;
+			mt_outfile_abort(f);
+			snprintf(err, errlen, "%s: cannot create: %s", path,
+				 strerror(e));
+			return -e;
+		}
+	}
+}
+
+/* Synced first: a rename must never put a short file in place after a
+ * crash of the machine. */
+static int sync_file(const char *name)
+{
+	int fd = open(name, O_RDONLY | O_CLOEXEC), e;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd)) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}
+
+int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen)
+{
+	int rc = sync_file(f->tmp);
+
+	if (!rc && rename(f->tmp, f->path))
+		rc = -errno;
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot put in place: %s", f->path,
+			 strerror(-rc));
+		mt_outfile_abort(f);
+		return rc;
+	}
+	free(f->tmp);
+	free(f->path);
+	f->tmp = NULL;
+	f->path = NULL;
+	return 0;
+}
+
+int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
+			  size_t errlen)
+{
+	int rc = 0;
+
+	/* Sync them all before the first rename, so that a failure leaves
+	 * every old output in place. */
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = sync_file(fs[i].tmp);
+		if (rc)
+			snprintf(err, errlen, "%s: cannot write: %s",
+				 fs[i].path, strerror(-rc));
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = mt_outfile_commit(&fs[i], err, errlen);
+	for (size_t i = 0; i < n; i++)
+		mt_outfile_abort(&fs[i]);
+	return rc;
+}
+
+void mt_outfile_abort(struct mt_outfile *f)
+{
+	if (f->tmp)
+		unlink(f->tmp);
+	free(f->tmp);
+	free(f->path);
+	f->tmp = NULL;
+	f->path = NULL;
+}
+
+/* The path with its directory resolved; the last component stays as it
+ * is when it does not exist yet. */
+static char *canonical(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *rdir, *out;
+	size_t n;
+
+	out = realpath(path, NULL);
+	if (out)
+		return out;
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return NULL;
+	rdir = realpath(dir, NULL);
+	free(dir);
+	if (!rdir)
+		return NULL;
+	slash = slash ? slash + 1 : path;
+	n = strlen(rdir) + strlen(slash) + 2;
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s/%s", rdir, slash);
+	free(rdir);
+	return out;
+}
+
+bool mt_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char *ca, *cb;
+	bool same;
+
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	ca = canonical(a);
+	cb = canonical(b);
+	same = ca && cb ? !strcmp(ca, cb) : !strcmp(a, b);
+	free(ca);
+	free(cb);
+	return same;
+}
