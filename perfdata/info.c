@@ -533,7 +533,9 @@ static void print_pt(FILE *o, struct info *in)
 		" (%" PRId64 " ns), cap_user_time_zero %d",
 		pt->time_mult, pt->time_shift, pt->time_zero,
 		(int64_t)pt->time_zero, pt->cap_user_time_zero);
-	if (pt->time_mult)
+	if (pt->time_shift >= 64)
+		fputs(": invalid time_shift", o);
+	else if (pt->time_mult)
 		fprintf(o, ": %.4f ns per TSC tick (%.3f GHz)",
 			(double)pt->time_mult /
 				(double)(1ull << pt->time_shift),
@@ -779,6 +781,10 @@ static int print_binaries(FILE *o, struct info *in)
 				errno == ENOENT ? "" : strerror(errno));
 			if (errno != ENOENT)
 				fputc(')', o);
+		} else if (!S_ISREG(st.st_mode)) {
+			/* A FIFO or a device named by a corrupt capture
+			 * would block the open or never end the read. */
+			fputs("present, not a regular file", o);
 		} else if ((rc = elf_build_id(paths[i], have, &hl)) < 0) {
 			fprintf(o, "present but unreadable (%s)",
 				strerror(errno));

@@ -798,6 +798,13 @@ int pd_parse_pt_info(const uint8_t *priv, size_t len, struct pd_pt_info *pt,
 		return -1;
 	}
 	pt->pmu_type = (uint32_t)pd_get64(priv + 8 * PD_PT_PMU_TYPE);
+	/* The kernel's shifts are far below 64; a larger one cannot turn
+	 * TSC into time, and every user of the field would have to guard
+	 * its shift against undefined behaviour. */
+	if (pd_get64(priv + 8 * PD_PT_TIME_SHIFT) >= 64) {
+		*why = "time_shift is 64 or more";
+		return -1;
+	}
 	pt->time_shift = (uint16_t)pd_get64(priv + 8 * PD_PT_TIME_SHIFT);
 	pt->time_mult = (uint32_t)pd_get64(priv + 8 * PD_PT_TIME_MULT);
 	pt->time_zero = pd_get64(priv + 8 * PD_PT_TIME_ZERO);

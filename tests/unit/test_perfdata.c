@@ -2103,6 +2103,60 @@ static void test_info(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/* A capture whose AUXTRACE_INFO has the given time_shift. */
+static int write_shift(const char *path, uint16_t shift, struct pd_err *err)
+{
+	struct pd_writer *w;
+	struct perf_event_attr a, b;
+	static const uint64_t ids[] = {11};
+	struct pd_pt_info pt;
+	int rc;
+
+	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err);
+	if (rc)
+		return rc;
+	sample_attrs(&a, &b);
+	sample_pt(&pt, true);
+	pt.time_shift = shift;
+	if ((rc = pd_writer_add_attr(w, &a, ids, 1)) ||
+	    (rc = pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true))) {
+		pd_writer_abort(w);
+		return rc;
+	}
+	return pd_writer_finish(w, err);
+}
+
+/* Shifting a 64-bit value by 64 or more is undefined, and no kernel
+ * reports such a shift: the record is refused as malformed, by the
+ * reader and so by --info, instead of each user guarding its shifts. */
+static void test_bad_time_shift(struct check_state *st)
+{
+	char dir[64], path[128];
+	struct pd_err err = {0};
+	size_t n;
+	char *out;
+	int rc = 0;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/shift.data", dir);
+	CHECK(st, !write_shift(path, 64, &err));
+	CHECK(st, walk_all(path, &err, &n) == -PD_EFORMAT);
+	CHECKF(st, strstr(err.msg, "time_shift is 64 or more"), "%s", err.msg);
+	out = info_of(path, &rc, &err);
+	CHECK(st, rc == -PD_EFORMAT && strstr(err.msg, "time_shift"));
+	free(out);
+	CHECK(st, !write_shift(path, 0xffff, &err));
+	CHECK(st, walk_all(path, &err, &n) == -PD_EFORMAT);
+	/* the largest valid shift still converts and prints */
+	CHECK(st, !write_shift(path, 63, &err));
+	CHECKF(st, !walk_all(path, &err, &n), "%s", err.msg);
+	out = info_of(path, &rc, &err);
+	CHECKF(st, rc == 0 && out && strstr(out, "time_shift 63,"), "%s",
+	       rc ? err.msg : "no time_shift 63 in the report");
+	free(out);
+	tmpdir_remove(dir);
+}
+
 static void test_record_names(struct check_state *st)
 {
 	CHECK(st, !strcmp(pd_record_name(PERF_RECORD_MMAP2), "MMAP2"));
@@ -2139,6 +2193,7 @@ int main(void)
 	}
 	RUN(&st, test_timeconv);
 	RUN(&st, test_info);
+	RUN(&st, test_bad_time_shift);
 	RUN(&st, test_record_names);
 	return CHECK_DONE(&st);
 }
