@@ -106,6 +106,9 @@ struct dec_opts {
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 	FILE *warn; /* one line per missing binary; may be NULL */
+	/* Decode only these threads (nr_tids 0: all of them). */
+	const uint32_t *tids;
+	size_t nr_tids;
 };
 
 struct dec_capture;
@@ -127,6 +130,13 @@ int dec_run(struct dec_capture *c, char *err, size_t errlen);
 /* Set before dec_run(). */
 void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx);
 void dec_free(struct dec_capture *c);
+
+/*
+ * Bytes of AUX data dec_run() would decode: a thread's own streams only
+ * when some threads are chosen, every per-CPU stream (threads share
+ * them).
+ */
+uint64_t dec_aux_bytes(const struct dec_capture *c);
 
 size_t dec_nr_threads(const struct dec_capture *c);
 struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i);

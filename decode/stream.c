@@ -103,13 +103,43 @@ static struct dec_thread *route(struct strm *s, uint64_t t)
 	return s->sw_valid ? s->sw_thread : NULL;
 }
 
+static bool chosen(const struct dec_capture *c, uint32_t tid)
+{
+	if (!c->opts.nr_tids)
+		return true;
+	for (size_t i = 0; i < c->opts.nr_tids; i++)
+		if (c->opts.tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* A chunk of a thread that was not chosen; per-CPU chunks are decoded
+ * and their events sorted out by thread in emit(). */
+static bool chunk_skipped(const struct dec_capture *c,
+			  const struct dec_chunk *k)
+{
+	return k->tid != (uint32_t)-1 &&
+	       !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1) &&
+	       !chosen(c, k->tid);
+}
+
+uint64_t dec_aux_bytes(const struct dec_capture *c)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < c->nr_chunks; i++)
+		if (!chunk_skipped(c, &c->chunks[i]))
+			n += c->chunks[i].size;
+	return n;
+}
+
 static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		 uint64_t aux)
 {
 	struct dec_capture *c = s->c;
 	struct dec_thread *th = route(s, t);
 
-	if (!th || s->rc)
+	if (!th || s->rc || !chosen(c, th->tid))
 		return;
 	if (t < c->first)
 		c->first = t;
@@ -582,8 +612,7 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
 	c->first = UINT64_MAX;
 	c->last = 0;
-	for (size_t i = 0; i < c->nr_chunks; i++)
-		total += c->chunks[i].size;
+	total = dec_aux_bytes(c);
 	for (size_t i = 0; i < c->nr_chunks && !rc;) {
 		const struct dec_chunk *k = &c->chunks[i];
 		size_t j = i + 1, len = k->size;
@@ -609,6 +638,10 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				       c->chunks[m].size);
 				at += c->chunks[m].size;
 			}
+		}
+		if (chunk_skipped(c, k)) {
+			i = j;
+			continue;
 		}
 		strm_init(s, c, k);
 		if (!c->pt.snapshot_mode && i > 0 &&

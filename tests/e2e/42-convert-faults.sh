@@ -144,3 +144,36 @@ elif [ "$works" -ne 20 ]; then
 else
 	echo "PASS convert_spin_tail (spin at depth ${got%% *}, $(( ${got#* } - ${want#* } )) ns from the truth)"
 fi
+
+# A capture too big for the memory at hand is refused before decoding,
+# with the way through (--tid) in the one line; --tid converts exactly
+# that thread's part of the whole, per-thread and per-CPU.
+"$B/mt-synth" --seed 2 --branches 2000000 -o "$W/m" >/dev/null
+mkdir -p "$W/m/out"
+# (--max-memory stands for a smaller machine: the sanitizers cannot run
+# under ulimit -v.)
+"$B/mt-convert" "$W/m/raw.bin" -o "$W/m/out/t.pftrace" -q --max-memory 100M 2>"$W/m/err"
+rc=$?
+if [ $rc -eq 0 ] || [ "$(wc -l <"$W/m/err")" -ne 1 ] || ! grep -q -- '--tid' "$W/m/err"; then
+	echo "FAIL convert_memory_refused: exit $rc:"; sed 's/^/    /' "$W/m/err" | head -3
+elif [ -n "$(ls -A "$W/m/out")" ]; then
+	echo "FAIL convert_memory_refused: left $(ls "$W/m/out")"
+else
+	echo "PASS convert_memory_refused"
+fi
+for layout in threads per-cpu; do
+	d="$W/tid-$layout"
+	opt=""; [ $layout = per-cpu ] && opt=--per-cpu
+	"$B/mt-synth" --seed 11 --branches 20000 --threads 3 $opt -o "$d" >/dev/null
+	"$B/mt-convert" "$d/raw.bin" -o "$d/all.pftrace" --text "$d/all.tsv" -q
+	tid=$(awk -F'\t' 'NR == 2 {print $1}' "$d/all.tsv")
+	"$B/mt-convert" "$d/raw.bin" -o "$d/one.pftrace" --text "$d/one.tsv" -q --tid "$tid"
+	if [ "$(awk -F'\t' 'NR > 1 {print $1}' "$d/one.tsv" | sort -u)" != "$tid" ]; then
+		echo "FAIL convert_tid_$layout: other threads in the output"
+	elif ! cmp -s <(awk -F'\t' -v t="$tid" '$1 == t' "$d/all.tsv") \
+		<(awk -F'\t' -v t="$tid" '$1 == t' "$d/one.tsv"); then
+		echo "FAIL convert_tid_$layout: thread $tid differs from the whole conversion"
+	else
+		echo "PASS convert_tid_$layout"
+	fi
+done
