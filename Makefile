@@ -39,7 +39,7 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test unit check-format format clean demo bench accuracy golden-update
+.PHONY: all deps test unit check-format format clean demo bench accuracy golden-update fuzz
 
 all: deps $(BINS)
 
@@ -131,6 +131,16 @@ demo: all
 	@echo "The snapshot the program asked for (after its slow request 7):"
 	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
 		'SELECT name AS trigger, arg AS request, (ts - mark_start) / 1000000.0 AS ms_since_mark FROM hit' 2>/dev/null || true
+
+# Coverage-guided fuzzing with clang's libFuzzer (tests/fuzz/): builds
+# the targets into build/fuzz, then runs each of the two (convert, info)
+# for FUZZ_SECONDS seconds (default 60; so the run takes twice that).
+# New inputs go to build/fuzz/corpus, crashes to build/fuzz/artifacts;
+# any crash, sanitizer report, leak or hang fails it.  Ends with each
+# target's edge coverage.
+fuzz:
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk
+	@bash tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
 
 clean:
 	rm -rf build

@@ -1,0 +1,104 @@
+/*
+ * libFuzzer target: one capture through what mt-convert does with it:
+ * the perf.data reader, the Intel PT decoder over the seed binaries,
+ * segments, stitching, trigger hits, and the text, Perfetto and SQLite
+ * writers (into a private directory on tmpfs).
+ *
+ * Any outcome but a crash, a sanitizer report, a leak or a hang is fine:
+ * a bad capture is supposed to fail with a message.  The one difference
+ * from mt-convert: when stitching makes an inconsistent tree, the command
+ * converts again without stitching; here that is the same decode a
+ * second time, so the target stops instead.
+ */
+#include "decode/decode.h"
+#include "model/model.h"
+#include "segments/segments.h"
+#include "stitch/stitch.h"
+#include "tests/fuzz/fuzz_env.h"
+#include "writers/writers.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct fuzz_env env;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	wr_sqlite_setup();
+	if (fuzz_env_init(&env, "convert"))
+		abort();
+	return 0;
+}
+
+static int add_hits(struct mt_trace *t, struct dec_capture *dc)
+{
+	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
+		const struct dec_hit *h = dec_hit_at(dc, i);
+		struct mt_hit m = {.ts = h->time,
+				   .mark_start = h->mark_start,
+				   .pid = h->pid,
+				   .tid = h->tid,
+				   .ip = h->ip,
+				   .arg = h->arg,
+				   .name = mt_str_intern(&t->strs, h->name)};
+
+		if (m.name == MT_NONE || !mt_trace_add_hit(t, &m))
+			return -1;
+	}
+	return 0;
+}
+
+static void convert(const char *path, int no_compress)
+{
+	struct dec_opts dopts = {.binary_dirs = env.bin_dirs,
+				 .nr_binary_dirs = 1,
+				 .debug_root = env.binaries,
+				 .jit_dir = env.binaries};
+	struct seg_opts sopts = {0};
+	struct wr_perfetto_opts popts = {.no_compress = no_compress};
+	struct dec_capture *dc = NULL;
+	struct seg_all *segs = NULL;
+	struct mt_trace t;
+	char err[1024];
+
+	mt_trace_init(&t);
+	if (dec_open(&dc, path, &dopts, err, sizeof(err)))
+		goto out;
+	if (seg_all_new(&segs, dc, &t, &sopts))
+		goto out;
+	dec_set_sink(dc, seg_all_sink, segs);
+	if (dec_run(dc, err, sizeof(err)))
+		goto out;
+	if (seg_all_finish(segs, err, sizeof(err)))
+		goto out;
+	seg_all_free(segs);
+	segs = NULL;
+	if (stitch_trace(&t, NULL, err, sizeof(err)))
+		goto out;
+	if (add_hits(&t, dc))
+		goto out;
+	if (wr_text(&t, env.text, NULL, err, sizeof(err)))
+		goto out;
+	if (wr_perfetto(&t, env.perfetto, &popts, NULL, err, sizeof(err)))
+		goto out;
+	(void)wr_sqlite(&t, env.sqlite, NULL, err, sizeof(err));
+out:
+	seg_all_free(segs);
+	dec_free(dc);
+	mt_trace_free(&t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (fuzz_env_load(&env, data, size))
+		abort();
+	/* Both Perfetto encodings, chosen by something the fuzzer varies
+	 * anyway, so that no input byte changes meaning. */
+	convert(env.input, (int)(size & 1));
+	return 0;
+}

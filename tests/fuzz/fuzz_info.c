@@ -1,0 +1,54 @@
+/*
+ * libFuzzer target: mt-convert --info over one capture, the report
+ * written to /dev/null, then the reader's remaining accessors (the
+ * AUXTRACE index and the string features) that the report does not use.
+ */
+#include "perfdata/perfdata.h"
+#include "tests/fuzz/fuzz_env.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct fuzz_env env;
+static FILE *devnull;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	devnull = fopen("/dev/null", "w");
+	if (!devnull || fuzz_env_init(&env, "info"))
+		abort();
+	return 0;
+}
+
+static void accessors(const char *path)
+{
+	struct pd_file *f;
+	struct pd_err err;
+	const struct pd_auxtrace_index *x;
+	size_t n;
+
+	if (pd_open(&f, path, &err))
+		return;
+	(void)pd_auxtrace_index(f, &x, &n, &err);
+	for (unsigned bit = 0; bit < 32; bit++)
+		(void)pd_feature_string(f, bit);
+	pd_close(f);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pd_err err;
+
+	if (fuzz_env_load(&env, data, size))
+		abort();
+	(void)pd_info_print(devnull, env.input, &err);
+	clearerr(devnull);
+	accessors(env.input);
+	return 0;
+}
