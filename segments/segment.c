@@ -457,12 +457,15 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 			 const char *reason, uint64_t ip)
 {
 	struct mt_thread *th = thr(b);
-	struct mt_segment *seg = &b->t->segments[b->seg_id];
+	struct mt_segment *seg;
 	size_t n = th->nr_slices - b->first, k = b->nr_reveals;
 	uint32_t r;
 
+	/* Before the first sync point there is no segment to point at
+	 * (segments may still be NULL). */
 	if (!b->open)
 		return 0;
+	seg = &b->t->segments[b->seg_id];
 	if (keep_chains(b, seg, n))
 		return -ENOMEM;
 	while (b->depth) {
