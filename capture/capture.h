@@ -108,6 +108,7 @@ struct emu_opts {
 struct emu_stats {
 	uint64_t insns, branches, threads, aux_bytes;
 	double seconds;
+	int killed_by;	   /* the signal the program died of, or 0 */
 	char warning[256]; /* something the user should know, or "" */
 };
 
@@ -347,6 +348,7 @@ struct hw_opts {
 struct hw_stats {
 	uint64_t threads, aux_bytes, hits, snapshots;
 	uint64_t truncated; /* AUX records with data lost (--full) */
+	int killed_by;	    /* the signal a program we started died of, or 0 */
 	char warning[256];  /* something the user should know, or "" */
 };
 

@@ -69,6 +69,20 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return n < 0 ? -1 : (int)n;
 }
 
+/*
+ * waitpid, resumed after a signal to mt-capture (Ctrl-C, SIGTERM) breaks
+ * into it: those only set the stop flag, which the step loop reads.
+ */
+static pid_t wait_for(pid_t pid, int *status, int flags)
+{
+	pid_t r;
+
+	do
+		r = waitpid(pid, status, flags);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
 static uint64_t get_ip(pid_t tid)
 {
 	errno = 0;
@@ -396,7 +410,7 @@ static int run_to(struct emu *e, const char *sym)
 	    ptrace(PTRACE_CONT, e->pid, NULL, NULL) < 0)
 		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
 	for (;;) {
-		if (waitpid(e->pid, &status, __WALL) < 0)
+		if (wait_for(e->pid, &status, __WALL) < 0)
 			return emu_fail(e, -errno, "waitpid: %s",
 					strerror(errno));
 		if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -444,7 +458,7 @@ static int launch(struct emu *e, char *const argv[])
 			strerror(errno));
 		_exit(127);
 	}
-	if (waitpid(e->pid, &status, 0) < 0)
+	if (wait_for(e->pid, &status, 0) < 0)
 		return emu_fail(e, -errno, "waitpid: %s", strerror(errno));
 	if (!WIFSTOPPED(status))
 		return emu_fail(e, -ENOEXEC, "%s: could not be started",
@@ -518,7 +532,7 @@ static int attach(struct emu *e, int pid)
 		}
 		/* Stop it where it is; from there it is single-stepped. */
 		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
-		    waitpid(tid, &status, __WALL) != tid) {
+		    wait_for(tid, &status, __WALL) != tid) {
 			closedir(dir);
 			return emu_fail(e, -errno, "cannot stop thread %d: %s",
 					tid, strerror(errno));
@@ -641,6 +655,8 @@ static int trace(struct emu *e)
 		if (!t)
 			return emu_fail(e, -ENOMEM, "out of memory");
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (tid == e->pid && WIFSIGNALED(status))
+				e->st->killed_by = WTERMSIG(status);
 			if (!t->exited) {
 				t->exited = true;
 				e->live--;
@@ -1116,6 +1132,24 @@ out:
 	return rc;
 }
 
+/* Is a SIGTRAP queued for thread tid of pid (SigPnd in its status)? */
+static bool trap_pending(pid_t pid, pid_t tid)
+{
+	char path[96], line[256];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask & (1ull << (SIGTRAP - 1));
+}
+
 /* Leave the target running on its own (or let it finish). */
 static void detach_all(struct emu *e)
 {
@@ -1126,12 +1160,26 @@ static void detach_all(struct emu *e)
 		if (t->exited)
 			continue;
 		/* A tracee must be stopped to be let go; one that is still
-		 * single-stepping stops within an instruction. */
+		 * single-stepping stops within an instruction.  One in a
+		 * long system call (the stop flag broke the loop's wait) is
+		 * stopped by PTRACE_INTERRUPT, which only a seized (-p)
+		 * thread accepts. */
 		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) == 0 ||
 		    errno != ESRCH)
 			continue;
-		if (waitpid(t->tid, &status, __WALL) != t->tid ||
+		ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+		if (wait_for(t->tid, &status, __WALL) != t->tid ||
 		    !WIFSTOPPED(status))
+			continue;
+		/* The interrupt's stop comes before a step's trap already
+		 * queued (a step just done, or the system call it broke off
+		 * ending): let go, the thread would die of that SIGTRAP, so
+		 * it is taken first. */
+		if ((status >> 16) == PTRACE_EVENT_STOP &&
+		    trap_pending(e->pid, t->tid) &&
+		    (ptrace(PTRACE_CONT, t->tid, NULL, NULL) < 0 ||
+		     wait_for(t->tid, &status, __WALL) != t->tid ||
+		     !WIFSTOPPED(status)))
 			continue;
 		ptrace(PTRACE_DETACH, t->tid, NULL,
 		       (void *)(long)(WSTOPSIG(status) == SIGTRAP ||

@@ -707,6 +707,8 @@ static bool target_gone(struct hw *h)
 		int status;
 		pid_t r = waitpid(h->pid, &status, WNOHANG);
 
+		if (r == h->pid && WIFSIGNALED(status))
+			h->st->killed_by = WTERMSIG(status);
 		return r == h->pid || (r < 0 && errno == ECHILD);
 	}
 	/* Not our child: gone when /proc says so, or a zombie. */

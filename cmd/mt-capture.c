@@ -11,11 +11,14 @@
  */
 #include "capture/capture.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
@@ -26,8 +29,8 @@ static const char usage[] =
 	"       mt-capture --check [--timing ...]\n"
 	"\n"
 	"Records PROG's control flow as an Intel PT capture (perf.data) that\n"
-	"mt-convert turns into a timeline.  Ctrl-C stops tracing, lets PROG\n"
-	"run on untraced and writes the capture.\n"
+	"mt-convert turns into a timeline.  Ctrl-C (or SIGTERM, SIGHUP) stops\n"
+	"tracing, lets PROG run on untraced and writes the capture.\n"
 	"\n"
 	"Both backends:\n"
 	"  -o FILE            the capture (default raw.bin)\n"
@@ -35,7 +38,7 @@ static const char usage[] =
 	"                     -p alone on a terminal offers a list\n"
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
 	"thread\n"
-	"                     (per CPU with --per-cpu): 4M, 64K, ...; the\n"
+	"                     (per CPU with --per-cpu): 4K to 4G; the\n"
 	"                     hardware rounds it up to a power of two of "
 	"pages\n"
 	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
@@ -72,26 +75,62 @@ static const char usage[] =
 	"                     branches, then OVF, as an overflowing CPU does\n"
 	"  --gaps FILE        list those losses (gaps.tsv form)\n";
 
-/* "64K", "4M", "1048576": bytes. */
+/*
+ * --snapshot-size bounds.  The hardware's smallest ring is one page, and
+ * fewer bytes than the emulator's 4 KiB PSB period hold no PSB, the only
+ * place a decoder can start: the capture would decode to nothing.  Above
+ * 4 GiB per thread (or CPU) the ring, locked in memory for each, is more
+ * than a machine gives; a size that large is a typo.
+ */
+#define SNAP_MIN (4ull << 10)
+#define SNAP_MAX (4ull << 30)
+
+/* "64K", "4M", "1G", "1048576", "0x10000": bytes, within the bounds. */
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v;
+	unsigned shift = 0;
+	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 
+	/* strtoull would take a sign or spaces, and wrap "-1" around. */
+	if (*s < '0' || *s > '9')
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, hex ? 16 : 10);
+	if (end == s)
+		goto bad;
 	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end || !v || *s == '-') {
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (*end)
+		goto bad;
+	if (errno == ERANGE || v > SNAP_MAX >> shift) {
 		fprintf(stderr,
-			"mt-capture: --snapshot-size wants a size such as 4M, "
-			"not "
-			"'%s'\n",
+			"mt-capture: --snapshot-size is at most 4G (a ring "
+			"per thread, in memory), not '%s'\n",
+			s);
+		return -1;
+	}
+	v <<= shift;
+	if (v < SNAP_MIN) {
+		fprintf(stderr,
+			"mt-capture: --snapshot-size is at least 4K (less "
+			"holds no PSB to decode from), not '%s'\n",
 			s);
 		return -1;
 	}
 	*out = v;
 	return 0;
+bad:
+	fprintf(stderr,
+		"mt-capture: --snapshot-size wants a size such as 4M, not "
+		"'%s'\n",
+		s);
+	return -1;
 }
 
 /*
@@ -130,13 +169,238 @@ static int pick_process(void)
 	return choice >= 1 && choice <= n ? pids[choice - 1] : 0;
 }
 
-/* Set by Ctrl-C; read by the emulator between steps. */
-static volatile int stop_requested;
+/* Set by Ctrl-C, SIGTERM or SIGHUP; read by the backends between steps. */
+static volatile sig_atomic_t stop_requested;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+/*
+ * SIGTERM and SIGHUP (kill, a closed terminal) end the capture as Ctrl-C
+ * does: dying of them would leave an attached process single-stepping
+ * with no tracer (the kernel then kills it with SIGTRAP) and lose the
+ * trace.  restart: whether interrupted system calls resume; the emulator
+ * wants its waitpid() to return at once instead, to see the flag while
+ * the target sits in a long system call.
+ */
+static int catch_stop_signals(bool restart)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigemptyset(&sa.sa_mask);
+	for (size_t k = 0; k < sizeof(sigs) / sizeof(*sigs); k++)
+		if (sigaction(sigs[k], &sa, NULL)) {
+			fprintf(stderr, "mt-capture: sigaction: %s\n",
+				strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * Where execvp() finds prog: as it is when the name has a slash, else the
+ * first executable regular file of that name along PATH.  false when
+ * there is none: the launch says why.
+ */
+static bool find_program(const char *prog, char *path, size_t len)
+{
+	const char *dirs = getenv("PATH"), *p;
+	struct stat st;
+
+	if (strchr(prog, '/')) {
+		snprintf(path, len, "%s", prog);
+		return true;
+	}
+	if (!dirs)
+		dirs = "/bin:/usr/bin";
+	for (p = dirs;; p++) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+
+		/* An empty entry is the current directory, as for execvp. */
+		if ((size_t)snprintf(path, len, "%.*s%s%s", (int)n, p,
+				     n ? "/" : "", prog) < len &&
+		    !stat(path, &st) && S_ISREG(st.st_mode) &&
+		    !access(path, X_OK))
+			return true;
+		if (!colon)
+			return false;
+		p = colon;
+	}
+}
+
+/* out with its directory resolved (links, "..", relative), for an output
+ * that may not exist yet. */
+static bool resolve_output(const char *out, char *buf)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+	size_t n;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == out)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
+	if (!realpath(dir, buf))
+		return false;
+	n = strlen(buf);
+	return (size_t)snprintf(buf + n, PATH_MAX - n, "%s%s",
+				buf[n - 1] == '/' ? "" : "/",
+				base) < PATH_MAX - n;
+}
+
+/*
+ * Would writing out replace the program being traced, prog (its path, or
+ * /proc/PID/exe)?  The writer renames its file over out, so a link to the
+ * program counts too: compared by device and inode; an output that does
+ * not exist yet by its resolved path.
+ */
+static bool is_program(const char *out, const char *prog)
+{
+	struct stat so, sp;
+	char ro[PATH_MAX], rp[PATH_MAX];
+
+	if (stat(prog, &sp))
+		return false;
+	if (!stat(out, &so))
+		return so.st_dev == sp.st_dev && so.st_ino == sp.st_ino;
+	return resolve_output(out, ro) && realpath(prog, rp) && !strcmp(ro, rp);
+}
+
+/*
+ * Can a file be written at out?  The writer creates a temporary file
+ * beside it and renames it over out once the program has run; found out
+ * only then, the run is lost.  So a temporary file is made there now, and
+ * removed.  Permission bits do not stop root: trying is the only test.
+ */
+static int check_writable(const char *opt, const char *out)
+{
+	char tmp[PATH_MAX + 16];
+	struct stat st;
+	int fd;
+
+	if (!stat(out, &st) && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mt-capture: %s %s: is a directory\n", opt,
+			out);
+		return -1;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >=
+	    sizeof(tmp)) {
+		fprintf(stderr, "mt-capture: %s %s: %s\n", opt, out,
+			strerror(ENAMETOOLONG));
+		return -1;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "mt-capture: %s %s: cannot write there: %s\n",
+			opt, out, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+/* The parent of process pid, from /proc/PID/stat ("pid (comm) S ppid"),
+ * or 0. */
+static int parent_of(int pid)
+{
+	char path[64], buf[1024];
+	const char *p;
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	/* comm may hold spaces and parentheses: the last ')' ends it. */
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return ppid;
+}
+
+/*
+ * -p on mt-capture itself, or on a process it descends from: that one (a
+ * shell running it) waits for mt-capture to end while mt-capture waits
+ * for it, and nothing moves until Ctrl-C.
+ */
+static int check_target(int pid)
+{
+	int p = getppid();
+
+	if (pid == getpid()) {
+		fprintf(stderr, "mt-capture: -p %d is mt-capture itself\n",
+			pid);
+		return -1;
+	}
+	/* The bound guards against a loop in a /proc that changes as it is
+	 * read. */
+	for (int depth = 0; p > 0 && depth < 4096; depth++, p = parent_of(p))
+		if (p == pid) {
+			fprintf(stderr,
+				"mt-capture: -p %d is an ancestor of "
+				"mt-capture, which waits for it to end: "
+				"trace it from elsewhere\n",
+				pid);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * What can be found wrong before anything runs: the target, the outputs
+ * (each can be written, none is the program).  prog: the program to
+ * start, or NULL with -p pid.
+ */
+static int preflight(const char *prog, int pid, const char *const outs[][2],
+		     size_t nouts)
+{
+	char path[PATH_MAX], label[PATH_MAX + 64];
+
+	if (pid) {
+		char exe[PATH_MAX];
+		ssize_t n;
+
+		if (check_target(pid))
+			return -1;
+		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+		snprintf(label, sizeof(label),
+			 "the executable of process %d%s%s%s", pid,
+			 n > 0 ? " (" : "", exe, n > 0 ? ")" : "");
+	} else if (prog && find_program(prog, path, sizeof(path))) {
+		snprintf(label, sizeof(label), "the program to trace (%s)",
+			 prog);
+	} else {
+		path[0] = 0;
+	}
+	for (size_t k = 0; k < nouts; k++) {
+		if (!outs[k][1])
+			continue;
+		if (path[0] && is_program(outs[k][1], path)) {
+			fprintf(stderr,
+				"mt-capture: %s %s is %s: it would be "
+				"overwritten\n",
+				outs[k][0], outs[k][1], label);
+			return -1;
+		}
+		if (check_writable(outs[k][0], outs[k][1]))
+			return -1;
+	}
+	return 0;
 }
 
 /* Options one backend has and the other lacks: named to refuse them. */
@@ -174,11 +438,42 @@ static int check_pmu(const struct pt_pmu *pmu, uint64_t config,
 	return 0;
 }
 
+/* "SIGSEGV": the names of the signals a program may die of. */
+static const char *const signames[] = {
+	[SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",   [SIGQUIT] = "SIGQUIT",
+	[SIGILL] = "SIGILL",   [SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT",
+	[SIGBUS] = "SIGBUS",   [SIGFPE] = "SIGFPE",   [SIGKILL] = "SIGKILL",
+	[SIGUSR1] = "SIGUSR1", [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",
+	[SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM",
+	[SIGXCPU] = "SIGXCPU", [SIGXFSZ] = "SIGXFSZ", [SIGVTALRM] = "SIGVTALRM",
+	[SIGPROF] = "SIGPROF", [SIGSYS] = "SIGSYS",   [SIGSTKFLT] = "SIGSTKFLT",
+	[SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",
+};
+
+/* The program (prog, or process pid) died of signal sig: the capture
+ * holds its trace up to there, but the user should know. */
+static void report_killed(const char *prog, int pid, int sig)
+{
+	char name[32];
+
+	if (sig > 0 && (size_t)sig < sizeof(signames) / sizeof(*signames) &&
+	    signames[sig])
+		snprintf(name, sizeof(name), "%s", signames[sig]);
+	else
+		snprintf(name, sizeof(name), "signal %d", sig);
+	if (prog)
+		fprintf(stderr, "mt-capture: %s killed by %s\n", prog, name);
+	else
+		fprintf(stderr, "mt-capture: process %d killed by %s\n", pid,
+			name);
+}
+
 static int run_hw(char *const argv[], struct hw_opts *h, bool snap_given)
 {
 	struct hw_stats st;
 	char err[1024];
 	uint64_t want = h->aux_size;
+	int rc;
 
 	/* The AUX area must be a power of two of pages. */
 	h->aux_size = 4096;
@@ -189,8 +484,12 @@ static int run_hw(char *const argv[], struct hw_opts *h, bool snap_given)
 			"mt-capture: --snapshot-size rounded up to %llu bytes "
 			"(a power of two of pages)\n",
 			(unsigned long long)h->aux_size);
-	signal(SIGINT, on_sigint);
-	if (hw_run(argv, h, &st, err, sizeof(err))) {
+	if (catch_stop_signals(true))
+		return 1;
+	rc = hw_run(argv, h, &st, err, sizeof(err));
+	if (st.killed_by)
+		report_killed(h->pid ? NULL : argv[0], h->pid, st.killed_by);
+	if (rc) {
 		fprintf(stderr, "mt-capture: %s\n", err);
 		return 1;
 	}
@@ -215,7 +514,7 @@ int main(int argc, char **argv)
 	struct pt_request req = {.timing = PT_TIMING_NORMAL};
 	const char *timing_name = "normal", *custom = NULL;
 	const char *emu_opt = NULL, *hw_opt = NULL;
-	int emulate = 0, check = 0, timing_given = 0, i;
+	int emulate = 0, check = 0, timing_given = 0, i, rc;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -293,7 +592,18 @@ int main(int argc, char **argv)
 			    !strcmp(a, "--snapshot-size")) &&
 			   i + 1 < argc) {
 			const char *v = argv[++i];
+			bool file = !strcmp(a, "-o") || !strcmp(a, "--truth") ||
+				    !strcmp(a, "--gaps");
 
+			/* "-o -- ./prog" would write a file named "--" and
+			 * run ./prog as an option; a name that starts with
+			 * '-' can be written ./-name. */
+			if (v[0] == '-' || (file && !v[0])) {
+				fprintf(stderr,
+					"mt-capture: %s wants a %s, not '%s'\n",
+					a, file ? "file name" : "value", v);
+				return 2;
+			}
 			if (!strcmp(a, "-o"))
 				o.output = v;
 			else if (!strcmp(a, "--start-at"))
@@ -325,9 +635,20 @@ int main(int argc, char **argv)
 					return 2;
 				}
 				o.duration_thresh = (uint64_t)d;
-			} else if (!strcmp(a, "--drop-every"))
-				o.drop_every = strtoull(v, NULL, 0);
-			else if (parse_size(v, &o.snapshot_size))
+			} else if (!strcmp(a, "--drop-every")) {
+				char *end;
+
+				errno = 0;
+				o.drop_every = strtoull(v, &end, 0);
+				if (end == v || *end || errno) {
+					fprintf(stderr,
+						"mt-capture: --drop-every "
+						"wants a number of branches, "
+						"not '%s'\n",
+						v);
+					return 2;
+				}
+			} else if (parse_size(v, &o.snapshot_size))
 				return 2;
 		} else if (!strcmp(a, "--")) {
 			i++;
@@ -370,6 +691,22 @@ int main(int argc, char **argv)
 		      stderr);
 		return 2;
 	}
+	if ((!check || emulate) && i >= argc && !o.pid) {
+		fprintf(stderr,
+			"mt-capture: no program to run (mt-capture%s -- PROG "
+			"ARGS..., or -p PID)\n",
+			emulate ? " --emulate" : "");
+		return 2;
+	}
+	if (!check || emulate) {
+		const char *const outs[][2] = {{"-o", o.output},
+					       {"--truth", o.truth},
+					       {"--gaps", o.gaps}};
+
+		if (preflight(i < argc ? argv[i] : NULL, o.pid, outs,
+			      sizeof(outs) / sizeof(*outs)))
+			return 2;
+	}
 	if (!emulate) {
 		/* The hardware path: the PMU as sysfs describes it.  For
 		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
@@ -394,12 +731,6 @@ int main(int argc, char **argv)
 		if (check)
 			return check_pmu(&pmu, config,
 					 custom ? custom : timing_name);
-		if (i >= argc && !o.pid) {
-			fputs("mt-capture: no program to run (mt-capture -- "
-			      "PROG ARGS..., or -p PID)\n",
-			      stderr);
-			return 2;
-		}
 		h.output = o.output;
 		h.sysfs = dir ? dir : PT_SYSFS;
 		h.req = req;
@@ -413,17 +744,15 @@ int main(int argc, char **argv)
 		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
 		return run_hw(argv + i, &h, o.snapshot_size != 0);
 	}
-	if (i >= argc && !o.pid) {
-		fputs("mt-capture: no program to run (mt-capture --emulate -- "
-		      "PROG ARGS..., or -p PID)\n",
-		      stderr);
-		return 2;
-	}
-	signal(SIGINT, on_sigint);
+	if (catch_stop_signals(false))
+		return 1;
 	fputs("mt-capture: emulating Intel PT by single-stepping: about 1000x "
 	      "slower than hardware\n",
 	      stderr);
-	if (emu_run(argv + i, &o, &st, err, sizeof(err))) {
+	rc = emu_run(argv + i, &o, &st, err, sizeof(err));
+	if (st.killed_by)
+		report_killed(o.pid ? NULL : argv[i], o.pid, st.killed_by);
+	if (rc) {
 		fprintf(stderr, "mt-capture: %s\n", err);
 		return 1;
 	}

@@ -1,0 +1,225 @@
+#!/bin/bash
+# mt-capture when things go wrong: an output that is the traced program,
+# SIGTERM and SIGHUP, absurd snapshot sizes, a program that dies of a
+# signal, an output that cannot be written, an option's value that is an
+# option, and -p on mt-capture itself or on its ancestors.  Bad use is
+# refused in one line with exit 2 before anything runs; a stopped capture
+# is written and the target runs on.
+R=${MT_ROOT:?}
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-cfault.XXXXXX)
+PIDS=
+trap 'kill $PIDS 2>/dev/null; rm -rf "$W"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+# The segfaulting program's core would only cost time.
+ulimit -c 0
+
+for p in ticker segv signal; do
+	cc -O1 -g -o "$W/$p" "$R/tests/programs/$p.c" ||
+		{ echo "FAIL capture_faults: cc $p"; exit 0; }
+done
+mkdir -p "$W/run"
+
+# refuse NAME PATTERN ARGS...: run from $W/run, mt-capture ARGS exits 2
+# with one line matching PATTERN, writes nothing into $W/run and runs no
+# program (ticker, given $W/ran, would create it).
+refuse() {
+	local name=$1 pat=$2; shift 2
+	rm -rf "$W/run" "$W/ran"; mkdir -p "$W/run"
+	(cd "$W/run" && timeout 30 "$B/mt-capture" "$@") >/dev/null 2>"$W/r.err"
+	local rc=$?
+	if [ $rc -ne 2 ]; then
+		echo "FAIL capture_faults_$name: exit status $rc"; sed 's/^/    /' "$W/r.err" | head -3
+	elif [ "$(wc -l <"$W/r.err")" -ne 1 ] || ! grep -q -- "$pat" "$W/r.err"; then
+		echo "FAIL capture_faults_$name: message:"; sed 's/^/    /' "$W/r.err" | head -3
+	elif [ -n "$(ls -A "$W/run")" ]; then
+		echo "FAIL capture_faults_$name: left $(ls -A "$W/run")"
+	elif [ -e "$W/ran" ]; then
+		echo "FAIL capture_faults_$name: the program ran"
+	else
+		echo "PASS capture_faults_$name"
+	fi
+}
+
+# 1. The output is the program: refused before it is overwritten, under
+# any name (relative, through a link, found along PATH), with both
+# backends, and for -p the running process's executable.
+# fresh: a new copy of the program, should a run have overwritten it.
+fresh() { rm -f "$W/prog"; cp "$W/ticker" "$W/prog"; }
+ln -s "$W/prog" "$W/prog.link"
+fresh
+refuse output_is_program "-o $W/prog is the program to trace ($W/prog)" \
+	--emulate -o "$W/prog" -- "$W/prog" 0 "$W/ran"
+fresh
+refuse output_is_program_relative "-o ../prog is the program to trace (../prog)" \
+	--emulate -o ../prog -- ../prog 0 "$W/ran"
+fresh
+refuse output_is_program_link "-o $W/prog.link is the program to trace" \
+	--emulate -o "$W/prog.link" -- "$W/prog" 0 "$W/ran"
+fresh
+PATH="$W:$PATH" refuse output_is_program_path "-o ../prog is the program to trace (prog)" \
+	--emulate -o ../prog -- prog 0 "$W/ran"
+fresh
+MT_INTEL_PT_SYSFS=$W/nopmu refuse output_is_program_hw "-o $W/prog is the program to trace" \
+	-o "$W/prog" -- "$W/prog" 0 "$W/ran"
+fresh
+"$W/prog" 30 & T=$!; PIDS="$PIDS $T"
+refuse output_is_attached_exe "-o ../prog is the executable of process $T ($W/prog)" \
+	--emulate -p "$T" -o ../prog
+state=$(awk '/^State:/ {print $2}' "/proc/$T/status" 2>/dev/null)
+kill "$T"; wait "$T" 2>/dev/null
+if cmp -s "$W/ticker" "$W/prog" && [ "$state" = S ]; then
+	echo "PASS capture_faults_program_untouched"
+else
+	echo "FAIL capture_faults_program_untouched: target state '$state'"
+fi
+
+# 2. SIGTERM and SIGHUP do what Ctrl-C does: tracing stops, the target
+# is let go and runs to its normal end, the capture is written and
+# converts.
+# converts CAPTURE: mt-convert reads it and finds ticker's work() in it.
+converts() {
+	"$B/mt-convert" "$1" -o "$1.pftrace" --text "$1.tsv" -q 2>"$1.cerr" &&
+		grep -q 'work' "$1.tsv"
+}
+for sig in TERM HUP; do
+	rm -f "$W/done"
+	"$W/ticker" 4 "$W/done" & T=$!
+	sleep 0.3
+	"$B/mt-capture" --emulate -p "$T" -o "$W/att.bin" >/dev/null 2>"$W/att.err" & C=$!
+	sleep 1.5
+	kill -$sig "$C"; wait "$C"; rc=$?
+	state=$(awk '/^State:/ {print $2}' "/proc/$T/status" 2>/dev/null)
+	wait "$T"; trc=$?
+	if [ $rc = 0 ] && [ "$state" = S ] && [ $trc = 0 ] && [ -s "$W/done" ] &&
+		converts "$W/att.bin"; then
+		echo "PASS capture_faults_sig${sig,,}_attach"
+	else
+		echo "FAIL capture_faults_sig${sig,,}_attach: rc $rc, target state '$state', target exit $trc"
+		sed 's/^/    /' "$W/att.err" "$W/att.bin.cerr" 2>/dev/null | tail -3
+	fi
+	rm -f "$W/att.bin"
+done
+for sig in TERM HUP; do
+	rm -f "$W/done"
+	"$B/mt-capture" --emulate -o "$W/run.bin" -- "$W/ticker" 3 "$W/done" \
+		>/dev/null 2>"$W/run.err" & C=$!
+	sleep 1.5
+	kill -$sig "$C"; wait "$C"; rc=$?
+	# The program, let go, ends on its own a moment later.
+	for _ in $(seq 100); do [ -s "$W/done" ] && break; sleep 0.1; done
+	if [ $rc = 0 ] && [ -s "$W/done" ] && converts "$W/run.bin"; then
+		echo "PASS capture_faults_sig${sig,,}_run"
+	else
+		echo "FAIL capture_faults_sig${sig,,}_run: rc $rc, done '$(cat "$W/done" 2>/dev/null)'"
+		sed 's/^/    /' "$W/run.err" "$W/run.bin.cerr" 2>/dev/null | tail -3
+	fi
+	rm -f "$W/run.bin"
+done
+# The hardware backend's loop, with a software event standing in for
+# intel_pt (as in 71-capture-hw.sh): SIGTERM writes the capture too.
+mkdir -p "$W/pmu/format" "$W/pmu/caps"
+echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
+for f in pt:0 branch:3 tsc:0 cyc:40 mtc:41 noretcomp:42 mtc_period:44-47 \
+	cyc_thresh:48-51 psb_period:52-55; do
+	echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"
+done
+echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
+echo 1 >"$W/pmu/caps/ip_filtering"; echo 2 >"$W/pmu/caps/num_address_ranges"
+rm -f "$W/done"
+"$W/ticker" 4 "$W/done" & T=$!
+sleep 0.2
+MT_INTEL_PT_SYSFS="$W/pmu" MT_TEST_SIDEBAND_ONLY=1 "$B/mt-capture" --timing low \
+	-o "$W/hw.bin" -p "$T" >/dev/null 2>"$W/hw.err" & C=$!
+for _ in $(seq 100); do
+	ls -l "/proc/$C/fd" 2>/dev/null | grep -q perf_event && break
+	sleep 0.05
+done
+sleep 0.2
+kill -TERM "$C"; wait "$C"; rc=$?
+wait "$T"; trc=$?
+if [ $rc = 0 ] && [ $trc = 0 ] && "$B/mt-convert" --info "$W/hw.bin" 2>/dev/null | grep -q "tid $T *ticker"; then
+	echo "PASS capture_faults_sigterm_hw"
+else
+	echo "FAIL capture_faults_sigterm_hw: rc $rc, target exit $trc"; sed 's/^/    /' "$W/hw.err" | tail -3
+fi
+
+# 3. --snapshot-size: below the minimum (which the message names), too
+# large to hold, or overflowing the K/M/G shift.
+refuse snapshot_size_tiny "at least 4K" \
+	--emulate --snapshot-size 1 -- "$W/ticker" 0 "$W/ran"
+refuse snapshot_size_zero "at least 4K" \
+	--emulate --snapshot-size 0K -- "$W/ticker" 0 "$W/ran"
+refuse snapshot_size_erange "at most 4G.*'99999999999999999999'" \
+	--emulate --snapshot-size 99999999999999999999 -- "$W/ticker" 0 "$W/ran"
+# 2^44 + 1 mebibytes: the shift wraps around to 1M.
+refuse snapshot_size_shift "at most 4G.*'17592186044417M'" \
+	--emulate --snapshot-size 17592186044417M -- "$W/ticker" 0 "$W/ran"
+refuse snapshot_size_huge "at most 4G" \
+	--emulate --snapshot-size 5G -- "$W/ticker" 0 "$W/ran"
+refuse snapshot_size_negative "wants a size" \
+	--emulate --snapshot-size ' -4K' -- "$W/ticker" 0 "$W/ran"
+
+# 4. A program that dies of a signal: said in one line, by the signal's
+# name, and its trace up to there is written.  A signal the program
+# handles is no death.
+"$B/mt-capture" --emulate -o "$W/segv.bin" -- "$W/segv" >/dev/null 2>"$W/segv.err"
+rc=$?
+if grep -qx "mt-capture: $W/segv killed by SIGSEGV" "$W/segv.err" &&
+	"$B/mt-convert" "$W/segv.bin" -o "$W/segv.pftrace" --text "$W/segv.tsv" -q &&
+	grep -q 'crash' "$W/segv.tsv" &&
+	"$B/mt-capture" --emulate -o "$W/sig.bin" -- "$W/signal" >/dev/null 2>"$W/sig.err" &&
+	! grep -q 'killed' "$W/sig.err"; then
+	echo "PASS capture_faults_killed_by_signal (exit $rc)"
+else
+	echo "FAIL capture_faults_killed_by_signal: exit $rc"
+	sed 's/^/    /' "$W/segv.err" "$W/sig.err" | tail -3
+fi
+
+# 5. Outputs that cannot be written are found before the program runs
+# (root ignores permission bits: a missing directory, a path under a
+# regular file, a directory as the output).
+: >"$W/afile"
+refuse output_missing_dir "-o $W/nodir/raw.bin: cannot write there" \
+	--emulate -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
+refuse output_under_file "-o $W/afile/raw.bin: cannot write there" \
+	--emulate -o "$W/afile/raw.bin" -- "$W/ticker" 0 "$W/ran"
+refuse output_directory "-o $W/pmu: is a directory" \
+	--emulate -o "$W/pmu" -- "$W/ticker" 0 "$W/ran"
+refuse truth_unwritable "--truth $W/nodir/t.tsv: cannot write there" \
+	--emulate -o raw.bin --truth "$W/nodir/t.tsv" -- "$W/ticker" 0 "$W/ran"
+MT_INTEL_PT_SYSFS=$W/nopmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cannot write there" \
+	-o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
+
+# 6. An option's value that is an option: "-o --" would write a file
+# named "--" and take the program for an option.
+refuse output_dashdash "-o wants a file name, not '--'" \
+	--emulate -o -- "$W/ticker" 0 "$W/ran"
+refuse output_dash "-o wants a file name, not '-x'" \
+	--emulate -o -x -- "$W/ticker" 0 "$W/ran"
+refuse drop_every_garbage "--drop-every wants a number of branches, not 'often'" \
+	--emulate --drop-every often -- "$W/ticker" 0 "$W/ran"
+refuse trigger_dash "--trigger wants a value, not '--'" \
+	--emulate --trigger -- "$W/ticker" 0 "$W/ran"
+
+# 7. -p on mt-capture itself, on its parent shell, on its grandparent:
+# refused at once instead of a wait for Ctrl-C.
+self() { # name pattern shell-command (mt-capture is $MTC in it)
+	local name=$1 pat=$2
+	rm -rf "$W/run"; mkdir -p "$W/run"
+	(cd "$W/run" && MTC="$B/mt-capture" timeout -s KILL 15 bash -c "$3") \
+		>/dev/null 2>"$W/s.err"
+	local rc=$?
+	if [ $rc = 2 ] && [ "$(wc -l <"$W/s.err")" = 1 ] && grep -q -- "$pat" "$W/s.err" &&
+		[ -z "$(ls -A "$W/run")" ]; then
+		echo "PASS capture_faults_$name"
+	else
+		echo "FAIL capture_faults_$name: exit status $rc"; sed 's/^/    /' "$W/s.err" | head -3
+	fi
+}
+self attach_self "is mt-capture itself" 'exec "$MTC" --emulate -p $$'
+self attach_parent "-p [0-9]* is an ancestor of mt-capture" '"$MTC" --emulate -p $$; exit $?'
+self attach_grandparent "-p [0-9]* is an ancestor of mt-capture" \
+	'sh -c "\"\$MTC\" --emulate -p $$; exit \$?"; exit $?'
+self attach_parent_hw "-p [0-9]* is an ancestor of mt-capture" \
+	'MT_INTEL_PT_SYSFS='"$W"'/pmu MT_TEST_SIDEBAND_ONLY=1 "$MTC" --timing low -p $$; exit $?'
