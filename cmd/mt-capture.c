@@ -361,12 +361,14 @@ static int check_target(int pid)
 
 /*
  * What can be found wrong before anything runs: the target, the outputs
- * (each can be written, none is the program).  prog: the program to
+ * of o (each can be written, none is the program).  prog: the program to
  * start, or NULL with -p pid.
  */
-static int preflight(const char *prog, int pid, const char *const outs[][2],
-		     size_t nouts)
+static int preflight(const char *prog, int pid, const struct emu_opts *o)
 {
+	const char *const outs[][2] = {
+		{"-o", o->output}, {"--truth", o->truth}, {"--gaps", o->gaps}};
+	const size_t nouts = sizeof(outs) / sizeof(*outs);
 	char path[PATH_MAX], label[PATH_MAX + 64];
 
 	if (pid) {
@@ -698,15 +700,6 @@ int main(int argc, char **argv)
 			emulate ? " --emulate" : "");
 		return 2;
 	}
-	if (!check || emulate) {
-		const char *const outs[][2] = {{"-o", o.output},
-					       {"--truth", o.truth},
-					       {"--gaps", o.gaps}};
-
-		if (preflight(i < argc ? argv[i] : NULL, o.pid, outs,
-			      sizeof(outs) / sizeof(*outs)))
-			return 2;
-	}
 	if (!emulate) {
 		/* The hardware path: the PMU as sysfs describes it.  For
 		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
@@ -731,6 +724,17 @@ int main(int argc, char **argv)
 		if (check)
 			return check_pmu(&pmu, config,
 					 custom ? custom : timing_name);
+		/* What was asked of the PMU is refused before where the
+		 * capture goes; hw_run() checks this again for its other
+		 * callers. */
+		if (h.include_kernel &&
+		    pmu_check_kernel(par ? par : h.paranoid,
+				     pmu_effective_caps(), err, sizeof(err))) {
+			fprintf(stderr, "mt-capture: %s\n", err);
+			return 1;
+		}
+		if (preflight(i < argc ? argv[i] : NULL, o.pid, &o))
+			return 2;
 		h.output = o.output;
 		h.sysfs = dir ? dir : PT_SYSFS;
 		h.req = req;
@@ -744,6 +748,8 @@ int main(int argc, char **argv)
 		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
 		return run_hw(argv + i, &h, o.snapshot_size != 0);
 	}
+	if (preflight(i < argc ? argv[i] : NULL, o.pid, &o))
+		return 2;
 	if (catch_stop_signals(false))
 		return 1;
 	fputs("mt-capture: emulating Intel PT by single-stepping: about 1000x "

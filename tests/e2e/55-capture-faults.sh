@@ -19,6 +19,17 @@ for p in ticker segv signal; do
 		{ echo "FAIL capture_faults: cc $p"; exit 0; }
 done
 mkdir -p "$W/run"
+# The hardware backend on a machine without Intel PT: a software event
+# stands in for intel_pt, described by a fake sysfs tree (as in
+# 71-capture-hw.sh).
+mkdir -p "$W/pmu/format" "$W/pmu/caps"
+echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
+for f in pt:0 branch:3 tsc:0 cyc:40 mtc:41 noretcomp:42 mtc_period:44-47 \
+	cyc_thresh:48-51 psb_period:52-55; do
+	echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"
+done
+echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
+echo 1 >"$W/pmu/caps/ip_filtering"; echo 2 >"$W/pmu/caps/num_address_ranges"
 
 # refuse NAME PATTERN ARGS...: run from $W/run, mt-capture ARGS exits 2
 # with one line matching PATTERN, writes nothing into $W/run and runs no
@@ -60,8 +71,8 @@ fresh
 PATH="$W:$PATH" refuse output_is_program_path "-o ../prog is the program to trace (prog)" \
 	--emulate -o ../prog -- prog 0 "$W/ran"
 fresh
-MT_INTEL_PT_SYSFS=$W/nopmu refuse output_is_program_hw "-o $W/prog is the program to trace" \
-	-o "$W/prog" -- "$W/prog" 0 "$W/ran"
+MT_INTEL_PT_SYSFS=$W/pmu refuse output_is_program_hw "-o $W/prog is the program to trace" \
+	--timing low -o "$W/prog" -- "$W/prog" 0 "$W/ran"
 fresh
 "$W/prog" 30 & T=$!; PIDS="$PIDS $T"
 refuse output_is_attached_exe "-o ../prog is the executable of process $T ($W/prog)" \
@@ -116,16 +127,7 @@ for sig in TERM HUP; do
 	fi
 	rm -f "$W/run.bin"
 done
-# The hardware backend's loop, with a software event standing in for
-# intel_pt (as in 71-capture-hw.sh): SIGTERM writes the capture too.
-mkdir -p "$W/pmu/format" "$W/pmu/caps"
-echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
-for f in pt:0 branch:3 tsc:0 cyc:40 mtc:41 noretcomp:42 mtc_period:44-47 \
-	cyc_thresh:48-51 psb_period:52-55; do
-	echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"
-done
-echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
-echo 1 >"$W/pmu/caps/ip_filtering"; echo 2 >"$W/pmu/caps/num_address_ranges"
+# The hardware backend's loop: SIGTERM writes the capture too.
 rm -f "$W/done"
 "$W/ticker" 4 "$W/done" & T=$!
 sleep 0.2
@@ -188,8 +190,8 @@ refuse output_directory "-o $W/pmu: is a directory" \
 	--emulate -o "$W/pmu" -- "$W/ticker" 0 "$W/ran"
 refuse truth_unwritable "--truth $W/nodir/t.tsv: cannot write there" \
 	--emulate -o raw.bin --truth "$W/nodir/t.tsv" -- "$W/ticker" 0 "$W/ran"
-MT_INTEL_PT_SYSFS=$W/nopmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cannot write there" \
-	-o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
+MT_INTEL_PT_SYSFS=$W/pmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cannot write there" \
+	--timing low -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
 
 # 6. An option's value that is an option: "-o --" would write a file
 # named "--" and take the program for an option.
