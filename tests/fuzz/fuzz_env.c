@@ -11,7 +11,9 @@
  */
 #include "tests/fuzz/fuzz_env.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,20 +47,52 @@ static int find_binaries(struct fuzz_env *e)
 	return 0;
 }
 
-static void remove_scratch(void)
+/* Only the three outputs a target writes live in a scratch directory. */
+static void remove_dir(const char *dir)
 {
-	/* Only the three outputs this process writes live there. */
-	const char *dir = getenv("MT_FUZZ_SCRATCH_DIR");
 	const char *names[] = {"t.txt", "t.pftrace", "t.sqlite"};
 	char p[PATH_MAX + 16];
 
-	if (!dir)
-		return;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
 		unlink(p);
 	}
 	rmdir(dir);
+}
+
+static void remove_scratch(void)
+{
+	const char *dir = getenv("MT_FUZZ_SCRATCH_DIR");
+
+	if (dir)
+		remove_dir(dir);
+}
+
+/* A target that crashed (or ran under libFuzzer's -fork) left its
+ * directory behind: take away those of processes that are gone. */
+static void remove_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *dot = strrchr(de->d_name, '.');
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "mt-fuzz-", 8) || !dot)
+			continue;
+		pid = strtol(dot + 1, &end, 10);
+		if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", base, de->d_name);
+		remove_dir(p);
+	}
+	closedir(d);
 }
 
 int fuzz_env_init(struct fuzz_env *e, const char *name)
@@ -80,10 +114,12 @@ int fuzz_env_init(struct fuzz_env *e, const char *name)
 		return -1;
 	}
 	e->bin_dirs[0] = e->binaries;
-	snprintf(e->scratch, sizeof(e->scratch), "%s/mt-fuzz-%s.XXXXXX", base,
-		 name);
-	if (!mkdtemp(e->scratch)) {
-		fprintf(stderr, "fuzz: mkdtemp %s: %s\n", e->scratch,
+	remove_stale(base);
+	snprintf(e->scratch, sizeof(e->scratch), "%s/mt-fuzz-%s.%ld", base,
+		 name, (long)getpid());
+	remove_dir(e->scratch);
+	if (mkdir(e->scratch, 0700)) {
+		fprintf(stderr, "fuzz: mkdir %s: %s\n", e->scratch,
 			strerror(errno));
 		return -1;
 	}
