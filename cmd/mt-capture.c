@@ -10,6 +10,7 @@
  * refused by the other in one line.
  */
 #include "capture/capture.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -236,44 +237,17 @@ static bool find_program(const char *prog, char *path, size_t len)
 	}
 }
 
-/* out with its directory resolved (links, "..", relative), for an output
- * that may not exist yet. */
-static bool resolve_output(const char *out, char *buf)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
-	size_t n;
-
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == out)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
-	if (!realpath(dir, buf))
-		return false;
-	n = strlen(buf);
-	return (size_t)snprintf(buf + n, PATH_MAX - n, "%s%s",
-				buf[n - 1] == '/' ? "" : "/",
-				base) < PATH_MAX - n;
-}
-
 /*
  * Would writing out replace the program being traced, prog (its path, or
  * /proc/PID/exe)?  The writer renames its file over out, so a link to the
- * program counts too: compared by device and inode; an output that does
- * not exist yet by its resolved path.
+ * program counts too (util's mt_same_file: device and inode, or the
+ * resolved path of an output that does not exist yet).
  */
 static bool is_program(const char *out, const char *prog)
 {
-	struct stat so, sp;
-	char ro[PATH_MAX], rp[PATH_MAX];
+	struct stat sp;
 
-	if (stat(prog, &sp))
-		return false;
-	if (!stat(out, &so))
-		return so.st_dev == sp.st_dev && so.st_ino == sp.st_ino;
-	return resolve_output(out, ro) && realpath(prog, rp) && !strcmp(ro, rp);
+	return !stat(prog, &sp) && mt_same_file(out, prog);
 }
 
 /*
