@@ -612,19 +612,8 @@ decode:
 		if (src)
 			goto fail;
 	}
-	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
-		const struct dec_hit *h = dec_hit_at(dc, i);
-		struct mt_hit m = {.ts = h->time,
-				   .mark_start = h->mark_start,
-				   .pid = h->pid,
-				   .tid = h->tid,
-				   .ip = h->ip,
-				   .arg = h->arg,
-				   .name = mt_str_intern(&t.strs, h->name)};
-
-		if (m.name == MT_NONE || !mt_trace_add_hit(&t, &m))
-			goto oom;
-	}
+	if (seg_add_hits(dc, &t))
+		goto oom;
 	if (a.text) {
 		int trc = out_names[OUT_TEXT]
 				  ? wr_text_to(&t, &outs[OUT_TEXT], NULL, err,

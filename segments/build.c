@@ -179,6 +179,24 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
 	return 0;
 }
 
+int seg_add_hits(struct dec_capture *c, struct mt_trace *t)
+{
+	for (size_t i = 0; i < dec_nr_hits(c); i++) {
+		const struct dec_hit *h = dec_hit_at(c, i);
+		struct mt_hit m = {.ts = h->time,
+				   .mark_start = h->mark_start,
+				   .pid = h->pid,
+				   .tid = h->tid,
+				   .ip = h->ip,
+				   .arg = h->arg,
+				   .name = mt_str_intern(&t->strs, h->name)};
+
+		if (m.name == MT_NONE || !mt_trace_add_hit(t, &m))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int seg_build_all(struct dec_capture *c, struct mt_trace *t,
 		  const struct seg_opts *o, char *err, size_t errlen)
 {

@@ -73,6 +73,12 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 int seg_all_finish(struct seg_all *a, char *err, size_t errlen);
 void seg_all_free(struct seg_all *a);
 
+/*
+ * The capture's trigger hits into t (names interned).  Called after
+ * stitching, whose strings come first.  Returns 0, or -ENOMEM.
+ */
+int seg_add_hits(struct dec_capture *c, struct mt_trace *t);
+
 /* The same after dec_run(), from the decoder's arrays only. */
 int seg_build_all(struct dec_capture *c, struct mt_trace *t,
 		  const struct seg_opts *o, char *err, size_t errlen);

@@ -35,24 +35,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static int add_hits(struct mt_trace *t, struct dec_capture *dc)
-{
-	for (size_t i = 0; i < dec_nr_hits(dc); i++) {
-		const struct dec_hit *h = dec_hit_at(dc, i);
-		struct mt_hit m = {.ts = h->time,
-				   .mark_start = h->mark_start,
-				   .pid = h->pid,
-				   .tid = h->tid,
-				   .ip = h->ip,
-				   .arg = h->arg,
-				   .name = mt_str_intern(&t->strs, h->name)};
-
-		if (m.name == MT_NONE || !mt_trace_add_hit(t, &m))
-			return -1;
-	}
-	return 0;
-}
-
 static void convert(const char *path, int no_compress)
 {
 	struct dec_opts dopts = {.binary_dirs = env.bin_dirs,
@@ -80,7 +62,7 @@ static void convert(const char *path, int no_compress)
 	segs = NULL;
 	if (stitch_trace(&t, NULL, err, sizeof(err)))
 		goto out;
-	if (add_hits(&t, dc))
+	if (seg_add_hits(dc, &t))
 		goto out;
 	if (wr_text(&t, env.text, NULL, err, sizeof(err)))
 		goto out;
