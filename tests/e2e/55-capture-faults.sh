@@ -22,14 +22,8 @@ mkdir -p "$W/run"
 # The hardware backend on a machine without Intel PT: a software event
 # stands in for intel_pt, described by a fake sysfs tree (as in
 # 71-capture-hw.sh).
-mkdir -p "$W/pmu/format" "$W/pmu/caps"
-echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
-for f in pt:0 branch:3 tsc:0 cyc:40 mtc:41 noretcomp:42 mtc_period:44-47 \
-	cyc_thresh:48-51 psb_period:52-55; do
-	echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"
-done
-echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
-echo 1 >"$W/pmu/caps/ip_filtering"; echo 2 >"$W/pmu/caps/num_address_ranges"
+. "$R/tests/e2e/fake_pmu.sh"
+make_fake_pmu "$W/pmu"
 
 # refuse NAME PATTERN ARGS...: run from $W/run, mt-capture ARGS exits 2
 # with one line matching PATTERN, writes nothing into $W/run and runs no

@@ -12,15 +12,8 @@ W=$(mktemp -d /tmp/mt-e2e-hw.XXXXXX)
 trap 'kill $LOOP 2>/dev/null; rm -rf "$W"' EXIT
 LOOP=
 
-mkdir -p "$W/pmu/format" "$W/pmu/caps"
-echo 1 >"$W/pmu/type"; echo 24 >"$W/pmu/max_nonturbo_ratio"
-# pt|branch = bit 0|bit 3 = 9 = PERF_COUNT_SW_DUMMY; tsc shares bit 0.
-for f in pt:0 branch:3 tsc:0 cyc:40 mtc:41 noretcomp:42 mtc_period:44-47 \
-	cyc_thresh:48-51 psb_period:52-55; do
-	echo "config:${f#*:}" >"$W/pmu/format/${f%%:*}"
-done
-echo 0 >"$W/pmu/caps/psb_cyc"; echo 0 >"$W/pmu/caps/mtc"
-echo 1 >"$W/pmu/caps/ip_filtering"; echo 2 >"$W/pmu/caps/num_address_ranges"
+. "$R/tests/e2e/fake_pmu.sh"
+make_fake_pmu "$W/pmu"
 export MT_INTEL_PT_SYSFS="$W/pmu" MT_TEST_SIDEBAND_ONLY=1
 cap() { "$B/mt-capture" --timing low "$@"; }
 for p in stub spawn loop; do
