@@ -625,6 +625,10 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		       c->chunks[j].offset ==
 			       c->chunks[j - 1].offset + c->chunks[j - 1].size)
 			len += c->chunks[j++].size;
+		if (chunk_skipped(c, k)) {
+			i = j;
+			continue;
+		}
 		if (j > i + 1) {
 			size_t at = 0;
 
@@ -638,10 +642,6 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				       c->chunks[m].size);
 				at += c->chunks[m].size;
 			}
-		}
-		if (chunk_skipped(c, k)) {
-			i = j;
-			continue;
 		}
 		strm_init(s, c, k);
 		if (!c->pt.snapshot_mode && i > 0 &&
