@@ -89,34 +89,23 @@ static const char usage[] =
 /* "64K", "4M", "1G", "1048576", "0x10000": bytes, within the bounds. */
 static int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	uint64_t v;
+	int rc = mt_parse_size(s, &v);
 
-	/* strtoull would take a sign or spaces, and wrap "-1" around. */
-	if (*s < '0' || *s > '9')
-		goto bad;
-	errno = 0;
-	v = strtoull(s, &end, hex ? 16 : 10);
-	if (end == s)
-		goto bad;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30, end++;
-	if (*end)
-		goto bad;
-	if (errno == ERANGE || v > SNAP_MAX >> shift) {
+	if (rc == -EINVAL) {
+		fprintf(stderr,
+			"mt-capture: --snapshot-size wants a size such as 4M, "
+			"not '%s'\n",
+			s);
+		return -1;
+	}
+	if (rc || v > SNAP_MAX) {
 		fprintf(stderr,
 			"mt-capture: --snapshot-size is at most 4G (a ring "
 			"per thread, in memory), not '%s'\n",
 			s);
 		return -1;
 	}
-	v <<= shift;
 	if (v < SNAP_MIN) {
 		fprintf(stderr,
 			"mt-capture: --snapshot-size is at least 4K (less "
@@ -126,12 +115,6 @@ static int parse_size(const char *s, uint64_t *out)
 	}
 	*out = v;
 	return 0;
-bad:
-	fprintf(stderr,
-		"mt-capture: --snapshot-size wants a size such as 4M, not "
-		"'%s'\n",
-		s);
-	return -1;
 }
 
 /*

@@ -67,44 +67,6 @@ struct args {
 	uint64_t max_memory; /* 0: what the system has */
 };
 
-/* "500M", "8G", "1048576": bytes; 0 on a bad or zero size. */
-static uint64_t parse_size(const char *v)
-{
-	char *end;
-	unsigned long long n;
-	int shift = 0;
-
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (end == v || errno || *v == '-')
-		return 0;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		break;
-	case 'M':
-	case 'm':
-		shift = 20;
-		break;
-	case 'G':
-	case 'g':
-		shift = 30;
-		break;
-	case 'T':
-	case 't':
-		shift = 40;
-		break;
-	case 0:
-		return n;
-	default:
-		return 0;
-	}
-	if (end[1] || n > (UINT64_MAX >> shift))
-		return 0;
-	return (uint64_t)n << shift;
-}
-
 /* "12,345": *tids grows by each. */
 static int parse_tids(const char *v, struct args *a)
 {
@@ -361,8 +323,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->no_memory_check = 1;
 		} else if (!strcmp(s, "--max-memory")) {
 			NEED_ARG;
-			a->max_memory = parse_size(v);
-			if (!a->max_memory) {
+			if (mt_parse_size(v, &a->max_memory) ||
+			    !a->max_memory) {
 				fprintf(stderr,
 					"mt-convert: --max-memory %s: not a "
 					"size (500M, 8G, ...)\n",

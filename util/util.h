@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Make *v (an array of *cap elements of size sz) hold at least need
@@ -21,6 +22,14 @@ int mt_grow(void **v, size_t *cap, size_t need, size_t sz);
  */
 int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
+
+/*
+ * A size typed by a person: decimal or 0x hex digits, then an optional
+ * K, M, G or T (powers of 1024), nothing else (no sign, no spaces).
+ * Returns 0, -EINVAL when it is no size, -ERANGE when it does not fit in
+ * 64 bits (parse.c).
+ */
+int mt_parse_size(const char *s, uint64_t *out);
 
 /*
  * An output file written under a temporary name beside its path and put
