@@ -14,11 +14,12 @@
  *    may always send a RET as a TIP, and perf's decoder clears its own
  *    return stack at every PSB, so erring towards TIP is what keeps both
  *    decoders in step;
- *  - MTC at the first event after each CTC period boundary, TNT flushed
- *    first, so the MTC sits between the branches it separates in time;
- *  - CYC before each CYC-eligible packet (TNT, TIP*, FUP), counting core
- *    cycles (== TSC ticks, since CBR equals the non-turbo ratio) since the
- *    previous CYC or the PSB's TSC.
+ *  - an MTC for every CTC period boundary, sent at the first event after
+ *    it, TNT flushed first, so the MTC sits between the branches it
+ *    separates in time; MTCs go on while tracing is filtered out;
+ *  - CYC before each CYC-eligible packet (TNT, TIP*, MTC, TSC, OVF; not
+ *    FUP), counting core cycles (== TSC ticks, since CBR equals the
+ *    non-turbo ratio) since the previous CYC or the PSB's TSC.
  */
 #include "capture/capture.h"
 
@@ -137,7 +138,14 @@ static uint64_t mtc_period_of(const struct ptenc *g, uint64_t tsc)
 	return (tsc / g->cfg.tsc_ctc_ratio) >> g->cfg.mtc_period;
 }
 
-/* Called before every event: MTC for a CTC period boundary crossed. */
+/*
+ * Called before every event: an MTC for each CTC period boundary crossed
+ * since the last one.  MTC needs TriggerEn only, so it goes on while the
+ * thread is in the kernel or filtered out, and it is CYC-eligible: in
+ * cycle-accurate mode a CYC precedes it, so the cycles of the next CYC
+ * count from the MTC.  Decoders rely on both (libipt restarts its cycle
+ * count at every MTC; perf does when a CYC precedes the MTC).
+ */
 static int timing_before(struct ptenc *g, uint64_t tsc)
 {
 	struct pt_packet pk = {.type = ppt_mtc};
@@ -152,14 +160,16 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 		return -1;
 	/*
 	 * An MTC carries 8 bits of the period count: after 128 periods with
-	 * nothing to say (hardware sends an MTC every period; an emulated
-	 * thread waits long between steps) a decoder could not tell how many
-	 * wrapped.  A TSC with its TMA puts time back on its feet.
+	 * nothing to say (an emulated thread waits long between steps) we
+	 * send one TSC with its TMA instead of a long run of MTCs; hardware
+	 * may drop MTCs, and a TSC puts time back on its feet.
 	 */
 	if (period - g->mtc_last_period >= 128) {
 		uint64_t ctc = tsc / g->cfg.tsc_ctc_ratio;
 		struct pt_packet t = {.type = ppt_tsc};
 
+		if (cyc(g, tsc))
+			return -1;
 		t.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
 		if (put(g, &t))
 			return -1;
@@ -169,9 +179,16 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 		g->mtc_last_period = period;
 		return put(g, &t);
 	}
-	pk.payload.mtc.ctc = (uint8_t)period;
-	g->mtc_last_period = period;
-	return put(g, &pk);
+	while (g->mtc_last_period != period) {
+		uint64_t p = ++g->mtc_last_period;
+
+		if (cyc(g, (p << g->cfg.mtc_period) * g->cfg.tsc_ctc_ratio))
+			return -1;
+		pk.payload.mtc.ctc = (uint8_t)p;
+		if (put(g, &pk))
+			return -1;
+	}
+	return 0;
 }
 
 static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
@@ -180,7 +197,10 @@ static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
 	struct pt_packet pk = {.type = type};
 	uint64_t x = ip ^ g->last_ip;
 
-	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+	if (timing_before(g, tsc) || flush_tnt(g))
+		return -1;
+	/* FUP is not CYC-eligible; its time is that of the packet after. */
+	if (type != ppt_fup && cyc(g, tsc))
 		return -1;
 	if (!g->last_ip_valid)
 		pk.payload.ip.ipc = pt_ipc_sext_48;
@@ -323,9 +343,12 @@ int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken)
 {
 	if (timing_before(g, tsc))
 		return -1;
+	/* The CYC before a TNT times its first branch (SDM, "Cycle Packet
+	 * Semantics"); the others retired at or after it. */
+	if (!g->tnt_n)
+		g->tnt_time = tsc;
 	g->tnt_bits = (g->tnt_bits << 1) | (taken ? 1 : 0);
 	g->tnt_n++;
-	g->tnt_time = tsc;
 	if (g->tnt_n >= g->cfg.tnt_max)
 		return flush_tnt(g);
 	return 0;

@@ -41,8 +41,22 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 #define MAX_BLOCKS_STUCK 16384
 #define MAX_CALLS_STUCK	 1024
 
+/*
+ * Events past which the clock has not moved wait for the next time point
+ * (held_release), but no more than this many: a TSC-only trace between
+ * PSBs, say.  The rest keep the time of the last point.
+ */
+#define HELD_MAX 65536
+
 struct range_ent {
 	uint64_t ip, lo, hi;
+};
+
+/* A call, return or jump waiting for its time. */
+struct held {
+	uint64_t pos; /* instructions decoded up to the transfer */
+	uint64_t t, ip, aux;
+	enum dec_kind k;
 };
 
 struct strm {
@@ -57,10 +71,15 @@ struct strm {
 	bool sw_valid;
 
 	uint64_t last_time; /* perf ns, never decreasing */
-	bool synced;	    /* SYNC emitted for this sync point */
-	bool tracing;	    /* between a stop and a resume: false */
+	uint64_t icount;    /* instructions decoded in this buffer */
+	uint64_t mark_pos;  /* icount where last_time was read */
+	bool have_mark;
+	struct held *held; /* owned by dec_streams(), kept across buffers */
+	size_t nheld, held_cap;
+	bool synced;  /* SYNC emitted for this sync point */
+	bool tracing; /* between a stop and a resume: false */
 	enum pend pend;
-	uint64_t pend_time, pend_from, pend_ret;
+	uint64_t pend_time, pend_from, pend_ret, pend_pos;
 	uint64_t last_ip; /* last instruction decoded */
 	int last_isid;
 	bool last_far;		 /* the last block ended in a far transfer */
@@ -133,8 +152,10 @@ uint64_t dec_aux_bytes(const struct dec_capture *c)
 	return n;
 }
 
-static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
-		 uint64_t aux)
+static void held_release(struct strm *s, uint64_t t1, bool bound);
+
+static void emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		     uint64_t aux)
 {
 	struct dec_capture *c = s->c;
 	struct dec_thread *th = route(s, t);
@@ -152,6 +173,76 @@ static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		s->rc = -ENOMEM;
 }
 
+/* An event that is no transfer: what waits goes first, as it was. */
+static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		 uint64_t aux)
+{
+	if (s->nheld)
+		held_release(s, 0, false);
+	emit_now(s, t, k, ip, aux);
+}
+
+/*
+ * Timing packets give the time of the instruction they bind to, and none
+ * of those in between: a TNT's CYC times its first branch, and the calls
+ * and returns after it until the next timing packet would all take that
+ * time (perf stamps them so).  So a transfer waits until the clock moves
+ * again and is then placed between the two time points in proportion to
+ * the instructions before it: exact where instructions take equal time,
+ * and never outside the interval the packets allow.  No time point is
+ * made up: across an overflow, a resync or a decode error, or with no
+ * second point, an event keeps the time of the last one.
+ */
+static void held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		      uint64_t aux)
+{
+	struct held *h;
+
+	if (!s->have_mark || s->nheld >= HELD_MAX) {
+		emit(s, t, k, ip, aux);
+		return;
+	}
+	if (s->nheld == s->held_cap) {
+		size_t cap = s->held_cap ? 2 * s->held_cap : 256;
+		struct held *n = realloc(s->held, cap * sizeof(*n));
+
+		if (!n) {
+			emit(s, t, k, ip, aux);
+			return;
+		}
+		s->held = n;
+		s->held_cap = cap;
+	}
+	/* A time point read after the transfer's block binds to the
+	 * transfer itself: the packet it precedes is the transfer's. */
+	h = &s->held[s->nheld++];
+	h->pos = s->pend_pos;
+	h->t = s->last_time;
+	h->k = k;
+	h->ip = ip;
+	h->aux = aux;
+}
+
+/* The clock reads t1 at the current instruction; bound: the reading
+ * belongs there (not the first after lost trace). */
+static void held_release(struct strm *s, uint64_t t1, bool bound)
+{
+	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
+	size_t n = s->nheld;
+
+	s->nheld = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct held *h = &s->held[i];
+		uint64_t t = h->t;
+
+		if (bound && t1 > t0 && h->t == t0 && p1 > p0 && h->pos >= p0 &&
+		    h->pos <= p1)
+			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
+					    (h->pos - p0) / (p1 - p0));
+		emit_now(s, t, h->k, h->ip, h->aux);
+	}
+}
+
 /*
  * The time of what is being decoded: the last timing update the decoder
  * has reached in the instruction flow.  Not pt_blk_time(): the decoder
@@ -166,6 +257,10 @@ static uint64_t now(struct strm *s)
 	return s->last_time;
 }
 
+/*
+ * A time point.  After an overflow or at an enable, time passed that no
+ * instruction of ours accounts for: what waits keeps the last time.
+ */
 static uint64_t event_time(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t t;
@@ -173,9 +268,16 @@ static uint64_t event_time(struct strm *s, const struct pt_event *ev)
 	if (!ev->has_tsc)
 		return now(s);
 	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
-	if (t > s->last_time)
-		s->last_time = t;
-	return s->last_time;
+	if (t < s->last_time)
+		t = s->last_time;
+	if (s->nheld)
+		held_release(s, t,
+			     ev->type != ptev_overflow &&
+				     ev->type != ptev_enabled);
+	s->last_time = t;
+	s->mark_pos = s->icount;
+	s->have_mark = true;
+	return t;
 }
 
 /* The return address of the call ending at ip, 0 if unknown. */
@@ -260,20 +362,20 @@ static void arrive(struct strm *s, uint64_t ip)
 {
 	switch (s->pend) {
 	case PEND_CALL:
-		emit(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
+		held_push(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
 		set_range(s, ip);
 		break;
 	case PEND_RET:
-		emit(s, s->pend_time, DEC_RET, ip, 0);
+		held_push(s, s->pend_time, DEC_RET, ip, 0);
 		set_range(s, ip);
 		break;
 	case PEND_JUMP:
 		if (s->cur_lo > s->cur_hi)
 			set_range(s, s->pend_from);
 		if (ip < s->cur_lo || ip >= s->cur_hi) {
-			emit(s, s->pend_time,
-			     indirect_jump(s) ? DEC_IJUMP : DEC_JUMP, ip,
-			     s->pend_from);
+			held_push(s, s->pend_time,
+				  indirect_jump(s) ? DEC_IJUMP : DEC_JUMP, ip,
+				  s->pend_from);
 			set_range(s, ip);
 		}
 		break;
@@ -309,6 +411,8 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	s->last_ip = b->end_ip;
 	s->last_isid = b->isid;
 	s->last_far = false;
+	s->icount += b->ninsn;
+	s->pend_pos = s->icount;
 	s->c->stats.blocks++;
 	switch (b->iclass) {
 	case ptic_call:
@@ -477,6 +581,9 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		status = pt_blk_sync_forward(s->dec);
 		if (status < 0)
 			break;
+		if (s->nheld)
+			held_release(s, 0, false);
+		s->have_mark = false;
 		s->synced = false;
 		s->tracing = false;
 		s->pend = PEND_NONE;
@@ -546,6 +653,8 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		     code);
 		s->c->stats.errors++;
 	}
+	if (s->nheld)
+		held_release(s, 0, false);
 	if (status == -pte_eos)
 		status = 0;
 out:
@@ -606,6 +715,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", c->path);
 		return -ENOMEM;
 	}
+	s->held = NULL;
+	s->held_cap = 0;
 	/* qsort's base may not be NULL, even for no elements: a capture
 	 * can hold no trace at all. */
 	if (c->nr_chunks)
@@ -643,7 +754,14 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				at += c->chunks[m].size;
 			}
 		}
-		strm_init(s, c, k);
+		{
+			struct held *held = s->held;
+			size_t cap = s->held_cap;
+
+			strm_init(s, c, k);
+			s->held = held;
+			s->held_cap = cap;
+		}
 		if (!c->pt.snapshot_mode && i > 0 &&
 		    c->chunks[i - 1].idx == k->idx && s->thread) {
 			const struct dec_chunk *p = &c->chunks[i - 1];
@@ -660,11 +778,13 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		if (c->opts.progress &&
 		    c->opts.progress(c->opts.progress_ctx, done, total)) {
 			snprintf(err, errlen, "%s: interrupted", c->path);
+			free(s->held);
 			free(s);
 			return -EINTR;
 		}
 		i = j;
 	}
+	free(s->held);
 	free(s);
 	if (c->first == UINT64_MAX)
 		c->first = c->last = 0;

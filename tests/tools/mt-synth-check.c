@@ -711,10 +711,11 @@ enum timing { T_NONE, T_TSC, T_MTC, T_CYC };
  *    one period early; the MTCs of boundaries inside a gap are missing, so
  *    after one it may be as early as a period before the gap began (and
  *    before the gap before that, if it came within a period); never late;
- *  - cyc: the CYC before the packet that decides the event, which comes
- *    at or after it; the TNT packet it precedes never spans a CTC period
- *    boundary (an MTC flushes it), so at most one period late; never
- *    early.
+ *  - cyc: the CYC before the packet that decides the event, or before
+ *    the last packet ahead of it (a direct call needs none); a TNT's CYC
+ *    times its first branch (SDM, "Cycle Packet Semantics"), so a later
+ *    branch in it reads early; a TNT never spans a CTC period boundary
+ *    (an MTC flushes it), so at most one period early; never late.
  * SLACK_NS covers the instructions between an event that needs no packet
  * (a direct call) and the next packet, and perf's rounding; observed: 4.
  */
@@ -755,8 +756,7 @@ static bool time_ok(const struct timecheck *tc, const struct ev *t, int64_t d,
 		break;
 	}
 	case T_CYC:
-		*lo = -SLACK_NS;
-		*hi = period + SLACK_NS;
+		*lo = -period - SLACK_NS;
 		break;
 	}
 	return d >= *lo && d <= *hi;
