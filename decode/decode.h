@@ -30,7 +30,10 @@ enum dec_kind {
 	DEC_STOP,     /* tracing stopped otherwise; ip: where, 0 if unknown */
 	DEC_RESUME,   /* tracing (re)started; ip: first instruction */
 	DEC_SYNC,     /* decoding (re)started at a PSB; ip: first insn */
-	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed */
+	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed, the
+			 event's time: when; aux: the perf time of the last
+			 instruction the trace accounts for before it (0:
+			 none: the overflow came first) */
 	DEC_ERROR,    /* decoding failed; aux: libipt error code or one of
 			 dec_error below; ip: last */
 	DEC_LOST,     /* AUX bytes lost between chunks; aux: bytes */

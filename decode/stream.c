@@ -74,8 +74,13 @@ struct strm {
 	uint64_t icount;    /* instructions decoded in this buffer */
 	uint64_t mark_pos;  /* icount where last_time was read */
 	bool have_mark;
+	bool mark_tick;	   /* the mark is a tick: a timing packet bound there */
 	struct held *held; /* owned by dec_streams(), kept across buffers */
 	size_t nheld, held_cap;
+	uint64_t rate_dt, rate_dp; /* the last stretch between time points */
+	/* an overflow whose resume time waits for the next time point */
+	bool ovf_pending;
+	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;
 	bool synced;  /* SYNC emitted for this sync point */
 	bool tracing; /* between a stop and a resume: false */
 	enum pend pend;
@@ -152,7 +157,8 @@ uint64_t dec_aux_bytes(const struct dec_capture *c)
 	return n;
 }
 
-static void held_release(struct strm *s, uint64_t t1, bool bound);
+static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick);
+static void settle(struct strm *s);
 
 static void emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		     uint64_t aux)
@@ -177,8 +183,7 @@ static void emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		 uint64_t aux)
 {
-	if (s->nheld)
-		held_release(s, 0, false);
+	settle(s);
 	emit_now(s, t, k, ip, aux);
 }
 
@@ -225,7 +230,7 @@ static void held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 
 /* The clock reads t1 at the current instruction; bound: the reading
  * belongs there (not the first after lost trace). */
-static void held_release(struct strm *s, uint64_t t1, bool bound)
+static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 {
 	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
 	size_t n = s->nheld;
@@ -235,12 +240,59 @@ static void held_release(struct strm *s, uint64_t t1, bool bound)
 		const struct held *h = &s->held[i];
 		uint64_t t = h->t;
 
-		if (bound && t1 > t0 && h->t == t0 && p1 > p0 && h->pos >= p0 &&
-		    h->pos <= p1)
+		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 && h->pos <= p1)
 			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
 					    (h->pos - p0) / (p1 - p0));
+		else if (t < t0)
+			t = t0;
 		emit_now(s, t, h->k, h->ip, h->aux);
 	}
+	if (tick && s->mark_tick && t1 > t0 && p1 > p0) {
+		s->rate_dt = t1 - t0;
+		s->rate_dp = p1 - p0;
+	}
+}
+
+/*
+ * An overflow in a trace without CYC carries no time of its own: tracing
+ * resumed somewhere between the last time point and the next.  At the
+ * next one (t1, bound to the current instruction) the resume is placed
+ * back from it by the instructions run since, at the pace of the last
+ * stretch between time points, and never before the last point.
+ */
+static void ovf_resolve(struct strm *s, uint64_t t1, bool bound)
+{
+	uint64_t t0 = s->last_time, r = t0;
+
+	s->ovf_pending = false;
+	if (bound && t1 > t0) {
+		uint64_t back = 0;
+
+		if (s->rate_dp)
+			back = (uint64_t)((unsigned __int128)s->rate_dt *
+					  (s->icount - s->ovf_pos) /
+					  s->rate_dp);
+		r = t1 - (back < t1 - t0 ? back : t1 - t0);
+	}
+	/* The last instruction before it ran after the last time point, by
+	 * the same pace. */
+	if (s->ovf_before + s->ovf_fwd < r)
+		s->ovf_before += s->ovf_fwd;
+	else if (s->ovf_before < r)
+		s->ovf_before = r;
+	emit_now(s, r, DEC_OVERFLOW, s->ovf_ip, s->ovf_before);
+	s->last_time = r;
+	s->mark_pos = s->ovf_pos;
+	s->mark_tick = false;
+}
+
+/* Whatever waits goes out with the last time known. */
+static void settle(struct strm *s)
+{
+	if (s->ovf_pending)
+		ovf_resolve(s, 0, false);
+	if (s->nheld)
+		held_release(s, 0, false, false);
 }
 
 /*
@@ -264,16 +316,19 @@ static uint64_t now(struct strm *s)
 static uint64_t event_time(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t t;
+	bool bound;
 
 	if (!ev->has_tsc)
 		return now(s);
 	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
 	if (t < s->last_time)
 		t = s->last_time;
+	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
+	if (s->ovf_pending)
+		ovf_resolve(s, t, bound);
 	if (s->nheld)
-		held_release(s, t,
-			     ev->type != ptev_overflow &&
-				     ev->type != ptev_enabled);
+		held_release(s, t, bound, ev->type == ptev_tick);
+	s->mark_tick = ev->type == ptev_tick;
 	s->last_time = t;
 	s->mark_pos = s->icount;
 	s->have_mark = true;
@@ -468,6 +523,7 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
 
 static void on_event(struct strm *s, const struct pt_event *ev)
 {
+	uint64_t before = s->last_time, before_pos = s->mark_pos;
 	uint64_t t = event_time(s, ev);
 
 	switch (ev->type) {
@@ -499,10 +555,34 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		forget_range(s);
 		break;
 	case ptev_overflow:
-		if (!s->synced)
-			sync_at(s, t, ev->variant.overflow.ip);
-		else
-			emit(s, t, DEC_OVERFLOW, ev->variant.overflow.ip, 0);
+		/* Trace was lost before the first instruction too: a gap,
+		 * not a plain start. */
+		if (!s->synced) {
+			if (s->lost) {
+				emit(s, t, DEC_LOST, ev->variant.overflow.ip,
+				     s->lost);
+				s->lost = 0;
+			}
+			s->synced = true;
+		}
+		if (t > before || !before) {
+			/* A CYC times the OVF: it covers the overflow. */
+			emit(s, t, DEC_OVERFLOW, ev->variant.overflow.ip,
+			     before ? before : t);
+		} else {
+			settle(s);
+			s->ovf_pending = true;
+			s->ovf_ip = ev->variant.overflow.ip;
+			s->ovf_before = before;
+			s->ovf_pos = s->icount;
+			s->ovf_fwd = 0;
+			if (s->rate_dp && s->icount > before_pos)
+				s->ovf_fwd =
+					(uint64_t)((unsigned __int128)
+							   s->rate_dt *
+						   (s->icount - before_pos) /
+						   s->rate_dp);
+		}
 		s->c->stats.overflows++;
 		s->tracing = true;
 		s->pend = PEND_NONE;
@@ -581,8 +661,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		status = pt_blk_sync_forward(s->dec);
 		if (status < 0)
 			break;
-		if (s->nheld)
-			held_release(s, 0, false);
+		settle(s);
 		s->have_mark = false;
 		s->synced = false;
 		s->tracing = false;
@@ -653,8 +732,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		     code);
 		s->c->stats.errors++;
 	}
-	if (s->nheld)
-		held_release(s, 0, false);
+	settle(s);
 	if (status == -pte_eos)
 		status = 0;
 out:

@@ -53,6 +53,7 @@ struct seg_builder {
 	size_t depth, cap;
 
 	bool open;  /* a segment is open */
+	bool any;   /* one was: seg_id is valid */
 	bool ended; /* it saw DEC_END: closes at finish or next sync */
 	uint32_t seg_id;
 	uint64_t seg_start, last_time;
@@ -284,7 +285,7 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 			.dur = time > b->gap_start ? time - b->gap_start : 0,
 			.parent = MT_NONE,
 			.flags = MT_SLICE_GAP,
-			.segment = b->seg_id,
+			.segment = b->any ? b->seg_id : MT_NONE,
 		};
 
 		snprintf(buf, sizeof(buf), "[decode gap: %s]",
@@ -300,6 +301,7 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	if (!mt_trace_add_segment(b->t, &seg))
 		return -ENOMEM;
 	b->seg_id = (uint32_t)(b->t->nr_segments - 1);
+	b->any = true;
 	b->open = true;
 	b->ended = false;
 	b->seg_start = time;
@@ -660,11 +662,23 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		}
 		return open_segment(b, time, ip);
 	case DEC_OVERFLOW:
+		/* The gap runs from the last instruction traced to the
+		 * resume; before any segment it is a gap all the same. */
+		if (aux > time || !aux)
+			aux = time;
 		if (b->open) {
-			int rc = close_segment(b, time, "overflow", ip);
+			int rc = close_segment(b, aux, "overflow", ip);
 
 			if (rc)
 				return rc;
+		} else if (!b->have_gap) {
+			uint32_t r = mt_str_intern(&b->t->strs, "overflow");
+
+			if (r == MT_NONE)
+				return -ENOMEM;
+			b->have_gap = true;
+			b->gap_start = aux;
+			b->gap_reason = r;
 		}
 		return open_segment(b, time, ip);
 	case DEC_ERROR:

@@ -86,3 +86,44 @@ elif "$B/mt-convert" "$d/raw.bin" -o "$d/plain.pftrace" --no-compress \
 else
 	echo "FAIL convert_perfetto_protoc"; head -5 "$d/protoc.err" | sed 's/^/    /'
 fi
+
+# A decode gap spans the trace lost, from the last instruction before it
+# to the resume.  With CYC (the OVF's CYC times the resume) both ends are
+# within 100 ns of gaps.tsv.  With MTC the resume is placed back from the
+# next MTC by the instructions run since; when tracing stops again before
+# that MTC (a system call), the packets never tell: the gap must only stay
+# inside the lost time, give or take one MTC period.
+for c in "gapspan_cyc_s4|--seed 4 --threads 2 --gap-every 3000 --timing cyc|100|both" \
+	"gapspan_mtc_s4|--seed 4 --threads 2 --gap-every 3000|334|inside"; do
+	IFS='|' read -r name opts tol how <<<"$c"
+	d="$W/$name"
+	if ! "$B/mt-synth" $opts -o "$d" >/dev/null 2>&1 ||
+		! "$B/mt-convert" "$d/raw.bin" -o "$d/t.pftrace" --no-sqlite \
+			--text "$d/ours.tsv" -q 2>"$d/err"; then
+		echo "FAIL convert_$name: synth or convert failed"
+		continue
+	fi
+	out=$(awk -F'\t' -v tol="$tol" -v how="$how" '
+		FNR == 1 { next }
+		NR == FNR { gs[$1, ++ng[$1]] = $4; ge[$1, ng[$1]] = $6; next }
+		$6 ~ /gap/ { os[$1, ++no[$1]] = $4; oe[$1, no[$1]] = $5 }
+		END {
+			for (k in ng) {
+				if (ng[k] != no[k]) { print "tid " k ": " no[k] " gap slices for " ng[k] " gaps"; bad = 1; continue }
+				for (i = 1; i <= ng[k]; i++) {
+					ds = os[k, i] - gs[k, i]; de = oe[k, i] - ge[k, i]
+					if (how == "inside") { ds = -ds; if (ds < 0) ds = 0; if (de < 0) de = 0 }
+					if (ds < 0) ds = -ds; if (de < 0) de = -de
+					if (ds > ms) ms = ds; if (de > me) me = de
+					n++; sum += oe[k, i] - os[k, i]; tsum += ge[k, i] - gs[k, i]
+				}
+			}
+			if (!bad) printf "%d gaps, max start error %d ns, max end error %d ns (" how "), mean length %.0f ns (truth %.0f)\n", n, ms, me, sum / n, tsum / n
+			exit bad || ms > tol || me > tol
+		}' "$d/gaps.tsv" "$d/ours.tsv")
+	if [ $? -eq 0 ]; then
+		echo "PASS convert_$name ($out)"
+	else
+		echo "FAIL convert_$name: $out"
+	fi
+done
