@@ -68,7 +68,7 @@ for c in "${cases[@]}"; do
 	if out=$(ASAN_OPTIONS=detect_leaks=0 "$B/mt-synth-check" "$d/truth.tsv" \
 		"$d/perf.txt" "$d/gaps.tsv" --timing "$timing" \
 		--mtc-period "$mtc_period"); then
-		echo "PASS synth_perf_$name ($out)"
+		echo "PASS synth_perf_$name (${out//$'\n'/; })"
 	else
 		echo "FAIL synth_perf_$name: $out"
 	fi

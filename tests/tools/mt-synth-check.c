@@ -694,7 +694,16 @@ static void describe(const char *who, size_t idx, const struct ev *e)
 struct tally {
 	uint64_t matched, syscalls, errors, tail_truth, tail_perf;
 	int64_t dmin, dmax; /* perf's time minus the truth's, ns */
+	uint64_t *err;	    /* |perf's time - the truth's| of each event */
+	size_t nerr, cap;
 };
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
 
 enum timing { T_NONE, T_TSC, T_MTC, T_CYC };
 
@@ -786,6 +795,17 @@ static int check_thread(const struct ev *t, size_t nt, const struct ev *p,
 				}
 				ty->dmin = d < ty->dmin ? d : ty->dmin;
 				ty->dmax = d > ty->dmax ? d : ty->dmax;
+				if (ty->nerr == ty->cap) {
+					size_t c = ty->cap ? 2 * ty->cap : 1024;
+					uint64_t *n = realloc(ty->err,
+							      c * sizeof(*n));
+					if (!n)
+						return 1;
+					ty->err = n;
+					ty->cap = c;
+				}
+				ty->err[ty->nerr++] =
+					(uint64_t)(d < 0 ? -d : d);
 			}
 			ty->matched++;
 			ty->syscalls += t[i].kind == EV_SYSCALL;
@@ -903,6 +923,16 @@ int main(int argc, char **argv)
 		       (unsigned long long)ty.tail_truth,
 		       (unsigned long long)ty.tail_perf, (long long)ty.dmin,
 		       (long long)ty.dmax);
+	if (!rc && ty.nerr) {
+		qsort(ty.err, ty.nerr, sizeof(*ty.err), cmp_u64);
+		printf("perf's time error over %zu calls, returns and "
+		       "syscalls: median %llu ns, p99 %llu ns, worst %llu "
+		       "ns\n",
+		       ty.nerr, (unsigned long long)ty.err[ty.nerr / 2],
+		       (unsigned long long)ty.err[ty.nerr * 99 / 100],
+		       (unsigned long long)ty.err[ty.nerr - 1]);
+	}
+	free(ty.err);
 	for (size_t k = 0; k < nt.n; k++)
 		free(nt.v[k].s);
 	free(nt.v);

@@ -16,6 +16,10 @@
  * clipped_start, is dropped when the rest then agrees.
  * --extra N: ours may end with up to N rows the truth lacks (decoders run
  * on through direct calls after the last packet).
+ *
+ * Prints the rows compared and the time errors: the worst start and end,
+ * and over every start and end both sides know (a call or a return), the
+ * median, 99th percentile and worst.
  */
 #include "tests/tools/treefile.h"
 
@@ -95,15 +99,22 @@ static uint64_t diff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
-/* Compare one thread's rows under depth offset k. */
+/* Time errors of the rows compared, ns: a start and an end each. */
+struct errs {
+	uint64_t *v;
+	size_t n;
+};
+
+/* Compare one thread's rows under depth offset k; e has room for 2 nt. */
 static void compare(const struct row *t, size_t nt, const struct row *o,
 		    size_t no, unsigned k, uint64_t tol, size_t extra,
-		    struct result *res)
+		    struct result *res, struct errs *e)
 {
 	size_t i = 0, j = 0;
 	uint64_t last_start = 0;
 
 	memset(res, 0, sizeof(*res));
+	e->n = 0;
 	for (size_t m = 0; m < nt; m++)
 		if (t[m].start > last_start)
 			last_start = t[m].start;
@@ -139,6 +150,11 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 		if (ee > res->max_end_err)
 			res->max_end_err = ee;
 		res->sum_start_err += (double)es;
+		/* A start the trace saw, an end it saw. */
+		if (!a->cs && !b->cs)
+			e->v[e->n++] = es;
+		if (!a->ce && !b->ce)
+			e->v[e->n++] = ee;
 		/* A trace that starts at a function's entry cannot tell
 		 * whether the call was just before it. */
 		if (a->depth - k != b->depth ||
@@ -180,8 +196,16 @@ static void compare(const struct row *t, size_t nt, const struct row *o,
 		}
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 int main(int argc, char **argv)
 {
+	struct errs all = {0}, cur = {0}, keep = {0};
 	struct table tt = {0}, ot = {0};
 	uint64_t tol = 0;
 	size_t extra = 3, bad_threads = 0, rows = 0;
@@ -207,6 +231,11 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (load(argv[1], &tt) || load(argv[2], &ot))
+		return 2;
+	all.v = malloc(2 * (tt.n + 1) * sizeof(*all.v));
+	cur.v = malloc(2 * (tt.n + 1) * sizeof(*cur.v));
+	keep.v = malloc(2 * (tt.n + 1) * sizeof(*keep.v));
+	if (!all.v || !cur.v || !keep.v)
 		return 2;
 	for (size_t a = 0; a < tt.n;) {
 		unsigned tid = tt.r[a].tid;
@@ -247,9 +276,14 @@ int main(int argc, char **argv)
 			}
 			for (k = 0; k <= kmax; k++) {
 				compare(tt.r + a, nt, o + up, no - up,
-					(unsigned)k, tol, extra, &res);
-				if ((k == 0 && up == 0) || res.bad < best.bad)
+					(unsigned)k, tol, extra, &res, &cur);
+				if ((k == 0 && up == 0) || res.bad < best.bad) {
+					struct errs x = keep;
+
 					best = res;
+					keep = cur;
+					cur = x;
+				}
 				if (!res.bad) {
 					ok = true;
 					break;
@@ -257,6 +291,8 @@ int main(int argc, char **argv)
 			}
 		}
 		rows += best.compared;
+		memcpy(all.v + all.n, keep.v, keep.n * sizeof(*keep.v));
+		all.n += keep.n;
 		if (best.max_start_err > max_s)
 			max_s = best.max_start_err;
 		if (best.max_end_err > max_e)
@@ -286,6 +322,16 @@ int main(int argc, char **argv)
 	printf("%zu rows compared, max start error %" PRIu64
 	       " ns, max end error %" PRIu64 " ns, mean start error %.1f ns\n",
 	       rows, max_s, max_e, rows ? sum_s / (double)rows : 0.0);
+	if (all.n) {
+		qsort(all.v, all.n, sizeof(*all.v), cmp_u64);
+		printf("time error over %zu calls and returns: median %" PRIu64
+		       " ns, p99 %" PRIu64 " ns, worst %" PRIu64 " ns\n",
+		       all.n, all.v[all.n / 2], all.v[all.n * 99 / 100],
+		       all.v[all.n - 1]);
+	}
+	free(all.v);
+	free(cur.v);
+	free(keep.v);
 	free(tt.r);
 	free(ot.r);
 	return bad_threads ? 1 : 0;
