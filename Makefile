@@ -39,7 +39,7 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test unit check-format format clean demo bench accuracy golden-update fuzz
+.PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz
 
 all: deps $(BINS)
 
@@ -114,6 +114,10 @@ bench: all $(BUILD)/bin/mt-bench
 # Accuracy against truth with injected gaps, stitching on and off.
 accuracy: all $(BUILD)/bin/mt-accuracy
 	@MT_BUILD=$(BUILD) bash tools/accuracy.sh
+
+# Time error per timing mode, ours beside perf's on the same captures.
+timing: all $(BUILD)/bin/mt-tree-check $(BUILD)/bin/mt-synth-check
+	@MT_BUILD=$(BUILD) bash tools/timing.sh
 
 # The whole pipeline on a bundled program: capture it by emulation,
 # convert it, say where the results are.
