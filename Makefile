@@ -34,7 +34,8 @@ SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
-         $(BUILD)/bin/mt-accuracy $(BUILD)/bin/mt-ptt-wrap
+         $(BUILD)/bin/mt-accuracy $(BUILD)/bin/mt-ptt-wrap \
+         $(BUILD)/bin/mt-ptt-check
 
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
@@ -85,6 +86,10 @@ $(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
 $(BUILD)/bin/mt-ptt-wrap: $(BUILD)/obj/tests/conformance/mt-ptt-wrap.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+$(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ -o $@
 
 $(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
