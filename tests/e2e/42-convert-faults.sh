@@ -54,11 +54,15 @@ for kind in jmp call; do
 	rc=$?
 	gaps=$(sqlite3 "$W/$kind/t.sqlite" "SELECT count(*) FROM slice
 		WHERE name LIKE '[decode gap: decode error: never-ending loop%'" 2>/dev/null)
+	# A PSB may resume decoding inside a two-byte `jmp .`, which reads
+	# as an unknown instruction: a gap all the same.
+	all=$(sqlite3 "$W/$kind/t.sqlite" "SELECT count(*) FROM slice
+		WHERE name LIKE '[decode gap: decode error: %'" 2>/dev/null)
 	slices=$(sqlite3 "$W/$kind/t.sqlite" "SELECT count(*) FROM slice" 2>/dev/null)
 	if [ $rc -ne 0 ]; then
 		echo "FAIL convert_no_progress_$kind: exit status $rc"; head -3 "$W/$kind/err"
-	elif [ "${gaps:-0}" -lt 2 ]; then
-		echo "FAIL convert_no_progress_$kind: $gaps never-ending-loop gaps"
+	elif [ "${gaps:-0}" -lt 1 ] || [ "${all:-0}" -lt 2 ]; then
+		echo "FAIL convert_no_progress_$kind: $gaps never-ending-loop gaps, $all decode-error gaps"
 	elif [ "${slices:-0}" -gt 20000 ]; then
 		echo "FAIL convert_no_progress_$kind: $slices slices from a $size-byte loop"
 	else
