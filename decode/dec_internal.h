@@ -108,6 +108,14 @@ struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);
 bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       uint64_t *lo, uint64_t *hi);
 int dec_add_missing(struct dec_capture *c, const char *line);
+/* The process whose mappings pid uses: itself, or the parent it forked
+ * from when it has none of its own. */
+uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid);
+
+/* filter.c: the capture's address filter for pid's mappings (all ranges
+ * off when there is none). */
+void dec_addr_filter(const struct dec_capture *c, uint32_t pid,
+		     struct pt_conf_addr_filter *f);
 /* Code at ip is being used: report its binary if that is missing. */
 void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip);
 

@@ -23,17 +23,18 @@
 
 enum dec_kind {
 	DEC_CALL = 1, /* ip: call target; aux: return address */
-	DEC_RET,      /* ip: where the return went */
+	DEC_RET,      /* ip: where the return went, 0 if unknown */
 	DEC_JUMP,     /* ip: target in another function; aux: source */
 	DEC_IJUMP,    /* the same, by an indirect jump */
 	DEC_SYSCALL,  /* tracing stopped at a syscall; ip: the syscall */
 	DEC_STOP,     /* tracing stopped otherwise; ip: where, 0 if unknown */
 	DEC_RESUME,   /* tracing (re)started; ip: first instruction */
 	DEC_SYNC,     /* decoding (re)started at a PSB; ip: first insn */
-	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed, the
-			 event's time: when; aux: the perf time of the last
-			 instruction the trace accounts for before it (0:
-			 none: the overflow came first) */
+	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed (0:
+			 tracing was off then, a DEC_SYNC follows where it
+			 is on again), the event's time: when; aux: the perf
+			 time of the last instruction the trace accounts
+			 for before it (0: none: the overflow came first) */
 	DEC_ERROR,    /* decoding failed; aux: libipt error code or one of
 			 dec_error below; ip: last */
 	DEC_LOST,     /* AUX bytes lost between chunks; aux: bytes */
@@ -185,7 +186,8 @@ const char *dec_missing_at(const struct dec_capture *c, size_t i);
 int64_t dec_bare_loop(struct dec_capture *c);
 
 /* Length of the call instruction in b (n bytes available), 0 if b does
- * not start with a near call.  Exposed for its unit test. */
+ * not start with a near or far call, a software interrupt or a system
+ * call.  Exposed for its unit test. */
 unsigned dec_call_len(const uint8_t *b, size_t n);
 
 #endif

@@ -228,9 +228,7 @@ static int add_map_sections(struct dec_capture *c, struct dec_map *m,
 	return 0;
 }
 
-/* The process whose mappings pid uses: itself, or the parent it forked
- * from when it has none of its own. */
-static uint32_t map_owner(const struct dec_capture *c, uint32_t pid)
+uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid)
 {
 	for (int hops = 0; hops < 16; hops++) {
 		uint32_t ppid = pid;
@@ -261,7 +259,7 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 			goto oom;
 	for (size_t p = 0; p < c->nr_procs; p++) {
 		struct dec_proc *proc = &c->procs[p];
-		uint32_t owner = map_owner(c, proc->pid);
+		uint32_t owner = dec_map_owner(c, proc->pid);
 
 		proc->image = pt_image_alloc(proc->comm);
 		if (!proc->image)
@@ -310,7 +308,7 @@ static const struct dec_map *find_map(const struct dec_capture *c, uint32_t pid,
 				      uint64_t ip)
 {
 	const struct dec_map *any = NULL;
-	uint32_t owner = map_owner(c, pid);
+	uint32_t owner = dec_map_owner(c, pid);
 
 	/* Later mappings replace earlier ones at the same place. */
 	for (size_t i = c->nr_maps; i-- > 0;) {

@@ -15,17 +15,12 @@
  * is its own snapshot.  Per-CPU streams are split among threads with the
  * capture's context-switch records.
  */
-#include "decode/dec_internal.h"
+#include "decode/strm.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
-
-#define LEN_CACHE   1024
-#define RANGE_CACHE 512
 
 /*
  * Work done without reading a packet before we call it a loop no trace
@@ -41,110 +36,14 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 #define MAX_BLOCKS_STUCK 16384
 #define MAX_CALLS_STUCK	 1024
 
-/*
- * Events past which the clock has not moved wait for the next time point
- * (held_release), but no more than this many: a TSC-only trace between
- * PSBs, say.  The rest keep the time of the last point.
- */
-#define HELD_MAX 65536
-
-struct range_ent {
-	uint64_t ip, lo, hi;
-};
-
-/* A call, return or jump waiting for its time. */
-struct held {
-	uint64_t pos; /* instructions decoded up to the transfer */
-	uint64_t t, ip, aux;
-	enum dec_kind k;
-};
-
-struct strm {
-	struct dec_capture *c;
-	struct pt_block_decoder *dec;
-	uint32_t pid;
-	/* where events go: a thread, or a CPU's switch timeline */
-	struct dec_thread *thread;
-	uint32_t cpu;
-	size_t sw_cur; /* index into c->switches (per-CPU) */
-	struct dec_thread *sw_thread;
-	bool sw_valid;
-
-	uint64_t last_time; /* perf ns, never decreasing */
-	uint64_t icount;    /* instructions decoded in this buffer */
-	uint64_t mark_pos;  /* icount where last_time was read */
-	bool have_mark;
-	bool mark_tick;	   /* the mark is a tick: a timing packet bound there */
-	struct held *held; /* owned by dec_streams(), kept across buffers */
-	size_t nheld, held_cap;
-	uint64_t rate_dt, rate_dp; /* the last stretch between time points */
-	/* an overflow whose resume time waits for the next time point */
-	bool ovf_pending;
-	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;
-	bool synced;  /* SYNC emitted for this sync point */
-	bool tracing; /* between a stop and a resume: false */
-	enum pend pend;
-	uint64_t pend_time, pend_from, pend_ret, pend_pos;
-	uint64_t last_ip; /* last instruction decoded */
-	int last_isid;
-	bool last_far;		 /* the last block ended in a far transfer */
-	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
-
-	uint64_t len_ip[LEN_CACHE];
-	uint8_t len_val[LEN_CACHE];
-	struct range_ent ranges[RANGE_CACHE];
-	uint64_t lost; /* AUX bytes lost before this buffer */
-	int rc;	       /* first sink error */
-
-	uint64_t prog_off;     /* decoder offset when last seen moving */
-	uint32_t stuck_blocks; /* blocks since then */
-	uint32_t stuck_calls;  /* calls among them */
-};
-
-static struct dec_thread *route(struct strm *s, uint64_t t)
-{
-	struct dec_capture *c = s->c;
-
-	if (s->thread)
-		return s->thread;
-	/* Per-CPU: the last switch on this CPU at or before t. */
-	while (s->sw_cur < c->nr_switches) {
-		const struct dec_switch *w = &c->switches[s->sw_cur];
-
-		if (w->cpu != s->cpu) {
-			s->sw_cur++;
-			continue;
-		}
-		if (w->time > t)
-			break;
-		s->sw_valid = w->tid != (uint32_t)-1;
-		s->sw_thread =
-			s->sw_valid ? dec_thread_get(c, w->pid, w->tid) : NULL;
-		if (s->sw_valid && !s->sw_thread)
-			s->rc = -ENOMEM;
-		s->sw_cur++;
-	}
-	return s->sw_valid ? s->sw_thread : NULL;
-}
-
-static bool chosen(const struct dec_capture *c, uint32_t tid)
-{
-	if (!c->opts.nr_tids)
-		return true;
-	for (size_t i = 0; i < c->opts.nr_tids; i++)
-		if (c->opts.tids[i] == tid)
-			return true;
-	return false;
-}
-
 /* A chunk of a thread that was not chosen; per-CPU chunks are decoded
- * and their events sorted out by thread in emit(). */
+ * and their events sorted out by thread in strm_emit(). */
 static bool chunk_skipped(const struct dec_capture *c,
 			  const struct dec_chunk *k)
 {
 	return k->tid != (uint32_t)-1 &&
 	       !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1) &&
-	       !chosen(c, k->tid);
+	       !dec_tid_chosen(c, k->tid);
 }
 
 uint64_t dec_aux_bytes(const struct dec_capture *c)
@@ -155,184 +54,6 @@ uint64_t dec_aux_bytes(const struct dec_capture *c)
 		if (!chunk_skipped(c, &c->chunks[i]))
 			n += c->chunks[i].size;
 	return n;
-}
-
-static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick);
-static void settle(struct strm *s);
-
-static void emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
-		     uint64_t aux)
-{
-	struct dec_capture *c = s->c;
-	struct dec_thread *th = route(s, t);
-
-	if (!th || s->rc || !chosen(c, th->tid))
-		return;
-	if (t < c->first)
-		c->first = t;
-	if (t > c->last)
-		c->last = t;
-	c->stats.events++;
-	if (c->sink && s->thread)
-		s->rc = c->sink(c->sink_ctx, th, t, k, ip, aux);
-	else if (dec_thread_push(th, c->base, t, k, ip, aux))
-		s->rc = -ENOMEM;
-}
-
-/* An event that is no transfer: what waits goes first, as it was. */
-static void emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
-		 uint64_t aux)
-{
-	settle(s);
-	emit_now(s, t, k, ip, aux);
-}
-
-/*
- * Timing packets give the time of the instruction they bind to, and none
- * of those in between: a TNT's CYC times its first branch, and the calls
- * and returns after it until the next timing packet would all take that
- * time (perf stamps them so).  So a transfer waits until the clock moves
- * again and is then placed between the two time points in proportion to
- * the instructions before it: exact where instructions take equal time,
- * and never outside the interval the packets allow.  No time point is
- * made up: across an overflow, a resync or a decode error, or with no
- * second point, an event keeps the time of the last one.
- */
-static void held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
-		      uint64_t aux)
-{
-	struct held *h;
-
-	if (!s->have_mark || s->nheld >= HELD_MAX) {
-		emit(s, t, k, ip, aux);
-		return;
-	}
-	if (s->nheld == s->held_cap) {
-		size_t cap = s->held_cap ? 2 * s->held_cap : 256;
-		struct held *n = realloc(s->held, cap * sizeof(*n));
-
-		if (!n) {
-			emit(s, t, k, ip, aux);
-			return;
-		}
-		s->held = n;
-		s->held_cap = cap;
-	}
-	/* A time point read after the transfer's block binds to the
-	 * transfer itself: the packet it precedes is the transfer's. */
-	h = &s->held[s->nheld++];
-	h->pos = s->pend_pos;
-	h->t = s->last_time;
-	h->k = k;
-	h->ip = ip;
-	h->aux = aux;
-}
-
-/* The clock reads t1 at the current instruction; bound: the reading
- * belongs there (not the first after lost trace). */
-static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
-{
-	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
-	size_t n = s->nheld;
-
-	s->nheld = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct held *h = &s->held[i];
-		uint64_t t = h->t;
-
-		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 && h->pos <= p1)
-			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
-					    (h->pos - p0) / (p1 - p0));
-		else if (t < t0)
-			t = t0;
-		emit_now(s, t, h->k, h->ip, h->aux);
-	}
-	if (tick && s->mark_tick && t1 > t0 && p1 > p0) {
-		s->rate_dt = t1 - t0;
-		s->rate_dp = p1 - p0;
-	}
-}
-
-/*
- * An overflow in a trace without CYC carries no time of its own: tracing
- * resumed somewhere between the last time point and the next.  At the
- * next one (t1, bound to the current instruction) the resume is placed
- * back from it by the instructions run since, at the pace of the last
- * stretch between time points, and never before the last point.
- */
-static void ovf_resolve(struct strm *s, uint64_t t1, bool bound)
-{
-	uint64_t t0 = s->last_time, r = t0;
-
-	s->ovf_pending = false;
-	if (bound && t1 > t0) {
-		uint64_t back = 0;
-
-		if (s->rate_dp)
-			back = (uint64_t)((unsigned __int128)s->rate_dt *
-					  (s->icount - s->ovf_pos) /
-					  s->rate_dp);
-		r = t1 - (back < t1 - t0 ? back : t1 - t0);
-	}
-	/* The last instruction before it ran after the last time point, by
-	 * the same pace. */
-	if (s->ovf_before + s->ovf_fwd < r)
-		s->ovf_before += s->ovf_fwd;
-	else if (s->ovf_before < r)
-		s->ovf_before = r;
-	emit_now(s, r, DEC_OVERFLOW, s->ovf_ip, s->ovf_before);
-	s->last_time = r;
-	s->mark_pos = s->ovf_pos;
-	s->mark_tick = false;
-}
-
-/* Whatever waits goes out with the last time known. */
-static void settle(struct strm *s)
-{
-	if (s->ovf_pending)
-		ovf_resolve(s, 0, false);
-	if (s->nheld)
-		held_release(s, 0, false, false);
-}
-
-/*
- * The time of what is being decoded: the last timing update the decoder
- * has reached in the instruction flow.  Not pt_blk_time(): the decoder
- * reads packets ahead of the instructions it returns, so after a long
- * stretch that needs no packets (a spin loop, straight-line code) its
- * clock is already at the packets that end the stretch, and a call made
- * at its start would take the time of its end.  Tick events
- * (enable_tick_events) come where the timing packets bind in the flow.
- */
-static uint64_t now(struct strm *s)
-{
-	return s->last_time;
-}
-
-/*
- * A time point.  After an overflow or at an enable, time passed that no
- * instruction of ours accounts for: what waits keeps the last time.
- */
-static uint64_t event_time(struct strm *s, const struct pt_event *ev)
-{
-	uint64_t t;
-	bool bound;
-
-	if (!ev->has_tsc)
-		return now(s);
-	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
-	if (t < s->last_time)
-		t = s->last_time;
-	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
-	if (s->ovf_pending)
-		ovf_resolve(s, t, bound);
-	if (s->nheld)
-		held_release(s, t, bound, ev->type == ptev_tick);
-	s->mark_tick = ev->type == ptev_tick;
-	s->last_time = t;
-	s->mark_pos = s->icount;
-	s->have_mark = true;
-	return t;
 }
 
 /* The return address of the call ending at ip, 0 if unknown. */
@@ -417,20 +138,25 @@ static void arrive(struct strm *s, uint64_t ip)
 {
 	switch (s->pend) {
 	case PEND_CALL:
-		held_push(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
+		/* A call to the next instruction only reads the IP (call/pop
+		 * in 32-bit position-independent code): no function is
+		 * entered and no return will come back for it. */
+		if (ip == s->pend_ret)
+			break;
+		strm_held_push(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
 		set_range(s, ip);
 		break;
 	case PEND_RET:
-		held_push(s, s->pend_time, DEC_RET, ip, 0);
+		strm_held_push(s, s->pend_time, DEC_RET, ip, 0);
 		set_range(s, ip);
 		break;
 	case PEND_JUMP:
 		if (s->cur_lo > s->cur_hi)
 			set_range(s, s->pend_from);
 		if (ip < s->cur_lo || ip >= s->cur_hi) {
-			held_push(s, s->pend_time,
-				  indirect_jump(s) ? DEC_IJUMP : DEC_JUMP, ip,
-				  s->pend_from);
+			strm_held_push(s, s->pend_time,
+				       indirect_jump(s) ? DEC_IJUMP : DEC_JUMP,
+				       ip, s->pend_from);
 			set_range(s, ip);
 		}
 		break;
@@ -444,10 +170,10 @@ static void arrive(struct strm *s, uint64_t ip)
 static void sync_at(struct strm *s, uint64_t t, uint64_t ip)
 {
 	if (s->lost) {
-		emit(s, t, DEC_LOST, ip, s->lost);
+		strm_emit(s, t, DEC_LOST, ip, s->lost);
 		s->lost = 0;
 	}
-	emit(s, t, DEC_SYNC, ip, 0);
+	strm_emit(s, t, DEC_SYNC, ip, 0);
 	s->synced = true;
 }
 
@@ -456,7 +182,7 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	if (!b->ninsn)
 		return;
 	if (!s->synced) {
-		sync_at(s, now(s), b->ip);
+		sync_at(s, strm_now(s), b->ip);
 		s->tracing = true;
 		s->pend = PEND_NONE;
 		set_range(s, b->ip);
@@ -469,27 +195,116 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	s->icount += b->ninsn;
 	s->pend_pos = s->icount;
 	s->c->stats.blocks++;
+	s->pend_time = strm_now(s);
+	/*
+	 * A far call (a system call, a software interrupt, a call gate)
+	 * comes back to the instruction after it with a far return (SYSRET,
+	 * IRET): traced, they nest like near calls.
+	 */
 	switch (b->iclass) {
+	case ptic_far_call:
+		s->last_far = true;
+		/* fall through */
 	case ptic_call:
 		s->pend = PEND_CALL;
-		s->pend_time = now(s);
 		s->pend_ret = return_address(s, b->end_ip, b->isid);
 		break;
+	case ptic_far_return:
+		s->last_far = true;
+		/* fall through */
 	case ptic_return:
 		s->pend = PEND_RET;
-		s->pend_time = now(s);
 		break;
-	case ptic_far_call:
 	case ptic_far_jump:
-	case ptic_far_return:
 		s->last_far = true;
 		/* fall through */
 	default:
 		s->pend = PEND_JUMP;
-		s->pend_time = now(s);
 		s->pend_from = b->end_ip;
 		break;
 	}
+}
+
+/*
+ * A software interrupt (INT n, INT3, INTO) is traced as an asynchronous
+ * branch whose FUP names the INT itself, not the instruction the
+ * handler's IRET comes back to: its length, or 0 for any other
+ * instruction at ip.
+ */
+static unsigned soft_interrupt_len(struct strm *s, uint64_t ip)
+{
+	uint8_t b[2];
+	int n;
+
+	if (s->last_isid <= 0)
+		return 0;
+	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid, ip);
+	if (n <= 0 || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
+		return 0;
+	return dec_call_len(b, (size_t)n);
+}
+
+/*
+ * An interrupt, an exception or a VM exit while tracing (FUP + TIP):
+ * the handler runs like a function called from the interrupted
+ * instruction, and IRET (a far return) comes back there.  A transfer of
+ * the block before lands where the FUP says it was interrupted: a call
+ * interrupted at its target's first instruction keeps its callee, the
+ * handler nests under it.
+ */
+static void on_async_branch(struct strm *s, const struct pt_event *ev)
+{
+	uint64_t from = ev->variant.async_branch.from;
+	bool abort = s->tsx_aborted;
+
+	s->tsx_aborted = false;
+	if (!s->synced || !s->tracing)
+		return;
+	if (s->pend != PEND_NONE)
+		arrive(s, from);
+	/* A transaction's abort goes to its fallback path (XBEGIN's
+	 * operand), in the function that began it: a jump. */
+	if (abort) {
+		s->pend = PEND_JUMP;
+		s->pend_time = strm_now(s);
+		s->pend_pos = s->icount;
+		s->pend_from = from;
+		s->last_far = false;
+		return;
+	}
+	s->pend = PEND_CALL;
+	s->pend_time = strm_now(s);
+	s->pend_pos = s->icount;
+	s->pend_ret = from + soft_interrupt_len(s, from);
+	s->last_far = true;
+}
+
+/*
+ * The destination of the direct call or jump at ip, from its bytes.
+ * A TIP.PGD of a direct branch out of the filter ranges carries no IP
+ * (SKL014 and the like): the code says where it went.
+ */
+static bool direct_target(struct strm *s, uint64_t ip, uint64_t *out)
+{
+	uint8_t b[6];
+	int n;
+
+	if (s->last_isid <= 0)
+		return false;
+	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid, ip);
+	if (n >= 5 && (b[0] == 0xe8 || b[0] == 0xe9)) {
+		int32_t rel =
+			(int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 |
+				  (uint32_t)b[3] << 16 | (uint32_t)b[4] << 24);
+
+		*out = ip + 5 + (uint64_t)(int64_t)rel;
+		return true;
+	}
+	if (n >= 2 && b[0] == 0xeb) {
+		*out = ip + 2 + (uint64_t)(int64_t)(int8_t)b[1];
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -515,23 +330,26 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
 		dest = ev->variant.async_disabled.at;
 	else if (!ev->ip_suppressed)
 		dest = ev->variant.disabled.ip;
-	else
+	else if (s->pend == PEND_RET)
+		dest = 0; /* a return all the same, to where it was called */
+	else if (!direct_target(s, s->last_ip, &dest))
 		return;
-	if (dest)
+	if (dest || s->pend == PEND_RET)
 		arrive(s, dest);
 }
 
 static void on_event(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t before = s->last_time, before_pos = s->mark_pos;
-	uint64_t t = event_time(s, ev);
+	uint64_t t = strm_event_time(s, ev), ip;
+	bool off;
 
 	switch (ev->type) {
 	case ptev_enabled:
 		if (!s->synced) {
 			sync_at(s, t, ev->variant.enabled.ip);
 		} else {
-			emit(s, t, DEC_RESUME, ev->variant.enabled.ip, 0);
+			strm_emit(s, t, DEC_RESUME, ev->variant.enabled.ip, 0);
 		}
 		s->tracing = true;
 		s->pend = PEND_NONE;
@@ -542,37 +360,41 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		if (s->synced && s->tracing) {
 			settle_at_stop(s, ev);
 			if (ev->type == ptev_disabled && at_syscall(s))
-				emit(s, t, DEC_SYSCALL, s->last_ip, 0);
+				strm_emit(s, t, DEC_SYSCALL, s->last_ip, 0);
 			else
-				emit(s, t, DEC_STOP,
-				     ev->type == ptev_async_disabled
-					     ? ev->variant.async_disabled.at
-					     : s->last_ip,
-				     0);
+				strm_emit(
+					s, t, DEC_STOP,
+					ev->type == ptev_async_disabled
+						? ev->variant.async_disabled.at
+						: s->last_ip,
+					0);
 		}
 		s->tracing = false;
 		s->pend = PEND_NONE;
 		forget_range(s);
 		break;
 	case ptev_overflow:
+		/* Tracing was off when the overflow ended (its IP is
+		 * suppressed): the gap runs until a TIP.PGE or a PSB+ names
+		 * where tracing is again, which starts decoding afresh. */
+		off = ev->ip_suppressed;
+		ip = off ? 0 : ev->variant.overflow.ip;
 		/* Trace was lost before the first instruction too: a gap,
 		 * not a plain start. */
 		if (!s->synced) {
 			if (s->lost) {
-				emit(s, t, DEC_LOST, ev->variant.overflow.ip,
-				     s->lost);
+				strm_emit(s, t, DEC_LOST, ip, s->lost);
 				s->lost = 0;
 			}
 			s->synced = true;
 		}
 		if (t > before || !before) {
 			/* A CYC times the OVF: it covers the overflow. */
-			emit(s, t, DEC_OVERFLOW, ev->variant.overflow.ip,
-			     before ? before : t);
+			strm_emit(s, t, DEC_OVERFLOW, ip, before ? before : t);
 		} else {
-			settle(s);
+			strm_settle(s);
 			s->ovf_pending = true;
-			s->ovf_ip = ev->variant.overflow.ip;
+			s->ovf_ip = ip;
 			s->ovf_before = before;
 			s->ovf_pos = s->icount;
 			s->ovf_fwd = 0;
@@ -584,13 +406,25 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 						   s->rate_dp);
 		}
 		s->c->stats.overflows++;
-		s->tracing = true;
 		s->pend = PEND_NONE;
-		set_range(s, ev->variant.overflow.ip);
+		if (off) {
+			s->synced = false;
+			s->tracing = false;
+			forget_range(s);
+		} else {
+			s->tracing = true;
+			set_range(s, ip);
+		}
+		break;
+	case ptev_tsx:
+		s->tsx_aborted = ev->variant.tsx.aborted;
+		break;
+	case ptev_async_branch:
+		on_async_branch(s, ev);
 		break;
 	case ptev_ptwrite:
-		emit(s, t, DEC_PTWRITE, ev->variant.ptwrite.ip,
-		     ev->variant.ptwrite.payload);
+		strm_emit(s, t, DEC_PTWRITE, ev->variant.ptwrite.ip,
+			  ev->variant.ptwrite.payload);
 		break;
 	default:
 		/* Mode, paging, timing and power events change nothing in a
@@ -615,6 +449,7 @@ static int config_for(struct strm *s, struct pt_config *cfg, const uint8_t *buf,
 	cfg->nom_freq = (uint8_t)c->pt.max_nonturbo_ratio;
 	cfg->cpuid_0x15_eax = c->pt.tsc_ctc_d;
 	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
+	dec_addr_filter(c, s->pid, &cfg->addr_filter);
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;
 	cfg->flags.variant.block.enable_tick_events = 1;
@@ -628,6 +463,7 @@ static bool no_progress(struct strm *s, const struct pt_block *b)
 	uint64_t off;
 
 	if (pt_blk_get_offset(s->dec, &off) < 0 || off != s->prog_off) {
+		s->prev_off = s->prog_off;
 		s->prog_off = off;
 		s->stuck_blocks = 0;
 		s->stuck_calls = 0;
@@ -640,13 +476,69 @@ static bool no_progress(struct strm *s, const struct pt_block *b)
 	       s->stuck_calls > MAX_CALLS_STUCK;
 }
 
+/*
+ * A PSB+ whose FUP says IP 0 (an empty trace: tracing was enabled, no
+ * instruction ran traced before the next PSB) leaves libipt at address
+ * 0, where nothing is ever mapped.  That is no code and no lost trace:
+ * nothing to show, not a segment rooted at 0.
+ */
+static bool no_ip_at_sync(const struct strm *s, const struct pt_block *b,
+			  int status)
+{
+	return !s->synced && !b->ninsn && !b->ip &&
+	       pt_errcode(status) == pte_nomap;
+}
+
+/*
+ * Where to pick up after a decode error: the first PSB after the one
+ * decoding last synced at that the instructions had not passed yet.
+ * libipt reads packets ahead of the instructions it returns, so when an
+ * instruction fails (no code mapped at a jump's target, say) it may
+ * already be past the next PSB, and its own sync_forward() would skip
+ * to the one after, or to the end: a whole stretch of good trace lost.
+ * The instructions are past every packet read before the decoder's
+ * offset last moved (prev_off).  Returns false to let libipt search.
+ */
+static bool resync_point(struct strm *s, const uint8_t *buf, size_t len,
+			 uint64_t *out)
+{
+	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					0x02, 0x82, 0x02, 0x82};
+	uint64_t sync, from;
+	const uint8_t *p;
+
+	if (pt_blk_get_sync_offset(s->dec, &sync) < 0)
+		return false;
+	from = sync + 1 > s->prev_off ? sync + 1 : s->prev_off;
+	if (from >= len)
+		return false;
+	p = memmem(buf + from, len - from, psb, sizeof(psb));
+	if (!p)
+		return false;
+	*out = (uint64_t)(p - buf);
+	return true;
+}
+
+/*
+ * Past the last packet, the last traced transfer went where no code is
+ * mapped (a jump through a bad pointer, a binary missing): that much the
+ * trace says for sure, and it is an error to report, not the end.
+ */
+static bool unmapped_last_target(const struct strm *s, const struct pt_block *b,
+				 int status)
+{
+	return status < 0 && !b->ninsn && s->synced && s->pend != PEND_NONE &&
+	       pt_errcode(status) == pte_nomap;
+}
+
 /* Decode one buffer: sync, decode until an error, resync, ... */
 static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 {
 	struct pt_config cfg;
 	struct pt_block blk;
-	uint64_t code;
-	bool eos, stuck;
+	uint64_t code, resync_at = 0;
+	bool eos, stuck, resync = false;
 	int status;
 
 	config_for(s, &cfg, buf, len);
@@ -658,10 +550,15 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		goto out;
 	s->c->stats.aux_bytes += len;
 	for (;;) {
-		status = pt_blk_sync_forward(s->dec);
+		if (resync) {
+			status = pt_blk_sync_set(s->dec, resync_at);
+			resync = false;
+		} else {
+			status = pt_blk_sync_forward(s->dec);
+		}
 		if (status < 0)
 			break;
-		settle(s);
+		strm_settle(s);
 		s->have_mark = false;
 		s->synced = false;
 		s->tracing = false;
@@ -670,6 +567,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		s->stuck_blocks = 0;
 		s->stuck_calls = 0;
 		pt_blk_get_offset(s->dec, &s->prog_off);
+		pt_blk_get_sync_offset(s->dec, &s->prev_off);
 		eos = false;
 		stuck = false;
 		for (;;) {
@@ -693,7 +591,8 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 				 * sure. */
 				if (blk.ninsn && s->synced)
 					arrive(s, blk.ip);
-				status = -pte_eos;
+				if (!unmapped_last_target(s, &blk, status))
+					status = -pte_eos;
 				break;
 			}
 			on_block(s, &blk);
@@ -714,25 +613,30 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 				 * program spinning at the end (for (;;);)
 				 * ends here too. */
 				s->pend = PEND_NONE;
-				emit(s, now(s), DEC_END, s->last_ip, 0);
+				strm_emit(s, strm_now(s), DEC_END, s->last_ip,
+					  0);
 			}
 			status = -pte_eos;
 			continue; /* sync_forward reports the real end */
 		}
+		if (no_ip_at_sync(s, &blk, status))
+			continue;
 		/* A decode error: the segment ends here; resync at the next
 		 * PSB. */
 		if (!s->synced)
-			sync_at(s, now(s), blk.ninsn ? blk.end_ip : blk.ip);
+			sync_at(s, strm_now(s),
+				blk.ninsn ? blk.end_ip : blk.ip);
 		code = stuck ? DEC_ERR_NO_PROGRESS
 			     : (uint64_t)pt_errcode(status);
 		if (code == (uint64_t)pte_nomap)
 			dec_note_use(s->c, s->pid,
 				     blk.ninsn ? blk.end_ip : blk.ip);
-		emit(s, now(s), DEC_ERROR, blk.ninsn ? blk.end_ip : blk.ip,
-		     code);
+		strm_emit(s, strm_now(s), DEC_ERROR,
+			  blk.ninsn ? blk.end_ip : blk.ip, code);
 		s->c->stats.errors++;
+		resync = resync_point(s, buf, len, &resync_at);
 	}
-	settle(s);
+	strm_settle(s);
 	if (status == -pte_eos)
 		status = 0;
 out:

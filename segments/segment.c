@@ -272,32 +272,57 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 	return 0;
 }
 
+/* Trace is lost from now on: the gap slice waits for where it ends. */
+static int gap_begins(struct seg_builder *b, uint64_t time, const char *reason)
+{
+	uint32_t r;
+
+	if (b->have_gap)
+		return 0;
+	r = mt_str_intern(&b->t->strs, reason);
+	if (r == MT_NONE)
+		return -ENOMEM;
+	b->have_gap = true;
+	b->gap_start = time;
+	b->gap_reason = r;
+	return 0;
+}
+
+/* The pending gap ends at time: its slice. */
+static int gap_ends(struct seg_builder *b, uint64_t time)
+{
+	struct mt_thread *th = thr(b);
+	char buf[160];
+	uint32_t name;
+	struct mt_slice g = {
+		.ts = b->gap_start,
+		.dur = time > b->gap_start ? time - b->gap_start : 0,
+		.parent = MT_NONE,
+		.flags = MT_SLICE_GAP,
+		.segment = b->any ? b->seg_id : MT_NONE,
+	};
+
+	if (!b->have_gap)
+		return 0;
+	snprintf(buf, sizeof(buf), "[decode gap: %s]",
+		 mt_str(&b->t->strs, b->gap_reason));
+	name = mt_str_intern(&b->t->strs, buf);
+	if (name == MT_NONE)
+		return -ENOMEM;
+	g.name = name;
+	if (!mt_thread_push(th, &g))
+		return -ENOMEM;
+	b->have_gap = false;
+	return 0;
+}
+
 static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 {
 	struct mt_thread *th = thr(b);
 	struct mt_segment seg = {.tid = th->tid, .start = time};
 
-	if (b->have_gap) {
-		char buf[160];
-		uint32_t name;
-		struct mt_slice g = {
-			.ts = b->gap_start,
-			.dur = time > b->gap_start ? time - b->gap_start : 0,
-			.parent = MT_NONE,
-			.flags = MT_SLICE_GAP,
-			.segment = b->any ? b->seg_id : MT_NONE,
-		};
-
-		snprintf(buf, sizeof(buf), "[decode gap: %s]",
-			 mt_str(&b->t->strs, b->gap_reason));
-		name = mt_str_intern(&b->t->strs, buf);
-		if (name == MT_NONE)
-			return -ENOMEM;
-		g.name = name;
-		if (!mt_thread_push(th, &g))
-			return -ENOMEM;
-		b->have_gap = false;
-	}
+	if (gap_ends(b, time))
+		return -ENOMEM;
 	if (!mt_trace_add_segment(b->t, &seg))
 		return -ENOMEM;
 	b->seg_id = (uint32_t)(b->t->nr_segments - 1);
@@ -463,10 +488,10 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	size_t n = th->nr_slices - b->first, k = b->nr_reveals;
 	uint32_t r;
 
-	/* Before the first sync point there is no segment to point at
-	 * (segments may still be NULL). */
+	/* Before the first sync point, or between segments, there is no
+	 * segment to end: the trace lost there is a gap all the same. */
 	if (!b->open)
-		return 0;
+		return gap_begins(b, time, reason);
 	seg = &b->t->segments[b->seg_id];
 	if (keep_chains(b, seg, n))
 		return -ENOMEM;
@@ -497,6 +522,14 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	size_t i;
+
+	/* Tracing stopped on the return, its target unsaid: it leaves the
+	 * frame on top, to whichever caller is below. */
+	if (!to) {
+		if (b->depth > 1 && top(b)->kind == FR_FUNC)
+			pop_to(b, b->depth - 1, time);
+		return 0;
+	}
 
 	/* The callee whose return address this is, topmost first. */
 	for (i = b->depth; i-- > 0;)
@@ -661,26 +694,19 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 				return rc;
 		}
 		return open_segment(b, time, ip);
-	case DEC_OVERFLOW:
+	case DEC_OVERFLOW: {
 		/* The gap runs from the last instruction traced to the
-		 * resume; before any segment it is a gap all the same. */
+		 * resume; before any segment it is a gap all the same.  No
+		 * IP: tracing was off, the next sync point resumes. */
+		int rc;
+
 		if (aux > time || !aux)
 			aux = time;
-		if (b->open) {
-			int rc = close_segment(b, aux, "overflow", ip);
-
-			if (rc)
-				return rc;
-		} else if (!b->have_gap) {
-			uint32_t r = mt_str_intern(&b->t->strs, "overflow");
-
-			if (r == MT_NONE)
-				return -ENOMEM;
-			b->have_gap = true;
-			b->gap_start = aux;
-			b->gap_reason = r;
-		}
+		rc = close_segment(b, aux, "overflow", ip);
+		if (rc || !ip)
+			return rc;
 		return open_segment(b, time, ip);
+	}
 	case DEC_ERROR:
 		return close_segment(b, time,
 				     error_reason(b, ip, aux, buf, sizeof(buf)),
@@ -731,8 +757,10 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final)
 {
 	int rc;
 
+	/* Trace lost at the end, no segment after it: the gap lasts until
+	 * the last thing the thread's trace says. */
 	if (!b->open)
-		return 0;
+		return gap_ends(b, b->last_time);
 	rc = anchor(b, final);
 	if (rc)
 		return rc;

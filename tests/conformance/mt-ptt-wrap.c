@@ -906,10 +906,13 @@ static void write_capture(const struct wcase *c, const char *path,
 	pt.cyc_bit = 1ull << 1;
 	pt.have_max_nonturbo = true;
 	pt.max_nonturbo_ratio = c->nom_freq ? c->nom_freq : 24;
-	/* The address filter as perf record --filter writes it. */
+	/* The address filter as perf record --filter writes it: with a
+	 * file, the address is an offset in it (the kernel's rule). */
 	if (c->have_filter)
 		snprintf(pt.filter, sizeof(pt.filter), "filter %#llx/%#llx@%s",
-			 c->filter_a, c->filter_b - c->filter_a + 1, elf_abs);
+			 (unsigned long long)(c->filter_a - c->load_vaddr +
+					      c->load_off),
+			 c->filter_b - c->filter_a + 1, elf_abs);
 	{
 		struct pd_time_conv tc = {.time_shift = WRAP_TIME_SHIFT,
 					  .time_mult = WRAP_TIME_MULT,

@@ -498,7 +498,15 @@ static void test_call_len(struct check_state *st)
 		{{0x3e, 0xff, 0xd0}, 3, 3},		/* notrack */
 		{{0xf2, 0xe8, 1, 2, 3, 4}, 6, 6},	/* bnd call */
 		{{0x64, 0xff, 0x14, 0x25, 1, 2, 3, 4}, 8, 8},
-		{{0xff, 0x18}, 2, 0}, /* far call */
+		{{0xff, 0x18}, 2, 2},		  /* lcall *(%rax) */
+		{{0xff, 0x5c, 0x24, 0x08}, 4, 4}, /* lcall *8(%rsp) */
+		{{0x9a, 1, 2, 3, 4, 5, 6}, 7, 7}, /* lcall $6,$4 (32) */
+		{{0x0f, 0x05}, 2, 2},		  /* syscall */
+		{{0x0f, 0x34}, 2, 2},		  /* sysenter */
+		{{0xcd, 0x80}, 2, 2},		  /* int $0x80 */
+		{{0xcc}, 1, 1},			  /* int3 */
+		{{0xff, 0x20}, 2, 0},		  /* jmp *(%rax) */
+		{{0x0f, 0x07}, 2, 0},		  /* sysret */
 		{{0x90}, 1, 0},
 		{{0xe8, 1, 2}, 3, 0}, /* cut short */
 	};

@@ -1,0 +1,89 @@
+/*
+ * The state of one stream's decode, shared by stream.c (what libipt's
+ * blocks and events mean for a call tree) and timing.c (when each event
+ * happened, and which thread it belongs to).
+ */
+#ifndef MT_DEC_STRM_H
+#define MT_DEC_STRM_H
+
+#include "decode/dec_internal.h"
+
+enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
+
+#define LEN_CACHE   1024
+#define RANGE_CACHE 512
+
+struct range_ent {
+	uint64_t ip, lo, hi;
+};
+
+/* A call, return or jump waiting for its time. */
+struct held {
+	uint64_t pos; /* instructions decoded up to the transfer */
+	uint64_t t, ip, aux;
+	enum dec_kind k;
+};
+
+struct strm {
+	struct dec_capture *c;
+	struct pt_block_decoder *dec;
+	uint32_t pid;
+	/* where events go: a thread, or a CPU's switch timeline */
+	struct dec_thread *thread;
+	uint32_t cpu;
+	size_t sw_cur; /* index into c->switches (per-CPU) */
+	struct dec_thread *sw_thread;
+	bool sw_valid;
+
+	uint64_t last_time; /* perf ns, never decreasing */
+	uint64_t icount;    /* instructions decoded in this buffer */
+	uint64_t mark_pos;  /* icount where last_time was read */
+	bool have_mark;
+	bool mark_tick;	   /* the mark is a tick: a timing packet bound there */
+	struct held *held; /* owned by dec_streams(), kept across buffers */
+	size_t nheld, held_cap;
+	uint64_t rate_dt, rate_dp; /* the last stretch between time points */
+	/* an overflow whose resume time waits for the next time point */
+	bool ovf_pending;
+	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;
+	bool synced;  /* SYNC emitted for this sync point */
+	bool tracing; /* between a stop and a resume: false */
+	enum pend pend;
+	uint64_t pend_time, pend_from, pend_ret, pend_pos;
+	uint64_t last_ip; /* last instruction decoded */
+	int last_isid;
+	bool last_far;		 /* the last block ended in a far transfer */
+	bool tsx_aborted;	 /* the async branch coming is the abort's */
+	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
+
+	uint64_t len_ip[LEN_CACHE];
+	uint8_t len_val[LEN_CACHE];
+	struct range_ent ranges[RANGE_CACHE];
+	uint64_t lost; /* AUX bytes lost before this buffer */
+	int rc;	       /* first sink error */
+
+	uint64_t prog_off;     /* decoder offset when last seen moving */
+	uint64_t prev_off;     /* the offset before that */
+	uint32_t stuck_blocks; /* blocks since then */
+	uint32_t stuck_calls;  /* calls among them */
+};
+
+/* timing.c */
+bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid);
+/* An event now, at time t, to the thread running. */
+void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		   uint64_t aux);
+/* An event that is no transfer: what waits goes first, as it was. */
+void strm_emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+	       uint64_t aux);
+/* A call, return or jump: it waits for the next time point. */
+void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		    uint64_t aux);
+/* Whatever waits goes out with the last time known. */
+void strm_settle(struct strm *s);
+/* The time of what is being decoded. */
+uint64_t strm_now(const struct strm *s);
+/* The time of an event; a time point moves the clock. */
+uint64_t strm_event_time(struct strm *s, const struct pt_event *ev);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * When each event happened, and whose it is.
+ *
+ * Events of a per-CPU stream go to the thread the switch records say ran
+ * then.  Calls, returns and jumps wait for the next time point and are
+ * spread between the two points by the instructions before them.
+ */
+#include "decode/strm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/*
+ * Events past which the clock has not moved wait for the next time point
+ * (held_release), but no more than this many: a TSC-only trace between
+ * PSBs, say.  The rest keep the time of the last point.
+ */
+#define HELD_MAX 65536
+
+static struct dec_thread *route(struct strm *s, uint64_t t)
+{
+	struct dec_capture *c = s->c;
+
+	if (s->thread)
+		return s->thread;
+	/* Per-CPU: the last switch on this CPU at or before t. */
+	while (s->sw_cur < c->nr_switches) {
+		const struct dec_switch *w = &c->switches[s->sw_cur];
+
+		if (w->cpu != s->cpu) {
+			s->sw_cur++;
+			continue;
+		}
+		if (w->time > t)
+			break;
+		s->sw_valid = w->tid != (uint32_t)-1;
+		s->sw_thread =
+			s->sw_valid ? dec_thread_get(c, w->pid, w->tid) : NULL;
+		if (s->sw_valid && !s->sw_thread)
+			s->rc = -ENOMEM;
+		s->sw_cur++;
+	}
+	return s->sw_valid ? s->sw_thread : NULL;
+}
+
+bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid)
+{
+	if (!c->opts.nr_tids)
+		return true;
+	for (size_t i = 0; i < c->opts.nr_tids; i++)
+		if (c->opts.tids[i] == tid)
+			return true;
+	return false;
+}
+
+static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick);
+void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		   uint64_t aux)
+{
+	struct dec_capture *c = s->c;
+	struct dec_thread *th = route(s, t);
+
+	if (!th || s->rc || !dec_tid_chosen(c, th->tid))
+		return;
+	if (t < c->first)
+		c->first = t;
+	if (t > c->last)
+		c->last = t;
+	c->stats.events++;
+	if (c->sink && s->thread)
+		s->rc = c->sink(c->sink_ctx, th, t, k, ip, aux);
+	else if (dec_thread_push(th, c->base, t, k, ip, aux))
+		s->rc = -ENOMEM;
+}
+
+/* An event that is no transfer: what waits goes first, as it was. */
+void strm_emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+	       uint64_t aux)
+{
+	strm_settle(s);
+	strm_emit_now(s, t, k, ip, aux);
+}
+
+/*
+ * Timing packets give the time of the instruction they bind to, and none
+ * of those in between: a TNT's CYC times its first branch, and the calls
+ * and returns after it until the next timing packet would all take that
+ * time (perf stamps them so).  So a transfer waits until the clock moves
+ * again and is then placed between the two time points in proportion to
+ * the instructions before it: exact where instructions take equal time,
+ * and never outside the interval the packets allow.  No time point is
+ * made up: across an overflow, a resync or a decode error, or with no
+ * second point, an event keeps the time of the last one.
+ */
+void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		    uint64_t aux)
+{
+	struct held *h;
+
+	if (!s->have_mark || s->nheld >= HELD_MAX) {
+		strm_emit(s, t, k, ip, aux);
+		return;
+	}
+	if (s->nheld == s->held_cap) {
+		size_t cap = s->held_cap ? 2 * s->held_cap : 256;
+		struct held *n = realloc(s->held, cap * sizeof(*n));
+
+		if (!n) {
+			strm_emit(s, t, k, ip, aux);
+			return;
+		}
+		s->held = n;
+		s->held_cap = cap;
+	}
+	/* A time point read after the transfer's block binds to the
+	 * transfer itself: the packet it precedes is the transfer's. */
+	h = &s->held[s->nheld++];
+	h->pos = s->pend_pos;
+	h->t = s->last_time;
+	h->k = k;
+	h->ip = ip;
+	h->aux = aux;
+}
+
+/* The clock reads t1 at the current instruction; bound: the reading
+ * belongs there (not the first after lost trace). */
+static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
+{
+	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
+	size_t n = s->nheld;
+
+	s->nheld = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct held *h = &s->held[i];
+		uint64_t t = h->t;
+
+		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 && h->pos <= p1)
+			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
+					    (h->pos - p0) / (p1 - p0));
+		else if (t < t0)
+			t = t0;
+		strm_emit_now(s, t, h->k, h->ip, h->aux);
+	}
+	if (tick && s->mark_tick && t1 > t0 && p1 > p0) {
+		s->rate_dt = t1 - t0;
+		s->rate_dp = p1 - p0;
+	}
+}
+
+/*
+ * An overflow in a trace without CYC carries no time of its own: tracing
+ * resumed somewhere between the last time point and the next.  At the
+ * next one (t1, bound to the current instruction) the resume is placed
+ * back from it by the instructions run since, at the pace of the last
+ * stretch between time points, and never before the last point.
+ */
+static void ovf_resolve(struct strm *s, uint64_t t1, bool bound)
+{
+	uint64_t t0 = s->last_time, r = t0;
+
+	s->ovf_pending = false;
+	if (bound && t1 > t0) {
+		uint64_t back = 0;
+
+		if (s->rate_dp)
+			back = (uint64_t)((unsigned __int128)s->rate_dt *
+					  (s->icount - s->ovf_pos) /
+					  s->rate_dp);
+		r = t1 - (back < t1 - t0 ? back : t1 - t0);
+	}
+	/* The last instruction before it ran after the last time point, by
+	 * the same pace. */
+	if (s->ovf_before + s->ovf_fwd < r)
+		s->ovf_before += s->ovf_fwd;
+	else if (s->ovf_before < r)
+		s->ovf_before = r;
+	strm_emit_now(s, r, DEC_OVERFLOW, s->ovf_ip, s->ovf_before);
+	s->last_time = r;
+	s->mark_pos = s->ovf_pos;
+	s->mark_tick = false;
+}
+
+/* Whatever waits goes out with the last time known. */
+void strm_settle(struct strm *s)
+{
+	if (s->ovf_pending)
+		ovf_resolve(s, 0, false);
+	if (s->nheld)
+		held_release(s, 0, false, false);
+}
+
+/*
+ * The time of what is being decoded: the last timing update the decoder
+ * has reached in the instruction flow.  Not pt_blk_time(): the decoder
+ * reads packets ahead of the instructions it returns, so after a long
+ * stretch that needs no packets (a spin loop, straight-line code) its
+ * clock is already at the packets that end the stretch, and a call made
+ * at its start would take the time of its end.  Tick events
+ * (enable_tick_events) come where the timing packets bind in the flow.
+ */
+uint64_t strm_now(const struct strm *s)
+{
+	return s->last_time;
+}
+
+/*
+ * A time point.  After an overflow or at an enable, time passed that no
+ * instruction of ours accounts for: what waits keeps the last time.
+ */
+uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
+{
+	uint64_t t;
+	bool bound;
+
+	if (!ev->has_tsc)
+		return strm_now(s);
+	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
+	if (t < s->last_time)
+		t = s->last_time;
+	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
+	if (s->ovf_pending)
+		ovf_resolve(s, t, bound);
+	if (s->nheld)
+		held_release(s, t, bound, ev->type == ptev_tick);
+	s->mark_tick = ev->type == ptev_tick;
+	s->last_time = t;
+	s->mark_pos = s->icount;
+	s->have_mark = true;
+	return t;
+}
