@@ -6,6 +6,7 @@
 #define MT_EMU_INTERNAL_H
 
 #include "capture/cap_internal.h"
+#include "capture/capfile.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
 

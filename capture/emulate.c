@@ -15,10 +15,15 @@
  * capture's time conversion is the identity, and perf time is the kernel's
  * monotonic clock, as perf's own is.
  *
- * Not yet here (said plainly by mt-capture): attaching to a running
- * process, the snapshot ring (the whole run is kept), triggers, the
- * stub API, sideband from perf_event_open (mappings come from
- * /proc/PID/maps), and the vDSO's bytes.
+ * Around the trace: the program is started or attached to (-p, every
+ * thread); its mappings come from /proc/PID/maps and, where the kernel
+ * allows a dummy event, its sideband from perf_event_open's rings
+ * (sideband.c); the vDSO's bytes are read from it, since no file holds
+ * them.  --snapshot-size keeps the newest bytes of each thread as the
+ * hardware's ring does; a trigger (mt_snapshot_point, a symbol or
+ * FILE:LINE) ends the capture or, with --multi-snapshot, takes a
+ * snapshot at every hit.  --truth and --drop-every serve the tests: the
+ * calls the emulator saw (emu_truth.c), and overflows it made up.
  */
 #include "capture/emu_internal.h"
 #include "symbols/symbols.h"
@@ -36,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -801,6 +807,27 @@ static int trace(struct emu *e)
 	return 0;
 }
 
+/* One executable mapping, kept unless seen already. */
+static int keep_exec_map(const struct mt_map *m, const char *line, void *arg)
+{
+	struct emu *e = arg;
+	char *copy;
+
+	if (!(m->prot & PROT_EXEC))
+		return 0;
+	for (size_t i = 0; i < e->nr_maps; i++)
+		if (!strcmp(e->maps[i], line))
+			return 0;
+	copy = strdup(line);
+	if (!copy || mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
+			     sizeof(*e->maps))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	e->maps[e->nr_maps++] = copy;
+	return 0;
+}
+
 /*
  * The target's executable mappings, read while it lives (after reaching
  * the start and when a thread exits, which catches what was loaded in
@@ -808,195 +835,81 @@ static int trace(struct emu *e)
  */
 static int collect_maps(struct emu *e)
 {
-	char path[64], line[4352];
-	FILE *f;
+	int rc = mt_maps_each(e->pid, keep_exec_map, e, NULL, 0);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", e->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char perm[8] = "";
-		bool dup = false;
-		char *copy;
-
-		if (sscanf(line, "%*x-%*x %7s", perm) != 1 || perm[2] != 'x')
-			continue;
-		for (size_t i = 0; i < e->nr_maps && !dup; i++)
-			dup = !strcmp(e->maps[i], line);
-		if (dup)
-			continue;
-		copy = strdup(line);
-		if (!copy || mt_grow((void **)&e->maps, &e->cap_maps,
-				     e->nr_maps + 1, sizeof(*e->maps))) {
-			free(copy);
-			fclose(f);
-			return -ENOMEM;
-		}
-		e->maps[e->nr_maps++] = copy;
-	}
-	fclose(f);
-	return 0;
+	return rc == -ENOMEM ? rc : 0;
 }
 
-/* The vDSO's bytes: no file holds them, so the capture must. */
-static void read_vdso(struct emu *e)
+/* The emulated PMU: a Skylake's intel_pt with its TSC, MTC and CPU
+ * frequencies as EMU_* say, tracing user space with branches, TSC and
+ * MTC on. */
+static void emu_pt_event(const struct emu *e, struct perf_event_attr *attr,
+			 struct pd_pt_info *pt)
 {
-	for (size_t i = 0; i < e->nr_maps; i++) {
-		unsigned long long lo, hi;
-
-		if (!strstr(e->maps[i], "[vdso]") ||
-		    sscanf(e->maps[i], "%llx-%llx", &lo, &hi) != 2 ||
-		    hi <= lo || hi - lo > (64u << 20))
-			continue;
-		e->vdso = malloc(hi - lo);
-		if (e->vdso &&
-		    read_mem(e->pid, lo, e->vdso, hi - lo) == (int)(hi - lo)) {
-			e->vdso_start = lo;
-			e->vdso_len = hi - lo;
-		} else {
-			free(e->vdso);
-			e->vdso = NULL;
-		}
-		return;
-	}
+	capfile_pt_attr(attr, EMU_PMU_TYPE,
+			1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
+				((uint64_t)EMU_MTC_PERIOD << 14) |
+				(1ull << 24) |
+				(e->o->noretcomp ? 1ull << 11 : 0));
+	memset(pt, 0, sizeof(*pt));
+	capfile_pt_format(pt);
+	pt->pmu_type = EMU_PMU_TYPE;
+	pt->time_shift = 0;
+	pt->time_mult = 1;
+	pt->cap_user_time_zero = true;
+	pt->tsc_ctc_n = EMU_TSC_CTC;
+	pt->tsc_ctc_d = 1;
+	pt->have_max_nonturbo = true;
+	pt->max_nonturbo_ratio = EMU_NONTURBO;
+	pt->snapshot_mode = e->o->snapshot_size != 0 || e->o->multi_snapshot;
 }
 
-static int write_maps(struct emu *e, struct pd_writer *w,
-		      const struct pd_sample_id *sid)
+/* The threads: the first as the exec named it, with the mappings seen,
+ * then each other one as a fork of it. */
+static int write_threads(struct emu *e, struct capfile *c,
+			 const struct pd_sample_id *sid)
 {
+	struct pd_comm cm = {.pid = (uint32_t)e->pid,
+			     .tid = (uint32_t)e->pid,
+			     .exec = true,
+			     .comm = e->comm};
 	char path[4096];
 
+	if (pd_write_comm(c->w, &cm, sid))
+		return -1;
 	for (size_t i = 0; i < e->nr_maps; i++) {
-		struct pd_mmap m;
+		struct mt_map m;
 
-		if (sb_maps_line(e->maps[i], (uint32_t)e->pid, &m, path,
-				 sizeof(path)))
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
+		    capfile_mapping(c, &m, (uint32_t)e->pid, sid, false))
+			return -1;
+	}
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		struct pd_sample_id s2 = *sid;
+		struct pd_task fk = {.pid = (uint32_t)e->pid,
+				     .ppid = (uint32_t)e->pid,
+				     .tid = (uint32_t)t->tid,
+				     .ptid = (uint32_t)e->pid,
+				     .time = sid->time};
+		struct pd_comm tc = {.pid = (uint32_t)e->pid,
+				     .tid = (uint32_t)t->tid,
+				     .comm = e->comm};
+
+		if (t->tid == e->pid)
 			continue;
-		if (pd_write_mmap2(w, &m, sid))
+		s2.tid = (uint32_t)t->tid;
+		if (pd_write_task(c->w, PERF_RECORD_FORK, &fk, &s2) ||
+		    pd_write_comm(c->w, &tc, &s2))
 			return -1;
 	}
 	return 0;
 }
 
-/*
- * The build ids of the mapped binaries: mt-convert then refuses a binary
- * rebuilt since the capture instead of decoding the wrong code.
- */
-static int add_buildids(struct emu *e, struct pd_writer *w)
+/* The trace: the snapshots taken at hits (--multi-snapshot) in order,
+ * then each thread's ring at the end. */
+static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 {
-	struct sb_buildids seen = {0};
-	char path[4096];
-	int rc = 0;
-
-	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
-		path[0] = 0;
-		if (sscanf(e->maps[i], "%*x-%*x %*s %*x %*s %*s %4095s",
-			   path) == 1)
-			rc = sb_buildid_add(w, &seen, (uint32_t)e->pid, path);
-	}
-	sb_buildids_free(&seen);
-	return rc;
-}
-
-static int write_capture(struct emu *e)
-{
-	const struct emu_opts *o = e->o;
-	struct pd_writer *w = NULL;
-	struct pd_err pe = {0};
-	struct perf_event_attr attr;
-	struct pd_pt_info pt;
-	struct pd_ext_buf ext = {0};
-	uint64_t ids[1] = {1}, end = e->hit_time ? e->hit_time : now_ns();
-	struct pd_sample_id sid = {.pid = (uint32_t)e->pid,
-				   .tid = (uint32_t)e->pid,
-				   .time = e->start_time,
-				   .id = 1,
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
-	int rc = -1;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.type = EMU_PMU_TYPE;
-	attr.size = sizeof(attr);
-	attr.config = 1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
-		      ((uint64_t)EMU_MTC_PERIOD << 14) | (1ull << 24) |
-		      (o->noretcomp ? 1ull << 11 : 0);
-	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = 1;
-	attr.sample_id_all = 1;
-	memset(&pt, 0, sizeof(pt));
-	pt.pmu_type = EMU_PMU_TYPE;
-	pt.time_shift = 0;
-	pt.time_mult = 1;
-	pt.cap_user_time_zero = true;
-	pt.tsc_bit = 1ull << 10;
-	pt.noretcomp_bit = 1ull << 11;
-	pt.have_mtc_group = true;
-	pt.mtc_bit = 1ull << 9;
-	pt.mtc_freq_bits = 0xfull << 14;
-	pt.tsc_ctc_n = EMU_TSC_CTC;
-	pt.tsc_ctc_d = 1;
-	pt.cyc_bit = 1ull << 1;
-	pt.have_max_nonturbo = true;
-	pt.max_nonturbo_ratio = EMU_NONTURBO;
-	pt.snapshot_mode = o->snapshot_size != 0 || o->multi_snapshot;
-
-	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
-		goto pderr;
-	if (pd_writer_add_attr(w, &attr, ids, 1) ||
-	    (e->have_sb && pd_writer_add_attr(w, &e->sb[0].attr, e->sb_ids,
-					      (size_t)e->nr_sb)))
-		goto werr;
-	{
-		struct pd_time_conv tc = {.time_mult = 1,
-					  .have_ext = true,
-					  .cap_user_time_zero = true};
-		struct pd_comm c = {.pid = (uint32_t)e->pid,
-				    .tid = (uint32_t)e->pid,
-				    .exec = true,
-				    .comm = e->comm};
-
-		if (pd_write_time_conv(w, &tc) ||
-		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true) ||
-		    pd_write_comm(w, &c, &sid) || write_maps(e, w, &sid))
-			goto werr;
-	}
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		struct pd_sample_id s2 = sid;
-
-		if (t->tid == e->pid)
-			continue;
-		s2.tid = (uint32_t)t->tid;
-		{
-			struct pd_task fk = {.pid = (uint32_t)e->pid,
-					     .ppid = (uint32_t)e->pid,
-					     .tid = (uint32_t)t->tid,
-					     .ptid = (uint32_t)e->pid,
-					     .time = sid.time};
-			struct pd_comm c = {.pid = (uint32_t)e->pid,
-					    .tid = (uint32_t)t->tid,
-					    .comm = e->comm};
-
-			if (pd_write_task(w, PERF_RECORD_FORK, &fk, &s2) ||
-			    pd_write_comm(w, &c, &s2))
-				goto werr;
-		}
-	}
-	for (int c = 0; e->have_sb && c < e->nr_sb; c++)
-		if (sb_copy(w, e->sb[c].page, SB_DATA_PAGES))
-			goto werr;
-	if (pd_write_finished_round(w))
-		goto werr;
-	/* --multi-snapshot: the snapshots taken at hits, in order. */
 	for (size_t k = 0; k < e->nr_snaps; k++) {
 		const struct snap *sn = &e->snaps[k];
 		struct pd_auxtrace a = {.size = sn->len,
@@ -1006,8 +919,8 @@ static int write_capture(struct emu *e)
 					.cpu = UINT32_MAX};
 
 		e->st->aux_bytes += sn->len;
-		if (pd_write_auxtrace(w, &a, sn->data))
-			goto werr;
+		if (pd_write_auxtrace(c->w, &a, sn->data))
+			return -1;
 	}
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
@@ -1021,7 +934,7 @@ static int write_capture(struct emu *e)
 		if (!t->started)
 			continue;
 		if (ptenc_finish(t->enc, end))
-			goto werr;
+			return -1;
 		data = ptenc_data(t->enc, &len);
 		/* What the snapshots at hits took is not written again. */
 		data += t->snap_end;
@@ -1029,106 +942,130 @@ static int write_capture(struct emu *e)
 		/* Snapshot mode: the ring kept the newest bytes only; the
 		 * decoder starts at the first PSB in them, as with
 		 * hardware. */
-		if (o->snapshot_size && len > o->snapshot_size) {
-			data += len - o->snapshot_size;
-			len = o->snapshot_size;
+		if (e->o->snapshot_size && len > e->o->snapshot_size) {
+			data += len - e->o->snapshot_size;
+			len = e->o->snapshot_size;
 		}
 		a.size = len;
 		e->st->aux_bytes += len;
-		if (len && pd_write_auxtrace(w, &a, data))
-			goto werr;
+		if (len && pd_write_auxtrace(c->w, &a, data))
+			return -1;
 	}
-	/* Each thread's stack at the end, leaf first: it anchors the roots
-	 * that no return in the kept trace reveals. */
+	return 0;
+}
+
+/* Each thread's stack at the end, leaf first: it anchors the roots that
+ * no return in the kept trace reveals. */
+static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
+{
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
 		uint64_t *ips;
 		struct pd_ext_stack es = {.pid = (uint32_t)e->pid,
 					  .tid = (uint32_t)t->tid,
 					  .time = end};
+		int rc;
 
 		if (!t->started || t->exited || !t->last_ip)
 			continue;
 		if (t->nr_unwound) {
 			es.nr = t->nr_unwound;
 			es.ips = t->unwound;
-			if (pd_ext_add_stack(&ext, &es))
-				goto werr;
+			if (pd_ext_add_stack(&c->ext, &es))
+				return -1;
 			continue;
 		}
 		ips = malloc((t->depth + 1) * sizeof(*ips));
 		if (!ips)
-			goto werr;
+			return -1;
 		ips[0] = t->last_ip;
 		for (size_t k = 0; k < t->depth; k++)
 			ips[k + 1] = t->shadow[t->depth - 1 - k];
 		es.nr = t->depth + 1;
 		es.ips = ips;
-		if (pd_ext_add_stack(&ext, &es)) {
-			free(ips);
-			goto werr;
-		}
+		rc = pd_ext_add_stack(&c->ext, &es);
 		free(ips);
+		if (rc)
+			return -1;
 	}
-	if (e->vdso) {
-		struct pd_ext_vdso v = {.pid = (uint32_t)e->pid,
-					.start = e->vdso_start,
-					.len = e->vdso_len,
-					.bytes = e->vdso};
+	return 0;
+}
 
-		if (pd_ext_add_vdso(&ext, &v))
-			goto werr;
-	}
-	for (size_t k = 0; k < e->nr_hits; k++) {
+/* The hits: those --multi-snapshot took, then the one that ended the
+ * capture. */
+static int add_hits(struct emu *e, struct capfile *c)
+{
+	const char *name = e->o->trigger ? e->o->trigger : "mt_snapshot_point";
+
+	for (size_t k = 0; k <= e->nr_hits; k++) {
+		const struct ehit *x = k < e->nr_hits ? &e->hits[k] : NULL;
 		struct pd_ext_hit h = {
 			.pid = (uint32_t)e->pid,
-			.tid = (uint32_t)e->hits[k].tid,
-			.time = e->hits[k].time,
-			.ip = e->hits[k].ip,
-			.arg = e->hits[k].arg,
-			.mark_start = e->hits[k].mark,
-			.name = o->trigger ? o->trigger : "mt_snapshot_point",
+			.tid = (uint32_t)(x ? x->tid : e->hit_tid),
+			.time = x ? x->time : e->hit_time,
+			.ip = x ? x->ip : e->hit_ip,
+			.arg = x ? x->arg : e->hit_arg,
+			.mark_start = x ? x->mark : e->hit_mark,
+			.name = name,
 		};
 
-		if (pd_ext_add_hit(&ext, &h))
-			goto werr;
+		if ((x || e->hit_time) && pd_ext_add_hit(&c->ext, &h))
+			return -1;
 	}
-	if (e->hit_time) {
-		struct pd_ext_hit h = {
-			.pid = (uint32_t)e->pid,
-			.tid = (uint32_t)e->hit_tid,
-			.time = e->hit_time,
-			.ip = e->hit_ip,
-			.arg = e->hit_arg,
-			.mark_start = e->hit_mark,
-			.name = o->trigger ? o->trigger : "mt_snapshot_point",
-		};
+	return 0;
+}
 
-		if (pd_ext_add_hit(&ext, &h))
-			goto werr;
+/* The build ids of the files mapped, once the sideband is in: reading
+ * them takes a while. */
+static int add_buildids(struct emu *e, struct capfile *c)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		struct mt_map m;
+
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
+		    capfile_buildid(c, (uint32_t)e->pid, path))
+			return -1;
 	}
-	if (ext.len &&
-	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
-		goto werr;
-	if (add_buildids(e, w))
-		goto werr;
-	if (pd_write_finished_round(w) ||
-	    pd_writer_set_feature_string(w, PD_FEAT_CPUID,
-					 "GenuineIntel,6,85,4") ||
-	    pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, "mt-capture"))
-		goto werr;
-	if (pd_writer_finish(w, &pe))
-		goto pderr;
-	rc = 0;
+	return 0;
+}
+
+static int write_capture(struct emu *e)
+{
+	struct capfile c;
+	struct perf_event_attr attr;
+	struct pd_pt_info pt;
+	struct pd_time_conv tc = {
+		.time_mult = 1, .have_ext = true, .cap_user_time_zero = true};
+	uint64_t ids[1] = {1}, end = e->hit_time ? e->hit_time : now_ns();
+	struct pd_sample_id sid = capfile_sample_id(
+		(uint32_t)e->pid, (uint32_t)e->pid, e->start_time, 1);
+	int rc = -1;
+
+	emu_pt_event(e, &attr, &pt);
+	if (capfile_open(&c, e->o->output, e->err, e->errlen))
+		return -1;
+	if (pd_writer_add_attr(c.w, &attr, ids, 1) ||
+	    (e->have_sb && pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
+					      (size_t)e->nr_sb)) ||
+	    capfile_begin(&c, &tc, &pt) || write_threads(e, &c, &sid))
+		goto fail;
+	for (int k = 0; e->have_sb && k < e->nr_sb; k++)
+		if (sb_copy(c.w, e->sb[k].page, SB_DATA_PAGES))
+			goto fail;
+	if (pd_write_finished_round(c.w) || write_trace(e, &c, end) ||
+	    add_stacks(e, &c, end) ||
+	    capfile_vdso(&c, (uint32_t)e->pid, e->vdso_start, e->vdso_len,
+			 e->vdso) ||
+	    add_hits(e, &c) || add_buildids(e, &c))
+		goto fail;
+	rc = capfile_finish(&c, "GenuineIntel,6,85,4", "mt-capture");
 	goto out;
-werr:
-	snprintf(e->err, e->errlen, "%s", pd_writer_error(w)->msg);
-	pd_writer_abort(w);
-	goto out;
-pderr:
-	snprintf(e->err, e->errlen, "%s", pe.msg);
+fail:
+	capfile_fail(&c);
 out:
-	pd_ext_buf_free(&ext);
+	capfile_free(&c);
 	return rc;
 }
 
@@ -1216,7 +1153,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc)
 		rc = collect_maps(&e);
 	if (!rc)
-		read_vdso(&e);
+		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
 	if (!rc) {
 		/* Mappings, threads and switches from now on, from the kernel;
 		 * without it, /proc/PID/maps read at start and at exits. */

@@ -36,6 +36,7 @@
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
 #include "capture/cap_internal.h"
+#include "capture/capfile.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -110,7 +111,6 @@ struct hw {
 	pid_t final_tid;
 	uint64_t final_time;
 	uint8_t *sb; /* sideband records, as the kernel wrote them */
-	struct sb_buildids buildids; /* the binaries whose build id is in */
 	size_t sb_len, sb_cap;
 	FILE *spool;
 	struct chunk *chunks;
@@ -542,35 +542,6 @@ static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
  */
 #define MAX_FRAMES 4096
 
-/* The text of /proc/PID/maps, or NULL. */
-static char *read_maps(pid_t pid)
-{
-	char path[64], *text = NULL;
-	size_t len = 0, cap = 0, got;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	do {
-		if (mt_grow((void **)&text, &cap, len + 4097, 1)) {
-			free(text);
-			fclose(f);
-			return NULL;
-		}
-		got = fread(text + len, 1, 4096, f);
-		len += got;
-	} while (got);
-	fclose(f);
-	text[len] = 0;
-	if (!len) { /* a process that has exited */
-		free(text);
-		return NULL;
-	}
-	return text;
-}
-
 /* The mappings of a process that may be gone: as at the start, then as
  * the kernel's MMAP2 records announced. */
 static char *maps_known(struct hw *h)
@@ -634,7 +605,7 @@ static char *maps_known(struct hw *h)
 static void unwind_hit(struct hw *h, const struct bp_hit *b)
 {
 	uint64_t *ips = malloc(MAX_FRAMES * sizeof(*ips));
-	char *maps = read_maps(h->pid);
+	char *maps = mt_maps_text(h->pid);
 	char why[256];
 	size_t n = 0;
 	int rc;
@@ -722,54 +693,36 @@ static bool target_gone(struct hw *h)
 	return gone;
 }
 
-/* The [vdso] image, for decoding the code in it. */
-static void read_vdso(struct hw *h)
+struct hw_existing {
+	struct hw *h;
+	struct capfile *c;
+	struct pd_sample_id sid;
+	int failed;
+};
+
+/* An executable file mapping (or the vDSO) of an attached process. */
+static int existing_mapping(const struct mt_map *m, const char *line, void *arg)
 {
-	char path[64], line[512];
-	FILE *f;
+	struct hw_existing *x = arg;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi;
-		struct iovec local, remote;
-
-		if (!strstr(line, "[vdso]") ||
-		    sscanf(line, "%llx-%llx", &lo, &hi) != 2 || hi <= lo ||
-		    hi - lo > (64u << 20))
-			continue;
-		h->vdso = malloc(hi - lo);
-		local.iov_base = h->vdso;
-		remote.iov_base = (void *)(uintptr_t)lo;
-		local.iov_len = remote.iov_len = hi - lo;
-		if (h->vdso && process_vm_readv(h->pid, &local, 1, &remote, 1,
-						0) == (ssize_t)(hi - lo)) {
-			h->vdso_start = lo;
-			h->vdso_len = hi - lo;
-		} else {
-			free(h->vdso);
-			h->vdso = NULL;
-		}
-		break;
-	}
-	fclose(f);
+	(void)line;
+	if (!(m->prot & PROT_EXEC) ||
+	    (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
+		return 0;
+	x->failed =
+		capfile_mapping(x->c, m, (uint32_t)x->h->pid, &x->sid, true);
+	return x->failed;
 }
 
 /* Attached: what the kernel will not tell, because it happened before
  * (the threads' names and the executable mappings), from /proc. */
-static int write_existing(struct hw *h, struct pd_writer *w)
+static int write_existing(struct hw *h, struct capfile *c)
 {
-	struct pd_sample_id sid = {.pid = (uint32_t)h->pid,
-				   .tid = (uint32_t)h->pid,
-				   .id = h->ids[0],
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
-	char path[64], line[4352], comm[32] = "";
+	struct hw_existing x = {h, c,
+				capfile_sample_id((uint32_t)h->pid,
+						  (uint32_t)h->pid, 0,
+						  h->ids[0])};
+	char path[64], comm[32] = "";
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
@@ -779,36 +732,18 @@ static int write_existing(struct hw *h, struct pd_writer *w)
 		fclose(f);
 	}
 	for (size_t i = 0; i < h->nr_tids; i++) {
-		struct pd_comm c = {.pid = (uint32_t)h->pid,
-				    .tid = (uint32_t)h->tids[i],
-				    .comm = comm};
+		struct pd_comm cm = {.pid = (uint32_t)h->pid,
+				     .tid = (uint32_t)h->tids[i],
+				     .comm = comm};
 
-		sid.tid = (uint32_t)h->tids[i];
-		if (pd_write_comm(w, &c, &sid))
+		x.sid.tid = (uint32_t)h->tids[i];
+		if (pd_write_comm(c->w, &cm, &x.sid))
 			return -1;
 	}
-	sid.tid = (uint32_t)h->pid;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char file[4096];
-		struct pd_mmap m;
-
-		if (sb_maps_line(line, (uint32_t)h->pid, &m, file,
-				 sizeof(file)) ||
-		    !(m.prot & PROT_EXEC) ||
-		    (file[0] != '/' && strcmp(file, "[vdso]")))
-			continue;
-		if (pd_write_mmap2(w, &m, &sid) ||
-		    sb_buildid_add(w, &h->buildids, (uint32_t)h->pid, file)) {
-			fclose(f);
-			return -1;
-		}
-	}
-	fclose(f);
-	return 0;
+	x.sid.tid = (uint32_t)h->pid;
+	/* A process whose maps cannot be read has none to tell. */
+	mt_maps_each(h->pid, existing_mapping, &x, NULL, 0);
+	return x.failed ? -1 : 0;
 }
 
 /* The sideband's time: our sample_type puts it 24 bytes before the end
@@ -825,7 +760,7 @@ static int by_time(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
-static int write_sideband(struct hw *h, struct pd_writer *w)
+static int write_sideband(struct hw *h, struct capfile *c)
 {
 	struct sb_at *at = NULL;
 	size_t n = 0, cap = 0;
@@ -855,12 +790,11 @@ static int write_sideband(struct hw *h, struct pd_writer *w)
 		struct perf_event_header eh;
 
 		memcpy(&eh, h->sb + at[i].off, sizeof(eh));
-		rc = pd_writer_raw(w, h->sb + at[i].off, eh.size);
+		rc = pd_writer_raw(c->w, h->sb + at[i].off, eh.size);
 	}
 	free(at);
 	/* The binaries mapped after the start (libraries, dlopen). */
-	return rc ? rc
-		  : sb_buildids_of_records(w, &h->buildids, h->sb, h->sb_len);
+	return rc ? rc : capfile_buildids_of_records(c, h->sb, h->sb_len);
 }
 
 static int hit_by_time(const void *a, const void *b)
@@ -870,99 +804,82 @@ static int hit_by_time(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
+/* The trace chunks, from the spool, in the order they came. */
+static int write_trace(struct hw *h, struct capfile *c)
+{
+	if (h->spool && fflush(h->spool))
+		return hfail(h, -EIO, "the temporary trace file: %s",
+			     strerror(errno));
+	for (size_t i = 0; i < h->nr_chunks; i++) {
+		const struct chunk *k = &h->chunks[i];
+
+		if (fseek(h->spool, k->at, SEEK_SET) ||
+		    fread(h->copy, 1, k->a.size, h->spool) != k->a.size)
+			return hfail(h, -EIO,
+				     "reading the temporary trace file: %s",
+				     strerror(errno));
+		if (pd_write_auxtrace(c->w, &k->a, h->copy))
+			return -1;
+	}
+	return 0;
+}
+
+/* The extras: the hits, the stack at the last one, the vDSO. */
+static int add_extras(struct hw *h, struct capfile *c)
+{
+	struct pd_ext_stack es = {.pid = (uint32_t)h->pid,
+				  .tid = (uint32_t)h->final_tid,
+				  .time = h->final_time,
+				  .nr = h->nr_final,
+				  .ips = h->final_ips};
+
+	/* Rings are read one after the other: hits in time order. */
+	if (h->nr_hits &&
+	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
+		return -1;
+	for (size_t i = 0; i < h->nr_hits; i++)
+		if (pd_ext_add_hit(&c->ext, &h->hits[i]))
+			return -1;
+	return (h->nr_final && pd_ext_add_stack(&c->ext, &es)) ||
+			       capfile_vdso(c, (uint32_t)h->pid, h->vdso_start,
+					    h->vdso_len, h->vdso)
+		       ? -1
+		       : 0;
+}
+
 static int write_capture(struct hw *h)
 {
-	struct pd_writer *w = NULL;
-	struct pd_err pe = {0};
+	struct capfile c;
 	struct pd_pt_info pt;
-	struct pd_ext_buf ext = {0};
+	struct pd_time_conv tc;
 	char cpuid[64];
 	int rc = -EIO;
 
 	pt_info_of(h, &pt);
+	tc = (struct pd_time_conv){.time_shift = pt.time_shift,
+				   .time_mult = pt.time_mult,
+				   .time_zero = pt.time_zero,
+				   .cap_user_time_zero = pt.cap_user_time_zero};
 	cpuid_string(cpuid, sizeof(cpuid));
-	if (pd_writer_open(&w, h->o->output, PD_WRITE_FILE, &pe)) {
-		snprintf(h->err, h->errlen, "%s", pe.msg);
+	if (capfile_open(&c, h->o->output, h->err, h->errlen))
 		return -EIO;
-	}
-	if (pd_writer_add_attr(w, &h->attr, h->ids, h->nr_ids))
-		goto werr;
-	{
-		struct pd_time_conv tc = {.time_shift = pt.time_shift,
-					  .time_mult = pt.time_mult,
-					  .time_zero = pt.time_zero,
-					  .cap_user_time_zero =
-						  pt.cap_user_time_zero};
-
-		if (pd_write_time_conv(w, &tc) ||
-		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true))
-			goto werr;
-	}
-	if ((!h->launched && write_existing(h, w)) || write_sideband(h, w) ||
-	    pd_write_finished_round(w))
-		goto werr;
-	if (h->spool && fflush(h->spool)) {
-		snprintf(h->err, h->errlen, "the temporary trace file: %s",
-			 strerror(errno));
-		pd_writer_abort(w);
-		return -EIO;
-	}
-	for (size_t i = 0; i < h->nr_chunks; i++) {
-		const struct chunk *c = &h->chunks[i];
-
-		if (fseek(h->spool, c->at, SEEK_SET) ||
-		    fread(h->copy, 1, c->a.size, h->spool) != c->a.size) {
-			snprintf(h->err, h->errlen,
-				 "reading the temporary trace file: %s",
-				 strerror(errno));
-			pd_writer_abort(w);
-			return -EIO;
-		}
-		if (pd_write_auxtrace(w, &c->a, h->copy))
-			goto werr;
-	}
-	/* Rings are read one after the other: hits in time order. */
-	if (h->nr_hits &&
-	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
-		goto werr;
-	for (size_t i = 0; i < h->nr_hits; i++)
-		if (pd_ext_add_hit(&ext, &h->hits[i]))
-			goto werr;
-	if (h->nr_final) {
-		struct pd_ext_stack es = {.pid = (uint32_t)h->pid,
-					  .tid = (uint32_t)h->final_tid,
-					  .time = h->final_time,
-					  .nr = h->nr_final,
-					  .ips = h->final_ips};
-
-		if (pd_ext_add_stack(&ext, &es))
-			goto werr;
-	}
-	if (h->vdso) {
-		struct pd_ext_vdso v = {.pid = (uint32_t)h->pid,
-					.start = h->vdso_start,
-					.len = h->vdso_len,
-					.bytes = h->vdso};
-
-		if (pd_ext_add_vdso(&ext, &v))
-			goto werr;
-	}
-	if (ext.len &&
-	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
-		goto werr;
-	if (pd_write_finished_round(w) ||
-	    pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid))
-		goto werr;
-	pd_ext_buf_free(&ext);
-	if (pd_writer_finish(w, &pe)) {
-		snprintf(h->err, h->errlen, "%s", pe.msg);
-		return -EIO;
-	}
-	return 0;
-werr:
-	snprintf(h->err, h->errlen, "%s", pd_writer_error(w)->msg);
-	pd_writer_abort(w);
-	pd_ext_buf_free(&ext);
+	if (pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids) ||
+	    capfile_begin(&c, &tc, &pt) ||
+	    (!h->launched && write_existing(h, &c)) || write_sideband(h, &c) ||
+	    pd_write_finished_round(c.w))
+		goto fail;
+	rc = write_trace(h, &c);
+	if (rc && rc != -1)
+		goto out; /* the spool's error, in err already */
+	if (rc || add_extras(h, &c))
+		goto fail;
+	rc = capfile_finish(&c, cpuid, NULL) ? -EIO : 0;
+	goto out;
+fail:
+	rc = -EIO;
+	capfile_fail(&c);
+out:
+	capfile_free(&c);
 	return rc;
 }
 
@@ -983,7 +900,7 @@ static int arm(struct hw *h, unsigned nranges)
 	/* The mappings now, for unwinding hits after the process is gone
 	 * (with the MMAP2 records that come later). */
 	free(h->maps0);
-	h->maps0 = read_maps(h->pid);
+	h->maps0 = mt_maps_text(h->pid);
 	if (o->trigger &&
 	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
 		uint64_t *addrs = NULL;
@@ -1046,7 +963,7 @@ static int arm(struct hw *h, unsigned nranges)
 		for (size_t i = 0; i < h->nr_fds; i++)
 			if ((rc = set_filter(h, h->fds[i])))
 				return rc;
-	read_vdso(h);
+	mt_vdso_read(h->pid, &h->vdso, &h->vdso_start, &h->vdso_len);
 	return 0;
 }
 
@@ -1293,7 +1210,6 @@ out:
 	free(h.sb);
 	free(h.final_ips);
 	free(h.maps0);
-	sb_buildids_free(&h.buildids);
 	free(h.copy);
 	free(h.vdso);
 	return rc;
