@@ -28,7 +28,7 @@ int sb_open_dummy(struct sb_ring *r, pid_t pid, int cpu, char *err,
 		  size_t errlen);
 void sb_close(struct sb_ring *r);
 /* The ring's records, as the kernel wrote them, into the capture. */
-int sb_copy(struct pd_writer *w, const struct perf_event_mmap_page *pg,
+int sb_copy(struct pd_writer *w, struct perf_event_mmap_page *pg,
 	    size_t data_pages);
 
 #endif

@@ -37,6 +37,7 @@
  */
 #include "capture/cap_internal.h"
 #include "capture/capfile.h"
+#include "capture/ring.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -426,46 +427,43 @@ static int take_aux(struct hw *h, struct ring *r, const uint8_t *rec)
 	return 0;
 }
 
+/* What drain() reads a ring for. */
+struct drain_to {
+	struct hw *h;
+	struct ring *r;
+	bool *forked;
+};
+
+static int drain_record(const struct perf_event_header *rec, void *arg)
+{
+	struct drain_to *d = arg;
+	struct hw *h = d->h;
+
+	if (rec->type == PERF_RECORD_AUX)
+		return h->o->full && rec->size >= 32 &&
+				       take_aux(h, d->r, (const uint8_t *)rec)
+			       ? -1
+			       : 0;
+	if (rec->type == PERF_RECORD_LOST || rec->type == PERF_RECORD_SAMPLE)
+		return 0;
+	if (rec->type == PERF_RECORD_FORK)
+		*d->forked = true;
+	if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + rec->size, 1))
+		return hfail(h, -ENOMEM, "out of memory");
+	memcpy(h->sb + h->sb_len, rec, rec->size);
+	h->sb_len += rec->size;
+	return 0;
+}
+
 /* Move the ring's records into h->sb (and, --full, its trace into the
  * spool).  *forked: a thread was created. */
 static int drain(struct hw *h, struct ring *r, bool *forked)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	const uint8_t *data = (const uint8_t *)r->page + page;
-	uint64_t size = (uint64_t)page * DATA_PAGES;
-	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->page->data_tail;
-	uint8_t rec[65536];
+	struct drain_to d = {h, r, forked};
 
-	while (tail < head) {
-		struct perf_event_header eh;
-		uint64_t at = tail % size;
-
-		for (size_t i = 0; i < sizeof(eh); i++)
-			((uint8_t *)&eh)[i] = data[(at + i) % size];
-		if (eh.size < sizeof(eh) || tail + eh.size > head)
-			break;
-		for (size_t i = 0; i < eh.size; i++)
-			rec[i] = data[(at + i) % size];
-		tail += eh.size;
-		if (eh.type == PERF_RECORD_AUX) {
-			if (h->o->full && eh.size >= 32 && take_aux(h, r, rec))
-				return -1;
-			continue;
-		}
-		if (eh.type == PERF_RECORD_LOST ||
-		    eh.type == PERF_RECORD_SAMPLE)
-			continue;
-		if (eh.type == PERF_RECORD_FORK)
-			*forked = true;
-		if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + eh.size,
-			    1))
-			return hfail(h, -ENOMEM, "out of memory");
-		memcpy(h->sb + h->sb_len, rec, eh.size);
-		h->sb_len += eh.size;
-	}
-	__atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
-	return 0;
+	return ring_read(r->page, DATA_PAGES, false, true, drain_record, &d)
+		       ? -1
+		       : 0;
 }
 
 static int drain_all(struct hw *h, bool *forked)

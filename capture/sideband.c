@@ -7,6 +7,7 @@
  * The hardware backend's data rings carry the same records.
  */
 #include "capture/cap_internal.h"
+#include "capture/ring.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -75,34 +76,18 @@ void sb_close(struct sb_ring *r)
 	r->fd = -1;
 }
 
-int sb_copy(struct pd_writer *w, const struct perf_event_mmap_page *pg,
+/* A record of the target's life into the capture; the trace's own
+ * records (AUX, LOST) and samples are not sideband. */
+static int copy_record(const struct perf_event_header *rec, void *w)
+{
+	if (rec->type == PERF_RECORD_AUX || rec->type == PERF_RECORD_LOST ||
+	    rec->type == PERF_RECORD_SAMPLE)
+		return 0;
+	return pd_writer_raw(w, rec, rec->size) ? -1 : 0;
+}
+
+int sb_copy(struct pd_writer *w, struct perf_event_mmap_page *pg,
 	    size_t data_pages)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	const uint8_t *data = (const uint8_t *)pg + page;
-	uint64_t size = (uint64_t)page * data_pages;
-	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = pg->data_tail;
-	uint8_t rec[65536];
-
-	if (head - tail > size)
-		tail = head - size; /* overwritten: the newest part only */
-	while (tail < head) {
-		struct perf_event_header h;
-		uint64_t at = tail % size;
-
-		for (size_t i = 0; i < sizeof(h); i++)
-			((uint8_t *)&h)[i] = data[(at + i) % size];
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;
-		for (size_t i = 0; i < h.size; i++)
-			rec[i] = data[(at + i) % size];
-		tail += h.size;
-		if (h.type == PERF_RECORD_AUX || h.type == PERF_RECORD_LOST ||
-		    h.type == PERF_RECORD_SAMPLE)
-			continue;
-		if (pd_writer_raw(w, rec, h.size))
-			return -1;
-	}
-	return 0;
+	return ring_read(pg, data_pages, true, false, copy_record, w);
 }
