@@ -12,18 +12,23 @@
 /* ---------------------------------------------------------------- */
 /* The emulation backend                                              */
 
-struct emu_opts {
-	const char *output;   /* the capture file to write */
-	const char *start_at; /* symbol to start at; "" = at exec;
-				 NULL = "main" */
-	bool noretcomp;
+/* What both backends are asked: where the capture goes, what to trace,
+ * when to stop and when to snapshot. */
+struct capture_opts {
+	const char *output; /* the capture file to write */
+	/* Attach to this running process (all its threads) instead of
+	 * starting argv; 0: start argv. */
+	int pid;
 	const volatile int *stop; /* becomes non-zero to stop (Ctrl-C) */
-	/* Keep only the newest bytes per thread, as the hardware's ring
-	 * does (0: keep everything). */
+	/* --snapshot-size: keep only the newest bytes of trace per thread
+	 * (per CPU with per_cpu), as the hardware's ring does; 0: the
+	 * backend's default (everything when emulating; see
+	 * hw_aux_size()). */
 	uint64_t snapshot_size;
 	/* Snapshot when a thread reaches this symbol of the executable
-	 * ("addr:0x..." for an address); NULL: mt_snapshot_point when the
-	 * program has it (include/magic_trace.h), else none. */
+	 * ("addr:0x..." for an address, or FILE:LINE); NULL:
+	 * mt_snapshot_point when the program has it
+	 * (include/magic_trace.h), else none. */
 	const char *trigger;
 	/* Only a hit at least this long (ns) after the program's
 	 * mt_mark_start() snapshots (0: every hit). */
@@ -31,6 +36,13 @@ struct emu_opts {
 	/* Every hit appends a snapshot and tracing goes on (else the first
 	 * hit ends the capture). */
 	bool multi_snapshot;
+};
+
+struct emu_opts {
+	struct capture_opts cap;
+	const char *start_at; /* symbol to start at; "" = at exec;
+				 NULL = "main" */
+	bool noretcomp;
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;
@@ -40,9 +52,6 @@ struct emu_opts {
 	 * mt-synth's gaps.tsv form (NULL: nowhere). */
 	uint64_t drop_every, drop_seed;
 	const char *gaps;
-	/* Attach to this running process (all its threads) instead of
-	 * starting argv; 0: start argv. */
-	int pid;
 };
 
 struct emu_stats {
@@ -53,7 +62,7 @@ struct emu_stats {
 };
 
 /*
- * Run argv[0] with argv (or attach to o->pid) under the emulator, tracing
+ * Run argv[0] with argv (or attach to o->cap.pid) under the emulator, tracing
  * every thread from
  * start_at until every thread has exited or *stop is set, then detach and
  * write the capture (also after an error, with what was traced).
@@ -262,28 +271,24 @@ void bp_free(struct bp_set *b);
 /* The hardware backend                                               */
 
 struct hw_opts {
-	const char *output; /* the capture file */
-	const char *sysfs;  /* the intel_pt PMU's sysfs directory */
+	struct capture_opts cap;
+	const char *sysfs; /* the intel_pt PMU's sysfs directory */
 	struct pt_request req;
-	uint64_t aux_size; /* per thread or CPU: a power of two of pages */
-	const volatile int *stop;
-	int pid;      /* attach to this process (all its threads); 0: argv */
 	bool per_cpu; /* one ring per CPU (else one per thread) */
 	bool full;    /* record everything (else keep the newest) */
 	bool include_kernel;
 	const char *paranoid; /* perf_event_paranoid's path */
 	const char *filter;   /* --filter spec, or NULL */
 	bool stop_at_trigger;
-	/* As for the emulator: the trigger (NULL: mt_snapshot_point when
-	 * present), --duration-thresh (ns), --multi-snapshot. */
-	const char *trigger;
-	uint64_t duration_thresh;
-	bool multi_snapshot;
 	/* No AUX area: for tests where a software event, described by a
 	 * fake sysfs tree, stands in for intel_pt (everything but the
 	 * trace itself then runs on a machine without Intel PT). */
 	bool sideband_only;
 };
+
+/* The AUX area hw_run() maps per thread or CPU for snapshot_size: a
+ * power of two of pages, at least snapshot_size (4 MiB for 0). */
+uint64_t hw_aux_size(uint64_t snapshot_size);
 
 struct hw_stats {
 	uint64_t threads, aux_bytes, hits, snapshots;
@@ -293,7 +298,7 @@ struct hw_stats {
 };
 
 /*
- * Run argv (or attach to o->pid) under Intel PT, and at its end, on *stop
+ * Run argv (or attach to o->cap.pid) under Intel PT, and at its end, on *stop
  * or at the trigger write the trace (the newest, or all of it with
  * o->full) with its sideband and the trigger's hits.  Returns 0, or a
  * negative code with one line in err.

@@ -564,8 +564,9 @@ static int take_snapshot(struct emu *e, uint64_t when)
 			return -ENOMEM;
 		d = ptenc_data(t->enc, &len);
 		from = t->snap_end;
-		if (e->o->snapshot_size && len - from > e->o->snapshot_size)
-			from = len - e->o->snapshot_size;
+		if (e->o->cap.snapshot_size &&
+		    len - from > e->o->cap.snapshot_size)
+			from = len - e->o->cap.snapshot_size;
 		if (from >= len)
 			continue;
 		if (mt_grow((void **)&e->snaps, &e->cap_snaps, e->nr_snaps + 1,
@@ -645,7 +646,7 @@ static int trace(struct emu *e)
 		    (rc = step(e, &e->thr[i], 0)))
 			return rc;
 	}
-	while (e->live && !*e->o->stop) {
+	while (e->live && !*e->o->cap.stop) {
 		pid_t tid = waitpid(-1, &status, __WALL);
 		int sig, event;
 
@@ -734,8 +735,8 @@ static int trace(struct emu *e)
 					mark = 0;
 				/* --duration-thresh: only when it took that
 				 * long since mt_mark_start(). */
-				if (!e->o->duration_thresh || !mark ||
-				    when - mark >= e->o->duration_thresh) {
+				if (!e->o->cap.duration_thresh || !mark ||
+				    when - mark >= e->o->cap.duration_thresh) {
 					long arg = ptrace(
 						PTRACE_PEEKUSER, tid,
 						offsetof(
@@ -743,7 +744,7 @@ static int trace(struct emu *e)
 							rdi),
 						NULL);
 
-					if (e->o->multi_snapshot) {
+					if (e->o->cap.multi_snapshot) {
 						/* Keep this one, trace on. */
 						if (mt_grow((void **)&e->hits,
 							    &e->cap_hits,
@@ -861,7 +862,8 @@ static void emu_pt_event(const struct emu *e, struct perf_event_attr *attr,
 	pt->tsc_ctc_d = 1;
 	pt->have_max_nonturbo = true;
 	pt->max_nonturbo_ratio = EMU_NONTURBO;
-	pt->snapshot_mode = e->o->snapshot_size != 0 || e->o->multi_snapshot;
+	pt->snapshot_mode =
+		e->o->cap.snapshot_size != 0 || e->o->cap.multi_snapshot;
 }
 
 /* The threads: the first as the exec named it, with the mappings seen,
@@ -942,9 +944,9 @@ static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 		/* Snapshot mode: the ring kept the newest bytes only; the
 		 * decoder starts at the first PSB in them, as with
 		 * hardware. */
-		if (e->o->snapshot_size && len > e->o->snapshot_size) {
-			data += len - e->o->snapshot_size;
-			len = e->o->snapshot_size;
+		if (e->o->cap.snapshot_size && len > e->o->cap.snapshot_size) {
+			data += len - e->o->cap.snapshot_size;
+			len = e->o->cap.snapshot_size;
 		}
 		a.size = len;
 		e->st->aux_bytes += len;
@@ -995,7 +997,8 @@ static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
  * capture. */
 static int add_hits(struct emu *e, struct capfile *c)
 {
-	const char *name = e->o->trigger ? e->o->trigger : "mt_snapshot_point";
+	const char *name =
+		e->o->cap.trigger ? e->o->cap.trigger : "mt_snapshot_point";
 
 	for (size_t k = 0; k <= e->nr_hits; k++) {
 		const struct ehit *x = k < e->nr_hits ? &e->hits[k] : NULL;
@@ -1044,7 +1047,7 @@ static int write_capture(struct emu *e)
 	int rc = -1;
 
 	emu_pt_event(e, &attr, &pt);
-	if (capfile_open(&c, e->o->output, e->err, e->errlen))
+	if (capfile_open(&c, e->o->cap.output, e->err, e->errlen))
 		return -1;
 	if (pd_writer_add_attr(c.w, &attr, ids, 1) ||
 	    (e->have_sb && pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
@@ -1143,8 +1146,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		return emu_fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (o->pid > 0) {
-		rc = attach(&e, o->pid);
+	if (o->cap.pid > 0) {
+		rc = attach(&e, o->cap.pid);
 	} else {
 		rc = launch(&e, argv);
 		if (!rc && *start)
@@ -1174,14 +1177,15 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);
-	if (!rc && o->trigger &&
-	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
-		rc = line_trigger_resolve(e.pid, e.exe, o->trigger, &e.triggers,
-					  &e.nr_triggers, err, errlen);
+	if (!rc && o->cap.trigger &&
+	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
+		rc = line_trigger_resolve(e.pid, e.exe, o->cap.trigger,
+					  &e.triggers, &e.nr_triggers, err,
+					  errlen);
 		if (!rc)
 			e.trigger = e.triggers[0];
-	} else if (!rc && o->trigger)
-		rc = exe_symbol(&e, o->trigger, &e.trigger);
+	} else if (!rc && o->cap.trigger)
+		rc = exe_symbol(&e, o->cap.trigger, &e.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
 	if (!rc && e.trigger)

@@ -83,6 +83,7 @@ struct chunk {
 struct hw {
 	const struct hw_opts *o;
 	struct hw_stats *st;
+	uint64_t aux_size; /* per ring */
 	struct pt_pmu pmu;
 	struct perf_event_attr attr;
 	pid_t pid;
@@ -246,19 +247,18 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 	if (h->o->sideband_only)
 		return 0;
 	r->page->aux_offset = r->page_len;
-	r->page->aux_size = h->o->aux_size;
+	r->page->aux_size = h->aux_size;
 	/* Read-only: the kernel overwrites the oldest trace (snapshot);
 	 * writable: it waits for aux_tail (full). */
-	r->aux = mmap(NULL, h->o->aux_size,
+	r->aux = mmap(NULL, h->aux_size,
 		      PROT_READ | (h->o->full ? PROT_WRITE : 0), MAP_SHARED, fd,
 		      (off_t)r->page_len);
 	if (r->aux == MAP_FAILED) {
 		r->aux = NULL;
 		return hfail(h, -errno, "mmap of the AUX area (%llu bytes): %s",
-			     (unsigned long long)h->o->aux_size,
-			     strerror(errno));
+			     (unsigned long long)h->aux_size, strerror(errno));
 	}
-	r->aux_len = h->o->aux_size;
+	r->aux_len = h->aux_size;
 	return 0;
 }
 
@@ -637,14 +637,14 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 	uint64_t mark = mono_to_perf(h, b->si);
 	struct pd_ext_hit *x;
 
-	if (o->duration_thresh && b->si && !mark && !h->mark_warned) {
+	if (o->cap.duration_thresh && b->si && !mark && !h->mark_warned) {
 		h->mark_warned = true;
 		snprintf(h->st->warning, sizeof(h->st->warning),
 			 "--duration-thresh: perf time cannot be read here "
 			 "(no cap_user_time_zero): every hit counts");
 	}
-	if (o->duration_thresh && mark && b->time > mark &&
-	    b->time - mark < o->duration_thresh)
+	if (o->cap.duration_thresh && mark && b->time > mark &&
+	    b->time - mark < o->cap.duration_thresh)
 		return 0;
 	if (mt_grow((void **)&h->hits, &h->cap_hits, h->nr_hits + 1,
 		    sizeof(*h->hits)))
@@ -657,10 +657,10 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 	x->ip = b->ip;
 	x->arg = (int64_t)b->di;
 	x->mark_start = mark;
-	x->name = o->trigger ? o->trigger : "mt_snapshot_point";
+	x->name = o->cap.trigger ? o->cap.trigger : "mt_snapshot_point";
 	h->st->hits++;
 	unwind_hit(h, b);
-	if (!o->multi_snapshot)
+	if (!o->cap.multi_snapshot)
 		return 1;
 	return snapshot(h, true);
 }
@@ -859,7 +859,7 @@ static int write_capture(struct hw *h)
 				   .time_zero = pt.time_zero,
 				   .cap_user_time_zero = pt.cap_user_time_zero};
 	cpuid_string(cpuid, sizeof(cpuid));
-	if (capfile_open(&c, h->o->output, h->err, h->errlen))
+	if (capfile_open(&c, h->o->cap.output, h->err, h->errlen))
 		return -EIO;
 	if (pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids) ||
 	    capfile_begin(&c, &tc, &pt) ||
@@ -899,25 +899,25 @@ static int arm(struct hw *h, unsigned nranges)
 	 * (with the MMAP2 records that come later). */
 	free(h->maps0);
 	h->maps0 = mt_maps_text(h->pid);
-	if (o->trigger &&
-	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
+	if (o->cap.trigger &&
+	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
 		uint64_t *addrs = NULL;
 		size_t na = 0;
 
 		/* One breakpoint: a line with inlined copies in several
 		 * functions is watched at its first. */
-		rc = line_trigger_resolve(h->pid, h->exe, o->trigger, &addrs,
-					  &na, h->err, h->errlen);
+		rc = line_trigger_resolve(h->pid, h->exe, o->cap.trigger,
+					  &addrs, &na, h->err, h->errlen);
 		if (!rc)
 			h->trigger = addrs[0];
 		free(addrs);
 	} else {
 		rc = symaddr_resolve(h->pid, h->exe,
-				     o->trigger ? o->trigger
-						: "mt_snapshot_point",
+				     o->cap.trigger ? o->cap.trigger
+						    : "mt_snapshot_point",
 				     &h->trigger, h->err, h->errlen);
 	}
-	if (rc && o->trigger)
+	if (rc && o->cap.trigger)
 		return rc;
 	if (rc)
 		h->trigger = 0; /* no stub in the program: no trigger */
@@ -1018,7 +1018,7 @@ static int record(struct hw *h)
 	int rc;
 
 	h->recording = true;
-	while (!*o->stop) {
+	while (!*o->cap.stop) {
 		struct pollfd pf[256];
 		size_t n = 0, nb = 0;
 		const int *bfd = h->bp ? bp_fds(h->bp, &nb) : NULL;
@@ -1065,10 +1065,25 @@ static int record(struct hw *h)
 	return 0;
 }
 
+uint64_t hw_aux_size(uint64_t snapshot_size)
+{
+	uint64_t size = 4096;
+
+	if (!snapshot_size)
+		return 4u << 20;
+	while (size < snapshot_size)
+		size <<= 1;
+	return size;
+}
+
 int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	   char *err, size_t errlen)
 {
-	struct hw h = {.o = o, .st = st, .err = err, .errlen = errlen};
+	struct hw h = {.o = o,
+		       .st = st,
+		       .aux_size = hw_aux_size(o->cap.snapshot_size),
+		       .err = err,
+		       .errlen = errlen};
 	unsigned nranges = 0;
 	uint64_t config;
 	int go = -1, why = -1, rc, status;
@@ -1091,7 +1106,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 				       err, errlen);
 	if (rc)
 		return rc;
-	h.copy = malloc(o->aux_size);
+	h.copy = malloc(h.aux_size);
 	if (!h.copy)
 		return hfail(&h, -ENOMEM, "out of memory");
 	memset(&h.attr, 0, sizeof(h.attr));
@@ -1110,12 +1125,12 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	h.attr.context_switch = o->per_cpu;
 	h.attr.sample_id_all = 1;
 	if (o->full)
-		h.attr.aux_watermark = (uint32_t)(o->aux_size / 4);
-	if (o->pid > 0) {
-		h.pid = o->pid;
+		h.attr.aux_watermark = (uint32_t)(h.aux_size / 4);
+	if (o->cap.pid > 0) {
+		h.pid = o->cap.pid;
 		if (kill(h.pid, 0) && errno == ESRCH) {
 			rc = hfail(&h, -ESRCH, "-p %d: no such process",
-				   o->pid);
+				   o->cap.pid);
 			goto out;
 		}
 		/* Threads first, then the trigger, then tracing on. */
@@ -1123,7 +1138,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		if (!h.nr_rings) {
 			rc = hfail(&h, -ESRCH, "-p %d: no threads to trace",
-				   o->pid);
+				   o->cap.pid);
 			goto out;
 		}
 		if ((rc = arm(&h, nranges)))
