@@ -17,8 +17,9 @@
  * they are found, or each CPU has one ring that every thread's inherited
  * events on that CPU write into (PERF_EVENT_IOC_SET_OUTPUT).
  */
-#include "capture/capture.h"
+#include "capture/breakpoint.h"
 #include "capture/ring.h"
+#include "capture/symaddr.h"
 #include "util/util.h"
 
 #include <asm/perf_regs.h>

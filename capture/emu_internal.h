@@ -5,8 +5,9 @@
 #ifndef MT_EMU_INTERNAL_H
 #define MT_EMU_INTERNAL_H
 
-#include "capture/cap_internal.h"
 #include "capture/capfile.h"
+#include "capture/capture.h"
+#include "capture/sideband.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
 

@@ -25,7 +25,10 @@
  * snapshot at every hit.  --truth and --drop-every serve the tests: the
  * calls the emulator saw (emu_truth.c), and overflows it made up.
  */
+#include "capture/capture.h"
 #include "capture/emu_internal.h"
+#include "capture/symaddr.h"
+#include "capture/unwind.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 

@@ -35,9 +35,14 @@
  *
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
-#include "capture/cap_internal.h"
+#include "capture/breakpoint.h"
 #include "capture/capfile.h"
+#include "capture/capture.h"
+#include "capture/pmu.h"
 #include "capture/ring.h"
+#include "capture/sideband.h"
+#include "capture/symaddr.h"
+#include "capture/unwind.h"
 #include "util/util.h"
 
 #include <cpuid.h>

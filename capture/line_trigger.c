@@ -8,7 +8,7 @@
  * ones through the mapping that holds their file offset, which is right
  * for position-dependent and position-independent code alike.
  */
-#include "capture/capture.h"
+#include "capture/symaddr.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 

@@ -6,7 +6,7 @@
  * records are copied into the capture exactly as the kernel wrote them.
  * The hardware backend's data rings carry the same records.
  */
-#include "capture/cap_internal.h"
+#include "capture/sideband.h"
 #include "capture/ring.h"
 #include "symbols/symbols.h"
 #include "util/util.h"

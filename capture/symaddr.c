@@ -10,7 +10,7 @@
  * which the kernel turns into addresses for every mapping of the file,
  * now and at later mmaps.
  */
-#include "capture/capture.h"
+#include "capture/symaddr.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 

@@ -10,6 +10,7 @@
  * refused by the other in one line.
  */
 #include "capture/capture.h"
+#include "capture/pmu.h"
 #include "util/util.h"
 
 #include <errno.h>

@@ -1,15 +1,16 @@
 /*
- * Internal to capture/: the sideband ring both backends read.
+ * Internal to capture/: the sideband ring both backends read, a dummy
+ * event's data ring whose records go into the capture as the kernel
+ * wrote them.
  */
-#ifndef MT_CAP_INTERNAL_H
-#define MT_CAP_INTERNAL_H
+#ifndef MT_SIDEBAND_H
+#define MT_SIDEBAND_H
 
 #include <linux/perf_event.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "capture/capture.h"
 #include "perfdata/perfdata.h"
 
 #define SB_DATA_PAGES 64 /* 256 KiB of sideband */
