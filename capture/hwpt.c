@@ -35,12 +35,8 @@
  *
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
-#include "capture/breakpoint.h"
-#include "capture/capfile.h"
-#include "capture/capture.h"
-#include "capture/pmu.h"
+#include "capture/hw_internal.h"
 #include "capture/ring.h"
-#include "capture/sideband.h"
 #include "capture/symaddr.h"
 #include "capture/unwind.h"
 #include "util/util.h"
@@ -65,74 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DATA_PAGES SB_DATA_PAGES
-
-/* One data ring with its AUX area: a thread's, or a CPU's. */
-struct ring {
-	int fd; /* the event that owns the mapping */
-	pid_t tid;
-	int cpu; /* -1 per thread */
-	struct perf_event_mmap_page *page;
-	size_t page_len;
-	uint8_t *aux;
-	size_t aux_len;
-	uint64_t taken; /* AUX position already copied */
-};
-
-/* A piece of trace waiting in the spool file. */
-struct chunk {
-	long at;
-	struct pd_auxtrace a;
-};
-
-struct hw {
-	const struct hw_opts *o;
-	struct hw_stats *st;
-	uint64_t aux_size; /* per ring */
-	struct pt_pmu pmu;
-	struct perf_event_attr attr;
-	pid_t pid;
-	bool launched;
-	bool recording; /* past the setup */
-	int ncpu;
-	char exe[4096];
-	struct ring *rings;
-	size_t nr_rings, cap_rings;
-	int *fds; /* every intel_pt event, owned */
-	size_t nr_fds, cap_fds;
-	uint64_t *ids;
-	size_t nr_ids, cap_ids;
-	pid_t *tids; /* the threads that have events */
-	size_t nr_tids, cap_tids;
-	char filter[2048]; /* the kernel's filter string, "" if none */
-	uint64_t trigger;
-	struct bp_set *bp;
-	struct pd_ext_hit *hits;
-	size_t nr_hits, cap_hits;
-	bool mark_warned;
-	/* The stack at the last hit, unwound from its sample (leaf first):
-	 * it anchors the converted trace's roots. */
-	char *maps0; /* /proc/PID/maps when the trigger was set */
-	uint64_t *final_ips;
-	size_t nr_final;
-	pid_t final_tid;
-	uint64_t final_time;
-	uint8_t *sb; /* sideband records, as the kernel wrote them */
-	size_t sb_len, sb_cap;
-	FILE *spool;
-	struct chunk *chunks;
-	size_t nr_chunks, cap_chunks;
-	uint8_t *copy; /* one AUX ring's worth */
-	uint8_t *vdso;
-	uint64_t vdso_start, vdso_len;
-	char *err;
-	size_t errlen;
-};
-
-static int hfail(struct hw *h, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int hfail(struct hw *h, int code, const char *fmt, ...)
+int hw_fail(struct hw *h, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -150,75 +79,9 @@ static uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-/* perf stores the config bits of a field as a mask. */
-static uint64_t field_mask(const struct pt_pmu *p, const char *name)
-{
-	const struct pt_field *f = pmu_field(p, name);
-	unsigned w;
-
-	if (!f)
-		return 0;
-	w = (unsigned)(f->hi - f->lo + 1);
-	return (w == 64 ? ~0ull : (1ull << w) - 1) << f->lo;
-}
-
-static void pt_info_of(const struct hw *h, struct pd_pt_info *pt)
-{
-	const struct pt_pmu *p = &h->pmu;
-	const struct perf_event_mmap_page *pg = h->rings[0].page;
-	unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-
-	memset(pt, 0, sizeof(*pt));
-	pt->pmu_type = p->type;
-	pt->time_shift = pg->time_shift;
-	pt->time_mult = pg->time_mult;
-	pt->time_zero = pg->time_zero;
-	pt->cap_user_time_zero = pg->cap_user_time_zero;
-	pt->tsc_bit = field_mask(p, "tsc");
-	pt->noretcomp_bit = field_mask(p, "noretcomp");
-	/* Per CPU, PERF_RECORD_SWITCH from the event's context_switch
-	 * says who ran; per thread, the ring says it. */
-	pt->have_sched_switch = h->o->per_cpu ? 2 : 0;
-	pt->snapshot_mode = !h->o->full;
-	pt->per_cpu_mmaps = h->o->per_cpu;
-	pt->have_mtc_group = true;
-	pt->mtc_bit = field_mask(p, "mtc");
-	pt->mtc_freq_bits = field_mask(p, "mtc_period");
-	/* CPUID.15H: TSC / core crystal clock ratio, for MTC. */
-	if (__get_cpuid_count(0x15, 0, &eax, &ebx, &ecx, &edx)) {
-		pt->tsc_ctc_d = eax;
-		pt->tsc_ctc_n = ebx;
-	}
-	pt->cyc_bit = field_mask(p, "cyc");
-	pt->have_max_nonturbo = true;
-	pt->max_nonturbo_ratio = p->max_nonturbo_ratio;
-	snprintf(pt->filter, sizeof(pt->filter), "%s", h->filter);
-}
-
-/* "GenuineIntel,6,85,4", as perf writes the CPUID feature. */
-static void cpuid_string(char *buf, size_t len)
-{
-	unsigned a, b, c, d, fam, model;
-	char vendor[13];
-
-	__cpuid(0, a, b, c, d);
-	memcpy(vendor, &b, 4);
-	memcpy(vendor + 4, &d, 4);
-	memcpy(vendor + 8, &c, 4);
-	vendor[12] = 0;
-	__cpuid(1, a, b, c, d);
-	fam = (a >> 8) & 0xf;
-	model = (a >> 4) & 0xf;
-	if (fam == 6 || fam == 15)
-		model += ((a >> 16) & 0xf) << 4;
-	if (fam == 15)
-		fam += (a >> 20) & 0xff;
-	snprintf(buf, len, "%s,%u,%u,%u", vendor, fam, model, a & 0xf);
-}
-
 static int open_err(struct hw *h, int e, pid_t tid, int cpu)
 {
-	return hfail(
+	return hw_fail(
 		h, -e, "perf_event_open(intel_pt, thread %d, cpu %d): %s%s",
 		(int)tid, cpu, strerror(e),
 		e == EACCES || e == EPERM
@@ -236,7 +99,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 
 	if (mt_grow((void **)&h->rings, &h->cap_rings, h->nr_rings + 1,
 		    sizeof(*h->rings)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	r = &h->rings[h->nr_rings];
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -246,8 +109,8 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 	r->page = mmap(NULL, r->page_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 	if (r->page == MAP_FAILED)
-		return hfail(h, -errno, "mmap of the sideband ring: %s",
-			     strerror(errno));
+		return hw_fail(h, -errno, "mmap of the sideband ring: %s",
+			       strerror(errno));
 	h->nr_rings++;
 	if (h->o->sideband_only)
 		return 0;
@@ -260,8 +123,9 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 		      (off_t)r->page_len);
 	if (r->aux == MAP_FAILED) {
 		r->aux = NULL;
-		return hfail(h, -errno, "mmap of the AUX area (%llu bytes): %s",
-			     (unsigned long long)h->aux_size, strerror(errno));
+		return hw_fail(
+			h, -errno, "mmap of the AUX area (%llu bytes): %s",
+			(unsigned long long)h->aux_size, strerror(errno));
 	}
 	r->aux_len = h->aux_size;
 	return 0;
@@ -282,7 +146,7 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 	    mt_grow((void **)&h->ids, &h->cap_ids, h->nr_ids + 1,
 		    sizeof(*h->ids))) {
 		close(fd);
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	}
 	h->fds[h->nr_fds++] = fd;
 	ioctl(fd, PERF_EVENT_IOC_ID, &id);
@@ -294,8 +158,8 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 static int set_filter(struct hw *h, int fd)
 {
 	if (h->filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, h->filter))
-		return hfail(h, -errno, "address filter '%s': %s", h->filter,
-			     strerror(errno));
+		return hw_fail(h, -errno, "address filter '%s': %s", h->filter,
+			       strerror(errno));
 	return 0;
 }
 
@@ -307,7 +171,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 
 	if (mt_grow((void **)&h->tids, &h->cap_tids, h->nr_tids + 1,
 		    sizeof(*h->tids)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	h->tids[h->nr_tids++] = tid;
 	for (int c = 0; c < (h->o->per_cpu ? h->ncpu : 1); c++) {
 		int cpu = h->o->per_cpu ? c : -1;
@@ -317,18 +181,18 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 		if (cpu >= 0 && (size_t)c < h->nr_rings) {
 			if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT,
 				  h->rings[c].fd))
-				return hfail(h, -errno,
-					     "thread %d, cpu %d: SET_OUTPUT: "
-					     "%s",
-					     (int)tid, c, strerror(errno));
+				return hw_fail(h, -errno,
+					       "thread %d, cpu %d: SET_OUTPUT: "
+					       "%s",
+					       (int)tid, c, strerror(errno));
 		} else if ((rc = add_ring(h, fd, cpu >= 0 ? -1 : tid, cpu))) {
 			return rc;
 		}
 		if ((rc = set_filter(h, fd)))
 			return rc;
 		if (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
-			return hfail(h, -errno, "enabling intel_pt: %s",
-				     strerror(errno));
+			return hw_fail(h, -errno, "enabling intel_pt: %s",
+				       strerror(errno));
 	}
 	h->st->threads++;
 	if (h->bp && !bp_inherits(h->bp) &&
@@ -386,17 +250,17 @@ static int spool_chunk(struct hw *h, const struct pd_auxtrace *a,
 	if (!a->size)
 		return 0;
 	if (!h->spool && !(h->spool = tmpfile()))
-		return hfail(h, -errno, "a temporary file for the trace: %s",
-			     strerror(errno));
+		return hw_fail(h, -errno, "a temporary file for the trace: %s",
+			       strerror(errno));
 	if (mt_grow((void **)&h->chunks, &h->cap_chunks, h->nr_chunks + 1,
 		    sizeof(*h->chunks)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	c = &h->chunks[h->nr_chunks];
 	c->at = ftell(h->spool);
 	c->a = *a;
 	if (fwrite(data, 1, a->size, h->spool) != a->size)
-		return hfail(h, -EIO, "writing the temporary trace file: %s",
-			     strerror(errno));
+		return hw_fail(h, -EIO, "writing the temporary trace file: %s",
+			       strerror(errno));
 	h->nr_chunks++;
 	h->st->aux_bytes += a->size;
 	return 0;
@@ -454,7 +318,7 @@ static int drain_record(const struct perf_event_header *rec, void *arg)
 	if (rec->type == PERF_RECORD_FORK)
 		*d->forked = true;
 	if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + rec->size, 1))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	memcpy(h->sb + h->sb_len, rec, rec->size);
 	h->sb_len += rec->size;
 	return 0;
@@ -530,7 +394,7 @@ static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
 	struct timespec ts;
 	uint64_t tsc, now;
 
-	pt_info_of(h, &pt);
+	hw_pt_info(h, &pt);
 	if (!pt.cap_user_time_zero || !pt.time_mult || !mono)
 		return 0;
 	tsc = rdtsc();
@@ -653,7 +517,7 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 		return 0;
 	if (mt_grow((void **)&h->hits, &h->cap_hits, h->nr_hits + 1,
 		    sizeof(*h->hits)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	x = &h->hits[h->nr_hits++];
 	memset(x, 0, sizeof(*x));
 	x->pid = (uint32_t)b->pid;
@@ -696,196 +560,6 @@ static bool target_gone(struct hw *h)
 	return gone;
 }
 
-struct hw_existing {
-	struct hw *h;
-	struct capfile *c;
-	struct pd_sample_id sid;
-	int failed;
-};
-
-/* An executable file mapping (or the vDSO) of an attached process. */
-static int existing_mapping(const struct mt_map *m, const char *line, void *arg)
-{
-	struct hw_existing *x = arg;
-
-	(void)line;
-	if (!(m->prot & PROT_EXEC) ||
-	    (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
-		return 0;
-	x->failed =
-		capfile_mapping(x->c, m, (uint32_t)x->h->pid, &x->sid, true);
-	return x->failed;
-}
-
-/* Attached: what the kernel will not tell, because it happened before
- * (the threads' names and the executable mappings), from /proc. */
-static int write_existing(struct hw *h, struct capfile *c)
-{
-	struct hw_existing x = {h, c,
-				capfile_sample_id((uint32_t)h->pid,
-						  (uint32_t)h->pid, 0,
-						  h->ids[0])};
-	char path[64], comm[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
-	for (size_t i = 0; i < h->nr_tids; i++) {
-		struct pd_comm cm = {.pid = (uint32_t)h->pid,
-				     .tid = (uint32_t)h->tids[i],
-				     .comm = comm};
-
-		x.sid.tid = (uint32_t)h->tids[i];
-		if (pd_write_comm(c->w, &cm, &x.sid))
-			return -1;
-	}
-	x.sid.tid = (uint32_t)h->pid;
-	/* A process whose maps cannot be read has none to tell. */
-	mt_maps_each(h->pid, existing_mapping, &x, NULL, 0);
-	return x.failed ? -1 : 0;
-}
-
-/* The sideband's time: our sample_type puts it 24 bytes before the end
- * of every non-sample record (TIME, CPU, IDENTIFIER follow TID). */
-struct sb_at {
-	size_t off;
-	uint64_t time;
-};
-
-static int by_time(const void *a, const void *b)
-{
-	const struct sb_at *x = a, *y = b;
-
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-static int write_sideband(struct hw *h, struct capfile *c)
-{
-	struct sb_at *at = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-
-	for (size_t off = 0; off < h->sb_len;) {
-		struct perf_event_header eh;
-
-		memcpy(&eh, h->sb + off, sizeof(eh));
-		if (mt_grow((void **)&at, &cap, n + 1, sizeof(*at))) {
-			free(at);
-			return -1;
-		}
-		at[n].off = off;
-		at[n].time = 0;
-		if (eh.size >= sizeof(eh) + 24)
-			memcpy(&at[n].time, h->sb + off + eh.size - 24, 8);
-		n++;
-		off += eh.size;
-	}
-	/* Rings drained one after the other: merge them in time. */
-	if (n && mt_stable_sort(at, n, sizeof(*at), by_time)) {
-		free(at);
-		return -1;
-	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		struct perf_event_header eh;
-
-		memcpy(&eh, h->sb + at[i].off, sizeof(eh));
-		rc = pd_writer_raw(c->w, h->sb + at[i].off, eh.size);
-	}
-	free(at);
-	/* The binaries mapped after the start (libraries, dlopen). */
-	return rc ? rc : capfile_buildids_of_records(c, h->sb, h->sb_len);
-}
-
-static int hit_by_time(const void *a, const void *b)
-{
-	const struct pd_ext_hit *x = a, *y = b;
-
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-/* The trace chunks, from the spool, in the order they came. */
-static int write_trace(struct hw *h, struct capfile *c)
-{
-	if (h->spool && fflush(h->spool))
-		return hfail(h, -EIO, "the temporary trace file: %s",
-			     strerror(errno));
-	for (size_t i = 0; i < h->nr_chunks; i++) {
-		const struct chunk *k = &h->chunks[i];
-
-		if (fseek(h->spool, k->at, SEEK_SET) ||
-		    fread(h->copy, 1, k->a.size, h->spool) != k->a.size)
-			return hfail(h, -EIO,
-				     "reading the temporary trace file: %s",
-				     strerror(errno));
-		if (pd_write_auxtrace(c->w, &k->a, h->copy))
-			return -1;
-	}
-	return 0;
-}
-
-/* The extras: the hits, the stack at the last one, the vDSO. */
-static int add_extras(struct hw *h, struct capfile *c)
-{
-	struct pd_ext_stack es = {.pid = (uint32_t)h->pid,
-				  .tid = (uint32_t)h->final_tid,
-				  .time = h->final_time,
-				  .nr = h->nr_final,
-				  .ips = h->final_ips};
-
-	/* Rings are read one after the other: hits in time order. */
-	if (h->nr_hits &&
-	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
-		return -1;
-	for (size_t i = 0; i < h->nr_hits; i++)
-		if (pd_ext_add_hit(&c->ext, &h->hits[i]))
-			return -1;
-	return (h->nr_final && pd_ext_add_stack(&c->ext, &es)) ||
-			       capfile_vdso(c, (uint32_t)h->pid, h->vdso_start,
-					    h->vdso_len, h->vdso)
-		       ? -1
-		       : 0;
-}
-
-static int write_capture(struct hw *h)
-{
-	struct capfile c;
-	struct pd_pt_info pt;
-	struct pd_time_conv tc;
-	char cpuid[64];
-	int rc = -EIO;
-
-	pt_info_of(h, &pt);
-	tc = (struct pd_time_conv){.time_shift = pt.time_shift,
-				   .time_mult = pt.time_mult,
-				   .time_zero = pt.time_zero,
-				   .cap_user_time_zero = pt.cap_user_time_zero};
-	cpuid_string(cpuid, sizeof(cpuid));
-	if (capfile_open(&c, h->o->cap.output, h->err, h->errlen))
-		return -EIO;
-	if (pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids) ||
-	    capfile_begin(&c, &tc, &pt) ||
-	    (!h->launched && write_existing(h, &c)) || write_sideband(h, &c) ||
-	    pd_write_finished_round(c.w))
-		goto fail;
-	rc = write_trace(h, &c);
-	if (rc && rc != -1)
-		goto out; /* the spool's error, in err already */
-	if (rc || add_extras(h, &c))
-		goto fail;
-	rc = capfile_finish(&c, cpuid, NULL) ? -EIO : 0;
-	goto out;
-fail:
-	rc = -EIO;
-	capfile_fail(&c);
-out:
-	capfile_free(&c);
-	return rc;
-}
-
 /* The trigger's address (the default one only when the program has it),
  * the breakpoint, and the filters, once the executable is mapped. */
 static int arm(struct hw *h, unsigned nranges)
@@ -898,7 +572,7 @@ static int arm(struct hw *h, unsigned nranges)
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)h->pid);
 	n = readlink(link, h->exe, sizeof(h->exe) - 1);
 	if (n <= 0)
-		return hfail(h, -errno, "%s: %s", link, strerror(errno));
+		return hw_fail(h, -errno, "%s: %s", link, strerror(errno));
 	h->exe[n] = 0;
 	/* The mappings now, for unwinding hits after the process is gone
 	 * (with the MMAP2 records that come later). */
@@ -930,16 +604,16 @@ static int arm(struct hw *h, unsigned nranges)
 		size_t len = strlen(h->filter);
 
 		if (!h->trigger)
-			return hfail(h, -EINVAL,
-				     "--stop-at-trigger: %s has no "
-				     "mt_snapshot_point; name one with "
-				     "--trigger",
-				     h->exe);
+			return hw_fail(h, -EINVAL,
+				       "--stop-at-trigger: %s has no "
+				       "mt_snapshot_point; name one with "
+				       "--trigger",
+				       h->exe);
 		if ((rc = symaddr_stop_filter(h->pid, h->trigger, stop,
 					      sizeof(stop), h->err, h->errlen)))
 			return rc;
 		if (len + strlen(stop) + 2 > sizeof(h->filter))
-			return hfail(h, -E2BIG, "address filters too long");
+			return hw_fail(h, -E2BIG, "address filters too long");
 		snprintf(h->filter + len, sizeof(h->filter) - len, "%s%s",
 			 len ? "," : "", stop);
 		nranges++;
@@ -1113,7 +787,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 		return rc;
 	h.copy = malloc(h.aux_size);
 	if (!h.copy)
-		return hfail(&h, -ENOMEM, "out of memory");
+		return hw_fail(&h, -ENOMEM, "out of memory");
 	memset(&h.attr, 0, sizeof(h.attr));
 	h.attr.type = h.pmu.type;
 	h.attr.size = sizeof(h.attr);
@@ -1134,16 +808,16 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	if (o->cap.pid > 0) {
 		h.pid = o->cap.pid;
 		if (kill(h.pid, 0) && errno == ESRCH) {
-			rc = hfail(&h, -ESRCH, "-p %d: no such process",
-				   o->cap.pid);
+			rc = hw_fail(&h, -ESRCH, "-p %d: no such process",
+				     o->cap.pid);
 			goto out;
 		}
 		/* Threads first, then the trigger, then tracing on. */
 		if ((rc = scan_threads(&h, false)))
 			goto out;
 		if (!h.nr_rings) {
-			rc = hfail(&h, -ESRCH, "-p %d: no threads to trace",
-				   o->cap.pid);
+			rc = hw_fail(&h, -ESRCH, "-p %d: no threads to trace",
+				     o->cap.pid);
 			goto out;
 		}
 		if ((rc = arm(&h, nranges)))
@@ -1152,7 +826,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	} else {
 		h.pid = launch(argv, &go, &why);
 		if (h.pid < 0) {
-			rc = hfail(&h, -errno, "fork: %s", strerror(errno));
+			rc = hw_fail(&h, -errno, "fork: %s", strerror(errno));
 			goto out;
 		}
 		h.launched = true;
@@ -1161,8 +835,8 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		h.attr.enable_on_exec = 0;
 		if (write(go, "g", 1) != 1) {
-			rc = hfail(&h, -errno, "starting %s: %s", argv[0],
-				   strerror(errno));
+			rc = hw_fail(&h, -errno, "starting %s: %s", argv[0],
+				     strerror(errno));
 			goto out;
 		}
 		if (waitpid(h.pid, &status, 0) != h.pid ||
@@ -1171,11 +845,11 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 
 			h.pid = -1; /* reaped */
 			if (read(why, &code, sizeof(code)) == sizeof(code))
-				rc = hfail(&h, -code, "%s: %s", argv[0],
-					   strerror(code));
+				rc = hw_fail(&h, -code, "%s: %s", argv[0],
+					     strerror(code));
 			else
-				rc = hfail(&h, -ECHILD, "%s did not start",
-					   argv[0]);
+				rc = hw_fail(&h, -ECHILD, "%s did not start",
+					     argv[0]);
 			goto out;
 		}
 		rc = arm(&h, nranges);
@@ -1195,7 +869,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			 "saved: it has gaps (a bigger --snapshot-size helps)",
 			 (unsigned long long)st->truncated);
 	if (!rc)
-		rc = write_capture(&h);
+		rc = hw_write_capture(&h);
 out:
 	if (go >= 0)
 		close(go);
