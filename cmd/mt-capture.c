@@ -429,6 +429,25 @@ static void report_killed(const char *prog, int pid, int sig)
 			name);
 }
 
+/*
+ * What a backend's run leaves to say, whatever the backend: how the
+ * program died, the error (then 1 is returned) or a warning.  prog: the
+ * program started, or NULL for cap->pid.
+ */
+static int report_run(const struct capture_opts *cap, const char *prog, int rc,
+		      int killed_by, const char *err, const char *warning)
+{
+	if (killed_by)
+		report_killed(cap->pid ? NULL : prog, cap->pid, killed_by);
+	if (rc) {
+		fprintf(stderr, "mt-capture: %s\n", err);
+		return 1;
+	}
+	if (warning[0])
+		fprintf(stderr, "mt-capture: %s\n", warning);
+	return 0;
+}
+
 static int run_hw(char *const argv[], const struct hw_opts *h)
 {
 	uint64_t want = h->cap.snapshot_size, size = hw_aux_size(want);
@@ -444,15 +463,8 @@ static int run_hw(char *const argv[], const struct hw_opts *h)
 	if (catch_stop_signals(true))
 		return 1;
 	rc = hw_run(argv, h, &st, err, sizeof(err));
-	if (st.killed_by)
-		report_killed(h->cap.pid ? NULL : argv[0], h->cap.pid,
-			      st.killed_by);
-	if (rc) {
-		fprintf(stderr, "mt-capture: %s\n", err);
+	if (report_run(&h->cap, argv[0], rc, st.killed_by, err, st.warning))
 		return 1;
-	}
-	if (st.warning[0])
-		fprintf(stderr, "mt-capture: %s\n", st.warning);
 	fprintf(stderr,
 		"mt-capture: %s: %llu thread%s, %.1f KiB of trace, %llu "
 		"hit%s\n",
@@ -709,14 +721,8 @@ int main(int argc, char **argv)
 	      "slower than hardware\n",
 	      stderr);
 	rc = emu_run(argv + i, &o, &st, err, sizeof(err));
-	if (st.killed_by)
-		report_killed(cap.pid ? NULL : argv[i], cap.pid, st.killed_by);
-	if (rc) {
-		fprintf(stderr, "mt-capture: %s\n", err);
+	if (report_run(&cap, argv[i], rc, st.killed_by, err, st.warning))
 		return 1;
-	}
-	if (st.warning[0])
-		fprintf(stderr, "mt-capture: %s\n", st.warning);
 	fprintf(stderr,
 		"mt-capture: %s: %llu instructions, %llu branches, %llu "
 		"thread%s, %.1f KiB of trace in %.2fs\n",

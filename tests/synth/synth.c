@@ -8,6 +8,7 @@
  * the window (perf 6.1 crashes on 0), and the AUXTRACE, BUILD_ID and
  * CPUID features.
  */
+#include "capture/capfile.h"
 #include "perfdata/perfdata.h"
 #include "tests/synth/walk.h"
 
@@ -177,38 +178,16 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	uint64_t ids[64];
 	unsigned nth = o->threads;
 	uint64_t t0 = pd_tsc_to_perf_time(SYNTH_START_TSC, pt) - 20000;
-	struct pd_sample_id sid = {.pid = SYNTH_PID,
-				   .tid = SYNTH_PID,
-				   .time = t0,
-				   .id = 1,
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
+	struct pd_sample_id sid =
+		capfile_sample_id(SYNTH_PID, SYNTH_PID, t0, 1);
 	struct pd_ext_buf ext = {0};
 	uint64_t page = 4096, end_tsc = 0;
 
 	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
 		goto pderr;
-	memset(&attr, 0, sizeof(attr));
-	attr.type = SYNTH_PMU_TYPE;
-	attr.size = sizeof(attr);
-	attr.config = pt_config_bits(o);
-	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	attr.disabled = 1;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	attr.mmap = 1;
-	attr.comm = 1;
-	attr.enable_on_exec = 1;
-	attr.task = 1;
-	attr.sample_id_all = 1;
-	attr.exclude_guest = 1;
-	attr.mmap2 = 1;
-	attr.comm_exec = 1;
+	/* As perf record opens it: disabled until the exec. */
+	capfile_pt_attr(&attr, SYNTH_PMU_TYPE, pt_config_bits(o));
+	attr.disabled = attr.enable_on_exec = attr.exclude_guest = 1;
 	for (unsigned i = 0; i < nth && i < 64; i++)
 		ids[i] = i + 1;
 	if (pd_writer_add_attr(w, &attr, ids, nth < 64 ? nth : 64))
