@@ -63,17 +63,12 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 	pt->time_mult = SYNTH_TIME_MULT;
 	pt->time_zero = 0;
 	pt->cap_user_time_zero = true;
-	pt->tsc_bit = 1ull << 10;
-	pt->noretcomp_bit = 1ull << 11;
+	capfile_pt_format(pt);
 	pt->have_sched_switch = 0;
 	pt->snapshot_mode = o->start_depth > 0;
 	pt->per_cpu_mmaps = o->per_cpu;
-	pt->have_mtc_group = true;
-	pt->mtc_bit = 1ull << 9;
-	pt->mtc_freq_bits = 0xfull << 14;
 	pt->tsc_ctc_n = SYNTH_TSC_CTC_N;
 	pt->tsc_ctc_d = SYNTH_TSC_CTC_D;
-	pt->cyc_bit = 1ull << 1;
 	pt->have_max_nonturbo = true;
 	pt->max_nonturbo_ratio = SYNTH_NONTURBO;
 }
@@ -81,15 +76,29 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
 				   "tail_out",	    "unwound",	   "syscall"};
 
+/* A table written beside path and renamed into place when complete. */
+static FILE *open_tmp(const char *path, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s.tmp", path);
+	return fopen(tmp, "w");
+}
+
+static int close_tmp(FILE *o, const char *tmp, const char *path)
+{
+	if (fclose(o) || rename(tmp, path)) {
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
 		       const struct pd_pt_info *pt)
 {
 	char tmp[4200];
-	FILE *o;
+	FILE *o = open_tmp(path, tmp, sizeof(tmp));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = fopen(tmp, "w");
 	if (!o)
 		return -1;
 	fprintf(o, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
@@ -116,11 +125,7 @@ static int write_truth(const char *path, const struct program *p,
 			fputs(any ? "\n" : "-\n", o);
 		}
 	}
-	if (fclose(o) || rename(tmp, path)) {
-		remove(tmp);
-		return -1;
-	}
-	return 0;
+	return close_tmp(o, tmp, path);
 }
 
 /*
@@ -134,10 +139,8 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 		      const struct pd_pt_info *pt)
 {
 	char tmp[4200];
-	FILE *o;
+	FILE *o = open_tmp(path, tmp, sizeof(tmp));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = fopen(tmp, "w");
 	if (!o)
 		return -1;
 	fprintf(o, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
@@ -161,11 +164,7 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 				(unsigned long long)g->resume_ip);
 		}
 	}
-	if (fclose(o) || rename(tmp, path)) {
-		remove(tmp);
-		return -1;
-	}
-	return 0;
+	return close_tmp(o, tmp, path);
 }
 
 static int write_capture(const char *path, const struct synth_opts *o,
