@@ -17,7 +17,9 @@
  * they are found, or each CPU has one ring that every thread's inherited
  * events on that CPU write into (PERF_EVENT_IOC_SET_OUTPUT).
  */
-#include "capture/capture.h"
+#include "capture/breakpoint.h"
+#include "capture/ring.h"
+#include "capture/symaddr.h"
 #include "util/util.h"
 
 #include <asm/perf_regs.h>
@@ -321,41 +323,30 @@ void bp_hit_release(struct bp_hit *h)
 	h->stack_len = 0;
 }
 
+/* Where bp_read() puts the hits it takes. */
+struct hit_sink {
+	struct bp_hit *hits;
+	size_t got, max;
+};
+
+static int take_hit(const struct perf_event_header *rec, void *arg)
+{
+	struct hit_sink *k = arg;
+
+	if (rec->type == PERF_RECORD_SAMPLE)
+		parse_sample((const uint8_t *)rec, rec->size,
+			     &k->hits[k->got++]);
+	return k->got == k->max;
+}
+
 size_t bp_read(struct bp_set *b, struct bp_hit *hits, size_t max)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t size = (uint64_t)page * BP_DATA_PAGES;
-	size_t got = 0;
-	uint8_t *rec = malloc(UINT16_MAX + 1);
+	struct hit_sink k = {hits, 0, max};
 
-	if (!rec)
-		return 0;
-	for (size_t r = 0; r < b->nr_rings && got < max; r++) {
-		struct perf_event_mmap_page *pg = b->pages[r];
-		const uint8_t *data = (const uint8_t *)pg + page;
-		uint64_t head =
-			__atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-		uint64_t tail = pg->data_tail;
-
-		while (tail < head && got < max) {
-			struct perf_event_header h;
-			uint64_t at = tail % size;
-
-			for (size_t i = 0; i < sizeof(h); i++)
-				((uint8_t *)&h)[i] = data[(at + i) % size];
-			if (h.size < sizeof(h) || tail + h.size > head)
-				break;
-			if (h.type == PERF_RECORD_SAMPLE) {
-				for (size_t i = 0; i < h.size; i++)
-					rec[i] = data[(at + i) % size];
-				parse_sample(rec, h.size, &hits[got++]);
-			}
-			tail += h.size;
-		}
-		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
-	}
-	free(rec);
-	return got;
+	for (size_t r = 0; r < b->nr_rings && k.got < max; r++)
+		ring_read(b->pages[r], BP_DATA_PAGES, false, true, take_hit,
+			  &k);
+	return k.got;
 }
 
 void bp_free(struct bp_set *b)

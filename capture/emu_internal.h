@@ -1,11 +1,15 @@
 /*
  * Internal to the emulation backend: its state, shared by the step loop
- * (emulate.c) and the call log it keeps for --truth (emu_truth.c).
+ * (emulate.c), the writing of the capture (emu_capture.c) and the call
+ * log it keeps for --truth (emu_truth.c).
  */
 #ifndef MT_EMU_INTERNAL_H
 #define MT_EMU_INTERNAL_H
 
-#include "capture/cap_internal.h"
+#include "capture/capfile.h"
+#include "capture/capture.h"
+#include "capture/sideband.h"
+#include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
 
 #include <capstone/capstone.h>
@@ -167,6 +171,16 @@ struct emu {
 /* One line in err (naming what failed); returns code. */
 int emu_fail(struct emu *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* emu_capture.c */
+/*
+ * The target's executable mappings, read while it lives (after reaching
+ * the start and when a thread exits, which catches what was loaded in
+ * between), for the MMAP2 records.
+ */
+int emu_collect_maps(struct emu *e);
+/* The capture, its trace ending at end; 0, or -1 with why in e->err. */
+int emu_write_capture(struct emu *e, uint64_t end);
 
 /* emu_truth.c */
 int edsos_from_maps(struct emu *e);

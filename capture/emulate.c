@@ -15,12 +15,20 @@
  * capture's time conversion is the identity, and perf time is the kernel's
  * monotonic clock, as perf's own is.
  *
- * Not yet here (said plainly by mt-capture): attaching to a running
- * process, the snapshot ring (the whole run is kept), triggers, the
- * stub API, sideband from perf_event_open (mappings come from
- * /proc/PID/maps), and the vDSO's bytes.
+ * Around the trace: the program is started or attached to (-p, every
+ * thread); its mappings come from /proc/PID/maps and, where the kernel
+ * allows a dummy event, its sideband from perf_event_open's rings
+ * (sideband.c); the vDSO's bytes are read from it, since no file holds
+ * them.  --snapshot-size keeps the newest bytes of each thread as the
+ * hardware's ring does; a trigger (mt_snapshot_point, a symbol or
+ * FILE:LINE) ends the capture or, with --multi-snapshot, takes a
+ * snapshot at every hit.  --truth and --drop-every serve the tests: the
+ * calls the emulator saw (emu_truth.c), and overflows it made up.
  */
+#include "capture/capture.h"
 #include "capture/emu_internal.h"
+#include "capture/symaddr.h"
+#include "capture/unwind.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -36,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -479,8 +488,6 @@ static int launch(struct emu *e, char *const argv[])
 	return 0;
 }
 
-static int collect_maps(struct emu *e);
-
 /* Seize every thread of a running process and stop it. */
 static int attach(struct emu *e, int pid)
 {
@@ -558,8 +565,9 @@ static int take_snapshot(struct emu *e, uint64_t when)
 			return -ENOMEM;
 		d = ptenc_data(t->enc, &len);
 		from = t->snap_end;
-		if (e->o->snapshot_size && len - from > e->o->snapshot_size)
-			from = len - e->o->snapshot_size;
+		if (e->o->cap.snapshot_size &&
+		    len - from > e->o->cap.snapshot_size)
+			from = len - e->o->cap.snapshot_size;
 		if (from >= len)
 			continue;
 		if (mt_grow((void **)&e->snaps, &e->cap_snaps, e->nr_snaps + 1,
@@ -580,8 +588,6 @@ static int take_snapshot(struct emu *e, uint64_t when)
 	}
 	return 0;
 }
-
-static int collect_maps(struct emu *e);
 
 static bool at_trigger(const struct emu *e, uint64_t ip)
 {
@@ -639,7 +645,7 @@ static int trace(struct emu *e)
 		    (rc = step(e, &e->thr[i], 0)))
 			return rc;
 	}
-	while (e->live && !*e->o->stop) {
+	while (e->live && !*e->o->cap.stop) {
 		pid_t tid = waitpid(-1, &status, __WALL);
 		int sig, event;
 
@@ -677,7 +683,8 @@ static int trace(struct emu *e)
 		}
 		if (event) {
 			if (event == PTRACE_EVENT_EXIT &&
-			    ((rc = leave_in_syscall(e, t)) || collect_maps(e)))
+			    ((rc = leave_in_syscall(e, t)) ||
+			     emu_collect_maps(e)))
 				return rc ? rc
 					  : emu_fail(e, -ENOMEM,
 						     "out of memory");
@@ -728,8 +735,8 @@ static int trace(struct emu *e)
 					mark = 0;
 				/* --duration-thresh: only when it took that
 				 * long since mt_mark_start(). */
-				if (!e->o->duration_thresh || !mark ||
-				    when - mark >= e->o->duration_thresh) {
+				if (!e->o->cap.duration_thresh || !mark ||
+				    when - mark >= e->o->cap.duration_thresh) {
 					long arg = ptrace(
 						PTRACE_PEEKUSER, tid,
 						offsetof(
@@ -737,7 +744,7 @@ static int trace(struct emu *e)
 							rdi),
 						NULL);
 
-					if (e->o->multi_snapshot) {
+					if (e->o->cap.multi_snapshot) {
 						/* Keep this one, trace on. */
 						if (mt_grow((void **)&e->hits,
 							    &e->cap_hits,
@@ -799,337 +806,6 @@ static int trace(struct emu *e)
 		}
 	}
 	return 0;
-}
-
-/*
- * The target's executable mappings, read while it lives (after reaching
- * the start and when a thread exits, which catches what was loaded in
- * between), for the MMAP2 records.
- */
-static int collect_maps(struct emu *e)
-{
-	char path[64], line[4352];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", e->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char perm[8] = "";
-		bool dup = false;
-		char *copy;
-
-		if (sscanf(line, "%*x-%*x %7s", perm) != 1 || perm[2] != 'x')
-			continue;
-		for (size_t i = 0; i < e->nr_maps && !dup; i++)
-			dup = !strcmp(e->maps[i], line);
-		if (dup)
-			continue;
-		copy = strdup(line);
-		if (!copy || mt_grow((void **)&e->maps, &e->cap_maps,
-				     e->nr_maps + 1, sizeof(*e->maps))) {
-			free(copy);
-			fclose(f);
-			return -ENOMEM;
-		}
-		e->maps[e->nr_maps++] = copy;
-	}
-	fclose(f);
-	return 0;
-}
-
-/* The vDSO's bytes: no file holds them, so the capture must. */
-static void read_vdso(struct emu *e)
-{
-	for (size_t i = 0; i < e->nr_maps; i++) {
-		unsigned long long lo, hi;
-
-		if (!strstr(e->maps[i], "[vdso]") ||
-		    sscanf(e->maps[i], "%llx-%llx", &lo, &hi) != 2 ||
-		    hi <= lo || hi - lo > (64u << 20))
-			continue;
-		e->vdso = malloc(hi - lo);
-		if (e->vdso &&
-		    read_mem(e->pid, lo, e->vdso, hi - lo) == (int)(hi - lo)) {
-			e->vdso_start = lo;
-			e->vdso_len = hi - lo;
-		} else {
-			free(e->vdso);
-			e->vdso = NULL;
-		}
-		return;
-	}
-}
-
-static int write_maps(struct emu *e, struct pd_writer *w,
-		      const struct pd_sample_id *sid)
-{
-	char path[4096];
-
-	for (size_t i = 0; i < e->nr_maps; i++) {
-		struct pd_mmap m;
-
-		if (sb_maps_line(e->maps[i], (uint32_t)e->pid, &m, path,
-				 sizeof(path)))
-			continue;
-		if (pd_write_mmap2(w, &m, sid))
-			return -1;
-	}
-	return 0;
-}
-
-/*
- * The build ids of the mapped binaries: mt-convert then refuses a binary
- * rebuilt since the capture instead of decoding the wrong code.
- */
-static int add_buildids(struct emu *e, struct pd_writer *w)
-{
-	struct sb_buildids seen = {0};
-	char path[4096];
-	int rc = 0;
-
-	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
-		path[0] = 0;
-		if (sscanf(e->maps[i], "%*x-%*x %*s %*x %*s %*s %4095s",
-			   path) == 1)
-			rc = sb_buildid_add(w, &seen, (uint32_t)e->pid, path);
-	}
-	sb_buildids_free(&seen);
-	return rc;
-}
-
-static int write_capture(struct emu *e)
-{
-	const struct emu_opts *o = e->o;
-	struct pd_writer *w = NULL;
-	struct pd_err pe = {0};
-	struct perf_event_attr attr;
-	struct pd_pt_info pt;
-	struct pd_ext_buf ext = {0};
-	uint64_t ids[1] = {1}, end = e->hit_time ? e->hit_time : now_ns();
-	struct pd_sample_id sid = {.pid = (uint32_t)e->pid,
-				   .tid = (uint32_t)e->pid,
-				   .time = e->start_time,
-				   .id = 1,
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
-	int rc = -1;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.type = EMU_PMU_TYPE;
-	attr.size = sizeof(attr);
-	attr.config = 1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
-		      ((uint64_t)EMU_MTC_PERIOD << 14) | (1ull << 24) |
-		      (o->noretcomp ? 1ull << 11 : 0);
-	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	attr.mmap = attr.comm = attr.task = attr.mmap2 = attr.comm_exec = 1;
-	attr.sample_id_all = 1;
-	memset(&pt, 0, sizeof(pt));
-	pt.pmu_type = EMU_PMU_TYPE;
-	pt.time_shift = 0;
-	pt.time_mult = 1;
-	pt.cap_user_time_zero = true;
-	pt.tsc_bit = 1ull << 10;
-	pt.noretcomp_bit = 1ull << 11;
-	pt.have_mtc_group = true;
-	pt.mtc_bit = 1ull << 9;
-	pt.mtc_freq_bits = 0xfull << 14;
-	pt.tsc_ctc_n = EMU_TSC_CTC;
-	pt.tsc_ctc_d = 1;
-	pt.cyc_bit = 1ull << 1;
-	pt.have_max_nonturbo = true;
-	pt.max_nonturbo_ratio = EMU_NONTURBO;
-	pt.snapshot_mode = o->snapshot_size != 0 || o->multi_snapshot;
-
-	if (pd_writer_open(&w, o->output, PD_WRITE_FILE, &pe))
-		goto pderr;
-	if (pd_writer_add_attr(w, &attr, ids, 1) ||
-	    (e->have_sb && pd_writer_add_attr(w, &e->sb[0].attr, e->sb_ids,
-					      (size_t)e->nr_sb)))
-		goto werr;
-	{
-		struct pd_time_conv tc = {.time_mult = 1,
-					  .have_ext = true,
-					  .cap_user_time_zero = true};
-		struct pd_comm c = {.pid = (uint32_t)e->pid,
-				    .tid = (uint32_t)e->pid,
-				    .exec = true,
-				    .comm = e->comm};
-
-		if (pd_write_time_conv(w, &tc) ||
-		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true) ||
-		    pd_write_comm(w, &c, &sid) || write_maps(e, w, &sid))
-			goto werr;
-	}
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		struct pd_sample_id s2 = sid;
-
-		if (t->tid == e->pid)
-			continue;
-		s2.tid = (uint32_t)t->tid;
-		{
-			struct pd_task fk = {.pid = (uint32_t)e->pid,
-					     .ppid = (uint32_t)e->pid,
-					     .tid = (uint32_t)t->tid,
-					     .ptid = (uint32_t)e->pid,
-					     .time = sid.time};
-			struct pd_comm c = {.pid = (uint32_t)e->pid,
-					    .tid = (uint32_t)t->tid,
-					    .comm = e->comm};
-
-			if (pd_write_task(w, PERF_RECORD_FORK, &fk, &s2) ||
-			    pd_write_comm(w, &c, &s2))
-				goto werr;
-		}
-	}
-	for (int c = 0; e->have_sb && c < e->nr_sb; c++)
-		if (sb_copy(w, e->sb[c].page, SB_DATA_PAGES))
-			goto werr;
-	if (pd_write_finished_round(w))
-		goto werr;
-	/* --multi-snapshot: the snapshots taken at hits, in order. */
-	for (size_t k = 0; k < e->nr_snaps; k++) {
-		const struct snap *sn = &e->snaps[k];
-		struct pd_auxtrace a = {.size = sn->len,
-					.reference = sn->time,
-					.idx = (uint32_t)sn->thread,
-					.tid = (uint32_t)e->thr[sn->thread].tid,
-					.cpu = UINT32_MAX};
-
-		e->st->aux_bytes += sn->len;
-		if (pd_write_auxtrace(w, &a, sn->data))
-			goto werr;
-	}
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		struct pd_auxtrace a = {.reference = end,
-					.idx = (uint32_t)i,
-					.tid = (uint32_t)t->tid,
-					.cpu = UINT32_MAX};
-		const uint8_t *data;
-		size_t len;
-
-		if (!t->started)
-			continue;
-		if (ptenc_finish(t->enc, end))
-			goto werr;
-		data = ptenc_data(t->enc, &len);
-		/* What the snapshots at hits took is not written again. */
-		data += t->snap_end;
-		len -= t->snap_end;
-		/* Snapshot mode: the ring kept the newest bytes only; the
-		 * decoder starts at the first PSB in them, as with
-		 * hardware. */
-		if (o->snapshot_size && len > o->snapshot_size) {
-			data += len - o->snapshot_size;
-			len = o->snapshot_size;
-		}
-		a.size = len;
-		e->st->aux_bytes += len;
-		if (len && pd_write_auxtrace(w, &a, data))
-			goto werr;
-	}
-	/* Each thread's stack at the end, leaf first: it anchors the roots
-	 * that no return in the kept trace reveals. */
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		uint64_t *ips;
-		struct pd_ext_stack es = {.pid = (uint32_t)e->pid,
-					  .tid = (uint32_t)t->tid,
-					  .time = end};
-
-		if (!t->started || t->exited || !t->last_ip)
-			continue;
-		if (t->nr_unwound) {
-			es.nr = t->nr_unwound;
-			es.ips = t->unwound;
-			if (pd_ext_add_stack(&ext, &es))
-				goto werr;
-			continue;
-		}
-		ips = malloc((t->depth + 1) * sizeof(*ips));
-		if (!ips)
-			goto werr;
-		ips[0] = t->last_ip;
-		for (size_t k = 0; k < t->depth; k++)
-			ips[k + 1] = t->shadow[t->depth - 1 - k];
-		es.nr = t->depth + 1;
-		es.ips = ips;
-		if (pd_ext_add_stack(&ext, &es)) {
-			free(ips);
-			goto werr;
-		}
-		free(ips);
-	}
-	if (e->vdso) {
-		struct pd_ext_vdso v = {.pid = (uint32_t)e->pid,
-					.start = e->vdso_start,
-					.len = e->vdso_len,
-					.bytes = e->vdso};
-
-		if (pd_ext_add_vdso(&ext, &v))
-			goto werr;
-	}
-	for (size_t k = 0; k < e->nr_hits; k++) {
-		struct pd_ext_hit h = {
-			.pid = (uint32_t)e->pid,
-			.tid = (uint32_t)e->hits[k].tid,
-			.time = e->hits[k].time,
-			.ip = e->hits[k].ip,
-			.arg = e->hits[k].arg,
-			.mark_start = e->hits[k].mark,
-			.name = o->trigger ? o->trigger : "mt_snapshot_point",
-		};
-
-		if (pd_ext_add_hit(&ext, &h))
-			goto werr;
-	}
-	if (e->hit_time) {
-		struct pd_ext_hit h = {
-			.pid = (uint32_t)e->pid,
-			.tid = (uint32_t)e->hit_tid,
-			.time = e->hit_time,
-			.ip = e->hit_ip,
-			.arg = e->hit_arg,
-			.mark_start = e->hit_mark,
-			.name = o->trigger ? o->trigger : "mt_snapshot_point",
-		};
-
-		if (pd_ext_add_hit(&ext, &h))
-			goto werr;
-	}
-	if (ext.len &&
-	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
-		goto werr;
-	if (add_buildids(e, w))
-		goto werr;
-	if (pd_write_finished_round(w) ||
-	    pd_writer_set_feature_string(w, PD_FEAT_CPUID,
-					 "GenuineIntel,6,85,4") ||
-	    pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, "mt-capture"))
-		goto werr;
-	if (pd_writer_finish(w, &pe))
-		goto pderr;
-	rc = 0;
-	goto out;
-werr:
-	snprintf(e->err, e->errlen, "%s", pd_writer_error(w)->msg);
-	pd_writer_abort(w);
-	goto out;
-pderr:
-	snprintf(e->err, e->errlen, "%s", pe.msg);
-out:
-	pd_ext_buf_free(&ext);
-	return rc;
 }
 
 /* Is a SIGTRAP queued for thread tid of pid (SigPnd in its status)? */
@@ -1206,17 +882,17 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		return emu_fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (o->pid > 0) {
-		rc = attach(&e, o->pid);
+	if (o->cap.pid > 0) {
+		rc = attach(&e, o->cap.pid);
 	} else {
 		rc = launch(&e, argv);
 		if (!rc && *start)
 			rc = run_to(&e, start);
 	}
 	if (!rc)
-		rc = collect_maps(&e);
+		rc = emu_collect_maps(&e);
 	if (!rc)
-		read_vdso(&e);
+		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
 	if (!rc) {
 		/* Mappings, threads and switches from now on, from the kernel;
 		 * without it, /proc/PID/maps read at start and at exits. */
@@ -1237,14 +913,15 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	}
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);
-	if (!rc && o->trigger &&
-	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
-		rc = line_trigger_resolve(e.pid, e.exe, o->trigger, &e.triggers,
-					  &e.nr_triggers, err, errlen);
+	if (!rc && o->cap.trigger &&
+	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
+		rc = line_trigger_resolve(e.pid, e.exe, o->cap.trigger,
+					  &e.triggers, &e.nr_triggers, err,
+					  errlen);
 		if (!rc)
 			e.trigger = e.triggers[0];
-	} else if (!rc && o->trigger)
-		rc = exe_symbol(&e, o->trigger, &e.trigger);
+	} else if (!rc && o->cap.trigger)
+		rc = exe_symbol(&e, o->cap.trigger, &e.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
 	if (!rc && e.trigger)
@@ -1262,7 +939,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 
 		e.err = werr;
 		e.errlen = sizeof(werr);
-		wrc = write_capture(&e);
+		wrc = emu_write_capture(&e, e.hit_time ? e.hit_time : now_ns());
 		if (!wrc && o->truth)
 			wrc = write_truth(&e,
 					  e.hit_time ? e.hit_time : now_ns());

@@ -35,7 +35,10 @@
  *
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
-#include "capture/cap_internal.h"
+#include "capture/hw_internal.h"
+#include "capture/ring.h"
+#include "capture/symaddr.h"
+#include "capture/unwind.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -58,74 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DATA_PAGES SB_DATA_PAGES
-
-/* One data ring with its AUX area: a thread's, or a CPU's. */
-struct ring {
-	int fd; /* the event that owns the mapping */
-	pid_t tid;
-	int cpu; /* -1 per thread */
-	struct perf_event_mmap_page *page;
-	size_t page_len;
-	uint8_t *aux;
-	size_t aux_len;
-	uint64_t taken; /* AUX position already copied */
-};
-
-/* A piece of trace waiting in the spool file. */
-struct chunk {
-	long at;
-	struct pd_auxtrace a;
-};
-
-struct hw {
-	const struct hw_opts *o;
-	struct hw_stats *st;
-	struct pt_pmu pmu;
-	struct perf_event_attr attr;
-	pid_t pid;
-	bool launched;
-	bool recording; /* past the setup */
-	int ncpu;
-	char exe[4096];
-	struct ring *rings;
-	size_t nr_rings, cap_rings;
-	int *fds; /* every intel_pt event, owned */
-	size_t nr_fds, cap_fds;
-	uint64_t *ids;
-	size_t nr_ids, cap_ids;
-	pid_t *tids; /* the threads that have events */
-	size_t nr_tids, cap_tids;
-	char filter[2048]; /* the kernel's filter string, "" if none */
-	uint64_t trigger;
-	struct bp_set *bp;
-	struct pd_ext_hit *hits;
-	size_t nr_hits, cap_hits;
-	bool mark_warned;
-	/* The stack at the last hit, unwound from its sample (leaf first):
-	 * it anchors the converted trace's roots. */
-	char *maps0; /* /proc/PID/maps when the trigger was set */
-	uint64_t *final_ips;
-	size_t nr_final;
-	pid_t final_tid;
-	uint64_t final_time;
-	uint8_t *sb; /* sideband records, as the kernel wrote them */
-	struct sb_buildids buildids; /* the binaries whose build id is in */
-	size_t sb_len, sb_cap;
-	FILE *spool;
-	struct chunk *chunks;
-	size_t nr_chunks, cap_chunks;
-	uint8_t *copy; /* one AUX ring's worth */
-	uint8_t *vdso;
-	uint64_t vdso_start, vdso_len;
-	char *err;
-	size_t errlen;
-};
-
-static int hfail(struct hw *h, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int hfail(struct hw *h, int code, const char *fmt, ...)
+int hw_fail(struct hw *h, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -143,75 +79,9 @@ static uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-/* perf stores the config bits of a field as a mask. */
-static uint64_t field_mask(const struct pt_pmu *p, const char *name)
-{
-	const struct pt_field *f = pmu_field(p, name);
-	unsigned w;
-
-	if (!f)
-		return 0;
-	w = (unsigned)(f->hi - f->lo + 1);
-	return (w == 64 ? ~0ull : (1ull << w) - 1) << f->lo;
-}
-
-static void pt_info_of(const struct hw *h, struct pd_pt_info *pt)
-{
-	const struct pt_pmu *p = &h->pmu;
-	const struct perf_event_mmap_page *pg = h->rings[0].page;
-	unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-
-	memset(pt, 0, sizeof(*pt));
-	pt->pmu_type = p->type;
-	pt->time_shift = pg->time_shift;
-	pt->time_mult = pg->time_mult;
-	pt->time_zero = pg->time_zero;
-	pt->cap_user_time_zero = pg->cap_user_time_zero;
-	pt->tsc_bit = field_mask(p, "tsc");
-	pt->noretcomp_bit = field_mask(p, "noretcomp");
-	/* Per CPU, PERF_RECORD_SWITCH from the event's context_switch
-	 * says who ran; per thread, the ring says it. */
-	pt->have_sched_switch = h->o->per_cpu ? 2 : 0;
-	pt->snapshot_mode = !h->o->full;
-	pt->per_cpu_mmaps = h->o->per_cpu;
-	pt->have_mtc_group = true;
-	pt->mtc_bit = field_mask(p, "mtc");
-	pt->mtc_freq_bits = field_mask(p, "mtc_period");
-	/* CPUID.15H: TSC / core crystal clock ratio, for MTC. */
-	if (__get_cpuid_count(0x15, 0, &eax, &ebx, &ecx, &edx)) {
-		pt->tsc_ctc_d = eax;
-		pt->tsc_ctc_n = ebx;
-	}
-	pt->cyc_bit = field_mask(p, "cyc");
-	pt->have_max_nonturbo = true;
-	pt->max_nonturbo_ratio = p->max_nonturbo_ratio;
-	snprintf(pt->filter, sizeof(pt->filter), "%s", h->filter);
-}
-
-/* "GenuineIntel,6,85,4", as perf writes the CPUID feature. */
-static void cpuid_string(char *buf, size_t len)
-{
-	unsigned a, b, c, d, fam, model;
-	char vendor[13];
-
-	__cpuid(0, a, b, c, d);
-	memcpy(vendor, &b, 4);
-	memcpy(vendor + 4, &d, 4);
-	memcpy(vendor + 8, &c, 4);
-	vendor[12] = 0;
-	__cpuid(1, a, b, c, d);
-	fam = (a >> 8) & 0xf;
-	model = (a >> 4) & 0xf;
-	if (fam == 6 || fam == 15)
-		model += ((a >> 16) & 0xf) << 4;
-	if (fam == 15)
-		fam += (a >> 20) & 0xff;
-	snprintf(buf, len, "%s,%u,%u,%u", vendor, fam, model, a & 0xf);
-}
-
 static int open_err(struct hw *h, int e, pid_t tid, int cpu)
 {
-	return hfail(
+	return hw_fail(
 		h, -e, "perf_event_open(intel_pt, thread %d, cpu %d): %s%s",
 		(int)tid, cpu, strerror(e),
 		e == EACCES || e == EPERM
@@ -229,7 +99,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 
 	if (mt_grow((void **)&h->rings, &h->cap_rings, h->nr_rings + 1,
 		    sizeof(*h->rings)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	r = &h->rings[h->nr_rings];
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -239,25 +109,25 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 	r->page = mmap(NULL, r->page_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 	if (r->page == MAP_FAILED)
-		return hfail(h, -errno, "mmap of the sideband ring: %s",
-			     strerror(errno));
+		return hw_fail(h, -errno, "mmap of the sideband ring: %s",
+			       strerror(errno));
 	h->nr_rings++;
 	if (h->o->sideband_only)
 		return 0;
 	r->page->aux_offset = r->page_len;
-	r->page->aux_size = h->o->aux_size;
+	r->page->aux_size = h->aux_size;
 	/* Read-only: the kernel overwrites the oldest trace (snapshot);
 	 * writable: it waits for aux_tail (full). */
-	r->aux = mmap(NULL, h->o->aux_size,
+	r->aux = mmap(NULL, h->aux_size,
 		      PROT_READ | (h->o->full ? PROT_WRITE : 0), MAP_SHARED, fd,
 		      (off_t)r->page_len);
 	if (r->aux == MAP_FAILED) {
 		r->aux = NULL;
-		return hfail(h, -errno, "mmap of the AUX area (%llu bytes): %s",
-			     (unsigned long long)h->o->aux_size,
-			     strerror(errno));
+		return hw_fail(
+			h, -errno, "mmap of the AUX area (%llu bytes): %s",
+			(unsigned long long)h->aux_size, strerror(errno));
 	}
-	r->aux_len = h->o->aux_size;
+	r->aux_len = h->aux_size;
 	return 0;
 }
 
@@ -276,7 +146,7 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 	    mt_grow((void **)&h->ids, &h->cap_ids, h->nr_ids + 1,
 		    sizeof(*h->ids))) {
 		close(fd);
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	}
 	h->fds[h->nr_fds++] = fd;
 	ioctl(fd, PERF_EVENT_IOC_ID, &id);
@@ -288,8 +158,8 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 static int set_filter(struct hw *h, int fd)
 {
 	if (h->filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, h->filter))
-		return hfail(h, -errno, "address filter '%s': %s", h->filter,
-			     strerror(errno));
+		return hw_fail(h, -errno, "address filter '%s': %s", h->filter,
+			       strerror(errno));
 	return 0;
 }
 
@@ -301,7 +171,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 
 	if (mt_grow((void **)&h->tids, &h->cap_tids, h->nr_tids + 1,
 		    sizeof(*h->tids)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	h->tids[h->nr_tids++] = tid;
 	for (int c = 0; c < (h->o->per_cpu ? h->ncpu : 1); c++) {
 		int cpu = h->o->per_cpu ? c : -1;
@@ -311,18 +181,18 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 		if (cpu >= 0 && (size_t)c < h->nr_rings) {
 			if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT,
 				  h->rings[c].fd))
-				return hfail(h, -errno,
-					     "thread %d, cpu %d: SET_OUTPUT: "
-					     "%s",
-					     (int)tid, c, strerror(errno));
+				return hw_fail(h, -errno,
+					       "thread %d, cpu %d: SET_OUTPUT: "
+					       "%s",
+					       (int)tid, c, strerror(errno));
 		} else if ((rc = add_ring(h, fd, cpu >= 0 ? -1 : tid, cpu))) {
 			return rc;
 		}
 		if ((rc = set_filter(h, fd)))
 			return rc;
 		if (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
-			return hfail(h, -errno, "enabling intel_pt: %s",
-				     strerror(errno));
+			return hw_fail(h, -errno, "enabling intel_pt: %s",
+				       strerror(errno));
 	}
 	h->st->threads++;
 	if (h->bp && !bp_inherits(h->bp) &&
@@ -380,17 +250,17 @@ static int spool_chunk(struct hw *h, const struct pd_auxtrace *a,
 	if (!a->size)
 		return 0;
 	if (!h->spool && !(h->spool = tmpfile()))
-		return hfail(h, -errno, "a temporary file for the trace: %s",
-			     strerror(errno));
+		return hw_fail(h, -errno, "a temporary file for the trace: %s",
+			       strerror(errno));
 	if (mt_grow((void **)&h->chunks, &h->cap_chunks, h->nr_chunks + 1,
 		    sizeof(*h->chunks)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	c = &h->chunks[h->nr_chunks];
 	c->at = ftell(h->spool);
 	c->a = *a;
 	if (fwrite(data, 1, a->size, h->spool) != a->size)
-		return hfail(h, -EIO, "writing the temporary trace file: %s",
-			     strerror(errno));
+		return hw_fail(h, -EIO, "writing the temporary trace file: %s",
+			       strerror(errno));
 	h->nr_chunks++;
 	h->st->aux_bytes += a->size;
 	return 0;
@@ -426,46 +296,43 @@ static int take_aux(struct hw *h, struct ring *r, const uint8_t *rec)
 	return 0;
 }
 
+/* What drain() reads a ring for. */
+struct drain_to {
+	struct hw *h;
+	struct ring *r;
+	bool *forked;
+};
+
+static int drain_record(const struct perf_event_header *rec, void *arg)
+{
+	struct drain_to *d = arg;
+	struct hw *h = d->h;
+
+	if (rec->type == PERF_RECORD_AUX)
+		return h->o->full && rec->size >= 32 &&
+				       take_aux(h, d->r, (const uint8_t *)rec)
+			       ? -1
+			       : 0;
+	if (rec->type == PERF_RECORD_LOST || rec->type == PERF_RECORD_SAMPLE)
+		return 0;
+	if (rec->type == PERF_RECORD_FORK)
+		*d->forked = true;
+	if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + rec->size, 1))
+		return hw_fail(h, -ENOMEM, "out of memory");
+	memcpy(h->sb + h->sb_len, rec, rec->size);
+	h->sb_len += rec->size;
+	return 0;
+}
+
 /* Move the ring's records into h->sb (and, --full, its trace into the
  * spool).  *forked: a thread was created. */
 static int drain(struct hw *h, struct ring *r, bool *forked)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	const uint8_t *data = (const uint8_t *)r->page + page;
-	uint64_t size = (uint64_t)page * DATA_PAGES;
-	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->page->data_tail;
-	uint8_t rec[65536];
+	struct drain_to d = {h, r, forked};
 
-	while (tail < head) {
-		struct perf_event_header eh;
-		uint64_t at = tail % size;
-
-		for (size_t i = 0; i < sizeof(eh); i++)
-			((uint8_t *)&eh)[i] = data[(at + i) % size];
-		if (eh.size < sizeof(eh) || tail + eh.size > head)
-			break;
-		for (size_t i = 0; i < eh.size; i++)
-			rec[i] = data[(at + i) % size];
-		tail += eh.size;
-		if (eh.type == PERF_RECORD_AUX) {
-			if (h->o->full && eh.size >= 32 && take_aux(h, r, rec))
-				return -1;
-			continue;
-		}
-		if (eh.type == PERF_RECORD_LOST ||
-		    eh.type == PERF_RECORD_SAMPLE)
-			continue;
-		if (eh.type == PERF_RECORD_FORK)
-			*forked = true;
-		if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + eh.size,
-			    1))
-			return hfail(h, -ENOMEM, "out of memory");
-		memcpy(h->sb + h->sb_len, rec, eh.size);
-		h->sb_len += eh.size;
-	}
-	__atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
-	return 0;
+	return ring_read(r->page, DATA_PAGES, false, true, drain_record, &d)
+		       ? -1
+		       : 0;
 }
 
 static int drain_all(struct hw *h, bool *forked)
@@ -527,7 +394,7 @@ static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
 	struct timespec ts;
 	uint64_t tsc, now;
 
-	pt_info_of(h, &pt);
+	hw_pt_info(h, &pt);
 	if (!pt.cap_user_time_zero || !pt.time_mult || !mono)
 		return 0;
 	tsc = rdtsc();
@@ -541,35 +408,6 @@ static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
  * the recording, 0 to go on, negative on error.
  */
 #define MAX_FRAMES 4096
-
-/* The text of /proc/PID/maps, or NULL. */
-static char *read_maps(pid_t pid)
-{
-	char path[64], *text = NULL;
-	size_t len = 0, cap = 0, got;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	do {
-		if (mt_grow((void **)&text, &cap, len + 4097, 1)) {
-			free(text);
-			fclose(f);
-			return NULL;
-		}
-		got = fread(text + len, 1, 4096, f);
-		len += got;
-	} while (got);
-	fclose(f);
-	text[len] = 0;
-	if (!len) { /* a process that has exited */
-		free(text);
-		return NULL;
-	}
-	return text;
-}
 
 /* The mappings of a process that may be gone: as at the start, then as
  * the kernel's MMAP2 records announced. */
@@ -634,7 +472,7 @@ static char *maps_known(struct hw *h)
 static void unwind_hit(struct hw *h, const struct bp_hit *b)
 {
 	uint64_t *ips = malloc(MAX_FRAMES * sizeof(*ips));
-	char *maps = read_maps(h->pid);
+	char *maps = mt_maps_text(h->pid);
 	char why[256];
 	size_t n = 0;
 	int rc;
@@ -668,18 +506,18 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 	uint64_t mark = mono_to_perf(h, b->si);
 	struct pd_ext_hit *x;
 
-	if (o->duration_thresh && b->si && !mark && !h->mark_warned) {
+	if (o->cap.duration_thresh && b->si && !mark && !h->mark_warned) {
 		h->mark_warned = true;
 		snprintf(h->st->warning, sizeof(h->st->warning),
 			 "--duration-thresh: perf time cannot be read here "
 			 "(no cap_user_time_zero): every hit counts");
 	}
-	if (o->duration_thresh && mark && b->time > mark &&
-	    b->time - mark < o->duration_thresh)
+	if (o->cap.duration_thresh && mark && b->time > mark &&
+	    b->time - mark < o->cap.duration_thresh)
 		return 0;
 	if (mt_grow((void **)&h->hits, &h->cap_hits, h->nr_hits + 1,
 		    sizeof(*h->hits)))
-		return hfail(h, -ENOMEM, "out of memory");
+		return hw_fail(h, -ENOMEM, "out of memory");
 	x = &h->hits[h->nr_hits++];
 	memset(x, 0, sizeof(*x));
 	x->pid = (uint32_t)b->pid;
@@ -688,10 +526,10 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 	x->ip = b->ip;
 	x->arg = (int64_t)b->di;
 	x->mark_start = mark;
-	x->name = o->trigger ? o->trigger : "mt_snapshot_point";
+	x->name = o->cap.trigger ? o->cap.trigger : "mt_snapshot_point";
 	h->st->hits++;
 	unwind_hit(h, b);
-	if (!o->multi_snapshot)
+	if (!o->cap.multi_snapshot)
 		return 1;
 	return snapshot(h, true);
 }
@@ -722,250 +560,6 @@ static bool target_gone(struct hw *h)
 	return gone;
 }
 
-/* The [vdso] image, for decoding the code in it. */
-static void read_vdso(struct hw *h)
-{
-	char path[64], line[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi;
-		struct iovec local, remote;
-
-		if (!strstr(line, "[vdso]") ||
-		    sscanf(line, "%llx-%llx", &lo, &hi) != 2 || hi <= lo ||
-		    hi - lo > (64u << 20))
-			continue;
-		h->vdso = malloc(hi - lo);
-		local.iov_base = h->vdso;
-		remote.iov_base = (void *)(uintptr_t)lo;
-		local.iov_len = remote.iov_len = hi - lo;
-		if (h->vdso && process_vm_readv(h->pid, &local, 1, &remote, 1,
-						0) == (ssize_t)(hi - lo)) {
-			h->vdso_start = lo;
-			h->vdso_len = hi - lo;
-		} else {
-			free(h->vdso);
-			h->vdso = NULL;
-		}
-		break;
-	}
-	fclose(f);
-}
-
-/* Attached: what the kernel will not tell, because it happened before
- * (the threads' names and the executable mappings), from /proc. */
-static int write_existing(struct hw *h, struct pd_writer *w)
-{
-	struct pd_sample_id sid = {.pid = (uint32_t)h->pid,
-				   .tid = (uint32_t)h->pid,
-				   .id = h->ids[0],
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
-	char path[64], line[4352], comm[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
-	for (size_t i = 0; i < h->nr_tids; i++) {
-		struct pd_comm c = {.pid = (uint32_t)h->pid,
-				    .tid = (uint32_t)h->tids[i],
-				    .comm = comm};
-
-		sid.tid = (uint32_t)h->tids[i];
-		if (pd_write_comm(w, &c, &sid))
-			return -1;
-	}
-	sid.tid = (uint32_t)h->pid;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)h->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char file[4096];
-		struct pd_mmap m;
-
-		if (sb_maps_line(line, (uint32_t)h->pid, &m, file,
-				 sizeof(file)) ||
-		    !(m.prot & PROT_EXEC) ||
-		    (file[0] != '/' && strcmp(file, "[vdso]")))
-			continue;
-		if (pd_write_mmap2(w, &m, &sid) ||
-		    sb_buildid_add(w, &h->buildids, (uint32_t)h->pid, file)) {
-			fclose(f);
-			return -1;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-/* The sideband's time: our sample_type puts it 24 bytes before the end
- * of every non-sample record (TIME, CPU, IDENTIFIER follow TID). */
-struct sb_at {
-	size_t off;
-	uint64_t time;
-};
-
-static int by_time(const void *a, const void *b)
-{
-	const struct sb_at *x = a, *y = b;
-
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-static int write_sideband(struct hw *h, struct pd_writer *w)
-{
-	struct sb_at *at = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-
-	for (size_t off = 0; off < h->sb_len;) {
-		struct perf_event_header eh;
-
-		memcpy(&eh, h->sb + off, sizeof(eh));
-		if (mt_grow((void **)&at, &cap, n + 1, sizeof(*at))) {
-			free(at);
-			return -1;
-		}
-		at[n].off = off;
-		at[n].time = 0;
-		if (eh.size >= sizeof(eh) + 24)
-			memcpy(&at[n].time, h->sb + off + eh.size - 24, 8);
-		n++;
-		off += eh.size;
-	}
-	/* Rings drained one after the other: merge them in time. */
-	if (n && mt_stable_sort(at, n, sizeof(*at), by_time)) {
-		free(at);
-		return -1;
-	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		struct perf_event_header eh;
-
-		memcpy(&eh, h->sb + at[i].off, sizeof(eh));
-		rc = pd_writer_raw(w, h->sb + at[i].off, eh.size);
-	}
-	free(at);
-	/* The binaries mapped after the start (libraries, dlopen). */
-	return rc ? rc
-		  : sb_buildids_of_records(w, &h->buildids, h->sb, h->sb_len);
-}
-
-static int hit_by_time(const void *a, const void *b)
-{
-	const struct pd_ext_hit *x = a, *y = b;
-
-	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-static int write_capture(struct hw *h)
-{
-	struct pd_writer *w = NULL;
-	struct pd_err pe = {0};
-	struct pd_pt_info pt;
-	struct pd_ext_buf ext = {0};
-	char cpuid[64];
-	int rc = -EIO;
-
-	pt_info_of(h, &pt);
-	cpuid_string(cpuid, sizeof(cpuid));
-	if (pd_writer_open(&w, h->o->output, PD_WRITE_FILE, &pe)) {
-		snprintf(h->err, h->errlen, "%s", pe.msg);
-		return -EIO;
-	}
-	if (pd_writer_add_attr(w, &h->attr, h->ids, h->nr_ids))
-		goto werr;
-	{
-		struct pd_time_conv tc = {.time_shift = pt.time_shift,
-					  .time_mult = pt.time_mult,
-					  .time_zero = pt.time_zero,
-					  .cap_user_time_zero =
-						  pt.cap_user_time_zero};
-
-		if (pd_write_time_conv(w, &tc) ||
-		    pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true))
-			goto werr;
-	}
-	if ((!h->launched && write_existing(h, w)) || write_sideband(h, w) ||
-	    pd_write_finished_round(w))
-		goto werr;
-	if (h->spool && fflush(h->spool)) {
-		snprintf(h->err, h->errlen, "the temporary trace file: %s",
-			 strerror(errno));
-		pd_writer_abort(w);
-		return -EIO;
-	}
-	for (size_t i = 0; i < h->nr_chunks; i++) {
-		const struct chunk *c = &h->chunks[i];
-
-		if (fseek(h->spool, c->at, SEEK_SET) ||
-		    fread(h->copy, 1, c->a.size, h->spool) != c->a.size) {
-			snprintf(h->err, h->errlen,
-				 "reading the temporary trace file: %s",
-				 strerror(errno));
-			pd_writer_abort(w);
-			return -EIO;
-		}
-		if (pd_write_auxtrace(w, &c->a, h->copy))
-			goto werr;
-	}
-	/* Rings are read one after the other: hits in time order. */
-	if (h->nr_hits &&
-	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
-		goto werr;
-	for (size_t i = 0; i < h->nr_hits; i++)
-		if (pd_ext_add_hit(&ext, &h->hits[i]))
-			goto werr;
-	if (h->nr_final) {
-		struct pd_ext_stack es = {.pid = (uint32_t)h->pid,
-					  .tid = (uint32_t)h->final_tid,
-					  .time = h->final_time,
-					  .nr = h->nr_final,
-					  .ips = h->final_ips};
-
-		if (pd_ext_add_stack(&ext, &es))
-			goto werr;
-	}
-	if (h->vdso) {
-		struct pd_ext_vdso v = {.pid = (uint32_t)h->pid,
-					.start = h->vdso_start,
-					.len = h->vdso_len,
-					.bytes = h->vdso};
-
-		if (pd_ext_add_vdso(&ext, &v))
-			goto werr;
-	}
-	if (ext.len &&
-	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
-		goto werr;
-	if (pd_write_finished_round(w) ||
-	    pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid))
-		goto werr;
-	pd_ext_buf_free(&ext);
-	if (pd_writer_finish(w, &pe)) {
-		snprintf(h->err, h->errlen, "%s", pe.msg);
-		return -EIO;
-	}
-	return 0;
-werr:
-	snprintf(h->err, h->errlen, "%s", pd_writer_error(w)->msg);
-	pd_writer_abort(w);
-	pd_ext_buf_free(&ext);
-	return rc;
-}
-
 /* The trigger's address (the default one only when the program has it),
  * the breakpoint, and the filters, once the executable is mapped. */
 static int arm(struct hw *h, unsigned nranges)
@@ -978,31 +572,31 @@ static int arm(struct hw *h, unsigned nranges)
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)h->pid);
 	n = readlink(link, h->exe, sizeof(h->exe) - 1);
 	if (n <= 0)
-		return hfail(h, -errno, "%s: %s", link, strerror(errno));
+		return hw_fail(h, -errno, "%s: %s", link, strerror(errno));
 	h->exe[n] = 0;
 	/* The mappings now, for unwinding hits after the process is gone
 	 * (with the MMAP2 records that come later). */
 	free(h->maps0);
-	h->maps0 = read_maps(h->pid);
-	if (o->trigger &&
-	    line_trigger_spec(o->trigger, NULL, 0, &(unsigned){0})) {
+	h->maps0 = mt_maps_text(h->pid);
+	if (o->cap.trigger &&
+	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
 		uint64_t *addrs = NULL;
 		size_t na = 0;
 
 		/* One breakpoint: a line with inlined copies in several
 		 * functions is watched at its first. */
-		rc = line_trigger_resolve(h->pid, h->exe, o->trigger, &addrs,
-					  &na, h->err, h->errlen);
+		rc = line_trigger_resolve(h->pid, h->exe, o->cap.trigger,
+					  &addrs, &na, h->err, h->errlen);
 		if (!rc)
 			h->trigger = addrs[0];
 		free(addrs);
 	} else {
 		rc = symaddr_resolve(h->pid, h->exe,
-				     o->trigger ? o->trigger
-						: "mt_snapshot_point",
+				     o->cap.trigger ? o->cap.trigger
+						    : "mt_snapshot_point",
 				     &h->trigger, h->err, h->errlen);
 	}
-	if (rc && o->trigger)
+	if (rc && o->cap.trigger)
 		return rc;
 	if (rc)
 		h->trigger = 0; /* no stub in the program: no trigger */
@@ -1010,16 +604,16 @@ static int arm(struct hw *h, unsigned nranges)
 		size_t len = strlen(h->filter);
 
 		if (!h->trigger)
-			return hfail(h, -EINVAL,
-				     "--stop-at-trigger: %s has no "
-				     "mt_snapshot_point; name one with "
-				     "--trigger",
-				     h->exe);
+			return hw_fail(h, -EINVAL,
+				       "--stop-at-trigger: %s has no "
+				       "mt_snapshot_point; name one with "
+				       "--trigger",
+				       h->exe);
 		if ((rc = symaddr_stop_filter(h->pid, h->trigger, stop,
 					      sizeof(stop), h->err, h->errlen)))
 			return rc;
 		if (len + strlen(stop) + 2 > sizeof(h->filter))
-			return hfail(h, -E2BIG, "address filters too long");
+			return hw_fail(h, -E2BIG, "address filters too long");
 		snprintf(h->filter + len, sizeof(h->filter) - len, "%s%s",
 			 len ? "," : "", stop);
 		nranges++;
@@ -1046,7 +640,7 @@ static int arm(struct hw *h, unsigned nranges)
 		for (size_t i = 0; i < h->nr_fds; i++)
 			if ((rc = set_filter(h, h->fds[i])))
 				return rc;
-	read_vdso(h);
+	mt_vdso_read(h->pid, &h->vdso, &h->vdso_start, &h->vdso_len);
 	return 0;
 }
 
@@ -1103,7 +697,7 @@ static int record(struct hw *h)
 	int rc;
 
 	h->recording = true;
-	while (!*o->stop) {
+	while (!*o->cap.stop) {
 		struct pollfd pf[256];
 		size_t n = 0, nb = 0;
 		const int *bfd = h->bp ? bp_fds(h->bp, &nb) : NULL;
@@ -1150,10 +744,25 @@ static int record(struct hw *h)
 	return 0;
 }
 
+uint64_t hw_aux_size(uint64_t snapshot_size)
+{
+	uint64_t size = 4096;
+
+	if (!snapshot_size)
+		return 4u << 20;
+	while (size < snapshot_size)
+		size <<= 1;
+	return size;
+}
+
 int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	   char *err, size_t errlen)
 {
-	struct hw h = {.o = o, .st = st, .err = err, .errlen = errlen};
+	struct hw h = {.o = o,
+		       .st = st,
+		       .aux_size = hw_aux_size(o->cap.snapshot_size),
+		       .err = err,
+		       .errlen = errlen};
 	unsigned nranges = 0;
 	uint64_t config;
 	int go = -1, why = -1, rc, status;
@@ -1176,9 +785,9 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 				       err, errlen);
 	if (rc)
 		return rc;
-	h.copy = malloc(o->aux_size);
+	h.copy = malloc(h.aux_size);
 	if (!h.copy)
-		return hfail(&h, -ENOMEM, "out of memory");
+		return hw_fail(&h, -ENOMEM, "out of memory");
 	memset(&h.attr, 0, sizeof(h.attr));
 	h.attr.type = h.pmu.type;
 	h.attr.size = sizeof(h.attr);
@@ -1195,20 +804,20 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	h.attr.context_switch = o->per_cpu;
 	h.attr.sample_id_all = 1;
 	if (o->full)
-		h.attr.aux_watermark = (uint32_t)(o->aux_size / 4);
-	if (o->pid > 0) {
-		h.pid = o->pid;
+		h.attr.aux_watermark = (uint32_t)(h.aux_size / 4);
+	if (o->cap.pid > 0) {
+		h.pid = o->cap.pid;
 		if (kill(h.pid, 0) && errno == ESRCH) {
-			rc = hfail(&h, -ESRCH, "-p %d: no such process",
-				   o->pid);
+			rc = hw_fail(&h, -ESRCH, "-p %d: no such process",
+				     o->cap.pid);
 			goto out;
 		}
 		/* Threads first, then the trigger, then tracing on. */
 		if ((rc = scan_threads(&h, false)))
 			goto out;
 		if (!h.nr_rings) {
-			rc = hfail(&h, -ESRCH, "-p %d: no threads to trace",
-				   o->pid);
+			rc = hw_fail(&h, -ESRCH, "-p %d: no threads to trace",
+				     o->cap.pid);
 			goto out;
 		}
 		if ((rc = arm(&h, nranges)))
@@ -1217,7 +826,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	} else {
 		h.pid = launch(argv, &go, &why);
 		if (h.pid < 0) {
-			rc = hfail(&h, -errno, "fork: %s", strerror(errno));
+			rc = hw_fail(&h, -errno, "fork: %s", strerror(errno));
 			goto out;
 		}
 		h.launched = true;
@@ -1226,8 +835,8 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		h.attr.enable_on_exec = 0;
 		if (write(go, "g", 1) != 1) {
-			rc = hfail(&h, -errno, "starting %s: %s", argv[0],
-				   strerror(errno));
+			rc = hw_fail(&h, -errno, "starting %s: %s", argv[0],
+				     strerror(errno));
 			goto out;
 		}
 		if (waitpid(h.pid, &status, 0) != h.pid ||
@@ -1236,11 +845,11 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 
 			h.pid = -1; /* reaped */
 			if (read(why, &code, sizeof(code)) == sizeof(code))
-				rc = hfail(&h, -code, "%s: %s", argv[0],
-					   strerror(code));
+				rc = hw_fail(&h, -code, "%s: %s", argv[0],
+					     strerror(code));
 			else
-				rc = hfail(&h, -ECHILD, "%s did not start",
-					   argv[0]);
+				rc = hw_fail(&h, -ECHILD, "%s did not start",
+					     argv[0]);
 			goto out;
 		}
 		rc = arm(&h, nranges);
@@ -1260,7 +869,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			 "saved: it has gaps (a bigger --snapshot-size helps)",
 			 (unsigned long long)st->truncated);
 	if (!rc)
-		rc = write_capture(&h);
+		rc = hw_write_capture(&h);
 out:
 	if (go >= 0)
 		close(go);
@@ -1293,7 +902,6 @@ out:
 	free(h.sb);
 	free(h.final_ips);
 	free(h.maps0);
-	sb_buildids_free(&h.buildids);
 	free(h.copy);
 	free(h.vdso);
 	return rc;

@@ -8,7 +8,7 @@
  * ones through the mapping that holds their file offset, which is right
  * for position-dependent and position-independent code alike.
  */
-#include "capture/capture.h"
+#include "capture/symaddr.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -36,46 +36,34 @@ static void lmaps_free(struct lmaps *m)
 	free(m->v);
 }
 
+static int lmaps_add(const struct mt_map *mm, const char *line, void *arg)
+{
+	struct lmaps *m = arg;
+	struct lmap *x;
+
+	(void)line;
+	if (mm->path[0] != '/')
+		return 0;
+	if (mt_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
+		return -ENOMEM;
+	x = &m->v[m->n];
+	x->lo = mm->lo;
+	x->hi = mm->hi;
+	x->off = mm->pgoff;
+	x->path = strdup(mm->path);
+	if (!x->path)
+		return -ENOMEM;
+	m->n++;
+	return 0;
+}
+
 static int lmaps_read(pid_t pid, struct lmaps *m, char *err, size_t errlen)
 {
-	char name[64], line[4352], path[4096];
-	FILE *f;
+	int rc = mt_maps_each(pid, lmaps_add, m, err, errlen);
 
-	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
-	f = fopen(name, "r");
-	if (!f) {
-		int e = errno;
-
-		snprintf(err, errlen, "%s: %s", name, strerror(e));
-		return -e;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		struct lmap *x;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &lo, &hi,
-			   &off, path) != 4 ||
-		    path[0] != '/')
-			continue;
-		if (mt_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v))) {
-			fclose(f);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		x = &m->v[m->n];
-		x->lo = lo;
-		x->hi = hi;
-		x->off = off;
-		x->path = strdup(path);
-		if (!x->path) {
-			fclose(f);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		m->n++;
-	}
-	fclose(f);
-	return 0;
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
 }
 
 /* The runtime address of ELF vaddr v of path, or 0 when no mapping

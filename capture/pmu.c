@@ -13,7 +13,7 @@
  * the newest data ends at head % size and, once the ring has wrapped,
  * begins there too.
  */
-#include "capture/capture.h"
+#include "capture/pmu.h"
 
 #include <dirent.h>
 #include <errno.h>

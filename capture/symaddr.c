@@ -10,9 +10,9 @@
  * which the kernel turns into addresses for every mapping of the file,
  * now and at later mmaps.
  */
-#include "capture/cap_internal.h"
-#include "capture/capture.h"
+#include "capture/symaddr.h"
 #include "symbols/symbols.h"
+#include "util/util.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -40,37 +40,46 @@ static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
+/* What find_mapping() looks for, and what it found. */
+struct mapping_query {
+	bool (*want)(const struct mt_map *m, const void *arg);
+	const void *arg;
+	struct mt_map *m;
+	char *path;
+};
+
+static int take_mapping(const struct mt_map *m, const char *line, void *arg)
+{
+	struct mapping_query *q = arg;
+
+	(void)line;
+	if (!q->want(m, q->arg))
+		return 0;
+	*q->m = *m;
+	snprintf(q->path, 4096, "%s", m->path);
+	q->m->path = q->path;
+	return 1;
+}
+
 /*
  * The first mapping of pid that want() accepts, into *m and its file name
  * into path (4096 bytes).  Returns 0, -ENOENT when none does, or -errno
  * with the reason in err when the maps cannot be read.
  */
 static int find_mapping(pid_t pid,
-			bool (*want)(const struct pd_mmap *m, const void *arg),
-			const void *arg, struct pd_mmap *m, char *path,
+			bool (*want)(const struct mt_map *m, const void *arg),
+			const void *arg, struct mt_map *m, char *path,
 			char *err, size_t errlen)
 {
-	char maps[64], line[4352];
-	FILE *f;
+	struct mapping_query q = {want, arg, m, path};
+	int rc = mt_maps_each(pid, take_mapping, &q, err, errlen);
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	f = fopen(maps, "r");
-	if (!f)
-		return serr(err, errlen, -errno, "%s: %s", maps,
-			    strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (!sb_maps_line(line, (uint32_t)pid, m, path, 4096) &&
-		    want(m, arg)) {
-			fclose(f);
-			return 0;
-		}
-	fclose(f);
-	return -ENOENT;
+	return rc == 1 ? 0 : rc ? rc : -ENOENT;
 }
 
-static bool is_exe_start(const struct pd_mmap *m, const void *exe)
+static bool is_exe_start(const struct mt_map *m, const void *exe)
 {
-	return m->pgoff == 0 && !strcmp(m->filename, exe);
+	return m->pgoff == 0 && !strcmp(m->path, exe);
 }
 
 /* Where exe's file offset 0 is mapped in pid. */
@@ -78,14 +87,14 @@ static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
 		    size_t errlen)
 {
 	char path[4096];
-	struct pd_mmap m;
+	struct mt_map m;
 	int rc = find_mapping(pid, is_exe_start, exe, &m, path, err, errlen);
 
 	if (rc == -ENOENT)
 		return serr(err, errlen, rc, "%s: not mapped in the target",
 			    exe);
 	if (!rc)
-		*base = m.start;
+		*base = m.lo;
 	return rc;
 }
 
@@ -356,18 +365,20 @@ fail:
 	return rc;
 }
 
-static bool holds_file_addr(const struct pd_mmap *m, const void *addr)
+/* An anonymous mapping counts as a file too, as it always has: its
+ * name in the capture, "//anon", begins with '/'. */
+static bool holds_file_addr(const struct mt_map *m, const void *addr)
 {
 	uint64_t a = *(const uint64_t *)addr;
 
-	return a >= m->start && a - m->start < m->len && m->filename[0] == '/';
+	return a >= m->lo && a < m->hi && (!m->path[0] || m->path[0] == '/');
 }
 
 int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			uint64_t *off, char *err, size_t errlen)
 {
 	char file[4096];
-	struct pd_mmap m;
+	struct mt_map m;
 	int rc = find_mapping(pid, holds_file_addr, &addr, &m, file, err,
 			      errlen);
 
@@ -376,8 +387,8 @@ int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			    (unsigned long long)addr, (int)pid);
 	if (rc)
 		return rc;
-	snprintf(path, pathlen, "%s", file);
-	*off = addr - m.start + m.pgoff;
+	snprintf(path, pathlen, "%s", file[0] ? file : "//anon");
+	*off = addr - m.lo + m.pgoff;
 	return 0;
 }
 

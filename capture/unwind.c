@@ -8,7 +8,8 @@
  * Unlike a stack kept by watching calls, it knows the callers that were
  * already on the stack before tracing began.
  */
-#include "capture/capture.h"
+#include "capture/unwind.h"
+#include "capture/breakpoint.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>

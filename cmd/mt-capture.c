@@ -10,6 +10,7 @@
  * refused by the other in one line.
  */
 #include "capture/capture.h"
+#include "capture/pmu.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -323,8 +324,9 @@ static int check_target(int pid)
  */
 static int preflight(const char *prog, int pid, const struct emu_opts *o)
 {
-	const char *const outs[][2] = {
-		{"-o", o->output}, {"--truth", o->truth}, {"--gaps", o->gaps}};
+	const char *const outs[][2] = {{"-o", o->cap.output},
+				       {"--truth", o->truth},
+				       {"--gaps", o->gaps}};
 	const size_t nouts = sizeof(outs) / sizeof(*outs);
 	char path[PATH_MAX], label[PATH_MAX + 64];
 
@@ -427,37 +429,46 @@ static void report_killed(const char *prog, int pid, int sig)
 			name);
 }
 
-static int run_hw(char *const argv[], struct hw_opts *h, bool snap_given)
+/*
+ * What a backend's run leaves to say, whatever the backend: how the
+ * program died, the error (then 1 is returned) or a warning.  prog: the
+ * program started, or NULL for cap->pid.
+ */
+static int report_run(const struct capture_opts *cap, const char *prog, int rc,
+		      int killed_by, const char *err, const char *warning)
 {
-	struct hw_stats st;
-	char err[1024];
-	uint64_t want = h->aux_size;
-	int rc;
-
-	/* The AUX area must be a power of two of pages. */
-	h->aux_size = 4096;
-	while (h->aux_size < want)
-		h->aux_size <<= 1;
-	if (h->aux_size != want && snap_given)
-		fprintf(stderr,
-			"mt-capture: --snapshot-size rounded up to %llu bytes "
-			"(a power of two of pages)\n",
-			(unsigned long long)h->aux_size);
-	if (catch_stop_signals(true))
-		return 1;
-	rc = hw_run(argv, h, &st, err, sizeof(err));
-	if (st.killed_by)
-		report_killed(h->pid ? NULL : argv[0], h->pid, st.killed_by);
+	if (killed_by)
+		report_killed(cap->pid ? NULL : prog, cap->pid, killed_by);
 	if (rc) {
 		fprintf(stderr, "mt-capture: %s\n", err);
 		return 1;
 	}
-	if (st.warning[0])
-		fprintf(stderr, "mt-capture: %s\n", st.warning);
+	if (warning[0])
+		fprintf(stderr, "mt-capture: %s\n", warning);
+	return 0;
+}
+
+static int run_hw(char *const argv[], const struct hw_opts *h)
+{
+	uint64_t want = h->cap.snapshot_size, size = hw_aux_size(want);
+	struct hw_stats st;
+	char err[1024];
+	int rc;
+
+	if (want && size != want)
+		fprintf(stderr,
+			"mt-capture: --snapshot-size rounded up to %llu bytes "
+			"(a power of two of pages)\n",
+			(unsigned long long)size);
+	if (catch_stop_signals(true))
+		return 1;
+	rc = hw_run(argv, h, &st, err, sizeof(err));
+	if (report_run(&h->cap, argv[0], rc, st.killed_by, err, st.warning))
+		return 1;
 	fprintf(stderr,
 		"mt-capture: %s: %llu thread%s, %.1f KiB of trace, %llu "
 		"hit%s\n",
-		h->output, (unsigned long long)st.threads,
+		h->cap.output, (unsigned long long)st.threads,
 		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
 		(unsigned long long)st.hits, st.hits == 1 ? "" : "s");
 	return 0;
@@ -465,9 +476,10 @@ static int run_hw(char *const argv[], struct hw_opts *h, bool snap_given)
 
 int main(int argc, char **argv)
 {
-	struct emu_opts o = {.output = "raw.bin", .stop = &stop_requested};
-	struct hw_opts h = {.stop = &stop_requested,
-			    .paranoid = "/proc/sys/kernel/perf_event_paranoid"};
+	struct capture_opts cap = {.output = "raw.bin",
+				   .stop = &stop_requested};
+	struct emu_opts o = {0};
+	struct hw_opts h = {.paranoid = "/proc/sys/kernel/perf_event_paranoid"};
 	struct emu_stats st;
 	char err[1024];
 	struct pt_request req = {.timing = PT_TIMING_NORMAL};
@@ -510,7 +522,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
 		} else if (!strcmp(a, "--multi-snapshot")) {
-			o.multi_snapshot = true;
+			cap.multi_snapshot = true;
 		} else if (!strcmp(a, "--per-cpu")) {
 			h.per_cpu = true;
 		} else if (!strcmp(a, "--full")) {
@@ -524,8 +536,8 @@ int main(int argc, char **argv)
 			    argv[i + 1][0] <= '9') {
 				char *end;
 
-				o.pid = (int)strtol(argv[++i], &end, 10);
-				if (*end || o.pid <= 0) {
+				cap.pid = (int)strtol(argv[++i], &end, 10);
+				if (*end || cap.pid <= 0) {
 					fprintf(stderr,
 						"mt-capture: -p wants a "
 						"process id, not '%s'\n",
@@ -533,8 +545,8 @@ int main(int argc, char **argv)
 					return 2;
 				}
 			} else if (isatty(0) && isatty(2)) {
-				o.pid = pick_process();
-				if (o.pid <= 0) {
+				cap.pid = pick_process();
+				if (cap.pid <= 0) {
 					fputs("mt-capture: no process chosen\n",
 					      stderr);
 					return 2;
@@ -564,11 +576,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			if (!strcmp(a, "-o"))
-				o.output = v;
+				cap.output = v;
 			else if (!strcmp(a, "--start-at"))
 				o.start_at = v;
 			else if (!strcmp(a, "--trigger"))
-				o.trigger = v;
+				cap.trigger = v;
 			else if (!strcmp(a, "--truth"))
 				o.truth = v;
 			else if (!strcmp(a, "--gaps"))
@@ -593,7 +605,7 @@ int main(int argc, char **argv)
 						v);
 					return 2;
 				}
-				o.duration_thresh = (uint64_t)d;
+				cap.duration_thresh = (uint64_t)d;
 			} else if (!strcmp(a, "--drop-every")) {
 				char *end;
 
@@ -607,7 +619,7 @@ int main(int argc, char **argv)
 						v);
 					return 2;
 				}
-			} else if (parse_size(v, &o.snapshot_size))
+			} else if (parse_size(v, &cap.snapshot_size))
 				return 2;
 		} else if (!strcmp(a, "--")) {
 			i++;
@@ -623,6 +635,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	o.cap = cap;
 	if (emulate && hw_opt) {
 		fprintf(stderr,
 			"mt-capture: %s is for the Intel PT backend, not "
@@ -644,13 +657,13 @@ int main(int argc, char **argv)
 		      stderr);
 		return 2;
 	}
-	if (h.full && o.multi_snapshot) {
+	if (h.full && cap.multi_snapshot) {
 		fputs("mt-capture: --full keeps everything already; "
 		      "--multi-snapshot is for the ring\n",
 		      stderr);
 		return 2;
 	}
-	if ((!check || emulate) && i >= argc && !o.pid) {
+	if ((!check || emulate) && i >= argc && !cap.pid) {
 		fprintf(stderr,
 			"mt-capture: no program to run (mt-capture%s -- PROG "
 			"ARGS..., or -p PID)\n",
@@ -690,22 +703,17 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mt-capture: %s\n", err);
 			return 1;
 		}
-		if (preflight(i < argc ? argv[i] : NULL, o.pid, &o))
+		if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))
 			return 2;
-		h.output = o.output;
+		h.cap = cap;
 		h.sysfs = dir ? dir : PT_SYSFS;
 		h.req = req;
-		h.aux_size = o.snapshot_size ? o.snapshot_size : 4u << 20;
-		h.pid = o.pid;
-		h.trigger = o.trigger;
-		h.duration_thresh = o.duration_thresh;
-		h.multi_snapshot = o.multi_snapshot;
 		if (par)
 			h.paranoid = par;
 		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
-		return run_hw(argv + i, &h, o.snapshot_size != 0);
+		return run_hw(argv + i, &h);
 	}
-	if (preflight(i < argc ? argv[i] : NULL, o.pid, &o))
+	if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))
 		return 2;
 	if (catch_stop_signals(false))
 		return 1;
@@ -713,18 +721,12 @@ int main(int argc, char **argv)
 	      "slower than hardware\n",
 	      stderr);
 	rc = emu_run(argv + i, &o, &st, err, sizeof(err));
-	if (st.killed_by)
-		report_killed(o.pid ? NULL : argv[i], o.pid, st.killed_by);
-	if (rc) {
-		fprintf(stderr, "mt-capture: %s\n", err);
+	if (report_run(&cap, argv[i], rc, st.killed_by, err, st.warning))
 		return 1;
-	}
-	if (st.warning[0])
-		fprintf(stderr, "mt-capture: %s\n", st.warning);
 	fprintf(stderr,
 		"mt-capture: %s: %llu instructions, %llu branches, %llu "
 		"thread%s, %.1f KiB of trace in %.2fs\n",
-		o.output, (unsigned long long)st.insns,
+		cap.output, (unsigned long long)st.insns,
 		(unsigned long long)st.branches, (unsigned long long)st.threads,
 		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
 		st.seconds);

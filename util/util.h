@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Make *v (an array of *cap elements of size sz) hold at least need
@@ -59,5 +60,42 @@ void mt_outfile_abort(struct mt_outfile *f);
  * directories are resolved.
  */
 bool mt_same_file(const char *a, const char *b);
+
+/*
+ * A process's mappings, from /proc/PID/maps (procmaps.c).  One line of
+ * it as fields; path is "" for an anonymous mapping, and "[vdso]",
+ * "[stack]" and the like for the kernel's.
+ */
+struct mt_map {
+	uint64_t lo, hi, pgoff, ino;
+	unsigned maj, min;
+	int prot;    /* PROT_READ | PROT_WRITE | PROT_EXEC */
+	bool shared; /* 's' (else 'p', private) */
+	const char *path;
+};
+
+/* line as a mapping, its file name copied into path (pathlen bytes, at
+ * least 8).  Returns 0, or -1 when the line is no mapping. */
+int mt_map_parse(const char *line, struct mt_map *m, char *path,
+		 size_t pathlen);
+/*
+ * fn on every mapping of process pid in address order, with the line it
+ * came from, until fn returns non-zero.  Returns what fn returned last,
+ * or -errno when the file cannot be opened (the name of it and why in
+ * err, which may be NULL).
+ */
+int mt_maps_each(pid_t pid,
+		 int (*fn)(const struct mt_map *m, const char *line, void *arg),
+		 void *arg, char *err, size_t errlen);
+/* The whole text of /proc/PID/maps (malloc'd), or NULL when it cannot
+ * be read or is empty (a process that has exited). */
+char *mt_maps_text(pid_t pid);
+/*
+ * The bytes of the [vdso] of process pid (which the caller may read:
+ * its tracer, or the same user), which no file holds: *bytes
+ * (malloc'd), at *start, *len of them.  Returns 0, or -1 when it has
+ * none or it cannot be read.
+ */
+int mt_vdso_read(pid_t pid, uint8_t **bytes, uint64_t *start, uint64_t *len);
 
 #endif

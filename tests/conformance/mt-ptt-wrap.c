@@ -25,6 +25,7 @@
  * instead of the one the case names.  --pt FILE: also write the packets
  * (for own cases: what the encoder made of CASE.pkt).
  */
+#include "capture/capfile.h"
 #include "perfdata/perfdata.h"
 
 #include <ctype.h>
@@ -848,45 +849,23 @@ static void write_capture(const struct wcase *c, const char *path,
 	struct perf_event_attr attr;
 	uint64_t id = 1;
 	struct pd_pt_info pt;
-	struct pd_sample_id sid = {.pid = WRAP_PID,
-				   .tid = WRAP_PID,
-				   .time = WRAP_SIDEBAND_TIME,
-				   .id = 1,
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
+	struct pd_sample_id sid =
+		capfile_sample_id(WRAP_PID, WRAP_PID, WRAP_SIDEBAND_TIME, 1);
 	unsigned mtc_freq = c->have_mtc_freq ? c->mtc_freq : 3;
 	uint64_t page = 0x1000;
 
 	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
 		die("%s", pe.msg);
 
-	memset(&attr, 0, sizeof(attr));
-	attr.type = WRAP_PMU_TYPE;
-	attr.size = sizeof(attr);
 	/*
 	 * pt, cyc, mtc, branch; MTC period; PSB period 0.  Not tsc: perf
 	 * then decodes by time and drops a stream until its first TSC
 	 * packet, which most cases have none of.
 	 */
-	attr.config = 1 | (1ull << 1) | (1ull << 9) | (1ull << 13) |
-		      ((uint64_t)(mtc_freq & 0xf) << 14);
-	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	attr.disabled = 1;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	attr.mmap = 1;
-	attr.comm = 1;
-	attr.enable_on_exec = 1;
-	attr.task = 1;
-	attr.sample_id_all = 1;
-	attr.exclude_guest = 1;
-	attr.mmap2 = 1;
-	attr.comm_exec = 1;
+	capfile_pt_attr(&attr, WRAP_PMU_TYPE,
+			1 | (1ull << 1) | (1ull << 9) | (1ull << 13) |
+				((uint64_t)(mtc_freq & 0xf) << 14));
+	attr.disabled = attr.enable_on_exec = attr.exclude_guest = 1;
 	if (pd_writer_add_attr(w, &attr, &id, 1))
 		goto werr;
 
@@ -896,14 +875,9 @@ static void write_capture(const struct wcase *c, const char *path,
 	pt.time_mult = WRAP_TIME_MULT;
 	pt.time_zero = 0;
 	pt.cap_user_time_zero = true;
-	pt.tsc_bit = 1ull << 10;
-	pt.noretcomp_bit = 1ull << 11;
-	pt.have_mtc_group = true;
-	pt.mtc_bit = 1ull << 9;
-	pt.mtc_freq_bits = 0xfull << 14;
+	capfile_pt_format(&pt);
 	pt.tsc_ctc_n = c->ctc_ebx ? c->ctc_ebx : 2;
 	pt.tsc_ctc_d = c->ctc_eax ? c->ctc_eax : 1;
-	pt.cyc_bit = 1ull << 1;
 	pt.have_max_nonturbo = true;
 	pt.max_nonturbo_ratio = c->nom_freq ? c->nom_freq : 24;
 	/* The address filter as perf record --filter writes it: with a

@@ -8,6 +8,7 @@
  * the window (perf 6.1 crashes on 0), and the AUXTRACE, BUILD_ID and
  * CPUID features.
  */
+#include "capture/capfile.h"
 #include "perfdata/perfdata.h"
 #include "tests/synth/walk.h"
 
@@ -62,17 +63,12 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 	pt->time_mult = SYNTH_TIME_MULT;
 	pt->time_zero = 0;
 	pt->cap_user_time_zero = true;
-	pt->tsc_bit = 1ull << 10;
-	pt->noretcomp_bit = 1ull << 11;
+	capfile_pt_format(pt);
 	pt->have_sched_switch = 0;
 	pt->snapshot_mode = o->start_depth > 0;
 	pt->per_cpu_mmaps = o->per_cpu;
-	pt->have_mtc_group = true;
-	pt->mtc_bit = 1ull << 9;
-	pt->mtc_freq_bits = 0xfull << 14;
 	pt->tsc_ctc_n = SYNTH_TSC_CTC_N;
 	pt->tsc_ctc_d = SYNTH_TSC_CTC_D;
-	pt->cyc_bit = 1ull << 1;
 	pt->have_max_nonturbo = true;
 	pt->max_nonturbo_ratio = SYNTH_NONTURBO;
 }
@@ -80,15 +76,29 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
 				   "tail_out",	    "unwound",	   "syscall"};
 
+/* A table written beside path and renamed into place when complete. */
+static FILE *open_tmp(const char *path, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s.tmp", path);
+	return fopen(tmp, "w");
+}
+
+static int close_tmp(FILE *o, const char *tmp, const char *path)
+{
+	if (fclose(o) || rename(tmp, path)) {
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
 		       const struct pd_pt_info *pt)
 {
 	char tmp[4200];
-	FILE *o;
+	FILE *o = open_tmp(path, tmp, sizeof(tmp));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = fopen(tmp, "w");
 	if (!o)
 		return -1;
 	fprintf(o, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
@@ -115,11 +125,7 @@ static int write_truth(const char *path, const struct program *p,
 			fputs(any ? "\n" : "-\n", o);
 		}
 	}
-	if (fclose(o) || rename(tmp, path)) {
-		remove(tmp);
-		return -1;
-	}
-	return 0;
+	return close_tmp(o, tmp, path);
 }
 
 /*
@@ -133,10 +139,8 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 		      const struct pd_pt_info *pt)
 {
 	char tmp[4200];
-	FILE *o;
+	FILE *o = open_tmp(path, tmp, sizeof(tmp));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = fopen(tmp, "w");
 	if (!o)
 		return -1;
 	fprintf(o, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
@@ -160,11 +164,7 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 				(unsigned long long)g->resume_ip);
 		}
 	}
-	if (fclose(o) || rename(tmp, path)) {
-		remove(tmp);
-		return -1;
-	}
-	return 0;
+	return close_tmp(o, tmp, path);
 }
 
 static int write_capture(const char *path, const struct synth_opts *o,
@@ -177,38 +177,16 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	uint64_t ids[64];
 	unsigned nth = o->threads;
 	uint64_t t0 = pd_tsc_to_perf_time(SYNTH_START_TSC, pt) - 20000;
-	struct pd_sample_id sid = {.pid = SYNTH_PID,
-				   .tid = SYNTH_PID,
-				   .time = t0,
-				   .id = 1,
-				   .cpu = 0,
-				   .have_tid = true,
-				   .have_time = true,
-				   .have_id = true,
-				   .have_cpu = true};
+	struct pd_sample_id sid =
+		capfile_sample_id(SYNTH_PID, SYNTH_PID, t0, 1);
 	struct pd_ext_buf ext = {0};
 	uint64_t page = 4096, end_tsc = 0;
 
 	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
 		goto pderr;
-	memset(&attr, 0, sizeof(attr));
-	attr.type = SYNTH_PMU_TYPE;
-	attr.size = sizeof(attr);
-	attr.config = pt_config_bits(o);
-	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	attr.disabled = 1;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	attr.mmap = 1;
-	attr.comm = 1;
-	attr.enable_on_exec = 1;
-	attr.task = 1;
-	attr.sample_id_all = 1;
-	attr.exclude_guest = 1;
-	attr.mmap2 = 1;
-	attr.comm_exec = 1;
+	/* As perf record opens it: disabled until the exec. */
+	capfile_pt_attr(&attr, SYNTH_PMU_TYPE, pt_config_bits(o));
+	attr.disabled = attr.enable_on_exec = attr.exclude_guest = 1;
 	for (unsigned i = 0; i < nth && i < 64; i++)
 		ids[i] = i + 1;
 	if (pd_writer_add_attr(w, &attr, ids, nth < 64 ? nth : 64))

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/capture.h"
+#include "ptenc/ptenc.h"
 
 /* Gaps placed where they are hardest to stitch across (--gap-at). */
 enum {

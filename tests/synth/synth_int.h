@@ -2,7 +2,7 @@
 #ifndef MT_SYNTH_INT_H
 #define MT_SYNTH_INT_H
 
-#include "capture/capture.h"
+#include "ptenc/ptenc.h"
 #include "tests/synth/synth.h"
 
 #include <stdio.h>

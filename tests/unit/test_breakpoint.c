@@ -11,7 +11,9 @@
  * virtual machine that keeps the debug registers), the tests that need
  * it say SKIP and why.
  */
-#include "capture/capture.h"
+#include "capture/breakpoint.h"
+#include "capture/symaddr.h"
+#include "capture/unwind.h"
 #include "include/magic_trace.h"
 #include "tests/unit/check.h"
 

@@ -21,7 +21,7 @@
  *    FUP), counting core cycles (== TSC ticks, since CBR equals the
  *    non-turbo ratio) since the previous CYC or the PSB's TSC.
  */
-#include "capture/capture.h"
+#include "ptenc/ptenc.h"
 
 #include <intel-pt.h>
 #include <stdlib.h>

@@ -1,0 +1,273 @@
+/*
+ * The emulator's capture file: the emulated PMU's event, the target's
+ * threads and mappings (as the kernel would have announced them, or as
+ * its sideband did), each thread's trace as ptenc wrote it, and the
+ * extras only we can know: the stacks at the end, the vDSO, the hits.
+ */
+#include "capture/capfile.h"
+#include "capture/emu_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* One executable mapping, kept unless seen already. */
+static int keep_exec_map(const struct mt_map *m, const char *line, void *arg)
+{
+	struct emu *e = arg;
+	char *copy;
+
+	if (!(m->prot & PROT_EXEC))
+		return 0;
+	for (size_t i = 0; i < e->nr_maps; i++)
+		if (!strcmp(e->maps[i], line))
+			return 0;
+	copy = strdup(line);
+	if (!copy || mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
+			     sizeof(*e->maps))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	e->maps[e->nr_maps++] = copy;
+	return 0;
+}
+
+int emu_collect_maps(struct emu *e)
+{
+	int rc = mt_maps_each(e->pid, keep_exec_map, e, NULL, 0);
+
+	return rc == -ENOMEM ? rc : 0;
+}
+
+/* The emulated PMU: a Skylake's intel_pt with its TSC, MTC and CPU
+ * frequencies as EMU_* say, tracing user space with branches, TSC and
+ * MTC on. */
+static void emu_pt_event(const struct emu *e, struct perf_event_attr *attr,
+			 struct pd_pt_info *pt)
+{
+	capfile_pt_attr(attr, EMU_PMU_TYPE,
+			1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
+				((uint64_t)EMU_MTC_PERIOD << 14) |
+				(1ull << 24) |
+				(e->o->noretcomp ? 1ull << 11 : 0));
+	memset(pt, 0, sizeof(*pt));
+	capfile_pt_format(pt);
+	pt->pmu_type = EMU_PMU_TYPE;
+	pt->time_shift = 0;
+	pt->time_mult = 1;
+	pt->cap_user_time_zero = true;
+	pt->tsc_ctc_n = EMU_TSC_CTC;
+	pt->tsc_ctc_d = 1;
+	pt->have_max_nonturbo = true;
+	pt->max_nonturbo_ratio = EMU_NONTURBO;
+	pt->snapshot_mode =
+		e->o->cap.snapshot_size != 0 || e->o->cap.multi_snapshot;
+}
+
+/* The threads: the first as the exec named it, with the mappings seen,
+ * then each other one as a fork of it. */
+static int write_threads(struct emu *e, struct capfile *c,
+			 const struct pd_sample_id *sid)
+{
+	struct pd_comm cm = {.pid = (uint32_t)e->pid,
+			     .tid = (uint32_t)e->pid,
+			     .exec = true,
+			     .comm = e->comm};
+	char path[4096];
+
+	if (pd_write_comm(c->w, &cm, sid))
+		return -1;
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		struct mt_map m;
+
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
+		    capfile_mapping(c, &m, (uint32_t)e->pid, sid, false))
+			return -1;
+	}
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		struct pd_sample_id s2 = *sid;
+		struct pd_task fk = {.pid = (uint32_t)e->pid,
+				     .ppid = (uint32_t)e->pid,
+				     .tid = (uint32_t)t->tid,
+				     .ptid = (uint32_t)e->pid,
+				     .time = sid->time};
+		struct pd_comm tc = {.pid = (uint32_t)e->pid,
+				     .tid = (uint32_t)t->tid,
+				     .comm = e->comm};
+
+		if (t->tid == e->pid)
+			continue;
+		s2.tid = (uint32_t)t->tid;
+		if (pd_write_task(c->w, PERF_RECORD_FORK, &fk, &s2) ||
+		    pd_write_comm(c->w, &tc, &s2))
+			return -1;
+	}
+	return 0;
+}
+
+/* The trace: the snapshots taken at hits (--multi-snapshot) in order,
+ * then each thread's ring at the end. */
+static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
+{
+	for (size_t k = 0; k < e->nr_snaps; k++) {
+		const struct snap *sn = &e->snaps[k];
+		struct pd_auxtrace a = {.size = sn->len,
+					.reference = sn->time,
+					.idx = (uint32_t)sn->thread,
+					.tid = (uint32_t)e->thr[sn->thread].tid,
+					.cpu = UINT32_MAX};
+
+		e->st->aux_bytes += sn->len;
+		if (pd_write_auxtrace(c->w, &a, sn->data))
+			return -1;
+	}
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		struct pd_auxtrace a = {.reference = end,
+					.idx = (uint32_t)i,
+					.tid = (uint32_t)t->tid,
+					.cpu = UINT32_MAX};
+		const uint8_t *data;
+		size_t len;
+
+		if (!t->started)
+			continue;
+		if (ptenc_finish(t->enc, end))
+			return -1;
+		data = ptenc_data(t->enc, &len);
+		/* What the snapshots at hits took is not written again. */
+		data += t->snap_end;
+		len -= t->snap_end;
+		/* Snapshot mode: the ring kept the newest bytes only; the
+		 * decoder starts at the first PSB in them, as with
+		 * hardware. */
+		if (e->o->cap.snapshot_size && len > e->o->cap.snapshot_size) {
+			data += len - e->o->cap.snapshot_size;
+			len = e->o->cap.snapshot_size;
+		}
+		a.size = len;
+		e->st->aux_bytes += len;
+		if (len && pd_write_auxtrace(c->w, &a, data))
+			return -1;
+	}
+	return 0;
+}
+
+/* Each thread's stack at the end, leaf first: it anchors the roots that
+ * no return in the kept trace reveals. */
+static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
+{
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		uint64_t *ips;
+		struct pd_ext_stack es = {.pid = (uint32_t)e->pid,
+					  .tid = (uint32_t)t->tid,
+					  .time = end};
+		int rc;
+
+		if (!t->started || t->exited || !t->last_ip)
+			continue;
+		if (t->nr_unwound) {
+			es.nr = t->nr_unwound;
+			es.ips = t->unwound;
+			if (pd_ext_add_stack(&c->ext, &es))
+				return -1;
+			continue;
+		}
+		ips = malloc((t->depth + 1) * sizeof(*ips));
+		if (!ips)
+			return -1;
+		ips[0] = t->last_ip;
+		for (size_t k = 0; k < t->depth; k++)
+			ips[k + 1] = t->shadow[t->depth - 1 - k];
+		es.nr = t->depth + 1;
+		es.ips = ips;
+		rc = pd_ext_add_stack(&c->ext, &es);
+		free(ips);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* The hits: those --multi-snapshot took, then the one that ended the
+ * capture. */
+static int add_hits(struct emu *e, struct capfile *c)
+{
+	const char *name =
+		e->o->cap.trigger ? e->o->cap.trigger : "mt_snapshot_point";
+
+	for (size_t k = 0; k <= e->nr_hits; k++) {
+		const struct ehit *x = k < e->nr_hits ? &e->hits[k] : NULL;
+		struct pd_ext_hit h = {
+			.pid = (uint32_t)e->pid,
+			.tid = (uint32_t)(x ? x->tid : e->hit_tid),
+			.time = x ? x->time : e->hit_time,
+			.ip = x ? x->ip : e->hit_ip,
+			.arg = x ? x->arg : e->hit_arg,
+			.mark_start = x ? x->mark : e->hit_mark,
+			.name = name,
+		};
+
+		if ((x || e->hit_time) && pd_ext_add_hit(&c->ext, &h))
+			return -1;
+	}
+	return 0;
+}
+
+/* The build ids of the files mapped, once the sideband is in: reading
+ * them takes a while. */
+static int add_buildids(struct emu *e, struct capfile *c)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		struct mt_map m;
+
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
+		    capfile_buildid(c, (uint32_t)e->pid, path))
+			return -1;
+	}
+	return 0;
+}
+
+int emu_write_capture(struct emu *e, uint64_t end)
+{
+	struct capfile c;
+	struct perf_event_attr attr;
+	struct pd_pt_info pt;
+	struct pd_time_conv tc = {
+		.time_mult = 1, .have_ext = true, .cap_user_time_zero = true};
+	uint64_t ids[1] = {1};
+	struct pd_sample_id sid = capfile_sample_id(
+		(uint32_t)e->pid, (uint32_t)e->pid, e->start_time, 1);
+	int rc = -1;
+
+	emu_pt_event(e, &attr, &pt);
+	if (capfile_open(&c, e->o->cap.output, e->err, e->errlen))
+		return -1;
+	if (pd_writer_add_attr(c.w, &attr, ids, 1) ||
+	    (e->have_sb && pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
+					      (size_t)e->nr_sb)) ||
+	    capfile_begin(&c, &tc, &pt) || write_threads(e, &c, &sid))
+		goto fail;
+	for (int k = 0; e->have_sb && k < e->nr_sb; k++)
+		if (sb_copy(c.w, e->sb[k].page, SB_DATA_PAGES))
+			goto fail;
+	if (pd_write_finished_round(c.w) || write_trace(e, &c, end) ||
+	    add_stacks(e, &c, end) ||
+	    capfile_vdso(&c, (uint32_t)e->pid, e->vdso_start, e->vdso_len,
+			 e->vdso) ||
+	    add_hits(e, &c) || add_buildids(e, &c))
+		goto fail;
+	rc = capfile_finish(&c, "GenuineIntel,6,85,4", "mt-capture");
+	goto out;
+fail:
+	capfile_fail(&c);
+out:
+	capfile_free(&c);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * ptenc: the packets Intel PT hardware emits for user-only tracing of
+ * one thread, given its instruction-level events.  It knows no OS: the
+ * emulation backend (capture/) feeds it what ptrace sees, mt-synth
+ * (tests/synth/) the walks it makes up.
+ */
+#ifndef MT_PTENC_H
+#define MT_PTENC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ptenc_timing {
+	PTENC_TSC, /* TSC in PSB+ only */
+	PTENC_MTC, /* + TMA and MTC */
+	PTENC_CYC, /* + CYC before every CYC-eligible packet */
+};
+
+struct ptenc_cfg {
+	enum ptenc_timing timing;
+	bool noretcomp;
+	unsigned psb_period, mtc_period;
+	uint32_t tsc_ctc_ratio; /* TSC ticks per CTC tick */
+	uint8_t cbr;		/* core:bus ratio == max non-turbo */
+	unsigned tnt_max;	/* 6 or 47 bits */
+	unsigned pad_chance;	/* in 1/1024 */
+};
+
+struct ptenc;
+
+struct ptenc *ptenc_new(const struct ptenc_cfg *cfg, uint64_t seed);
+void ptenc_free(struct ptenc *g);
+/* The bytes written so far. */
+const uint8_t *ptenc_data(const struct ptenc *g, size_t *len);
+
+/* Each call gives the time (TSC) at which the event happens. */
+int ptenc_start(struct ptenc *g, uint64_t tsc, uint64_t ip, bool enabled);
+int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken);
+void ptenc_call(struct ptenc *g, uint64_t ret_ip);
+int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target);
+int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target);
+/* syscall: TIP.PGD now, TIP.PGE(resume) at tsc_back. */
+int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
+		  uint64_t resume_ip);
+/* Tracing stops at a syscall (TIP.PGD), at an interrupt or signal at ip
+ * (FUP, TIP.PGD), and starts again at ip (TIP.PGE). */
+int ptenc_pgd(struct ptenc *g, uint64_t tsc);
+int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip);
+int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip);
+/* The compression stack no longer matches (a longjmp-like jump). */
+void ptenc_unwind(struct ptenc *g);
+/* Hardware lost packets: OVF then FUP(resume) at tsc. */
+int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip);
+/*
+ * PSB+ at the current IP, if the PSB period has been reached: 1 if one was
+ * written, 0 if not, -1 on error.
+ */
+int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip);
+/* The next ptenc_maybe_psb() writes PSB+ whatever the period: a new
+ * snapshot chunk must start at a sync point. */
+void ptenc_force_psb(struct ptenc *g);
+/* Flush pending TNT bits at the end. */
+int ptenc_finish(struct ptenc *g, uint64_t tsc);
+
+#endif
