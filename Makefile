@@ -25,7 +25,7 @@ CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 # Library modules, in data-flow order.
 LIB_DIRS := util perfdata model capture decode symbols segments stitch writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-SYNTH_SRCS := $(filter-out tests/synth/mt-synth.c,$(wildcard tests/synth/*.c))
+SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 
@@ -63,23 +63,23 @@ $(BUILD)/bin/mt-%: $(BUILD)/obj/cmd/mt-%.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $< $(BUILD)/libmt.a $(LIBS) -o $@
 
-$(BUILD)/bin/mt-synth: $(BUILD)/obj/tests/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+$(BUILD)/bin/mt-synth: $(BUILD)/obj/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
+$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tools/mt-synth-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-bench: $(BUILD)/obj/tests/tools/mt-bench.o $(BUILD)/libmt.a
+$(BUILD)/bin/mt-bench: $(BUILD)/obj/tools/mt-bench.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tests/tools/mt-accuracy.o
+$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
+$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
@@ -110,11 +110,14 @@ asan-build: $(BINS) $(TESTS) $(TOOLS)
 
 unit: $(BINS) $(TESTS) $(TOOLS)
 
+FORMAT_SRCS := $(LIB_SRCS) $(CMD_SRCS) $(wildcard synth/*.c tools/*.c */*.h \
+               tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+
 format:
-	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+	clang-format -i $(FORMAT_SRCS)
 
 check-format:
-	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+	@clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench

@@ -9,7 +9,7 @@
  * CPUID features.
  */
 #include "perfdata/perfdata.h"
-#include "tests/synth/walk.h"
+#include "synth/walk.h"
 
 #include <errno.h>
 #include <stdio.h>
