@@ -4,6 +4,7 @@
  * verdict on what we write, and time conversion.
  */
 #include "perfdata/perfdata.h"
+#include "report/report.h"
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
 
@@ -1966,7 +1967,7 @@ static char *info_of(const char *path, int *rc, struct pd_err *err)
 
 	if (!m)
 		return NULL;
-	*rc = pd_info_print(m, path, err);
+	*rc = report_print(m, path, err);
 	fclose(m);
 	return buf;
 }
