@@ -28,9 +28,12 @@ LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
+# What several unit tests share (every file of tests/unit/ but the tests).
+UNIT_SRCS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
@@ -56,6 +59,10 @@ $(BUILD)/libmt.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libsynth.a: $(SYNTH_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libunit.a: $(UNIT_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -91,11 +98,11 @@ $(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+$(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libmt.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
