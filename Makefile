@@ -1,6 +1,7 @@
 # mt: an Intel PT control-flow tracer.  `make` builds release binaries into
 # build/bin, `make test` builds everything with ASan+UBSan into build/asan
-# and runs every test.
+# and runs every test.  The Debian packages are checked (and installed, as
+# root) by `make deps`, `make demo` and `make test`, not by a plain `make`.
 
 CC      ?= cc
 MODE    ?= release
@@ -45,7 +46,7 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
 
 .PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz
 
-all: deps $(BINS)
+all: $(BINS)
 
 deps:
 	@sh tools/deps.sh
@@ -140,7 +141,9 @@ timing: all $(BUILD)/bin/mt-tree-check $(BUILD)/bin/mt-synth-check
 
 # The whole pipeline on a bundled program: capture it by emulation,
 # convert it, say where the results are.
-demo: all
+demo:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@mkdir -p $(BUILD)/demo
 	@$(CC) -O1 -g -I. -o $(BUILD)/demo/demo examples/demo.c
 	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/demo
@@ -154,6 +157,12 @@ demo: all
 	@echo "The snapshot the program asked for (after its slow request 7):"
 	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
 		'SELECT name AS trigger, arg AS request, (ts - mark_start) / 1000000.0 AS ms_since_mark FROM hit' 2>/dev/null || true
+
+# Rewrite the expected slice trees of the golden captures from the current
+# mt-convert (review the diff like code); RECAPTURE=1 makes the captures
+# anew with mt-synth first.
+golden-update: all
+	@MT_BUILD=$(BUILD) bash tests/golden/update.sh $(if $(RECAPTURE),--recapture)
 
 # Coverage-guided fuzzing with clang's libFuzzer (tests/fuzz/): builds
 # the targets into build/fuzz, then runs each of the two (convert, info)
