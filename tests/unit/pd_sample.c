@@ -10,6 +10,28 @@
 #include <string.h>
 #include <unistd.h>
 
+uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
 /* Opens and walks everything; returns 0 on a clean walk, else the error. */
 int walk_all(const char *path, struct pd_err *err, size_t *nrec)
 {

@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
 /* The sample capture's PMU type, process, thread and CPU. */
 #define PMU 8
@@ -29,27 +28,11 @@ enum variant {
 /* The build id of /bin/prog in the sample capture. */
 extern const uint8_t bid_a[20];
 
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
+/* Little-endian fields of a record being built or checked. */
+uint64_t get64(const uint8_t *p);
+void put64(uint8_t *p, uint64_t v);
+void put32(uint8_t *p, uint32_t v);
+void put16(uint8_t *p, uint16_t v);
 
 /* Opens and walks everything; returns 0 on a clean walk, else the error. */
 int walk_all(const char *path, struct pd_err *err, size_t *nrec);
