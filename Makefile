@@ -1,6 +1,7 @@
 # mt: an Intel PT control-flow tracer.  `make` builds release binaries into
 # build/bin, `make test` builds everything with ASan+UBSan into build/asan
-# and runs every test.
+# and runs every test.  The Debian packages are checked (and installed, as
+# root) by `make deps`, `make demo` and `make test`, not by a plain `make`.
 
 CC      ?= cc
 MODE    ?= release
@@ -23,14 +24,17 @@ endif
 CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 
 # Library modules, in data-flow order.
-LIB_DIRS := util perfdata model ptenc capture decode symbols segments stitch writers
+LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-SYNTH_SRCS := $(filter-out tests/synth/mt-synth.c,$(wildcard tests/synth/*.c))
+SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
+# What several unit tests share (every file of tests/unit/ but the tests).
+UNIT_SRCS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
@@ -42,7 +46,7 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
 
 .PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz
 
-all: deps $(BINS)
+all: $(BINS)
 
 deps:
 	@sh tools/deps.sh
@@ -59,27 +63,31 @@ $(BUILD)/libsynth.a: $(SYNTH_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/libunit.a: $(UNIT_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/bin/mt-%: $(BUILD)/obj/cmd/mt-%.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $< $(BUILD)/libmt.a $(LIBS) -o $@
 
-$(BUILD)/bin/mt-synth: $(BUILD)/obj/tests/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+$(BUILD)/bin/mt-synth: $(BUILD)/obj/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tests/tools/mt-synth-check.o
+$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tools/mt-synth-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-bench: $(BUILD)/obj/tests/tools/mt-bench.o $(BUILD)/libmt.a
+$(BUILD)/bin/mt-bench: $(BUILD)/obj/tools/mt-bench.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tests/tools/mt-accuracy.o
+$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tests/tools/mt-tree-check.o
+$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
@@ -91,11 +99,11 @@ $(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libmt.a
+$(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libmt.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
@@ -110,11 +118,14 @@ asan-build: $(BINS) $(TESTS) $(TOOLS)
 
 unit: $(BINS) $(TESTS) $(TOOLS)
 
+FORMAT_SRCS := $(LIB_SRCS) $(CMD_SRCS) $(wildcard synth/*.c tools/*.c */*.h \
+               tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+
 format:
-	clang-format -i $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+	clang-format -i $(FORMAT_SRCS)
 
 check-format:
-	@clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h tests/*/*.[ch] tests/programs/*.cc examples/*.c)
+	@clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench
@@ -130,7 +141,9 @@ timing: all $(BUILD)/bin/mt-tree-check $(BUILD)/bin/mt-synth-check
 
 # The whole pipeline on a bundled program: capture it by emulation,
 # convert it, say where the results are.
-demo: all
+demo:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@mkdir -p $(BUILD)/demo
 	@$(CC) -O1 -g -I. -o $(BUILD)/demo/demo examples/demo.c
 	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/demo
@@ -144,6 +157,12 @@ demo: all
 	@echo "The snapshot the program asked for (after its slow request 7):"
 	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
 		'SELECT name AS trigger, arg AS request, (ts - mark_start) / 1000000.0 AS ms_since_mark FROM hit' 2>/dev/null || true
+
+# Rewrite the expected slice trees of the golden captures from the current
+# mt-convert (review the diff like code); RECAPTURE=1 makes the captures
+# anew with mt-synth first.
+golden-update: all
+	@MT_BUILD=$(BUILD) bash tests/golden/update.sh $(if $(RECAPTURE),--recapture)
 
 # Coverage-guided fuzzing with clang's libFuzzer (tests/fuzz/): builds
 # the targets into build/fuzz, then runs each of the two (convert, info)

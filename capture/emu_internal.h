@@ -51,7 +51,7 @@ struct trow {
 	uint8_t flags;
 };
 
-/* The flags of truth.tsv (tests/synth/README.md). */
+/* The flags of truth.tsv (synth/README.md). */
 enum {
 	TR_CLIP_START = 1,
 	TR_CLIP_END = 2,

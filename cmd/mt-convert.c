@@ -10,6 +10,7 @@
 #include "decode/decode.h"
 #include "model/model.h"
 #include "perfdata/perfdata.h"
+#include "report/report.h"
 #include "segments/segments.h"
 #include "stitch/stitch.h"
 #include "writers/writers.h"
@@ -474,7 +475,7 @@ int main(int argc, char **argv)
 			fputs(usage, stderr);
 			return 2;
 		}
-		if (pd_info_print(stdout, argv[2], &perr)) {
+		if (report_print(stdout, argv[2], &perr)) {
 			fprintf(stderr, "mt-convert: %s\n", perr.msg);
 			return 1;
 		}

@@ -1,5 +1,5 @@
 /*
- * Internals shared by the reader, the writer and the --info summary.
+ * Internals shared by the reader and the writer.
  * Nothing here is part of the folder's interface (perfdata.h is).
  */
 #ifndef MT_PD_INTERNAL_H
@@ -108,13 +108,6 @@ static inline uint64_t pd_align8(uint64_t v)
 {
 	return (v + 7) & ~(uint64_t)7;
 }
-
-/*
- * Fill err with "PATH: offset N: MSG" (offset left out when off is
- * UINT64_MAX) and return -code.  err may be NULL.
- */
-int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
-	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Decode the Intel PT private fields of an AUXTRACE_INFO body. */
 int pd_parse_pt_info(const uint8_t *priv, size_t len, struct pd_pt_info *pt,

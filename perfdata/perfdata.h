@@ -36,6 +36,14 @@ struct pd_err {
 	char msg[512]; /* one line: "FILE: offset N: what was wrong" */
 };
 
+/*
+ * Fill err with "PATH: offset N: MSG" (offset left out when off is
+ * UINT64_MAX) and return -code.  err may be NULL.  Public so that the
+ * readers of a capture above this folder report errors the same way.
+ */
+int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
+	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* User record types synthesised by perf (not in the kernel uapi). */
 enum {
 	PD_RECORD_HEADER_ATTR = 64,
@@ -440,10 +448,5 @@ int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
 		       struct pd_ext_stack *s);
-
-/* ------------------------------------------------------------------ */
-/* Summary of a capture for mt-convert --info                          */
-
-int pd_info_print(FILE *out, const char *path, struct pd_err *err);
 
 #endif

@@ -2,7 +2,7 @@
  * ptenc: the packets Intel PT hardware emits for user-only tracing of
  * one thread, given its instruction-level events.  It knows no OS: the
  * emulation backend (capture/) feeds it what ptrace sees, mt-synth
- * (tests/synth/) the walks it makes up.
+ * (synth/) the walks it makes up.
  */
 #ifndef MT_PTENC_H
 #define MT_PTENC_H

@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SYM_BUILD_ID_MAX 64
 /* Bounds what a hostile .gnu_debugdata can make us allocate. */
 #define SYM_XZ_OUT_MAX	(512u << 20)
 #define SYM_XZ_MEMLIMIT (256u << 20)
@@ -149,6 +148,30 @@ static void read_build_id(Elf *e, uint8_t *out, size_t *len)
 		if (d && note_build_id(d, out, len))
 			return;
 	}
+}
+
+int sym_build_id(const char *path, uint8_t *id, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 1;
+	Elf *e;
+
+	*len = 0;
+	if (fd < 0)
+		return -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		goto out;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		rc = 2;
+	} else {
+		read_build_id(e, id, len);
+		rc = *len ? 0 : 1;
+	}
+	if (e)
+		elf_end(e);
+out:
+	close(fd);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */

@@ -21,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest build id kept (GNU ld's --build-id=0xHEX can be long). */
+#define SYM_BUILD_ID_MAX 64
+
 struct sym {
 	uint64_t addr;	  /* ELF virtual address */
 	uint64_t size;	  /* 0 when unknown: it then ends at the next */
@@ -64,6 +67,14 @@ const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr);
 const struct sym_load *sym_file_loads(const struct sym_file *f, size_t *nr);
 /* Build id bytes (NULL, *len = 0 when the file has none). */
 const uint8_t *sym_file_build_id(const struct sym_file *f, size_t *len);
+/*
+ * The build id of the ELF file at path, found as sym_file_open() finds it
+ * (note sections, else PT_NOTE segments) without reading anything else:
+ * 0 with id (SYM_BUILD_ID_MAX bytes of room) and *len filled; 1 for an ELF
+ * without a build id; 2 for a file that is not ELF; -1 when it cannot be
+ * opened (errno says why).
+ */
+int sym_build_id(const char *path, uint8_t *id, size_t *len);
 /* ELF e_type: ET_EXEC, ET_DYN, ... */
 int sym_file_type(const struct sym_file *f);
 /* A file offset to the vaddr it is loaded at; -1 when no segment has it. */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # make accuracy: how much of the truth mt-convert gets right, with decode
-# gaps injected, with stitching on and off (tests/tools/mt-accuracy.c
+# gaps injected, with stitching on and off (tools/mt-accuracy.c
 # defines the figures).  Three tables: synthetic captures over fixed seeds
 # (gaps at 0, 1 per 100k and 1 per 10k branches); synthetic captures with
 # gaps placed where stitching is hardest; and the programs of

@@ -4,8 +4,8 @@
 # packets.  Synthetic captures (mt-synth) with system calls, threads,
 # per-CPU streams and a start deep in the stack; for each, the median,
 # 99th percentile and worst error of ours (every start and end the trace
-# saw, tests/tools/mt-tree-check.c) and of perf (every call, return and
-# system call, tests/tools/mt-synth-check.c).
+# saw, tools/mt-tree-check.c) and of perf (every call, return and
+# system call, tools/mt-synth-check.c).
 set -e
 B=${MT_BUILD:-build}/bin
 W=$(mktemp -d /tmp/mt-timing.XXXXXX)

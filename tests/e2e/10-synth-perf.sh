@@ -3,7 +3,7 @@
 # perf's own Intel PT decoder must report exactly the truth's calls and
 # returns, and one overflow error at each injected gap, nothing else, at
 # times within the resolution of the timing mode
-# (tests/tools/mt-synth-check.c says how they are compared), and
+# (tools/mt-synth-check.c says how they are compared), and
 # `mt-convert --info` must read the capture.
 B=${MT_BUILD:?}/bin
 W=$(mktemp -d /tmp/mt-e2e-synth.XXXXXX)

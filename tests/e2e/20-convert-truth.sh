@@ -4,7 +4,7 @@
 # every timing mode, noretcomp, snapshot-style starts (with and without
 # the unwound stack that anchors the roots) and deep recursion, the slice
 # tree equals mt-synth's truth.tsv: same calls in the same order, names,
-# depths and flags (tests/tools/mt-tree-check.c).
+# depths and flags (tools/mt-tree-check.c).
 #
 # Times: with MTC the decoder knows time to one MTC period (333 ns here),
 # so start and end must be within 340 ns; with CYC, within 100 ns (a

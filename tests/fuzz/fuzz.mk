@@ -22,7 +22,7 @@ COV    := -fsanitize=fuzzer-no-link
 LIBS   := -lipt -ldw -lelf -liberty -llzma -lcapstone -lsqlite3 -lz -lm \
           -lpthread
 
-LIB_DIRS := util perfdata model decode symbols segments stitch writers
+LIB_DIRS := util perfdata model decode symbols report segments stitch writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 COV_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/cov/%.o)

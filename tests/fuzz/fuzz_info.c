@@ -4,6 +4,7 @@
  * AUXTRACE index and the string features) that the report does not use.
  */
 #include "perfdata/perfdata.h"
+#include "report/report.h"
 #include "tests/fuzz/fuzz_env.h"
 
 #include <stdint.h>
@@ -47,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fuzz_env_load(&env, data, size))
 		abort();
-	(void)pd_info_print(devnull, env.input, &err);
+	(void)report_print(devnull, env.input, &err);
 	clearerr(devnull);
 	accessors(env.input);
 	return 0;

@@ -5,7 +5,7 @@
  * syscalls match in number; the only decoder events out of the ordinary
  * are the overflows we injected.
  */
-#include "tests/synth/walk.h"
+#include "synth/walk.h"
 #include "tests/unit/check.h"
 
 #include <intel-pt.h>

@@ -10,7 +10,7 @@
  */
 #include "capture/capfile.h"
 #include "perfdata/perfdata.h"
-#include "tests/synth/walk.h"
+#include "synth/walk.h"
 
 #include <errno.h>
 #include <stdio.h>

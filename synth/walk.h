@@ -1,8 +1,8 @@
-/* Internal to tests/synth: one thread's walk and its truth. */
+/* Internal to synth/: one thread's walk and its truth. */
 #ifndef MT_SYNTH_WALK_H
 #define MT_SYNTH_WALK_H
 
-#include "tests/synth/synth_int.h"
+#include "synth/synth_int.h"
 
 enum {
 	TRUTH_CLIP_START = 1 << 0, /* live before the window began */

@@ -4,7 +4,7 @@
  * stack, records every call that was live in the traced window, and feeds
  * the packet emitter.
  */
-#include "tests/synth/walk.h"
+#include "synth/walk.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,20 +3,14 @@
  * decoding it.  Everything is gathered first and printed at the end, so
  * that a corrupt file produces one error line and no half-printed report.
  */
-#include "perfdata/pd_internal.h"
+#include "report/report.h"
+#include "symbols/symbols.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <inttypes.h>
-#include <libelf.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#ifndef NT_GNU_BUILD_ID
-#define NT_GNU_BUILD_ID 3
-#endif
 
 struct info_thread {
 	uint32_t pid, tid;
@@ -69,6 +63,15 @@ struct info {
 	const struct pd_buildid *bids;
 	size_t nr_bids;
 };
+
+/* A 32-bit field of a feature section (little-endian, as we are). */
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
 
 /* ARR with room for one more than NR items, or NULL (ARR kept). */
 static void *room(void *arr, size_t nr, size_t *cap, size_t elem)
@@ -315,8 +318,8 @@ static const char *event_name(struct pd_file *f, size_t want)
 
 	if (!d || len < 8)
 		return NULL;
-	nr = pd_get32(d);
-	asz = pd_get32(d + 4);
+	nr = get32(d);
+	asz = get32(d + 4);
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t nr_ids, slen;
 		const char *name;
@@ -324,8 +327,8 @@ static const char *event_name(struct pd_file *f, size_t want)
 		if (asz > len - pos || len - pos - asz < 8)
 			return NULL;
 		pos += asz;
-		nr_ids = pd_get32(d + pos);
-		slen = pd_get32(d + pos + 4);
+		nr_ids = get32(d + pos);
+		slen = get32(d + pos + 4);
 		pos += 8;
 		if (slen > len - pos || !memchr(d + pos, 0, slen))
 			return NULL;
@@ -376,18 +379,18 @@ static void print_header(FILE *o, struct info *in)
 				cpuid);
 		d = pd_feature(f, PD_FEAT_NRCPUS, &len);
 		if (d && len >= 8)
-			fprintf(o, ", %u of %u cpus online", pd_get32(d + 4),
-				pd_get32(d));
+			fprintf(o, ", %u of %u cpus online", get32(d + 4),
+				get32(d));
 		fputc('\n', o);
 	}
 	d = pd_feature(f, PD_FEAT_CMDLINE, &len);
 	if (d && len >= 4) {
-		uint32_t nr = pd_get32(d);
+		uint32_t nr = get32(d);
 		size_t pos = 4;
 
 		fputs("command   ", o);
 		for (uint32_t i = 0; i < nr && len - pos >= 4; i++) {
-			uint32_t sl = pd_get32(d + pos);
+			uint32_t sl = get32(d + pos);
 
 			pos += 4;
 			if (sl > len - pos || !memchr(d + pos, 0, sl))
@@ -697,49 +700,6 @@ static void print_time(FILE *o, struct info *in)
 	}
 }
 
-/* 0: *id filled; 1: an ELF without a build id; 2: not ELF; -1: unreadable */
-static int elf_build_id(const char *path, uint8_t *id, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 1;
-	Elf *e = NULL;
-	Elf_Scn *scn = NULL;
-
-	if (fd < 0)
-		return -1;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		goto out;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		rc = 2;
-		goto out;
-	}
-	while (rc == 1 && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t off = 0, next, no, doff;
-		GElf_Nhdr nh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		d = elf_getdata(scn, NULL);
-		while (d && (next = gelf_getnote(d, off, &nh, &no, &doff))) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + no, "GNU", 4)) {
-				*len = nh.n_descsz < 20 ? nh.n_descsz : 20;
-				memcpy(id, (char *)d->d_buf + doff, *len);
-				rc = 0;
-				break;
-			}
-			off = next;
-		}
-	}
-out:
-	if (e)
-		elf_end(e);
-	close(fd);
-	return rc;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -768,7 +728,7 @@ static int print_binaries(FILE *o, struct info *in)
 	fprintf(o, "\nbinaries (%zu file%s mapped in user space)\n", uniq,
 		uniq == 1 ? "" : "s");
 	for (size_t i = 0; i < uniq; i++) {
-		uint8_t want[20], have[20];
+		uint8_t want[20], have[SYM_BUILD_ID_MAX];
 		size_t wl = 0, hl = 0;
 		bool rec = recorded_bid(in, paths[i], want, &wl);
 		struct stat st;
@@ -785,7 +745,7 @@ static int print_binaries(FILE *o, struct info *in)
 			/* A FIFO or a device named by a corrupt capture
 			 * would block the open or never end the read. */
 			fputs("present, not a regular file", o);
-		} else if ((rc = elf_build_id(paths[i], have, &hl)) < 0) {
+		} else if ((rc = sym_build_id(paths[i], have, &hl)) < 0) {
 			fprintf(o, "present but unreadable (%s)",
 				strerror(errno));
 		} else if (rc == 2) {
@@ -855,7 +815,7 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 	return rc;
 }
 
-int pd_info_print(FILE *out, const char *path, struct pd_err *err)
+int report_print(FILE *out, const char *path, struct pd_err *err)
 {
 	struct info in;
 	struct pd_event ev;

@@ -8,7 +8,7 @@
  *            [--per-cpu]
  *            -o DIR
  */
-#include "tests/synth/synth.h"
+#include "synth/synth.h"
 
 #include <getopt.h>
 #include <inttypes.h>

@@ -46,7 +46,7 @@
  * false=N recalled=N guessed=N false_guessed=N joined=N unjudged=N
  * rows=N".
  */
-#include "tests/tools/treefile.h"
+#include "tools/treefile.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

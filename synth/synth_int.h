@@ -1,9 +1,9 @@
-/* Internal to tests/synth: the program model, the PT emitter, the walker. */
+/* Internal to synth/: the program model, the PT emitter, the walker. */
 #ifndef MT_SYNTH_INT_H
 #define MT_SYNTH_INT_H
 
 #include "ptenc/ptenc.h"
-#include "tests/synth/synth.h"
+#include "synth/synth.h"
 
 #include <stdio.h>
 

@@ -5,7 +5,7 @@
  * generated assembly (prog), a perf.data capture of Intel PT packets for a
  * seeded random walk through that program (raw.bin), and the exact call
  * tree of that walk (truth.tsv).  This header is the whole interface of
- * tests/synth/.
+ * synth/.
  */
 #ifndef MT_SYNTH_H
 #define MT_SYNTH_H

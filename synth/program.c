@@ -8,7 +8,7 @@
  * that the packets we emit are exactly what the hardware would emit for
  * that code.  After linking we check our layout against the ELF.
  */
-#include "tests/synth/synth_int.h"
+#include "synth/synth_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  * From the truth we derive, per thread and in time order, the call events
  * (caller -> callee, for every row entered by a call) and the return events
  * (function -> caller, for every row left by its own ret), and the
- * syscalls.  GAPS.TSV (tests/synth/README.md) lists the injected overflows:
+ * syscalls.  GAPS.TSV (synth/README.md) lists the injected overflows:
  * the events inside a gap are dropped from the expected sequence and one
  * overflow error takes their place, which must carry the IP where the
  * packets ran out and be followed by a `tr strt` at the resume IP.  perf's
@@ -710,9 +710,9 @@ enum timing { T_NONE, T_TSC, T_MTC, T_CYC };
 /*
  * How far perf's time (--ns) of a call, return or syscall may be from the
  * truth's.  The synthetic machine's CTC tick is 100 TSC ticks at 2.4 GHz
- * (tests/synth/README.md), so an MTC period is 2^mtc_period * 41.67 ns.
+ * (synth/README.md), so an MTC period is 2^mtc_period * 41.67 ns.
  * perf stamps an event with the time of the last timing packet it has
- * read when it decodes it (tests/synth/README.md, findings):
+ * read when it decodes it (synth/README.md, findings):
  *  - tsc: TSC packets come only in PSB+, so perf's time is the last PSB's
  *    and lags by up to the time between PSBs, which depends on how dense
  *    the trace is; only "never late" is checked;

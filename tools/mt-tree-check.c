@@ -21,7 +21,7 @@
  * and over every start and end both sides know (a call or a return), the
  * median, 99th percentile and worst.
  */
-#include "tests/tools/treefile.h"
+#include "tools/treefile.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,0 +1,174 @@
+/*
+ * symbols: names as users read them: C++ compiled here and demangled,
+ * C++ and Rust names demangled from strings, and JIT perf maps.
+ */
+#include "symbols/symbols.h"
+#include "tests/unit/check.h"
+#include "tests/unit/symtest.h"
+#include "tests/unit/testfs.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char cxx_src[] =
+	"namespace ns {\n"
+	"struct Foo { int bar(int x); };\n"
+	"int __attribute__((noinline)) Foo::bar(int x) { return x + 1; }\n"
+	"}\n"
+	"template <typename T> __attribute__((noinline)) T twice(T x)\n"
+	"{ return x + x; }\n"
+	"int main(int argc, char **)\n"
+	"{ ns::Foo f; return f.bar(argc) + twice<int>(argc) +\n"
+	"  (int)twice<long>(argc); }\n";
+
+static void test_cxx(struct check_state *st)
+{
+	static const struct {
+		const char *mangled, *plain;
+	} want[] = {
+		{"_ZN2ns3Foo3barEi", "ns::Foo::bar(int)"},
+		{"_Z5twiceIiET_S0_", "int twice<int>(int)"},
+		{"_Z5twiceIlET_S0_", "long twice<long>(long)"},
+	};
+	struct sym_opts raw = {.debug_root = "", .no_demangle = 1};
+	char src[300], prog[300];
+	struct sym_file *f, *fr;
+	struct ents e;
+
+	snprintf(src, sizeof(src), "%s/cxx.cc", tmp);
+	snprintf(prog, sizeof(prog), "%s/cxx", tmp);
+	CHECK(st, spit(src, cxx_src, sizeof(cxx_src) - 1) == 0);
+	if (!sh("c++ -O1 -o %s %s", prog, src)) {
+		CHECKF(st, 0, "c++ failed");
+		return;
+	}
+	f = open_or_report(st, prog, &no_root);
+	fr = open_or_report(st, prog, &raw);
+	e = nm_funcs("", prog);
+	for (size_t i = 0; f && fr && i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct ent *n = ents_find(&e, want[i].mangled);
+		const struct sym *s = n ? sym_file_lookup(f, n->addr) : NULL;
+		const struct sym *r = n ? sym_file_lookup(fr, n->addr) : NULL;
+
+		CHECKF(st, n, "nm has no %s", want[i].mangled);
+		CHECKF(st, s && !strcmp(s->name, want[i].plain), "%s: %s",
+		       want[i].plain, s ? s->name : "(none)");
+		CHECKF(st, r && !strcmp(r->name, want[i].mangled), "%s: %s",
+		       want[i].mangled, r ? r->name : "(none)");
+	}
+	free(e.v);
+	sym_file_free(f);
+	sym_file_free(fr);
+}
+
+static void test_demangle_strings(struct check_state *st)
+{
+	static const struct {
+		const char *in, *out;
+	} t[] = {
+		/* C++ */
+		{"_ZN2ns3Foo3barEi", "ns::Foo::bar(int)"},
+		{"_ZNKSt6vectorIiSaIiEE4sizeEv",
+		 "std::vector<int, std::allocator<int> >::size() const"},
+		/* Rust legacy: the hash goes, the $-escapes are decoded */
+		{"_ZN3std2rt10lang_start17h0123456789abcdefE",
+		 "std::rt::lang_start"},
+		{"_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$"
+		 "RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h0a1b2c3d4e5f6789E",
+		 "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}"
+		 "}>"},
+		/* Rust v0 */
+		{"_RNvNtCs1234_7mycrate3foo3bar", "mycrate::foo::bar"},
+		{"_RINvNtC3std3mem8align_ofdE", "std::mem::align_of::<f64>"},
+		/* Not mangled: unchanged */
+		{"main", "main"},
+		{"_start", "_start"},
+		{"_Znot_really", "_Znot_really"},
+	};
+	char buf[512], tiny[8];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *r = sym_demangle(t[i].in, buf, sizeof(buf));
+
+		CHECKF(st, !strcmp(r, t[i].out), "%s -> %s, want %s", t[i].in,
+		       r, t[i].out);
+	}
+	/* Does not fit: the name comes back. */
+	CHECK(st, !strcmp(sym_demangle("_ZN2ns3Foo3barEi", tiny, sizeof(tiny)),
+			  "_ZN2ns3Foo3barEi"));
+}
+
+static void test_perf_map(struct check_state *st)
+{
+	static const char good[] =
+		"7f0000001000 40 jit_one\n"
+		"0x7f0000001040 0x20 LazyCompile: *two file.js:12\r\n"
+		"\n"
+		"7F0000002000 100 old_name\n"
+		"7f0000002000 100 new_name\n"
+		"7f0000003000 0 sizeless\n"
+		"7f0000004000 10 last\n";
+	static const char bad[] = "1000 10 ok\n"
+				  "2000 10 ok2\n"
+				  "zz00 10 broken\n";
+	char path[300], err[512];
+	struct sym_map *m;
+	const struct sym *s;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/perf-123.map", tmp);
+	CHECK(st, spit(path, good, sizeof(good) - 1) == 0);
+	rc = sym_map_open(path, &m, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
+	if (rc)
+		return;
+	s = sym_map_lookup(m, 0x7f0000001000);
+	CHECK(st, s && !strcmp(s->name, "jit_one") && s->size == 0x40);
+	s = sym_map_lookup(m, 0x7f000000103f);
+	CHECK(st, s && !strcmp(s->name, "jit_one"));
+	s = sym_map_lookup(m, 0x7f0000001050);
+	CHECKF(st, s && !strcmp(s->name, "LazyCompile: *two file.js:12"), "%s",
+	       s ? s->name : "(none)");
+	CHECK(st, sym_map_lookup(m, 0x7f0000001060) == NULL);
+	CHECK(st, sym_map_lookup(m, 0x7f0000000fff) == NULL);
+	s = sym_map_lookup(m, 0x7f0000002080);
+	CHECKF(st, s && !strcmp(s->name, "new_name"), "%s",
+	       s ? s->name : "(none)");
+	s = sym_map_lookup(m, 0x7f0000003800);
+	CHECK(st, s && !strcmp(s->name, "sizeless"));
+	CHECK(st, sym_map_lookup(m, 0x7f0000004010) == NULL);
+	sym_map_free(m);
+
+	CHECK(st, spit(path, bad, sizeof(bad) - 1) == 0);
+	rc = sym_map_open(path, &m, err, sizeof(err));
+	CHECK(st, rc < 0 && m == NULL);
+	CHECKF(st, strstr(err, "perf-123.map:3:") != NULL, "%s", err);
+
+	rc = sym_map_open("/nonexistent/perf-1.map", &m, err, sizeof(err));
+	CHECK(st, rc < 0 && strstr(err, "/nonexistent/perf-1.map"));
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	if (!symtest_start())
+		return 2;
+	if (symtest_have_cc() && have_tool("c++"))
+		RUN(&st, test_cxx);
+	else
+		printf("SKIP test_cxx (no c++)\n");
+	RUN(&st, test_demangle_strings);
+	RUN(&st, test_perf_map);
+	symtest_end();
+	return CHECK_DONE(&st);
+}
