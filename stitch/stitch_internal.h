@@ -19,17 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A slice as it was before the thread's first edit of it. */
+/* What a join may change of a slice, as it was before the thread's
+ * first edit of it (depths change only in rebuild()'s new array). */
 struct undo_entry {
-	uint32_t idx;
-	struct mt_slice was;
+	uint64_t ts, dur;
+	uint32_t idx, parent, flags;
 };
 
 /*
  * What a thread's stitching edited, to give the thread back as it was
  * when the joins do not make a tree.  Only slices edited are kept, once
- * each, and only while the thread is stitched: a copy of every slice
- * would double the memory of a conversion.
+ * each, and only until rebuild() knows the tree is one: a copy of every
+ * slice would double the memory of a conversion.
  */
 struct undo_log {
 	uint8_t *saved; /* one bit per slice: in log already */

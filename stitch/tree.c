@@ -48,7 +48,13 @@ struct mt_slice *slice_edit(struct thread_state *s, uint32_t i)
 		if (mt_grow((void **)&u->log, &u->cap, u->n + 1,
 			    sizeof(*u->log)))
 			return NULL;
-		u->log[u->n++] = (struct undo_entry){i, s->th->slices[i]};
+		const struct mt_slice *x = &s->th->slices[i];
+
+		u->log[u->n++] = (struct undo_entry){.ts = x->ts,
+						     .dur = x->dur,
+						     .idx = i,
+						     .parent = x->parent,
+						     .flags = x->flags};
 		u->saved[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	return &s->th->slices[i];
@@ -59,8 +65,14 @@ void undo_edits(struct thread_state *s)
 {
 	struct undo_log *u = &s->undo;
 
-	for (size_t k = 0; k < u->n; k++)
-		s->th->slices[u->log[k].idx] = u->log[k].was;
+	for (size_t k = 0; k < u->n; k++) {
+		struct mt_slice *x = &s->th->slices[u->log[k].idx];
+
+		x->ts = u->log[k].ts;
+		x->dur = u->log[k].dur;
+		x->parent = u->log[k].parent;
+		x->flags = u->log[k].flags;
+	}
 	u->n = 0;
 	if (u->saved)
 		memset(u->saved, 0, s->th->nr_slices / 8 + 1);
@@ -341,10 +353,44 @@ static int cmp_order(const void *a, const void *b)
 }
 
 /*
- * Lay the kept slices out again: the tree from its roots, children by
- * start time (then by their old order), depths from the parents.
+ * Whether the kept slices, with the parents in par, make a tree: joins
+ * that close a cycle leave slices that no walk from the roots reaches.
+ * Each slice's way up is walked once: marked on the way, rooted once it
+ * is known to end at a root.  Returns 0, -EINVAL or -ENOMEM.
  */
-int rebuild(struct thread_state *s)
+static int reaches_roots(const struct thread_state *s, const uint32_t *par)
+{
+	enum { UNSEEN, ON_PATH, ROOTED };
+	size_t n = s->th->nr_slices;
+	uint8_t *mark = calloc(n ? n : 1, 1);
+
+	if (!mark)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = (uint32_t)i;
+
+		if (s->alias[i] != i)
+			continue;
+		for (; x != MT_NONE && mark[x] == UNSEEN; x = par[x])
+			mark[x] = ON_PATH;
+		if (x != MT_NONE && mark[x] == ON_PATH) {
+			free(mark);
+			return -EINVAL;
+		}
+		for (x = (uint32_t)i; x != MT_NONE && mark[x] == ON_PATH;
+		     x = par[x])
+			mark[x] = ROOTED;
+	}
+	free(mark);
+	return 0;
+}
+
+/*
+ * Lay the kept slices out again, their parents in newidx (which it
+ * reuses): the tree from its roots, children by start time (then by
+ * their old order), depths from the parents.
+ */
+static int lay_out(struct thread_state *s, uint32_t *newidx)
 {
 	struct mt_thread *th = s->th;
 	size_t n = th->nr_slices, kept = 0, at = 0, sp = 0;
@@ -353,11 +399,10 @@ int rebuild(struct thread_state *s)
 	uint32_t *kids = malloc((n ? n : 1) * sizeof(*kids));
 	uint32_t *fill = calloc(n + 1, sizeof(*fill));
 	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
-	uint32_t *newidx = malloc((n ? n : 1) * sizeof(*newidx));
 	struct mt_slice *out = malloc((n ? n : 1) * sizeof(*out));
 	int rc = -ENOMEM;
 
-	if (!ord || !first || !kids || !fill || !stack || !newidx || !out)
+	if (!ord || !first || !kids || !fill || !stack || !out)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct mt_slice *x = &th->slices[i];
@@ -366,12 +411,6 @@ int rebuild(struct thread_state *s)
 			continue;
 		ord[kept++] = (struct order){x->ts, (uint32_t)i};
 	}
-	/* Parents are all settled before any is rewritten: parent_of()
-	 * reads a root's start-chain root, which may come later.  They stay
-	 * in newidx (not the slices) until the tree is known to be one, so
-	 * that a failed rebuild leaves the slices as they were. */
-	for (size_t k = 0; k < kept; k++)
-		newidx[ord[k].idx] = parent_of(s, ord[k].idx);
 	qsort(ord, kept, sizeof(*ord), cmp_order);
 	/* Children lists (slot n holds the roots), in start order. */
 	memset(first, 0, (n + 1) * sizeof(*first));
@@ -408,8 +447,8 @@ int rebuild(struct thread_state *s)
 		out[at++] = x;
 	}
 	if (at != kept) {
-		/* A cycle would leave slices unreached: keep the old array
-		 * rather than lose them. */
+		/* A cycle would leave slices unreached (reaches_roots()
+		 * rules it out): keep the old array rather than lose them. */
 		rc = -EINVAL;
 		goto out;
 	}
@@ -445,7 +484,34 @@ out:
 	free(kids);
 	free(fill);
 	free(stack);
-	free(newidx);
 	free(out);
+	return rc;
+}
+
+/*
+ * The thread's slices as the joins left them, in pre-order.  Parents are
+ * all settled before any is rewritten (parent_of() reads a root's
+ * start-chain root, which may come later), and kept aside until the tree
+ * is known to be one: -EINVAL leaves the slices for undo_edits().  Past
+ * that, there is nothing to undo, and the log's memory goes before the
+ * new layout's.
+ */
+int rebuild(struct thread_state *s)
+{
+	size_t n = s->th->nr_slices;
+	uint32_t *par = malloc((n ? n : 1) * sizeof(*par));
+	int rc;
+
+	if (!par)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (s->alias[i] == i)
+			par[i] = parent_of(s, (uint32_t)i);
+	rc = reaches_roots(s, par);
+	if (!rc) {
+		undo_free(&s->undo);
+		rc = lay_out(s, par);
+	}
+	free(par);
 	return rc;
 }
