@@ -448,6 +448,16 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 
 enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };
 
+/* Joins that do not make a tree are our fault, not the capture's: the
+ * thread is shown unstitched rather than the conversion failed. */
+static void warn_unstitched(void *capture, uint32_t tid)
+{
+	fprintf(stderr,
+		"mt-convert: %s: stitching made an inconsistent tree (a bug "
+		"worth reporting); thread %u left unstitched\n",
+		(const char *)capture, tid);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = {0};
@@ -536,7 +546,6 @@ int main(int argc, char **argv)
 	dopts.nr_tids = a.nr_tids;
 	sopts.no_final_stack = a.no_final_stack;
 
-decode:
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
 		goto fail;
 	if (check_memory(dc, &a, err, sizeof(err)))
@@ -553,26 +562,10 @@ decode:
 	seg_all_free(segs);
 	segs = NULL;
 	if (!a.no_stitch) {
-		int src = stitch_trace(&t, NULL, err, sizeof(err));
+		struct stitch_opts so = {.unstitched = warn_unstitched,
+					 .ctx = (void *)a.capture};
 
-		/* Joins that do not make a tree are our fault, not the
-		 * capture's: decode again and show it unstitched rather
-		 * than fail.  (Keeping a copy of every slice to go back to
-		 * would double the memory of every conversion.) */
-		if (src == -EINVAL) {
-			fprintf(stderr,
-				"mt-convert: %s: stitching made an "
-				"inconsistent tree (a bug worth reporting); "
-				"converting it again without stitching\n",
-				a.capture);
-			dec_free(dc);
-			dc = NULL;
-			mt_trace_free(&t);
-			mt_trace_init(&t);
-			a.no_stitch = 1;
-			goto decode;
-		}
-		if (src)
+		if (stitch_trace(&t, &so, err, sizeof(err)))
 			goto fail;
 	}
 	if (seg_add_hits(dc, &t))

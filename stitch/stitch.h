@@ -20,17 +20,25 @@
 #define MT_STITCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/model.h"
 
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
+	/*
+	 * Called for each thread whose joins did not make a tree (a fault
+	 * of ours, not of the capture): the thread is given back as it was
+	 * before stitching, without its decisions; the other threads stay
+	 * stitched.  May be NULL.
+	 */
+	void (*unstitched)(void *ctx, uint32_t tid);
+	void *ctx;
 };
 
-/* Returns 0, or a negative code with one line in err: -ENOMEM, or
- * -EINVAL when the joins of a thread did not make a tree (a fault of
- * ours, not of the capture: the trace is then half rewritten, and only
- * a fresh one can be stitched with record_only or not at all). */
+/* Returns 0, or -ENOMEM with one line in err (the thread being stitched
+ * is given back as it was; the others may be stitched).  o may be NULL:
+ * join what fits. */
 int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
 		 size_t errlen);
 

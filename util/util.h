@@ -25,6 +25,23 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
 
 /*
+ * A map from 32-bit keys (any but UINT32_MAX) to 64-bit values, by open
+ * addressing (u32map.c).  Zero-initialised it is empty; a key never set
+ * reads as 0.
+ */
+struct mt_u32map {
+	uint32_t *key; /* key + 1; 0 = empty */
+	uint64_t *val;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+uint64_t mt_u32map_get(const struct mt_u32map *m, uint32_t key);
+/* Returns 0, or -ENOMEM (m is untouched then). */
+int mt_u32map_set(struct mt_u32map *m, uint32_t key, uint64_t val);
+void mt_u32map_free(struct mt_u32map *m);
+
+/*
  * A size typed by a person: decimal or 0x hex digits, then an optional
  * K, M, G or T (powers of 1024), nothing else (no sign, no spaces).
  * Returns 0, -EINVAL when it is no size, -ERANGE when it does not fit in

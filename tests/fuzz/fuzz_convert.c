@@ -5,10 +5,9 @@
  * writers (into a private directory on tmpfs).
  *
  * Any outcome but a crash, a sanitizer report, a leak or a hang is fine:
- * a bad capture is supposed to fail with a message.  The one difference
- * from mt-convert: when stitching makes an inconsistent tree, the command
- * converts again without stitching; here that is the same decode a
- * second time, so the target stops instead.
+ * a bad capture is supposed to fail with a message.  A thread whose
+ * joins make an inconsistent tree comes back unstitched from
+ * stitch_trace() itself; mt-convert warns about it, the target need not.
  */
 #include "decode/decode.h"
 #include "model/model.h"

@@ -8,6 +8,7 @@
 #include "tests/unit/check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FN(k)	   ((uint64_t)(k)*0x1000)
@@ -512,6 +513,101 @@ static void test_nothing_common(struct check_state *st)
 	       "no common frames");
 }
 
+/* Feed events to thread th of t as one builder. */
+static void build_thread(struct check_state *st, struct mt_trace *t, size_t th,
+			 const struct ev *e, size_t n)
+{
+	struct seg_builder *b;
+
+	CHECK(st, !seg_builder_new(&b, t, th, fake_sym, NULL));
+	for (size_t i = 0; i < n; i++)
+		CHECK(st,
+		      !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip, e[i].aux));
+	CHECK(st, !seg_finish(b, NULL));
+	seg_builder_free(b);
+}
+
+/* The first slice of th named name, from index from on. */
+static uint32_t slice_named(const struct mt_trace *t,
+			    const struct mt_thread *th, const char *name,
+			    size_t from)
+{
+	for (size_t i = from; i < th->nr_slices; i++)
+		if (!strcmp(mt_str(&t->strs, th->slices[i].name), name))
+			return (uint32_t)i;
+	return MT_NONE;
+}
+
+static void note_unstitched(void *ctx, uint32_t tid)
+{
+	uint32_t *got = ctx;
+
+	got[got[0] + 1] = tid;
+	got[0]++;
+}
+
+/*
+ * All or nothing: thread 1's joins are made to close a cycle (B reveals
+ * f1 above A's root f2, and f1 is made a child of A's f3 beforehand, as
+ * no capture would), so its tree cannot be rebuilt.  That thread comes
+ * back exactly as it was, without its decisions, and the caller hears
+ * of it; thread 2, stitched alongside, stays joined.
+ */
+static void test_failed_thread_given_back(struct check_state *st)
+{
+	const struct ev cyc[] = {
+		{DEC_SYNC, AT(2, 0x10), 0},	{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	const struct ev ok[] = {
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	uint32_t got[4] = {0};
+	struct stitch_opts so = {.unstitched = note_unstitched, .ctx = got};
+	struct mt_trace t;
+	struct mt_slice *was = NULL;
+	size_t nr_was = 0, ok_slices;
+	uint32_t f1, f3;
+	char err[128];
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	CHECK(st, mt_trace_add_thread(&t, 1, 2, "t2") != NULL);
+	build_thread(st, &t, 0, cyc, sizeof(cyc) / sizeof(*cyc));
+	build_thread(st, &t, 1, ok, sizeof(ok) / sizeof(*ok));
+	f3 = slice_named(&t, &t.threads[0], "f3", 0);
+	f1 = slice_named(&t, &t.threads[0], "f1", 0);
+	CHECK(st, f1 != MT_NONE && f3 != MT_NONE && f3 < f1);
+	if (f1 == MT_NONE || f3 == MT_NONE)
+		goto out;
+	t.threads[0].slices[f1].parent = f3;
+	nr_was = t.threads[0].nr_slices;
+	was = malloc(nr_was * sizeof(*was));
+	CHECK(st, was != NULL);
+	if (!was)
+		goto out;
+	memcpy(was, t.threads[0].slices, nr_was * sizeof(*was));
+	ok_slices = t.threads[1].nr_slices;
+	CHECK(st, !stitch_trace(&t, &so, err, sizeof(err)));
+	CHECKF(st, got[0] == 1 && got[1] == 1, "%u threads given back", got[0]);
+	CHECK(st, t.threads[0].nr_slices == nr_was);
+	CHECK(st,
+	      t.threads[0].nr_slices == nr_was &&
+		      !memcmp(was, t.threads[0].slices, nr_was * sizeof(*was)));
+	/* thread 2 joined its three frames; only its decision is left */
+	CHECK(st, t.threads[1].nr_slices == ok_slices - 3);
+	CHECK(st, t.threads[1].slices[0].flags & MT_SLICE_JOINED);
+	CHECKF(st, t.nr_stitches == 1 && t.stitches[0].tid == 2,
+	       "%zu decisions", t.nr_stitches);
+out:
+	free(was);
+	mt_trace_free(&t);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -535,5 +631,6 @@ int main(void)
 	RUN(&st, test_one_site_recursion_guessed);
 	RUN(&st, test_other_depth_fits);
 	RUN(&st, test_callers_above_guessed);
+	RUN(&st, test_failed_thread_given_back);
 	return CHECK_DONE(&st);
 }

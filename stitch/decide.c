@@ -1,0 +1,245 @@
+/*
+ * Deciding a pair: whether B's start chain joins A's end chain, at which
+ * depth, how sure that depth is, and the reason recorded for it.  Each
+ * special rule is a handle_*() function of its own.
+ */
+#include "stitch/stitch_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A decision in the making: the alignment taken and how it was. */
+struct verdict {
+	struct match m;
+	double gain;	 /* the next segments' lead, when they chose */
+	bool pinned;	 /* no other depth is left */
+	bool ahead_used; /* a later segment's callers moved the depth */
+	bool guessed;	 /* the depth is the least change's guess */
+	bool shifted;	 /* another depth, backed, fits as well */
+};
+
+/*
+ * Another alignment that a call site backs, at another depth: in a
+ * recursion the gap may have added or removed levels, and whatever
+ * picked m (the least change, the call sites, the next segments short
+ * of the root) only made it likelier.  Returns where in A the two part
+ * ways, with the other in *alt; SIZE_MAX when there is none.
+ */
+static size_t other_depth(const struct thread_state *s, const struct chainv *av,
+			  const struct alignment *r, const struct match *m,
+			  struct match *alt)
+{
+	size_t from = SIZE_MAX;
+
+	for (size_t i = 0; i < r->nr_backed && from == SIZE_MAX; i++)
+		if (depth_of(&r->backed[i]) != depth_of(m)) {
+			from = r->backed[i].off;
+			*alt = r->backed[i];
+		}
+	/* joining the roots needs no call site at the thread's root */
+	if (r->at_root.len && depth_of(m) != 0 && at_thread_root(s, av)) {
+		from = 0;
+		*alt = r->at_root;
+	}
+	return from == SIZE_MAX || m->off > from ? from : m->off;
+}
+
+/*
+ * Alignments tie, or several depths explain B as well (a recursion):
+ * the next segments may tell them apart (roll_pick()).  Only candidates
+ * that are not weak take part.  True when they picked one.
+ */
+static bool handle_tie_by_rollout(struct thread_state *s,
+				  const struct chainv *av, uint32_t ib,
+				  const struct alignment *r, struct verdict *v)
+{
+	struct match c[MAX_CAND];
+	size_t nc = 0;
+	int k;
+
+	if (ib == MT_NONE || (!r->ties && r->nr_near <= 1))
+		return false;
+	for (size_t i = 0; i < r->nr_cand; i++)
+		if (!weak_match(s, av, &r->cand[i]))
+			c[nc++] = r->cand[i];
+	k = roll_pick(s, av, ib, c, nc, &v->gain, &v->pinned);
+	if (k < 0) {
+		v->gain = 0;
+		return false;
+	}
+	v->m = c[k];
+	return true;
+}
+
+/* The recursion tie: alignments a level apart fit as well, and B does
+ * not reach above A's root. */
+static bool is_recursion_tie(const struct alignment *r, const struct match *m)
+{
+	return !m->ahead && r->nr_near > 1;
+}
+
+/*
+ * In a recursion tie, the callers later segments revealed above B's
+ * roots pick the depth when a call site backs their pick; one that names
+ * alone back is no better than the least change, and is taken as that
+ * guess: A's frames from the highest of the near alignments are kept on
+ * its word.
+ */
+static void handle_recursion_tie(struct thread_state *s,
+				 const struct chainv *av, uint32_t ib,
+				 const struct alignment *r, struct verdict *v)
+{
+	struct match *m = &v->m;
+	int k = ib != MT_NONE ? look_ahead(s, av, ib, r, &v->pinned) : -1;
+
+	if (k >= 0 && !weak_match(s, av, &r->near[k])) {
+		v->ahead_used = r->near[k].off != m->off;
+		*m = r->near[k];
+		return;
+	}
+	v->pinned = false;
+	v->guessed = true;
+	m->guessed = true;
+	m->sure = m->off;
+	for (size_t i = 0; i < r->nr_near; i++)
+		if (r->near[i].off < m->sure)
+			m->sure = r->near[i].off;
+}
+
+/*
+ * Another depth, backed by a call site, fits too: unless a later segment
+ * that climbs to the root rules it out, the frames from where the two
+ * part ways are a guess, and so are B's callers the other puts elsewhere.
+ */
+static void handle_other_depth(const struct thread_state *s,
+			       const struct chainv *av, uint32_t ib,
+			       const struct alignment *r, struct verdict *v)
+{
+	struct match *m = &v->m, alt, c[2];
+	size_t from = other_depth(s, av, r, m, &alt);
+	bool pinned = false;
+	double g;
+
+	if (from == SIZE_MAX)
+		return;
+	c[0] = *m;
+	c[1] = alt;
+	if (ib != MT_NONE && v->gain <= 0 &&
+	    roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
+		return;
+	v->shifted = !m->guessed;
+	if (m->ahead > alt.ahead && m->ahead - alt.ahead > m->bguess)
+		m->bguess = m->ahead - alt.ahead;
+	if (!m->guessed || from < m->sure) {
+		m->guessed = true;
+		m->sure = from;
+	}
+}
+
+/* The longjmp step: a frame of B under one a jump revealed may sit
+ * higher in A than where it was put (try_align()); from skip_from up,
+ * the depth is a guess. */
+static void handle_longjmp_step(struct match *m)
+{
+	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure)) {
+		m->guessed = true;
+		m->sure = m->skip_from;
+	}
+}
+
+/* How the depth was settled, for the reason. */
+static void depth_note(const struct verdict *v, char *how, size_t len)
+{
+	if (v->gain > 0)
+		snprintf(how, len, "; chosen by the next segments (+%.1f)",
+			 v->gain);
+	else if (v->ahead_used)
+		snprintf(how, len, "; depth from a later segment's callers");
+	else if (v->guessed)
+		snprintf(how, len, "; depth guessed (least change)");
+	if (v->shifted)
+		snprintf(how + strlen(how), len - strlen(how),
+			 "; depth guessed (another depth fits)");
+}
+
+/* What a longjmp did to the join: [frames stepped over][a guess]. */
+static const char *const longjmp_note[2][2] = {
+	{"", "; a frame below a longjmp target (guessed)"},
+	{"; frames stepped over below a longjmp target",
+	 "; frames stepped over below a longjmp target (guessed)"},
+};
+
+static void join_reason(const struct verdict *v, char *why, size_t len)
+{
+	const struct match *m = &v->m;
+	char how[96] = "";
+
+	depth_note(v, how, sizeof(how));
+	snprintf(why, len,
+		 "%zu frame%s by name, %zu by call site, %zu ancestor%s kept, "
+		 "%zu revealed%s%s",
+		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
+		 m->off == 1 ? "" : "s", m->ahead, how,
+		 longjmp_note[m->nr_skips != 0][m->skip_guess]);
+}
+
+/*
+ * Whether the best alignment stands on the evidence at this gap: 1, or
+ * 0 with why saying why not.
+ */
+static int settle_locally(struct thread_state *s, const struct chainv *av,
+			  uint32_t ib, const struct alignment *r,
+			  struct verdict *v, char *why, size_t len)
+{
+	if (r->ties) {
+		snprintf(why, len,
+			 "ambiguous: %zu alignments explain %zu frames",
+			 r->ties + 1, v->m.len);
+		return 0;
+	}
+	if (is_recursion_tie(r, &v->m))
+		handle_recursion_tie(s, av, ib, r, v);
+	/*
+	 * No call site confirms it, but alignments a level apart fit as
+	 * well: a recursion through one call site, which no trace can
+	 * place after a gap.  Joined at the least change, marked as a
+	 * guess, rather than left to float without its callers.
+	 */
+	if (weak_match(s, av, &v->m) && !v->guessed) {
+		snprintf(why, len, "weak: no call site confirms the frames");
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Whether B's chain bv joins A's (s->chain): 1 with m and why filled, 0
+ * with why saying why not (m the best alignment, if any).  ib is B,
+ * whose later segments may settle a recursion's depth (MT_NONE: bv
+ * already holds what they revealed).
+ */
+int decide(struct thread_state *s, const struct chainv *av,
+	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
+	   size_t len)
+{
+	struct alignment r;
+	struct verdict v = {.gain = 0};
+
+	align(s->th->slices, av, bv, &r);
+	*m = r.best;
+	if (!m->len) {
+		snprintf(why, len, "no common frames");
+		return 0;
+	}
+	v.m = r.best;
+	if (!handle_tie_by_rollout(s, av, ib, &r, &v) &&
+	    !settle_locally(s, av, ib, &r, &v, why, len))
+		return 0;
+	if (!v.pinned)
+		handle_other_depth(s, av, ib, &r, &v);
+	handle_longjmp_step(&v.m);
+	*m = v.m;
+	join_reason(&v, why, len);
+	return 1;
+}

@@ -1,0 +1,174 @@
+/*
+ * stitch: what its files share.  stitch.h is the interface; this is not.
+ *
+ * tree.c      the thread's slices: aliases, parents, chains, joins, the
+ *             rebuild, and the undo log that makes a thread all or
+ *             nothing
+ * align.c     B's start chain against A's end chain: every alignment
+ * rollout.c   later segments' word on alignments that tie
+ * decide.c    whether, and how, a pair is joined, and why
+ * stitch.c    the passes over a thread's pairs, and the threads
+ */
+#ifndef MT_STITCH_INTERNAL_H
+#define MT_STITCH_INTERNAL_H
+
+#include "model/model.h"
+#include "util/util.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a join may change of a slice, as it was before the thread's
+ * first edit of it (depths change only in rebuild()'s new array). */
+struct undo_entry {
+	uint64_t ts, dur;
+	uint32_t idx, parent, flags;
+};
+
+/*
+ * What a thread's stitching edited, to give the thread back as it was
+ * when the joins do not make a tree.  Only slices edited are kept, once
+ * each, and only until rebuild() knows the tree is one: a copy of every
+ * slice would double the memory of a conversion.
+ */
+struct undo_log {
+	uint8_t *saved; /* one bit per slice: in log already */
+	struct undo_entry *log;
+	size_t n, cap;
+};
+
+struct thread_state {
+	struct mt_trace *t;
+	struct mt_thread *th;
+	/*
+	 * What a slice returns to: the call site in its parent, where a
+	 * segment saw it (the call's return address, or the address a
+	 * return into the parent landed at).  Only the frames of segment
+	 * chains have one, so a map keyed by slice index.
+	 */
+	struct mt_u32map rets_of;
+	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
+	uint32_t *chain; /* scratch: A's end chain, root first */
+	uint64_t *rets;
+	uint32_t *xs; /* scratch: B's extended chain, root first */
+	uint64_t *xi;
+	size_t cap_xs;
+	size_t cap_chain;
+	uint32_t first_segment; /* the thread's first */
+	uint32_t root_name;	/* its root's function, MT_NONE if none */
+	size_t joins;		/* pairs joined: the tree must be rebuilt */
+	struct undo_log undo;
+};
+
+/*
+ * A chain of frames, root first, with an address per frame: on the side
+ * that ends (A), the call site into the frame's open child; on the side
+ * that begins (B), where the return from its child landed (the leaf's is
+ * where B resumed).  0 where unknown.
+ */
+struct chainv {
+	const uint32_t *sl;
+	const uint64_t *ip;
+	size_t n;
+};
+
+/*
+ * An alignment: B's start chain b[] against A's end chain a[].  With
+ * ahead = 0, b[0] sits at a[off] (B never climbed as far as A's roots);
+ * with ahead > 0, a[0] sits at b[ahead] (B revealed callers A never saw).
+ */
+#define MAX_STEPS 16
+#define MAX_SKIPS 4
+
+struct match {
+	size_t off, ahead, len, confirmed;
+	bool leaf; /* A's leaf is among the joined frames */
+	double score;
+	/* The depth was a guess: A's frames from chain[sure] up are joined
+	 * or kept on the guess's word. */
+	bool guessed;
+	size_t sure;
+	/* and so is the last bguess of B's callers above A's root: another
+	 * alignment puts them elsewhere */
+	size_t bguess;
+	/*
+	 * Frames of A that B's chain steps over.  A caller that B learnt of
+	 * from a jump landing in it (a longjmp or an exception) is an
+	 * ancestor, not a parent: B knows nothing of the frames between it
+	 * and the next, so B's next frame may sit higher in A.  B frame
+	 * skip_at[k] (counted from ahead) sits skip_len[k] frames higher
+	 * than it would; skip_guess when a later frame of A would have
+	 * fitted as well (from A frame skip_from up).
+	 */
+	size_t nr_skips, skipped;
+	uint32_t skip_at[MAX_SKIPS], skip_len[MAX_SKIPS];
+	bool skip_guess;
+	size_t skip_from;
+};
+
+/* Alignments that explain as many frames, and confirm about as many
+ * call sites, as the best: only the depth change tells them apart. */
+#define MAX_NEAR    16
+#define MAX_CAND    8	/* the best alignments, kept to roll forward */
+#define CAND_MARGIN 6.0 /* below the best score: not kept */
+
+struct alignment {
+	struct match best;
+	size_t ties; /* others with the best's very score */
+	/* Of the alignments a call site backs, the two with the highest
+	 * first joined frame (off) at distinct depths: other_depth(). */
+	struct match backed[2];
+	size_t nr_backed;
+	struct match at_root; /* the one that joins the roots, if any */
+	struct match near[MAX_NEAR];
+	size_t nr_near;
+	struct match cand[MAX_CAND]; /* by score, best first */
+	size_t nr_cand;
+};
+
+static inline uint64_t end_of(const struct mt_slice *s)
+{
+	return s->ts + s->dur;
+}
+
+/* tree.c */
+uint32_t resolve(const struct thread_state *s, uint32_t i);
+uint32_t parent_of(const struct thread_state *s, uint32_t i);
+uint64_t ret_of(const struct thread_state *s, uint32_t slice);
+int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret);
+int end_chain(struct thread_state *s, const struct mt_segment *a, size_t *n);
+size_t extended_chain(struct thread_state *s, const struct mt_segment *b);
+uint32_t gap_before(const struct thread_state *s, const struct mt_segment *b);
+struct mt_slice *slice_edit(struct thread_state *s, uint32_t i);
+int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
+int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
+int apply_join(struct thread_state *s, const struct mt_segment *b,
+	       const struct chainv *bv, const struct match *m);
+int rebuild(struct thread_state *s);
+void undo_edits(struct thread_state *s);
+void undo_free(struct undo_log *u);
+
+/* align.c */
+size_t a_pos(const struct match *m, size_t i);
+long depth_of(const struct match *m);
+struct match try_align(const struct mt_slice *sl, const struct chainv *a,
+		       const struct chainv *b, size_t off, size_t ahead);
+void align(const struct mt_slice *sl, const struct chainv *a,
+	   const struct chainv *b, struct alignment *r);
+bool at_thread_root(const struct thread_state *s, const struct chainv *a);
+bool weak_match(const struct thread_state *s, const struct chainv *a,
+		const struct match *m);
+
+/* rollout.c */
+int look_ahead(struct thread_state *s, const struct chainv *a, uint32_t ib,
+	       const struct alignment *r, bool *pinned);
+int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
+	      const struct match *cand, size_t nc, double *gain, bool *pinned);
+
+/* decide.c */
+int decide(struct thread_state *s, const struct chainv *av,
+	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
+	   size_t len);
+
+#endif

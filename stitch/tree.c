@@ -1,0 +1,517 @@
+/*
+ * Tree edits, one thread at a time.
+ *
+ * Pairs are decided with slice indexes fixed: a joined frame of B gets an
+ * alias (the A frame it is), parents are rewired, times extended.  One
+ * rebuild at the end drops the aliases and lays the thread's slices out
+ * again in pre-order, walking the tree from its roots, children by start
+ * time, with depths recomputed from the parents.  So a join may attach
+ * B's frames anywhere in A's tree, and B's revealed callers may become
+ * callers of A's roots, without moving anything by hand.
+ *
+ * Every edit of a slice goes through slice_edit(), which keeps the
+ * slice as it was the first time: undo_edits() gives the thread back
+ * as segments/ built it.
+ */
+#include "stitch/stitch_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t ret_of(const struct thread_state *s, uint32_t slice)
+{
+	return mt_u32map_get(&s->rets_of, slice);
+}
+
+/* An unknown call site (0) is not kept: it would read as one anyway. */
+int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret)
+{
+	return ret ? mt_u32map_set(&s->rets_of, slice, ret) : 0;
+}
+
+/*
+ * Slice i, to be edited: kept in the undo log first, the first time.
+ * NULL when out of memory.  The bitmap comes with the first edit, so a
+ * thread without joins costs nothing.
+ */
+struct mt_slice *slice_edit(struct thread_state *s, uint32_t i)
+{
+	struct undo_log *u = &s->undo;
+
+	if (!u->saved) {
+		u->saved = calloc(s->th->nr_slices / 8 + 1, 1);
+		if (!u->saved)
+			return NULL;
+	}
+	if (!(u->saved[i / 8] & (1u << (i % 8)))) {
+		if (mt_grow((void **)&u->log, &u->cap, u->n + 1,
+			    sizeof(*u->log)))
+			return NULL;
+		const struct mt_slice *x = &s->th->slices[i];
+
+		u->log[u->n++] = (struct undo_entry){.ts = x->ts,
+						     .dur = x->dur,
+						     .idx = i,
+						     .parent = x->parent,
+						     .flags = x->flags};
+		u->saved[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	return &s->th->slices[i];
+}
+
+/* Every slice back as it was before the thread's first edit. */
+void undo_edits(struct thread_state *s)
+{
+	struct undo_log *u = &s->undo;
+
+	for (size_t k = 0; k < u->n; k++) {
+		struct mt_slice *x = &s->th->slices[u->log[k].idx];
+
+		x->ts = u->log[k].ts;
+		x->dur = u->log[k].dur;
+		x->parent = u->log[k].parent;
+		x->flags = u->log[k].flags;
+	}
+	u->n = 0;
+	if (u->saved)
+		memset(u->saved, 0, s->th->nr_slices / 8 + 1);
+}
+
+void undo_free(struct undo_log *u)
+{
+	free(u->saved);
+	free(u->log);
+	memset(u, 0, sizeof(*u));
+}
+
+uint32_t resolve(const struct thread_state *s, uint32_t i)
+{
+	while (s->alias[i] != i)
+		i = s->alias[i];
+	return i;
+}
+
+/*
+ * The parent of slice i, through aliases.  A segment's roots share one
+ * unknown parent: a tail call from the topmost frame makes a second root
+ * beside the first (the segment's start chain root), so once that first
+ * root is joined, all of them hang under its parent.
+ */
+uint32_t parent_of(const struct thread_state *s, uint32_t i)
+{
+	const struct mt_slice *x = &s->th->slices[i];
+	uint32_t r;
+
+	if (x->parent != MT_NONE)
+		return resolve(s, x->parent);
+	if (x->flags & MT_SLICE_GAP || x->segment >= s->t->nr_segments ||
+	    !s->t->segments[x->segment].nr_start)
+		return MT_NONE;
+	r = resolve(s, s->t->segments[x->segment].start_chain[0]);
+	if (r == i || s->th->slices[r].parent == MT_NONE)
+		return MT_NONE;
+	return resolve(s, s->th->slices[r].parent);
+}
+
+/* A's open frames at its end, root first, through aliases; with the
+ * return address into each where A knew it. */
+int end_chain(struct thread_state *s, const struct mt_segment *a, size_t *n)
+{
+	size_t len = 0;
+	uint32_t x;
+
+	*n = 0;
+	if (!a->nr_end)
+		return 0;
+	x = resolve(s, a->end_chain[a->nr_end - 1]);
+	for (;;) {
+		if (mt_grow((void **)&s->chain, &s->cap_chain, len + 1,
+			    sizeof(*s->chain)))
+			return -ENOMEM;
+		s->chain[len++] = x;
+		x = parent_of(s, x);
+		if (x == MT_NONE || len > (1u << 24))
+			break;
+	}
+	free(s->rets);
+	s->rets = calloc(len, sizeof(*s->rets));
+	if (!s->rets)
+		return -ENOMEM;
+	for (size_t i = 0; i < len / 2; i++) {
+		uint32_t t = s->chain[i];
+
+		s->chain[i] = s->chain[len - 1 - i];
+		s->chain[len - 1 - i] = t;
+	}
+	/* The call site into each frame's open child, wherever it was
+	 * seen: in A, or in an earlier segment joined to it. */
+	for (size_t i = 0; i + 1 < len; i++)
+		s->rets[i] = ret_of(s, s->chain[i + 1]);
+	*n = len;
+	return 0;
+}
+
+/* The same activation on both sides: x stays, y becomes x. */
+static int merge(struct thread_state *s, uint32_t x, uint32_t y)
+{
+	const struct mt_slice *sy = &s->th->slices[y];
+	struct mt_slice *sx = slice_edit(s, x);
+	uint64_t r = ret_of(s, x);
+
+	if (!sx)
+		return -ENOMEM;
+	if (end_of(sy) > end_of(sx))
+		sx->dur = end_of(sy) - sx->ts;
+	sx->flags = (sx->flags & ~MT_SLICE_INFERRED_END) |
+		    (sy->flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
+	s->alias[y] = x;
+	return r ? 0 : ret_set(s, x, ret_of(s, y));
+}
+
+/* The [decode gap] slice before B: the builder puts it just before B's
+ * first slice (its start chain's root). */
+uint32_t gap_before(const struct thread_state *s, const struct mt_segment *b)
+{
+	uint32_t g = b->nr_start ? b->start_chain[0] : 0;
+
+	if (g == 0 || !(s->th->slices[g - 1].flags & MT_SLICE_GAP))
+		return MT_NONE;
+	return g - 1;
+}
+
+/*
+ * A's frames chain[from..n) are callers of B's frame y: they live at
+ * least as long as it.  For B's root, that is all of B (a root of B that
+ * returned would have revealed its caller).
+ */
+static int live_through(struct thread_state *s, const struct mt_segment *b,
+			uint32_t y, size_t from, size_t n)
+{
+	uint64_t end = end_of(&s->th->slices[y]);
+	uint32_t flags = s->th->slices[y].flags;
+
+	if (y == b->start_chain[0] && end < b->end) {
+		end = b->end;
+		flags = MT_SLICE_INFERRED_END;
+	}
+
+	for (size_t j = from; j < n; j++) {
+		struct mt_slice *x = slice_edit(s, s->chain[j]);
+
+		if (!x)
+			return -ENOMEM;
+		if (end > end_of(x))
+			x->dur = end - x->ts;
+		x->flags = (x->flags & ~MT_SLICE_INFERRED_END) |
+			   (flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
+	}
+	return 0;
+}
+
+/* Slice i's parent becomes p. */
+int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p)
+{
+	struct mt_slice *x = slice_edit(s, i);
+
+	if (!x)
+		return -ENOMEM;
+	x->parent = p;
+	return 0;
+}
+
+/* Slice i is flagged so. */
+int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags)
+{
+	struct mt_slice *x = slice_edit(s, i);
+
+	if (!x)
+		return -ENOMEM;
+	x->flags |= flags;
+	return 0;
+}
+
+/* B's callers above A's root were there before A began: they become A's
+ * root's callers, from A's start. */
+static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
+			       const struct match *m)
+{
+	const struct mt_slice *sl = s->th->slices;
+	uint32_t aroot = s->chain[0], up = bv->sl[m->ahead - 1];
+	uint32_t seg = sl[aroot].segment;
+	uint64_t from = sl[aroot].ts;
+
+	if (slice_set_parent(s, aroot, up))
+		return -ENOMEM;
+	/* and of its segment's first root, whose parent the other roots
+	 * share (parent_of()) */
+	if (seg < s->t->nr_segments && s->t->segments[seg].nr_start) {
+		uint32_t r0 = resolve(s, s->t->segments[seg].start_chain[0]);
+
+		if (sl[r0].parent == MT_NONE && r0 != aroot) {
+			if (slice_set_parent(s, r0, up))
+				return -ENOMEM;
+			if (sl[r0].ts < from)
+				from = sl[r0].ts;
+		}
+	}
+	for (size_t j = 0; j < m->ahead; j++) {
+		struct mt_slice *y = slice_edit(s, bv->sl[j]);
+		uint64_t e;
+
+		if (!y)
+			return -ENOMEM;
+		e = end_of(y);
+		if (from < y->ts) {
+			y->ts = from;
+			y->dur = e - y->ts;
+		}
+		y->flags |= MT_SLICE_JOINED;
+		if (j + m->bguess >= m->ahead)
+			y->flags |= MT_SLICE_DEPTH_GUESSED;
+	}
+	return 0;
+}
+
+/* Join B (its frames bv, root first) to A (s->chain) as m says. */
+int apply_join(struct thread_state *s, const struct mt_segment *b,
+	       const struct chainv *bv, const struct match *m)
+{
+	uint32_t deepest = s->chain[a_pos(m, m->len - 1)];
+	uint32_t gap = gap_before(s, b);
+	int rc = 0;
+
+	s->joins++;
+	for (size_t i = 0; i < m->len && !rc; i++)
+		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
+	/* A's callers above the join live at least as long. */
+	if (!rc)
+		rc = live_through(s, b, b->start_chain[0], 0, m->off);
+	/* and so do the frames B stepped over, between joined ones */
+	for (size_t k = 0; k < m->nr_skips && !rc; k++) {
+		size_t to = a_pos(m, m->skip_at[k]);
+
+		rc = live_through(s, b, bv->sl[m->ahead + m->skip_at[k]],
+				  to - m->skip_len[k], to);
+	}
+	/* The frames a guess kept alive say so. */
+	for (size_t j = m->sure; m->guessed && j <= a_pos(m, m->len - 1) && !rc;
+	     j++)
+		rc = slice_add_flags(s, s->chain[j], MT_SLICE_DEPTH_GUESSED);
+	if (!rc && m->ahead)
+		rc = hang_under_revealed(s, bv, m);
+	/* The gap between sits under the deepest joined frame. */
+	if (!rc && gap != MT_NONE)
+		rc = slice_set_parent(s, gap, deepest);
+	return rc;
+}
+
+/*
+ * B's start chain with the callers above its roots that the first pass
+ * learnt from later segments (joined to B, they revealed B's callers),
+ * root first, resolved, with where each child returned to: into
+ * s->xs/s->xi.  Returns the length, 0 when out of memory.
+ */
+size_t extended_chain(struct thread_state *s, const struct mt_segment *b)
+{
+	size_t up = 0, n;
+	uint32_t x = parent_of(s, resolve(s, b->start_chain[0]));
+
+	for (uint32_t p = x; p != MT_NONE && up < (1u << 20);
+	     p = parent_of(s, p))
+		up++;
+	n = up + b->nr_start;
+	if (mt_grow((void **)&s->xs, &s->cap_xs, n, sizeof(*s->xs)))
+		return 0;
+	free(s->xi);
+	s->xi = malloc(n * sizeof(*s->xi));
+	if (!s->xi)
+		return 0;
+	for (size_t i = up; i-- > 0; x = parent_of(s, x))
+		s->xs[i] = x;
+	for (size_t i = 0; i < b->nr_start; i++) {
+		s->xs[up + i] = resolve(s, b->start_chain[i]);
+		s->xi[up + i] = b->start_ips[i];
+	}
+	for (size_t i = 0; i < up; i++)
+		s->xi[i] = ret_of(s, s->xs[i + 1]);
+	return n;
+}
+
+struct order {
+	uint64_t ts;
+	uint32_t idx;
+};
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Whether the kept slices, with the parents in par, make a tree: joins
+ * that close a cycle leave slices that no walk from the roots reaches.
+ * Each slice's way up is walked once: marked on the way, rooted once it
+ * is known to end at a root.  Returns 0, -EINVAL or -ENOMEM.
+ */
+static int reaches_roots(const struct thread_state *s, const uint32_t *par)
+{
+	enum { UNSEEN, ON_PATH, ROOTED };
+	size_t n = s->th->nr_slices;
+	uint8_t *mark = calloc(n ? n : 1, 1);
+
+	if (!mark)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = (uint32_t)i;
+
+		if (s->alias[i] != i)
+			continue;
+		for (; x != MT_NONE && mark[x] == UNSEEN; x = par[x])
+			mark[x] = ON_PATH;
+		if (x != MT_NONE && mark[x] == ON_PATH) {
+			free(mark);
+			return -EINVAL;
+		}
+		for (x = (uint32_t)i; x != MT_NONE && mark[x] == ON_PATH;
+		     x = par[x])
+			mark[x] = ROOTED;
+	}
+	free(mark);
+	return 0;
+}
+
+/*
+ * Lay the kept slices out again, their parents in newidx (which it
+ * reuses): the tree from its roots, children by start time (then by
+ * their old order), depths from the parents.
+ */
+static int lay_out(struct thread_state *s, uint32_t *newidx)
+{
+	struct mt_thread *th = s->th;
+	size_t n = th->nr_slices, kept = 0, at = 0, sp = 0;
+	struct order *ord = malloc((n ? n : 1) * sizeof(*ord));
+	uint32_t *first = malloc((n + 1) * sizeof(*first));
+	uint32_t *kids = malloc((n ? n : 1) * sizeof(*kids));
+	uint32_t *fill = calloc(n + 1, sizeof(*fill));
+	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
+	struct mt_slice *out = malloc((n ? n : 1) * sizeof(*out));
+	int rc = -ENOMEM;
+
+	if (!ord || !first || !kids || !fill || !stack || !out)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct mt_slice *x = &th->slices[i];
+
+		if (s->alias[i] != i)
+			continue;
+		ord[kept++] = (struct order){x->ts, (uint32_t)i};
+	}
+	qsort(ord, kept, sizeof(*ord), cmp_order);
+	/* Children lists (slot n holds the roots), in start order. */
+	memset(first, 0, (n + 1) * sizeof(*first));
+	for (size_t k = 0; k < kept; k++) {
+		uint32_t p = newidx[ord[k].idx];
+
+		fill[p == MT_NONE ? n : p]++;
+	}
+	for (size_t i = 0, sum = 0; i <= n; i++) {
+		first[i] = (uint32_t)sum;
+		sum += fill[i];
+		fill[i] = 0;
+	}
+	for (size_t k = 0; k < kept; k++) {
+		uint32_t p = newidx[ord[k].idx];
+		size_t slot = p == MT_NONE ? n : p;
+
+		kids[first[slot] + fill[slot]++] = ord[k].idx;
+	}
+	/* Depth-first, roots in order; push children in reverse, each
+	 * with its parent's new index in newidx (a root's is MT_NONE). */
+	for (size_t k = fill[n]; k-- > 0;)
+		stack[sp++] = kids[first[n] + k];
+	while (sp) {
+		uint32_t i = stack[--sp];
+		struct mt_slice x = th->slices[i];
+
+		x.parent = newidx[i];
+		x.depth = x.parent == MT_NONE ? 0 : out[x.parent].depth + 1;
+		for (size_t k = fill[i]; k-- > 0;) {
+			newidx[kids[first[i] + k]] = (uint32_t)at;
+			stack[sp++] = kids[first[i] + k];
+		}
+		out[at++] = x;
+	}
+	if (at != kept) {
+		/* A cycle would leave slices unreached (reaches_roots()
+		 * rules it out): keep the old array rather than lose them. */
+		rc = -EINVAL;
+		goto out;
+	}
+	/*
+	 * A caller spans its callees.  A join extends A's callers through
+	 * B, but not through the segments already joined under B (the
+	 * second pass joins whole runs): children after parents in
+	 * pre-order, so one backward sweep carries every end up.
+	 */
+	/* Below a frame whose depth was guessed, every depth is. */
+	for (size_t i = 0; i < at; i++)
+		if (out[i].parent != MT_NONE &&
+		    (out[out[i].parent].flags & MT_SLICE_DEPTH_GUESSED))
+			out[i].flags |= MT_SLICE_DEPTH_GUESSED;
+	for (size_t i = at; i-- > 0;) {
+		struct mt_slice *x = &out[i], *p;
+
+		if (x->parent == MT_NONE)
+			continue;
+		p = &out[x->parent];
+		if (end_of(x) > end_of(p)) {
+			p->dur = end_of(x) - p->ts;
+			p->flags = (p->flags & ~MT_SLICE_INFERRED_END) |
+				   (x->flags & MT_SLICE_INFERRED_END);
+		}
+	}
+	memcpy(th->slices, out, at * sizeof(*out));
+	th->nr_slices = at;
+	rc = 0;
+out:
+	free(ord);
+	free(first);
+	free(kids);
+	free(fill);
+	free(stack);
+	free(out);
+	return rc;
+}
+
+/*
+ * The thread's slices as the joins left them, in pre-order.  Parents are
+ * all settled before any is rewritten (parent_of() reads a root's
+ * start-chain root, which may come later), and kept aside until the tree
+ * is known to be one: -EINVAL leaves the slices for undo_edits().  Past
+ * that, there is nothing to undo, and the log's memory goes before the
+ * new layout's.
+ */
+int rebuild(struct thread_state *s)
+{
+	size_t n = s->th->nr_slices;
+	uint32_t *par = malloc((n ? n : 1) * sizeof(*par));
+	int rc;
+
+	if (!par)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (s->alias[i] == i)
+			par[i] = parent_of(s, (uint32_t)i);
+	rc = reaches_roots(s, par);
+	if (!rc) {
+		undo_free(&s->undo);
+		rc = lay_out(s, par);
+	}
+	free(par);
+	return rc;
+}
