@@ -38,8 +38,8 @@ static bool file_address(const struct dec_capture *c, uint32_t pid,
 	return false;
 }
 
-static void set_range(struct pt_conf_addr_filter *f, unsigned n, uint32_t cfg,
-		      uint64_t a, uint64_t b)
+static void set_filter_range(struct pt_conf_addr_filter *f, unsigned n,
+			     uint32_t cfg, uint64_t a, uint64_t b)
 {
 	uint64_t *ab = &f->addr0_a + 2 * n;
 
@@ -86,7 +86,7 @@ static void parse_range(const struct dec_capture *c, uint32_t pid,
 		return;
 	if (file && !file_address(c, pid, file + 1, addr, &addr))
 		return;
-	set_range(f, n, cfg, addr, addr + (size ? size - 1 : 0));
+	set_filter_range(f, n, cfg, addr, addr + (size ? size - 1 : 0));
 }
 
 void dec_addr_filter(const struct dec_capture *c, uint32_t pid,

@@ -56,22 +56,32 @@ uint64_t dec_aux_bytes(const struct dec_capture *c)
 	return n;
 }
 
+/* Up to n bytes of the code at ip in section isid; how many (0: none). */
+static size_t read_code(const struct strm *s, int isid, uint64_t ip, uint8_t *b,
+			size_t n)
+{
+	int got;
+
+	if (isid <= 0)
+		return 0;
+	got = pt_iscache_read(s->c->iscache, b, n, isid, ip);
+	return got > 0 ? (size_t)got : 0;
+}
+
 /* The return address of the call ending at ip, 0 if unknown. */
 static uint64_t return_address(struct strm *s, uint64_t ip, int isid)
 {
 	size_t h = (size_t)(ip ^ (ip >> 12)) & (LEN_CACHE - 1);
 	uint8_t b[15];
 	unsigned len;
-	int n;
+	size_t n;
 
 	if (s->len_ip[h] == ip && s->len_val[h])
 		return ip + s->len_val[h];
-	if (isid <= 0)
+	n = read_code(s, isid, ip, b, sizeof(b));
+	if (!n)
 		return 0;
-	n = pt_iscache_read(s->c->iscache, b, sizeof(b), isid, ip);
-	if (n <= 0)
-		return 0;
-	len = dec_call_len(b, (size_t)n);
+	len = dec_call_len(b, n);
 	if (!len)
 		return 0;
 	s->len_ip[h] = ip;
@@ -83,9 +93,7 @@ static bool at_syscall(struct strm *s)
 {
 	uint8_t b[2];
 
-	if (s->last_isid <= 0 || !s->last_ip)
-		return s->last_far;
-	if (pt_iscache_read(s->c->iscache, b, 2, s->last_isid, s->last_ip) != 2)
+	if (!s->last_ip || read_code(s, s->last_isid, s->last_ip, b, 2) != 2)
 		return s->last_far;
 	return (b[0] == 0x0f && (b[1] == 0x05 || b[1] == 0x34)) ||
 	       (b[0] == 0xcd && b[1] == 0x80);
@@ -119,12 +127,9 @@ static inline void forget_range(struct strm *s)
 static bool indirect_jump(struct strm *s)
 {
 	uint8_t b[8];
-	int n, i = 0;
+	size_t n, i = 0;
 
-	if (s->last_isid <= 0)
-		return false;
-	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid,
-			    s->pend_from);
+	n = read_code(s, s->last_isid, s->pend_from, b, sizeof(b));
 	/* notrack, segment, operand-size and REX prefixes */
 	while (i < n && i < 4 &&
 	       (b[i] == 0x3e || b[i] == 0x2e || b[i] == 0x66 ||
@@ -234,14 +239,11 @@ static void on_block(struct strm *s, const struct pt_block *b)
 static unsigned soft_interrupt_len(struct strm *s, uint64_t ip)
 {
 	uint8_t b[2];
-	int n;
+	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	if (s->last_isid <= 0)
+	if (!n || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
 		return 0;
-	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid, ip);
-	if (n <= 0 || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
-		return 0;
-	return dec_call_len(b, (size_t)n);
+	return dec_call_len(b, n);
 }
 
 /*
@@ -287,11 +289,8 @@ static void on_async_branch(struct strm *s, const struct pt_event *ev)
 static bool direct_target(struct strm *s, uint64_t ip, uint64_t *out)
 {
 	uint8_t b[6];
-	int n;
+	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	if (s->last_isid <= 0)
-		return false;
-	n = pt_iscache_read(s->c->iscache, b, sizeof(b), s->last_isid, ip);
 	if (n >= 5 && (b[0] == 0xe8 || b[0] == 0xe9)) {
 		int32_t rel =
 			(int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 |
