@@ -558,6 +558,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		if (status < 0)
 			break;
 		strm_settle(s);
+		strm_flush(s);
 		s->have_mark = false;
 		s->synced = false;
 		s->tracing = false;
@@ -636,6 +637,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		resync = resync_point(s, buf, len, &resync_at);
 	}
 	strm_settle(s);
+	strm_flush(s);
 	if (status == -pte_eos)
 		status = 0;
 out:
@@ -661,6 +663,7 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->cpu = k->cpu;
+	s->mtc_span = strm_mtc_span(c);
 	for (size_t i = 0; i < RANGE_CACHE; i++)
 		s->ranges[i].lo = 1; /* empty */
 	if (k->tid != (uint32_t)-1 &&
@@ -698,6 +701,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	}
 	s->held = NULL;
 	s->held_cap = 0;
+	s->win = NULL;
+	s->win_cap = 0;
 	/* qsort's base may not be NULL, even for no elements: a capture
 	 * can hold no trace at all. */
 	if (c->nr_chunks)
@@ -737,11 +742,14 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		}
 		{
 			struct held *held = s->held;
-			size_t cap = s->held_cap;
+			struct timed *win = s->win;
+			size_t cap = s->held_cap, win_cap = s->win_cap;
 
 			strm_init(s, c, k);
 			s->held = held;
 			s->held_cap = cap;
+			s->win = win;
+			s->win_cap = win_cap;
 		}
 		if (!c->pt.snapshot_mode && i > 0 &&
 		    c->chunks[i - 1].idx == k->idx && s->thread) {
@@ -760,12 +768,14 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		    c->opts.progress(c->opts.progress_ctx, done, total)) {
 			snprintf(err, errlen, "%s: interrupted", c->path);
 			free(s->held);
+			free(s->win);
 			free(s);
 			return -EINTR;
 		}
 		i = j;
 	}
 	free(s->held);
+	free(s->win);
 	free(s);
 	if (c->first == UINT64_MAX)
 		c->first = c->last = 0;

@@ -24,6 +24,12 @@ struct held {
 	enum dec_kind k;
 };
 
+/* An event timed but not yet delivered (timing.c's step window). */
+struct timed {
+	uint64_t t, ip, aux;
+	enum dec_kind k;
+};
+
 struct strm {
 	struct dec_capture *c;
 	struct pt_block_decoder *dec;
@@ -43,6 +49,12 @@ struct strm {
 	struct held *held; /* owned by dec_streams(), kept across buffers */
 	size_t nheld, held_cap;
 	uint64_t rate_dt, rate_dp; /* the last stretch between time points */
+	/* Events of the last two MTC periods wait here in case the clock
+	 * steps back (libipt_cyc_rate_after_psb); owned like held. */
+	struct timed *win;
+	size_t win_head, win_n, win_cap;
+	uint64_t win_floor; /* time of the last event delivered */
+	uint64_t mtc_span;  /* one MTC period in ns; 0: no window */
 	/* an overflow whose resume time waits for the next time point */
 	bool ovf_pending;
 	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;
@@ -81,6 +93,10 @@ void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux);
 /* Whatever waits goes out with the last time known. */
 void strm_settle(struct strm *s);
+/* Everything timed goes to its thread: at a sync point and at the end. */
+void strm_flush(struct strm *s);
+/* One MTC period in ns when the capture has CYC and MTC, else 0. */
+uint64_t strm_mtc_span(const struct dec_capture *c);
 /* The time of what is being decoded. */
 uint64_t strm_now(const struct strm *s);
 /* The time of an event; a time point moves the clock. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Events past which the clock has not moved wait for the next time point
@@ -16,6 +17,11 @@
  * PSBs, say.  The rest keep the time of the last point.
  */
 #define HELD_MAX 65536
+
+/* The most events the step window holds, whatever their times. */
+#define WIN_MAX 65536
+
+static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick);
 
 static struct dec_thread *route(struct strm *s, uint64_t t)
 {
@@ -53,9 +59,8 @@ bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid)
 	return false;
 }
 
-static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick);
-void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
-		   uint64_t aux)
+static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		    uint64_t aux)
 {
 	struct dec_capture *c = s->c;
 	struct dec_thread *th = route(s, t);
@@ -71,6 +76,114 @@ void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		s->rc = c->sink(c->sink_ctx, th, t, k, ip, aux);
 	else if (dec_thread_push(th, c->base, t, k, ip, aux))
 		s->rc = -ENOMEM;
+}
+
+uint64_t strm_mtc_span(const struct dec_capture *c)
+{
+	const struct pd_pt_info *pt = &c->pt;
+	uint64_t tsc;
+
+	if (!(c->pt_config & pt->cyc_bit) || !(c->pt_config & pt->mtc_bit) ||
+	    !pt->tsc_ctc_n || !pt->tsc_ctc_d)
+		return 0;
+	tsc = ((uint64_t)pt->tsc_ctc_n << c->mtc_freq) / pt->tsc_ctc_d;
+	return pd_tsc_to_perf_time(tsc, pt) - pd_tsc_to_perf_time(0, pt);
+}
+
+static void win_deliver_first(struct strm *s)
+{
+	const struct timed *e = &s->win[s->win_head];
+
+	s->win_floor = e->t;
+	deliver(s, e->t, e->k, e->ip, e->aux);
+	s->win_head++;
+	s->win_n--;
+	if (!s->win_n)
+		s->win_head = 0;
+}
+
+void strm_flush(struct strm *s)
+{
+	while (s->win_n)
+		win_deliver_first(s);
+}
+
+/*
+ * An event with its time.  With CYC and MTC it waits two MTC periods
+ * before it goes to its thread, so that a wrong clock rate found at the
+ * next MTC can still be corrected (cyc_rate_after_psb).
+ */
+void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
+		   uint64_t aux)
+{
+	struct timed *e;
+
+	if (!s->mtc_span) {
+		deliver(s, t, k, ip, aux);
+		return;
+	}
+	while (s->win_n && (s->win_n >= WIN_MAX ||
+			    s->win[s->win_head].t + 2 * s->mtc_span < t))
+		win_deliver_first(s);
+	if (s->win_head + s->win_n == s->win_cap) {
+		if (s->win_head) {
+			memmove(s->win, s->win + s->win_head,
+				s->win_n * sizeof(*s->win));
+			s->win_head = 0;
+		} else {
+			size_t cap = s->win_cap ? 2 * s->win_cap : 256;
+			struct timed *n = realloc(s->win, cap * sizeof(*n));
+
+			if (!n) {
+				strm_flush(s);
+				deliver(s, t, k, ip, aux);
+				return;
+			}
+			s->win = n;
+			s->win_cap = cap;
+		}
+	}
+	e = &s->win[s->win_head + s->win_n++];
+	e->t = t;
+	e->k = k;
+	e->ip = ip;
+	e->aux = aux;
+}
+
+/*
+ * libipt's clock runs too fast for one MTC period after a PSB: at a PSB
+ * it restarts its cycle count from the TSC, but at the next MTC it sets
+ * the cycle rate from the CTC time since the MTC before the PSB divided
+ * by the cycles counted since the PSB only.  The MTC after that puts the
+ * clock right, and it steps back (by up to 0.7 of a period in our
+ * captures).  Everything timed since the MTC where the rate went wrong
+ * (one period before the reading that steps back: MTCs come exactly one
+ * period apart) is scaled into the time the MTCs allow, keeping the
+ * proportions CYC gave.  Returns the time now, never before an event
+ * already delivered.
+ */
+static uint64_t cyc_rate_after_psb(struct strm *s, uint64_t t)
+{
+	uint64_t peak = s->last_time, a, to;
+
+	to = t > s->win_floor ? t : s->win_floor;
+	a = t > s->mtc_span ? t - s->mtc_span : 0;
+	if (a < s->win_floor)
+		a = s->win_floor;
+	if (peak <= a || to < a)
+		return peak;
+	for (size_t i = 0; i < s->win_n; i++) {
+		struct timed *e = &s->win[s->win_head + i];
+
+		if (e->t > a)
+			e->t = a + (uint64_t)((unsigned __int128)(e->t - a) *
+					      (to - a) / (peak - a));
+	}
+	for (size_t i = 0; i < s->nheld; i++)
+		if (s->held[i].t > to)
+			s->held[i].t = to;
+	s->last_time = to;
+	return to;
 }
 
 /* An event that is no transfer: what waits goes first, as it was. */
@@ -215,9 +328,12 @@ uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
 	if (!ev->has_tsc)
 		return strm_now(s);
 	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
+	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
+	if (t < s->last_time && bound && ev->type == ptev_tick && s->mtc_span &&
+	    !s->ovf_pending)
+		t = cyc_rate_after_psb(s, t);
 	if (t < s->last_time)
 		t = s->last_time;
-	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
 	if (s->ovf_pending)
 		ovf_resolve(s, t, bound);
 	if (s->nheld)

@@ -8,7 +8,9 @@
 #
 # Times: with MTC the decoder knows time to one MTC period (333 ns here),
 # so start and end must be within 340 ns; with CYC, within 100 ns (a
-# transfer between two time points is placed by its instruction count).
+# transfer between two time points is placed by its instruction count;
+# cyc_psb_rate_s9 has a PSB after which libipt's clock runs fast for an
+# MTC period, 266 ns off uncorrected).
 # With TSC only, time is known at PSBs: structure only, the time error is
 # reported, not asserted.
 B=${MT_BUILD:?}/bin
@@ -26,6 +28,7 @@ cases=(
 	"cyc_threads_s12|--seed 12 --branches 20000 --threads 4 --timing cyc|100|"
 	"cyc_percpu_s53|--seed 53 --branches 20000 --threads 3 --per-cpu --timing cyc|100|"
 	"cyc_depth_s31|--seed 31 --branches 100000 --timing cyc --start-depth 4|100|--unanchored"
+	"cyc_psb_rate_s9|--seed 9 --branches 200000 --timing cyc --start-depth 6|100|--unanchored"
 	"noretcomp_s7|--seed 7 --branches 30000 --noretcomp|340|"
 	"depth_s9|--seed 9 --branches 30000 --start-depth 5|340|--unanchored"
 	"depth_s10|--seed 10 --branches 30000 --start-depth 20 --final-stack|340|"
