@@ -185,9 +185,20 @@ const char *dec_missing_at(const struct dec_capture *c, size_t i);
  */
 int64_t dec_bare_loop(struct dec_capture *c);
 
-/* Length of the call instruction in b (n bytes available), 0 if b does
- * not start with a near or far call, a software interrupt or a system
- * call.  Exposed for its unit test. */
+/*
+ * What an instruction's bytes say (insn.c); b holds n bytes of code at
+ * ip.  Exposed for their unit test.
+ */
+/* Length of a near or far call, a software interrupt or a system call;
+ * 0 for any other instruction. */
 unsigned dec_call_len(const uint8_t *b, size_t n);
+/* Where the direct call or jump (rel32 or rel8) at ip goes. */
+bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out);
+/* A jump through a register or memory (FF /4). */
+bool dec_is_indirect_jump(const uint8_t *b, size_t n);
+/* SYSCALL, SYSENTER or INT 0x80. */
+bool dec_is_syscall(const uint8_t *b, size_t n);
+/* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
+unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
 
 #endif

@@ -95,8 +95,7 @@ static bool at_syscall(struct strm *s)
 
 	if (!s->last_ip || read_code(s, s->last_isid, s->last_ip, b, 2) != 2)
 		return s->last_far;
-	return (b[0] == 0x0f && (b[1] == 0x05 || b[1] == 0x34)) ||
-	       (b[0] == 0xcd && b[1] == 0x80);
+	return dec_is_syscall(b, 2);
 }
 
 static void set_range(struct strm *s, uint64_t ip)
@@ -126,16 +125,10 @@ static inline void forget_range(struct strm *s)
  */
 static bool indirect_jump(struct strm *s)
 {
-	uint8_t b[8];
-	size_t n, i = 0;
+	uint8_t b[15];
+	size_t n = read_code(s, s->last_isid, s->pend_from, b, sizeof(b));
 
-	n = read_code(s, s->last_isid, s->pend_from, b, sizeof(b));
-	/* notrack, segment, operand-size and REX prefixes */
-	while (i < n && i < 4 &&
-	       (b[i] == 0x3e || b[i] == 0x2e || b[i] == 0x66 ||
-		(b[i] & 0xf0) == 0x40))
-		i++;
-	return i + 1 < n && b[i] == 0xff && ((b[i + 1] >> 3) & 7) == 4;
+	return dec_is_indirect_jump(b, n);
 }
 
 /* A new block starts at ip: settle the transfer that led here. */
@@ -241,9 +234,7 @@ static unsigned soft_interrupt_len(struct strm *s, uint64_t ip)
 	uint8_t b[2];
 	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	if (!n || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
-		return 0;
-	return dec_call_len(b, n);
+	return dec_soft_interrupt_len(b, n);
 }
 
 /*
@@ -288,22 +279,10 @@ static void on_async_branch(struct strm *s, const struct pt_event *ev)
  */
 static bool direct_target(struct strm *s, uint64_t ip, uint64_t *out)
 {
-	uint8_t b[6];
+	uint8_t b[15];
 	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	if (n >= 5 && (b[0] == 0xe8 || b[0] == 0xe9)) {
-		int32_t rel =
-			(int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 |
-				  (uint32_t)b[3] << 16 | (uint32_t)b[4] << 24);
-
-		*out = ip + 5 + (uint64_t)(int64_t)rel;
-		return true;
-	}
-	if (n >= 2 && b[0] == 0xeb) {
-		*out = ip + 2 + (uint64_t)(int64_t)(int8_t)b[1];
-		return true;
-	}
-	return false;
+	return dec_direct_target(b, n, ip, out);
 }
 
 /*

@@ -1,7 +1,9 @@
 /*
- * The length of a call instruction, from its bytes: a near call, a far
- * call, a software interrupt or a system call (the transfers that come
- * back to the instruction after them).
+ * What the bytes of a branch say, where libipt does not tell us: the
+ * length of a call (near, far, a software interrupt or a system call:
+ * the transfers that come back to the instruction after them), the
+ * target of a direct call or jump, and whether a jump is indirect or an
+ * instruction a system call.
  *
  * libipt's block decoder ends a block on the call but only says how long
  * the call was when the block was truncated, and we need the return
@@ -9,7 +11,9 @@
  * two forms in 64-bit code, E8 rel32 and FF /2 with a ModRM operand, so
  * their length follows from the prefixes, ModRM, SIB and displacement;
  * far calls are FF /3 (or 9A outside 64-bit code), the rest have fixed
- * lengths.
+ * lengths.  Every reader skips the same prefixes: legacy ones (segment
+ * overrides, which double as branch hints and notrack, operand and
+ * address size, lock, rep/bnd) and then one REX.
  */
 #include "decode/decode.h"
 
@@ -59,16 +63,26 @@ static unsigned modrm_len(const uint8_t *b, size_t n, size_t i)
 	return len <= n && len <= 15 ? (unsigned)len : 0;
 }
 
-unsigned dec_call_len(const uint8_t *b, size_t n)
+/* Index of the opcode after the prefixes; *opsize: a 66 was among them. */
+static size_t skip_prefixes(const uint8_t *b, size_t n, bool *opsize)
 {
-	size_t i = 0, len;
-	bool opsize = false;
-	unsigned reg;
+	size_t i = 0;
 
+	*opsize = false;
 	while (i < n && i < 14 && is_legacy_prefix(b[i]))
-		opsize |= b[i++] == 0x66;
+		*opsize |= b[i++] == 0x66;
 	if (i < n && (b[i] & 0xf0) == 0x40) /* REX */
 		i++;
+	return i;
+}
+
+unsigned dec_call_len(const uint8_t *b, size_t n)
+{
+	size_t i, len;
+	bool opsize;
+	unsigned reg;
+
+	i = skip_prefixes(b, n, &opsize);
 	if (i >= n)
 		return 0;
 	switch (b[i]) {
@@ -102,4 +116,51 @@ unsigned dec_call_len(const uint8_t *b, size_t n)
 		return 0;
 	}
 	return len <= n && len <= 15 ? (unsigned)len : 0;
+}
+
+static int32_t rel32(const uint8_t *b)
+{
+	return (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 |
+			 (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+}
+
+bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out)
+{
+	bool opsize;
+	size_t i = skip_prefixes(b, n, &opsize);
+
+	if (i >= n)
+		return false;
+	/* rel32 whatever the operand size: 64-bit code ignores 66 on near
+	 * branches (as dec_call_len assumes). */
+	if ((b[i] == 0xe8 || b[i] == 0xe9) && i + 5 <= n) {
+		*out = ip + i + 5 + (uint64_t)(int64_t)rel32(b + i + 1);
+		return true;
+	}
+	if (b[i] == 0xeb && i + 2 <= n) {
+		*out = ip + i + 2 + (uint64_t)(int64_t)(int8_t)b[i + 1];
+		return true;
+	}
+	return false;
+}
+
+bool dec_is_indirect_jump(const uint8_t *b, size_t n)
+{
+	bool opsize;
+	size_t i = skip_prefixes(b, n, &opsize);
+
+	return i + 1 < n && b[i] == 0xff && ((b[i + 1] >> 3) & 7) == 4;
+}
+
+bool dec_is_syscall(const uint8_t *b, size_t n)
+{
+	return n >= 2 && ((b[0] == 0x0f && (b[1] == 0x05 || b[1] == 0x34)) ||
+			  (b[0] == 0xcd && b[1] == 0x80));
+}
+
+unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n)
+{
+	if (!n || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
+		return 0;
+	return dec_call_len(b, n);
 }
