@@ -9,8 +9,8 @@
 #include "tests/unit/check.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <intel-pt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
