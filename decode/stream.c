@@ -175,6 +175,16 @@ static void sync_at(struct strm *s, uint64_t t, uint64_t ip)
 	s->synced = true;
 }
 
+/* The transfer that ended what was just decoded waits for its
+ * destination (arrive()); far: it leaves or enters the kernel. */
+static void pend_set(struct strm *s, enum pend p, bool far)
+{
+	s->pend = p;
+	s->pend_time = strm_now(s);
+	s->pend_pos = s->icount;
+	s->last_far = far;
+}
+
 static void on_block(struct strm *s, const struct pt_block *b)
 {
 	if (!b->ninsn)
@@ -189,35 +199,25 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	}
 	s->last_ip = b->end_ip;
 	s->last_isid = b->isid;
-	s->last_far = false;
 	s->icount += b->ninsn;
-	s->pend_pos = s->icount;
 	s->c->stats.blocks++;
-	s->pend_time = strm_now(s);
 	/*
 	 * A far call (a system call, a software interrupt, a call gate)
 	 * comes back to the instruction after it with a far return (SYSRET,
 	 * IRET): traced, they nest like near calls.
 	 */
 	switch (b->iclass) {
-	case ptic_far_call:
-		s->last_far = true;
-		/* fall through */
 	case ptic_call:
-		s->pend = PEND_CALL;
+	case ptic_far_call:
+		pend_set(s, PEND_CALL, b->iclass == ptic_far_call);
 		s->pend_ret = return_address(s, b->end_ip, b->isid);
 		break;
-	case ptic_far_return:
-		s->last_far = true;
-		/* fall through */
 	case ptic_return:
-		s->pend = PEND_RET;
+	case ptic_far_return:
+		pend_set(s, PEND_RET, b->iclass == ptic_far_return);
 		break;
-	case ptic_far_jump:
-		s->last_far = true;
-		/* fall through */
 	default:
-		s->pend = PEND_JUMP;
+		pend_set(s, PEND_JUMP, b->iclass == ptic_far_jump);
 		s->pend_from = b->end_ip;
 		break;
 	}
@@ -258,18 +258,12 @@ static void on_async_branch(struct strm *s, const struct pt_event *ev)
 	/* A transaction's abort goes to its fallback path (XBEGIN's
 	 * operand), in the function that began it: a jump. */
 	if (abort) {
-		s->pend = PEND_JUMP;
-		s->pend_time = strm_now(s);
-		s->pend_pos = s->icount;
+		pend_set(s, PEND_JUMP, false);
 		s->pend_from = from;
-		s->last_far = false;
 		return;
 	}
-	s->pend = PEND_CALL;
-	s->pend_time = strm_now(s);
-	s->pend_pos = s->icount;
+	pend_set(s, PEND_CALL, true);
 	s->pend_ret = from + soft_interrupt_len(s, from);
-	s->last_far = true;
 }
 
 /*
