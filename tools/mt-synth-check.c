@@ -21,6 +21,8 @@
  * Prints "ok: ..." and exits 0, or explains the first difference and
  * exits 1.
  */
+#include "util/util.h"
+
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,7 +97,7 @@ struct name {
 struct names {
 	struct name *v;
 	size_t n, cap;
-	size_t *hash, hcap; /* open addressing: index + 1, 0 = empty */
+	struct mt_hmap index; /* a name's hash -> its index in v */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -108,37 +110,29 @@ static void *xrealloc(void *p, size_t n)
 	return p;
 }
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 14695981039346656037ull;
+struct name_key {
+	const struct names *t;
+	const char *s;
+};
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+static bool same_name(const void *ctx, uint64_t i)
+{
+	const struct name_key *k = ctx;
+
+	return !strcmp(k->t->v[i].s, k->s);
 }
 
 static size_t intern_idx(struct names *t, const char *s)
 {
-	size_t h;
+	struct name_key k = {t, s};
+	uint64_t h = mt_hash_bytes(s, strlen(s)), i;
 
-	if (2 * (t->n + 1) > t->hcap) {
-		size_t cap = t->hcap ? 2 * t->hcap : 1024;
-
-		free(t->hash);
-		t->hash = xrealloc(NULL, cap * sizeof(*t->hash));
-		memset(t->hash, 0, cap * sizeof(*t->hash));
-		t->hcap = cap;
-		for (size_t i = 0; i < t->n; i++) {
-			h = hash_str(t->v[i].s) & (cap - 1);
-			while (t->hash[h])
-				h = (h + 1) & (cap - 1);
-			t->hash[h] = i + 1;
-		}
+	if (mt_hmap_find_ext(&t->index, h, same_name, &k, &i))
+		return (size_t)i;
+	if (mt_hmap_add_ext(&t->index, h, t->n)) {
+		fprintf(stderr, "mt-synth-check: out of memory\n");
+		exit(2);
 	}
-	for (h = hash_str(s) & (t->hcap - 1); t->hash[h];
-	     h = (h + 1) & (t->hcap - 1))
-		if (!strcmp(t->v[t->hash[h] - 1].s, s))
-			return t->hash[h] - 1;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 256;
 		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
@@ -146,7 +140,6 @@ static size_t intern_idx(struct names *t, const char *s)
 	t->v[t->n].s = xrealloc(NULL, strlen(s) + 1);
 	strcpy(t->v[t->n].s, s);
 	t->v[t->n].rep = t->n;
-	t->hash[h] = t->n + 1;
 	return t->n++;
 }
 
@@ -936,7 +929,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < nt.n; k++)
 		free(nt.v[k].s);
 	free(nt.v);
-	free(nt.hash);
+	mt_hmap_free(&nt.index);
 	free(truth.v);
 	free(perf.v);
 	free(gaps.v);

@@ -25,21 +25,51 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
 
 /*
- * A map from 32-bit keys (any but UINT32_MAX) to 64-bit values, by open
- * addressing (u32map.c).  Zero-initialised it is empty; a key never set
- * reads as 0.
+ * The hash table (hmap.c): 64-bit keys (any but UINT64_MAX) to 64-bit
+ * values, by open addressing, at most half full.  Zero-initialised it is
+ * empty.  Nothing is allocated per key: the slots double when needed.
  */
-struct mt_u32map {
-	uint32_t *key; /* key + 1; 0 = empty */
-	uint64_t *val;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
+struct mt_hmap_slot {
+	uint64_t key; /* key + 1; 0 = empty */
+	uint64_t val;
 };
 
-uint64_t mt_u32map_get(const struct mt_u32map *m, uint32_t key);
-/* Returns 0, or -ENOMEM (m is untouched then). */
-int mt_u32map_set(struct mt_u32map *m, uint32_t key, uint64_t val);
-void mt_u32map_free(struct mt_u32map *m);
+struct mt_hmap {
+	struct mt_hmap_slot *slot;
+	size_t cap;	/* a power of two, or 0 */
+	size_t n;	/* keys held */
+	unsigned shift; /* 64 - log2(cap) */
+};
+
+/* Whether key is there; its value in *val when it is. */
+bool mt_hmap_find(const struct mt_hmap *m, uint64_t key, uint64_t *val);
+/* key's value, 0 when it was never set. */
+static inline uint64_t mt_hmap_get(const struct mt_hmap *m, uint64_t key)
+{
+	uint64_t v = 0;
+
+	mt_hmap_find(m, key, &v);
+	return v;
+}
+/* Adds key or replaces its value.  Returns 0, or -ENOMEM (m is untouched
+ * then). */
+int mt_hmap_set(struct mt_hmap *m, uint64_t key, uint64_t val);
+void mt_hmap_free(struct mt_hmap *m);
+
+/*
+ * Keys that do not fit in 64 bits (strings, structures) stay in the
+ * caller's array: the table holds a hash of each and its value (the
+ * index of the key there, say), and same(ctx, val) says whether the key
+ * of val is the one sought.  A table holds either kind, never both.
+ */
+bool mt_hmap_find_ext(const struct mt_hmap *m, uint64_t hash,
+		      bool (*same)(const void *ctx, uint64_t val),
+		      const void *ctx, uint64_t *val);
+/* Adds a key that mt_hmap_find_ext did not find.  Returns 0, or -ENOMEM
+ * (m is untouched then). */
+int mt_hmap_add_ext(struct mt_hmap *m, uint64_t hash, uint64_t val);
+/* A hash of n bytes for mt_hmap_find_ext (64-bit FNV-1a). */
+uint64_t mt_hash_bytes(const void *p, size_t n);
 
 /*
  * A size typed by a person: decimal or 0x hex digits, then an optional
