@@ -72,6 +72,24 @@ int mt_hmap_add_ext(struct mt_hmap *m, uint64_t hash, uint64_t val);
 uint64_t mt_hash_bytes(const void *p, size_t n);
 
 /*
+ * A whole number, checked (parse.c): digits of base only (10, 16, 8, or
+ * 0 for strtoull's choice: 0x hex, a leading 0 octal, else decimal), at
+ * least one, nothing before or after them (no sign, no spaces), at most
+ * max.  Returns 0, -EINVAL when s is no such number, -ERANGE when it is
+ * larger than max; *out is set only on success.
+ */
+int mt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
+/* The same with an optional '-', within [min, max]. */
+int mt_parse_i64(const char *s, int base, int64_t min, int64_t max,
+		 int64_t *out);
+/*
+ * The number at the start of *s, for text that goes on after it: as
+ * mt_parse_u64 but for what follows the digits, and *s moves past them
+ * (on -ERANGE too, so that the caller can still check what follows).
+ */
+int mt_scan_u64(const char **s, int base, uint64_t max, uint64_t *out);
+
+/*
  * A size typed by a person: decimal or 0x hex digits, then an optional
  * K, M, G or T (powers of 1024), nothing else (no sign, no spaces).
  * Returns 0, -EINVAL when it is no size, -ERANGE when it does not fit in

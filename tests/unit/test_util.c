@@ -1,12 +1,109 @@
 /*
- * util/: the hash table (hmap.c).
+ * util/: the checked number parsers (parse.c), the hash table (hmap.c)
+ * and output files that appear whole or not at all (outfile.c).
  */
 #include "tests/unit/check.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void test_parse_u64(struct check_state *cs)
+{
+	uint64_t v = 7;
+
+	CHECK(cs, !mt_parse_u64("0", 10, UINT64_MAX, &v) && v == 0);
+	CHECK(cs, !mt_parse_u64("42", 10, 42, &v) && v == 42);
+	CHECK(cs, !mt_parse_u64("18446744073709551615", 10, UINT64_MAX, &v) &&
+			  v == UINT64_MAX);
+	CHECK(cs, !mt_parse_u64("ff", 16, UINT64_MAX, &v) && v == 255);
+	CHECK(cs, !mt_parse_u64("0xff", 16, UINT64_MAX, &v) && v == 255);
+	CHECK(cs, !mt_parse_u64("0x10", 0, UINT64_MAX, &v) && v == 16);
+	CHECK(cs, !mt_parse_u64("010", 0, UINT64_MAX, &v) && v == 8);
+	CHECK(cs, !mt_parse_u64("010", 10, UINT64_MAX, &v) && v == 10);
+
+	/* Nothing but digits: no sign, no spaces, no junk, not empty. */
+	v = 7;
+	CHECK(cs, mt_parse_u64("", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("-1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("+1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64(" 1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("1 ", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("12x", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("0x", 0, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("ff", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("1", 7, UINT64_MAX, &v) == -EINVAL);
+	/* Out of range: over max, or over 64 bits; junk outranks size. */
+	CHECK(cs, mt_parse_u64("43", 10, 42, &v) == -ERANGE);
+	CHECK(cs, mt_parse_u64("18446744073709551616", 10, UINT64_MAX, &v) ==
+			  -ERANGE);
+	CHECK(cs, mt_parse_u64("99999999999999999999x", 10, UINT64_MAX, &v) ==
+			  -EINVAL);
+	CHECK(cs, v == 7);
+}
+
+static void test_parse_i64(struct check_state *cs)
+{
+	int64_t v = 7;
+
+	CHECK(cs, !mt_parse_i64("-1", 10, INT64_MIN, INT64_MAX, &v) && v == -1);
+	CHECK(cs, !mt_parse_i64("2", 10, -5, 5, &v) && v == 2);
+	CHECK(cs, !mt_parse_i64("-9223372036854775808", 10, INT64_MIN,
+				INT64_MAX, &v) &&
+			  v == INT64_MIN);
+	CHECK(cs, !mt_parse_i64("9223372036854775807", 10, INT64_MIN, INT64_MAX,
+				&v) &&
+			  v == INT64_MAX);
+	CHECK(cs, !mt_parse_i64("-0", 10, 0, 0, &v) && v == 0);
+	v = 7;
+	CHECK(cs, mt_parse_i64("9223372036854775808", 10, INT64_MIN, INT64_MAX,
+			       &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-9223372036854775809", 10, INT64_MIN, INT64_MAX,
+			       &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-6", 10, -5, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("6", 10, -5, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-1", 10, 0, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("--1", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, mt_parse_i64("-", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, mt_parse_i64("+1", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, v == 7);
+}
+
+static void test_scan_u64(struct check_state *cs)
+{
+	const char *s = "123,0x1f/9", *p = s;
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_scan_u64(&p, 10, UINT64_MAX, &v) && v == 123);
+	CHECK(cs, p == s + 3 && *p == ',');
+	p++;
+	CHECK(cs, !mt_scan_u64(&p, 0, UINT64_MAX, &v) && v == 31);
+	CHECK(cs, *p == '/');
+	p = ",1";
+	CHECK(cs, mt_scan_u64(&p, 10, UINT64_MAX, &v) == -EINVAL);
+	/* Past the digits even when too large, for what follows. */
+	p = s;
+	CHECK(cs, mt_scan_u64(&p, 10, 100, &v) == -ERANGE && *p == ',');
+}
+
+static void test_parse_size(struct check_state *cs)
+{
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_parse_size("4K", &v) && v == 4096);
+	CHECK(cs, !mt_parse_size("0x10M", &v) && v == 16ull << 20);
+	CHECK(cs, !mt_parse_size("010", &v) && v == 10);
+	CHECK(cs, !mt_parse_size("16777215T", &v) && v == 16777215ull << 40);
+	CHECK(cs, mt_parse_size("16777216T", &v) == -ERANGE);
+	CHECK(cs, mt_parse_size("99999999999999999999", &v) == -ERANGE);
+	CHECK(cs, mt_parse_size("99999999999999999999X", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("-1", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("4KB", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("0x", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("K", &v) == -EINVAL);
+}
 
 static void test_hmap_basics(struct check_state *cs)
 {
@@ -120,6 +217,10 @@ int main(void)
 {
 	struct check_state st = {0};
 
+	RUN(&st, test_parse_u64);
+	RUN(&st, test_parse_i64);
+	RUN(&st, test_scan_u64);
+	RUN(&st, test_parse_size);
 	RUN(&st, test_hmap_basics);
 	RUN(&st, test_hmap_many);
 	RUN(&st, test_hmap_ext);
