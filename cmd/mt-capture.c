@@ -237,34 +237,27 @@ static bool is_program(const char *out, const char *prog)
 /*
  * Can a file be written at out?  The writer creates a temporary file
  * beside it and renames it over out once the program has run; found out
- * only then, the run is lost.  So a temporary file is made there now, and
- * removed.  Permission bits do not stop root: trying is the only test.
+ * only then, the run is lost.  So the same temporary file is made there
+ * now, and removed.  Permission bits do not stop root: trying is the only
+ * test.
  */
 static int check_writable(const char *opt, const char *out)
 {
-	char tmp[PATH_MAX + 16];
-	struct stat st;
-	int fd;
+	struct mt_outfile f;
+	char err[PATH_MAX + 64];
+	int rc = mt_outfile_begin(&f, out, err, sizeof(err));
 
-	if (!stat(out, &st) && S_ISDIR(st.st_mode)) {
+	if (rc == -EISDIR) {
 		fprintf(stderr, "mt-capture: %s %s: is a directory\n", opt,
 			out);
 		return -1;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >=
-	    sizeof(tmp)) {
-		fprintf(stderr, "mt-capture: %s %s: %s\n", opt, out,
-			strerror(ENAMETOOLONG));
-		return -1;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
+	if (rc) {
 		fprintf(stderr, "mt-capture: %s %s: cannot write there: %s\n",
-			opt, out, strerror(errno));
+			opt, out, strerror(-rc));
 		return -1;
 	}
-	close(fd);
-	unlink(tmp);
+	mt_outfile_abort(&f);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /*
@@ -105,11 +106,19 @@ int mt_parse_size(const char *s, uint64_t *out);
 struct mt_outfile {
 	char *path; /* where it goes */
 	char *tmp;  /* where it is written until then */
+	FILE *fp;   /* mt_outfile_fopen's stream, or NULL */
 };
 
 /* Creates the (empty) temporary file; refuses a directory at path. */
 int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 		     size_t errlen);
+/*
+ * The same, and the temporary file opened as a stream to write to (also
+ * in f->fp), which the commit or the abort closes: a write error on it
+ * fails the commit.  NULL (with nothing left behind) on failure.
+ */
+FILE *mt_outfile_fopen(struct mt_outfile *f, const char *path, char *err,
+		       size_t errlen);
 /* Syncs and renames it into place; on failure the temporary file goes. */
 int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen);
 /* Several outputs that belong together: all are synced before the first

@@ -3,12 +3,15 @@
  * and output files that appear whole or not at all (outfile.c).
  */
 #include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_parse_u64(struct check_state *cs)
 {
@@ -213,6 +216,117 @@ static void test_hash_bytes(struct check_state *cs)
 	CHECK(cs, mt_hash_bytes("ab", 1) == mt_hash_bytes("a", 1));
 }
 
+/* Files in dir: what an output leaves behind, temporary ones included. */
+static int nr_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool has(const char *path, const char *text)
+{
+	size_t n;
+	uint8_t *d = slurp(path, &n);
+	bool same = d && n == strlen(text) && !memcmp(d, text, n);
+
+	free(d);
+	return same;
+}
+
+/* A stream's output: nothing at the path until the commit, then all of
+ * it and no temporary file; an abort keeps the old content. */
+static void test_outfile_stream(struct check_state *cs)
+{
+	char dir[64], path[128], err[256];
+	struct mt_outfile f;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.tsv", dir);
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECKF(cs, o && o == f.fp, "%s", err);
+	if (!o) {
+		tmpdir_remove(dir);
+		return;
+	}
+	fputs("new\n", o);
+	CHECK(cs, access(path, F_OK) != 0 && nr_files(dir) == 1);
+	CHECKF(cs, !mt_outfile_commit(&f, err, sizeof(err)), "%s", err);
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+	CHECK(cs, !f.fp && !f.tmp && !f.path);
+
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		fputs("half", o);
+		mt_outfile_abort(&f);
+		mt_outfile_abort(&f);
+	}
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+
+	/* Outputs that belong together, streams among them. */
+	{
+		struct mt_outfile fs[2];
+		char p2[160];
+
+		snprintf(p2, sizeof(p2), "%s/two.tsv", dir);
+		CHECK(cs, mt_outfile_fopen(&fs[0], path, err, sizeof(err)));
+		CHECK(cs, !mt_outfile_begin(&fs[1], p2, err, sizeof(err)));
+		if (fs[0].fp && fs[1].tmp) {
+			fputs("one\n", fs[0].fp);
+			CHECK(cs, spit(fs[1].tmp, "two\n", 4) == 0);
+			CHECKF(cs,
+			       !mt_outfile_commit_all(fs, 2, err, sizeof(err)),
+			       "%s", err);
+		}
+		CHECK(cs, has(path, "one\n") && has(p2, "two\n"));
+		CHECK(cs, nr_files(dir) == 2);
+	}
+	tmpdir_remove(dir);
+}
+
+/* A write that fails fails the commit, and leaves nothing behind. */
+static void test_outfile_write_error(struct check_state *cs)
+{
+	char dir[64], path[128], err[256];
+	struct mt_outfile f;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.tsv", dir);
+	CHECK(cs, spit(path, "old\n", 4) == 0);
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		/* The stream as a full disk would leave it. */
+		fputs("new\n", o);
+		fflush(o);
+		fgetc(o); /* reading a write-only stream sets its error */
+		CHECK(cs, ferror(o));
+		CHECK(cs, mt_outfile_commit(&f, err, sizeof(err)) < 0);
+		CHECKF(cs, strstr(err, path) && strstr(err, "cannot write"),
+		       "%s", err);
+	}
+	CHECK(cs, has(path, "old\n") && nr_files(dir) == 1);
+
+	/* A directory at the path, or no directory for it: refused at
+	 * once, nothing made. */
+	CHECK(cs, !mt_outfile_fopen(&f, dir, err, sizeof(err)));
+	CHECK(cs, strstr(err, "is a directory") != NULL);
+	snprintf(path, sizeof(path), "%s/no/out.tsv", dir);
+	CHECK(cs, !mt_outfile_fopen(&f, path, err, sizeof(err)));
+	CHECK(cs, strstr(err, path) != NULL);
+	CHECK(cs, nr_files(dir) == 1);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -225,5 +339,7 @@ int main(void)
 	RUN(&st, test_hmap_many);
 	RUN(&st, test_hmap_ext);
 	RUN(&st, test_hash_bytes);
+	RUN(&st, test_outfile_stream);
+	RUN(&st, test_outfile_write_error);
 	return CHECK_DONE(&st);
 }
