@@ -507,10 +507,10 @@ static int attach(struct emu *e, int pid)
 	if (!dir)
 		return emu_fail(e, -errno, "%s: %s", path, strerror(errno));
 	while ((d = readdir(dir))) {
-		pid_t tid = (pid_t)atoi(d->d_name);
+		pid_t tid = mt_proc_id(d->d_name);
 		struct thr *t;
 
-		if (tid <= 0)
+		if (!tid)
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, NULL,
 			   (void *)(long)(PTRACE_O_TRACECLONE |

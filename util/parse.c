@@ -7,7 +7,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* strtoull's own digits: the first must be one of base, so that no sign
  * or white space gets through. */
@@ -105,4 +107,38 @@ int mt_parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = v << shift;
 	return 0;
+}
+
+int mt_parse_arg(const char *what, const char *s, int base, uint64_t max,
+		 uint64_t *out, char *err, size_t errlen)
+{
+	int rc = mt_parse_u64(s, base, max, out);
+
+	if (rc == -EINVAL)
+		snprintf(err, errlen, "%s: '%s' is not a number", what, s);
+	else if (rc)
+		snprintf(err, errlen, "%s: '%s' is more than %llu", what, s,
+			 (unsigned long long)max);
+	return rc;
+}
+
+int mt_parse_word(const char *what, const char *s, const char *const *words,
+		  size_t n, char *err, size_t errlen)
+{
+	size_t at;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, words[i]))
+			return (int)i;
+	/* "WHAT is A, B or C, not 'S'" */
+	at = (size_t)snprintf(err, errlen, "%s is ", what);
+	for (size_t i = 0; i < n && at < errlen; i++)
+		at += (size_t)snprintf(err + at, errlen - at, "%s%s",
+				       i == 0	    ? ""
+				       : i == n - 1 ? " or "
+						    : ", ",
+				       words[i]);
+	if (at < errlen)
+		snprintf(err + at, errlen - at, ", not '%s'", s);
+	return -1;
 }

@@ -91,6 +91,18 @@ int mt_parse_i64(const char *s, int base, int64_t min, int64_t max,
 int mt_scan_u64(const char **s, int base, uint64_t max, uint64_t *out);
 
 /*
+ * mt_parse_u64 for a program's option or a field of a file, with one
+ * line for the user in err when it fails: "WHAT: 'S' is not a number",
+ * or "WHAT: 'S' is more than MAX".
+ */
+int mt_parse_arg(const char *what, const char *s, int base, uint64_t max,
+		 uint64_t *out, char *err, size_t errlen);
+/* For an option that takes one of a few names: the index of s among the
+ * n words, or -1 with one line in err: "WHAT is A, B or C, not 'S'". */
+int mt_parse_word(const char *what, const char *s, const char *const *words,
+		  size_t n, char *err, size_t errlen);
+
+/*
  * A size typed by a person: decimal or 0x hex digits, then an optional
  * K, M, G or T (powers of 1024), nothing else (no sign, no spaces).
  * Returns 0, -EINVAL when it is no size, -ERANGE when it does not fit in
@@ -161,6 +173,9 @@ int mt_map_parse(const char *line, struct mt_map *m, char *path,
 int mt_maps_each(pid_t pid,
 		 int (*fn)(const struct mt_map *m, const char *line, void *arg),
 		 void *arg, char *err, size_t errlen);
+/* The id that a name in /proc (or in /proc/PID/task) stands for, or 0
+ * when it is none ("self", "." and the like). */
+pid_t mt_proc_id(const char *name);
 /* The whole text of /proc/PID/maps (malloc'd), or NULL when it cannot
  * be read or is empty (a process that has exited). */
 char *mt_maps_text(pid_t pid);

@@ -1,6 +1,7 @@
 /*
- * util/: the checked number parsers (parse.c), the hash table (hmap.c)
- * and output files that appear whole or not at all (outfile.c).
+ * util/: the checked number parsers (parse.c), the hash table (hmap.c),
+ * output files that appear whole or not at all (outfile.c), and the ids
+ * of /proc (procmaps.c).
  */
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
@@ -106,6 +107,50 @@ static void test_parse_size(struct check_state *cs)
 	CHECK(cs, mt_parse_size("4KB", &v) == -EINVAL);
 	CHECK(cs, mt_parse_size("0x", &v) == -EINVAL);
 	CHECK(cs, mt_parse_size("K", &v) == -EINVAL);
+}
+
+static void test_parse_arg_word(struct check_state *cs)
+{
+	static const char *const words[] = {"low", "normal", "high"};
+	char err[128] = "";
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_parse_arg("--n", "12", 10, 100, &v, err, sizeof(err)));
+	CHECK(cs, v == 12 && !err[0]);
+	CHECK(cs, mt_parse_arg("--n", "1x", 10, 100, &v, err, sizeof(err)) ==
+			  -EINVAL);
+	CHECKF(cs, !strcmp(err, "--n: '1x' is not a number"), "%s", err);
+	CHECK(cs, mt_parse_arg("--n", "101", 10, 100, &v, err, sizeof(err)) ==
+			  -ERANGE);
+	CHECKF(cs, !strcmp(err, "--n: '101' is more than 100"), "%s", err);
+
+	CHECK(cs, mt_parse_word("-t", "low", words, 3, err, sizeof(err)) == 0);
+	CHECK(cs, mt_parse_word("-t", "high", words, 3, err, sizeof(err)) == 2);
+	CHECK(cs, mt_parse_word("-t", "hi", words, 3, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low, normal or high, not 'hi'"), "%s",
+	       err);
+	CHECK(cs, mt_parse_word("-t", "", words, 2, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low or normal, not ''"), "%s", err);
+	CHECK(cs, mt_parse_word("-t", "x", words, 1, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low, not 'x'"), "%s", err);
+	/* A message cut short by a small buffer is still one string. */
+	CHECK(cs, mt_parse_word("-t", "x", words, 3, err, 8) == -1);
+	CHECKF(cs, !strcmp(err, "-t is l"), "%s", err);
+}
+
+/* The names of /proc that are processes and threads. */
+static void test_proc_id(struct check_state *cs)
+{
+	CHECK(cs, mt_proc_id("1") == 1);
+	CHECK(cs, mt_proc_id("2147483647") == 2147483647);
+	CHECK(cs, mt_proc_id("2147483648") == 0);
+	CHECK(cs, mt_proc_id("0") == 0);
+	CHECK(cs, mt_proc_id(".") == 0);
+	CHECK(cs, mt_proc_id("..") == 0);
+	CHECK(cs, mt_proc_id("self") == 0);
+	CHECK(cs, mt_proc_id("-1") == 0);
+	CHECK(cs, mt_proc_id("12a") == 0);
+	CHECK(cs, mt_proc_id(" 12") == 0);
 }
 
 static void test_hmap_basics(struct check_state *cs)
@@ -335,6 +380,8 @@ int main(void)
 	RUN(&st, test_parse_i64);
 	RUN(&st, test_scan_u64);
 	RUN(&st, test_parse_size);
+	RUN(&st, test_parse_arg_word);
+	RUN(&st, test_proc_id);
 	RUN(&st, test_hmap_basics);
 	RUN(&st, test_hmap_many);
 	RUN(&st, test_hmap_ext);
