@@ -75,7 +75,7 @@ $(BUILD)/bin/mt-synth: $(BUILD)/obj/synth/mt-synth.o $(BUILD)/libsynth.a $(BUILD
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tools/mt-synth-check.o
+$(BUILD)/bin/mt-synth-check: $(BUILD)/obj/tools/mt-synth-check.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
@@ -83,11 +83,11 @@ $(BUILD)/bin/mt-bench: $(BUILD)/obj/tools/mt-bench.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o
+$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o
+$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 

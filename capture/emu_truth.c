@@ -253,15 +253,12 @@ static int cmp_trow(const void *a, const void *b)
 
 int write_truth(struct emu *e, uint64_t end)
 {
-	char tmp[4200];
-	FILE *f;
+	struct mt_outfile out;
+	FILE *f = mt_outfile_fopen(&out, e->o->truth, e->err, e->errlen);
 	int rc = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->truth);
-	f = fopen(tmp, "w");
 	if (!f)
-		return emu_fail(e, -errno, "%s: %s", e->o->truth,
-				strerror(errno));
+		return -EIO;
 	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
 	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
 		struct thr *t = &e->thr[i];
@@ -321,12 +318,11 @@ int write_truth(struct emu *e, uint64_t end)
 		}
 		free(order);
 	}
-	if (fclose(f) || rc || rename(tmp, e->o->truth)) {
-		remove(tmp);
-		return rc ? emu_fail(e, rc, "out of memory writing the truth")
-			  : emu_fail(e, -EIO, "%s: cannot write", e->o->truth);
+	if (rc) {
+		mt_outfile_abort(&out);
+		return emu_fail(e, rc, "out of memory writing the truth");
 	}
-	return 0;
+	return mt_outfile_commit(&out, e->err, e->errlen);
 }
 
 /* Where the step of t's instruction went: the packets for it. */

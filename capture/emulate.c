@@ -205,14 +205,11 @@ static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
 /* The gaps in gaps.tsv form (mt-synth's), for the accuracy figures. */
 static int write_gaps(struct emu *e)
 {
-	char tmp[4200];
-	FILE *f;
+	struct mt_outfile out;
+	FILE *f = mt_outfile_fopen(&out, e->o->gaps, e->err, e->errlen);
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->gaps);
-	f = fopen(tmp, "w");
 	if (!f)
-		return emu_fail(e, -errno, "%s: %s", e->o->gaps,
-				strerror(errno));
+		return -EIO;
 	fprintf(f, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
 		   "resume_ns\tstop_ip\tresume_ip\n");
 	for (size_t i = 0; i < e->nr_gaps; i++) {
@@ -225,11 +222,7 @@ static int write_gaps(struct emu *e)
 			(unsigned long long)g->stop_ip,
 			(unsigned long long)g->resume_ip);
 	}
-	if (fclose(f) || rename(tmp, e->o->gaps)) {
-		remove(tmp);
-		return emu_fail(e, -EIO, "%s: cannot write", e->o->gaps);
-	}
-	return 0;
+	return mt_outfile_commit(&out, e->err, e->errlen);
 }
 
 /* The packets for a branch of class cls that went to `to`. */
@@ -514,10 +507,10 @@ static int attach(struct emu *e, int pid)
 	if (!dir)
 		return emu_fail(e, -errno, "%s: %s", path, strerror(errno));
 	while ((d = readdir(dir))) {
-		pid_t tid = (pid_t)atoi(d->d_name);
+		pid_t tid = mt_proc_id(d->d_name);
 		struct thr *t;
 
-		if (tid <= 0)
+		if (!tid)
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, NULL,
 			   (void *)(long)(PTRACE_O_TRACECLONE |

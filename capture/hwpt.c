@@ -223,9 +223,9 @@ static int scan_threads(struct hw *h, bool enable)
 	if (!dir)
 		return 0; /* gone: the loop sees it */
 	while (!rc && (d = readdir(dir))) {
-		pid_t tid = (pid_t)atoi(d->d_name);
+		pid_t tid = mt_proc_id(d->d_name);
 
-		if (tid <= 0)
+		if (!tid)
 			continue;
 		/* Per CPU, threads made while recording inherit the
 		 * events; only a trigger that cannot be inherited needs

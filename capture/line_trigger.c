@@ -92,14 +92,12 @@ bool line_trigger_spec(const char *spec, char *file, size_t filelen,
 		       unsigned *line)
 {
 	const char *colon = strrchr(spec, ':');
-	char *end;
-	unsigned long v;
+	uint64_t v;
 
 	if (!colon || colon == spec || !strncmp(spec, "addr:", 5) ||
 	    !isdigit((unsigned char)colon[1]))
 		return false;
-	v = strtoul(colon + 1, &end, 10);
-	if (*end || !v || v > 0xffffffu)
+	if (mt_parse_u64(colon + 1, 10, 0xffffff, &v) || !v)
 		return false;
 	if (file) {
 		if ((size_t)(colon - spec) >= filelen)

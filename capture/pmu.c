@@ -14,6 +14,7 @@
  * begins there too.
  */
 #include "capture/pmu.h"
+#include "util/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -57,14 +58,14 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 	return 0;
 }
 
+/* A cap: what cannot be read or is no number the CPU does not have. */
 static int read_hex(const char *dir, const char *name, uint64_t *v)
 {
-	char buf[64], *end;
+	char buf[64];
 
 	if (read_line(dir, name, buf, sizeof(buf)))
 		return -1;
-	*v = strtoull(buf, &end, 16);
-	return *end ? -1 : 0;
+	return mt_parse_u64(buf, 16, UINT64_MAX, v) ? -1 : 0;
 }
 
 int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
@@ -81,7 +82,10 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 			    "machine, an AMD CPU or a CPU older than "
 			    "Broadwell?; use --emulate",
 			    dir);
-	p->type = (uint32_t)strtoul(buf, NULL, 10);
+	if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
+		return perr(err, errlen, -EINVAL,
+			    "%s/type: '%s' is not a PMU type", dir, buf);
+	p->type = (uint32_t)v;
 	snprintf(fdir, sizeof(fdir), "%s/format", dir);
 	dd = opendir(fdir);
 	if (!dd)
@@ -119,8 +123,14 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 		p->psb_periods = (uint32_t)v;
 	if (!read_hex(fdir, "num_address_ranges", &v))
 		p->num_address_ranges = (uint32_t)v;
-	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf)))
-		p->max_nonturbo_ratio = (uint32_t)strtoul(buf, NULL, 10);
+	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf))) {
+		if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
+			return perr(err, errlen, -EINVAL,
+				    "%s/max_nonturbo_ratio: '%s' is not a "
+				    "ratio",
+				    dir, buf);
+		p->max_nonturbo_ratio = (uint32_t)v;
+	}
 	return 0;
 }
 
@@ -175,8 +185,8 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 	r->custom = true;
 	while (*at) {
 		size_t len = strcspn(at, ","), nl = strcspn(at, "=,");
-		unsigned long v;
-		char *end;
+		const char *end = at + nl + 1;
+		uint64_t v;
 		size_t k, nf = sizeof(custom_fields) / sizeof(*custom_fields);
 
 		for (k = 0; k < nf; k++)
@@ -194,8 +204,8 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 				    "--timing-custom: %.*s wants a value "
 				    "(%s=N)",
 				    (int)nl, at, custom_fields[k].name);
-		v = strtoul(at + nl + 1, &end, 0);
-		if (end != at + len || v > custom_fields[k].max)
+		if (mt_scan_u64(&end, 0, custom_fields[k].max, &v) ||
+		    end != at + len)
 			return perr(err, errlen, -EINVAL,
 				    "--timing-custom: %.*s is not a value of "
 				    "%s (0 to %u)",
@@ -346,7 +356,7 @@ int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
 	char buf[32];
 	char *slash = strrchr(paranoid, '/');
 	char dir[4096];
-	long level;
+	int64_t level;
 
 	/* CAP_PERFMON (or CAP_SYS_ADMIN before Linux 5.8) overrides
 	 * perf_event_paranoid. */
@@ -359,14 +369,17 @@ int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
 			    "--include-kernel: cannot read %s, and this "
 			    "process lacks CAP_PERFMON: run as root",
 			    paranoid);
-	level = strtol(buf, NULL, 10);
+	if (mt_parse_i64(buf, 10, INT32_MIN, INT32_MAX, &level))
+		return perr(err, errlen, -EINVAL,
+			    "--include-kernel: %s: '%s' is not a level",
+			    paranoid, buf);
 	if (level <= 1)
 		return 0;
 	return perr(err, errlen, -EACCES,
-		    "--include-kernel: %s is %ld (kernel tracing needs 1 or "
+		    "--include-kernel: %s is %lld (kernel tracing needs 1 or "
 		    "less) and this process lacks CAP_PERFMON: run as root, "
 		    "or lower it",
-		    paranoid, level);
+		    paranoid, (long long)level);
 }
 
 size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,

@@ -171,10 +171,7 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 	int rc;
 
 	if (!strncmp(sym, "addr:", 5)) {
-		char *end;
-
-		*out = strtoull(sym + 5, &end, 16);
-		if (*end || !*out)
+		if (mt_parse_u64(sym + 5, 16, UINT64_MAX, out) || !*out)
 			return serr(err, errlen, -EINVAL, "bad address in '%s'",
 				    sym);
 		return 0;
@@ -266,10 +263,7 @@ static int range_end(const struct sym_file *sf, const char *file,
 	int rc;
 
 	if (what[0] >= '0' && what[0] <= '9') {
-		char *end;
-
-		v = strtoull(what, &end, 16);
-		if (*end)
+		if (mt_parse_u64(what, 16, UINT64_MAX, &v))
 			return serr(err, errlen, -EINVAL,
 				    "--filter: '%s' is neither a symbol nor a "
 				    "hex address",

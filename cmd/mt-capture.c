@@ -118,15 +118,28 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The pid that starts a line of ps (right-aligned), or 0. */
+static int pid_of_ps_line(const char *line)
+{
+	uint64_t v;
+
+	line += strspn(line, " ");
+	if (mt_scan_u64(&line, 10, INT_MAX, &v) || (*line && *line != ' '))
+		return 0;
+	return (int)v;
+}
+
 /*
  * No pid given on a terminal: let the user choose, with fzf when it is
- * installed, else from a numbered list.  Returns the pid, or 0.
+ * installed, else from a numbered list.  Returns the pid, 0 when none was
+ * chosen, or -1 when the answer was no number of the list (said).
  */
 static int pick_process(void)
 {
 	char line[512];
 	int pids[4096], n = 0, choice = 0;
 	FILE *ps, *fz = NULL;
+	uint64_t v;
 
 	if (!system("command -v fzf >/dev/null 2>&1"))
 		fz = popen("ps -eo pid=,user=,args= | fzf --prompt='trace> ' "
@@ -134,7 +147,7 @@ static int pick_process(void)
 			   "r");
 	if (fz) {
 		if (fgets(line, sizeof(line), fz))
-			choice = atoi(line);
+			choice = pid_of_ps_line(line);
 		pclose(fz);
 		return choice;
 	}
@@ -142,7 +155,7 @@ static int pick_process(void)
 	if (!ps)
 		return 0;
 	while (n < 4096 && fgets(line, sizeof(line), ps)) {
-		pids[n] = atoi(line);
+		pids[n] = pid_of_ps_line(line);
 		fprintf(stderr, "%4d  %s", n + 1, line);
 		n++;
 	}
@@ -150,8 +163,16 @@ static int pick_process(void)
 	fprintf(stderr, "trace which (1-%d)? ", n);
 	if (!fgets(line, sizeof(line), stdin))
 		return 0;
-	choice = atoi(line);
-	return choice >= 1 && choice <= n ? pids[choice - 1] : 0;
+	line[strcspn(line, "\n")] = 0;
+	if (!line[0])
+		return 0;
+	if (mt_parse_u64(line, 10, (uint64_t)n, &v) || !v) {
+		fprintf(stderr,
+			"mt-capture: -p: '%s' is not a number from 1 to %d\n",
+			line, n);
+		return -1;
+	}
+	return pids[v - 1];
 }
 
 /* Set by Ctrl-C, SIGTERM or SIGHUP; read by the backends between steps. */
@@ -237,34 +258,27 @@ static bool is_program(const char *out, const char *prog)
 /*
  * Can a file be written at out?  The writer creates a temporary file
  * beside it and renames it over out once the program has run; found out
- * only then, the run is lost.  So a temporary file is made there now, and
- * removed.  Permission bits do not stop root: trying is the only test.
+ * only then, the run is lost.  So the same temporary file is made there
+ * now, and removed.  Permission bits do not stop root: trying is the only
+ * test.
  */
 static int check_writable(const char *opt, const char *out)
 {
-	char tmp[PATH_MAX + 16];
-	struct stat st;
-	int fd;
+	struct mt_outfile f;
+	char err[PATH_MAX + 64];
+	int rc = mt_outfile_begin(&f, out, err, sizeof(err));
 
-	if (!stat(out, &st) && S_ISDIR(st.st_mode)) {
+	if (rc == -EISDIR) {
 		fprintf(stderr, "mt-capture: %s %s: is a directory\n", opt,
 			out);
 		return -1;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >=
-	    sizeof(tmp)) {
-		fprintf(stderr, "mt-capture: %s %s: %s\n", opt, out,
-			strerror(ENAMETOOLONG));
-		return -1;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
+	if (rc) {
 		fprintf(stderr, "mt-capture: %s %s: cannot write there: %s\n",
-			opt, out, strerror(errno));
+			opt, out, strerror(-rc));
 		return -1;
 	}
-	close(fd);
-	unlink(tmp);
+	mt_outfile_abort(&f);
 	return 0;
 }
 
@@ -502,21 +516,20 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--check")) {
 			check = 1;
 		} else if (!strcmp(a, "--timing") && i + 1 < argc) {
+			/* In enum pt_timing's order. */
+			static const char *const timings[] = {"low", "normal",
+							      "high"};
+			int k;
+
 			timing_name = argv[++i];
 			timing_given = 1;
-			if (!strcmp(timing_name, "low"))
-				req.timing = PT_TIMING_LOW;
-			else if (!strcmp(timing_name, "normal"))
-				req.timing = PT_TIMING_NORMAL;
-			else if (!strcmp(timing_name, "high"))
-				req.timing = PT_TIMING_HIGH;
-			else {
-				fprintf(stderr,
-					"mt-capture: --timing is low, normal "
-					"or high, not '%s'\n",
-					timing_name);
+			k = mt_parse_word(a, timing_name, timings, 3, err,
+					  sizeof(err));
+			if (k < 0) {
+				fprintf(stderr, "mt-capture: %s\n", err);
 				return 2;
 			}
+			req.timing = (enum pt_timing)k;
 		} else if (!strcmp(a, "--timing-custom") && i + 1 < argc) {
 			custom = argv[++i];
 		} else if (!strcmp(a, "--noretcomp")) {
@@ -534,19 +547,23 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-p")) {
 			if (i + 1 < argc && argv[i + 1][0] >= '0' &&
 			    argv[i + 1][0] <= '9') {
-				char *end;
+				uint64_t pid;
 
-				cap.pid = (int)strtol(argv[++i], &end, 10);
-				if (*end || cap.pid <= 0) {
+				if (mt_parse_u64(argv[++i], 10, INT_MAX,
+						 &pid) ||
+				    !pid) {
 					fprintf(stderr,
 						"mt-capture: -p wants a "
 						"process id, not '%s'\n",
 						argv[i]);
 					return 2;
 				}
+				cap.pid = (int)pid;
 			} else if (isatty(0) && isatty(2)) {
 				cap.pid = pick_process();
-				if (cap.pid <= 0) {
+				if (cap.pid < 0)
+					return 2;
+				if (!cap.pid) {
 					fputs("mt-capture: no process chosen\n",
 					      stderr);
 					return 2;
@@ -597,7 +614,12 @@ int main(int argc, char **argv)
 					d *= 1e3;
 				else if (!strcmp(end, "s"))
 					d *= 1e9;
-				else if (*end || end == v || d < 0) {
+				else if (*end)
+					end = (char *)v;
+				/* strtod also takes spaces, "inf" and "nan",
+				 * which no uint64_t holds. */
+				if (end == v || !(d >= 0 && d < 0x1p64) ||
+				    !strchr("0123456789.", v[0])) {
 					fprintf(stderr,
 						"mt-capture: --duration-thresh "
 						"wants 5ms, 200us or 1s, not "
@@ -607,11 +629,8 @@ int main(int argc, char **argv)
 				}
 				cap.duration_thresh = (uint64_t)d;
 			} else if (!strcmp(a, "--drop-every")) {
-				char *end;
-
-				errno = 0;
-				o.drop_every = strtoull(v, &end, 0);
-				if (end == v || *end || errno) {
+				if (mt_parse_u64(v, 0, UINT64_MAX,
+						 &o.drop_every)) {
 					fprintf(stderr,
 						"mt-capture: --drop-every "
 						"wants a number of branches, "

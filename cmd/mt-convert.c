@@ -74,14 +74,11 @@ static int parse_tids(const char *v, struct args *a)
 	const char *p = v;
 
 	for (;;) {
-		char *end;
-		unsigned long long n;
+		uint64_t n;
 		uint32_t *nt;
 
-		errno = 0;
-		n = strtoull(p, &end, 10);
-		if (end == p || errno || n >= UINT32_MAX || *p == '-' ||
-		    (*end && *end != ',')) {
+		if (mt_scan_u64(&p, 10, UINT32_MAX - 1, &n) ||
+		    (*p && *p != ',')) {
 			fprintf(stderr,
 				"mt-convert: --tid %s: not a thread id or a "
 				"list of them (TID,TID,...)\n",
@@ -93,9 +90,9 @@ static int parse_tids(const char *v, struct args *a)
 			return -1;
 		a->tids = nt;
 		a->tids[a->nr_tids++] = (uint32_t)n;
-		if (!*end)
+		if (!*p)
 			return 0;
-		p = end + 1;
+		p++;
 	}
 }
 

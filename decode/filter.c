@@ -11,6 +11,7 @@
  * mapped the file.
  */
 #include "decode/dec_internal.h"
+#include "util/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,19 +68,14 @@ static void parse_range(const struct dec_capture *c, uint32_t pid,
 			const char *spec, uint32_t cfg, unsigned n,
 			struct pt_conf_addr_filter *f)
 {
-	const char *file = strchr(spec, '@');
-	unsigned long long size = 0;
-	uint64_t addr;
-	char *end;
+	const char *file = strchr(spec, '@'), *end = spec;
+	uint64_t addr, size = 0;
 
-	addr = strtoull(spec, &end, 0);
-	if (end == spec)
+	if (mt_scan_u64(&end, 0, UINT64_MAX, &addr))
 		return;
 	if (*end == '/') {
-		const char *s = end + 1;
-
-		size = strtoull(s, &end, 0);
-		if (end == s)
+		end++;
+		if (mt_scan_u64(&end, 0, UINT64_MAX, &size))
 			return;
 	}
 	if (file ? end != file : *end)

@@ -1,21 +1,13 @@
 /*
  * The converted trace in memory.  Arrays grow by doubling; the string
- * table interns with an open-addressing hash so that names repeated
- * millions of times cost one lookup each and one copy in memory.
+ * table interns through a hash table so that names repeated millions of
+ * times cost one lookup each and one copy in memory.
  */
 #include "model/model.h"
 #include "util/util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
-}
 
 void mt_strtab_init(struct mt_strtab *s)
 {
@@ -27,53 +19,45 @@ void mt_strtab_free(struct mt_strtab *s)
 {
 	free(s->buf);
 	free(s->off);
-	free(s->hash);
+	mt_hmap_free(&s->index);
 	memset(s, 0, sizeof(*s));
 }
 
-static int rehash(struct mt_strtab *s, uint32_t cap)
-{
-	uint32_t *h = calloc(cap, sizeof(*h));
+/* The string sought, which need not end in a NUL. */
+struct str_key {
+	const struct mt_strtab *s;
+	const char *str;
+	size_t len;
+};
 
-	if (!h)
-		return -1;
-	for (uint32_t id = 0; id < s->nr; id++) {
-		const char *str = s->buf + s->off[id];
-		uint32_t i = hash_bytes(str, strlen(str)) & (cap - 1);
-		while (h[i])
-			i = (i + 1) & (cap - 1);
-		h[i] = id + 1;
-	}
-	free(s->hash);
-	s->hash = h;
-	s->hash_cap = cap;
-	return 0;
+static bool same_str(const void *ctx, uint64_t id)
+{
+	const struct str_key *k = ctx;
+	const char *o = k->s->buf + k->s->off[id];
+
+	return !strncmp(o, k->str, k->len) && o[k->len] == 0;
 }
 
 uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len)
 {
-	uint32_t h = hash_bytes(str, len), i;
+	struct str_key k = {s, str, len};
+	uint64_t h = mt_hash_bytes(str, len), id;
 	size_t cap_ids = s->cap_ids;
 
-	if ((s->nr + 1) * 2 > s->hash_cap &&
-	    rehash(s, s->hash_cap ? s->hash_cap * 2 : 64))
-		return MT_NONE;
-	for (i = h & (s->hash_cap - 1); s->hash[i];
-	     i = (i + 1) & (s->hash_cap - 1)) {
-		const char *o = s->buf + s->off[s->hash[i] - 1];
-		if (!strncmp(o, str, len) && o[len] == 0)
-			return s->hash[i] - 1;
-	}
+	if (mt_hmap_find_ext(&s->index, h, same_str, &k, &id))
+		return (uint32_t)id;
+	/* Room first, so that a failure leaves the table as it was. */
 	if (mt_grow((void **)&s->buf, &s->cap, s->len + len + 1, 1) ||
 	    mt_grow((void **)&s->off, &cap_ids, (size_t)s->nr + 1,
 		    sizeof(*s->off)))
 		return MT_NONE;
 	s->cap_ids = (uint32_t)cap_ids;
+	if (mt_hmap_add_ext(&s->index, h, s->nr))
+		return MT_NONE;
 	memcpy(s->buf + s->len, str, len);
 	s->buf[s->len + len] = 0;
 	s->off[s->nr] = (uint32_t)s->len;
 	s->len += len + 1;
-	s->hash[i] = s->nr + 1;
 	return s->nr++;
 }
 

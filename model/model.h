@@ -10,6 +10,8 @@
 #ifndef MT_MODEL_H
 #define MT_MODEL_H
 
+#include "util/util.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +23,7 @@ struct mt_strtab {
 	size_t len, cap;
 	uint32_t *off; /* id -> offset in buf */
 	uint32_t nr, cap_ids;
-	uint32_t *hash;	   /* open addressing: id + 1, 0 = empty */
-	uint32_t hash_cap; /* power of two */
+	struct mt_hmap index; /* a string's hash -> its id */
 };
 
 void mt_strtab_init(struct mt_strtab *s);

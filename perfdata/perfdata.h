@@ -318,9 +318,9 @@ enum pd_write_mode {
 };
 
 /*
- * Create PATH.PID.tmp (or a tmp name next to PATH); nothing appears at
- * PATH until pd_writer_finish() succeeds.  pd_writer_abort() removes the
- * temporary file.  Exactly one of finish/abort must be called.
+ * Create a temporary file beside PATH (util's mt_outfile); nothing
+ * appears at PATH until pd_writer_finish() succeeds.  pd_writer_abort() removes
+ * the temporary file.  Exactly one of finish/abort must be called.
  */
 int pd_writer_open(struct pd_writer **out, const char *path,
 		   enum pd_write_mode mode, struct pd_err *err);

@@ -11,6 +11,7 @@
  * after the first record.
  */
 #include "perfdata/pd_internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,7 @@ struct wbid {
 };
 
 struct pd_writer {
-	char *path, *tmp;
+	struct mt_outfile out; /* appears at its path when finished */
 	int fd;
 	enum pd_write_mode mode;
 	uint8_t *buf;
@@ -82,7 +83,7 @@ static int wfail(struct pd_writer *w, int code, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	w->err.code = code;
-	snprintf(w->err.msg, sizeof(w->err.msg), "%s: %s", w->path, what);
+	snprintf(w->err.msg, sizeof(w->err.msg), "%s: %s", w->out.path, what);
 	/* After a failed write the file is unusable; bad arguments are not. */
 	if (code == PD_EIO)
 		w->failed = true;
@@ -100,7 +101,7 @@ static int write_all(struct pd_writer *w, const void *p, size_t n)
 			continue;
 		if (k <= 0)
 			return wfail(w, PD_EIO, "write to %s failed: %s",
-				     w->tmp,
+				     w->out.tmp,
 				     k < 0 ? strerror(errno) : "no progress");
 		c += k;
 		n -= (size_t)k;
@@ -145,7 +146,7 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 		   enum pd_write_mode mode, struct pd_err *err)
 {
 	struct pd_writer *w;
-	size_t n;
+	char why[512];
 	int rc;
 
 	*outp = NULL;
@@ -158,26 +159,28 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 			       "out of memory");
 	w->fd = -1;
 	w->mode = mode;
-	n = strlen(path) + 32;
-	w->path = strdup(path);
-	w->tmp = malloc(n);
 	w->buf = malloc(WBUF_SIZE);
-	if (!w->path || !w->tmp || !w->buf) {
+	if (!w->buf) {
 		rc = pd_fail(err, PD_ENOMEM, path, UINT64_MAX, "out of memory");
 		goto fail;
 	}
-	snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	rc = mt_outfile_begin(&w->out, path, why, sizeof(why));
+	if (rc) {
+		rc = pd_fail(err, rc == -ENOMEM ? PD_ENOMEM : PD_EIO, path,
+			     UINT64_MAX, "cannot create: %s", strerror(-rc));
+		goto fail;
+	}
+	w->fd = open(w->out.tmp, O_WRONLY | O_CLOEXEC);
 	if (w->fd < 0) {
 		rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
-			     "cannot create %s: %s", w->tmp, strerror(errno));
+			     "cannot create %s: %s", w->out.tmp,
+			     strerror(errno));
+		mt_outfile_abort(&w->out);
 		goto fail;
 	}
 	*outp = w;
 	return 0;
 fail:
-	free(w->path);
-	free(w->tmp);
 	free(w->buf);
 	free(w);
 	return rc;
@@ -195,8 +198,7 @@ static void free_writer(struct pd_writer *w)
 	free(w->bids);
 	free(w->idx);
 	free(w->buf);
-	free(w->path);
-	free(w->tmp);
+	mt_outfile_abort(&w->out);
 	free(w);
 }
 
@@ -204,10 +206,8 @@ void pd_writer_abort(struct pd_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0) {
+	if (w->fd >= 0)
 		close(w->fd);
-		unlink(w->tmp);
-	}
 	free_writer(w);
 }
 
@@ -906,13 +906,14 @@ static int finish_regular(struct pd_writer *w)
 	pd_put64(h + 48, data_size);
 	if (pwrite(w->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return wfail(w, PD_EIO, "writing the header of %s failed: %s",
-			     w->tmp, strerror(errno));
+			     w->out.tmp, strerror(errno));
 	return 0;
 }
 
 int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
 {
-	int rc = start(w);
+	char why[512];
+	int rc = start(w), e;
 
 	if (!rc && w->mode == PD_WRITE_PIPED) {
 		rc = emit_pending(w);
@@ -926,21 +927,17 @@ int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
 
 		w->fd = -1;
 		if (close(fd))
-			rc = wfail(w, PD_EIO, "closing %s failed: %s", w->tmp,
-				   strerror(errno));
-		else if (rename(w->tmp, w->path))
-			rc = wfail(w, PD_EIO, "cannot rename %s to %s: %s",
-				   w->tmp, w->path, strerror(errno));
-		if (rc)
-			unlink(w->tmp);
+			rc = wfail(w, PD_EIO, "closing %s failed: %s",
+				   w->out.tmp, strerror(errno));
+		else if ((e = mt_outfile_commit(&w->out, why, sizeof(why))))
+			rc = wfail(w, PD_EIO, "cannot put in place: %s",
+				   strerror(-e));
 	}
 	if (rc && err)
 		*err = w->err;
-	if (rc && w->fd >= 0) {
+	if (w->fd >= 0)
 		close(w->fd);
-		unlink(w->tmp);
-		w->fd = -1;
-	}
+	/* The temporary file goes with the writer unless committed. */
 	free_writer(w);
 	return rc;
 }

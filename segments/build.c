@@ -28,9 +28,8 @@ struct seg_all {
 	struct seg_opts opts;
 	struct seg_one **one; /* each is a builder's context: never moves */
 	size_t nr, cap;
-	struct seg_one **by_tid; /* open addressing on tid; power of two */
-	size_t hash_cap;
-	struct seg_one *last; /* events come in runs of one thread */
+	struct mt_hmap by_tid; /* tid -> index in one */
+	struct seg_one *last;  /* events come in runs of one thread */
 };
 
 static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
@@ -52,12 +51,6 @@ int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
 	a->t = t;
 	if (o)
 		a->opts = *o;
-	a->hash_cap = 128;
-	a->by_tid = calloc(a->hash_cap, sizeof(*a->by_tid));
-	if (!a->by_tid) {
-		seg_all_free(a);
-		return -ENOMEM;
-	}
 	*out = a;
 	return 0;
 }
@@ -71,42 +64,21 @@ void seg_all_free(struct seg_all *a)
 		free(a->one[i]);
 	}
 	free(a->one);
-	free(a->by_tid);
+	mt_hmap_free(&a->by_tid);
 	free(a);
-}
-
-static int rehash(struct seg_all *a)
-{
-	size_t cap = a->hash_cap * 2;
-	struct seg_one **h = calloc(cap, sizeof(*h));
-
-	if (!h)
-		return -ENOMEM;
-	for (size_t i = 0; i < a->nr; i++) {
-		size_t k = (a->one[i]->d->tid * 2654435761u) & (cap - 1);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = a->one[i];
-	}
-	free(a->by_tid);
-	a->by_tid = h;
-	a->hash_cap = cap;
-	return 0;
 }
 
 /* The builder of d, made (with its model thread) on first use. */
 static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 {
-	size_t k = (d->tid * 2654435761u) & (a->hash_cap - 1);
 	struct seg_one *o;
 	bool have_proc = false;
+	uint64_t k;
 
 	if (a->last && a->last->d == d)
 		return a->last;
-	for (; a->by_tid[k]; k = (k + 1) & (a->hash_cap - 1))
-		if (a->by_tid[k]->d->tid == d->tid)
-			return a->last = a->by_tid[k];
+	if (mt_hmap_find(&a->by_tid, d->tid, &k))
+		return a->last = a->one[k];
 	if (mt_grow((void **)&a->one, &a->cap, a->nr + 1, sizeof(*a->one)))
 		return NULL;
 	for (size_t p = 0; p < a->t->nr_procs; p++)
@@ -125,10 +97,12 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 		free(o);
 		return NULL;
 	}
-	a->one[a->nr++] = o;
-	a->by_tid[k] = o;
-	if (2 * a->nr > a->hash_cap && rehash(a))
+	if (mt_hmap_set(&a->by_tid, d->tid, a->nr)) {
+		seg_builder_free(o->b);
+		free(o);
 		return NULL;
+	}
+	a->one[a->nr++] = o;
 	return a->last = o;
 }
 

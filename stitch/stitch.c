@@ -274,7 +274,7 @@ static int thread_init(struct thread_state *s)
 static void thread_free(struct thread_state *s)
 {
 	free(s->alias);
-	mt_u32map_free(&s->rets_of);
+	mt_hmap_free(&s->rets_of);
 	free(s->chain);
 	free(s->rets);
 	free(s->xs);

@@ -47,7 +47,7 @@ struct thread_state {
 	 * return into the parent landed at).  Only the frames of segment
 	 * chains have one, so a map keyed by slice index.
 	 */
-	struct mt_u32map rets_of;
+	struct mt_hmap rets_of;
 	uint32_t *alias; /* slice -> the slice it is (itself if kept) */
 	uint32_t *chain; /* scratch: A's end chain, root first */
 	uint64_t *rets;

@@ -21,13 +21,13 @@
 
 uint64_t ret_of(const struct thread_state *s, uint32_t slice)
 {
-	return mt_u32map_get(&s->rets_of, slice);
+	return mt_hmap_get(&s->rets_of, slice);
 }
 
 /* An unknown call site (0) is not kept: it would read as one anyway. */
 int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret)
 {
-	return ret ? mt_u32map_set(&s->rets_of, slice, ret) : 0;
+	return ret ? mt_hmap_set(&s->rets_of, slice, ret) : 0;
 }
 
 /*

@@ -9,9 +9,12 @@
  *            -o DIR
  */
 #include "synth/synth.h"
+#include "util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,25 +36,31 @@ static void usage(FILE *f)
 		"window).\n");
 }
 
-static int parse_u64(const char *s, const char *what, uint64_t *out)
+/* A count as a person types it: digits (0x for hex), then k for
+ * thousands or M for millions if they like, at most max. */
+static int parse_u64(const char *s, const char *what, uint64_t max,
+		     uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	const char *end = s;
+	uint64_t v = 0, mul = 1;
+	int rc = mt_scan_u64(&end, 0, UINT64_MAX, &v);
 
-	if (!*s || *s == '-')
-		goto bad;
-	v = strtoull(s, &end, 0);
 	if (*end == 'k' || *end == 'K')
-		v *= 1000, end++;
+		mul = 1000, end++;
 	else if (*end == 'M')
-		v *= 1000000, end++;
-	if (*end)
-		goto bad;
-	*out = v;
+		mul = 1000000, end++;
+	if (rc == -EINVAL || *end) {
+		fprintf(stderr, "mt-synth: %s: '%s' is not a number\n", what,
+			s);
+		return -1;
+	}
+	if (rc || v > max / mul) {
+		fprintf(stderr, "mt-synth: %s: '%s' is more than %llu\n", what,
+			s, (unsigned long long)max);
+		return -1;
+	}
+	*out = v * mul;
 	return 0;
-bad:
-	fprintf(stderr, "mt-synth: %s: '%s' is not a number\n", what, s);
-	return -1;
 }
 
 /* --gap-at syscall,longjmp,returns,recursion,back2back (or all) */
@@ -120,45 +129,43 @@ int main(int argc, char **argv)
 	struct synth_opts o;
 	struct synth_stats st;
 	char err[1024];
+	/* In enum ptenc_timing's order. */
+	static const char *const timings[] = {"tsc", "mtc", "cyc"};
 	uint64_t v;
-	int c;
+	int c, k;
 
 	synth_opts_init(&o);
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (parse_u64(optarg, "--seed", &o.seed))
+			if (parse_u64(optarg, "--seed", UINT64_MAX, &o.seed))
 				return 2;
 			break;
 		case 'n':
-			if (parse_u64(optarg, "--branches", &o.branches))
+			if (parse_u64(optarg, "--branches", UINT64_MAX,
+				      &o.branches))
 				return 2;
 			break;
 		case 't':
-			if (parse_u64(optarg, "--threads", &v))
+			if (parse_u64(optarg, "--threads", UINT_MAX, &v))
 				return 2;
 			o.threads = (unsigned)v;
 			break;
 		case 'T':
-			if (!strcmp(optarg, "tsc"))
-				o.timing = PTENC_TSC;
-			else if (!strcmp(optarg, "mtc"))
-				o.timing = PTENC_MTC;
-			else if (!strcmp(optarg, "cyc"))
-				o.timing = PTENC_CYC;
-			else {
-				fprintf(stderr,
-					"mt-synth: --timing must be tsc, mtc "
-					"or cyc, not '%s'\n",
-					optarg);
+			k = mt_parse_word("--timing", optarg, timings, 3, err,
+					  sizeof(err));
+			if (k < 0) {
+				fprintf(stderr, "mt-synth: %s\n", err);
 				return 2;
 			}
+			o.timing = (enum ptenc_timing)k;
 			break;
 		case 'R':
 			o.noretcomp = true;
 			break;
 		case 'g':
-			if (parse_u64(optarg, "--gap-every", &o.gap_every))
+			if (parse_u64(optarg, "--gap-every", UINT64_MAX,
+				      &o.gap_every))
 				return 2;
 			break;
 		case 'A':
@@ -166,25 +173,20 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'd':
-			if (parse_u64(optarg, "--start-depth", &v))
+			if (parse_u64(optarg, "--start-depth", 1000, &v))
 				return 2;
-			if (v > 1000) {
-				fprintf(stderr, "mt-synth: --start-depth is "
-						"at most 1000\n");
-				return 2;
-			}
 			o.start_depth = (unsigned)v;
 			break;
 		case 'F':
 			o.final_stack = true;
 			break;
 		case 'P':
-			if (parse_u64(optarg, "--psb-period", &v))
+			if (parse_u64(optarg, "--psb-period", UINT_MAX, &v))
 				return 2;
 			o.psb_period = (unsigned)v;
 			break;
 		case 'M':
-			if (parse_u64(optarg, "--mtc-period", &v))
+			if (parse_u64(optarg, "--mtc-period", UINT_MAX, &v))
 				return 2;
 			o.mtc_period = (unsigned)v;
 			break;

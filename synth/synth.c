@@ -11,6 +11,7 @@
 #include "capture/capfile.h"
 #include "perfdata/perfdata.h"
 #include "synth/walk.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,28 +77,12 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
 				   "tail_out",	    "unwound",	   "syscall"};
 
-/* A table written beside path and renamed into place when complete. */
-static FILE *open_tmp(const char *path, char *tmp, size_t len)
-{
-	snprintf(tmp, len, "%s.tmp", path);
-	return fopen(tmp, "w");
-}
-
-static int close_tmp(FILE *o, const char *tmp, const char *path)
-{
-	if (fclose(o) || rename(tmp, path)) {
-		remove(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
-		       const struct pd_pt_info *pt)
+		       const struct pd_pt_info *pt, char *err, size_t errlen)
 {
-	char tmp[4200];
-	FILE *o = open_tmp(path, tmp, sizeof(tmp));
+	struct mt_outfile out;
+	FILE *o = mt_outfile_fopen(&out, path, err, errlen);
 
 	if (!o)
 		return -1;
@@ -125,7 +110,7 @@ static int write_truth(const char *path, const struct program *p,
 			fputs(any ? "\n" : "-\n", o);
 		}
 	}
-	return close_tmp(o, tmp, path);
+	return mt_outfile_commit(&out, err, errlen);
 }
 
 /*
@@ -136,10 +121,10 @@ static int write_truth(const char *path, const struct program *p,
  * bounds separate them exactly.
  */
 static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
-		      const struct pd_pt_info *pt)
+		      const struct pd_pt_info *pt, char *err, size_t errlen)
 {
-	char tmp[4200];
-	FILE *o = open_tmp(path, tmp, sizeof(tmp));
+	struct mt_outfile out;
+	FILE *o = mt_outfile_fopen(&out, path, err, errlen);
 
 	if (!o)
 		return -1;
@@ -164,7 +149,7 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 				(unsigned long long)g->resume_ip);
 		}
 	}
-	return close_tmp(o, tmp, path);
+	return mt_outfile_commit(&out, err, errlen);
 }
 
 static int write_capture(const char *path, const struct synth_opts *o,
@@ -388,15 +373,11 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 	if (write_capture(path, o, &prog, th, &pt, err, errlen))
 		goto out;
 	snprintf(path, sizeof(path), "%s/truth.tsv", o->outdir);
-	if (write_truth(path, &prog, th, o->threads, &pt)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (write_truth(path, &prog, th, o->threads, &pt, err, errlen))
 		goto out;
-	}
 	snprintf(path, sizeof(path), "%s/gaps.tsv", o->outdir);
-	if (write_gaps(path, th, o->threads, &pt)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (write_gaps(path, th, o->threads, &pt, err, errlen))
 		goto out;
-	}
 	rc = 0;
 out:
 	for (unsigned t = 0; th && t < o->threads; t++)

@@ -47,6 +47,7 @@
  * rows=N".
  */
 #include "tools/treefile.h"
+#include "util/util.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -150,65 +151,65 @@ static bool same_shape(const struct table *tt, long x, const struct table *ot,
 	}
 }
 
-static int load(const char *path, struct table *t)
-{
-	FILE *f = fopen(path, "r");
-	char line[4096];
-	long stack[4096];
-	unsigned gap_tid = 0;
-	uint64_t gap_end = 0; /* the last gap row's end, on gap_tid */
-	size_t gap_no = 0;    /* gap rows seen on gap_tid */
+/* What loading a table knows of the rows before the next one. */
+struct loading {
+	struct table *t;
+	long stack[4096]; /* the last row at each depth */
+	unsigned gap_tid;
+	uint64_t gap_end; /* the last gap row's end, on gap_tid */
+	size_t gap_no;	  /* gap rows seen on gap_tid */
+};
 
-	if (!f || !fgets(line, sizeof(line), f)) {
-		perror(path);
-		if (f)
-			fclose(f);
+static int add_row(const struct tf_row *x, void *arg)
+{
+	struct loading *l = arg;
+	struct table *t = l->t;
+	struct row r = {.parent = -1, .match = -1};
+
+	r.tid = x->tid;
+	r.depth = x->depth;
+	memcpy(r.name, x->name, sizeof(r.name));
+	r.start = x->start;
+	r.end = x->end;
+	r.gap = x->flags & TF_GAP;
+	r.joined = x->flags & TF_JOINED;
+	r.guessed = x->flags & TF_DEPTH_GUESSED;
+	r.clipped = x->flags & TF_CLIP_START;
+	if (r.gap) {
+		l->gap_no = r.tid == l->gap_tid ? l->gap_no + 1 : 1;
+		l->gap_tid = r.tid;
+		l->gap_end = r.end;
+		t->gaps++;
+		return 0;
+	}
+	r.resumed = r.clipped && r.tid == l->gap_tid && r.start == l->gap_end;
+	r.gap_no = r.resumed ? l->gap_no : 0;
+	if (mt_grow((void **)&t->r, &t->cap, t->n + 1, sizeof(*t->r))) {
+		fprintf(stderr, "mt-accuracy: out of memory\n");
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		struct row r = {.parent = -1, .match = -1};
-		struct tf_row x;
+	/* pre-order: the parent is the last row one level up */
+	if (r.depth > 0 && r.depth < 4096 && t->n &&
+	    t->r[t->n - 1].tid == r.tid)
+		r.parent = l->stack[r.depth - 1];
+	if (r.depth < 4096)
+		l->stack[r.depth] = (long)t->n;
+	t->r[t->n++] = r;
+	return 0;
+}
 
-		if (tf_parse(line, &x)) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			return -1;
-		}
-		r.tid = x.tid;
-		r.depth = x.depth;
-		memcpy(r.name, x.name, sizeof(r.name));
-		r.start = x.start;
-		r.end = x.end;
-		r.gap = x.flags & TF_GAP;
-		r.joined = x.flags & TF_JOINED;
-		r.guessed = x.flags & TF_DEPTH_GUESSED;
-		r.clipped = x.flags & TF_CLIP_START;
-		if (r.gap) {
-			gap_no = r.tid == gap_tid ? gap_no + 1 : 1;
-			gap_tid = r.tid;
-			gap_end = r.end;
-			t->gaps++;
-			continue;
-		}
-		r.resumed = r.clipped && r.tid == gap_tid && r.start == gap_end;
-		r.gap_no = r.resumed ? gap_no : 0;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 4096;
-			t->r = realloc(t->r, t->cap * sizeof(*t->r));
-			if (!t->r) {
-				fclose(f);
-				return -1;
-			}
-		}
-		/* pre-order: the parent is the last row one level up */
-		if (r.depth > 0 && r.depth < 4096 && t->n &&
-		    t->r[t->n - 1].tid == r.tid)
-			r.parent = stack[r.depth - 1];
-		if (r.depth < 4096)
-			stack[r.depth] = (long)t->n;
-		t->r[t->n++] = r;
-	}
-	fclose(f);
+static int load(const char *path, struct table *t)
+{
+	struct loading *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return -1;
+	l->t = t;
+	rc = tf_load(path, add_row, l);
+	free(l);
+	if (rc)
+		return rc;
 	/* The slices a segment begins with nest, one row after another:
 	 * the deepest is the leaf where tracing resumed. */
 	for (size_t i = t->n; i-- > 0;) {
@@ -387,8 +388,15 @@ int main(int argc, char **argv)
 			"usage: mt-accuracy TRUTH OURS GAPS [--tol-ns N]\n");
 		return 2;
 	}
-	if (argc == 6 && !strcmp(argv[4], "--tol-ns"))
-		tol = strtoull(argv[5], NULL, 10);
+	if (argc == 6 && !strcmp(argv[4], "--tol-ns")) {
+		char why[256];
+
+		if (mt_parse_arg("--tol-ns", argv[5], 10, UINT64_MAX, &tol, why,
+				 sizeof(why))) {
+			fprintf(stderr, "mt-accuracy: %s\n", why);
+			return 2;
+		}
+	}
 	if (load(argv[1], &tt) || load(argv[2], &ot))
 		return 2;
 	gaps = load_gaps(argv[3], &ng);

@@ -21,6 +21,9 @@
  * Prints "ok: ..." and exits 0, or explains the first difference and
  * exits 1.
  */
+#include "tools/treefile.h"
+#include "util/util.h"
+
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,7 +98,7 @@ struct name {
 struct names {
 	struct name *v;
 	size_t n, cap;
-	size_t *hash, hcap; /* open addressing: index + 1, 0 = empty */
+	struct mt_hmap index; /* a name's hash -> its index in v */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -108,37 +111,29 @@ static void *xrealloc(void *p, size_t n)
 	return p;
 }
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 14695981039346656037ull;
+struct name_key {
+	const struct names *t;
+	const char *s;
+};
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+static bool same_name(const void *ctx, uint64_t i)
+{
+	const struct name_key *k = ctx;
+
+	return !strcmp(k->t->v[i].s, k->s);
 }
 
 static size_t intern_idx(struct names *t, const char *s)
 {
-	size_t h;
+	struct name_key k = {t, s};
+	uint64_t h = mt_hash_bytes(s, strlen(s)), i;
 
-	if (2 * (t->n + 1) > t->hcap) {
-		size_t cap = t->hcap ? 2 * t->hcap : 1024;
-
-		free(t->hash);
-		t->hash = xrealloc(NULL, cap * sizeof(*t->hash));
-		memset(t->hash, 0, cap * sizeof(*t->hash));
-		t->hcap = cap;
-		for (size_t i = 0; i < t->n; i++) {
-			h = hash_str(t->v[i].s) & (cap - 1);
-			while (t->hash[h])
-				h = (h + 1) & (cap - 1);
-			t->hash[h] = i + 1;
-		}
+	if (mt_hmap_find_ext(&t->index, h, same_name, &k, &i))
+		return (size_t)i;
+	if (mt_hmap_add_ext(&t->index, h, t->n)) {
+		fprintf(stderr, "mt-synth-check: out of memory\n");
+		exit(2);
 	}
-	for (h = hash_str(s) & (t->hcap - 1); t->hash[h];
-	     h = (h + 1) & (t->hcap - 1))
-		if (!strcmp(t->v[t->hash[h] - 1].s, s))
-			return t->hash[h] - 1;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 256;
 		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
@@ -146,7 +141,6 @@ static size_t intern_idx(struct names *t, const char *s)
 	t->v[t->n].s = xrealloc(NULL, strlen(s) + 1);
 	strcpy(t->v[t->n].s, s);
 	t->v[t->n].rep = t->n;
-	t->hash[h] = t->n + 1;
 	return t->n++;
 }
 
@@ -260,43 +254,31 @@ static int cmp_ev(const void *a, const void *b)
 	return (int)x->kind - (int)y->kind;
 }
 
+static int add_gap(const char *line, void *arg)
+{
+	struct gaps *out = arg;
+	unsigned long long fb, lb, after, end, resume, stop, rip;
+	unsigned tid;
+
+	if (sscanf(line, "%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%llx\t%llx", &tid,
+		   &fb, &lb, &after, &end, &resume, &stop, &rip) != 8)
+		return TF_BAD;
+	if (out->n == out->cap) {
+		out->cap = out->cap ? out->cap * 2 : 64;
+		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
+	}
+	out->v[out->n++] = (struct gap){.tid = tid,
+					.after = after,
+					.end = end,
+					.resume = resume,
+					.stop_ip = stop,
+					.resume_ip = rip};
+	return 0;
+}
+
 static int load_gaps(const char *path, struct gaps *out)
 {
-	FILE *f = fopen(path, "r");
-	char line[512];
-
-	if (!f) {
-		perror(path);
-		return -1;
-	}
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "tid\t", 4)) {
-		fprintf(stderr, "%s: no header line\n", path);
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long fb, lb, after, end, resume, stop, rip;
-		unsigned tid;
-		if (sscanf(line, "%u\t%llu\t%llu\t%llu\t%llu\t%llu\t%llx\t%llx",
-			   &tid, &fb, &lb, &after, &end, &resume, &stop,
-			   &rip) != 8) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			return -1;
-		}
-		if (out->n == out->cap) {
-			out->cap = out->cap ? out->cap * 2 : 64;
-			out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
-		}
-		out->v[out->n++] = (struct gap){.tid = tid,
-						.after = after,
-						.end = end,
-						.resume = resume,
-						.stop_ip = stop,
-						.resume_ip = rip};
-	}
-	fclose(f);
-	return 0;
+	return tf_each_line(path, add_gap, out);
 }
 
 static const struct gap *in_gap(const struct gaps *g, uint32_t tid, uint64_t t)
@@ -318,51 +300,55 @@ static void push_truth(struct evs *out, const struct gaps *g, struct ev x,
 	push_ev(out, x);
 }
 
+/* truth.tsv's rows as they are read. */
+struct truth_rows {
+	struct names *nt;
+	struct row *v;
+	size_t n, cap, maxdepth;
+};
+
+static int add_truth_row(const char *line, void *arg)
+{
+	struct truth_rows *t = arg;
+	char name[512], flags[256];
+	struct row r;
+	unsigned long long s, e;
+
+	/* Names are tab-delimited: C++ names hold spaces. */
+	if (sscanf(line, "%u\t%u\t%511[^\t]\t%llu\t%llu\t%255s", &r.tid,
+		   &r.depth, name, &s, &e, flags) != 6)
+		return TF_BAD;
+	r.start = s;
+	r.end = e;
+	r.name = intern(t->nt, name);
+	r.flags = parse_flags(flags);
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 4096;
+		t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
+	}
+	t->v[t->n++] = r;
+	if (r.depth > t->maxdepth)
+		t->maxdepth = r.depth;
+	return 0;
+}
+
 /* Expected events from truth.tsv and the gaps. */
 static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 		      struct evs *out, uint64_t *lost)
 {
-	FILE *f = fopen(path, "r");
-	char line[1024];
-	struct row *rows = NULL;
-	size_t n = 0, cap = 0, maxdepth = 0;
+	struct truth_rows t = {.nt = nt};
+	struct row *rows;
+	size_t n, maxdepth;
 	size_t *open;
 	uint32_t tid = UINT32_MAX;
 
-	if (!f) {
-		perror(path);
+	if (tf_each_line(path, add_truth_row, &t)) {
+		free(t.v);
 		return -1;
 	}
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "tid\t", 4)) {
-		fprintf(stderr, "%s: no header line\n", path);
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char name[512], flags[256];
-		struct row r;
-		unsigned long long s, e;
-		/* Names are tab-delimited: C++ names hold spaces. */
-		if (sscanf(line, "%u\t%u\t%511[^\t]\t%llu\t%llu\t%255s", &r.tid,
-			   &r.depth, name, &s, &e, flags) != 6) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			free(rows);
-			return -1;
-		}
-		r.start = s;
-		r.end = e;
-		r.name = intern(nt, name);
-		r.flags = parse_flags(flags);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 4096;
-			rows = xrealloc(rows, cap * sizeof(*rows));
-		}
-		rows[n++] = r;
-		if (r.depth > maxdepth)
-			maxdepth = r.depth;
-	}
-	fclose(f);
+	rows = t.v;
+	n = t.n;
+	maxdepth = t.maxdepth;
 
 	/*
 	 * Rows are sorted by tid and start; the parent of a row is the
@@ -468,6 +454,7 @@ static int parse_error(const char *line, struct ev *e)
 {
 	const char *p;
 	unsigned long long sec, nsec;
+	uint64_t v;
 
 	memset(e, 0, sizeof(*e));
 	e->kind = EV_ERR;
@@ -477,10 +464,16 @@ static int parse_error(const char *line, struct ev *e)
 	p = strstr(line, " tid ");
 	if (!p)
 		return -1;
-	e->tid = (uint32_t)strtoul(p + 5, NULL, 10);
+	p += 5;
+	if (mt_scan_u64(&p, 10, UINT32_MAX, &v))
+		return -1;
+	e->tid = (uint32_t)v;
 	p = strstr(line, " ip ");
-	if (p)
-		e->ip = strtoull(p + 4, NULL, 16);
+	if (p) {
+		p += 4;
+		if (mt_scan_u64(&p, 16, UINT64_MAX, &e->ip))
+			return -1;
+	}
 	if (!strstr(line, "code 7: Overflow packet"))
 		e->errmsg = "not an overflow";
 	return 0;
@@ -499,12 +492,14 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 	 */
 	uint32_t *tids = NULL;
 	size_t *pending = NULL, ntids = 0;
+	char why[1024];
+	int rc = 0;
 
 	if (!f) {
 		perror(path);
 		return -1;
 	}
-	while (getline(&line, &lcap, f) > 0) {
+	while (!rc && getline(&line, &lcap, f) > 0) {
 		char *tok[32], *save = NULL;
 		int ntok = 0, i = 0;
 		char flags[128] = "", from_sym[1024] = "";
@@ -513,6 +508,7 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 		unsigned long long sec, nsec;
 		size_t k, err;
 		struct ev e = {0};
+		uint64_t v;
 
 		bool is_err = strstr(line, "instruction trace error");
 
@@ -549,7 +545,14 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 				tok[ntok++] = t;
 			if (ntok < 3)
 				continue;
-			tid = (uint32_t)strtoul(tok[0], NULL, 10);
+			if (mt_parse_arg("thread id", tok[0], 10, UINT32_MAX,
+					 &v, why, sizeof(why))) {
+				fprintf(stderr, "mt-synth-check: %s: %s\n",
+					path, why);
+				rc = -1;
+				break;
+			}
+			tid = (uint32_t)v;
 			if (sscanf(tok[1], "%llu.%llu:", &sec, &nsec) != 2)
 				continue;
 			e.tid = tid;
@@ -592,9 +595,14 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 			continue;
 		}
 		if (!strncmp(flags, "tr strt", 7)) {
-			if (err != SIZE_MAX)
-				out->v[err].resume =
-					strtoull(to_addr, NULL, 16);
+			if (err != SIZE_MAX &&
+			    mt_parse_arg("address", to_addr, 16, UINT64_MAX,
+					 &out->v[err].resume, why,
+					 sizeof(why))) {
+				fprintf(stderr, "mt-synth-check: %s: %s\n",
+					path, why);
+				rc = -1;
+			}
 			continue;
 		}
 		if (strstr(flags, "syscall") && strstr(flags, "tr end")) {
@@ -613,6 +621,10 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 	free(line);
 	fclose(f);
 	free(pending);
+	if (rc) {
+		free(tids);
+		return rc;
+	}
 	/* perf prints queues in time order; keep each thread's order. */
 	{
 		struct ev *tmp = xrealloc(NULL, (out->n + 1) * sizeof(*tmp));
@@ -856,20 +868,29 @@ int main(int argc, char **argv)
 
 	for (int a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--timing") && a + 1 < argc) {
-			const char *m = argv[++a];
-			tc.mode = !strcmp(m, "tsc")   ? T_TSC
-				  : !strcmp(m, "mtc") ? T_MTC
-				  : !strcmp(m, "cyc") ? T_CYC
-						      : T_NONE;
-			if (tc.mode == T_NONE)
+			/* enum timing's, after T_NONE */
+			static const char *const modes[] = {"tsc", "mtc",
+							    "cyc"};
+			char why[128];
+			int k = mt_parse_word("--timing", argv[++a], modes, 3,
+					      why, sizeof(why));
+
+			if (k < 0)
 				goto usage;
+			tc.mode = (enum timing)(T_TSC + k);
 		} else if (!strcmp(argv[a], "--aliases") && a + 1 < argc) {
 			if (load_aliases(argv[++a], &nt))
 				return 2;
 		} else if (!strcmp(argv[a], "--mtc-period") && a + 1 < argc) {
-			mtc_period = (unsigned)strtoul(argv[++a], NULL, 10);
-			if (mtc_period > 15)
-				goto usage;
+			uint64_t v;
+			char why[256];
+
+			if (mt_parse_arg("--mtc-period", argv[++a], 10, 15, &v,
+					 why, sizeof(why))) {
+				fprintf(stderr, "mt-synth-check: %s\n", why);
+				return 2;
+			}
+			mtc_period = (unsigned)v;
 		} else if (argv[a][0] != '-' && nfiles < 3) {
 			files[nfiles++] = argv[a];
 		} else {
@@ -936,7 +957,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < nt.n; k++)
 		free(nt.v[k].s);
 	free(nt.v);
-	free(nt.hash);
+	mt_hmap_free(&nt.index);
 	free(truth.v);
 	free(perf.v);
 	free(gaps.v);

@@ -22,6 +22,7 @@
  * median, 99th percentile and worst.
  */
 #include "tools/treefile.h"
+#include "util/util.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -41,50 +42,32 @@ struct table {
 	size_t n, cap;
 };
 
+static int add_row(const struct tf_row *x, void *arg)
+{
+	struct table *t = arg;
+	struct row r = {0};
+
+	r.tid = x->tid;
+	r.depth = x->depth;
+	memcpy(r.name, x->name, sizeof(r.name));
+	r.start = x->start;
+	r.end = x->end;
+	r.cs = x->flags & TF_CLIP_START;
+	r.ce = x->flags & TF_CLIP_END;
+	r.tail = x->flags & TF_TAIL;
+	r.sys = x->flags & TF_SYSCALL;
+	r.gap = x->flags & TF_GAP;
+	if (mt_grow((void **)&t->r, &t->cap, t->n + 1, sizeof(*t->r))) {
+		fprintf(stderr, "mt-tree-check: out of memory\n");
+		return -1;
+	}
+	t->r[t->n++] = r;
+	return 0;
+}
+
 static int load(const char *path, struct table *t)
 {
-	FILE *f = fopen(path, "r");
-	char line[4096];
-
-	if (!f) {
-		perror(path);
-		return -1;
-	}
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		struct row r = {0};
-		struct tf_row x;
-
-		if (tf_parse(line, &x)) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			return -1;
-		}
-		r.tid = x.tid;
-		r.depth = x.depth;
-		memcpy(r.name, x.name, sizeof(r.name));
-		r.start = x.start;
-		r.end = x.end;
-		r.cs = x.flags & TF_CLIP_START;
-		r.ce = x.flags & TF_CLIP_END;
-		r.tail = x.flags & TF_TAIL;
-		r.sys = x.flags & TF_SYSCALL;
-		r.gap = x.flags & TF_GAP;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 1024;
-			t->r = realloc(t->r, t->cap * sizeof(*t->r));
-			if (!t->r) {
-				fclose(f);
-				return -1;
-			}
-		}
-		t->r[t->n++] = r;
-	}
-	fclose(f);
-	return 0;
+	return tf_load(path, add_row, t);
 }
 
 struct result {
@@ -212,6 +195,7 @@ int main(int argc, char **argv)
 	bool unanchored = false, callers = false;
 	uint64_t max_s = 0, max_e = 0;
 	double sum_s = 0;
+	char why[256];
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: mt-tree-check TRUTH OURS [--tol-ns N] "
@@ -219,16 +203,26 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {
-		if (!strcmp(argv[i], "--tol-ns") && i + 1 < argc)
-			tol = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--unanchored"))
+		uint64_t v;
+
+		if (!strcmp(argv[i], "--tol-ns") && i + 1 < argc) {
+			if (mt_parse_arg(argv[i], argv[i + 1], 10, UINT64_MAX,
+					 &tol, why, sizeof(why)))
+				goto bad;
+			i++;
+		} else if (!strcmp(argv[i], "--unanchored")) {
 			unanchored = true;
-		else if (!strcmp(argv[i], "--callers"))
+		} else if (!strcmp(argv[i], "--callers")) {
 			callers = true;
-		else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
-			extra = strtoul(argv[++i], NULL, 10);
-		else
+		} else if (!strcmp(argv[i], "--extra") && i + 1 < argc) {
+			if (mt_parse_arg(argv[i], argv[i + 1], 10, SIZE_MAX, &v,
+					 why, sizeof(why)))
+				goto bad;
+			extra = (size_t)v;
+			i++;
+		} else {
 			return 2;
+		}
 	}
 	if (load(argv[1], &tt) || load(argv[2], &ot))
 		return 2;
@@ -335,4 +329,7 @@ int main(int argc, char **argv)
 	free(tt.r);
 	free(ot.r);
 	return bad_threads ? 1 : 0;
+bad:
+	fprintf(stderr, "mt-tree-check: %s\n", why);
+	return 2;
 }

@@ -55,6 +55,65 @@ static inline int tf_parse(const char *line, struct tf_row *r)
 	return 0;
 }
 
+/*
+ * The lines of one of our tables (truth.tsv, gaps.tsv, mt-convert
+ * --text): a header that starts with "tid\t", then a row a line, each to
+ * fn with ctx.  fn returns 0 to go on, TF_BAD for a line it cannot read
+ * (said here, with the file's name), or -1 after saying why itself.
+ * Returns 0, or -1 when the file cannot be read, has no header, or fn
+ * stopped.
+ */
+#define TF_BAD 1
+
+static inline int tf_each_line(const char *path,
+			       int (*fn)(const char *line, void *ctx),
+			       void *ctx)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int rc = 0;
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "tid\t", 4)) {
+		fprintf(stderr, "%s: no header line\n", path);
+		fclose(f);
+		return -1;
+	}
+	while (!rc && fgets(line, sizeof(line), f)) {
+		rc = fn(line, ctx);
+		if (rc == TF_BAD)
+			fprintf(stderr, "%s: bad line: %s", path, line);
+	}
+	fclose(f);
+	return rc ? -1 : 0;
+}
+
+struct tf_load_ctx {
+	int (*fn)(const struct tf_row *r, void *ctx);
+	void *ctx;
+};
+
+static inline int tf_load_line(const char *line, void *arg)
+{
+	const struct tf_load_ctx *l = arg;
+	struct tf_row r;
+
+	return tf_parse(line, &r) ? TF_BAD : l->fn(&r, l->ctx);
+}
+
+/* Each row of a slice tree file to fn, as tf_each_line. */
+static inline int tf_load(const char *path,
+			  int (*fn)(const struct tf_row *r, void *ctx),
+			  void *ctx)
+{
+	struct tf_load_ctx l = {fn, ctx};
+
+	return tf_each_line(path, tf_load_line, &l);
+}
+
 /* Code without a symbol: each side names it its own way. */
 static inline int tf_same_name(const char *a, const char *b)
 {

@@ -25,6 +25,7 @@ int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 
 	f->path = NULL;
 	f->tmp = NULL;
+	f->fp = NULL;
 	/* Found now rather than after the whole conversion, at rename. */
 	if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "%s: is a directory", path);
@@ -61,6 +62,36 @@ int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 	}
 }
 
+FILE *mt_outfile_fopen(struct mt_outfile *f, const char *path, char *err,
+		       size_t errlen)
+{
+	if (mt_outfile_begin(f, path, err, errlen))
+		return NULL;
+	f->fp = fopen(f->tmp, "we");
+	if (!f->fp) {
+		snprintf(err, errlen, "%s: cannot write: %s", path,
+			 strerror(errno));
+		mt_outfile_abort(f);
+	}
+	return f->fp;
+}
+
+/* The stream's buffered bytes go to the file; any write to it that
+ * failed fails this. */
+static int close_stream(struct mt_outfile *f)
+{
+	int rc = 0;
+
+	if (!f->fp)
+		return 0;
+	if (ferror(f->fp))
+		rc = -EIO;
+	if (fclose(f->fp) && !rc)
+		rc = -errno;
+	f->fp = NULL;
+	return rc;
+}
+
 /* Synced first: a rename must never put a short file in place after a
  * crash of the machine. */
 static int sync_file(const char *name)
@@ -80,8 +111,15 @@ static int sync_file(const char *name)
 
 int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen)
 {
-	int rc = sync_file(f->tmp);
+	int rc = close_stream(f);
 
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot write: %s", f->path,
+			 strerror(-rc));
+		mt_outfile_abort(f);
+		return rc;
+	}
+	rc = sync_file(f->tmp);
 	if (!rc && rename(f->tmp, f->path))
 		rc = -errno;
 	if (rc) {
@@ -105,7 +143,9 @@ int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
 	/* Sync them all before the first rename, so that a failure leaves
 	 * every old output in place. */
 	for (size_t i = 0; i < n && !rc; i++) {
-		rc = sync_file(fs[i].tmp);
+		rc = close_stream(&fs[i]);
+		if (!rc)
+			rc = sync_file(fs[i].tmp);
 		if (rc)
 			snprintf(err, errlen, "%s: cannot write: %s",
 				 fs[i].path, strerror(-rc));
@@ -119,6 +159,9 @@ int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
 
 void mt_outfile_abort(struct mt_outfile *f)
 {
+	if (f->fp)
+		fclose(f->fp);
+	f->fp = NULL;
 	if (f->tmp)
 		unlink(f->tmp);
 	free(f->tmp);

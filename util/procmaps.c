@@ -76,6 +76,13 @@ int mt_maps_each(pid_t pid,
 	return rc;
 }
 
+pid_t mt_proc_id(const char *name)
+{
+	uint64_t v;
+
+	return mt_parse_u64(name, 10, INT32_MAX, &v) ? 0 : (pid_t)v;
+}
+
 char *mt_maps_text(pid_t pid)
 {
 	char name[64], *text = NULL;

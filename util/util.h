@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /*
@@ -25,21 +26,81 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
 
 /*
- * A map from 32-bit keys (any but UINT32_MAX) to 64-bit values, by open
- * addressing (u32map.c).  Zero-initialised it is empty; a key never set
- * reads as 0.
+ * The hash table (hmap.c): 64-bit keys (any but UINT64_MAX) to 64-bit
+ * values, by open addressing, at most half full.  Zero-initialised it is
+ * empty.  Nothing is allocated per key: the slots double when needed.
  */
-struct mt_u32map {
-	uint32_t *key; /* key + 1; 0 = empty */
-	uint64_t *val;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
+struct mt_hmap_slot {
+	uint64_t key; /* key + 1; 0 = empty */
+	uint64_t val;
 };
 
-uint64_t mt_u32map_get(const struct mt_u32map *m, uint32_t key);
-/* Returns 0, or -ENOMEM (m is untouched then). */
-int mt_u32map_set(struct mt_u32map *m, uint32_t key, uint64_t val);
-void mt_u32map_free(struct mt_u32map *m);
+struct mt_hmap {
+	struct mt_hmap_slot *slot;
+	size_t cap;	/* a power of two, or 0 */
+	size_t n;	/* keys held */
+	unsigned shift; /* 64 - log2(cap) */
+};
+
+/* Whether key is there; its value in *val when it is. */
+bool mt_hmap_find(const struct mt_hmap *m, uint64_t key, uint64_t *val);
+/* key's value, 0 when it was never set. */
+static inline uint64_t mt_hmap_get(const struct mt_hmap *m, uint64_t key)
+{
+	uint64_t v = 0;
+
+	mt_hmap_find(m, key, &v);
+	return v;
+}
+/* Adds key or replaces its value.  Returns 0, or -ENOMEM (m is untouched
+ * then). */
+int mt_hmap_set(struct mt_hmap *m, uint64_t key, uint64_t val);
+void mt_hmap_free(struct mt_hmap *m);
+
+/*
+ * Keys that do not fit in 64 bits (strings, structures) stay in the
+ * caller's array: the table holds a hash of each and its value (the
+ * index of the key there, say), and same(ctx, val) says whether the key
+ * of val is the one sought.  A table holds either kind, never both.
+ */
+bool mt_hmap_find_ext(const struct mt_hmap *m, uint64_t hash,
+		      bool (*same)(const void *ctx, uint64_t val),
+		      const void *ctx, uint64_t *val);
+/* Adds a key that mt_hmap_find_ext did not find.  Returns 0, or -ENOMEM
+ * (m is untouched then). */
+int mt_hmap_add_ext(struct mt_hmap *m, uint64_t hash, uint64_t val);
+/* A hash of n bytes for mt_hmap_find_ext (64-bit FNV-1a). */
+uint64_t mt_hash_bytes(const void *p, size_t n);
+
+/*
+ * A whole number, checked (parse.c): digits of base only (10, 16, 8, or
+ * 0 for strtoull's choice: 0x hex, a leading 0 octal, else decimal), at
+ * least one, nothing before or after them (no sign, no spaces), at most
+ * max.  Returns 0, -EINVAL when s is no such number, -ERANGE when it is
+ * larger than max; *out is set only on success.
+ */
+int mt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
+/* The same with an optional '-', within [min, max]. */
+int mt_parse_i64(const char *s, int base, int64_t min, int64_t max,
+		 int64_t *out);
+/*
+ * The number at the start of *s, for text that goes on after it: as
+ * mt_parse_u64 but for what follows the digits, and *s moves past them
+ * (on -ERANGE too, so that the caller can still check what follows).
+ */
+int mt_scan_u64(const char **s, int base, uint64_t max, uint64_t *out);
+
+/*
+ * mt_parse_u64 for a program's option or a field of a file, with one
+ * line for the user in err when it fails: "WHAT: 'S' is not a number",
+ * or "WHAT: 'S' is more than MAX".
+ */
+int mt_parse_arg(const char *what, const char *s, int base, uint64_t max,
+		 uint64_t *out, char *err, size_t errlen);
+/* For an option that takes one of a few names: the index of s among the
+ * n words, or -1 with one line in err: "WHAT is A, B or C, not 'S'". */
+int mt_parse_word(const char *what, const char *s, const char *const *words,
+		  size_t n, char *err, size_t errlen);
 
 /*
  * A size typed by a person: decimal or 0x hex digits, then an optional
@@ -57,11 +118,19 @@ int mt_parse_size(const char *s, uint64_t *out);
 struct mt_outfile {
 	char *path; /* where it goes */
 	char *tmp;  /* where it is written until then */
+	FILE *fp;   /* mt_outfile_fopen's stream, or NULL */
 };
 
 /* Creates the (empty) temporary file; refuses a directory at path. */
 int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 		     size_t errlen);
+/*
+ * The same, and the temporary file opened as a stream to write to (also
+ * in f->fp), which the commit or the abort closes: a write error on it
+ * fails the commit.  NULL (with nothing left behind) on failure.
+ */
+FILE *mt_outfile_fopen(struct mt_outfile *f, const char *path, char *err,
+		       size_t errlen);
 /* Syncs and renames it into place; on failure the temporary file goes. */
 int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen);
 /* Several outputs that belong together: all are synced before the first
@@ -104,6 +173,9 @@ int mt_map_parse(const char *line, struct mt_map *m, char *path,
 int mt_maps_each(pid_t pid,
 		 int (*fn)(const struct mt_map *m, const char *line, void *arg),
 		 void *arg, char *err, size_t errlen);
+/* The id that a name in /proc (or in /proc/PID/task) stands for, or 0
+ * when it is none ("self", "." and the like). */
+pid_t mt_proc_id(const char *name);
 /* The whole text of /proc/PID/maps (malloc'd), or NULL when it cannot
  * be read or is empty (a process that has exited). */
 char *mt_maps_text(pid_t pid);

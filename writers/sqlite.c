@@ -161,11 +161,10 @@ static const struct {
 	{MT_SLICE_DEPTH_GUESSED, "debug.depth_guessed"},
 };
 
-/* One interned arg set; id is arg_set_id + 1 so that 0 marks a free slot. */
+/* One interned arg set: its key, at its arg_set_id in sq.asets. */
 struct aset {
 	uint64_t addr;
 	uint32_t dso, flags;
-	uint64_t id;
 };
 
 /* A number (tid or pid) and the row that stands for it. */
@@ -221,10 +220,11 @@ struct sq {
 	size_t errlen;
 	sqlite3 *db;
 	sqlite3_stmt *stmts[S_NR];
-	struct aset *asets; /* open addressing, power-of-two size */
+	struct aset *asets; /* by arg_set_id */
 	size_t nr_asets, cap_asets;
-	struct idmap *tids; /* sorted by tid: utid of each thread */
-	struct idmap *pids; /* sorted by pid: upid of each process */
+	struct mt_hmap aset_index; /* an aset's hash -> its arg_set_id */
+	struct idmap *tids;	   /* sorted by tid: utid of each thread */
+	struct idmap *pids;	   /* sorted by pid: upid of each process */
 	size_t nr_pids;
 	uint32_t next_upid;
 };
@@ -435,9 +435,8 @@ static int write_arg(struct sq *w, uint64_t set, const char *key,
 	return step(w, st);
 }
 
-static int write_aset(struct sq *w, const struct aset *a)
+static int write_aset(struct sq *w, uint64_t set, const struct aset *a)
 {
-	uint64_t set = a->id - 1;
 	int rc = 0;
 
 	if (a->addr)
@@ -454,64 +453,50 @@ static int write_aset(struct sq *w, const struct aset *a)
 	return rc;
 }
 
-static size_t aset_hash(uint64_t addr, uint32_t dso, uint32_t flags)
+static uint64_t aset_hash(const struct aset *a)
 {
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	uint64_t h = a->addr * 0x9e3779b97f4a7c15ull;
 
-	h ^= ((uint64_t)dso << 8 | flags) * 0xc2b2ae3d27d4eb4full;
-	return (size_t)(h ^ h >> 29);
+	h ^= ((uint64_t)a->dso << 8 | a->flags) * 0xc2b2ae3d27d4eb4full;
+	return h ^ h >> 29;
 }
 
-static int aset_grow(struct sq *w)
+struct aset_key {
+	const struct sq *w;
+	const struct aset *a;
+};
+
+static bool same_aset(const void *ctx, uint64_t set)
 {
-	size_t cap = w->cap_asets ? w->cap_asets * 2 : 1024;
-	struct aset *n;
+	const struct aset_key *k = ctx;
+	const struct aset *o = &k->w->asets[set];
 
-	if (cap > SIZE_MAX / sizeof(*n) || !(n = calloc(cap, sizeof(*n))))
-		return fail(w, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < w->cap_asets; i++) {
-		const struct aset *a = &w->asets[i];
-		size_t j;
-
-		if (!a->id)
-			continue;
-		j = aset_hash(a->addr, a->dso, a->flags) & (cap - 1);
-		while (n[j].id)
-			j = (j + 1) & (cap - 1);
-		n[j] = *a;
-	}
-	free(w->asets);
-	w->asets = n;
-	w->cap_asets = cap;
-	return 0;
+	return o->addr == k->a->addr && o->dso == k->a->dso &&
+	       o->flags == k->a->flags;
 }
 
 /* The slice's arg_set_id, its rows written the first time the set is
  * seen; -1 when the slice has no args, or an error. */
 static int aset_get(struct sq *w, const struct mt_slice *s, int64_t *set)
 {
-	uint32_t flags = s->flags;
-	size_t i;
-	int rc;
+	struct aset a = {s->addr, s->dso, s->flags};
+	struct aset_key k = {w, &a};
+	uint64_t h = aset_hash(&a), id;
 
 	*set = -1;
-	if (!s->addr && !s->dso && !flags)
+	if (!a.addr && !a.dso && !a.flags)
 		return 0;
-	if ((w->nr_asets + 1) * 2 > w->cap_asets && (rc = aset_grow(w)))
-		return rc;
-	for (i = aset_hash(s->addr, s->dso, flags) & (w->cap_asets - 1);
-	     w->asets[i].id; i = (i + 1) & (w->cap_asets - 1)) {
-		const struct aset *a = &w->asets[i];
-
-		if (a->addr == s->addr && a->dso == s->dso &&
-		    a->flags == flags) {
-			*set = (int64_t)a->id - 1;
-			return 0;
-		}
+	if (mt_hmap_find_ext(&w->aset_index, h, same_aset, &k, &id)) {
+		*set = (int64_t)id;
+		return 0;
 	}
-	w->asets[i] = (struct aset){s->addr, s->dso, flags, ++w->nr_asets};
-	*set = (int64_t)w->nr_asets - 1;
-	return write_aset(w, &w->asets[i]);
+	if (mt_grow((void **)&w->asets, &w->cap_asets, w->nr_asets + 1,
+		    sizeof(*w->asets)) ||
+	    mt_hmap_add_ext(&w->aset_index, h, w->nr_asets))
+		return fail(w, -ENOMEM, "out of memory");
+	w->asets[w->nr_asets] = a;
+	*set = (int64_t)w->nr_asets++;
+	return write_aset(w, (uint64_t)*set, &a);
 }
 
 /* "[decode gap: overflow]" -> "overflow"; other names stay whole. */
@@ -810,6 +795,7 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		st->tracks = (uint32_t)t->nr_threads;
 	}
 	free(w.asets);
+	mt_hmap_free(&w.aset_index);
 	free(w.tids);
 	free(w.pids);
 	return rc;

@@ -27,6 +27,7 @@
  */
 #include "capture/capfile.h"
 #include "perfdata/perfdata.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <elf.h>
@@ -377,13 +378,18 @@ static uint64_t label_size(const struct wcase *c, size_t i)
 
 static void write_file(const char *path, const void *d, size_t n)
 {
-	char tmp[PATH_MAX];
-	FILE *f;
+	struct mt_outfile out;
+	char err[PATH_MAX + 64];
+	FILE *f = mt_outfile_fopen(&out, path, err, sizeof(err));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "wb");
-	if (!f || fwrite(d, 1, n, f) != n || fclose(f) || rename(tmp, path))
+	if (!f)
+		die("%s", err);
+	if (fwrite(d, 1, n, f) != n) {
+		mt_outfile_abort(&out);
 		die("%s: cannot write: %s", path, strerror(errno));
+	}
+	if (mt_outfile_commit(&out, err, sizeof(err)))
+		die("%s", err);
 }
 
 /*

@@ -75,8 +75,9 @@ static void test_strtab_many(struct check_state *cs)
 	CHECKF(cs, bad == 0, "%d ids not in order", bad);
 	CHECK(cs, s.nr == N + 1);
 	/* The hash stays at most half full. */
-	CHECK(cs, s.hash_cap >= 2 * s.nr);
-	CHECK(cs, (s.hash_cap & (s.hash_cap - 1)) == 0);
+	CHECK(cs, s.index.n == s.nr);
+	CHECK(cs, s.index.cap >= 2 * s.nr);
+	CHECK(cs, (s.index.cap & (s.index.cap - 1)) == 0);
 	for (uint32_t i = 0; i < N && bad < 10; i++) {
 		snprintf(buf, sizeof(buf), "sym_%u_%x", i, i * 2654435761u);
 		if (mt_str_intern(&s, buf) != ids[i] ||

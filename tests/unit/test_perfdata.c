@@ -30,7 +30,8 @@ static void roundtrip(struct check_state *st, enum pd_write_mode mode)
 	{
 		char tmp[160];
 
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.0", path,
+			 (long)getpid());
 		CHECK(st, access(tmp, F_OK) != 0);
 	}
 	tmpdir_remove(dir);
@@ -193,7 +194,7 @@ static void test_writer_errors(struct check_state *st)
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/w.data", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.0", path, (long)getpid());
 	memset(&a, 0, sizeof(a));
 	sample_pt(&pt, true);
 

@@ -1,0 +1,392 @@
+/*
+ * util/: the checked number parsers (parse.c), the hash table (hmap.c),
+ * output files that appear whole or not at all (outfile.c), and the ids
+ * of /proc (procmaps.c).
+ */
+#include "tests/unit/check.h"
+#include "tests/unit/testfs.h"
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_parse_u64(struct check_state *cs)
+{
+	uint64_t v = 7;
+
+	CHECK(cs, !mt_parse_u64("0", 10, UINT64_MAX, &v) && v == 0);
+	CHECK(cs, !mt_parse_u64("42", 10, 42, &v) && v == 42);
+	CHECK(cs, !mt_parse_u64("18446744073709551615", 10, UINT64_MAX, &v) &&
+			  v == UINT64_MAX);
+	CHECK(cs, !mt_parse_u64("ff", 16, UINT64_MAX, &v) && v == 255);
+	CHECK(cs, !mt_parse_u64("0xff", 16, UINT64_MAX, &v) && v == 255);
+	CHECK(cs, !mt_parse_u64("0x10", 0, UINT64_MAX, &v) && v == 16);
+	CHECK(cs, !mt_parse_u64("010", 0, UINT64_MAX, &v) && v == 8);
+	CHECK(cs, !mt_parse_u64("010", 10, UINT64_MAX, &v) && v == 10);
+
+	/* Nothing but digits: no sign, no spaces, no junk, not empty. */
+	v = 7;
+	CHECK(cs, mt_parse_u64("", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("-1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("+1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64(" 1", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("1 ", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("12x", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("0x", 0, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("ff", 10, UINT64_MAX, &v) == -EINVAL);
+	CHECK(cs, mt_parse_u64("1", 7, UINT64_MAX, &v) == -EINVAL);
+	/* Out of range: over max, or over 64 bits; junk outranks size. */
+	CHECK(cs, mt_parse_u64("43", 10, 42, &v) == -ERANGE);
+	CHECK(cs, mt_parse_u64("18446744073709551616", 10, UINT64_MAX, &v) ==
+			  -ERANGE);
+	CHECK(cs, mt_parse_u64("99999999999999999999x", 10, UINT64_MAX, &v) ==
+			  -EINVAL);
+	CHECK(cs, v == 7);
+}
+
+static void test_parse_i64(struct check_state *cs)
+{
+	int64_t v = 7;
+
+	CHECK(cs, !mt_parse_i64("-1", 10, INT64_MIN, INT64_MAX, &v) && v == -1);
+	CHECK(cs, !mt_parse_i64("2", 10, -5, 5, &v) && v == 2);
+	CHECK(cs, !mt_parse_i64("-9223372036854775808", 10, INT64_MIN,
+				INT64_MAX, &v) &&
+			  v == INT64_MIN);
+	CHECK(cs, !mt_parse_i64("9223372036854775807", 10, INT64_MIN, INT64_MAX,
+				&v) &&
+			  v == INT64_MAX);
+	CHECK(cs, !mt_parse_i64("-0", 10, 0, 0, &v) && v == 0);
+	v = 7;
+	CHECK(cs, mt_parse_i64("9223372036854775808", 10, INT64_MIN, INT64_MAX,
+			       &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-9223372036854775809", 10, INT64_MIN, INT64_MAX,
+			       &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-6", 10, -5, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("6", 10, -5, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("-1", 10, 0, 5, &v) == -ERANGE);
+	CHECK(cs, mt_parse_i64("--1", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, mt_parse_i64("-", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, mt_parse_i64("+1", 10, -5, 5, &v) == -EINVAL);
+	CHECK(cs, v == 7);
+}
+
+static void test_scan_u64(struct check_state *cs)
+{
+	const char *s = "123,0x1f/9", *p = s;
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_scan_u64(&p, 10, UINT64_MAX, &v) && v == 123);
+	CHECK(cs, p == s + 3 && *p == ',');
+	p++;
+	CHECK(cs, !mt_scan_u64(&p, 0, UINT64_MAX, &v) && v == 31);
+	CHECK(cs, *p == '/');
+	p = ",1";
+	CHECK(cs, mt_scan_u64(&p, 10, UINT64_MAX, &v) == -EINVAL);
+	/* Past the digits even when too large, for what follows. */
+	p = s;
+	CHECK(cs, mt_scan_u64(&p, 10, 100, &v) == -ERANGE && *p == ',');
+}
+
+static void test_parse_size(struct check_state *cs)
+{
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_parse_size("4K", &v) && v == 4096);
+	CHECK(cs, !mt_parse_size("0x10M", &v) && v == 16ull << 20);
+	CHECK(cs, !mt_parse_size("010", &v) && v == 10);
+	CHECK(cs, !mt_parse_size("16777215T", &v) && v == 16777215ull << 40);
+	CHECK(cs, mt_parse_size("16777216T", &v) == -ERANGE);
+	CHECK(cs, mt_parse_size("99999999999999999999", &v) == -ERANGE);
+	CHECK(cs, mt_parse_size("99999999999999999999X", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("-1", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("4KB", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("0x", &v) == -EINVAL);
+	CHECK(cs, mt_parse_size("K", &v) == -EINVAL);
+}
+
+static void test_parse_arg_word(struct check_state *cs)
+{
+	static const char *const words[] = {"low", "normal", "high"};
+	char err[128] = "";
+	uint64_t v = 0;
+
+	CHECK(cs, !mt_parse_arg("--n", "12", 10, 100, &v, err, sizeof(err)));
+	CHECK(cs, v == 12 && !err[0]);
+	CHECK(cs, mt_parse_arg("--n", "1x", 10, 100, &v, err, sizeof(err)) ==
+			  -EINVAL);
+	CHECKF(cs, !strcmp(err, "--n: '1x' is not a number"), "%s", err);
+	CHECK(cs, mt_parse_arg("--n", "101", 10, 100, &v, err, sizeof(err)) ==
+			  -ERANGE);
+	CHECKF(cs, !strcmp(err, "--n: '101' is more than 100"), "%s", err);
+
+	CHECK(cs, mt_parse_word("-t", "low", words, 3, err, sizeof(err)) == 0);
+	CHECK(cs, mt_parse_word("-t", "high", words, 3, err, sizeof(err)) == 2);
+	CHECK(cs, mt_parse_word("-t", "hi", words, 3, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low, normal or high, not 'hi'"), "%s",
+	       err);
+	CHECK(cs, mt_parse_word("-t", "", words, 2, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low or normal, not ''"), "%s", err);
+	CHECK(cs, mt_parse_word("-t", "x", words, 1, err, sizeof(err)) == -1);
+	CHECKF(cs, !strcmp(err, "-t is low, not 'x'"), "%s", err);
+	/* A message cut short by a small buffer is still one string. */
+	CHECK(cs, mt_parse_word("-t", "x", words, 3, err, 8) == -1);
+	CHECKF(cs, !strcmp(err, "-t is l"), "%s", err);
+}
+
+/* The names of /proc that are processes and threads. */
+static void test_proc_id(struct check_state *cs)
+{
+	CHECK(cs, mt_proc_id("1") == 1);
+	CHECK(cs, mt_proc_id("2147483647") == 2147483647);
+	CHECK(cs, mt_proc_id("2147483648") == 0);
+	CHECK(cs, mt_proc_id("0") == 0);
+	CHECK(cs, mt_proc_id(".") == 0);
+	CHECK(cs, mt_proc_id("..") == 0);
+	CHECK(cs, mt_proc_id("self") == 0);
+	CHECK(cs, mt_proc_id("-1") == 0);
+	CHECK(cs, mt_proc_id("12a") == 0);
+	CHECK(cs, mt_proc_id(" 12") == 0);
+}
+
+static void test_hmap_basics(struct check_state *cs)
+{
+	struct mt_hmap m = {0};
+	uint64_t v = 7;
+
+	CHECK(cs, !mt_hmap_find(&m, 0, &v) && v == 7);
+	CHECK(cs, mt_hmap_get(&m, 12) == 0);
+	CHECK(cs, !mt_hmap_set(&m, 0, 100));
+	CHECK(cs, !mt_hmap_set(&m, UINT64_MAX - 1, 200));
+	CHECK(cs, !mt_hmap_set(&m, 5, 0));
+	CHECK(cs, m.n == 3);
+	CHECK(cs, mt_hmap_find(&m, 0, &v) && v == 100);
+	CHECK(cs, mt_hmap_get(&m, UINT64_MAX - 1) == 200);
+	/* A value of 0 is there all the same. */
+	CHECK(cs, mt_hmap_find(&m, 5, &v) && v == 0);
+	CHECK(cs, !mt_hmap_find(&m, 6, &v));
+	CHECK(cs, !mt_hmap_set(&m, 0, 101));
+	CHECK(cs, m.n == 3 && mt_hmap_get(&m, 0) == 101);
+	mt_hmap_free(&m);
+	CHECK(cs, !m.slot && !m.n && !m.cap);
+	CHECK(cs, !mt_hmap_find(&m, 0, &v));
+	CHECK(cs, !mt_hmap_set(&m, 1, 1) && mt_hmap_get(&m, 1) == 1);
+	mt_hmap_free(&m);
+}
+
+/* Keys in runs and strides, as thread ids and indexes come; every one
+ * stays found through the doublings. */
+static void test_hmap_many(struct check_state *cs)
+{
+	enum { N = 200000 };
+	struct mt_hmap m = {0};
+	int bad = 0;
+
+	for (uint64_t i = 0; i < N; i++)
+		if (mt_hmap_set(&m, i * 4096, i) ||
+		    mt_hmap_set(&m, (i << 40) + 3, ~i))
+			bad++;
+	CHECK(cs, bad == 0);
+	CHECK(cs, m.n == 2 * N);
+	CHECK(cs, m.cap >= 2 * m.n && (m.cap & (m.cap - 1)) == 0);
+	for (uint64_t i = 0; i < N && bad < 10; i++) {
+		uint64_t v;
+
+		if (!mt_hmap_find(&m, i * 4096, &v) || v != i)
+			bad++;
+		if (!mt_hmap_find(&m, (i << 40) + 3, &v) || v != ~i)
+			bad++;
+		if (mt_hmap_find(&m, i * 4096 + 1, &v))
+			bad++;
+	}
+	CHECKF(cs, bad == 0, "%d keys lost", bad);
+	mt_hmap_free(&m);
+}
+
+struct words {
+	const char *const *w;
+};
+
+static bool same_word(const void *ctx, uint64_t i)
+{
+	const struct words *k = ctx;
+
+	return !strcmp(k->w[0], k->w[1 + i]);
+}
+
+/* Keys kept outside: equal hashes must not make equal keys. */
+static void test_hmap_ext(struct check_state *cs)
+{
+	static const char *const dict[] = {"alpha", "beta", "gamma", "delta"};
+	const char *w[5] = {NULL, "alpha", "beta", "gamma", "delta"};
+	struct words k = {w};
+	struct mt_hmap m = {0}, c = {0};
+	uint64_t v;
+
+	for (uint64_t i = 0; i < 4; i++) {
+		uint64_t h = mt_hash_bytes(dict[i], strlen(dict[i]));
+
+		w[0] = dict[i];
+		CHECK(cs, !mt_hmap_find_ext(&m, h, same_word, &k, &v));
+		CHECK(cs, !mt_hmap_add_ext(&m, h, i));
+		/* All on one hash (and its top bit, which is dropped). */
+		CHECK(cs, !mt_hmap_find_ext(&c, i << 63, same_word, &k, &v));
+		CHECK(cs, !mt_hmap_add_ext(&c, i << 63, i));
+	}
+	for (uint64_t i = 0; i < 4; i++) {
+		w[0] = dict[i];
+		CHECK(cs,
+		      mt_hmap_find_ext(&m, mt_hash_bytes(w[0], strlen(w[0])),
+				       same_word, &k, &v) &&
+			      v == i);
+		CHECK(cs, mt_hmap_find_ext(&c, 0, same_word, &k, &v) && v == i);
+	}
+	w[0] = "epsilon";
+	CHECK(cs, !mt_hmap_find_ext(&c, 0, same_word, &k, &v));
+	CHECK(cs, m.n == 4 && c.n == 4);
+	mt_hmap_free(&m);
+	mt_hmap_free(&c);
+}
+
+static void test_hash_bytes(struct check_state *cs)
+{
+	/* FNV-1a's published values: the hash must not drift. */
+	CHECK(cs, mt_hash_bytes("", 0) == 0xcbf29ce484222325ull);
+	CHECK(cs, mt_hash_bytes("a", 1) == 0xaf63dc4c8601ec8cull);
+	CHECK(cs, mt_hash_bytes("foobar", 6) == 0x85944171f73967e8ull);
+	CHECK(cs, mt_hash_bytes("ab", 1) == mt_hash_bytes("a", 1));
+}
+
+/* Files in dir: what an output leaves behind, temporary ones included. */
+static int nr_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool has(const char *path, const char *text)
+{
+	size_t n;
+	uint8_t *d = slurp(path, &n);
+	bool same = d && n == strlen(text) && !memcmp(d, text, n);
+
+	free(d);
+	return same;
+}
+
+/* A stream's output: nothing at the path until the commit, then all of
+ * it and no temporary file; an abort keeps the old content. */
+static void test_outfile_stream(struct check_state *cs)
+{
+	char dir[64], path[128], err[256];
+	struct mt_outfile f;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.tsv", dir);
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECKF(cs, o && o == f.fp, "%s", err);
+	if (!o) {
+		tmpdir_remove(dir);
+		return;
+	}
+	fputs("new\n", o);
+	CHECK(cs, access(path, F_OK) != 0 && nr_files(dir) == 1);
+	CHECKF(cs, !mt_outfile_commit(&f, err, sizeof(err)), "%s", err);
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+	CHECK(cs, !f.fp && !f.tmp && !f.path);
+
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		fputs("half", o);
+		mt_outfile_abort(&f);
+		mt_outfile_abort(&f);
+	}
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+
+	/* Outputs that belong together, streams among them. */
+	{
+		struct mt_outfile fs[2];
+		char p2[160];
+
+		snprintf(p2, sizeof(p2), "%s/two.tsv", dir);
+		CHECK(cs, mt_outfile_fopen(&fs[0], path, err, sizeof(err)));
+		CHECK(cs, !mt_outfile_begin(&fs[1], p2, err, sizeof(err)));
+		if (fs[0].fp && fs[1].tmp) {
+			fputs("one\n", fs[0].fp);
+			CHECK(cs, spit(fs[1].tmp, "two\n", 4) == 0);
+			CHECKF(cs,
+			       !mt_outfile_commit_all(fs, 2, err, sizeof(err)),
+			       "%s", err);
+		}
+		CHECK(cs, has(path, "one\n") && has(p2, "two\n"));
+		CHECK(cs, nr_files(dir) == 2);
+	}
+	tmpdir_remove(dir);
+}
+
+/* A write that fails fails the commit, and leaves nothing behind. */
+static void test_outfile_write_error(struct check_state *cs)
+{
+	char dir[64], path[128], err[256];
+	struct mt_outfile f;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.tsv", dir);
+	CHECK(cs, spit(path, "old\n", 4) == 0);
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		/* The stream as a full disk would leave it. */
+		fputs("new\n", o);
+		fflush(o);
+		fgetc(o); /* reading a write-only stream sets its error */
+		CHECK(cs, ferror(o));
+		CHECK(cs, mt_outfile_commit(&f, err, sizeof(err)) < 0);
+		CHECKF(cs, strstr(err, path) && strstr(err, "cannot write"),
+		       "%s", err);
+	}
+	CHECK(cs, has(path, "old\n") && nr_files(dir) == 1);
+
+	/* A directory at the path, or no directory for it: refused at
+	 * once, nothing made. */
+	CHECK(cs, !mt_outfile_fopen(&f, dir, err, sizeof(err)));
+	CHECK(cs, strstr(err, "is a directory") != NULL);
+	snprintf(path, sizeof(path), "%s/no/out.tsv", dir);
+	CHECK(cs, !mt_outfile_fopen(&f, path, err, sizeof(err)));
+	CHECK(cs, strstr(err, path) != NULL);
+	CHECK(cs, nr_files(dir) == 1);
+	tmpdir_remove(dir);
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_parse_u64);
+	RUN(&st, test_parse_i64);
+	RUN(&st, test_scan_u64);
+	RUN(&st, test_parse_size);
+	RUN(&st, test_parse_arg_word);
+	RUN(&st, test_proc_id);
+	RUN(&st, test_hmap_basics);
+	RUN(&st, test_hmap_many);
+	RUN(&st, test_hmap_ext);
+	RUN(&st, test_hash_bytes);
+	RUN(&st, test_outfile_stream);
+	RUN(&st, test_outfile_write_error);
+	return CHECK_DONE(&st);
+}
