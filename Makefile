@@ -83,11 +83,14 @@ $(BUILD)/bin/mt-bench: $(BUILD)/obj/tools/mt-bench.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o
+# The tree comparers share the reading of a slice tree as text.
+$(BUILD)/bin/mt-accuracy: $(BUILD)/obj/tools/mt-accuracy.o \
+		$(BUILD)/obj/tools/treefile.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o
+$(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o \
+		$(BUILD)/obj/tools/treefile.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 

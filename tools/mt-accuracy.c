@@ -152,37 +152,29 @@ static bool same_shape(const struct table *tt, long x, const struct table *ot,
 
 static int load(const char *path, struct table *t)
 {
-	FILE *f = fopen(path, "r");
-	char line[4096];
+	struct tf_reader rd;
+	struct tf_row x;
 	long stack[4096];
 	unsigned gap_tid = 0;
 	uint64_t gap_end = 0; /* the last gap row's end, on gap_tid */
 	size_t gap_no = 0;    /* gap rows seen on gap_tid */
+	int rc;
 
-	if (!f || !fgets(line, sizeof(line), f)) {
-		perror(path);
-		if (f)
-			fclose(f);
+	if (tf_open(&rd, path))
 		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		struct row r = {.parent = -1, .match = -1};
-		struct tf_row x;
+	while ((rc = tf_next(&rd, &x)) > 0) {
+		struct row r = {.tid = x.tid,
+				.depth = x.depth,
+				.start = x.start,
+				.end = x.end,
+				.gap = x.flags & TF_GAP,
+				.joined = x.flags & TF_JOINED,
+				.guessed = x.flags & TF_DEPTH_GUESSED,
+				.clipped = x.flags & TF_CLIP_START,
+				.parent = -1,
+				.match = -1};
 
-		if (tf_parse(line, &x)) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			return -1;
-		}
-		r.tid = x.tid;
-		r.depth = x.depth;
 		memcpy(r.name, x.name, sizeof(r.name));
-		r.start = x.start;
-		r.end = x.end;
-		r.gap = x.flags & TF_GAP;
-		r.joined = x.flags & TF_JOINED;
-		r.guessed = x.flags & TF_DEPTH_GUESSED;
-		r.clipped = x.flags & TF_CLIP_START;
 		if (r.gap) {
 			gap_no = r.tid == gap_tid ? gap_no + 1 : 1;
 			gap_tid = r.tid;
@@ -192,13 +184,9 @@ static int load(const char *path, struct table *t)
 		}
 		r.resumed = r.clipped && r.tid == gap_tid && r.start == gap_end;
 		r.gap_no = r.resumed ? gap_no : 0;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 4096;
-			t->r = realloc(t->r, t->cap * sizeof(*t->r));
-			if (!t->r) {
-				fclose(f);
-				return -1;
-			}
+		if (tf_grow((void **)&t->r, &t->cap, t->n + 1, sizeof(*t->r))) {
+			rc = -1;
+			break;
 		}
 		/* pre-order: the parent is the last row one level up */
 		if (r.depth > 0 && r.depth < 4096 && t->n &&
@@ -208,7 +196,9 @@ static int load(const char *path, struct table *t)
 			stack[r.depth] = (long)t->n;
 		t->r[t->n++] = r;
 	}
-	fclose(f);
+	tf_close(&rd);
+	if (rc)
+		return rc;
 	/* The slices a segment begins with nest, one row after another:
 	 * the deepest is the leaf where tracing resumed. */
 	for (size_t i = t->n; i-- > 0;) {

@@ -43,48 +43,32 @@ struct table {
 
 static int load(const char *path, struct table *t)
 {
-	FILE *f = fopen(path, "r");
-	char line[4096];
+	struct tf_reader rd;
+	struct tf_row x;
+	int rc;
 
-	if (!f) {
-		perror(path);
+	if (tf_open(&rd, path))
 		return -1;
-	}
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		struct row r = {0};
-		struct tf_row x;
+	while ((rc = tf_next(&rd, &x)) > 0) {
+		struct row r = {.tid = x.tid,
+				.depth = x.depth,
+				.start = x.start,
+				.end = x.end,
+				.cs = x.flags & TF_CLIP_START,
+				.ce = x.flags & TF_CLIP_END,
+				.tail = x.flags & TF_TAIL,
+				.sys = x.flags & TF_SYSCALL,
+				.gap = x.flags & TF_GAP};
 
-		if (tf_parse(line, &x)) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			fclose(f);
-			return -1;
-		}
-		r.tid = x.tid;
-		r.depth = x.depth;
 		memcpy(r.name, x.name, sizeof(r.name));
-		r.start = x.start;
-		r.end = x.end;
-		r.cs = x.flags & TF_CLIP_START;
-		r.ce = x.flags & TF_CLIP_END;
-		r.tail = x.flags & TF_TAIL;
-		r.sys = x.flags & TF_SYSCALL;
-		r.gap = x.flags & TF_GAP;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 1024;
-			t->r = realloc(t->r, t->cap * sizeof(*t->r));
-			if (!t->r) {
-				fclose(f);
-				return -1;
-			}
+		if (tf_grow((void **)&t->r, &t->cap, t->n + 1, sizeof(*t->r))) {
+			rc = -1;
+			break;
 		}
 		t->r[t->n++] = r;
 	}
-	fclose(f);
-	return 0;
+	tf_close(&rd);
+	return rc;
 }
 
 struct result {

@@ -1,12 +1,13 @@
 /*
- * One line of a slice tree as text (mt-synth's truth.tsv, mt-convert
- * --text, the emulator's --truth): "tid depth name start_ns end_ns flags",
- * flags comma-separated or "-".  Shared by the tools that compare trees.
+ * A slice tree as text (mt-synth's truth.tsv, mt-convert --text, the
+ * emulator's --truth): a header line, then one line per slice, "tid depth
+ * name start_ns end_ns flags", flags comma-separated or "-".  Read one
+ * way by the tools that compare trees.
  */
 #ifndef MT_TREEFILE_H
 #define MT_TREEFILE_H
 
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,33 +28,23 @@ struct tf_row {
 	unsigned flags; /* TF_* */
 };
 
-/* Returns 0, or -1 when the line is not a tree row. */
-static inline int tf_parse(const char *line, struct tf_row *r)
-{
-	static const struct {
-		const char *name;
-		unsigned bit;
-	} names[] = {
-		{"clipped_start", TF_CLIP_START},
-		{"clipped_end", TF_CLIP_END},
-		{"tail", TF_TAIL},
-		{"syscall", TF_SYSCALL},
-		{"gap", TF_GAP},
-		{"joined", TF_JOINED},
-		{"depth_guessed", TF_DEPTH_GUESSED},
-	};
-	char flags[256];
+struct tf_reader {
+	FILE *f;
+	const char *path;
+	char line[4096];
+};
 
-	if (sscanf(line, "%u\t%u\t%1023[^\t]\t%" SCNu64 "\t%" SCNu64 "\t%255s",
-		   &r->tid, &r->depth, r->name, &r->start, &r->end, flags) != 6)
-		return -1;
-	r->flags = 0;
-	for (char *tok = strtok(flags, ","); tok; tok = strtok(NULL, ","))
-		for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-			if (!strcmp(tok, names[i].name))
-				r->flags |= names[i].bit;
-	return 0;
-}
+/* Opens path and reads past its header.  Returns 0, or -1 said on
+ * stderr. */
+int tf_open(struct tf_reader *rd, const char *path);
+/* The next row: 1, 0 at the end, -1 (said on stderr) on a line that is
+ * no row. */
+int tf_next(struct tf_reader *rd, struct tf_row *r);
+void tf_close(struct tf_reader *rd);
+
+/* Room for n elements of size bytes in *p (*cap of them now), doubling.
+ * Returns 0, or -1 when out of memory (*p is then unchanged). */
+int tf_grow(void **p, size_t *cap, size_t n, size_t size);
 
 /* Code without a symbol: each side names it its own way. */
 static inline int tf_same_name(const char *a, const char *b)
