@@ -1,5 +1,7 @@
 /*
- * Pass 1, first half: read the capture's sideband into dec_capture.
+ * Pass 1, first half: a decoding session.  dec_open() reads the capture's
+ * sideband into dec_capture, dec_run() decodes (stream.c) and sorts what
+ * per-CPU streams left, dec_free() ends it; and the getters.
  *
  * Records are read once, in file order.  Threads are known from COMM,
  * FORK, ITRACE_START, SWITCH and AUXTRACE records; a thread named only by
