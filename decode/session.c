@@ -522,6 +522,13 @@ struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i)
 	return i < c->nr_threads ? &c->threads[i] : NULL;
 }
 
+void dec_thread_free_events(struct dec_thread *t)
+{
+	free(t->ev);
+	t->ev = NULL;
+	t->nr = t->cap = 0;
+}
+
 const struct dec_stats *dec_stats(const struct dec_capture *c)
 {
 	return &c->stats;

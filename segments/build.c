@@ -163,9 +163,7 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
 			rc = seg_feed(o->b, dec_event_time(&d->ev[k], d->base),
 				      dec_event_kind(&d->ev[k]), d->ev[k].ip,
 				      d->ev[k].aux);
-		free(d->ev);
-		d->ev = NULL;
-		d->nr = d->cap = 0;
+		dec_thread_free_events(d);
 	}
 	for (size_t i = 0; i < a->nr && !rc; i++)
 		rc = seg_finish(a->one[i]->b, a->opts.no_final_stack
