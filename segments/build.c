@@ -194,19 +194,3 @@ int seg_add_hits(struct dec_capture *c, struct mt_trace *t)
 	}
 	return 0;
 }
-
-int seg_build_all(struct dec_capture *c, struct mt_trace *t,
-		  const struct seg_opts *o, char *err, size_t errlen)
-{
-	struct seg_all *a;
-	int rc;
-
-	if (seg_all_new(&a, c, t, o)) {
-		snprintf(err, errlen,
-			 "out of memory while building the call tree");
-		return -ENOMEM;
-	}
-	rc = seg_all_finish(a, err, errlen);
-	seg_all_free(a);
-	return rc;
-}

@@ -79,8 +79,4 @@ void seg_all_free(struct seg_all *a);
  */
 int seg_add_hits(struct dec_capture *c, struct mt_trace *t);
 
-/* The same after dec_run(), from the decoder's arrays only. */
-int seg_build_all(struct dec_capture *c, struct mt_trace *t,
-		  const struct seg_opts *o, char *err, size_t errlen);
-
 #endif
