@@ -25,6 +25,7 @@ struct seg_one {
 struct seg_all {
 	struct dec_capture *c;
 	struct mt_trace *t;
+	struct seg_ends_table *ends;
 	struct seg_opts opts;
 	struct seg_one **one; /* each is a builder's context: never moves */
 	size_t nr, cap;
@@ -41,7 +42,7 @@ static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
 }
 
 int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
-		const struct seg_opts *o)
+		struct seg_ends_table *ends, const struct seg_opts *o)
 {
 	struct seg_all *a = calloc(1, sizeof(*a));
 
@@ -50,6 +51,7 @@ int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
 		return -ENOMEM;
 	a->c = c;
 	a->t = t;
+	a->ends = ends;
 	if (o)
 		a->opts = *o;
 	a->hash_cap = 128;
@@ -120,8 +122,8 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	if (!o)
 		return NULL;
 	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
-	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, symbolize_pid,
-			    o)) {
+	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
+			    symbolize_pid, o)) {
 		free(o);
 		return NULL;
 	}
