@@ -91,11 +91,14 @@ $(BUILD)/bin/mt-tree-check: $(BUILD)/obj/tools/mt-tree-check.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 
-$(BUILD)/bin/mt-ptt-wrap: $(BUILD)/obj/tests/conformance/mt-ptt-wrap.o $(BUILD)/libmt.a
+# The conformance tools share the reading of a libipt case's files.
+$(BUILD)/bin/mt-ptt-wrap: $(BUILD)/obj/tests/conformance/mt-ptt-wrap.o \
+		$(BUILD)/obj/tests/conformance/ptt_files.o $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
-$(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o
+$(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o \
+		$(BUILD)/obj/tests/conformance/ptt_files.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ -o $@
 

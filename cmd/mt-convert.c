@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 	struct progress prog = {0};
 	struct dec_capture *dc = NULL;
 	struct seg_all *segs = NULL;
+	struct seg_ends_table ends = {0};
 	struct mt_trace t;
 	struct pd_err perr = {0};
 	struct mt_outfile outs[NR_OUTS] = {0};
@@ -547,7 +548,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (check_memory(dc, &a, err, sizeof(err)))
 		goto fail;
-	if (seg_all_new(&segs, dc, &t, &sopts))
+	/* The segments' ends are kept for stitching only. */
+	if (seg_all_new(&segs, dc, &t, a.no_stitch ? NULL : &ends, &sopts))
 		goto oom;
 	dec_set_sink(dc, seg_all_sink, segs);
 	if (dec_run(dc, err, sizeof(err)))
@@ -562,8 +564,9 @@ int main(int argc, char **argv)
 		struct stitch_opts so = {.unstitched = warn_unstitched,
 					 .ctx = (void *)a.capture};
 
-		if (stitch_trace(&t, &so, err, sizeof(err)))
+		if (stitch_trace(&t, &ends, &so, err, sizeof(err)))
 			goto fail;
+		seg_ends_free(&ends);
 	}
 	if (seg_add_hits(dc, &t))
 		goto oom;
@@ -632,6 +635,7 @@ out:
 	for (size_t i = 0; i < nr_outs; i++)
 		mt_outfile_abort(&outs[i]);
 	seg_all_free(segs);
+	seg_ends_free(&ends);
 	dec_free(dc);
 	mt_trace_free(&t);
 	free(sqlite);

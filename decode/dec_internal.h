@@ -119,7 +119,7 @@ void dec_addr_filter(const struct dec_capture *c, uint32_t pid,
 /* Code at ip is being used: report its binary if that is missing. */
 void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip);
 
-/* capture.c */
+/* session.c */
 struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid);
 struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
 				  uint32_t tid);

@@ -144,6 +144,9 @@ uint64_t dec_aux_bytes(const struct dec_capture *c);
 
 size_t dec_nr_threads(const struct dec_capture *c);
 struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i);
+/* Frees the events dec_run() left in t's array, once taken (the thread,
+ * its names and its final stack stay until dec_free()). */
+void dec_thread_free_events(struct dec_thread *t);
 const struct dec_stats *dec_stats(const struct dec_capture *c);
 /* Name of the process (its command), "" if unknown. */
 const char *dec_process_name(const struct dec_capture *c, uint32_t pid);

@@ -80,12 +80,6 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->procs);
 	free(t->hits);
 	free(t->stitches);
-	for (size_t i = 0; i < t->nr_segments; i++) {
-		free(t->segments[i].start_chain);
-		free(t->segments[i].end_chain);
-		free(t->segments[i].start_ips);
-		free(t->segments[i].end_rets);
-	}
 	free(t->segments);
 	mt_strtab_free(&t->strs);
 	memset(t, 0, sizeof(*t));

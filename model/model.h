@@ -94,17 +94,6 @@ struct mt_segment {
 	uint32_t end_reason; /* string id: why it ended ("end of trace",
 				"overflow", "decode error: ...") */
 	uint64_t end_ip;     /* where decoding stopped, 0 if unknown */
-	/*
-	 * For stitching (owned by the trace): the frames open when the
-	 * segment began, root first, with the address each was seen at (the
-	 * return that revealed it; the resume IP for the leaf), and the
-	 * frames open when it ended, root first, with the return address
-	 * into each from its open child (0 where unknown).  Slice indexes
-	 * in the thread's array.
-	 */
-	uint32_t *start_chain, *end_chain;
-	uint64_t *start_ips, *end_rets;
-	uint32_t nr_start, nr_end;
 };
 
 /* A stitch decision, kept for the audit table. */

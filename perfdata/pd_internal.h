@@ -1,6 +1,7 @@
 /*
- * Internals shared by the reader and the writer.
- * Nothing here is part of the folder's interface (perfdata.h is).
+ * Internals shared by the files of perfdata/: the reader (reader.c,
+ * records.c, features.c) and the writer.  Nothing here is part of the
+ * folder's interface (perfdata.h is).
  */
 #ifndef MT_PD_INTERNAL_H
 #define MT_PD_INTERNAL_H
@@ -109,7 +110,20 @@ static inline uint64_t pd_align8(uint64_t v)
 	return (v + 7) & ~(uint64_t)7;
 }
 
-/* Decode the Intel PT private fields of an AUXTRACE_INFO body. */
+/* reader.c: an attr as stored (asz bytes at a) with its nr ids (maybe
+ * unaligned) joins f's attrs; the id index is rebuilt when next needed. */
+int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
+		const uint8_t *ids, size_t nr, struct pd_err *err,
+		uint64_t off);
+/* reader.c: the id index, sorted anew.  Returns 0 or -PD_ENOMEM. */
+int pd_rebuild_index(struct pd_file *f);
+
+/* features.c: one build id entry (a HEADER_BUILD_ID record, or an entry
+ * of the feature section) of sz bytes at p, into b. */
+int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
+		     struct pd_buildid *b, struct pd_err *err);
+
+/* records.c: decode the Intel PT private fields of an AUXTRACE_INFO body. */
 int pd_parse_pt_info(const uint8_t *priv, size_t len, struct pd_pt_info *pt,
 		     const char **why);
 

@@ -25,6 +25,7 @@ struct seg_one {
 struct seg_all {
 	struct dec_capture *c;
 	struct mt_trace *t;
+	struct seg_ends_table *ends;
 	struct seg_opts opts;
 	struct seg_one **one; /* each is a builder's context: never moves */
 	size_t nr, cap;
@@ -40,7 +41,7 @@ static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
 }
 
 int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
-		const struct seg_opts *o)
+		struct seg_ends_table *ends, const struct seg_opts *o)
 {
 	struct seg_all *a = calloc(1, sizeof(*a));
 
@@ -49,6 +50,7 @@ int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
 		return -ENOMEM;
 	a->c = c;
 	a->t = t;
+	a->ends = ends;
 	if (o)
 		a->opts = *o;
 	*out = a;
@@ -92,8 +94,8 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	if (!o)
 		return NULL;
 	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
-	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, symbolize_pid,
-			    o)) {
+	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
+			    symbolize_pid, o)) {
 		free(o);
 		return NULL;
 	}
@@ -137,9 +139,7 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
 			rc = seg_feed(o->b, dec_event_time(&d->ev[k], d->base),
 				      dec_event_kind(&d->ev[k]), d->ev[k].ip,
 				      d->ev[k].aux);
-		free(d->ev);
-		d->ev = NULL;
-		d->nr = d->cap = 0;
+		dec_thread_free_events(d);
 	}
 	for (size_t i = 0; i < a->nr && !rc; i++)
 		rc = seg_finish(a->one[i]->b, a->opts.no_final_stack
@@ -169,20 +169,4 @@ int seg_add_hits(struct dec_capture *c, struct mt_trace *t)
 			return -ENOMEM;
 	}
 	return 0;
-}
-
-int seg_build_all(struct dec_capture *c, struct mt_trace *t,
-		  const struct seg_opts *o, char *err, size_t errlen)
-{
-	struct seg_all *a;
-	int rc;
-
-	if (seg_all_new(&a, c, t, o)) {
-		snprintf(err, errlen,
-			 "out of memory while building the call tree");
-		return -ENOMEM;
-	}
-	rc = seg_all_finish(a, err, errlen);
-	seg_all_free(a);
-	return rc;
 }

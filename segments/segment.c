@@ -46,6 +46,7 @@ struct sym_ent {
 struct seg_builder {
 	struct mt_trace *t;
 	size_t thread;
+	struct seg_ends_table *ends; /* NULL: not kept */
 	seg_symbolize_fn sym;
 	void *ctx;
 
@@ -103,7 +104,8 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 }
 
 int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
-		    seg_symbolize_fn sym, void *ctx)
+		    struct seg_ends_table *ends, seg_symbolize_fn sym,
+		    void *ctx)
 {
 	struct seg_builder *b = calloc(1, sizeof(*b));
 
@@ -112,6 +114,7 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		return -ENOMEM;
 	b->t = t;
 	b->thread = thread;
+	b->ends = ends;
 	b->sym = sym;
 	b->ctx = ctx;
 	b->str_syscall = mt_str_intern(&t->strs, "[syscall]");
@@ -441,40 +444,73 @@ static int reorder(struct seg_builder *b, struct mt_thread *th, size_t n,
 	return 0;
 }
 
-/* What stitching needs of a closing segment (see struct mt_segment):
+void seg_ends_free(struct seg_ends_table *e)
+{
+	for (size_t i = 0; i < e->nr; i++) {
+		free(e->v[i].start_chain);
+		free(e->v[i].end_chain);
+		free(e->v[i].start_ips);
+		free(e->v[i].end_rets);
+	}
+	free(e->v);
+	memset(e, 0, sizeof(*e));
+}
+
+/* The closing segment's entry in b->ends, zeroed, or NULL when out of
+ * memory. */
+static struct seg_ends *ends_entry(struct seg_builder *b)
+{
+	struct seg_ends_table *e = b->ends;
+
+	if (b->seg_id >= e->nr) {
+		if (mt_grow((void **)&e->v, &e->cap, b->seg_id + 1,
+			    sizeof(*e->v)))
+			return NULL;
+		memset(e->v + e->nr, 0,
+		       (b->seg_id + 1 - e->nr) * sizeof(*e->v));
+		e->nr = b->seg_id + 1;
+	}
+	return &e->v[b->seg_id];
+}
+
+/* What stitching needs of a closing segment (see struct seg_ends):
  * indexes as they will be once the revealed callers move in front. */
-static int keep_chains(struct seg_builder *b, struct mt_segment *seg, size_t n)
+static int keep_chains(struct seg_builder *b, size_t n)
 {
 	size_t k = b->nr_reveals, ne = 0, at = 0;
+	struct seg_ends *e;
 
+	if (!b->ends)
+		return 0;
+	e = ends_entry(b);
+	if (!e)
+		return -ENOMEM;
 	for (size_t i = 0; i < b->depth; i++)
 		ne += b->stack[i].kind == FR_FUNC;
-	seg->start_chain = malloc((k + 1) * sizeof(*seg->start_chain));
-	seg->start_ips = malloc((k + 1) * sizeof(*seg->start_ips));
-	seg->end_chain = malloc((ne ? ne : 1) * sizeof(*seg->end_chain));
-	seg->end_rets = malloc((ne ? ne : 1) * sizeof(*seg->end_rets));
-	if (!seg->start_chain || !seg->start_ips || !seg->end_chain ||
-	    !seg->end_rets)
+	e->start_chain = malloc((k + 1) * sizeof(*e->start_chain));
+	e->start_ips = malloc((k + 1) * sizeof(*e->start_ips));
+	e->end_chain = malloc((ne ? ne : 1) * sizeof(*e->end_chain));
+	e->end_rets = malloc((ne ? ne : 1) * sizeof(*e->end_rets));
+	if (!e->start_chain || !e->start_ips || !e->end_chain || !e->end_rets)
 		return -ENOMEM;
 	for (size_t i = 0; i <= k && i < n; i++) {
-		seg->start_chain[i] = (uint32_t)(b->first + i);
-		seg->start_ips[i] =
-			i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
+		e->start_chain[i] = (uint32_t)(b->first + i);
+		e->start_ips[i] = i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
 	}
-	seg->nr_start = (uint32_t)(k + 1 < n ? k + 1 : n);
+	e->nr_start = (uint32_t)(k + 1 < n ? k + 1 : n);
 	for (size_t i = 0; i < b->depth; i++) {
 		const struct frame *f = &b->stack[i];
 
 		if (f->kind != FR_FUNC)
 			continue;
-		seg->end_chain[at] =
+		e->end_chain[at] =
 			(uint32_t)(b->first + new_pos(b, f->slice - b->first));
-		seg->end_rets[at] = 0;
+		e->end_rets[at] = 0;
 		if (at > 0)
-			seg->end_rets[at - 1] = f->ret;
+			e->end_rets[at - 1] = f->ret;
 		at++;
 	}
-	seg->nr_end = (uint32_t)at;
+	e->nr_end = (uint32_t)at;
 	return 0;
 }
 
@@ -493,7 +529,7 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	if (!b->open)
 		return gap_begins(b, time, reason);
 	seg = &b->t->segments[b->seg_id];
-	if (keep_chains(b, seg, n))
+	if (keep_chains(b, n))
 		return -ENOMEM;
 	while (b->depth) {
 		end_frame(b, top(b), time, MT_SLICE_INFERRED_END);

@@ -28,6 +28,33 @@ struct seg_opts {
 	int no_final_stack; /* ignore the unwound stacks of the capture */
 };
 
+/*
+ * What stitching needs of a segment, found as the segment closes and kept
+ * apart from the model: the frames open when it began, root first, with
+ * the address each was seen at (the return that revealed it; the resume
+ * IP for the leaf), and the frames open when it ended, root first, with
+ * the return address into each from its open child (0 where unknown).
+ * Slice indexes in the thread's array.
+ */
+struct seg_ends {
+	uint32_t *start_chain, *end_chain;
+	uint64_t *start_ips, *end_rets;
+	uint32_t nr_start, nr_end;
+};
+
+/*
+ * Every segment's ends, by segment id (the index in t->segments); a
+ * segment not closed has none.  Zeroed by its owner, filled by the
+ * builders it is given to, read by stitch_trace(), freed by
+ * seg_ends_free().
+ */
+struct seg_ends_table {
+	struct seg_ends *v;
+	size_t nr, cap;
+};
+
+void seg_ends_free(struct seg_ends_table *e);
+
 /* How the builder names an address: fills out as dec_symbolize() does. */
 typedef void (*seg_symbolize_fn)(void *ctx, uint64_t ip, struct dec_sym *out);
 
@@ -35,10 +62,12 @@ struct seg_builder;
 
 /*
  * A builder appends the slices of one thread (t->threads[thread]) and its
- * segments to t.  Threads must not be added to t while it lives.
+ * segments to t, and each segment's ends to ends (NULL: not kept).
+ * Threads must not be added to t while it lives.
  */
 int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
-		    seg_symbolize_fn sym, void *ctx);
+		    struct seg_ends_table *ends, seg_symbolize_fn sym,
+		    void *ctx);
 void seg_builder_free(struct seg_builder *b);
 
 /* One event, in time order.  Returns 0 or -ENOMEM. */
@@ -63,11 +92,11 @@ size_t seg_stack(const struct seg_builder *b, const char **names, size_t max);
  * the seg_all as context) to dec_set_sink() before dec_run() to build as
  * the decoder goes; seg_all_finish() then takes what the decoder left in
  * its arrays and closes every thread.  Processes, threads, slices and
- * segments go to t.
+ * segments go to t, the segments' ends to ends (NULL: not kept).
  */
 struct seg_all;
 int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
-		const struct seg_opts *o);
+		struct seg_ends_table *ends, const struct seg_opts *o);
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
 int seg_all_finish(struct seg_all *a, char *err, size_t errlen);
@@ -78,9 +107,5 @@ void seg_all_free(struct seg_all *a);
  * stitching, whose strings come first.  Returns 0, or -ENOMEM.
  */
 int seg_add_hits(struct dec_capture *c, struct mt_trace *t);
-
-/* The same after dec_run(), from the decoder's arrays only. */
-int seg_build_all(struct dec_capture *c, struct mt_trace *t,
-		  const struct seg_opts *o, char *err, size_t errlen);
 
 #endif

@@ -13,7 +13,7 @@
  * root first) on top of B's start chain; the index into r->near of the
  * one they confirm best, if exactly one, else -1. */
 static int pick_near(const struct mt_slice *sl, const struct chainv *a,
-		     const struct mt_segment *b, const uint32_t *xs,
+		     const struct seg_ends *b, const uint32_t *xs,
 		     const uint64_t *xi, size_t e, const struct alignment *r)
 {
 	struct chainv ext = {xs, xi, e + b->nr_start};
@@ -48,7 +48,8 @@ static int pick_near(const struct mt_slice *sl, const struct chainv *a,
  * then B's start chain: e + nr_start frames.
  */
 struct ext_walk {
-	const struct mt_segment *b, *cur;
+	uint32_t tid; /* B's thread */
+	const struct seg_ends *b, *cur;
 	size_t next, steps;
 	long level; /* of cur's roots, B's being 0 */
 	uint32_t *xs;
@@ -60,7 +61,8 @@ static void ext_init(struct ext_walk *w, const struct thread_state *s,
 		     uint32_t ib)
 {
 	memset(w, 0, sizeof(*w));
-	w->b = w->cur = &s->t->segments[ib];
+	w->tid = s->t->segments[ib].tid;
+	w->b = w->cur = ends_of(s, ib);
 	w->next = ib + 1;
 }
 
@@ -75,18 +77,18 @@ static void ext_free(struct ext_walk *w)
 static int ext_next(const struct thread_state *s, struct ext_walk *w)
 {
 	const struct mt_slice *sl = s->th->slices;
-	const struct mt_segment *b = w->b;
+	const struct seg_ends *b = w->b;
 
 	for (; w->next < s->t->nr_segments && w->steps < LOOK_AHEAD;
 	     w->next++) {
-		const struct mt_segment *c = &s->t->segments[w->next];
+		const struct seg_ends *c = ends_of(s, (uint32_t)w->next);
 		struct chainv cl = {w->cur->end_chain, w->cur->end_rets,
 				    w->cur->nr_end};
 		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
 		struct alignment rc;
 		long top;
 
-		if (c->tid != b->tid)
+		if (s->t->segments[w->next].tid != w->tid)
 			continue;
 		w->steps++;
 		align(sl, &cl, &cv, &rc);
@@ -201,7 +203,7 @@ static void vs_free(struct vstack *v)
  * it: frames below the join stay; C's end chain sits on the joined
  * frames, which keep A's call sites where A knew them.
  */
-static int vs_after(const struct vstack *h, const struct mt_segment *c,
+static int vs_after(const struct vstack *h, const struct seg_ends *c,
 		    const struct match *m, struct vstack *out)
 {
 	size_t base = m && !m->ahead ? m->off : 0, n, j = 0, last = 0;
@@ -275,7 +277,7 @@ int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
 	      const struct match *cand, size_t nc, double *gain, bool *pinned)
 {
 	bool rooted[MAX_CAND] = {false};
-	const struct mt_segment *b = &s->t->segments[ib];
+	const struct seg_ends *b = ends_of(s, ib);
 	const struct vstack h = {
 		.sl = (uint32_t *)a->sl, .ip = (uint64_t *)a->ip, .n = a->n};
 	struct vstack v[MAX_CAND][2];
@@ -297,11 +299,11 @@ int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
 	}
 	for (size_t i = ib + 1;
 	     i < s->t->nr_segments && left > 1 && done < ROLL_SEGMENTS; i++) {
-		const struct mt_segment *c = &s->t->segments[i];
+		const struct seg_ends *c = ends_of(s, (uint32_t)i);
 		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
 		double lead = -1e300;
 
-		if (c->tid != s->th->tid)
+		if (s->t->segments[i].tid != s->th->tid)
 			continue;
 		done++;
 		if (!c->nr_start || !c->nr_end)

@@ -35,12 +35,12 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       bool join)
 {
 	struct mt_trace *t = s->t;
-	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
+	const struct seg_ends *b = ends_of(s, ib);
 	struct match m;
 	struct chainv av, bv;
 	size_t na;
 	char why[256];
-	int rc = end_chain(s, a, &na);
+	int rc = end_chain(s, ends_of(s, ia), &na);
 
 	if (rc)
 		return rc;
@@ -56,7 +56,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		    why);
 	if (rc || !join)
 		return rc;
-	return apply_join(s, b, &bv, &m);
+	return apply_join(s, ib, &bv, &m);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -89,8 +89,8 @@ static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
  * pass), or B hangs under it already (a later segment tied them).
  */
 static bool handle_island(const struct thread_state *s, size_t k, size_t rec,
-			  const struct mt_segment *x,
-			  const struct mt_segment *b, uint32_t *top)
+			  const struct seg_ends *x, const struct seg_ends *b,
+			  uint32_t *top)
 {
 	const struct mt_trace *t = s->t;
 	const struct mt_slice *sl = s->th->slices;
@@ -153,15 +153,14 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	struct mt_trace *t = s->t;
 	uint32_t ia = t->stitches[k].seg_a, ib = t->stitches[rec].seg_b;
 	uint32_t ix = t->stitches[k].seg_b;
-	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
-	const struct mt_segment *x = &t->segments[ix];
+	const struct seg_ends *b = ends_of(s, ib), *x = ends_of(s, ix);
 	struct mt_stitch *st = &t->stitches[rec];
 	struct chainv av, bv;
 	struct match m;
 	size_t na;
 	uint32_t top = MT_NONE, deepest, g;
 	char why[320];
-	int rc = end_chain(s, a, &na);
+	int rc = end_chain(s, ends_of(s, ia), &na);
 
 	if (rc || !na || !b->nr_start)
 		return rc;
@@ -190,7 +189,7 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	g = gap_before(s, x);
 	if (g != MT_NONE && slice_set_parent(s, g, deepest))
 		return -ENOMEM;
-	return apply_join(s, b, &bv, &m);
+	return apply_join(s, ib, &bv, &m);
 }
 
 /*
@@ -204,7 +203,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       size_t rec)
 {
 	struct mt_trace *t = s->t;
-	const struct mt_segment *a = &t->segments[ia], *b = &t->segments[ib];
+	const struct seg_ends *b = ends_of(s, ib);
 	struct mt_stitch *st = &t->stitches[rec];
 	struct chainv av, bv;
 	struct match m;
@@ -212,7 +211,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	size_t na, nb;
 	char why[320], was[256];
 	bool shared = false;
-	int rc = end_chain(s, a, &na);
+	int rc = end_chain(s, ends_of(s, ia), &na);
 
 	if (rc || !na || !b->nr_start)
 		return rc;
@@ -243,7 +242,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		 nb - b->nr_start, nb - b->nr_start == 1 ? "" : "s", was);
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	return apply_join(s, b, &bv, &m);
+	return apply_join(s, ib, &bv, &m);
 }
 
 /* The call sites every segment of the thread saw, by slice. */
@@ -259,9 +258,9 @@ static int thread_init(struct thread_state *s)
 	for (size_t i = 0; i < n; i++)
 		s->alias[i] = (uint32_t)i;
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
-		const struct mt_segment *g = &t->segments[i];
+		const struct seg_ends *g = ends_of(s, (uint32_t)i);
 
-		if (g->tid != s->th->tid)
+		if (t->segments[i].tid != s->th->tid)
 			continue;
 		for (size_t k = 0; k + 1 < g->nr_end && !rc; k++)
 			rc = ret_set(s, g->end_chain[k + 1], g->end_rets[k]);
@@ -291,9 +290,9 @@ static int pass_pairs(struct thread_state *s, size_t first_rec, bool join)
 	int rc = 0;
 
 	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
-		const struct mt_segment *g = &t->segments[i];
+		const struct seg_ends *g = ends_of(s, (uint32_t)i);
 
-		if (g->tid != s->th->tid)
+		if (t->segments[i].tid != s->th->tid)
 			continue;
 		if (prev != MT_NONE) {
 			size_t rec = t->nr_stitches;
@@ -347,10 +346,11 @@ static int pass_rejoin(struct thread_state *s, size_t first_rec)
  * was, without its decisions, and the caller told.  Out of memory, the
  * slices are put back too, but the conversion cannot go on.
  */
-static int stitch_thread(struct mt_trace *t, struct mt_thread *th,
-			 const struct stitch_opts *o)
+static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
+			 struct mt_thread *th, const struct stitch_opts *o)
 {
-	struct thread_state s = {.t = t, .th = th, .root_name = MT_NONE};
+	struct thread_state s = {
+		.t = t, .ends = ends, .th = th, .root_name = MT_NONE};
 	bool join = !(o && o->record_only);
 	size_t first_rec = t->nr_stitches;
 	int rc = thread_init(&s);
@@ -371,11 +371,11 @@ static int stitch_thread(struct mt_trace *t, struct mt_thread *th,
 	return rc == -EINVAL ? 0 : rc;
 }
 
-int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
-		 size_t errlen)
+int stitch_trace(struct mt_trace *t, const struct seg_ends_table *ends,
+		 const struct stitch_opts *o, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < t->nr_threads; i++) {
-		int rc = stitch_thread(t, &t->threads[i], o);
+		int rc = stitch_thread(t, ends, &t->threads[i], o);
 
 		if (rc) {
 			snprintf(err, errlen, "out of memory while stitching");

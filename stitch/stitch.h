@@ -24,6 +24,8 @@
 
 #include "model/model.h"
 
+struct seg_ends_table; /* segments/segments.h */
+
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
 	/*
@@ -36,10 +38,12 @@ struct stitch_opts {
 	void *ctx;
 };
 
-/* Returns 0, or -ENOMEM with one line in err (the thread being stitched
- * is given back as it was; the others may be stitched).  o may be NULL:
- * join what fits. */
-int stitch_trace(struct mt_trace *t, const struct stitch_opts *o, char *err,
-		 size_t errlen);
+/* ends: the frames open at each segment's two ends, as the segment
+ * builders left them (NULL: none known, nothing joins).  Returns 0, or
+ * -ENOMEM with one line in err (the thread being stitched is given back
+ * as it was; the others may be stitched).  o may be NULL: join what
+ * fits. */
+int stitch_trace(struct mt_trace *t, const struct seg_ends_table *ends,
+		 const struct stitch_opts *o, char *err, size_t errlen);
 
 #endif

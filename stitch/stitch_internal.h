@@ -13,6 +13,7 @@
 #define MT_STITCH_INTERNAL_H
 
 #include "model/model.h"
+#include "segments/segments.h"
 #include "util/util.h"
 
 #include <stdbool.h>
@@ -40,6 +41,9 @@ struct undo_log {
 
 struct thread_state {
 	struct mt_trace *t;
+	/* The side table of segments: the frames open at each one's ends,
+	 * by segment id, as segments/ handed them over (ends_of()). */
+	const struct seg_ends_table *ends;
 	struct mt_thread *th;
 	/*
 	 * What a slice returns to: the call site in its parent, where a
@@ -132,19 +136,29 @@ static inline uint64_t end_of(const struct mt_slice *s)
 	return s->ts + s->dur;
 }
 
+/* Segment i's open frames at its two ends; none for a segment the
+ * builders did not close (or when none were handed over). */
+static inline const struct seg_ends *ends_of(const struct thread_state *s,
+					     uint32_t i)
+{
+	static const struct seg_ends none;
+
+	return s->ends && i < s->ends->nr ? &s->ends->v[i] : &none;
+}
+
 /* tree.c */
 uint32_t resolve(const struct thread_state *s, uint32_t i);
 uint32_t parent_of(const struct thread_state *s, uint32_t i);
 uint64_t ret_of(const struct thread_state *s, uint32_t slice);
 int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret);
-int end_chain(struct thread_state *s, const struct mt_segment *a, size_t *n);
-size_t extended_chain(struct thread_state *s, const struct mt_segment *b);
-uint32_t gap_before(const struct thread_state *s, const struct mt_segment *b);
+int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n);
+size_t extended_chain(struct thread_state *s, const struct seg_ends *b);
+uint32_t gap_before(const struct thread_state *s, const struct seg_ends *b);
 struct mt_slice *slice_edit(struct thread_state *s, uint32_t i);
 int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
 int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
-int apply_join(struct thread_state *s, const struct mt_segment *b,
-	       const struct chainv *bv, const struct match *m);
+int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
+	       const struct match *m);
 int rebuild(struct thread_state *s);
 void undo_edits(struct thread_state *s);
 void undo_free(struct undo_log *u);

@@ -106,9 +106,9 @@ uint32_t parent_of(const struct thread_state *s, uint32_t i)
 	if (x->parent != MT_NONE)
 		return resolve(s, x->parent);
 	if (x->flags & MT_SLICE_GAP || x->segment >= s->t->nr_segments ||
-	    !s->t->segments[x->segment].nr_start)
+	    !ends_of(s, x->segment)->nr_start)
 		return MT_NONE;
-	r = resolve(s, s->t->segments[x->segment].start_chain[0]);
+	r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
 	if (r == i || s->th->slices[r].parent == MT_NONE)
 		return MT_NONE;
 	return resolve(s, s->th->slices[r].parent);
@@ -116,7 +116,7 @@ uint32_t parent_of(const struct thread_state *s, uint32_t i)
 
 /* A's open frames at its end, root first, through aliases; with the
  * return address into each where A knew it. */
-int end_chain(struct thread_state *s, const struct mt_segment *a, size_t *n)
+int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
 {
 	size_t len = 0;
 	uint32_t x;
@@ -171,7 +171,7 @@ static int merge(struct thread_state *s, uint32_t x, uint32_t y)
 
 /* The [decode gap] slice before B: the builder puts it just before B's
  * first slice (its start chain's root). */
-uint32_t gap_before(const struct thread_state *s, const struct mt_segment *b)
+uint32_t gap_before(const struct thread_state *s, const struct seg_ends *b)
 {
 	uint32_t g = b->nr_start ? b->start_chain[0] : 0;
 
@@ -181,17 +181,18 @@ uint32_t gap_before(const struct thread_state *s, const struct mt_segment *b)
 }
 
 /*
- * A's frames chain[from..n) are callers of B's frame y: they live at
- * least as long as it.  For B's root, that is all of B (a root of B that
- * returned would have revealed its caller).
+ * A's frames chain[from..n) are callers of frame y of B (segment ib):
+ * they live at least as long as it.  For B's root, that is all of B (a
+ * root of B that returned would have revealed its caller).
  */
-static int live_through(struct thread_state *s, const struct mt_segment *b,
-			uint32_t y, size_t from, size_t n)
+static int live_through(struct thread_state *s, uint32_t ib, uint32_t y,
+			size_t from, size_t n)
 {
+	const struct mt_segment *b = &s->t->segments[ib];
 	uint64_t end = end_of(&s->th->slices[y]);
 	uint32_t flags = s->th->slices[y].flags;
 
-	if (y == b->start_chain[0] && end < b->end) {
+	if (y == ends_of(s, ib)->start_chain[0] && end < b->end) {
 		end = b->end;
 		flags = MT_SLICE_INFERRED_END;
 	}
@@ -245,8 +246,8 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 		return -ENOMEM;
 	/* and of its segment's first root, whose parent the other roots
 	 * share (parent_of()) */
-	if (seg < s->t->nr_segments && s->t->segments[seg].nr_start) {
-		uint32_t r0 = resolve(s, s->t->segments[seg].start_chain[0]);
+	if (seg < s->t->nr_segments && ends_of(s, seg)->nr_start) {
+		uint32_t r0 = resolve(s, ends_of(s, seg)->start_chain[0]);
 
 		if (sl[r0].parent == MT_NONE && r0 != aroot) {
 			if (slice_set_parent(s, r0, up))
@@ -273,10 +274,12 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 	return 0;
 }
 
-/* Join B (its frames bv, root first) to A (s->chain) as m says. */
-int apply_join(struct thread_state *s, const struct mt_segment *b,
-	       const struct chainv *bv, const struct match *m)
+/* Join B (segment ib, its frames bv, root first) to A (s->chain) as m
+ * says. */
+int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
+	       const struct match *m)
 {
+	const struct seg_ends *b = ends_of(s, ib);
 	uint32_t deepest = s->chain[a_pos(m, m->len - 1)];
 	uint32_t gap = gap_before(s, b);
 	int rc = 0;
@@ -286,12 +289,12 @@ int apply_join(struct thread_state *s, const struct mt_segment *b,
 		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
 	/* A's callers above the join live at least as long. */
 	if (!rc)
-		rc = live_through(s, b, b->start_chain[0], 0, m->off);
+		rc = live_through(s, ib, b->start_chain[0], 0, m->off);
 	/* and so do the frames B stepped over, between joined ones */
 	for (size_t k = 0; k < m->nr_skips && !rc; k++) {
 		size_t to = a_pos(m, m->skip_at[k]);
 
-		rc = live_through(s, b, bv->sl[m->ahead + m->skip_at[k]],
+		rc = live_through(s, ib, bv->sl[m->ahead + m->skip_at[k]],
 				  to - m->skip_len[k], to);
 	}
 	/* The frames a guess kept alive say so. */
@@ -312,7 +315,7 @@ int apply_join(struct thread_state *s, const struct mt_segment *b,
  * root first, resolved, with where each child returned to: into
  * s->xs/s->xi.  Returns the length, 0 when out of memory.
  */
-size_t extended_chain(struct thread_state *s, const struct mt_segment *b)
+size_t extended_chain(struct thread_state *s, const struct seg_ends *b)
 {
 	size_t up = 0, n;
 	uint32_t x = parent_of(s, resolve(s, b->start_chain[0]));

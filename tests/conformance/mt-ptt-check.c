@@ -57,6 +57,8 @@
  * --perf "perf NAME: ..." saying which side perf takes.  Exit status 0
  * agree, 1 differ, 3 no flow to compare, 2 on bad input.
  */
+#include "tests/conformance/ptt_files.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -340,9 +342,8 @@ static int cmp_label(const void *a, const void *b)
 static uint8_t *read_bin(const char *lst, const char *bin, size_t *len)
 {
 	char path[4096];
-	size_t n = strlen(lst), cap = 0, got;
-	uint8_t *buf = NULL;
-	FILE *f;
+	size_t n = strlen(lst);
+	uint8_t *buf;
 
 	if (!bin) {
 		if (n < 4 || strcmp(lst + n - 4, ".lst"))
@@ -350,17 +351,50 @@ static uint8_t *read_bin(const char *lst, const char *bin, size_t *len)
 		snprintf(path, sizeof(path), "%.*s.bin", (int)(n - 4), lst);
 		bin = path;
 	}
-	f = fopen(bin, "rb");
-	if (!f)
+	buf = ptt_slurp(bin, len);
+	if (!buf)
 		die("%s: %s", bin, strerror(errno));
-	*len = 0;
-	do {
-		buf = grow(buf, &cap, *len + 4096, 1);
-		got = fread(buf + *len, 1, cap - *len, f);
-		*len += got;
-	} while (got);
-	fclose(f);
 	return buf;
+}
+
+struct listing_ctx {
+	struct listing *L;
+	const uint8_t *code;
+	size_t code_len;
+};
+
+/* One instruction (and the label it may have). */
+static int listing_line(void *ctx, const struct lst_line *l)
+{
+	struct listing_ctx *x = ctx;
+	struct listing *L = x->L;
+	struct insn in = {.addr = l->addr};
+	uint8_t b[16];
+	unsigned nb = 0;
+
+	for (const char *c = l->bytes;
+	     isxdigit((unsigned char)c[0]) && isxdigit((unsigned char)c[1]) &&
+	     nb < sizeof(b);
+	     c += 2)
+		b[nb++] = (uint8_t)(hexval(c[0]) << 4 | hexval(c[1]));
+	if (l->off + nb <= x->code_len)
+		memcpy(b, x->code + l->off, nb);
+	in.len = nb;
+	if (!strstr(l->bytes, "<rept>"))
+		classify(&in, b, nb);
+	L->in = grow(L->in, &L->cap_in, L->nr_in + 1, sizeof(*L->in));
+	L->in[L->nr_in++] = in;
+	if (l->label && l->label_len < 64) {
+		struct label *lab;
+
+		L->lab = grow(L->lab, &L->cap_lab, L->nr_lab + 1,
+			      sizeof(*L->lab));
+		lab = &L->lab[L->nr_lab++];
+		lab->addr = in.addr;
+		memcpy(lab->name, l->label, l->label_len);
+		lab->name[l->label_len] = 0;
+	}
+	return 0;
 }
 
 /*
@@ -371,62 +405,13 @@ static uint8_t *read_bin(const char *lst, const char *bin, size_t *len)
 static void read_listing(const char *path, const char *bin_path,
 			 struct listing *L)
 {
-	FILE *f = fopen(path, "r");
-	char line[1024];
+	struct listing_ctx x = {.L = L};
 	uint64_t org = 0;
-	size_t code_len;
-	uint8_t *code = read_bin(path, bin_path, &code_len);
+	uint8_t *code = read_bin(path, bin_path, &x.code_len);
 
-	if (!f)
+	x.code = code;
+	if (ptt_read_lst(path, &org, listing_line, &x))
 		die("%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long no;
-		unsigned long long v;
-		char bytes[256];
-		int n = 0;
-		const char *p, *q;
-		struct insn in = {0};
-		uint8_t b[16];
-		unsigned nb = 0;
-
-		if (sscanf(line, " %lu [org %lli]", &no, &v) == 2) {
-			if (!org)
-				org = v;
-			continue;
-		}
-		if (sscanf(line, " %lu %llx %255s %n", &no, &v, bytes, &n) !=
-			    3 ||
-		    !n || !isxdigit((unsigned char)bytes[0]))
-			continue;
-		in.addr = org + v;
-		for (const char *c = bytes;
-		     isxdigit((unsigned char)c[0]) &&
-		     isxdigit((unsigned char)c[1]) && nb < sizeof(b);
-		     c += 2)
-			b[nb++] = (uint8_t)(hexval(c[0]) << 4 | hexval(c[1]));
-		if (v + nb <= code_len)
-			memcpy(b, code + v, nb);
-		in.len = nb;
-		if (!strstr(bytes, "<rept>"))
-			classify(&in, b, nb);
-		L->in = grow(L->in, &L->cap_in, L->nr_in + 1, sizeof(*L->in));
-		L->in[L->nr_in++] = in;
-		p = line + n;
-		q = p;
-		while (isalnum((unsigned char)*q) || *q == '_' || *q == '.')
-			q++;
-		if (q > p && *q == ':' && (size_t)(q - p) < 64) {
-			struct label *l;
-
-			L->lab = grow(L->lab, &L->cap_lab, L->nr_lab + 1,
-				      sizeof(*L->lab));
-			l = &L->lab[L->nr_lab++];
-			l->addr = in.addr;
-			memcpy(l->name, p, (size_t)(q - p));
-			l->name[q - p] = 0;
-		}
-	}
-	fclose(f);
 	free(code);
 	if (L->nr_lab) /* qsort's base may not be NULL */
 		qsort(L->lab, L->nr_lab, sizeof(*L->lab), cmp_label);

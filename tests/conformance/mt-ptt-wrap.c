@@ -27,6 +27,7 @@
  */
 #include "capture/capfile.h"
 #include "perfdata/perfdata.h"
+#include "tests/conformance/ptt_files.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -72,14 +73,9 @@ struct wcase {
 	size_t nr_labels;
 	uint8_t *pt;
 	size_t pt_len;
-	/* CPU and timing parameters */
-	bool have_cpu;
-	unsigned family, model, stepping;
-	unsigned mtc_freq, nom_freq, ctc_eax, ctc_ebx;
-	bool have_mtc_freq;
-	/* ptxed's address filter 0 (--filter:addr0_cfg 1): [a, b] */
-	bool have_filter;
-	unsigned long long filter_a, filter_b;
+	/* CPU and timing parameters: the .ptt's (none for our own cases),
+	 * then --cpu's */
+	struct ptt_run run;
 	/* the executable mapped: file range and address */
 	uint64_t load_vaddr, load_off, load_size;
 };
@@ -103,42 +99,6 @@ static void *xmalloc(size_t n)
 	if (!p)
 		die("out of memory");
 	return p;
-}
-
-/* The whole of path, or NULL (errno set) if it cannot be read. */
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n == cap) {
-			uint8_t *nb;
-
-			cap = cap ? cap * 2 : 4096;
-			nb = realloc(buf, cap + 1);
-			if (!nb)
-				die("out of memory");
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	if (ferror(f)) {
-		fclose(f);
-		free(buf);
-		errno = EIO;
-		return NULL;
-	}
-	fclose(f);
-	if (!buf)
-		buf = xmalloc(1);
-	buf[n] = 0;
-	*len = n;
-	return buf;
 }
 
 static char *path_of(const struct wcase *c, const char *ext)
@@ -183,137 +143,36 @@ static const struct label *find_label(const struct wcase *c, const char *name,
 /* ------------------------------------------------------------------ */
 /* libipt's cases: .ptt, .lst, .bin, .pt                               */
 
-/* "cpu 6/92" or "--cpu 6/92/1": family, model, stepping. */
-static bool parse_cpu(const char *s, unsigned *f, unsigned *m, unsigned *st)
+static int lst_label(void *ctx, const struct lst_line *l)
 {
-	*st = 0;
-	return sscanf(s, "%u/%u/%u", f, m, st) >= 2;
+	if (l->label)
+		add_label(ctx, l->label, l->label_len, l->addr);
+	return 0;
 }
 
-/* The value after option opt in an opt: line, if there. */
-static bool opt_value(const char *line, const char *opt, unsigned *v)
+/* The .ptt's org, if it has one, comes first: the listing's is used
+ * only without it.  Labels become symbols. */
+static void read_ptt_lst(struct wcase *c)
 {
-	const char *p = strstr(line, opt);
-	size_t n = strlen(opt);
+	char *ptt = path_of(c, ".ptt"), *lst = path_of(c, ".lst");
 
-	if (!p || (p[n] != ' ' && p[n] != '='))
-		return false;
-	return sscanf(p + n + 1, "%i", (int *)v) == 1;
-}
-
-static void read_ptt(struct wcase *c)
-{
-	char *path = path_of(c, ".ptt");
-	FILE *f = fopen(path, "r");
-	char line[1024];
-	bool have_org = false;
-
-	if (!f) {
-		free(path);
-		return; /* the listing names the org too */
-	}
-	while (fgets(line, sizeof(line), f)) {
-		const char *p = line;
-		unsigned long long org;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!have_org && sscanf(p, "org %lli", &org) == 1) {
-			c->org = org;
-			have_org = true;
-			continue;
-		}
-		if (*p != ';')
-			continue;
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		/* "; cpu F/M": a CPU the erratum case is for. */
-		if (!strncmp(p, "cpu ", 4) && !c->have_cpu) {
-			c->have_cpu = parse_cpu(p + 4, &c->family, &c->model,
-						&c->stepping);
-			continue;
-		}
-		if (strncmp(p, "opt:ptxed", 9) && strncmp(p, "opt:ptdump", 10))
-			continue;
-		{
-			const char *q = strstr(p, "--cpu ");
-
-			if (q && !strncmp(p, "opt:ptxed", 9))
-				c->have_cpu =
-					parse_cpu(q + 6, &c->family, &c->model,
-						  &c->stepping);
-		}
-		if (opt_value(p, "--mtc-freq", &c->mtc_freq))
-			c->have_mtc_freq = true;
-		opt_value(p, "--nom-freq", &c->nom_freq);
-		{
-			const char *a = strstr(p, "--filter:addr0_a "),
-				   *b = strstr(p, "--filter:addr0_b ");
-
-			if (strstr(p, "--filter:addr0_cfg 1") && a && b &&
-			    sscanf(a + 17, "%lli", &c->filter_a) == 1 &&
-			    sscanf(b + 17, "%lli", &c->filter_b) == 1 &&
-			    c->filter_b >= c->filter_a)
-				c->have_filter = true;
-		}
-		opt_value(p, "--cpuid-0x15.eax", &c->ctc_eax);
-		opt_value(p, "--cpuid-0x15.ebx", &c->ctc_ebx);
-	}
-	fclose(f);
-	free(path);
-}
-
-/*
- * The nasm listing: "LINE OFFSET BYTES[<rept>]  [label:] insn" for code,
- * "LINE  [org 0x1000]" for directives.  Labels become symbols; offsets
- * are relative to the org.
- */
-static void read_lst(struct wcase *c)
-{
-	char *path = path_of(c, ".lst");
-	FILE *f = fopen(path, "r");
-	char line[1024];
-
-	if (!f)
-		die("%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long line_no;
-		unsigned long long off;
-		char bytes[256];
-		int n = 0;
-		const char *p, *q;
-
-		if (sscanf(line, " %lu [org %lli]", &line_no, &off) == 2) {
-			if (!c->org)
-				c->org = off;
-			continue;
-		}
-		if (sscanf(line, " %lu %llx %255s %n", &line_no, &off, bytes,
-			   &n) != 3 ||
-		    !n || !isxdigit((unsigned char)bytes[0]))
-			continue;
-		p = line + n;
-		q = p;
-		while (isalnum((unsigned char)*q) || *q == '_' || *q == '.')
-			q++;
-		if (q > p && *q == ':')
-			add_label(c, p, (size_t)(q - p), c->org + off);
-	}
-	fclose(f);
-	free(path);
+	if (!ptt_read_run(ptt, &c->run) && c->run.have_org)
+		c->org = c->run.org;
+	if (ptt_read_lst(lst, &c->org, lst_label, c))
+		die("%s: %s", lst, strerror(errno));
+	free(ptt);
+	free(lst);
 }
 
 static void read_libipt_case(struct wcase *c)
 {
 	char *bin = path_of(c, ".bin"), *pt = path_of(c, ".pt");
 
-	read_ptt(c);
-	read_lst(c);
-	c->code = slurp(bin, &c->code_len);
+	read_ptt_lst(c);
+	c->code = ptt_slurp(bin, &c->code_len);
 	if (!c->code)
 		die("%s: %s", bin, strerror(errno));
-	c->pt = slurp(pt, &c->pt_len);
+	c->pt = ptt_slurp(pt, &c->pt_len);
 	if (!c->pt)
 		die("%s: %s", pt, strerror(errno));
 	free(bin);
@@ -822,7 +681,7 @@ static void read_own_case(struct wcase *c, const char *outdir, const char *elf)
 	char *src = path_of(c, ".S"), *pktp = path_of(c, ".pkt");
 	char obj[PATH_MAX], ttext[64], entry[64];
 	size_t len;
-	char *pkt = (char *)slurp(pktp, &len);
+	char *pkt = (char *)ptt_slurp(pktp, &len);
 
 	if (!pkt)
 		die("%s: %s", pktp, strerror(errno));
@@ -857,7 +716,7 @@ static void write_capture(const struct wcase *c, const char *path,
 	struct pd_pt_info pt;
 	struct pd_sample_id sid =
 		capfile_sample_id(WRAP_PID, WRAP_PID, WRAP_SIDEBAND_TIME, 1);
-	unsigned mtc_freq = c->have_mtc_freq ? c->mtc_freq : 3;
+	unsigned mtc_freq = c->run.have_mtc_freq ? c->run.mtc_freq : 3;
 	uint64_t page = 0x1000;
 
 	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
@@ -882,17 +741,17 @@ static void write_capture(const struct wcase *c, const char *path,
 	pt.time_zero = 0;
 	pt.cap_user_time_zero = true;
 	capfile_pt_format(&pt);
-	pt.tsc_ctc_n = c->ctc_ebx ? c->ctc_ebx : 2;
-	pt.tsc_ctc_d = c->ctc_eax ? c->ctc_eax : 1;
+	pt.tsc_ctc_n = c->run.ctc_ebx ? c->run.ctc_ebx : 2;
+	pt.tsc_ctc_d = c->run.ctc_eax ? c->run.ctc_eax : 1;
 	pt.have_max_nonturbo = true;
-	pt.max_nonturbo_ratio = c->nom_freq ? c->nom_freq : 24;
+	pt.max_nonturbo_ratio = c->run.nom_freq ? c->run.nom_freq : 24;
 	/* The address filter as perf record --filter writes it: with a
 	 * file, the address is an offset in it (the kernel's rule). */
-	if (c->have_filter)
+	if (c->run.have_filter)
 		snprintf(pt.filter, sizeof(pt.filter), "filter %#llx/%#llx@%s",
-			 (unsigned long long)(c->filter_a - c->load_vaddr +
+			 (unsigned long long)(c->run.filter_a - c->load_vaddr +
 					      c->load_off),
-			 c->filter_b - c->filter_a + 1, elf_abs);
+			 c->run.filter_b - c->run.filter_a + 1, elf_abs);
 	{
 		struct pd_time_conv tc = {.time_shift = WRAP_TIME_SHIFT,
 					  .time_mult = WRAP_TIME_MULT,
@@ -947,11 +806,11 @@ static void write_capture(const struct wcase *c, const char *path,
 	}
 	if (pd_write_finished_round(w))
 		goto werr;
-	if (c->have_cpu) {
+	if (c->run.have_cpu) {
 		char cpuid[64];
 
 		snprintf(cpuid, sizeof(cpuid), "GenuineIntel,%u,%u,%u",
-			 c->family, c->model, c->stepping);
+			 c->run.family, c->run.model, c->run.stepping);
 		if (pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid))
 			goto werr;
 	}
@@ -989,7 +848,8 @@ int main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
-			if (!parse_cpu(argv[++i], &cpu[0], &cpu[1], &cpu[2]))
+			if (!ptt_parse_cpu(argv[++i], &cpu[0], &cpu[1],
+					   &cpu[2]))
 				usage();
 			forced_cpu = true;
 		} else if (!strcmp(argv[i], "--pt") && i + 1 < argc) {
@@ -1014,10 +874,10 @@ int main(int argc, char **argv)
 		read_libipt_case(&c);
 	free(s_path);
 	if (forced_cpu) {
-		c.have_cpu = true;
-		c.family = cpu[0];
-		c.model = cpu[1];
-		c.stepping = cpu[2];
+		c.run.have_cpu = true;
+		c.run.family = cpu[0];
+		c.run.model = cpu[1];
+		c.run.stepping = cpu[2];
 	}
 	if (c.code)
 		write_elf(&c, elf);

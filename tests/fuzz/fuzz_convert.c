@@ -44,13 +44,14 @@ static void convert(const char *path, int no_compress)
 	struct wr_perfetto_opts popts = {.no_compress = no_compress};
 	struct dec_capture *dc = NULL;
 	struct seg_all *segs = NULL;
+	struct seg_ends_table ends = {0};
 	struct mt_trace t;
 	char err[1024];
 
 	mt_trace_init(&t);
 	if (dec_open(&dc, path, &dopts, err, sizeof(err)))
 		goto out;
-	if (seg_all_new(&segs, dc, &t, &sopts))
+	if (seg_all_new(&segs, dc, &t, &ends, &sopts))
 		goto out;
 	dec_set_sink(dc, seg_all_sink, segs);
 	if (dec_run(dc, err, sizeof(err)))
@@ -59,7 +60,7 @@ static void convert(const char *path, int no_compress)
 		goto out;
 	seg_all_free(segs);
 	segs = NULL;
-	if (stitch_trace(&t, NULL, err, sizeof(err)))
+	if (stitch_trace(&t, &ends, NULL, err, sizeof(err)))
 		goto out;
 	if (seg_add_hits(dc, &t))
 		goto out;
@@ -70,6 +71,7 @@ static void convert(const char *path, int no_compress)
 	(void)wr_sqlite(&t, env.sqlite, NULL, err, sizeof(err));
 out:
 	seg_all_free(segs);
+	seg_ends_free(&ends);
 	dec_free(dc);
 	mt_trace_free(&t);
 }

@@ -49,20 +49,23 @@ struct step {
 
 struct fixture {
 	struct mt_trace t;
+	struct seg_ends_table ends;
 	struct seg_builder *b;
 };
 
 static int setup(struct fixture *f)
 {
 	mt_trace_init(&f->t);
+	f->ends = (struct seg_ends_table){0};
 	if (!mt_trace_add_thread(&f->t, 1, 1, "t"))
 		return -1;
-	return seg_builder_new(&f->b, &f->t, 0, fake_sym, NULL);
+	return seg_builder_new(&f->b, &f->t, 0, &f->ends, fake_sym, NULL);
 }
 
 static void teardown(struct fixture *f)
 {
 	seg_builder_free(f->b);
+	seg_ends_free(&f->ends);
 	mt_trace_free(&f->t);
 }
 

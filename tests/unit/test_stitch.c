@@ -39,6 +39,7 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 		bool record_only, const char *want, const char *reason)
 {
 	struct mt_trace t;
+	struct seg_ends_table ends = {0};
 	struct seg_builder *b;
 	struct stitch_opts so = {.record_only = record_only};
 	char buf[1024] = "", err[128];
@@ -46,13 +47,14 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 
 	mt_trace_init(&t);
 	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t") != NULL);
-	CHECK(st, !seg_builder_new(&b, &t, 0, fake_sym, NULL));
+	CHECK(st, !seg_builder_new(&b, &t, 0, &ends, fake_sym, NULL));
 	for (size_t i = 0; i < n; i++)
 		CHECK(st,
 		      !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip, e[i].aux));
 	CHECK(st, !seg_finish(b, NULL));
 	seg_builder_free(b);
-	CHECK(st, !stitch_trace(&t, &so, err, sizeof(err)));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	seg_ends_free(&ends);
 	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
 		const struct mt_slice *s = &t.threads[0].slices[i];
 
@@ -513,13 +515,15 @@ static void test_nothing_common(struct check_state *st)
 	       "no common frames");
 }
 
-/* Feed events to thread th of t as one builder. */
+/* Feed events to thread th of t as one builder; the segments' ends go
+ * to ends. */
 static void build_thread(struct check_state *st, struct mt_trace *t, size_t th,
-			 const struct ev *e, size_t n)
+			 struct seg_ends_table *ends, const struct ev *e,
+			 size_t n)
 {
 	struct seg_builder *b;
 
-	CHECK(st, !seg_builder_new(&b, t, th, fake_sym, NULL));
+	CHECK(st, !seg_builder_new(&b, t, th, ends, fake_sym, NULL));
 	for (size_t i = 0; i < n; i++)
 		CHECK(st,
 		      !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip, e[i].aux));
@@ -569,6 +573,7 @@ static void test_failed_thread_given_back(struct check_state *st)
 	uint32_t got[4] = {0};
 	struct stitch_opts so = {.unstitched = note_unstitched, .ctx = got};
 	struct mt_trace t;
+	struct seg_ends_table ends = {0};
 	struct mt_slice *was = NULL;
 	size_t nr_was = 0, ok_slices;
 	uint32_t f1, f3;
@@ -577,8 +582,8 @@ static void test_failed_thread_given_back(struct check_state *st)
 	mt_trace_init(&t);
 	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
 	CHECK(st, mt_trace_add_thread(&t, 1, 2, "t2") != NULL);
-	build_thread(st, &t, 0, cyc, sizeof(cyc) / sizeof(*cyc));
-	build_thread(st, &t, 1, ok, sizeof(ok) / sizeof(*ok));
+	build_thread(st, &t, 0, &ends, cyc, sizeof(cyc) / sizeof(*cyc));
+	build_thread(st, &t, 1, &ends, ok, sizeof(ok) / sizeof(*ok));
 	f3 = slice_named(&t, &t.threads[0], "f3", 0);
 	f1 = slice_named(&t, &t.threads[0], "f1", 0);
 	CHECK(st, f1 != MT_NONE && f3 != MT_NONE && f3 < f1);
@@ -592,7 +597,7 @@ static void test_failed_thread_given_back(struct check_state *st)
 		goto out;
 	memcpy(was, t.threads[0].slices, nr_was * sizeof(*was));
 	ok_slices = t.threads[1].nr_slices;
-	CHECK(st, !stitch_trace(&t, &so, err, sizeof(err)));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
 	CHECKF(st, got[0] == 1 && got[1] == 1, "%u threads given back", got[0]);
 	CHECK(st, t.threads[0].nr_slices == nr_was);
 	CHECK(st,
@@ -605,6 +610,7 @@ static void test_failed_thread_given_back(struct check_state *st)
 	       "%zu decisions", t.nr_stitches);
 out:
 	free(was);
+	seg_ends_free(&ends);
 	mt_trace_free(&t);
 }
 

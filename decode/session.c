@@ -1,5 +1,7 @@
 /*
- * Pass 1, first half: read the capture's sideband into dec_capture.
+ * Pass 1, first half: a decoding session.  dec_open() reads the capture's
+ * sideband into dec_capture, dec_run() decodes (stream.c) and sorts what
+ * per-CPU streams left, dec_free() ends it; and the getters.
  *
  * Records are read once, in file order.  Threads are known from COMM,
  * FORK, ITRACE_START, SWITCH and AUXTRACE records; a thread named only by
@@ -518,6 +520,13 @@ size_t dec_nr_threads(const struct dec_capture *c)
 struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i)
 {
 	return i < c->nr_threads ? &c->threads[i] : NULL;
+}
+
+void dec_thread_free_events(struct dec_thread *t)
+{
+	free(t->ev);
+	t->ev = NULL;
+	t->nr = t->cap = 0;
 }
 
 const struct dec_stats *dec_stats(const struct dec_capture *c)
