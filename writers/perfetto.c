@@ -126,6 +126,10 @@ enum {
 	AN_ARG,
 	AN_TID,
 	AN_DEPTH_GUESSED,
+	AN_GAP,
+	AN_SYSCALL,
+	AN_UNTRACED,
+	AN_UNKNOWN,
 };
 
 static const char *const an_names[] = {
@@ -139,6 +143,10 @@ static const char *const an_names[] = {
 	"arg",
 	"tid",
 	"depth_guessed",
+	"gap",
+	"syscall",
+	"untraced",
+	"unknown",
 };
 
 static const struct {
@@ -149,6 +157,10 @@ static const struct {
 	{MT_SLICE_JOINED, AN_JOINED},
 	{MT_SLICE_TAIL, AN_TAIL},
 	{MT_SLICE_DEPTH_GUESSED, AN_DEPTH_GUESSED},
+	{MT_SLICE_GAP, AN_GAP},
+	{MT_SLICE_SYSCALL, AN_SYSCALL},
+	{MT_SLICE_UNTRACED, AN_UNTRACED},
+	{MT_SLICE_UNKNOWN, AN_UNKNOWN},
 };
 
 #define DEFAULT_MAX_DEPTH 512

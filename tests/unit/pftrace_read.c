@@ -301,14 +301,18 @@ static void rd_annotation(struct rd *r, struct rd_seq *s, struct cur *c,
 		if (o->dso == MT_NONE)
 			rd_error(r, "unknown string iid", val);
 	} else if (vf == 2 && val == 1) {
-		static const char *const fl[] = {"inferred_start",
-						 "inferred_end", "joined",
-						 "tail", "depth_guessed"};
+		static const char *const fl[] = {
+			"inferred_start", "inferred_end",  "joined",
+			"tail",		  "depth_guessed", "gap",
+			"syscall",	  "untraced",	   "unknown"};
 		static const uint32_t fv[] = {
 			MT_SLICE_INFERRED_START, MT_SLICE_INFERRED_END,
-			MT_SLICE_JOINED, MT_SLICE_TAIL, MT_SLICE_DEPTH_GUESSED};
+			MT_SLICE_JOINED,	 MT_SLICE_TAIL,
+			MT_SLICE_DEPTH_GUESSED,	 MT_SLICE_GAP,
+			MT_SLICE_SYSCALL,	 MT_SLICE_UNTRACED,
+			MT_SLICE_UNKNOWN};
 
-		for (int i = 0; i < 5; i++)
+		for (size_t i = 0; i < sizeof(fl) / sizeof(*fl); i++)
 			if (!strcmp(n, fl[i]))
 				o->flags |= fv[i];
 	} else {
@@ -717,10 +721,7 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 			e->name = mt_str(&t->strs, s->name);
 			e->dso = mt_str(&t->strs, s->dso);
 			e->addr = s->addr;
-			e->flags = s->flags &
-				   (MT_SLICE_INFERRED_START |
-				    MT_SLICE_INFERRED_END | MT_SLICE_JOINED |
-				    MT_SLICE_TAIL | MT_SLICE_DEPTH_GUESSED);
+			e->flags = s->flags; /* every flag is an arg */
 		}
 	}
 	for (size_t i = 0; i < t->nr_hits; i++) {
