@@ -10,6 +10,7 @@
 #include "decode/decode.h"
 #include "model/model.h"
 #include "perfdata/perfdata.h"
+#include "regions/regions.h"
 #include "report/report.h"
 #include "segments/segments.h"
 #include "stitch/stitch.h"
@@ -51,6 +52,9 @@ static const char usage[] =
 	"  --no-compress      write the Perfetto trace without zlib\n"
 	"  --tid TID[,TID...] convert only these threads (--info lists "
 	"them)\n"
+	"  --time FROM..TO    keep only this window, from the trace's first\n"
+	"                     slice: ns, or with a unit (2ms..3.5ms, ..500us,\n"
+	"                     1s..); slices running past it are clipped\n"
 	"  --max-memory SIZE  refuse a capture that looks as if it needs more\n"
 	"                     memory than SIZE (500M, 8G; default: what is\n"
 	"                     available)\n"
@@ -66,6 +70,8 @@ struct args {
 	int no_sqlite, no_final_stack, no_compress, no_stitch, quiet;
 	int no_memory_check;
 	uint64_t max_memory; /* 0: what the system has */
+	bool have_window;
+	struct rg_window window;
 };
 
 /* "12,345": *tids grows by each. */
@@ -317,6 +323,15 @@ static int parse(int argc, char **argv, struct args *a)
 			NEED_ARG;
 			if (parse_tids(v, a))
 				return -1;
+		} else if (!strcmp(s, "--time")) {
+			char msg[256];
+
+			NEED_ARG;
+			if (rg_parse_window(v, &a->window, msg, sizeof(msg))) {
+				fprintf(stderr, "mt-convert: %s\n", msg);
+				return -1;
+			}
+			a->have_window = true;
 		} else if (!strcmp(s, "--no-memory-check")) {
 			a->no_memory_check = 1;
 		} else if (!strcmp(s, "--max-memory")) {
@@ -382,7 +397,8 @@ static char *sqlite_path(const char *out)
 }
 
 static void summary(const struct mt_trace *t, struct dec_capture *dc,
-		    const struct args *a, const char *sqlite, double secs)
+		    const struct args *a, const struct rg_stats *rg,
+		    const char *sqlite, double secs)
 {
 	const struct dec_stats *ds = dec_stats(dc);
 	const struct mt_slice *top[5] = {0};
@@ -423,6 +439,13 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 		t->nr_threads, t->nr_threads == 1 ? "" : "s", slices, gaps,
 		gaps == 1 ? "" : "s", (double)(last - first) / 1e6,
 		(double)ds->aux_bytes / 1e6, secs);
+	if (a->have_window)
+		fprintf(stderr,
+			"  --time: kept %" PRIu64 " of %" PRIu64
+			" slices, %.3f ms from %.3f ms after the first\n",
+			rg->slices_after, rg->slices_before,
+			(double)(rg->end - rg->start) / 1e6,
+			(double)(rg->start - rg->first) / 1e6);
 	if (a->out)
 		fprintf(stderr, "  perfetto: %s  (open in ui.perfetto.dev)\n",
 			a->out);
@@ -464,6 +487,7 @@ int main(int argc, char **argv)
 	struct dec_capture *dc = NULL;
 	struct seg_all *segs = NULL;
 	struct seg_ends_table ends = {0};
+	struct rg_stats rg = {0};
 	struct mt_trace t;
 	struct pd_err perr = {0};
 	struct mt_outfile outs[NR_OUTS] = {0};
@@ -570,6 +594,8 @@ int main(int argc, char **argv)
 	}
 	if (seg_add_hits(dc, &t))
 		goto oom;
+	if (a.have_window && rg_keep_time(&t, &a.window, &rg))
+		goto oom;
 	if (a.text) {
 		int trc = out_names[OUT_TEXT]
 				  ? wr_text_to(&t, &outs[OUT_TEXT], NULL, err,
@@ -621,7 +647,7 @@ int main(int argc, char **argv)
 			goto fail;
 	}
 	if (!a.quiet)
-		summary(&t, dc, &a, sqlite, elapsed(&prog.start));
+		summary(&t, dc, &a, &rg, sqlite, elapsed(&prog.start));
 	rc = 0;
 	goto out;
 oom:

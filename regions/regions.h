@@ -1,0 +1,43 @@
+/*
+ * regions: cut a finished trace down to the part a user asked for, after
+ * stitching and before the writers.  The trace keeps its shape: what is
+ * kept of a slice that runs past the cut is clipped to it and flagged
+ * inferred at that end, as a slice the trace saw only part of.
+ */
+#ifndef MT_REGIONS_H
+#define MT_REGIONS_H
+
+#include "model/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A window of time, in ns from the trace's first slice; either end may
+ * be open. */
+struct rg_window {
+	uint64_t from, to; /* to: UINT64_MAX when open */
+};
+
+/*
+ * "FROM..TO", each a number of ns or a number with a unit (ns, us, ms,
+ * s; decimals allowed with a unit, as 1.5ms), either side empty for
+ * open.  Returns 0, or -EINVAL with one line in err.
+ */
+int rg_parse_window(const char *s, struct rg_window *w, char *err,
+		    size_t errlen);
+
+struct rg_stats {
+	uint64_t slices_before, slices_after;
+	uint64_t first;	     /* the trace's first slice, perf time */
+	uint64_t start, end; /* the window in perf time, clipped to the trace */
+};
+
+/*
+ * Keeps only what happened in w: slices that overlap it (clipped to it),
+ * and the trigger hits inside it.  Returns 0, or -ENOMEM (t is then
+ * unchanged).
+ */
+int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
+		 struct rg_stats *st);
+
+#endif

@@ -1,0 +1,68 @@
+#!/bin/bash
+# mt-convert --time FROM..TO: on a synthetic capture with threads and
+# gaps, every slice kept lies inside the window, a slice that ran past it
+# is clipped and flagged, the slices wholly inside are those of the full
+# conversion, the database agrees with the text, and a bad window is one
+# line and exit 2 with no output written.
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-time.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+"$B/mt-synth" --seed 12 --branches 40000 --threads 3 --gap-every 4000 \
+	-o "$W/c" >/dev/null 2>&1 || { echo "FAIL convert_time: mt-synth failed"; exit 0; }
+"$B/mt-convert" "$W/c/raw.bin" -o "$W/all.pftrace" --no-sqlite \
+	--text "$W/all.tsv" -q || { echo "FAIL convert_time: full conversion failed"; exit 0; }
+first=$(tail -n +2 "$W/all.tsv" | cut -f4 | sort -n | head -1)
+lo=$((first + 200000)) hi=$((first + 350000))
+
+if ! "$B/mt-convert" "$W/c/raw.bin" -o "$W/w.pftrace" --time 0.2ms..350us \
+	--text "$W/w.tsv" 2>"$W/w.err"; then
+	echo "FAIL convert_time: $(head -1 "$W/w.err")"
+	exit 0
+fi
+out=$(awk -F'\t' -v lo="$lo" -v hi="$hi" 'NR > 1 {
+	n++
+	if ($4 < lo || $5 > hi) bad = bad " outside:" $3
+} END { print n + 0, (bad == "" ? "ok" : bad) }' "$W/w.tsv")
+read -r n inside <<<"$out"
+# Slices wholly inside the window, as the full conversion has them.
+awk -F'\t' -v lo="$lo" -v hi="$hi" 'NR > 1 && $4 > lo && $5 < hi' "$W/all.tsv" |
+	cut -f1,3-6 | sort >"$W/inner.all"
+awk -F'\t' -v lo="$lo" -v hi="$hi" 'NR > 1 && $4 > lo && $5 < hi' "$W/w.tsv" |
+	cut -f1,3-6 | sort >"$W/inner.w"
+if [ "$n" -gt 0 ] && [ "$inside" = ok ] && [ -s "$W/inner.w" ] &&
+	cmp -s "$W/inner.all" "$W/inner.w" && grep -q "kept $n of" "$W/w.err"; then
+	echo "PASS convert_time_window ($n slices kept, $(wc -l <"$W/inner.w") wholly inside)"
+else
+	echo "FAIL convert_time_window: n=$n inside=$inside"
+	diff "$W/inner.all" "$W/inner.w" | head -5 | sed 's/^/    /'
+fi
+# A slice that ran past the window says so.
+if grep -q clipped_start "$W/w.tsv" && grep -q clipped_end "$W/w.tsv"; then
+	echo "PASS convert_time_clipped"
+else
+	echo "FAIL convert_time_clipped: no clipped slice"
+fi
+# The database holds the same slices, each parent one of its thread's.
+if [ "$(sqlite3 "$W/w.sqlite" 'SELECT count(*) FROM slice')" = "$n" ] &&
+	[ "$(sqlite3 "$W/w.sqlite" 'SELECT count(*) FROM slice s
+		LEFT JOIN slice p ON p.id = s.parent_id
+		WHERE s.parent_id IS NOT NULL AND (p.id IS NULL OR
+		p.track_id != s.track_id OR p.depth != s.depth - 1)')" = 0 ]; then
+	echo "PASS convert_time_sqlite"
+else
+	echo "FAIL convert_time_sqlite: the database differs from the text"
+fi
+
+for bad in "5" "2ms..1ms" "1.5..2" "..x"; do
+	rm -f "$W/bad.pftrace"
+	"$B/mt-convert" "$W/c/raw.bin" -o "$W/bad.pftrace" --time "$bad" \
+		2>"$W/bad.err" >/dev/null
+	rc=$?
+	if [ $rc -ne 0 ] && [ "$(wc -l <"$W/bad.err")" = 1 ] &&
+		grep -q -- "--time $bad" "$W/bad.err" && [ ! -e "$W/bad.pftrace" ]; then
+		echo "PASS convert_time_bad_${bad//[^a-z0-9]/_}"
+	else
+		echo "FAIL convert_time_bad_${bad//[^a-z0-9]/_}: rc $rc: $(head -2 "$W/bad.err")"
+	fi
+done
