@@ -55,6 +55,10 @@ static const char usage[] =
 	"  --time FROM..TO    keep only this window, from the trace's first\n"
 	"                     slice: ns, or with a unit (2ms..3.5ms, ..500us,\n"
 	"                     1s..); slices running past it are clipped\n"
+	"  --between START    keep only each thread's calls of START, with\n"
+	"                     the stack at their entry\n"
+	"  --until STOP       with --between: from a call of START to the\n"
+	"                     next return from STOP\n"
 	"  --max-memory SIZE  refuse a capture that looks as if it needs more\n"
 	"                     memory than SIZE (500M, 8G; default: what is\n"
 	"                     available)\n"
@@ -72,6 +76,7 @@ struct args {
 	uint64_t max_memory; /* 0: what the system has */
 	bool have_window;
 	struct rg_window window;
+	const char *between, *until;
 };
 
 /* "12,345": *tids grows by each. */
@@ -332,6 +337,12 @@ static int parse(int argc, char **argv, struct args *a)
 				return -1;
 			}
 			a->have_window = true;
+		} else if (!strcmp(s, "--between")) {
+			NEED_ARG;
+			a->between = v;
+		} else if (!strcmp(s, "--until")) {
+			NEED_ARG;
+			a->until = v;
 		} else if (!strcmp(s, "--no-memory-check")) {
 			a->no_memory_check = 1;
 		} else if (!strcmp(s, "--max-memory")) {
@@ -366,6 +377,16 @@ static int parse(int argc, char **argv, struct args *a)
 	if (!a->capture) {
 		fprintf(stderr, "mt-convert: no capture given (see mt-convert "
 				"--help)\n");
+		return -1;
+	}
+	if (a->until && !a->between) {
+		fprintf(stderr, "mt-convert: --until needs --between (see "
+				"mt-convert --help)\n");
+		return -1;
+	}
+	if (a->between && a->have_window) {
+		fprintf(stderr, "mt-convert: --time and --between cut the "
+				"trace two ways: give one\n");
 		return -1;
 	}
 	if (!a->out && !a->text) {
@@ -439,6 +460,12 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 		t->nr_threads, t->nr_threads == 1 ? "" : "s", slices, gaps,
 		gaps == 1 ? "" : "s", (double)(last - first) / 1e6,
 		(double)ds->aux_bytes / 1e6, secs);
+	if (a->between)
+		fprintf(stderr,
+			"  --between: kept %" PRIu64 " of %" PRIu64
+			" slices in %" PRIu64 " region%s, %.3f ms in all\n",
+			rg->slices_after, rg->slices_before, rg->regions,
+			rg->regions == 1 ? "" : "s", (double)rg->kept_ns / 1e6);
 	if (a->have_window)
 		fprintf(stderr,
 			"  --time: kept %" PRIu64 " of %" PRIu64
@@ -596,6 +623,16 @@ int main(int argc, char **argv)
 		goto oom;
 	if (a.have_window && rg_keep_time(&t, &a.window, &rg))
 		goto oom;
+	if (a.between) {
+		if (rg_keep_between(&t, a.between, a.until, &rg))
+			goto oom;
+		if (!rg.regions) {
+			snprintf(err, sizeof(err),
+				 "%s: --between %s: no call of %s in the trace",
+				 a.capture, a.between, a.between);
+			goto fail;
+		}
+	}
 	if (a.text) {
 		int trc = out_names[OUT_TEXT]
 				  ? wr_text_to(&t, &outs[OUT_TEXT], NULL, err,

@@ -28,6 +28,8 @@ int rg_parse_window(const char *s, struct rg_window *w, char *err,
 
 struct rg_stats {
 	uint64_t slices_before, slices_after;
+	uint64_t regions;    /* spans kept, over all threads */
+	uint64_t kept_ns;    /* their total length */
 	uint64_t first;	     /* the trace's first slice, perf time */
 	uint64_t start, end; /* the window in perf time, clipped to the trace */
 };
@@ -39,5 +41,17 @@ struct rg_stats {
  */
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 		 struct rg_stats *st);
+
+/*
+ * Keeps only what ran, on each thread, from a call to the function named
+ * start until the next return from the function named stop (start again
+ * when stop is NULL: each outermost call of start), as magic-trace's
+ * -filter does.  The stack at each region's entry is kept, clipped and
+ * flagged inferred; a region whose stop never returns runs to the
+ * thread's last slice.  Hits inside a region stay.  Returns 0, or -ENOMEM
+ * (t is then unchanged).
+ */
+int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
+		    struct rg_stats *st);
 
 #endif

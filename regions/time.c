@@ -1,11 +1,8 @@
 /*
- * --time FROM..TO: the trace between two times.  Slices are in pre-order
- * per thread, and a slice lies inside its parent, so a slice that
- * overlaps the window has a parent that does too: the kept slices are
- * compacted in place, in order, and each parent index is mapped to its
- * new place.
+ * --time FROM..TO: the trace between two times, the same span on every
+ * thread.
  */
-#include "regions/regions.h"
+#include "regions/rg_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -85,84 +82,43 @@ bad:
 	return -EINVAL;
 }
 
-/* The slices of th that overlap [lo, hi], clipped; map: scratch of at
- * least nr_slices entries. */
-static uint64_t keep_thread(struct mt_thread *th, uint64_t lo, uint64_t hi,
-			    uint32_t *map)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < th->nr_slices; i++) {
-		struct mt_slice s = th->slices[i];
-		uint64_t end = s.ts + s.dur;
-
-		map[i] = MT_NONE;
-		/* Touching the window at one instant only is no overlap; a
-		 * slice of no length counts inside [lo, hi). */
-		if (s.dur ? end <= lo || s.ts >= hi : s.ts < lo || s.ts >= hi)
-			continue;
-		/* Its parent overlaps more than it does; should a model
-		 * say otherwise, the slice goes with its parent. */
-		if (s.parent != MT_NONE) {
-			if (s.parent >= i || map[s.parent] == MT_NONE)
-				continue;
-			s.parent = map[s.parent];
-		}
-		if (s.ts < lo) {
-			s.dur -= lo - s.ts;
-			s.ts = lo;
-			s.flags |= MT_SLICE_INFERRED_START;
-		}
-		if (end > hi) {
-			s.dur = hi - s.ts;
-			s.flags |= MT_SLICE_INFERRED_END;
-		}
-		map[i] = (uint32_t)n;
-		th->slices[n++] = s;
-	}
-	th->nr_slices = n;
-	return n;
-}
-
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 		 struct rg_stats *st)
 {
-	uint64_t first = UINT64_MAX, last = 0, lo, hi;
-	size_t most = 0, nh = 0;
-	uint32_t *map;
+	uint64_t first, last, nh = 0;
+	struct rg_span sp, **spans;
+	size_t *nr;
+	int rc = -ENOMEM;
 
 	memset(st, 0, sizeof(*st));
-	for (size_t i = 0; i < t->nr_threads; i++) {
-		const struct mt_thread *th = &t->threads[i];
-
-		st->slices_before += th->nr_slices;
-		if (th->nr_slices > most)
-			most = th->nr_slices;
-		for (size_t k = 0; k < th->nr_slices; k++) {
-			const struct mt_slice *s = &th->slices[k];
-
-			if (s->ts < first)
-				first = s->ts;
-			if (s->ts + s->dur > last)
-				last = s->ts + s->dur;
-		}
-	}
+	rg_trace_span(t, &first, &last, &st->slices_before);
 	if (!st->slices_before)
 		return 0;
-	map = malloc((most ? most : 1) * sizeof(*map));
-	if (!map)
-		return -ENOMEM;
-	lo = w->from > last - first ? last : first + w->from;
-	hi = w->to > last - first ? last : first + w->to;
-	for (size_t i = 0; i < t->nr_threads; i++)
-		st->slices_after += keep_thread(&t->threads[i], lo, hi, map);
-	free(map);
+	sp.lo = w->from > last - first ? last : first + w->from;
+	sp.hi = w->to > last - first ? last : first + w->to;
+	spans = calloc(t->nr_threads, sizeof(*spans));
+	nr = calloc(t->nr_threads, sizeof(*nr));
+	if (!spans || !nr)
+		goto out;
+	/* A window that starts after the trace keeps nothing. */
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		spans[i] = &sp;
+		nr[i] = w->from <= last - first;
+	}
+	rc = rg_keep_spans(t, spans, nr, st);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < t->nr_hits; i++)
-		if (t->hits[i].ts >= lo && t->hits[i].ts <= hi)
+		if (t->hits[i].ts >= sp.lo && t->hits[i].ts <= sp.hi)
 			t->hits[nh++] = t->hits[i];
 	t->nr_hits = nh;
 	st->first = first;
-	st->start = lo;
-	st->end = hi;
-	return 0;
+	st->start = sp.lo;
+	st->end = sp.hi;
+	st->regions = w->from <= last - first;
+	st->kept_ns = sp.hi - sp.lo;
+out:
+	free(spans);
+	free(nr);
+	return rc;
 }

@@ -124,11 +124,79 @@ static void test_keep_time(struct check_state *st)
 	mt_trace_free(&t);
 }
 
+/* main 0..1000 { f 100..200 { g 120..150 }, h 300..400,
+ * f 500..600 { f 520..550 }, s 700..800 } */
+static void build_between(struct mt_trace *t, uint32_t *n)
+{
+	static const char *const names[] = {"main", "f", "g", "h", "s"};
+	struct mt_thread *th;
+
+	mt_trace_init(t);
+	for (int i = 0; i < 5; i++)
+		n[i] = mt_str_intern(&t->strs, names[i]);
+	th = mt_trace_add_thread(t, 1, 1, "x");
+	if (!th)
+		return;
+	push(th, 0, 1000, 0, MT_NONE, n[0]);
+	push(th, 100, 100, 1, 0, n[1]);
+	push(th, 120, 30, 2, 1, n[2]);
+	push(th, 300, 100, 1, 0, n[3]);
+	push(th, 500, 100, 1, 0, n[1]);
+	push(th, 520, 30, 2, 4, n[1]);
+	push(th, 700, 100, 1, 0, n[4]);
+}
+
+static void test_keep_between(struct check_state *st)
+{
+	struct mt_trace t;
+	struct rg_stats rs;
+	uint32_t n[5];
+	const struct mt_slice *s;
+
+	/* Each outermost call of f, each with main clipped around it. */
+	build_between(&t, n);
+	CHECK(st, !rg_keep_between(&t, "f", NULL, &rs));
+	CHECK(st, rs.regions == 2 && rs.kept_ns == 200 && rs.slices_after == 6);
+	s = t.threads[0].slices;
+	if (t.threads[0].nr_slices == 6) {
+		CHECK(st, s[0].name == n[0] && s[0].ts == 100 &&
+				  s[0].dur == 100 &&
+				  s[0].flags == (MT_SLICE_INFERRED_START |
+						 MT_SLICE_INFERRED_END));
+		CHECK(st, s[1].name == n[1] && s[1].parent == 0 && !s[1].flags);
+		CHECK(st, s[2].name == n[2] && s[2].parent == 1);
+		CHECK(st, s[3].name == n[0] && s[3].ts == 500 &&
+				  s[3].parent == MT_NONE);
+		CHECK(st, s[4].name == n[1] && s[4].parent == 3);
+		CHECK(st,
+		      s[5].name == n[1] && s[5].parent == 4 && s[5].depth == 2);
+	} else {
+		CHECKF(st, 0, "%zu slices", t.threads[0].nr_slices);
+	}
+	mt_trace_free(&t);
+
+	/* From the first call of f to the return from s. */
+	build_between(&t, n);
+	CHECK(st, !rg_keep_between(&t, "f", "s", &rs));
+	CHECK(st, rs.regions == 1 && rs.kept_ns == 700 && rs.slices_after == 7);
+	s = t.threads[0].slices;
+	CHECK(st, s[0].ts == 100 && s[0].dur == 700 && s[6].name == n[4]);
+	mt_trace_free(&t);
+
+	/* No such function: nothing kept, no region. */
+	build_between(&t, n);
+	CHECK(st, !rg_keep_between(&t, "nosuch", NULL, &rs));
+	CHECK(st,
+	      !rs.regions && !t.threads[0].nr_slices && rs.slices_before == 7);
+	mt_trace_free(&t);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
 
 	RUN(&st, test_parse_window);
 	RUN(&st, test_keep_time);
+	RUN(&st, test_keep_between);
 	return CHECK_DONE(&st);
 }

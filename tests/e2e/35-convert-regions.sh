@@ -1,5 +1,5 @@
 #!/bin/bash
-# mt-convert --time FROM..TO: on a synthetic capture with threads and
+# mt-convert --time FROM..TO and --between F: on a synthetic capture with threads and
 # gaps, every slice kept lies inside the window, a slice that ran past it
 # is clipped and flagged, the slices wholly inside are those of the full
 # conversion, the database agrees with the text, and a bad window is one
@@ -66,3 +66,43 @@ for bad in "5" "2ms..1ms" "1.5..2" "..x"; do
 		echo "FAIL convert_time_bad_${bad//[^a-z0-9]/_}: rc $rc: $(head -2 "$W/bad.err")"
 	fi
 done
+
+# --between F: each outermost call of F in the full tree is in the cut
+# tree whole (same thread, start and end, not clipped), and nothing
+# kept lies outside those calls.
+f=$(awk -F'\t' 'NR > 1 && $2 >= 3 && $5 > $4 { print $3; exit }' "$W/all.tsv")
+if ! "$B/mt-convert" "$W/c/raw.bin" -o "$W/b.pftrace" --between "$f" \
+	--text "$W/b.tsv" 2>"$W/b.err"; then
+	echo "FAIL convert_between: $(head -1 "$W/b.err")"
+else
+	awk -F'\t' -v f="$f" 'NR > 1 {
+		stack[$1, $2] = $3; inside = 0
+		for (d = 0; d < $2; d++) if (stack[$1, d] == f) inside = 1
+		if ($3 == f && !inside) print $1 "\t" $4 "\t" $5
+	}' "$W/all.tsv" | sort -u >"$W/calls.all"
+	awk -F'\t' -v f="$f" 'NR > 1 && $3 == f && $6 !~ /clipped/ {
+		print $1 "\t" $4 "\t" $5 }' "$W/b.tsv" | sort -u >"$W/calls.b"
+	outside=$(awk -F'\t' 'NR == FNR { lo[NR] = $2; hi[NR] = $3; t[NR] = $1; n = NR; next }
+		FNR > 1 { ok = 0
+			for (i = 1; i <= n; i++)
+				if (t[i] == $1 && $4 >= lo[i] && $5 <= hi[i]) ok = 1
+			if (!ok) bad++ }
+		END { print bad + 0 }' "$W/calls.all" "$W/b.tsv")
+	regions=$(sed -n 's/.*--between: kept [0-9]* of [0-9]* slices in \([0-9]*\) region.*/\1/p' "$W/b.err")
+	if [ -s "$W/calls.all" ] && comm -23 "$W/calls.all" "$W/calls.b" | grep -q .; then
+		echo "FAIL convert_between: a call of $f is missing or cut"
+		comm -23 "$W/calls.all" "$W/calls.b" | head -3 | sed 's/^/    /'
+	elif [ "$outside" != 0 ] || [ -z "$regions" ] || [ "$regions" = 0 ]; then
+		echo "FAIL convert_between: $outside slices outside the calls of $f, regions '$regions'"
+	else
+		echo "PASS convert_between ($f: $(wc -l <"$W/calls.all") calls, $regions regions, $(($(wc -l <"$W/b.tsv") - 1)) slices)"
+	fi
+fi
+"$B/mt-convert" "$W/c/raw.bin" -o "$W/n.pftrace" --between no_such_fn 2>"$W/n.err" >/dev/null
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <"$W/n.err")" = 1 ] && grep -q "no call of no_such_fn" "$W/n.err" &&
+	[ ! -e "$W/n.pftrace" ]; then
+	echo "PASS convert_between_unknown"
+else
+	echo "FAIL convert_between_unknown: rc $rc: $(head -2 "$W/n.err")"
+fi

@@ -1,0 +1,140 @@
+/*
+ * Keeping spans of a thread's slices.  Slices are in pre-order and a
+ * slice lies inside its parent, so within a span the slices that overlap
+ * it come in pre-order too, each after its parent: one pass per span
+ * copies them into a new array, mapping each parent to its copy.
+ */
+#include "regions/rg_internal.h"
+
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The first and last instant of any slice. */
+void rg_trace_span(const struct mt_trace *t, uint64_t *first, uint64_t *last,
+		   uint64_t *nr)
+{
+	*first = UINT64_MAX;
+	*last = 0;
+	*nr = 0;
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		const struct mt_thread *th = &t->threads[i];
+
+		*nr += th->nr_slices;
+		for (size_t k = 0; k < th->nr_slices; k++) {
+			const struct mt_slice *s = &th->slices[k];
+
+			if (s->ts < *first)
+				*first = s->ts;
+			if (s->ts + s->dur > *last)
+				*last = s->ts + s->dur;
+		}
+	}
+}
+
+/*
+ * Touching a span at one instant only is no overlap, and a slice of no
+ * length counts inside [lo, hi); but a span of no length (calls that took
+ * no measurable time) holds what runs at its instant.
+ */
+static bool overlaps(uint64_t ts, uint64_t end, struct rg_span sp)
+{
+	if (sp.lo == sp.hi)
+		return ts <= sp.lo && end >= sp.lo;
+	if (ts == end)
+		return ts >= sp.lo && ts < sp.hi;
+	return end > sp.lo && ts < sp.hi;
+}
+
+/* Appends the slices of th that overlap sp to *out; map: scratch of
+ * th->nr_slices.  Returns 0 or -ENOMEM. */
+static int keep_span(const struct mt_thread *th, struct rg_span sp,
+		     uint32_t *map, struct mt_slice **out, size_t *n,
+		     size_t *cap)
+{
+	size_t first = *n;
+
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		struct mt_slice s = th->slices[i];
+		uint64_t end = s.ts + s.dur;
+
+		map[i] = MT_NONE;
+		if (!overlaps(s.ts, end, sp))
+			continue;
+		/* Its parent overlaps more than it does; should a model
+		 * say otherwise, the slice goes with its parent. */
+		if (s.parent != MT_NONE) {
+			if (s.parent >= i || map[s.parent] == MT_NONE)
+				continue;
+			s.parent = map[s.parent];
+		}
+		if (s.ts < sp.lo) {
+			s.dur -= sp.lo - s.ts;
+			s.ts = sp.lo;
+			s.flags |= MT_SLICE_INFERRED_START;
+		}
+		if (end > sp.hi) {
+			s.dur = sp.hi - s.ts;
+			s.flags |= MT_SLICE_INFERRED_END;
+		}
+		if (*n - first >= UINT32_MAX - 1 ||
+		    mt_grow((void **)out, cap, *n + 1, sizeof(**out)))
+			return -ENOMEM;
+		map[i] = (uint32_t)(*n - first);
+		(*out)[(*n)++] = s;
+	}
+	/* Parents were numbered within the span: make them indices of the
+	 * thread's new array. */
+	for (size_t k = first; k < *n; k++)
+		if ((*out)[k].parent != MT_NONE)
+			(*out)[k].parent += (uint32_t)first;
+	return 0;
+}
+
+int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
+		  const size_t *nr, struct rg_stats *st)
+{
+	struct mt_slice **keep = calloc(t->nr_threads + 1, sizeof(*keep));
+	size_t *n = calloc(t->nr_threads + 1, sizeof(*n));
+	size_t most = 1, cap;
+	uint32_t *map = NULL;
+	int rc = -ENOMEM;
+
+	if (!keep || !n)
+		goto out;
+	for (size_t i = 0; i < t->nr_threads; i++)
+		if (t->threads[i].nr_slices > most)
+			most = t->threads[i].nr_slices;
+	map = malloc(most * sizeof(*map));
+	if (!map)
+		goto out;
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		cap = 0;
+		for (size_t k = 0; k < nr[i]; k++)
+			if (keep_span(&t->threads[i], spans[i][k], map,
+				      &keep[i], &n[i], &cap))
+				goto out;
+	}
+	/* Nothing can fail from here. */
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		struct mt_thread *th = &t->threads[i];
+
+		free(th->slices);
+		th->slices = keep[i];
+		th->nr_slices = th->cap_slices = n[i];
+		keep[i] = NULL;
+		st->slices_after += n[i];
+	}
+	rc = 0;
+out:
+	if (keep)
+		for (size_t i = 0; i < t->nr_threads; i++)
+			free(keep[i]);
+	free(keep);
+	free(n);
+	free(map);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * What the ways of cutting a trace share: each finds the spans of time to
+ * keep on each thread, and clip.c keeps them.
+ */
+#ifndef MT_RG_INTERNAL_H
+#define MT_RG_INTERNAL_H
+
+#include "regions/regions.h"
+
+struct rg_span {
+	uint64_t lo, hi; /* perf time, lo <= hi */
+};
+
+/*
+ * The spans to keep of each thread: spans[i] of nr[i] (sorted, disjoint)
+ * for t->threads[i].  A slice that overlaps a span is kept, clipped to it
+ * and flagged inferred where clipped; one that overlaps several (a caller
+ * of every region) is kept once per span, so each region has its stack.
+ * All or nothing: returns 0, or -ENOMEM with t unchanged.  Counts the
+ * slices kept into st.
+ */
+int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
+		  const size_t *nr, struct rg_stats *st);
+
+/* The first and last instant of any slice, and how many slices. */
+void rg_trace_span(const struct mt_trace *t, uint64_t *first, uint64_t *last,
+		   uint64_t *nr);
+
+#endif
