@@ -10,6 +10,7 @@
  * refused by the other in one line.
  */
 #include "capture/capture.h"
+#include "capture/pick.h"
 #include "capture/pmu.h"
 #include "util/util.h"
 
@@ -48,7 +49,10 @@ static const char usage[] =
 	"from\n"
 	"                     the DWARF line tables); default: "
 	"mt_snapshot_point,\n"
-	"                     the stub of include/magic_trace.h, when present\n"
+	"                     the stub of include/magic_trace.h, when "
+	"present;\n"
+	"                     ? (symbol:?, line:?) offers the program's\n"
+	"                     functions and source lines to choose from\n"
 	"  --duration-thresh T  snapshot only when the hit comes T (5ms, "
 	"200us)\n"
 	"                     or more after the program's mt_mark_start()\n"
@@ -116,63 +120,6 @@ static int parse_size(const char *s, uint64_t *out)
 	}
 	*out = v;
 	return 0;
-}
-
-/* The pid that starts a line of ps (right-aligned), or 0. */
-static int pid_of_ps_line(const char *line)
-{
-	uint64_t v;
-
-	line += strspn(line, " ");
-	if (mt_scan_u64(&line, 10, INT_MAX, &v) || (*line && *line != ' '))
-		return 0;
-	return (int)v;
-}
-
-/*
- * No pid given on a terminal: let the user choose, with fzf when it is
- * installed, else from a numbered list.  Returns the pid, 0 when none was
- * chosen, or -1 when the answer was no number of the list (said).
- */
-static int pick_process(void)
-{
-	char line[512];
-	int pids[4096], n = 0, choice = 0;
-	FILE *ps, *fz = NULL;
-	uint64_t v;
-
-	if (!system("command -v fzf >/dev/null 2>&1"))
-		fz = popen("ps -eo pid=,user=,args= | fzf --prompt='trace> ' "
-			   "--height=20 --reverse",
-			   "r");
-	if (fz) {
-		if (fgets(line, sizeof(line), fz))
-			choice = pid_of_ps_line(line);
-		pclose(fz);
-		return choice;
-	}
-	ps = popen("ps -eo pid=,user=,args=", "r");
-	if (!ps)
-		return 0;
-	while (n < 4096 && fgets(line, sizeof(line), ps)) {
-		pids[n] = pid_of_ps_line(line);
-		fprintf(stderr, "%4d  %s", n + 1, line);
-		n++;
-	}
-	pclose(ps);
-	fprintf(stderr, "trace which (1-%d)? ", n);
-	if (!fgets(line, sizeof(line), stdin))
-		return 0;
-	line[strcspn(line, "\n")] = 0;
-	if (!line[0])
-		return 0;
-	if (mt_parse_u64(line, 10, (uint64_t)n, &v) || !v) {
-		fprintf(stderr,
-			"mt-capture: -p: '%s' is not a number from 1 to %d\n",
-			line, n);
-		return -1;
-	}
-	return pids[v - 1];
 }
 
 /* Set by Ctrl-C, SIGTERM or SIGHUP; read by the backends between steps. */
@@ -336,6 +283,53 @@ static int check_target(int pid)
  * of o (each can be written, none is the program).  prog: the program to
  * start, or NULL with -p pid.
  */
+/*
+ * --trigger ?: the program (or the process's executable) is asked what it
+ * can be stopped at, and the answer replaces the spec.  Returns 0, or -1
+ * said on stderr (also when nothing was chosen: there is no capture to
+ * make without the trigger the user meant to give).
+ */
+static int choose_trigger(struct capture_opts *cap, const char *prog,
+			  char *trigger, size_t len)
+{
+	char exe[PATH_MAX], err[512];
+	int rc;
+
+	if (cap->pid) {
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/exe", cap->pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n <= 0) {
+			fprintf(stderr,
+				"mt-capture: --trigger %s: cannot read %s: "
+				"%s\n",
+				cap->trigger, link, strerror(errno));
+			return -1;
+		}
+		exe[n] = 0;
+	} else if (!prog || !find_program(prog, exe, sizeof(exe))) {
+		fprintf(stderr,
+			"mt-capture: --trigger %s: no program to list the "
+			"functions of\n",
+			cap->trigger);
+		return -1;
+	}
+	rc = pick_trigger(cap->trigger, exe, stdin, stderr, trigger, len, err,
+			  sizeof(err));
+	if (rc) {
+		if (rc > 0)
+			snprintf(err, sizeof(err), "nothing chosen");
+		fprintf(stderr, "mt-capture: --trigger %s: %s\n", cap->trigger,
+			err);
+		return -1;
+	}
+	fprintf(stderr, "mt-capture: --trigger %s\n", trigger);
+	cap->trigger = trigger;
+	return 0;
+}
+
 static int preflight(const char *prog, int pid, const struct emu_opts *o)
 {
 	const char *const outs[][2] = {{"-o", o->cap.output},
@@ -495,7 +489,7 @@ int main(int argc, char **argv)
 	struct emu_opts o = {0};
 	struct hw_opts h = {.paranoid = "/proc/sys/kernel/perf_event_paranoid"};
 	struct emu_stats st;
-	char err[1024];
+	char err[1024], trigger[4352];
 	struct pt_request req = {.timing = PT_TIMING_NORMAL};
 	const char *timing_name = "normal", *custom = NULL;
 	const char *emu_opt = NULL, *hw_opt = NULL;
@@ -654,7 +648,6 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	o.cap = cap;
 	if (emulate && hw_opt) {
 		fprintf(stderr,
 			"mt-capture: %s is for the Intel PT backend, not "
@@ -682,6 +675,11 @@ int main(int argc, char **argv)
 		      stderr);
 		return 2;
 	}
+	if (cap.trigger && pick_trigger_spec(cap.trigger) &&
+	    choose_trigger(&cap, i < argc ? argv[i] : NULL, trigger,
+			   sizeof(trigger)))
+		return 2;
+	o.cap = cap;
 	if ((!check || emulate) && i >= argc && !cap.pid) {
 		fprintf(stderr,
 			"mt-capture: no program to run (mt-capture%s -- PROG "

@@ -84,6 +84,24 @@ static void normalize(char *path, size_t size)
 				       i ? "/" : "", seg[i]);
 }
 
+/* The line-table name of row l, made whole and normalized into full. */
+static const char *row_file(Dwarf_Line *l, const char *dir, char *full,
+			    size_t size)
+{
+	const char *name = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+
+	if (!name)
+		return NULL;
+	/* A relative name is relative to the compilation's directory: an
+	 * absolute FILE must still find it. */
+	if (name[0] != '/' && dir)
+		snprintf(full, size, "%s/%s", dir, name);
+	else
+		snprintf(full, size, "%s", name);
+	normalize(full, size);
+	return full;
+}
+
 /* The index of name among those seen, -1 when there is no room left,
  * -2 when out of memory. */
 static int note_name(struct lsearch *s, const char *name)
@@ -112,25 +130,13 @@ static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		const char *name = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+		const char *name = row_file(l, dir, full, sizeof(full));
 		Dwarf_Addr addr;
 		bool stmt, end;
-		int ln;
+		int ln, k;
 
-		int k;
-
-		if (!name)
-			continue;
-		/* A relative name is relative to the compilation's
-		 * directory: an absolute FILE must still find it. */
-		if (name[0] != '/' && dir)
-			snprintf(full, sizeof(full), "%s/%s", dir, name);
-		else
-			snprintf(full, sizeof(full), "%s", name);
-		normalize(full, sizeof(full));
-		name = full;
-		if (!name_matches(name, s->want) || dwarf_lineno(l, &ln) ||
-		    dwarf_lineaddr(l, &addr) ||
+		if (!name || !name_matches(name, s->want) ||
+		    dwarf_lineno(l, &ln) || dwarf_lineaddr(l, &addr) ||
 		    dwarf_linebeginstatement(l, &stmt) ||
 		    dwarf_lineendsequence(l, &end) || end || ln <= 0)
 			continue;
@@ -177,6 +183,145 @@ static const Dwfl_Callbacks offline_cb = {
 	.section_address = dwfl_offline_section_address,
 };
 
+/* The DWARF of the ELF at path (or its separate debug file). */
+static int open_dwarf(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
+		      size_t errlen)
+{
+	Dwfl *dwfl = dwfl_begin(&offline_cb);
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+
+	*dwflp = dwfl;
+	if (!dwfl) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		return -ENOMEM;
+	}
+	mod = dwfl_report_offline(dwfl, path, path, -1);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (!mod) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		return -EINVAL;
+	}
+	*dwp = dwfl_module_getdwarf(mod, &bias);
+	if (!*dwp) {
+		snprintf(err, errlen,
+			 "%s: no DWARF line tables (built without -g?)", path);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static struct sym_src *src_of(struct sym_src **v, size_t *n, size_t *cap,
+			      const char *file)
+{
+	struct sym_src *f;
+
+	/* Rows of one file come in runs: the last one is the likely one. */
+	for (size_t i = *n; i-- > 0;)
+		if (!strcmp((*v)[i].file, file))
+			return &(*v)[i];
+	if (mt_grow((void **)v, cap, *n + 1, sizeof(**v)))
+		return NULL;
+	f = &(*v)[*n];
+	memset(f, 0, sizeof(*f));
+	f->file = strdup(file);
+	if (!f->file)
+		return NULL;
+	(*n)++;
+	return f;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_src(const void *a, const void *b)
+{
+	return strcmp(((const struct sym_src *)a)->file,
+		      ((const struct sym_src *)b)->file);
+}
+
+void sym_src_free(struct sym_src *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].file);
+		free(v[i].lines);
+	}
+	free(v);
+}
+
+int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
+		 size_t errlen)
+{
+	struct sym_src *v = NULL;
+	size_t n = 0, cap = 0;
+	Dwfl *dwfl = NULL;
+	Dwarf *dw;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	int rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+
+	*out = NULL;
+	*nr = 0;
+	if (rc)
+		goto fail;
+	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
+		Dwarf_Attribute at;
+		const char *dir = dwarf_formstring(
+			dwarf_attr(&cudie, DW_AT_comp_dir, &at));
+		Dwarf_Lines *lines;
+		size_t nl;
+		char full[4096];
+
+		if (dwarf_getsrclines(&cudie, &lines, &nl))
+			continue;
+		for (size_t i = 0; i < nl; i++) {
+			Dwarf_Line *l = dwarf_onesrcline(lines, i);
+			const char *name = row_file(l, dir, full, sizeof(full));
+			struct sym_src *f;
+			bool stmt, end;
+			int ln;
+
+			if (!name || dwarf_lineno(l, &ln) ||
+			    dwarf_linebeginstatement(l, &stmt) ||
+			    dwarf_lineendsequence(l, &end) || end || !stmt ||
+			    ln <= 0)
+				continue;
+			f = src_of(&v, &n, &cap, name);
+			if (!f || mt_grow((void **)&f->lines, &f->cap_lines,
+					  f->nr_lines + 1, sizeof(*f->lines)))
+				goto oom;
+			f->lines[f->nr_lines++] = (unsigned)ln;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sym_src *f = &v[i];
+		size_t k = 0;
+
+		qsort(f->lines, f->nr_lines, sizeof(*f->lines), cmp_uint);
+		for (size_t j = 0; j < f->nr_lines; j++)
+			if (!j || f->lines[j] != f->lines[j - 1])
+				f->lines[k++] = f->lines[j];
+		f->nr_lines = k;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_src);
+	*out = v;
+	*nr = n;
+	dwfl_end(dwfl);
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory reading %s", path);
+	rc = -ENOMEM;
+fail:
+	sym_src_free(v, n);
+	dwfl_end(dwfl);
+	return rc;
+}
+
 int sym_line_addrs(const char *path, const char *file, unsigned line,
 		   uint64_t **addrs, char *err, size_t errlen)
 {
@@ -184,9 +329,7 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	char want[4096];
 	struct sym_file *sf = NULL;
 	Dwfl *dwfl = NULL;
-	Dwfl_Module *mod;
 	Dwarf *dw;
-	Dwarf_Addr bias;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie;
 	uint64_t *out = NULL;
@@ -197,25 +340,9 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	snprintf(want, sizeof(want), "%s", file);
 	normalize(want, sizeof(want));
 	s.want = want;
-	dwfl = dwfl_begin(&offline_cb);
-	if (!dwfl) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
-		return -ENOMEM;
-	}
-	mod = dwfl_report_offline(dwfl, path, path, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
-	if (!mod) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
-		rc = -EINVAL;
+	rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	dw = dwfl_module_getdwarf(mod, &bias);
-	if (!dw) {
-		snprintf(err, errlen,
-			 "%s: no DWARF line tables (built without -g?)", path);
-		rc = -ENOENT;
-		goto fail;
-	}
 	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
 		if ((rc = scan_unit(&s, &cudie)))
 			goto oom;

@@ -106,6 +106,24 @@ const struct sym *sym_map_lookup(const struct sym_map *m, uint64_t addr);
 int sym_line_addrs(const char *path, const char *file, unsigned line,
 		   uint64_t **addrs, char *err, size_t errlen);
 
+/* A source file and the lines where a statement of it begins. */
+struct sym_src {
+	char *file; /* whole and normalized, as sym_line_addrs takes it */
+	unsigned *lines;
+	size_t nr_lines, cap_lines;
+};
+
+/*
+ * Every source file of the DWARF line tables of the ELF at path (or its
+ * separate debug file), sorted by name, with its lines that have code,
+ * ascending: what a FILE:LINE trigger can name.  Returns 0 with *nr files
+ * in *out (free with sym_src_free), or a negative code with one line in
+ * err (-ENOENT: no line tables).
+ */
+int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
+		 size_t errlen);
+void sym_src_free(struct sym_src *v, size_t n);
+
 /* Demangle a C++ or Rust name into buf; returns buf, or name when it is
  * not mangled (or does not fit). */
 const char *sym_demangle(const char *name, char *buf, size_t len);
