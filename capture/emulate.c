@@ -30,6 +30,7 @@
 #include "capture/symaddr.h"
 #include "capture/unwind.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <capstone/capstone.h>
@@ -65,7 +66,7 @@ int emu_fail(struct emu *e, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(e->err, e->errlen, fmt, ap);
+	mt_verr(e->err, e->errlen, code, fmt, ap);
 	va_end(ap);
 	return code;
 }

@@ -39,6 +39,7 @@
 #include "capture/ring.h"
 #include "capture/symaddr.h"
 #include "capture/unwind.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -66,7 +67,7 @@ int hw_fail(struct hw *h, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(h->err, h->errlen, fmt, ap);
+	mt_verr(h->err, h->errlen, code, fmt, ap);
 	va_end(ap);
 	return code;
 }

@@ -12,6 +12,7 @@
  */
 #include "capture/symaddr.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <elf.h>
@@ -20,25 +21,11 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* What find_mapping() looks for, and what it found. */
 struct mapping_query {
@@ -91,7 +78,7 @@ static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
 	int rc = find_mapping(pid, is_exe_start, exe, &m, path, err, errlen);
 
 	if (rc == -ENOENT)
-		return serr(err, errlen, rc, "%s: not mapped in the target",
+		return mt_err(err, errlen, rc, "%s: not mapped in the target",
 			    exe);
 	if (!rc)
 		*base = m.lo;
@@ -136,14 +123,14 @@ static int find_function(const struct sym_file *sf, const char *exe,
 		shown++;
 	}
 	if (found_n > 1)
-		return serr(err, errlen, -EINVAL,
+		return mt_err(err, errlen, -EINVAL,
 			    "%s: '%s' names %zu functions: %s", exe, sym,
 			    found_n, list);
 	if (shown)
-		return serr(err, errlen, -ENOENT,
+		return mt_err(err, errlen, -ENOENT,
 			    "%s: no symbol '%s' (did you mean %s?)", exe, sym,
 			    list);
-	return serr(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
+	return mt_err(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
 }
 
 /* What to add to the ELF's vaddrs for runtime addresses. */
@@ -172,7 +159,7 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 
 	if (!strncmp(sym, "addr:", 5)) {
 		if (mt_parse_u64(sym + 5, 16, UINT64_MAX, out) || !*out)
-			return serr(err, errlen, -EINVAL, "bad address in '%s'",
+			return mt_err(err, errlen, -EINVAL, "bad address in '%s'",
 				    sym);
 		return 0;
 	}
@@ -264,7 +251,7 @@ static int range_end(const struct sym_file *sf, const char *file,
 
 	if (what[0] >= '0' && what[0] <= '9') {
 		if (mt_parse_u64(what, 16, UINT64_MAX, &v))
-			return serr(err, errlen, -EINVAL,
+			return mt_err(err, errlen, -EINVAL,
 				    "--filter: '%s' is neither a symbol nor a "
 				    "hex address",
 				    what);
@@ -281,7 +268,7 @@ static int range_end(const struct sym_file *sf, const char *file,
 		}
 	}
 	if (vaddr_to_off(sf, v, off))
-		return serr(err, errlen, -EINVAL,
+		return mt_err(err, errlen, -EINVAL,
 			    "--filter: %#llx is in no loadable segment of %s",
 			    (unsigned long long)v, file);
 	return 0;
@@ -295,7 +282,7 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 	int rc = 0;
 
 	if (!copy)
-		return serr(err, errlen, -ENOMEM, "out of memory");
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
 	*nranges = 0;
 	out[0] = 0;
 	for (item = strtok_r(copy, ",", &save); item;
@@ -305,14 +292,14 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 		uint64_t lo, hi;
 
 		if (!file || file == item || !file[1]) {
-			rc = serr(err, errlen, -EINVAL,
+			rc = mt_err(err, errlen, -EINVAL,
 				  "--filter: '%s' is not START-STOP@FILE",
 				  item);
 			goto fail;
 		}
 		*file++ = 0;
 		if (!realpath(file, path)) {
-			rc = serr(err, errlen, -errno, "--filter: %s: %s", file,
+			rc = mt_err(err, errlen, -errno, "--filter: %s: %s", file,
 				  strerror(errno));
 			goto fail;
 		}
@@ -334,7 +321,7 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 		if (rc)
 			goto fail;
 		if (hi <= lo) {
-			rc = serr(err, errlen, -EINVAL,
+			rc = mt_err(err, errlen, -EINVAL,
 				  "--filter: %s-%s@%s is an empty range", item,
 				  dash ? dash : item, file);
 			goto fail;
@@ -344,7 +331,7 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 				       (unsigned long long)lo,
 				       (unsigned long long)(hi - lo), path);
 		if (at >= outlen) {
-			rc = serr(err, errlen, -E2BIG,
+			rc = mt_err(err, errlen, -E2BIG,
 				  "--filter: too long (%zu bytes at most)",
 				  outlen - 1);
 			goto fail;
@@ -352,7 +339,7 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 		(*nranges)++;
 	}
 	if (!*nranges)
-		rc = serr(err, errlen, -EINVAL,
+		rc = mt_err(err, errlen, -EINVAL,
 			  "--filter: no range in '%s' (START-STOP@FILE)", spec);
 fail:
 	free(copy);
@@ -377,7 +364,7 @@ int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			      errlen);
 
 	if (rc == -ENOENT)
-		return serr(err, errlen, rc, "%#llx is in no file mapped by %d",
+		return mt_err(err, errlen, rc, "%#llx is in no file mapped by %d",
 			    (unsigned long long)addr, (int)pid);
 	if (rc)
 		return rc;
@@ -398,7 +385,7 @@ int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", err);
-		return serr(err, errlen, rc, "--stop-at-trigger: %s", why);
+		return mt_err(err, errlen, rc, "--stop-at-trigger: %s", why);
 	}
 	/* A stop range of one byte: TraceStop as the trigger's first
 	 * instruction begins. */
