@@ -76,7 +76,7 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	struct iovec local = {buf, len}, remote = {(void *)addr, len};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
-	return n < 0 ? -1 : (int)n;
+	return n < 0 ? -errno : (int)n;
 }
 
 /*
@@ -187,7 +187,7 @@ static int shadow_push(struct thr *t, uint64_t ret)
 {
 	if (mt_grow((void **)&t->shadow, &t->cap_shadow, t->depth + 1,
 		    sizeof(*t->shadow)))
-		return -1;
+		return -ENOMEM;
 	t->shadow[t->depth++] = ret;
 	return 0;
 }
@@ -197,7 +197,7 @@ static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
 {
 	if (mt_grow((void **)&e->gaps, &e->cap_gaps, e->nr_gaps + 1,
 		    sizeof(*e->gaps)))
-		return -1;
+		return -ENOMEM;
 	e->gaps[e->nr_gaps++] = (struct egap){t->tid, t->gap_after, t->gap_end,
 					      resume, t->gap_stop,  resume_ip};
 	return 0;
@@ -238,7 +238,7 @@ static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		return 0;
 	case IC_ICALL:
 		if (ptenc_indirect(t->enc, t->step_tsc, to))
-			return -1;
+			return -ENOMEM;
 		ptenc_call(t->enc, next);
 		return 0;
 	case IC_IJMP:
@@ -250,7 +250,7 @@ static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		/* User-only tracing stops in the kernel. */
 		return ptenc_pgd(t->enc, t->step_tsc) ||
 				       ptenc_pge(t->enc, tsc, to)
-			       ? -1
+			       ? -ENOMEM
 			       : 0;
 	default:
 		return 0; /* a direct jump needs none */
@@ -327,11 +327,11 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 		if (in->cls != IC_JMP && in->cls != IC_CALL)
 			t->last_pkt_tsc = t->step_tsc;
 		if (!rc && ptenc_maybe_psb(t->enc, tsc, to) < 0)
-			rc = -1;
+			rc = -ENOMEM;
 	}
 	e->st->branches++;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
-		rc = -1;
+		rc = -ENOMEM;
 	return rc ? emu_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
 

@@ -26,7 +26,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The first line of dir/name, or -1. */
+/* The first line of dir/name, or a negative errno value (the caller
+ * says what is missing, or takes it as a cap the CPU lacks). */
 static int read_line(const char *dir, const char *name, char *buf, size_t len)
 {
 	char path[4096];
@@ -35,10 +36,10 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "r");
 	if (!f)
-		return -1;
+		return -errno;
 	if (!fgets(buf, (int)len, f)) {
 		fclose(f);
-		return -1;
+		return -ENODATA;
 	}
 	fclose(f);
 	buf[strcspn(buf, "\n")] = 0;
@@ -50,9 +51,9 @@ static int read_hex(const char *dir, const char *name, uint64_t *v)
 {
 	char buf[64];
 
-	if (read_line(dir, name, buf, sizeof(buf)))
-		return -1;
-	return mt_parse_u64(buf, 16, UINT64_MAX, v) ? -1 : 0;
+	int rc = read_line(dir, name, buf, sizeof(buf));
+
+	return rc ? rc : mt_parse_u64(buf, 16, UINT64_MAX, v);
 }
 
 int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)

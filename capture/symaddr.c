@@ -237,7 +237,7 @@ static int vaddr_to_off(const struct sym_file *sf, uint64_t vaddr,
 			*off = vaddr - l[i].vaddr + l[i].offset;
 			return 0;
 		}
-	return -1;
+	return -ENOENT;
 }
 
 /* One end of a range: a function of sf (its start, or its end when
