@@ -70,8 +70,7 @@ int capfile_begin(struct capfile *c, const struct pd_time_conv *tc,
 {
 	int rc = pd_write_time_conv(c->w, tc);
 
-	return rc ? rc
-		  : pd_write_auxtrace_info(c->w, pt, PD_PT_NR_FIXED, true);
+	return rc ? rc : pd_write_auxtrace_info(c->w, pt, PD_PT_NR_FIXED, true);
 }
 
 int capfile_buildid(struct capfile *c, uint32_t pid, const char *path)

@@ -66,13 +66,13 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 	memset(p, 0, sizeof(*p));
 	if (read_line(dir, "type", buf, sizeof(buf)))
 		return mt_err(err, errlen, -ENOENT,
-			    "no intel_pt PMU (%s/type is missing): a virtual "
-			    "machine, an AMD CPU or a CPU older than "
-			    "Broadwell?; use --emulate",
-			    dir);
+			      "no intel_pt PMU (%s/type is missing): a virtual "
+			      "machine, an AMD CPU or a CPU older than "
+			      "Broadwell?; use --emulate",
+			      dir);
 	if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
 		return mt_err(err, errlen, -EINVAL,
-			    "%s/type: '%s' is not a PMU type", dir, buf);
+			      "%s/type: '%s' is not a PMU type", dir, buf);
 	p->type = (uint32_t)v;
 	snprintf(fdir, sizeof(fdir), "%s/format", dir);
 	dd = opendir(fdir);
@@ -114,9 +114,9 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf))) {
 		if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
 			return mt_err(err, errlen, -EINVAL,
-				    "%s/max_nonturbo_ratio: '%s' is not a "
-				    "ratio",
-				    dir, buf);
+				      "%s/max_nonturbo_ratio: '%s' is not a "
+				      "ratio",
+				      dir, buf);
 		p->max_nonturbo_ratio = (uint32_t)v;
 	}
 	return 0;
@@ -139,16 +139,17 @@ static int set_field(const struct pt_pmu *p, const char *name, uint64_t v,
 	uint64_t mask;
 
 	if (!f)
-		return mt_err(err, errlen, -EINVAL,
-			    "the intel_pt PMU has no '%s' field (format/%s is "
-			    "missing)",
-			    name, name);
+		return mt_err(
+			err, errlen, -EINVAL,
+			"the intel_pt PMU has no '%s' field (format/%s is "
+			"missing)",
+			name, name);
 	width = (unsigned)(f->hi - f->lo + 1);
 	mask = width == 64 ? ~0ull : (1ull << width) - 1;
 	if (v > mask)
 		return mt_err(err, errlen, -EINVAL,
-			    "%s=%llu does not fit its %u bits", name,
-			    (unsigned long long)v, width);
+			      "%s=%llu does not fit its %u bits", name,
+			      (unsigned long long)v, width);
 	*config = (*config & ~(mask << f->lo)) | (v << f->lo);
 	return 0;
 }
@@ -183,22 +184,22 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 				break;
 		if (k == nf)
 			return mt_err(err, errlen, -EINVAL,
-				    "--timing-custom: unknown field '%.*s' "
-				    "(tsc, mtc, cyc, noretcomp, mtc_period, "
-				    "cyc_thresh, psb_period)",
-				    (int)nl, at);
+				      "--timing-custom: unknown field '%.*s' "
+				      "(tsc, mtc, cyc, noretcomp, mtc_period, "
+				      "cyc_thresh, psb_period)",
+				      (int)nl, at);
 		if (nl == len || at[nl + 1] < '0' || at[nl + 1] > '9')
 			return mt_err(err, errlen, -EINVAL,
-				    "--timing-custom: %.*s wants a value "
-				    "(%s=N)",
-				    (int)nl, at, custom_fields[k].name);
+				      "--timing-custom: %.*s wants a value "
+				      "(%s=N)",
+				      (int)nl, at, custom_fields[k].name);
 		if (mt_scan_u64(&end, 0, custom_fields[k].max, &v) ||
 		    end != at + len)
 			return mt_err(err, errlen, -EINVAL,
-				    "--timing-custom: %.*s is not a value of "
-				    "%s (0 to %u)",
-				    (int)len, at, custom_fields[k].name,
-				    custom_fields[k].max);
+				      "--timing-custom: %.*s is not a value of "
+				      "%s (0 to %u)",
+				      (int)len, at, custom_fields[k].name,
+				      custom_fields[k].max);
 		switch (k) {
 		case 0:
 			r->tsc = v;
@@ -225,15 +226,15 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 		at += len;
 		if (*at == ',' && !*++at)
 			return mt_err(err, errlen, -EINVAL,
-				    "--timing-custom: '%s' ends in a comma",
-				    spec);
+				      "--timing-custom: '%s' ends in a comma",
+				      spec);
 	}
 	/* A period or threshold means its packets are wanted. */
 	if (!r->tsc && !r->mtc && !r->cyc)
 		return mt_err(err, errlen, -EINVAL,
-			    "--timing-custom: '%s' has no timing at all (set "
-			    "tsc=1, mtc=1 or cyc=1)",
-			    spec);
+			      "--timing-custom: '%s' has no timing at all (set "
+			      "tsc=1, mtc=1 or cyc=1)",
+			      spec);
 	return 0;
 }
 
@@ -255,40 +256,40 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 	}
 	if (q.cyc && !p->psb_cyc)
 		return mt_err(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT cannot count cycles "
-			    "(caps/psb_cyc is 0): use --timing low");
+			      "this CPU's Intel PT cannot count cycles "
+			      "(caps/psb_cyc is 0): use --timing low");
 	if (q.mtc && !p->mtc)
 		return mt_err(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT has no MTC timing packets "
-			    "(caps/mtc is 0): use --timing low");
+			      "this CPU's Intel PT has no MTC timing packets "
+			      "(caps/mtc is 0): use --timing low");
 	if (q.mtc && !(p->mtc_periods >> q.mtc_period & 1))
 		return mt_err(err, errlen, -ENOTSUP,
-			    "mtc_period=%u is not one this CPU offers "
-			    "(caps/mtc_periods is %x)",
-			    q.mtc_period, p->mtc_periods);
+			      "mtc_period=%u is not one this CPU offers "
+			      "(caps/mtc_periods is %x)",
+			      q.mtc_period, p->mtc_periods);
 	if (q.cyc && q.cyc_thresh && !(p->cycle_thresholds >> q.cyc_thresh & 1))
 		return mt_err(err, errlen, -ENOTSUP,
-			    "cyc_thresh=%u is not one this CPU offers "
-			    "(caps/cycle_thresholds is %x)",
-			    q.cyc_thresh, p->cycle_thresholds);
+			      "cyc_thresh=%u is not one this CPU offers "
+			      "(caps/cycle_thresholds is %x)",
+			      q.cyc_thresh, p->cycle_thresholds);
 	if (q.mtc_period && !q.mtc)
 		return mt_err(err, errlen, -EINVAL,
-			    "mtc_period=%u without mtc=1 has no effect",
-			    q.mtc_period);
+			      "mtc_period=%u without mtc=1 has no effect",
+			      q.mtc_period);
 	if (q.cyc_thresh && !q.cyc)
 		return mt_err(err, errlen, -EINVAL,
-			    "cyc_thresh=%u without cyc=1 has no effect",
-			    q.cyc_thresh);
+			      "cyc_thresh=%u without cyc=1 has no effect",
+			      q.cyc_thresh);
 	if (q.psb_period && !p->psb_cyc)
 		return mt_err(err, errlen, -ENOTSUP,
-			    "psb_period=%u: this CPU's PSB period is fixed "
-			    "(caps/psb_cyc is 0)",
-			    q.psb_period);
+			      "psb_period=%u: this CPU's PSB period is fixed "
+			      "(caps/psb_cyc is 0)",
+			      q.psb_period);
 	if (q.psb_period && !(p->psb_periods >> q.psb_period & 1))
 		return mt_err(err, errlen, -ENOTSUP,
-			    "psb_period=%u is not one this CPU offers "
-			    "(caps/psb_periods is %x)",
-			    q.psb_period, p->psb_periods);
+			      "psb_period=%u is not one this CPU offers "
+			      "(caps/psb_periods is %x)",
+			      q.psb_period, p->psb_periods);
 	*config = 0;
 	if ((rc = set_field(p, "pt", 1, config, err, errlen)) ||
 	    (rc = set_field(p, "branch", 1, config, err, errlen)) ||
@@ -312,14 +313,15 @@ int pmu_check_filters(const struct pt_pmu *p, unsigned nranges, char *err,
 {
 	if (nranges && !p->ip_filtering)
 		return mt_err(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT cannot filter by address "
-			    "(caps/ip_filtering is 0)");
+			      "this CPU's Intel PT cannot filter by address "
+			      "(caps/ip_filtering is 0)");
 	if (nranges > p->num_address_ranges)
-		return mt_err(err, errlen, -ENOTSUP,
-			    "%u address range%s asked for, this CPU's Intel PT "
-			    "has %u (caps/num_address_ranges)",
-			    nranges, nranges == 1 ? "" : "s",
-			    p->num_address_ranges);
+		return mt_err(
+			err, errlen, -ENOTSUP,
+			"%u address range%s asked for, this CPU's Intel PT "
+			"has %u (caps/num_address_ranges)",
+			nranges, nranges == 1 ? "" : "s",
+			p->num_address_ranges);
 	return 0;
 }
 
@@ -354,20 +356,20 @@ int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
 		 slash ? paranoid : ".");
 	if (read_line(dir, slash ? slash + 1 : paranoid, buf, sizeof(buf)))
 		return mt_err(err, errlen, -EACCES,
-			    "--include-kernel: cannot read %s, and this "
-			    "process lacks CAP_PERFMON: run as root",
-			    paranoid);
+			      "--include-kernel: cannot read %s, and this "
+			      "process lacks CAP_PERFMON: run as root",
+			      paranoid);
 	if (mt_parse_i64(buf, 10, INT32_MIN, INT32_MAX, &level))
 		return mt_err(err, errlen, -EINVAL,
-			    "--include-kernel: %s: '%s' is not a level",
-			    paranoid, buf);
+			      "--include-kernel: %s: '%s' is not a level",
+			      paranoid, buf);
 	if (level <= 1)
 		return 0;
 	return mt_err(err, errlen, -EACCES,
-		    "--include-kernel: %s is %lld (kernel tracing needs 1 or "
-		    "less) and this process lacks CAP_PERFMON: run as root, "
-		    "or lower it",
-		    paranoid, (long long)level);
+		      "--include-kernel: %s is %lld (kernel tracing needs 1 or "
+		      "less) and this process lacks CAP_PERFMON: run as root, "
+		      "or lower it",
+		      paranoid, (long long)level);
 }
 
 size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,

@@ -79,7 +79,7 @@ static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
 
 	if (rc == -ENOENT)
 		return mt_err(err, errlen, rc, "%s: not mapped in the target",
-			    exe);
+			      exe);
 	if (!rc)
 		*base = m.lo;
 	return rc;
@@ -124,12 +124,12 @@ static int find_function(const struct sym_file *sf, const char *exe,
 	}
 	if (found_n > 1)
 		return mt_err(err, errlen, -EINVAL,
-			    "%s: '%s' names %zu functions: %s", exe, sym,
-			    found_n, list);
+			      "%s: '%s' names %zu functions: %s", exe, sym,
+			      found_n, list);
 	if (shown)
 		return mt_err(err, errlen, -ENOENT,
-			    "%s: no symbol '%s' (did you mean %s?)", exe, sym,
-			    list);
+			      "%s: no symbol '%s' (did you mean %s?)", exe, sym,
+			      list);
 	return mt_err(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
 }
 
@@ -159,8 +159,8 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 
 	if (!strncmp(sym, "addr:", 5)) {
 		if (mt_parse_u64(sym + 5, 16, UINT64_MAX, out) || !*out)
-			return mt_err(err, errlen, -EINVAL, "bad address in '%s'",
-				    sym);
+			return mt_err(err, errlen, -EINVAL,
+				      "bad address in '%s'", sym);
 		return 0;
 	}
 	/* The target must have the executable mapped before we read it. */
@@ -251,10 +251,11 @@ static int range_end(const struct sym_file *sf, const char *file,
 
 	if (what[0] >= '0' && what[0] <= '9') {
 		if (mt_parse_u64(what, 16, UINT64_MAX, &v))
-			return mt_err(err, errlen, -EINVAL,
-				    "--filter: '%s' is neither a symbol nor a "
-				    "hex address",
-				    what);
+			return mt_err(
+				err, errlen, -EINVAL,
+				"--filter: '%s' is neither a symbol nor a "
+				"hex address",
+				what);
 	} else {
 		const struct sym *s;
 
@@ -269,8 +270,8 @@ static int range_end(const struct sym_file *sf, const char *file,
 	}
 	if (vaddr_to_off(sf, v, off))
 		return mt_err(err, errlen, -EINVAL,
-			    "--filter: %#llx is in no loadable segment of %s",
-			    (unsigned long long)v, file);
+			      "--filter: %#llx is in no loadable segment of %s",
+			      (unsigned long long)v, file);
 	return 0;
 }
 
@@ -293,14 +294,14 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 
 		if (!file || file == item || !file[1]) {
 			rc = mt_err(err, errlen, -EINVAL,
-				  "--filter: '%s' is not START-STOP@FILE",
-				  item);
+				    "--filter: '%s' is not START-STOP@FILE",
+				    item);
 			goto fail;
 		}
 		*file++ = 0;
 		if (!realpath(file, path)) {
-			rc = mt_err(err, errlen, -errno, "--filter: %s: %s", file,
-				  strerror(errno));
+			rc = mt_err(err, errlen, -errno, "--filter: %s: %s",
+				    file, strerror(errno));
 			goto fail;
 		}
 		if (sym_file_open(path, NULL, &sf, err, errlen)) {
@@ -322,8 +323,8 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 			goto fail;
 		if (hi <= lo) {
 			rc = mt_err(err, errlen, -EINVAL,
-				  "--filter: %s-%s@%s is an empty range", item,
-				  dash ? dash : item, file);
+				    "--filter: %s-%s@%s is an empty range",
+				    item, dash ? dash : item, file);
 			goto fail;
 		}
 		at += (size_t)snprintf(out + at, outlen > at ? outlen - at : 0,
@@ -332,15 +333,16 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 				       (unsigned long long)(hi - lo), path);
 		if (at >= outlen) {
 			rc = mt_err(err, errlen, -E2BIG,
-				  "--filter: too long (%zu bytes at most)",
-				  outlen - 1);
+				    "--filter: too long (%zu bytes at most)",
+				    outlen - 1);
 			goto fail;
 		}
 		(*nranges)++;
 	}
 	if (!*nranges)
 		rc = mt_err(err, errlen, -EINVAL,
-			  "--filter: no range in '%s' (START-STOP@FILE)", spec);
+			    "--filter: no range in '%s' (START-STOP@FILE)",
+			    spec);
 fail:
 	free(copy);
 	return rc;
@@ -364,8 +366,9 @@ int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			      errlen);
 
 	if (rc == -ENOENT)
-		return mt_err(err, errlen, rc, "%#llx is in no file mapped by %d",
-			    (unsigned long long)addr, (int)pid);
+		return mt_err(err, errlen, rc,
+			      "%#llx is in no file mapped by %d",
+			      (unsigned long long)addr, (int)pid);
 	if (rc)
 		return rc;
 	snprintf(path, pathlen, "%s", file[0] ? file : "//anon");

@@ -153,8 +153,7 @@ int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
 		if (nr) {
 			f->aux_idx = calloc(nr, sizeof(*f->aux_idx));
 			if (!f->aux_idx)
-				return pd_fail(err, -ENOMEM, f->path,
-					       at(f, d),
+				return pd_fail(err, -ENOMEM, f->path, at(f, d),
 					       "out of memory for the "
 					       "AUXTRACE index");
 		}

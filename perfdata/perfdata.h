@@ -33,8 +33,9 @@ struct pd_err {
 
 /*
  * Fill err with "PATH: offset N: MSG" (offset left out when off is
- * UINT64_MAX) and return code, a negative errno value.  err may be NULL.  Public so that the
- * readers of a capture above this folder report errors the same way.
+ * UINT64_MAX) and return code, a negative errno value.  err may be NULL. Public
+ * so that the readers of a capture above this folder report errors the same
+ * way.
  */
 int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -371,8 +371,7 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return pd_fail(err, -ENOMEM, path, UINT64_MAX,
-			       "out of memory");
+		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 	f->path = strdup(path);
 	if (!f->path) {
 		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");

@@ -172,8 +172,7 @@ static int body_string(struct rec_ctx *c, size_t from, const char *what,
 		       const char **out)
 {
 	if (c->blen <= from || !memchr(c->b + from, 0, c->blen - from))
-		return pd_fail(c->err, -EBADMSG, c->f->path,
-			       c->off + 8 + from,
+		return pd_fail(c->err, -EBADMSG, c->f->path, c->off + 8 + from,
 			       "%s of the %s record is not NUL-terminated "
 			       "within the record",
 			       what, c->name);
@@ -238,7 +237,7 @@ static int parse_sample(struct rec_ctx *c, struct pd_event *ev)
 #define TAKE(n)                                                                \
 	do {                                                                   \
 		if ((size_t)(end - p) < (n))                                   \
-			return pd_fail(c->err, -EBADMSG, f->path, c->off,    \
+			return pd_fail(c->err, -EBADMSG, f->path, c->off,      \
 				       "SAMPLE record of %u bytes is shorter " \
 				       "than its sample_type 0x%llx says",     \
 				       ev->size, (unsigned long long)st);      \

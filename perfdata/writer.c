@@ -80,8 +80,8 @@ static int wfail(struct pd_writer *w, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	mt_verr_prefixed(w->err.msg, sizeof(w->err.msg), code, w->out.path,
-			 fmt, ap);
+	mt_verr_prefixed(w->err.msg, sizeof(w->err.msg), code, w->out.path, fmt,
+			 ap);
 	va_end(ap);
 	w->err.code = code;
 	/* After a failed write the file is unusable; bad arguments are not. */
@@ -155,8 +155,7 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 			       "unknown write mode %d", (int)mode);
 	w = calloc(1, sizeof(*w));
 	if (!w)
-		return pd_fail(err, -ENOMEM, path, UINT64_MAX,
-			       "out of memory");
+		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 	w->fd = -1;
 	w->mode = mode;
 	w->buf = malloc(WBUF_SIZE);
@@ -617,8 +616,7 @@ int pd_write_auxtrace_info(struct pd_writer *w, const struct pd_pt_info *pt,
 			     nr_fields);
 	/* perf reads cap_event_trace only after the filter string. */
 	if (with_cap_event_trace && nr_fields != PD_PT_NR_FIXED)
-		return wfail(w, -EINVAL,
-			     "cap_event_trace needs all 17 fields");
+		return wfail(w, -EINVAL, "cap_event_trace needs all 17 fields");
 	if (flen && nr_fields != PD_PT_NR_FIXED)
 		return wfail(w, -EINVAL,
 			     "an address filter needs all 17 fields");
@@ -732,8 +730,8 @@ int pd_writer_set_feature(struct pd_writer *w, unsigned bit, const void *data,
 	if (w->failed)
 		return w->err.code;
 	if (!bit || bit >= PD_FEAT_MAX)
-		return wfail(w, -EINVAL, "feature bit %u, expected 1..%d",
-			     bit, PD_FEAT_MAX - 1);
+		return wfail(w, -EINVAL, "feature bit %u, expected 1..%d", bit,
+			     PD_FEAT_MAX - 1);
 	if (bit == PD_FEAT_AUXTRACE || bit == PD_FEAT_BUILD_ID)
 		return wfail(w, -EINVAL,
 			     "feature %u is written by pd_writer_finish", bit);
@@ -927,8 +925,8 @@ int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
 
 		w->fd = -1;
 		if (close(fd))
-			rc = wfail(w, -EIO, "closing %s failed: %s",
-				   w->out.tmp, strerror(errno));
+			rc = wfail(w, -EIO, "closing %s failed: %s", w->out.tmp,
+				   strerror(errno));
 		else if ((e = mt_outfile_commit(&w->out, why, sizeof(why))))
 			rc = wfail(w, -EIO, "cannot put in place: %s",
 				   strerror(-e));

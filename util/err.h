@@ -18,8 +18,8 @@
  * `return mt_err(err, errlen, -EINVAL, "...")`. */
 int mt_err(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-int mt_verr(char *err, size_t errlen, int code, const char *fmt,
-	    va_list ap) __attribute__((format(printf, 4, 0)));
+int mt_verr(char *err, size_t errlen, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 /* The same, the line led by "PREFIX: " (a path, most often); a NULL
  * prefix is left out. */

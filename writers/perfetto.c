@@ -277,13 +277,15 @@ static int pf_flush(struct pf *w)
 	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1))
 		return pf_fail(w, -ENOMEM, "out of memory");
 	if (deflateReset(&w->z) != Z_OK)
-		return pf_fail(w, -EIO, "zlib: %s", w->z.msg ? w->z.msg : "reset");
+		return pf_fail(w, -EIO, "zlib: %s",
+			       w->z.msg ? w->z.msg : "reset");
 	w->z.next_in = w->pk.p;
 	w->z.avail_in = (uInt)w->pk.len;
 	w->z.next_out = w->zout + sizeof(hdr);
 	w->z.avail_out = (uInt)(bound - sizeof(hdr));
 	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
-		return pf_fail(w, -EIO, "zlib: %s", w->z.msg ? w->z.msg : "deflate");
+		return pf_fail(w, -EIO, "zlib: %s",
+			       w->z.msg ? w->z.msg : "deflate");
 	clen = w->z.total_out;
 
 	/* Trace.packet { compressed_packets = stream }: the key of field 50

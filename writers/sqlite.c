@@ -37,8 +37,8 @@
  * and renamed into place.  A crash leaves at worst a stray temporary
  * file, never a damaged output; on an error the temporary file goes.
  */
-#include "writers/writers.h"
 #include "util/err.h"
+#include "writers/writers.h"
 
 #include <errno.h>
 #include <fcntl.h>
