@@ -5,7 +5,9 @@
  */
 #include "capture/capfile.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,23 +58,19 @@ void capfile_pt_format(struct pd_pt_info *pt)
 int capfile_open(struct capfile *c, const char *path, char *err, size_t errlen)
 {
 	struct pd_err pe = {0};
+	int rc;
 
 	*c = (struct capfile){.err = err, .errlen = errlen};
-	if (pd_writer_open(&c->w, path, PD_WRITE_FILE, &pe)) {
-		snprintf(err, errlen, "%s", pe.msg);
-		return -1;
-	}
-	return 0;
+	rc = pd_writer_open(&c->w, path, PD_WRITE_FILE, &pe);
+	return rc ? mt_err(err, errlen, rc, "%s", pe.msg) : 0;
 }
 
 int capfile_begin(struct capfile *c, const struct pd_time_conv *tc,
 		  const struct pd_pt_info *pt)
 {
-	return pd_write_time_conv(c->w, tc) ||
-			       pd_write_auxtrace_info(c->w, pt, PD_PT_NR_FIXED,
-						      true)
-		       ? -1
-		       : 0;
+	int rc = pd_write_time_conv(c->w, tc);
+
+	return rc ? rc : pd_write_auxtrace_info(c->w, pt, PD_PT_NR_FIXED, true);
 }
 
 int capfile_buildid(struct capfile *c, uint32_t pid, const char *path)
@@ -92,7 +90,7 @@ int capfile_buildid(struct capfile *c, uint32_t pid, const char *path)
 	if (mt_grow((void **)&c->seen, &c->cap_seen, c->nr_seen + 1,
 		    sizeof(*c->seen)) ||
 	    !(c->seen[c->nr_seen] = strdup(path)))
-		return -1;
+		return -ENOMEM;
 	c->nr_seen++;
 	/* A file that cannot be read now is simply not vouched for. */
 	if (sym_file_open(path, NULL, &sf, err, sizeof(err)))
@@ -105,7 +103,7 @@ int capfile_buildid(struct capfile *c, uint32_t pid, const char *path)
 		rc = pd_writer_add_buildid(c->w, &b);
 	}
 	sym_file_free(sf);
-	return rc ? -1 : 0;
+	return rc;
 }
 
 int capfile_mapping(struct capfile *c, const struct mt_map *m, uint32_t pid,
@@ -125,11 +123,9 @@ int capfile_mapping(struct capfile *c, const struct mt_map *m, uint32_t pid,
 		.flags = m->shared ? MAP_SHARED : MAP_PRIVATE,
 		.filename = m->path[0] ? m->path : "//anon",
 	};
+	int rc = pd_write_mmap2(c->w, &r, sid);
 
-	return pd_write_mmap2(c->w, &r, sid) ||
-			       (buildid && capfile_buildid(c, pid, m->path))
-		       ? -1
-		       : 0;
+	return !rc && buildid ? capfile_buildid(c, pid, m->path) : rc;
 }
 
 /* PERF_RECORD_MMAP2: the header, pid, tid, addr, len, pgoff, 24 bytes of
@@ -157,8 +153,12 @@ int capfile_buildids_of_records(struct capfile *c, const uint8_t *rec,
 				max = sizeof(path) - 1;
 			memcpy(path, rec + off + MMAP2_NAME, max);
 			path[max] = 0;
-			if ((prot & PROT_EXEC) && capfile_buildid(c, pid, path))
-				return -1;
+			if (prot & PROT_EXEC) {
+				int rc = capfile_buildid(c, pid, path);
+
+				if (rc)
+					return rc;
+			}
 		}
 		off += eh.size;
 	}
@@ -178,22 +178,25 @@ int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname)
 {
 	struct pd_err pe = {0};
 	struct pd_writer *w = c->w;
+	int rc = 0;
 
-	if ((c->ext.len && pd_writer_set_feature(w, PD_FEAT_MT_EXT, c->ext.data,
-						 c->ext.len)) ||
-	    pd_write_finished_round(w) ||
-	    pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid) ||
-	    (hostname &&
-	     pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, hostname))) {
+	if (c->ext.len)
+		rc = pd_writer_set_feature(w, PD_FEAT_MT_EXT, c->ext.data,
+					   c->ext.len);
+	if (!rc)
+		rc = pd_write_finished_round(w);
+	if (!rc)
+		rc = pd_writer_set_feature_string(w, PD_FEAT_CPUID, cpuid);
+	if (!rc && hostname)
+		rc = pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME,
+						  hostname);
+	if (rc) {
 		capfile_fail(c);
-		return -1;
+		return rc;
 	}
 	c->w = NULL;
-	if (pd_writer_finish(w, &pe)) {
-		snprintf(c->err, c->errlen, "%s", pe.msg);
-		return -1;
-	}
-	return 0;
+	rc = pd_writer_finish(w, &pe);
+	return rc ? mt_err(c->err, c->errlen, rc, "%s", pe.msg) : 0;
 }
 
 void capfile_fail(struct capfile *c)

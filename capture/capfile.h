@@ -42,8 +42,10 @@ void capfile_pt_attr(struct perf_event_attr *attr, uint32_t type,
  * intel_pt PMU's format, as every Intel CPU's sysfs gives them. */
 void capfile_pt_format(struct pd_pt_info *pt);
 
-/* Open path for writing; errors (here and below) go to err as one line
- * and every function returns 0 or -1. */
+/* Open path for writing.  Every function here returns 0 or a negative
+ * errno value; the line naming the file goes to err at once from
+ * capfile_open() and capfile_finish(), and from capfile_fail() for the
+ * others. */
 int capfile_open(struct capfile *c, const char *path, char *err, size_t errlen);
 /* What comes first: the time conversion, then the AUXTRACE_INFO. */
 int capfile_begin(struct capfile *c, const struct pd_time_conv *tc,

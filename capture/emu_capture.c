@@ -76,17 +76,16 @@ static int write_threads(struct emu *e, struct capfile *c,
 			     .exec = true,
 			     .comm = e->comm};
 	char path[4096];
+	int rc = pd_write_comm(c->w, &cm, sid);
 
-	if (pd_write_comm(c->w, &cm, sid))
-		return -1;
-	for (size_t i = 0; i < e->nr_maps; i++) {
+	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
 		struct mt_map m;
 
-		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
-		    capfile_mapping(c, &m, (uint32_t)e->pid, sid, false))
-			return -1;
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)))
+			rc = capfile_mapping(c, &m, (uint32_t)e->pid, sid,
+					     false);
 	}
-	for (size_t i = 0; i < e->nr_thr; i++) {
+	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
 		struct thr *t = &e->thr[i];
 		struct pd_sample_id s2 = *sid;
 		struct pd_task fk = {.pid = (uint32_t)e->pid,
@@ -101,17 +100,19 @@ static int write_threads(struct emu *e, struct capfile *c,
 		if (t->tid == e->pid)
 			continue;
 		s2.tid = (uint32_t)t->tid;
-		if (pd_write_task(c->w, PERF_RECORD_FORK, &fk, &s2) ||
-		    pd_write_comm(c->w, &tc, &s2))
-			return -1;
+		rc = pd_write_task(c->w, PERF_RECORD_FORK, &fk, &s2);
+		if (!rc)
+			rc = pd_write_comm(c->w, &tc, &s2);
 	}
-	return 0;
+	return rc;
 }
 
 /* The trace: the snapshots taken at hits (--multi-snapshot) in order,
  * then each thread's ring at the end. */
 static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 {
+	int rc;
+
 	for (size_t k = 0; k < e->nr_snaps; k++) {
 		const struct snap *sn = &e->snaps[k];
 		struct pd_auxtrace a = {.size = sn->len,
@@ -121,8 +122,9 @@ static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 					.cpu = UINT32_MAX};
 
 		e->st->aux_bytes += sn->len;
-		if (pd_write_auxtrace(c->w, &a, sn->data))
-			return -1;
+		rc = pd_write_auxtrace(c->w, &a, sn->data);
+		if (rc)
+			return rc;
 	}
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
@@ -136,7 +138,7 @@ static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 		if (!t->started)
 			continue;
 		if (ptenc_finish(t->enc, end))
-			return -1;
+			return -ENOMEM;
 		data = ptenc_data(t->enc, &len);
 		/* What the snapshots at hits took is not written again. */
 		data += t->snap_end;
@@ -150,8 +152,8 @@ static int write_trace(struct emu *e, struct capfile *c, uint64_t end)
 		}
 		a.size = len;
 		e->st->aux_bytes += len;
-		if (len && pd_write_auxtrace(c->w, &a, data))
-			return -1;
+		if (len && (rc = pd_write_auxtrace(c->w, &a, data)))
+			return rc;
 	}
 	return 0;
 }
@@ -173,13 +175,14 @@ static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
 		if (t->nr_unwound) {
 			es.nr = t->nr_unwound;
 			es.ips = t->unwound;
-			if (pd_ext_add_stack(&c->ext, &es))
-				return -1;
+			rc = pd_ext_add_stack(&c->ext, &es);
+			if (rc)
+				return rc;
 			continue;
 		}
 		ips = malloc((t->depth + 1) * sizeof(*ips));
 		if (!ips)
-			return -1;
+			return -ENOMEM;
 		ips[0] = t->last_ip;
 		for (size_t k = 0; k < t->depth; k++)
 			ips[k + 1] = t->shadow[t->depth - 1 - k];
@@ -188,7 +191,7 @@ static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
 		rc = pd_ext_add_stack(&c->ext, &es);
 		free(ips);
 		if (rc)
-			return -1;
+			return rc;
 	}
 	return 0;
 }
@@ -199,8 +202,9 @@ static int add_hits(struct emu *e, struct capfile *c)
 {
 	const char *name =
 		e->o->cap.trigger ? e->o->cap.trigger : "mt_snapshot_point";
+	int rc = 0;
 
-	for (size_t k = 0; k <= e->nr_hits; k++) {
+	for (size_t k = 0; k <= e->nr_hits && !rc; k++) {
 		const struct ehit *x = k < e->nr_hits ? &e->hits[k] : NULL;
 		struct pd_ext_hit h = {
 			.pid = (uint32_t)e->pid,
@@ -212,10 +216,10 @@ static int add_hits(struct emu *e, struct capfile *c)
 			.name = name,
 		};
 
-		if ((x || e->hit_time) && pd_ext_add_hit(&c->ext, &h))
-			return -1;
+		if (x || e->hit_time)
+			rc = pd_ext_add_hit(&c->ext, &h);
 	}
-	return 0;
+	return rc;
 }
 
 /* The build ids of the files mapped, once the sideband is in: reading
@@ -223,15 +227,15 @@ static int add_hits(struct emu *e, struct capfile *c)
 static int add_buildids(struct emu *e, struct capfile *c)
 {
 	char path[4096];
+	int rc = 0;
 
-	for (size_t i = 0; i < e->nr_maps; i++) {
+	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
 		struct mt_map m;
 
-		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
-		    capfile_buildid(c, (uint32_t)e->pid, path))
-			return -1;
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)))
+			rc = capfile_buildid(c, (uint32_t)e->pid, path);
 	}
-	return 0;
+	return rc;
 }
 
 int emu_write_capture(struct emu *e, uint64_t end)
@@ -244,24 +248,36 @@ int emu_write_capture(struct emu *e, uint64_t end)
 	uint64_t ids[1] = {1};
 	struct pd_sample_id sid = capfile_sample_id(
 		(uint32_t)e->pid, (uint32_t)e->pid, e->start_time, 1);
-	int rc = -1;
+	int rc;
 
 	emu_pt_event(e, &attr, &pt);
-	if (capfile_open(&c, e->o->cap.output, e->err, e->errlen))
-		return -1;
-	if (pd_writer_add_attr(c.w, &attr, ids, 1) ||
-	    (e->have_sb && pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
-					      (size_t)e->nr_sb)) ||
-	    capfile_begin(&c, &tc, &pt) || write_threads(e, &c, &sid))
-		goto fail;
-	for (int k = 0; e->have_sb && k < e->nr_sb; k++)
-		if (sb_copy(c.w, e->sb[k].page, SB_DATA_PAGES))
-			goto fail;
-	if (pd_write_finished_round(c.w) || write_trace(e, &c, end) ||
-	    add_stacks(e, &c, end) ||
-	    capfile_vdso(&c, (uint32_t)e->pid, e->vdso_start, e->vdso_len,
-			 e->vdso) ||
-	    add_hits(e, &c) || add_buildids(e, &c))
+	rc = capfile_open(&c, e->o->cap.output, e->err, e->errlen);
+	if (rc)
+		return rc;
+	rc = pd_writer_add_attr(c.w, &attr, ids, 1);
+	if (!rc && e->have_sb)
+		rc = pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
+					(size_t)e->nr_sb);
+	if (!rc)
+		rc = capfile_begin(&c, &tc, &pt);
+	if (!rc)
+		rc = write_threads(e, &c, &sid);
+	for (int k = 0; !rc && e->have_sb && k < e->nr_sb; k++)
+		rc = sb_copy(c.w, e->sb[k].page, SB_DATA_PAGES);
+	if (!rc)
+		rc = pd_write_finished_round(c.w);
+	if (!rc)
+		rc = write_trace(e, &c, end);
+	if (!rc)
+		rc = add_stacks(e, &c, end);
+	if (!rc)
+		rc = capfile_vdso(&c, (uint32_t)e->pid, e->vdso_start,
+				  e->vdso_len, e->vdso);
+	if (!rc)
+		rc = add_hits(e, &c);
+	if (!rc)
+		rc = add_buildids(e, &c);
+	if (rc)
 		goto fail;
 	rc = capfile_finish(&c, "GenuineIntel,6,85,4", "mt-capture");
 	goto out;

@@ -112,7 +112,7 @@ int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
 {
 	if (mt_grow((void **)&t->rows, &t->cap_rows, t->nr_rows + 1,
 		    sizeof(*t->rows)))
-		return -1;
+		return -ENOMEM;
 	t->rows[t->nr_rows++] = (struct trow){
 		.start = start, .name = name, .parent = parent, .flags = flags};
 	return 0;
@@ -129,7 +129,7 @@ int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
 	if (trow_add(t, when, name, parent, flags) ||
 	    mt_grow((void **)&t->tstack, &t->cap_tstack, t->tdepth + 1,
 		    sizeof(*t->tstack)))
-		return -1;
+		return -ENOMEM;
 	f.row = (uint32_t)(t->nr_rows - 1);
 	t->tstack[t->tdepth++] = f;
 	return 0;
@@ -158,12 +158,12 @@ static int treveal(struct emu *e, struct thr *t, uint64_t ip)
 	uint32_t row = (uint32_t)t->nr_rows;
 
 	if (trow_add(t, t->t0, name, UINT32_MAX, TR_CLIP_START))
-		return -1;
+		return -ENOMEM;
 	for (size_t i = 0; i < t->nr_rows - 1; i++)
 		if (t->rows[i].parent == UINT32_MAX && i != row)
 			t->rows[i].parent = row;
 	if (mt_grow((void **)&t->tstack, &t->cap_tstack, 1, sizeof(*t->tstack)))
-		return -1;
+		return -ENOMEM;
 	f.row = row;
 	t->tstack[0] = f;
 	t->tdepth = 1;
@@ -195,7 +195,7 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		if (top && top->async) {
 			tpop_to(t, t->tdepth - 1, when);
 			if (tpush(e, t, when, to, 0, TR_TAIL))
-				return -1;
+				return -ENOMEM;
 			t->tstack[t->tdepth - 1].async = true;
 			return 0;
 		}
@@ -204,7 +204,7 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 	case IC_SYSCALL:
 		if (trow_add(t, when, "[syscall]", top ? top->row : UINT32_MAX,
 			     TR_SYSCALL))
-			return -1;
+			return -ENOMEM;
 		t->rows[t->nr_rows - 1].end = back;
 		/* sigreturn: back to the interrupted frame, below. */
 		if (to != next && top && !(to >= top->lo && to < top->hi))
@@ -233,7 +233,7 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 
 			tleave(t, t->tdepth - 1, when, TR_TAIL_OUT);
 			if (tpush(e, t, when, to, ret, TR_TAIL))
-				return -1;
+				return -ENOMEM;
 		}
 		return 0;
 	default:

@@ -30,6 +30,7 @@
 #include "capture/symaddr.h"
 #include "capture/unwind.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <capstone/capstone.h>
@@ -65,7 +66,7 @@ int emu_fail(struct emu *e, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(e->err, e->errlen, fmt, ap);
+	mt_verr(e->err, e->errlen, code, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -75,7 +76,7 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	struct iovec local = {buf, len}, remote = {(void *)addr, len};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
-	return n < 0 ? -1 : (int)n;
+	return n < 0 ? -errno : (int)n;
 }
 
 /*
@@ -186,7 +187,7 @@ static int shadow_push(struct thr *t, uint64_t ret)
 {
 	if (mt_grow((void **)&t->shadow, &t->cap_shadow, t->depth + 1,
 		    sizeof(*t->shadow)))
-		return -1;
+		return -ENOMEM;
 	t->shadow[t->depth++] = ret;
 	return 0;
 }
@@ -196,7 +197,7 @@ static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
 {
 	if (mt_grow((void **)&e->gaps, &e->cap_gaps, e->nr_gaps + 1,
 		    sizeof(*e->gaps)))
-		return -1;
+		return -ENOMEM;
 	e->gaps[e->nr_gaps++] = (struct egap){t->tid, t->gap_after, t->gap_end,
 					      resume, t->gap_stop,  resume_ip};
 	return 0;
@@ -237,7 +238,7 @@ static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		return 0;
 	case IC_ICALL:
 		if (ptenc_indirect(t->enc, t->step_tsc, to))
-			return -1;
+			return -ENOMEM;
 		ptenc_call(t->enc, next);
 		return 0;
 	case IC_IJMP:
@@ -249,7 +250,7 @@ static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		/* User-only tracing stops in the kernel. */
 		return ptenc_pgd(t->enc, t->step_tsc) ||
 				       ptenc_pge(t->enc, tsc, to)
-			       ? -1
+			       ? -ENOMEM
 			       : 0;
 	default:
 		return 0; /* a direct jump needs none */
@@ -326,11 +327,11 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 		if (in->cls != IC_JMP && in->cls != IC_CALL)
 			t->last_pkt_tsc = t->step_tsc;
 		if (!rc && ptenc_maybe_psb(t->enc, tsc, to) < 0)
-			rc = -1;
+			rc = -ENOMEM;
 	}
 	e->st->branches++;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
-		rc = -1;
+		rc = -ENOMEM;
 	return rc ? emu_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
 

@@ -124,14 +124,17 @@ static int write_existing(struct hw *h, struct capfile *c)
 				     .tid = (uint32_t)h->tids[i],
 				     .comm = comm};
 
+		int rc;
+
 		x.sid.tid = (uint32_t)h->tids[i];
-		if (pd_write_comm(c->w, &cm, &x.sid))
-			return -1;
+		rc = pd_write_comm(c->w, &cm, &x.sid);
+		if (rc)
+			return rc;
 	}
 	x.sid.tid = (uint32_t)h->pid;
 	/* A process whose maps cannot be read has none to tell. */
 	mt_maps_each(h->pid, existing_mapping, &x, NULL, 0);
-	return x.failed ? -1 : 0;
+	return x.failed;
 }
 
 /* The sideband's time: our sample_type puts it 24 bytes before the end
@@ -160,7 +163,7 @@ static int write_sideband(struct hw *h, struct capfile *c)
 		memcpy(&eh, h->sb + off, sizeof(eh));
 		if (mt_grow((void **)&at, &cap, n + 1, sizeof(*at))) {
 			free(at);
-			return -1;
+			return -ENOMEM;
 		}
 		at[n].off = off;
 		at[n].time = 0;
@@ -172,7 +175,7 @@ static int write_sideband(struct hw *h, struct capfile *c)
 	/* Rings drained one after the other: merge them in time. */
 	if (n && mt_stable_sort(at, n, sizeof(*at), by_time)) {
 		free(at);
-		return -1;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct perf_event_header eh;
@@ -200,14 +203,16 @@ static int write_trace(struct hw *h, struct capfile *c)
 			       strerror(errno));
 	for (size_t i = 0; i < h->nr_chunks; i++) {
 		const struct chunk *k = &h->chunks[i];
+		int rc;
 
 		if (fseek(h->spool, k->at, SEEK_SET) ||
 		    fread(h->copy, 1, k->a.size, h->spool) != k->a.size)
 			return hw_fail(h, -EIO,
 				       "reading the temporary trace file: %s",
 				       strerror(errno));
-		if (pd_write_auxtrace(c->w, &k->a, h->copy))
-			return -1;
+		rc = pd_write_auxtrace(c->w, &k->a, h->copy);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -221,18 +226,20 @@ static int add_extras(struct hw *h, struct capfile *c)
 				  .nr = h->nr_final,
 				  .ips = h->final_ips};
 
+	int rc = 0;
+
 	/* Rings are read one after the other: hits in time order. */
 	if (h->nr_hits &&
 	    mt_stable_sort(h->hits, h->nr_hits, sizeof(*h->hits), hit_by_time))
-		return -1;
-	for (size_t i = 0; i < h->nr_hits; i++)
-		if (pd_ext_add_hit(&c->ext, &h->hits[i]))
-			return -1;
-	return (h->nr_final && pd_ext_add_stack(&c->ext, &es)) ||
-			       capfile_vdso(c, (uint32_t)h->pid, h->vdso_start,
-					    h->vdso_len, h->vdso)
-		       ? -1
-		       : 0;
+		return -ENOMEM;
+	for (size_t i = 0; i < h->nr_hits && !rc; i++)
+		rc = pd_ext_add_hit(&c->ext, &h->hits[i]);
+	if (!rc && h->nr_final)
+		rc = pd_ext_add_stack(&c->ext, &es);
+	if (!rc)
+		rc = capfile_vdso(c, (uint32_t)h->pid, h->vdso_start,
+				  h->vdso_len, h->vdso);
+	return rc;
 }
 
 int hw_write_capture(struct hw *h)
@@ -241,7 +248,7 @@ int hw_write_capture(struct hw *h)
 	struct pd_pt_info pt;
 	struct pd_time_conv tc;
 	char cpuid[64];
-	int rc = -EIO;
+	int rc;
 
 	hw_pt_info(h, &pt);
 	tc = (struct pd_time_conv){.time_shift = pt.time_shift,
@@ -249,22 +256,30 @@ int hw_write_capture(struct hw *h)
 				   .time_zero = pt.time_zero,
 				   .cap_user_time_zero = pt.cap_user_time_zero};
 	cpuid_string(cpuid, sizeof(cpuid));
-	if (capfile_open(&c, h->o->cap.output, h->err, h->errlen))
-		return -EIO;
-	if (pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids) ||
-	    capfile_begin(&c, &tc, &pt) ||
-	    (!h->launched && write_existing(h, &c)) || write_sideband(h, &c) ||
-	    pd_write_finished_round(c.w))
+	rc = capfile_open(&c, h->o->cap.output, h->err, h->errlen);
+	if (rc)
+		return rc;
+	rc = pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids);
+	if (!rc)
+		rc = capfile_begin(&c, &tc, &pt);
+	if (!rc && !h->launched)
+		rc = write_existing(h, &c);
+	if (!rc)
+		rc = write_sideband(h, &c);
+	if (!rc)
+		rc = pd_write_finished_round(c.w);
+	if (rc)
 		goto fail;
 	rc = write_trace(h, &c);
-	if (rc && rc != -1)
+	if (rc && !pd_writer_error(c.w)->code)
 		goto out; /* the spool's error, in err already */
-	if (rc || add_extras(h, &c))
+	if (!rc)
+		rc = add_extras(h, &c);
+	if (rc)
 		goto fail;
-	rc = capfile_finish(&c, cpuid, NULL) ? -EIO : 0;
+	rc = capfile_finish(&c, cpuid, NULL);
 	goto out;
 fail:
-	rc = -EIO;
 	capfile_fail(&c);
 out:
 	capfile_free(&c);

@@ -39,6 +39,7 @@
 #include "capture/ring.h"
 #include "capture/symaddr.h"
 #include "capture/unwind.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -66,7 +67,7 @@ int hw_fail(struct hw *h, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(h->err, h->errlen, fmt, ap);
+	mt_verr(h->err, h->errlen, code, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -272,6 +273,7 @@ static int take_aux(struct hw *h, struct ring *r, const uint8_t *rec)
 	uint64_t off, size, flags;
 	struct pd_auxtrace a = {0};
 	size_t at, first;
+	int rc;
 
 	memcpy(&off, rec + 8, 8);
 	memcpy(&size, rec + 16, 8);
@@ -290,8 +292,9 @@ static int take_aux(struct hw *h, struct ring *r, const uint8_t *rec)
 	a.idx = (uint32_t)(r - h->rings);
 	a.tid = r->cpu >= 0 ? UINT32_MAX : (uint32_t)r->tid;
 	a.cpu = r->cpu >= 0 ? (uint32_t)r->cpu : UINT32_MAX;
-	if (spool_chunk(h, &a, h->copy))
-		return -1;
+	rc = spool_chunk(h, &a, h->copy);
+	if (rc)
+		return rc;
 	__atomic_store_n(&r->page->aux_tail, off + size, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -309,9 +312,8 @@ static int drain_record(const struct perf_event_header *rec, void *arg)
 	struct hw *h = d->h;
 
 	if (rec->type == PERF_RECORD_AUX)
-		return h->o->full && rec->size >= 32 &&
-				       take_aux(h, d->r, (const uint8_t *)rec)
-			       ? -1
+		return h->o->full && rec->size >= 32
+			       ? take_aux(h, d->r, (const uint8_t *)rec)
 			       : 0;
 	if (rec->type == PERF_RECORD_LOST || rec->type == PERF_RECORD_SAMPLE)
 		return 0;
@@ -330,17 +332,16 @@ static int drain(struct hw *h, struct ring *r, bool *forked)
 {
 	struct drain_to d = {h, r, forked};
 
-	return ring_read(r->page, DATA_PAGES, false, true, drain_record, &d)
-		       ? -1
-		       : 0;
+	return ring_read(r->page, DATA_PAGES, false, true, drain_record, &d);
 }
 
 static int drain_all(struct hw *h, bool *forked)
 {
-	for (size_t i = 0; i < h->nr_rings; i++)
-		if (drain(h, &h->rings[i], forked))
-			return -1;
-	return 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < h->nr_rings && !rc; i++)
+		rc = drain(h, &h->rings[i], forked);
+	return rc;
 }
 
 static void enable_all(struct hw *h, bool on)
@@ -645,30 +646,32 @@ static int arm(struct hw *h, unsigned nranges)
 }
 
 /* Fork argv held on a pipe; it execs under PTRACE_TRACEME once told,
- * or writes why it could not on *why. */
+ * or writes why it could not on *why.  The child's pid, or a negative
+ * errno value. */
 static pid_t launch(char *const argv[], int *go, int *why)
 {
-	int p[2], e[2];
+	int p[2], e[2], code;
 	pid_t child;
 
 	if (pipe2(p, O_CLOEXEC))
-		return -1;
+		return -errno;
 	if (pipe2(e, O_CLOEXEC)) {
+		code = -errno;
 		close(p[0]);
 		close(p[1]);
-		return -1;
+		return code;
 	}
 	child = fork();
 	if (child < 0) {
+		code = -errno;
 		close(p[0]);
 		close(p[1]);
 		close(e[0]);
 		close(e[1]);
-		return -1;
+		return code;
 	}
 	if (!child) {
 		char c;
-		int code;
 
 		close(p[1]);
 		close(e[0]);
@@ -721,8 +724,8 @@ static int record(struct hw *h)
 			if (!in)
 				usleep(10000);
 		}
-		if (drain_all(h, &forked))
-			return -1;
+		if ((rc = drain_all(h, &forked)))
+			return rc;
 		if ((!o->per_cpu || (h->bp && !bp_inherits(h->bp))) &&
 		    (rc = scan_threads(h, true)))
 			return rc;
@@ -824,11 +827,14 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		enable_all(&h, true);
 	} else {
-		h.pid = launch(argv, &go, &why);
-		if (h.pid < 0) {
-			rc = hw_fail(&h, -errno, "fork: %s", strerror(errno));
+		pid_t child = launch(argv, &go, &why);
+
+		if (child < 0) {
+			rc = hw_fail(&h, (int)child, "fork: %s",
+				     strerror((int)-child));
 			goto out;
 		}
+		h.pid = child;
 		h.launched = true;
 		h.attr.enable_on_exec = 1;
 		if ((rc = add_thread(&h, h.pid, false)))

@@ -14,32 +14,20 @@
  * begins there too.
  */
 #include "capture/pmu.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <linux/capability.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int perr(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int perr(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* The first line of dir/name, or -1. */
+/* The first line of dir/name, or a negative errno value (the caller
+ * says what is missing, or takes it as a cap the CPU lacks). */
 static int read_line(const char *dir, const char *name, char *buf, size_t len)
 {
 	char path[4096];
@@ -48,10 +36,10 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "r");
 	if (!f)
-		return -1;
+		return -errno;
 	if (!fgets(buf, (int)len, f)) {
 		fclose(f);
-		return -1;
+		return -ENODATA;
 	}
 	fclose(f);
 	buf[strcspn(buf, "\n")] = 0;
@@ -63,9 +51,9 @@ static int read_hex(const char *dir, const char *name, uint64_t *v)
 {
 	char buf[64];
 
-	if (read_line(dir, name, buf, sizeof(buf)))
-		return -1;
-	return mt_parse_u64(buf, 16, UINT64_MAX, v) ? -1 : 0;
+	int rc = read_line(dir, name, buf, sizeof(buf));
+
+	return rc ? rc : mt_parse_u64(buf, 16, UINT64_MAX, v);
 }
 
 int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
@@ -77,19 +65,19 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 
 	memset(p, 0, sizeof(*p));
 	if (read_line(dir, "type", buf, sizeof(buf)))
-		return perr(err, errlen, -ENOENT,
-			    "no intel_pt PMU (%s/type is missing): a virtual "
-			    "machine, an AMD CPU or a CPU older than "
-			    "Broadwell?; use --emulate",
-			    dir);
+		return mt_err(err, errlen, -ENOENT,
+			      "no intel_pt PMU (%s/type is missing): a virtual "
+			      "machine, an AMD CPU or a CPU older than "
+			      "Broadwell?; use --emulate",
+			      dir);
 	if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
-		return perr(err, errlen, -EINVAL,
-			    "%s/type: '%s' is not a PMU type", dir, buf);
+		return mt_err(err, errlen, -EINVAL,
+			      "%s/type: '%s' is not a PMU type", dir, buf);
 	p->type = (uint32_t)v;
 	snprintf(fdir, sizeof(fdir), "%s/format", dir);
 	dd = opendir(fdir);
 	if (!dd)
-		return perr(err, errlen, -ENOENT, "%s: missing", fdir);
+		return mt_err(err, errlen, -ENOENT, "%s: missing", fdir);
 	while ((d = readdir(dd)) && p->nr_fields < PMU_MAX_FIELDS) {
 		unsigned lo, hi;
 		struct pt_field *f;
@@ -125,10 +113,10 @@ int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen)
 		p->num_address_ranges = (uint32_t)v;
 	if (!read_line(dir, "max_nonturbo_ratio", buf, sizeof(buf))) {
 		if (mt_parse_u64(buf, 10, UINT32_MAX, &v))
-			return perr(err, errlen, -EINVAL,
-				    "%s/max_nonturbo_ratio: '%s' is not a "
-				    "ratio",
-				    dir, buf);
+			return mt_err(err, errlen, -EINVAL,
+				      "%s/max_nonturbo_ratio: '%s' is not a "
+				      "ratio",
+				      dir, buf);
 		p->max_nonturbo_ratio = (uint32_t)v;
 	}
 	return 0;
@@ -151,16 +139,17 @@ static int set_field(const struct pt_pmu *p, const char *name, uint64_t v,
 	uint64_t mask;
 
 	if (!f)
-		return perr(err, errlen, -EINVAL,
-			    "the intel_pt PMU has no '%s' field (format/%s is "
-			    "missing)",
-			    name, name);
+		return mt_err(
+			err, errlen, -EINVAL,
+			"the intel_pt PMU has no '%s' field (format/%s is "
+			"missing)",
+			name, name);
 	width = (unsigned)(f->hi - f->lo + 1);
 	mask = width == 64 ? ~0ull : (1ull << width) - 1;
 	if (v > mask)
-		return perr(err, errlen, -EINVAL,
-			    "%s=%llu does not fit its %u bits", name,
-			    (unsigned long long)v, width);
+		return mt_err(err, errlen, -EINVAL,
+			      "%s=%llu does not fit its %u bits", name,
+			      (unsigned long long)v, width);
 	*config = (*config & ~(mask << f->lo)) | (v << f->lo);
 	return 0;
 }
@@ -194,23 +183,23 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 			    !strncmp(at, custom_fields[k].name, nl))
 				break;
 		if (k == nf)
-			return perr(err, errlen, -EINVAL,
-				    "--timing-custom: unknown field '%.*s' "
-				    "(tsc, mtc, cyc, noretcomp, mtc_period, "
-				    "cyc_thresh, psb_period)",
-				    (int)nl, at);
+			return mt_err(err, errlen, -EINVAL,
+				      "--timing-custom: unknown field '%.*s' "
+				      "(tsc, mtc, cyc, noretcomp, mtc_period, "
+				      "cyc_thresh, psb_period)",
+				      (int)nl, at);
 		if (nl == len || at[nl + 1] < '0' || at[nl + 1] > '9')
-			return perr(err, errlen, -EINVAL,
-				    "--timing-custom: %.*s wants a value "
-				    "(%s=N)",
-				    (int)nl, at, custom_fields[k].name);
+			return mt_err(err, errlen, -EINVAL,
+				      "--timing-custom: %.*s wants a value "
+				      "(%s=N)",
+				      (int)nl, at, custom_fields[k].name);
 		if (mt_scan_u64(&end, 0, custom_fields[k].max, &v) ||
 		    end != at + len)
-			return perr(err, errlen, -EINVAL,
-				    "--timing-custom: %.*s is not a value of "
-				    "%s (0 to %u)",
-				    (int)len, at, custom_fields[k].name,
-				    custom_fields[k].max);
+			return mt_err(err, errlen, -EINVAL,
+				      "--timing-custom: %.*s is not a value of "
+				      "%s (0 to %u)",
+				      (int)len, at, custom_fields[k].name,
+				      custom_fields[k].max);
 		switch (k) {
 		case 0:
 			r->tsc = v;
@@ -236,16 +225,16 @@ int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
 		}
 		at += len;
 		if (*at == ',' && !*++at)
-			return perr(err, errlen, -EINVAL,
-				    "--timing-custom: '%s' ends in a comma",
-				    spec);
+			return mt_err(err, errlen, -EINVAL,
+				      "--timing-custom: '%s' ends in a comma",
+				      spec);
 	}
 	/* A period or threshold means its packets are wanted. */
 	if (!r->tsc && !r->mtc && !r->cyc)
-		return perr(err, errlen, -EINVAL,
-			    "--timing-custom: '%s' has no timing at all (set "
-			    "tsc=1, mtc=1 or cyc=1)",
-			    spec);
+		return mt_err(err, errlen, -EINVAL,
+			      "--timing-custom: '%s' has no timing at all (set "
+			      "tsc=1, mtc=1 or cyc=1)",
+			      spec);
 	return 0;
 }
 
@@ -266,41 +255,41 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 		q.psb_period = 0;
 	}
 	if (q.cyc && !p->psb_cyc)
-		return perr(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT cannot count cycles "
-			    "(caps/psb_cyc is 0): use --timing low");
+		return mt_err(err, errlen, -ENOTSUP,
+			      "this CPU's Intel PT cannot count cycles "
+			      "(caps/psb_cyc is 0): use --timing low");
 	if (q.mtc && !p->mtc)
-		return perr(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT has no MTC timing packets "
-			    "(caps/mtc is 0): use --timing low");
+		return mt_err(err, errlen, -ENOTSUP,
+			      "this CPU's Intel PT has no MTC timing packets "
+			      "(caps/mtc is 0): use --timing low");
 	if (q.mtc && !(p->mtc_periods >> q.mtc_period & 1))
-		return perr(err, errlen, -ENOTSUP,
-			    "mtc_period=%u is not one this CPU offers "
-			    "(caps/mtc_periods is %x)",
-			    q.mtc_period, p->mtc_periods);
+		return mt_err(err, errlen, -ENOTSUP,
+			      "mtc_period=%u is not one this CPU offers "
+			      "(caps/mtc_periods is %x)",
+			      q.mtc_period, p->mtc_periods);
 	if (q.cyc && q.cyc_thresh && !(p->cycle_thresholds >> q.cyc_thresh & 1))
-		return perr(err, errlen, -ENOTSUP,
-			    "cyc_thresh=%u is not one this CPU offers "
-			    "(caps/cycle_thresholds is %x)",
-			    q.cyc_thresh, p->cycle_thresholds);
+		return mt_err(err, errlen, -ENOTSUP,
+			      "cyc_thresh=%u is not one this CPU offers "
+			      "(caps/cycle_thresholds is %x)",
+			      q.cyc_thresh, p->cycle_thresholds);
 	if (q.mtc_period && !q.mtc)
-		return perr(err, errlen, -EINVAL,
-			    "mtc_period=%u without mtc=1 has no effect",
-			    q.mtc_period);
+		return mt_err(err, errlen, -EINVAL,
+			      "mtc_period=%u without mtc=1 has no effect",
+			      q.mtc_period);
 	if (q.cyc_thresh && !q.cyc)
-		return perr(err, errlen, -EINVAL,
-			    "cyc_thresh=%u without cyc=1 has no effect",
-			    q.cyc_thresh);
+		return mt_err(err, errlen, -EINVAL,
+			      "cyc_thresh=%u without cyc=1 has no effect",
+			      q.cyc_thresh);
 	if (q.psb_period && !p->psb_cyc)
-		return perr(err, errlen, -ENOTSUP,
-			    "psb_period=%u: this CPU's PSB period is fixed "
-			    "(caps/psb_cyc is 0)",
-			    q.psb_period);
+		return mt_err(err, errlen, -ENOTSUP,
+			      "psb_period=%u: this CPU's PSB period is fixed "
+			      "(caps/psb_cyc is 0)",
+			      q.psb_period);
 	if (q.psb_period && !(p->psb_periods >> q.psb_period & 1))
-		return perr(err, errlen, -ENOTSUP,
-			    "psb_period=%u is not one this CPU offers "
-			    "(caps/psb_periods is %x)",
-			    q.psb_period, p->psb_periods);
+		return mt_err(err, errlen, -ENOTSUP,
+			      "psb_period=%u is not one this CPU offers "
+			      "(caps/psb_periods is %x)",
+			      q.psb_period, p->psb_periods);
 	*config = 0;
 	if ((rc = set_field(p, "pt", 1, config, err, errlen)) ||
 	    (rc = set_field(p, "branch", 1, config, err, errlen)) ||
@@ -323,15 +312,16 @@ int pmu_check_filters(const struct pt_pmu *p, unsigned nranges, char *err,
 		      size_t errlen)
 {
 	if (nranges && !p->ip_filtering)
-		return perr(err, errlen, -ENOTSUP,
-			    "this CPU's Intel PT cannot filter by address "
-			    "(caps/ip_filtering is 0)");
+		return mt_err(err, errlen, -ENOTSUP,
+			      "this CPU's Intel PT cannot filter by address "
+			      "(caps/ip_filtering is 0)");
 	if (nranges > p->num_address_ranges)
-		return perr(err, errlen, -ENOTSUP,
-			    "%u address range%s asked for, this CPU's Intel PT "
-			    "has %u (caps/num_address_ranges)",
-			    nranges, nranges == 1 ? "" : "s",
-			    p->num_address_ranges);
+		return mt_err(
+			err, errlen, -ENOTSUP,
+			"%u address range%s asked for, this CPU's Intel PT "
+			"has %u (caps/num_address_ranges)",
+			nranges, nranges == 1 ? "" : "s",
+			p->num_address_ranges);
 	return 0;
 }
 
@@ -365,21 +355,21 @@ int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - paranoid) : 1,
 		 slash ? paranoid : ".");
 	if (read_line(dir, slash ? slash + 1 : paranoid, buf, sizeof(buf)))
-		return perr(err, errlen, -EACCES,
-			    "--include-kernel: cannot read %s, and this "
-			    "process lacks CAP_PERFMON: run as root",
-			    paranoid);
+		return mt_err(err, errlen, -EACCES,
+			      "--include-kernel: cannot read %s, and this "
+			      "process lacks CAP_PERFMON: run as root",
+			      paranoid);
 	if (mt_parse_i64(buf, 10, INT32_MIN, INT32_MAX, &level))
-		return perr(err, errlen, -EINVAL,
-			    "--include-kernel: %s: '%s' is not a level",
-			    paranoid, buf);
+		return mt_err(err, errlen, -EINVAL,
+			      "--include-kernel: %s: '%s' is not a level",
+			      paranoid, buf);
 	if (level <= 1)
 		return 0;
-	return perr(err, errlen, -EACCES,
-		    "--include-kernel: %s is %lld (kernel tracing needs 1 or "
-		    "less) and this process lacks CAP_PERFMON: run as root, "
-		    "or lower it",
-		    paranoid, (long long)level);
+	return mt_err(err, errlen, -EACCES,
+		      "--include-kernel: %s is %lld (kernel tracing needs 1 or "
+		      "less) and this process lacks CAP_PERFMON: run as root, "
+		      "or lower it",
+		      paranoid, (long long)level);
 }
 
 size_t pmu_ring_copy_since(const uint8_t *ring, size_t size, uint64_t head,

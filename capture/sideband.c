@@ -83,7 +83,7 @@ static int copy_record(const struct perf_event_header *rec, void *w)
 	if (rec->type == PERF_RECORD_AUX || rec->type == PERF_RECORD_LOST ||
 	    rec->type == PERF_RECORD_SAMPLE)
 		return 0;
-	return pd_writer_raw(w, rec, rec->size) ? -1 : 0;
+	return pd_writer_raw(w, rec, rec->size);
 }
 
 int sb_copy(struct pd_writer *w, struct perf_event_mmap_page *pg,

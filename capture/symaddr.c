@@ -12,6 +12,7 @@
  */
 #include "capture/symaddr.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <elf.h>
@@ -20,25 +21,11 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int serr(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* What find_mapping() looks for, and what it found. */
 struct mapping_query {
@@ -91,8 +78,8 @@ static int exe_base(pid_t pid, const char *exe, uint64_t *base, char *err,
 	int rc = find_mapping(pid, is_exe_start, exe, &m, path, err, errlen);
 
 	if (rc == -ENOENT)
-		return serr(err, errlen, rc, "%s: not mapped in the target",
-			    exe);
+		return mt_err(err, errlen, rc, "%s: not mapped in the target",
+			      exe);
 	if (!rc)
 		*base = m.lo;
 	return rc;
@@ -136,14 +123,14 @@ static int find_function(const struct sym_file *sf, const char *exe,
 		shown++;
 	}
 	if (found_n > 1)
-		return serr(err, errlen, -EINVAL,
-			    "%s: '%s' names %zu functions: %s", exe, sym,
-			    found_n, list);
+		return mt_err(err, errlen, -EINVAL,
+			      "%s: '%s' names %zu functions: %s", exe, sym,
+			      found_n, list);
 	if (shown)
-		return serr(err, errlen, -ENOENT,
-			    "%s: no symbol '%s' (did you mean %s?)", exe, sym,
-			    list);
-	return serr(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
+		return mt_err(err, errlen, -ENOENT,
+			      "%s: no symbol '%s' (did you mean %s?)", exe, sym,
+			      list);
+	return mt_err(err, errlen, -ENOENT, "%s: no symbol '%s'", exe, sym);
 }
 
 /* What to add to the ELF's vaddrs for runtime addresses. */
@@ -172,8 +159,8 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 
 	if (!strncmp(sym, "addr:", 5)) {
 		if (mt_parse_u64(sym + 5, 16, UINT64_MAX, out) || !*out)
-			return serr(err, errlen, -EINVAL, "bad address in '%s'",
-				    sym);
+			return mt_err(err, errlen, -EINVAL,
+				      "bad address in '%s'", sym);
 		return 0;
 	}
 	/* The target must have the executable mapped before we read it. */
@@ -250,7 +237,7 @@ static int vaddr_to_off(const struct sym_file *sf, uint64_t vaddr,
 			*off = vaddr - l[i].vaddr + l[i].offset;
 			return 0;
 		}
-	return -1;
+	return -ENOENT;
 }
 
 /* One end of a range: a function of sf (its start, or its end when
@@ -264,10 +251,11 @@ static int range_end(const struct sym_file *sf, const char *file,
 
 	if (what[0] >= '0' && what[0] <= '9') {
 		if (mt_parse_u64(what, 16, UINT64_MAX, &v))
-			return serr(err, errlen, -EINVAL,
-				    "--filter: '%s' is neither a symbol nor a "
-				    "hex address",
-				    what);
+			return mt_err(
+				err, errlen, -EINVAL,
+				"--filter: '%s' is neither a symbol nor a "
+				"hex address",
+				what);
 	} else {
 		const struct sym *s;
 
@@ -281,9 +269,9 @@ static int range_end(const struct sym_file *sf, const char *file,
 		}
 	}
 	if (vaddr_to_off(sf, v, off))
-		return serr(err, errlen, -EINVAL,
-			    "--filter: %#llx is in no loadable segment of %s",
-			    (unsigned long long)v, file);
+		return mt_err(err, errlen, -EINVAL,
+			      "--filter: %#llx is in no loadable segment of %s",
+			      (unsigned long long)v, file);
 	return 0;
 }
 
@@ -295,7 +283,7 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 	int rc = 0;
 
 	if (!copy)
-		return serr(err, errlen, -ENOMEM, "out of memory");
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
 	*nranges = 0;
 	out[0] = 0;
 	for (item = strtok_r(copy, ",", &save); item;
@@ -305,15 +293,15 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 		uint64_t lo, hi;
 
 		if (!file || file == item || !file[1]) {
-			rc = serr(err, errlen, -EINVAL,
-				  "--filter: '%s' is not START-STOP@FILE",
-				  item);
+			rc = mt_err(err, errlen, -EINVAL,
+				    "--filter: '%s' is not START-STOP@FILE",
+				    item);
 			goto fail;
 		}
 		*file++ = 0;
 		if (!realpath(file, path)) {
-			rc = serr(err, errlen, -errno, "--filter: %s: %s", file,
-				  strerror(errno));
+			rc = mt_err(err, errlen, -errno, "--filter: %s: %s",
+				    file, strerror(errno));
 			goto fail;
 		}
 		if (sym_file_open(path, NULL, &sf, err, errlen)) {
@@ -334,9 +322,9 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 		if (rc)
 			goto fail;
 		if (hi <= lo) {
-			rc = serr(err, errlen, -EINVAL,
-				  "--filter: %s-%s@%s is an empty range", item,
-				  dash ? dash : item, file);
+			rc = mt_err(err, errlen, -EINVAL,
+				    "--filter: %s-%s@%s is an empty range",
+				    item, dash ? dash : item, file);
 			goto fail;
 		}
 		at += (size_t)snprintf(out + at, outlen > at ? outlen - at : 0,
@@ -344,16 +332,17 @@ int symaddr_filters(const char *spec, char *out, size_t outlen,
 				       (unsigned long long)lo,
 				       (unsigned long long)(hi - lo), path);
 		if (at >= outlen) {
-			rc = serr(err, errlen, -E2BIG,
-				  "--filter: too long (%zu bytes at most)",
-				  outlen - 1);
+			rc = mt_err(err, errlen, -E2BIG,
+				    "--filter: too long (%zu bytes at most)",
+				    outlen - 1);
 			goto fail;
 		}
 		(*nranges)++;
 	}
 	if (!*nranges)
-		rc = serr(err, errlen, -EINVAL,
-			  "--filter: no range in '%s' (START-STOP@FILE)", spec);
+		rc = mt_err(err, errlen, -EINVAL,
+			    "--filter: no range in '%s' (START-STOP@FILE)",
+			    spec);
 fail:
 	free(copy);
 	return rc;
@@ -377,8 +366,9 @@ int symaddr_file_offset(pid_t pid, uint64_t addr, char *path, size_t pathlen,
 			      errlen);
 
 	if (rc == -ENOENT)
-		return serr(err, errlen, rc, "%#llx is in no file mapped by %d",
-			    (unsigned long long)addr, (int)pid);
+		return mt_err(err, errlen, rc,
+			      "%#llx is in no file mapped by %d",
+			      (unsigned long long)addr, (int)pid);
 	if (rc)
 		return rc;
 	snprintf(path, pathlen, "%s", file[0] ? file : "//anon");
@@ -398,7 +388,7 @@ int symaddr_stop_filter(pid_t pid, uint64_t addr, char *out, size_t outlen,
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", err);
-		return serr(err, errlen, rc, "--stop-at-trigger: %s", why);
+		return mt_err(err, errlen, rc, "--stop-at-trigger: %s", why);
 	}
 	/* A stop range of one byte: TraceStop as the trigger's first
 	 * instruction begins. */

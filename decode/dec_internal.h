@@ -100,6 +100,15 @@ struct dec_capture {
 	struct dec_stats stats;
 };
 
+/*
+ * pterr.c: a libipt status (a negative pt_error_code) as our errno value,
+ * returned, with "PATH: libipt WHAT: libipt's words" in err (which may
+ * be NULL).  Every libipt failure goes through it, and dec_error_str()
+ * takes its words from the same place.
+ */
+int dec_pt_error(int status, char *err, size_t errlen, const char *path,
+		 const char *what);
+
 /* image.c */
 int dec_image_build(struct dec_capture *c, char *err, size_t errlen);
 struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);

@@ -281,11 +281,9 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 			if (c->maps[i].pid != owner)
 				continue;
 			rc = add_map_sections(c, &c->maps[i], proc->image);
-			if (rc < 0) {
-				snprintf(err, errlen, "%s: libipt image: %s",
-					 c->path, pt_errstr(pt_errcode(rc)));
-				return -EINVAL;
-			}
+			if (rc < 0)
+				return dec_pt_error(rc, err, errlen, c->path,
+						    "image");
 		}
 	}
 	return 0;

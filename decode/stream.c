@@ -618,7 +618,7 @@ out:
 	s->dec = NULL;
 	if (s->rc)
 		return s->rc;
-	return status < 0 ? status : 0;
+	return status < 0 ? dec_pt_error(status, NULL, 0, NULL, "decoder") : 0;
 }
 
 static int cmp_chunk(const void *a, const void *b)
@@ -652,14 +652,6 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 				break;
 			}
 	}
-}
-
-const char *dec_error_str(uint64_t code)
-{
-	if (code == DEC_ERR_NO_PROGRESS)
-		return "never-ending loop (no packet for too long: a wrong "
-		       "binary, or the decoder out of step)";
-	return pt_errstr((enum pt_error_code)code);
 }
 
 int dec_streams(struct dec_capture *c, char *err, size_t errlen)

@@ -21,7 +21,7 @@ static int ext_reserve(struct pd_ext_buf *b, size_t more)
 		cap *= 2;
 	d = realloc(b->data, cap);
 	if (!d)
-		return -PD_ENOMEM;
+		return -ENOMEM;
 	b->data = d;
 	b->cap = cap;
 	return 0;
@@ -43,9 +43,9 @@ int pd_ext_add_stack(struct pd_ext_buf *b, const struct pd_ext_stack *s)
 	uint8_t *p;
 
 	if (s->nr > (UINT32_MAX - 24) / 8)
-		return -PD_EINVAL;
+		return -EINVAL;
 	if (ext_reserve(b, 8 + size))
-		return -PD_ENOMEM;
+		return -ENOMEM;
 	p = b->data + b->len;
 	put_u32(p, PD_EXT_STACK);
 	put_u32(p + 4, (uint32_t)size);
@@ -75,21 +75,17 @@ int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
 	if (!d || at >= len)
 		return 0;
 	if (len - at < 8) {
-		err->code = PD_ETRUNC;
-		snprintf(err->msg, sizeof(err->msg),
-			 "%s: extension section: item header cut at byte %zu",
-			 pd_path(f), at);
-		return -PD_ETRUNC;
+		return pd_fail(err, -EOVERFLOW, pd_path(f), UINT64_MAX,
+			       "extension section: item header cut at byte %zu",
+			       at);
 	}
 	memcpy(type, d + at, 4);
 	memcpy(&sz, d + at + 4, 4);
 	if (sz % 8 || sz > len - at - 8) {
-		err->code = PD_EFORMAT;
-		snprintf(err->msg, sizeof(err->msg),
-			 "%s: extension section: item at byte %zu has size "
-			 "%u, %zu bytes remain",
-			 pd_path(f), at, sz, len - at - 8);
-		return -PD_EFORMAT;
+		return pd_fail(err, -EBADMSG, pd_path(f), UINT64_MAX,
+			       "extension section: item at byte %zu has size "
+			       "%u, %zu bytes remain",
+			       at, sz, len - at - 8);
 	}
 	*payload = d + at + 8;
 	*size = sz;
@@ -101,13 +97,13 @@ int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,
 		       struct pd_ext_stack *s)
 {
 	if (size < 24)
-		return -PD_EFORMAT;
+		return -EBADMSG;
 	memcpy(&s->pid, payload, 4);
 	memcpy(&s->tid, payload + 4, 4);
 	memcpy(&s->time, payload + 8, 8);
 	memcpy(&s->nr, payload + 16, 8);
 	if (s->nr != (size - 24) / 8 || (size - 24) % 8)
-		return -PD_EFORMAT;
+		return -EBADMSG;
 	s->ips = NULL;
 	s->raw_ips = payload + 24;
 	return 0;
@@ -120,9 +116,9 @@ int pd_ext_add_hit(struct pd_ext_buf *b, const struct pd_ext_hit *h)
 	uint8_t *p;
 
 	if (size > UINT32_MAX)
-		return -PD_EINVAL;
+		return -EINVAL;
 	if (ext_reserve(b, 8 + size))
-		return -PD_ENOMEM;
+		return -ENOMEM;
 	p = b->data + b->len;
 	memset(p, 0, 8 + size);
 	put_u32(p, PD_EXT_HIT);
@@ -144,7 +140,7 @@ int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
 	uint64_t arg;
 
 	if (size < 48 || !memchr(payload + 40, 0, size - 40))
-		return -PD_EFORMAT;
+		return -EBADMSG;
 	memcpy(&h->pid, payload, 4);
 	memcpy(&h->tid, payload + 4, 4);
 	memcpy(&h->time, payload + 8, 8);
@@ -162,9 +158,9 @@ int pd_ext_add_vdso(struct pd_ext_buf *b, const struct pd_ext_vdso *v)
 	uint8_t *p;
 
 	if (v->len > UINT32_MAX - 32)
-		return -PD_EINVAL;
+		return -EINVAL;
 	if (ext_reserve(b, 8 + size))
-		return -PD_ENOMEM;
+		return -ENOMEM;
 	p = b->data + b->len;
 	memset(p, 0, 8 + size);
 	put_u32(p, PD_EXT_VDSO);
@@ -181,12 +177,12 @@ int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
 		      struct pd_ext_vdso *v)
 {
 	if (size < 24)
-		return -PD_EFORMAT;
+		return -EBADMSG;
 	memcpy(&v->pid, payload, 4);
 	memcpy(&v->start, payload + 8, 8);
 	memcpy(&v->len, payload + 16, 8);
 	if (v->len > size - 24)
-		return -PD_EFORMAT;
+		return -EBADMSG;
 	v->bytes = payload + 24;
 	return 0;
 }

@@ -34,7 +34,7 @@ int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
 
 	if (sz < PD_BUILDID_REC + 1 ||
 	    !memchr(p + PD_BUILDID_REC, 0, sz - PD_BUILDID_REC))
-		return pd_fail(err, PD_EFORMAT, f->path, off,
+		return pd_fail(err, -EBADMSG, f->path, off,
 			       "build id entry of %zu bytes has no "
 			       "NUL-terminated file name",
 			       sz);
@@ -44,7 +44,7 @@ int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
 	memcpy(b->id, p + 12, sizeof(b->id));
 	b->size = (b->misc & PD_MISC_BUILD_ID_SIZE) ? p[12 + 20] : 20;
 	if (b->size > sizeof(b->id))
-		return pd_fail(err, PD_EFORMAT, f->path, off + 32,
+		return pd_fail(err, -EBADMSG, f->path, off + 32,
 			       "build id size %u, at most 20", b->size);
 	b->filename = (const char *)p + PD_BUILDID_REC;
 	return 0;
@@ -60,7 +60,7 @@ static int add_bid(struct pd_file *f, size_t *cap, const uint8_t *p, size_t sz,
 		struct pd_buildid *n = realloc(f->bids, nc * sizeof(*n));
 
 		if (!n)
-			return pd_fail(err, PD_ENOMEM, f->path, at(f, p),
+			return pd_fail(err, -ENOMEM, f->path, at(f, p),
 				       "out of memory for build ids");
 		f->bids = n;
 		*cap = nc;
@@ -93,7 +93,7 @@ int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
 			uint16_t sz;
 
 			if (len - pos < 8) {
-				rc = pd_fail(err, PD_EFORMAT, f->path,
+				rc = pd_fail(err, -EBADMSG, f->path,
 					     at(f, d + pos),
 					     "build id entry header cut: %zu "
 					     "bytes left in the section",
@@ -102,7 +102,7 @@ int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
 			}
 			sz = pd_get16(d + pos + 6);
 			if (sz < 8 || sz > len - pos) {
-				rc = pd_fail(err, PD_EFORMAT, f->path,
+				rc = pd_fail(err, -EBADMSG, f->path,
 					     at(f, d + pos),
 					     "build id entry of %u bytes, %zu "
 					     "bytes left in the section",
@@ -140,21 +140,20 @@ int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
 	d = pd_feature(f, PD_FEAT_AUXTRACE, &len);
 	if (d) {
 		if (len < 8)
-			return pd_fail(err, PD_EFORMAT, f->path, at(f, d),
+			return pd_fail(err, -EBADMSG, f->path, at(f, d),
 				       "AUXTRACE index section of %zu bytes "
 				       "has no entry count",
 				       len);
 		nr = pd_get64(d);
 		if (nr > (len - 8) / 16)
-			return pd_fail(err, PD_EFORMAT, f->path, at(f, d),
+			return pd_fail(err, -EBADMSG, f->path, at(f, d),
 				       "AUXTRACE index claims %" PRIu64
 				       " entries, its %zu bytes hold %zu",
 				       nr, len, (len - 8) / 16);
 		if (nr) {
 			f->aux_idx = calloc(nr, sizeof(*f->aux_idx));
 			if (!f->aux_idx)
-				return pd_fail(err, PD_ENOMEM, f->path,
-					       at(f, d),
+				return pd_fail(err, -ENOMEM, f->path, at(f, d),
 					       "out of memory for the "
 					       "AUXTRACE index");
 		}

@@ -115,7 +115,7 @@ static inline uint64_t pd_align8(uint64_t v)
 int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
 		const uint8_t *ids, size_t nr, struct pd_err *err,
 		uint64_t off);
-/* reader.c: the id index, sorted anew.  Returns 0 or -PD_ENOMEM. */
+/* reader.c: the id index, sorted anew.  Returns 0 or -ENOMEM. */
 int pd_rebuild_index(struct pd_file *f);
 
 /* features.c: one build id entry (a HEADER_BUILD_ID record, or an entry

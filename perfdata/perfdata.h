@@ -9,37 +9,33 @@
  * into place by pd_writer_finish().
  *
  * All integers in the file are little-endian; we only run on x86-64.
- * Errors are negative PD_E* codes; the struct pd_err filled in holds one
- * line for the user naming the file, the offset and what was expected.
+ * Errors follow util/err.h: negative errno values, with one line for the
+ * user in the struct pd_err filled in, naming the file, the offset and
+ * what was expected.  The codes: -EIO when open, read, write or rename
+ * failed (errno's text in the line), -EBADMSG when the file is not what
+ * it says it is, -EOVERFLOW when something points past its end,
+ * -ENOMEM, and -EINVAL for a bad argument from the caller.
  */
 #ifndef MT_PERFDATA_H
 #define MT_PERFDATA_H
 
+#include <errno.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* Error codes (negated on return). */
-enum {
-	PD_OK = 0,
-	PD_EIO = 1,	/* open/read/write/rename failed (errno in message) */
-	PD_EFORMAT = 2, /* the file is not what it says it is */
-	PD_ETRUNC = 3,	/* something points past the end of the file */
-	PD_ENOMEM = 4,
-	PD_EINVAL = 5, /* bad argument from the caller */
-};
-
 struct pd_err {
-	int code;      /* PD_E*, positive */
+	int code;      /* the negative errno value returned */
 	char msg[512]; /* one line: "FILE: offset N: what was wrong" */
 };
 
 /*
  * Fill err with "PATH: offset N: MSG" (offset left out when off is
- * UINT64_MAX) and return -code.  err may be NULL.  Public so that the
- * readers of a capture above this folder report errors the same way.
+ * UINT64_MAX) and return code, a negative errno value.  err may be NULL. Public
+ * so that the readers of a capture above this folder report errors the same
+ * way.
  */
 int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));

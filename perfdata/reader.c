@@ -7,6 +7,7 @@
  * sections in features.c.
  */
 #include "perfdata/pd_internal.h"
+#include "util/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,21 +21,21 @@
 int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
 	    const char *fmt, ...)
 {
-	char what[400];
+	char where[4096];
 	va_list ap;
 
 	if (!err)
-		return -code;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	err->code = code;
+		return code;
 	if (off == UINT64_MAX)
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, what);
+		snprintf(where, sizeof(where), "%s", path);
 	else
-		snprintf(err->msg, sizeof(err->msg),
-			 "%s: offset %" PRIu64 ": %s", path, off, what);
-	return -code;
+		snprintf(where, sizeof(where), "%s: offset %" PRIu64, path,
+			 off);
+	err->code = code;
+	va_start(ap, fmt);
+	mt_verr_prefixed(err->msg, sizeof(err->msg), code, where, fmt, ap);
+	va_end(ap);
+	return code;
 }
 
 static bool in_file(const struct pd_file *f, uint64_t off, uint64_t len)
@@ -63,7 +64,7 @@ int pd_rebuild_index(struct pd_file *f)
 		n += f->attrs[i]->nr_ids;
 	ids = n ? calloc(n, sizeof(*ids)) : NULL;
 	if (n && !ids)
-		return -PD_ENOMEM;
+		return -ENOMEM;
 	for (size_t i = 0; i < f->nr_attrs; i++) {
 		for (size_t j = 0; j < f->attrs[i]->nr_ids; j++) {
 			ids[k].id = f->attrs[i]->ids[j];
@@ -102,7 +103,7 @@ int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
 	if (f->nr_attrs == PD_MAX_ATTRS) {
 		free(pa->ids);
 		free(pa);
-		return pd_fail(err, PD_EFORMAT, f->path, off,
+		return pd_fail(err, -EBADMSG, f->path, off,
 			       "more than %d attrs", PD_MAX_ATTRS);
 	}
 	if (f->nr_attrs == f->cap_attrs) {
@@ -127,7 +128,7 @@ nomem:
 	if (pa)
 		free(pa->ids);
 	free(pa);
-	return pd_fail(err, PD_ENOMEM, f->path, off, "out of memory for attrs");
+	return pd_fail(err, -ENOMEM, f->path, off, "out of memory for attrs");
 }
 
 const struct pd_attr *pd_attr_by_id(const struct pd_file *f, uint64_t id)
@@ -188,12 +189,12 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 	uint64_t table;
 
 	if (hsize != PD_HEADER_SIZE && hsize != PD_HEADER_SIZE_OLD)
-		return pd_fail(err, PD_EFORMAT, f->path, 8,
+		return pd_fail(err, -EBADMSG, f->path, 8,
 			       "header size %" PRIu64 ", expected %d (or %d "
 			       "for a piped file)",
 			       hsize, PD_HEADER_SIZE, PD_PIPE_HEADER_SIZE);
 	if (f->size < hsize)
-		return pd_fail(err, PD_ETRUNC, f->path, 0,
+		return pd_fail(err, -EOVERFLOW, f->path, 0,
 			       "file is %zu bytes, shorter than its %" PRIu64
 			       "-byte header",
 			       f->size, hsize);
@@ -204,18 +205,18 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 	data_size = pd_get64(h + 48);
 
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size - 16 > UINT32_MAX)
-		return pd_fail(err, PD_EFORMAT, f->path, 16,
+		return pd_fail(err, -EBADMSG, f->path, 16,
 			       "attr_size %" PRIu64 ", expected at least %d (a "
 			       "%d-byte attr and its ids section)",
 			       attr_size, PERF_ATTR_SIZE_VER0 + 16,
 			       PERF_ATTR_SIZE_VER0);
 	if (!in_file(f, attrs_off, attrs_size))
-		return pd_fail(err, PD_ETRUNC, f->path, 24,
+		return pd_fail(err, -EOVERFLOW, f->path, 24,
 			       "attr section [%" PRIu64 ", +%" PRIu64
 			       ") ends past the end of the file (%zu bytes)",
 			       attrs_off, attrs_size, f->size);
 	if (attrs_size % attr_size)
-		return pd_fail(err, PD_EFORMAT, f->path, 32,
+		return pd_fail(err, -EBADMSG, f->path, 32,
 			       "attr section size %" PRIu64
 			       " is not a multiple of attr_size %" PRIu64,
 			       attrs_size, attr_size);
@@ -228,7 +229,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		int rc;
 
 		if (eff != attr_size - 16)
-			return pd_fail(err, PD_EFORMAT, f->path, e + 4,
+			return pd_fail(err, -EBADMSG, f->path, e + 4,
 				       "attr %" PRIu64 " has size %u but the "
 				       "header's attr_size %" PRIu64
 				       " means %" PRIu64,
@@ -236,13 +237,13 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		ids_off = pd_get64(f->map + e + eff);
 		ids_size = pd_get64(f->map + e + eff + 8);
 		if (ids_size % 8)
-			return pd_fail(err, PD_EFORMAT, f->path, e + eff + 8,
+			return pd_fail(err, -EBADMSG, f->path, e + eff + 8,
 				       "ids section of attr %" PRIu64
 				       " has size %" PRIu64
 				       ", not a multiple of 8",
 				       i, ids_size);
 		if (!in_file(f, ids_off, ids_size))
-			return pd_fail(err, PD_ETRUNC, f->path, e + eff,
+			return pd_fail(err, -EOVERFLOW, f->path, e + eff,
 				       "ids section of attr %" PRIu64
 				       " [%" PRIu64 ", +%" PRIu64
 				       ") ends past the end of the file "
@@ -254,15 +255,15 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 			return rc;
 	}
 	if (pd_rebuild_index(f))
-		return pd_fail(err, PD_ENOMEM, f->path, 24,
+		return pd_fail(err, -ENOMEM, f->path, 24,
 			       "out of memory for the id index");
 	if (data_off < hsize)
-		return pd_fail(err, PD_EFORMAT, f->path, 40,
+		return pd_fail(err, -EBADMSG, f->path, 40,
 			       "data section starts at %" PRIu64
 			       ", inside the %" PRIu64 "-byte header",
 			       data_off, hsize);
 	if (!in_file(f, data_off, data_size))
-		return pd_fail(err, PD_ETRUNC, f->path, 40,
+		return pd_fail(err, -EOVERFLOW, f->path, 40,
 			       "data section [%" PRIu64 ", +%" PRIu64
 			       ") ends past the end of the file (%zu bytes)",
 			       data_off, data_size, f->size);
@@ -277,7 +278,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 			nr_feat++;
 	table = f->data_end;
 	if (!in_file(f, table, (uint64_t)nr_feat * 16))
-		return pd_fail(err, PD_ETRUNC, f->path, table,
+		return pd_fail(err, -EOVERFLOW, f->path, table,
 			       "feature table (%u entries of 16 bytes) ends "
 			       "past the end of the file (%zu bytes)",
 			       nr_feat, f->size);
@@ -289,7 +290,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		off = pd_get64(f->map + e);
 		len = pd_get64(f->map + e + 8);
 		if (!in_file(f, off, len))
-			return pd_fail(err, PD_ETRUNC, f->path, e,
+			return pd_fail(err, -EOVERFLOW, f->path, e,
 				       "feature %u section [%" PRIu64
 				       ", +%" PRIu64 ") ends past the end of "
 				       "the file (%zu bytes)",
@@ -346,7 +347,7 @@ static int prescan_piped(struct pd_file *f, struct pd_err *err)
 					realloc(f->bid_recs, nc * sizeof(*n));
 
 				if (!n)
-					return pd_fail(err, PD_ENOMEM, f->path,
+					return pd_fail(err, -ENOMEM, f->path,
 						       off,
 						       "out of memory for "
 						       "build ids");
@@ -370,26 +371,25 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return pd_fail(err, PD_ENOMEM, path, UINT64_MAX,
-			       "out of memory");
+		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 	f->path = strdup(path);
 	if (!f->path) {
-		rc = pd_fail(err, PD_ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 		goto fail;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		rc = pd_fail(err, PD_EIO, path, UINT64_MAX, "cannot open: %s",
+		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot open: %s",
 			     strerror(errno));
 		goto fail;
 	}
 	if (fstat(fd, &st)) {
-		rc = pd_fail(err, PD_EIO, path, UINT64_MAX, "cannot stat: %s",
+		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot stat: %s",
 			     strerror(errno));
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
+		rc = pd_fail(err, -EIO, path, UINT64_MAX,
 			     "not a regular file (to read a pipe, save it to "
 			     "a file first)");
 		goto fail;
@@ -399,7 +399,7 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 		void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
 
 		if (m == MAP_FAILED) {
-			rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
+			rc = pd_fail(err, -EIO, path, UINT64_MAX,
 				     "cannot map: %s", strerror(errno));
 			goto fail;
 		}
@@ -409,7 +409,7 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	fd = -1;
 
 	if (f->size < 8) {
-		rc = pd_fail(err, PD_ETRUNC, path, 0,
+		rc = pd_fail(err, -EOVERFLOW, path, 0,
 			     "file is %zu bytes, too short for a perf.data "
 			     "header",
 			     f->size);
@@ -418,20 +418,20 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	magic = pd_get64(f->map);
 	if (magic != PD_MAGIC) {
 		if (!memcmp(f->map, "PERFFILE", 8))
-			rc = pd_fail(err, PD_EFORMAT, path, 0,
+			rc = pd_fail(err, -EBADMSG, path, 0,
 				     "old PERFFILE (version 1) format is not "
 				     "supported");
 		else if (magic == __builtin_bswap64(PD_MAGIC))
-			rc = pd_fail(err, PD_EFORMAT, path, 0,
+			rc = pd_fail(err, -EBADMSG, path, 0,
 				     "big-endian perf.data is not supported");
 		else
-			rc = pd_fail(err, PD_EFORMAT, path, 0,
+			rc = pd_fail(err, -EBADMSG, path, 0,
 				     "not a perf.data file (no PERFILE2 "
 				     "magic)");
 		goto fail;
 	}
 	if (f->size < 16) {
-		rc = pd_fail(err, PD_ETRUNC, path, 8,
+		rc = pd_fail(err, -EOVERFLOW, path, 8,
 			     "file is %zu bytes, the header size field is cut",
 			     f->size);
 		goto fail;

@@ -162,7 +162,7 @@ struct rec_ctx {
 
 static int too_short(struct rec_ctx *c, size_t need)
 {
-	return pd_fail(c->err, PD_EFORMAT, c->f->path, c->off,
+	return pd_fail(c->err, -EBADMSG, c->f->path, c->off,
 		       "%s record body is %zu bytes, expected at least %zu",
 		       c->name, c->blen, need);
 }
@@ -172,8 +172,7 @@ static int body_string(struct rec_ctx *c, size_t from, const char *what,
 		       const char **out)
 {
 	if (c->blen <= from || !memchr(c->b + from, 0, c->blen - from))
-		return pd_fail(c->err, PD_EFORMAT, c->f->path,
-			       c->off + 8 + from,
+		return pd_fail(c->err, -EBADMSG, c->f->path, c->off + 8 + from,
 			       "%s of the %s record is not NUL-terminated "
 			       "within the record",
 			       what, c->name);
@@ -200,7 +199,7 @@ static int parse_mmap(struct rec_ctx *c, struct pd_event *ev)
 			m->has_build_id = true;
 			m->build_id_size = b[32];
 			if (m->build_id_size > sizeof(m->build_id))
-				return pd_fail(c->err, PD_EFORMAT, c->f->path,
+				return pd_fail(c->err, -EBADMSG, c->f->path,
 					       c->off + 40,
 					       "MMAP2 build id size %u, at "
 					       "most 20",
@@ -238,7 +237,7 @@ static int parse_sample(struct rec_ctx *c, struct pd_event *ev)
 #define TAKE(n)                                                                \
 	do {                                                                   \
 		if ((size_t)(end - p) < (n))                                   \
-			return pd_fail(c->err, PD_EFORMAT, f->path, c->off,    \
+			return pd_fail(c->err, -EBADMSG, f->path, c->off,      \
 				       "SAMPLE record of %u bytes is shorter " \
 				       "than its sample_type 0x%llx says",     \
 				       ev->size, (unsigned long long)st);      \
@@ -378,13 +377,13 @@ static int parse_header_attr(struct rec_ctx *c, struct pd_event *ev,
 	asz = pd_get32(c->b + 4);
 	eff = asz ? asz : PERF_ATTR_SIZE_VER0;
 	if (eff < PERF_ATTR_SIZE_VER0 || eff > c->blen)
-		return pd_fail(c->err, PD_EFORMAT, f->path, c->off + 12,
+		return pd_fail(c->err, -EBADMSG, f->path, c->off + 12,
 			       "HEADER_ATTR attr.size %u does not fit its "
 			       "%zu-byte body",
 			       asz, c->blen);
 	rem = c->blen - eff;
 	if (rem % 8)
-		return pd_fail(c->err, PD_EFORMAT, f->path, c->off,
+		return pd_fail(c->err, -EBADMSG, f->path, c->off,
 			       "HEADER_ATTR has %zu bytes of ids, not a "
 			       "multiple of 8",
 			       rem);
@@ -467,7 +466,7 @@ static int parse_body(struct rec_ctx *c, struct pd_event *ev, uint64_t *next)
 		if (ev->auxtrace_info_type != PD_AUXTRACE_INTEL_PT)
 			return 0;
 		if (pd_parse_pt_info(b + 8, c->blen - 8, &ev->u.pt_info, &why))
-			return pd_fail(c->err, PD_EFORMAT, f->path, c->off,
+			return pd_fail(c->err, -EBADMSG, f->path, c->off,
 				       "Intel PT AUXTRACE_INFO of %u bytes: %s",
 				       ev->size, why);
 		return 0;
@@ -486,8 +485,8 @@ static int parse_body(struct rec_ctx *c, struct pd_event *ev, uint64_t *next)
 		/* The trace bytes follow the record, outside header.size. */
 		if (a->size > f->data_end - *next)
 			return pd_fail(c->err,
-				       f->data_end == f->size ? PD_ETRUNC
-							      : PD_EFORMAT,
+				       f->data_end == f->size ? -EOVERFLOW
+							      : -EBADMSG,
 				       f->path, c->off,
 				       "AUXTRACE data of %" PRIu64
 				       " bytes runs past the end of the data "
@@ -557,19 +556,19 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 	memset(ev, 0, sizeof(*ev));
 	ev->sid.pid = ev->sid.tid = ev->sid.cpu = UINT32_MAX;
 	if (off < f->data_off || off > f->data_end)
-		return pd_fail(err, PD_EINVAL, f->path, off,
+		return pd_fail(err, -EINVAL, f->path, off,
 			       "cursor outside the data section [%" PRIu64
 			       ", %" PRIu64 ")",
 			       f->data_off, f->data_end);
 	if (off == f->data_end)
 		return 0;
 	if (f->ids_dirty && pd_rebuild_index(f))
-		return pd_fail(err, PD_ENOMEM, f->path, off,
+		return pd_fail(err, -ENOMEM, f->path, off,
 			       "out of memory for the id index");
 	left = f->data_end - off;
 	if (left < 8)
 		return pd_fail(err,
-			       f->data_end == f->size ? PD_ETRUNC : PD_EFORMAT,
+			       f->data_end == f->size ? -EOVERFLOW : -EBADMSG,
 			       f->path, off,
 			       "record header cut short: %" PRIu64
 			       " bytes left in the data section, a header "
@@ -585,13 +584,13 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 	c.b = r + 8;
 	c.name = pd_record_name(ev->type);
 	if (ev->size < 8)
-		return pd_fail(err, PD_EFORMAT, f->path, off,
+		return pd_fail(err, -EBADMSG, f->path, off,
 			       "record type %u (%s) has size %u, less than "
 			       "its 8-byte header",
 			       ev->type, c.name, ev->size);
 	if (ev->size > left)
 		return pd_fail(err,
-			       f->data_end == f->size ? PD_ETRUNC : PD_EFORMAT,
+			       f->data_end == f->size ? -EOVERFLOW : -EBADMSG,
 			       f->path, off,
 			       "%s record of %u bytes runs past the end of the "
 			       "data section (%" PRIu64 " bytes left)",
@@ -605,7 +604,7 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 		tlen = trailer_len(a);
 		if (tlen > ev->size - 8u) {
 			if (is_known_kernel(ev->type))
-				return pd_fail(err, PD_EFORMAT, f->path, off,
+				return pd_fail(err, -EBADMSG, f->path, off,
 					       "%s record of %u bytes is too "
 					       "short for its %zu-byte "
 					       "sample_id trailer",

@@ -11,6 +11,7 @@
  * after the first record.
  */
 #include "perfdata/pd_internal.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -77,17 +78,16 @@ static int wfail(struct pd_writer *w, int code, const char *fmt, ...)
 static int wfail(struct pd_writer *w, int code, const char *fmt, ...)
 {
 	va_list ap;
-	char what[400];
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	mt_verr_prefixed(w->err.msg, sizeof(w->err.msg), code, w->out.path, fmt,
+			 ap);
 	va_end(ap);
 	w->err.code = code;
-	snprintf(w->err.msg, sizeof(w->err.msg), "%s: %s", w->out.path, what);
 	/* After a failed write the file is unusable; bad arguments are not. */
-	if (code == PD_EIO)
+	if (code == -EIO)
 		w->failed = true;
-	return -code;
+	return code;
 }
 
 static int write_all(struct pd_writer *w, const void *p, size_t n)
@@ -100,7 +100,7 @@ static int write_all(struct pd_writer *w, const void *p, size_t n)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
-			return wfail(w, PD_EIO, "write to %s failed: %s",
+			return wfail(w, -EIO, "write to %s failed: %s",
 				     w->out.tmp,
 				     k < 0 ? strerror(errno) : "no progress");
 		c += k;
@@ -124,7 +124,7 @@ static int out(struct pd_writer *w, const void *p, size_t n)
 	int rc;
 
 	if (w->failed)
-		return -w->err.code;
+		return w->err.code;
 	if (w->buf_len + n > WBUF_SIZE) {
 		rc = flush(w);
 		if (rc)
@@ -151,28 +151,27 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 
 	*outp = NULL;
 	if (mode != PD_WRITE_FILE && mode != PD_WRITE_PIPED)
-		return pd_fail(err, PD_EINVAL, path, UINT64_MAX,
+		return pd_fail(err, -EINVAL, path, UINT64_MAX,
 			       "unknown write mode %d", (int)mode);
 	w = calloc(1, sizeof(*w));
 	if (!w)
-		return pd_fail(err, PD_ENOMEM, path, UINT64_MAX,
-			       "out of memory");
+		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 	w->fd = -1;
 	w->mode = mode;
 	w->buf = malloc(WBUF_SIZE);
 	if (!w->buf) {
-		rc = pd_fail(err, PD_ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 		goto fail;
 	}
 	rc = mt_outfile_begin(&w->out, path, why, sizeof(why));
 	if (rc) {
-		rc = pd_fail(err, rc == -ENOMEM ? PD_ENOMEM : PD_EIO, path,
+		rc = pd_fail(err, rc == -ENOMEM ? -ENOMEM : -EIO, path,
 			     UINT64_MAX, "cannot create: %s", strerror(-rc));
 		goto fail;
 	}
 	w->fd = open(w->out.tmp, O_WRONLY | O_CLOEXEC);
 	if (w->fd < 0) {
-		rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
+		rc = pd_fail(err, -EIO, path, UINT64_MAX,
 			     "cannot create %s: %s", w->out.tmp,
 			     strerror(errno));
 		mt_outfile_abort(&w->out);
@@ -223,26 +222,26 @@ int pd_writer_add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
 	struct wattr *na;
 
 	if (w->failed)
-		return -w->err.code;
+		return w->err.code;
 	if (w->started)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "attrs must all be added before the first record");
 	if (!a.size)
 		a.size = sizeof(a);
 	if (a.size < PERF_ATTR_SIZE_VER0 || a.size > sizeof(a))
-		return wfail(w, PD_EINVAL, "attr.size %u, expected %d..%zu",
+		return wfail(w, -EINVAL, "attr.size %u, expected %d..%zu",
 			     a.size, PERF_ATTR_SIZE_VER0, sizeof(a));
 	/* One attr_size in the header covers every entry. */
 	if (w->nr_attrs && a.size != w->attr_size)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "attr.size %u differs from the first attr's %u",
 			     a.size, w->attr_size);
 	if (nr_ids > (REC_MAX - 8 - a.size) / 8)
-		return wfail(w, PD_EINVAL, "%zu ids are too many for one attr",
+		return wfail(w, -EINVAL, "%zu ids are too many for one attr",
 			     nr_ids);
 	na = realloc(w->attrs, (w->nr_attrs + 1) * sizeof(*na));
 	if (!na)
-		return wfail(w, PD_ENOMEM, "out of memory");
+		return wfail(w, -ENOMEM, "out of memory");
 	w->attrs = na;
 	na = &w->attrs[w->nr_attrs];
 	memset(na, 0, sizeof(*na));
@@ -250,7 +249,7 @@ int pd_writer_add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
 	if (nr_ids) {
 		na->ids = malloc(nr_ids * sizeof(uint64_t));
 		if (!na->ids)
-			return wfail(w, PD_ENOMEM, "out of memory");
+			return wfail(w, -ENOMEM, "out of memory");
 		memcpy(na->ids, ids, nr_ids * sizeof(uint64_t));
 		na->nr_ids = nr_ids;
 	}
@@ -353,7 +352,7 @@ static int rb_emit(struct pd_writer *w, struct rb *b, uint32_t type,
 		   uint16_t misc)
 {
 	if (b->overflow)
-		return wfail(w, PD_EINVAL, "%s record would exceed %u bytes",
+		return wfail(w, -EINVAL, "%s record would exceed %u bytes",
 			     pd_record_name(type), REC_MAX);
 	pd_put32(b->p, type);
 	pd_put16(b->p + 4, misc);
@@ -423,7 +422,7 @@ static int start(struct pd_writer *w)
 	int rc = 0;
 
 	if (w->failed)
-		return -w->err.code;
+		return w->err.code;
 	if (w->started)
 		return 0;
 	w->started = true;
@@ -471,12 +470,12 @@ int pd_writer_raw(struct pd_writer *w, const void *rec, size_t size)
 	const uint8_t *r = rec;
 
 	if (size < 8 || size > REC_MAX || pd_get16(r + 6) != size)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "raw record of %zu bytes: size must be 8..%u and "
 			     "match its header",
 			     size, REC_MAX);
 	if (pd_get32(r) == PD_RECORD_AUXTRACE)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "AUXTRACE records carry data: use "
 			     "pd_write_auxtrace");
 	return put_record(w, rec, size);
@@ -488,7 +487,7 @@ int pd_write_comm(struct pd_writer *w, const struct pd_comm *c,
 	struct rb b = rb_begin(w->rec);
 
 	if (!c->comm)
-		return wfail(w, PD_EINVAL, "COMM without a name");
+		return wfail(w, -EINVAL, "COMM without a name");
 	rb_u32(&b, c->pid);
 	rb_u32(&b, c->tid);
 	rb_str(&b, c->comm, 8);
@@ -506,10 +505,10 @@ int pd_write_mmap2(struct pd_writer *w, const struct pd_mmap *m,
 					 : PERF_RECORD_MISC_USER;
 
 	if (!m->filename)
-		return wfail(w, PD_EINVAL, "mapping without a file name");
+		return wfail(w, -EINVAL, "mapping without a file name");
 	if (m->is_mmap2 && m->has_build_id &&
 	    m->build_id_size > sizeof(m->build_id))
-		return wfail(w, PD_EINVAL, "build id size %u, at most 20",
+		return wfail(w, -EINVAL, "build id size %u, at most 20",
 			     m->build_id_size);
 	rb_u32(&b, m->pid);
 	rb_u32(&b, m->tid);
@@ -545,7 +544,7 @@ int pd_write_task(struct pd_writer *w, uint32_t type, const struct pd_task *t,
 	struct rb b = rb_begin(w->rec);
 
 	if (type != PERF_RECORD_FORK && type != PERF_RECORD_EXIT)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "task record type %u, expected "
 			     "FORK or EXIT",
 			     type);
@@ -611,19 +610,18 @@ int pd_write_auxtrace_info(struct pd_writer *w, const struct pd_pt_info *pt,
 
 	if (nr_fields != 10 && nr_fields != 15 && nr_fields != 16 &&
 	    nr_fields != PD_PT_NR_FIXED)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "AUXTRACE_INFO with %u fields: perf wrote 10, "
 			     "15, 16 or 17",
 			     nr_fields);
 	/* perf reads cap_event_trace only after the filter string. */
 	if (with_cap_event_trace && nr_fields != PD_PT_NR_FIXED)
-		return wfail(w, PD_EINVAL,
-			     "cap_event_trace needs all 17 fields");
+		return wfail(w, -EINVAL, "cap_event_trace needs all 17 fields");
 	if (flen && nr_fields != PD_PT_NR_FIXED)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "an address filter needs all 17 fields");
 	if (flen == sizeof(pt->filter))
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "address filter is not NUL-terminated");
 	v[PD_PT_PMU_TYPE] = pt->pmu_type;
 	v[PD_PT_TIME_SHIFT] = pt->time_shift;
@@ -660,7 +658,7 @@ int pd_write_auxtrace(struct pd_writer *w, const struct pd_auxtrace *a,
 	int rc;
 
 	if (a->size && !data)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "AUXTRACE of %" PRIu64 " bytes without data",
 			     a->size);
 	rc = start(w);
@@ -671,7 +669,7 @@ int pd_write_auxtrace(struct pd_writer *w, const struct pd_auxtrace *a,
 		struct pd_auxtrace_index *n = realloc(w->idx, cap * sizeof(*n));
 
 		if (!n)
-			return wfail(w, PD_ENOMEM, "out of memory");
+			return wfail(w, -ENOMEM, "out of memory");
 		w->idx = n;
 		w->cap_idx = cap;
 	}
@@ -730,12 +728,12 @@ int pd_writer_set_feature(struct pd_writer *w, unsigned bit, const void *data,
 	uint8_t *copy = NULL;
 
 	if (w->failed)
-		return -w->err.code;
+		return w->err.code;
 	if (!bit || bit >= PD_FEAT_MAX)
-		return wfail(w, PD_EINVAL, "feature bit %u, expected 1..%d",
-			     bit, PD_FEAT_MAX - 1);
+		return wfail(w, -EINVAL, "feature bit %u, expected 1..%d", bit,
+			     PD_FEAT_MAX - 1);
 	if (bit == PD_FEAT_AUXTRACE || bit == PD_FEAT_BUILD_ID)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "feature %u is written by pd_writer_finish", bit);
 	/*
 	 * perf reads a piped file's HEADER_FEATURE records as it meets them
@@ -743,19 +741,19 @@ int pd_writer_set_feature(struct pd_writer *w, unsigned bit, const void *data,
 	 * table it just skips.
 	 */
 	if (w->mode == PD_WRITE_PIPED && bit > PD_PIPE_FEAT_LAST)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "feature %u cannot go into a piped file: perf "
 			     "stops at feature ids above %d there",
 			     bit, PD_PIPE_FEAT_LAST);
 	if (w->mode == PD_WRITE_PIPED && len > REC_MAX - 16)
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "feature %u of %zu bytes does not fit a piped "
 			     "file's HEADER_FEATURE record",
 			     bit, len);
 	if (len) {
 		copy = malloc(len);
 		if (!copy)
-			return wfail(w, PD_ENOMEM, "out of memory");
+			return wfail(w, -ENOMEM, "out of memory");
 		memcpy(copy, data, len);
 	}
 	free(w->feat[bit].data);
@@ -775,10 +773,10 @@ int pd_writer_set_feature_string(struct pd_writer *w, unsigned bit,
 
 	padded = (n + 1 + PD_NAME_ALIGN - 1) / PD_NAME_ALIGN * PD_NAME_ALIGN;
 	if (padded > UINT32_MAX)
-		return wfail(w, PD_EINVAL, "feature string too long");
+		return wfail(w, -EINVAL, "feature string too long");
 	d = calloc(1, 4 + padded);
 	if (!d)
-		return wfail(w, PD_ENOMEM, "out of memory");
+		return wfail(w, -ENOMEM, "out of memory");
 	pd_put32(d, (uint32_t)padded);
 	memcpy(d + 4, s, n);
 	rc = pd_writer_set_feature(w, bit, d, 4 + padded);
@@ -791,15 +789,15 @@ int pd_writer_add_buildid(struct pd_writer *w, const struct pd_buildid *b)
 	struct wbid *n;
 
 	if (w->failed)
-		return -w->err.code;
+		return w->err.code;
 	if (!b->filename || b->size > sizeof(b->id))
-		return wfail(w, PD_EINVAL,
+		return wfail(w, -EINVAL,
 			     "build id needs a file name and at most 20 bytes");
 	if (strlen(b->filename) + PD_BUILDID_REC + PD_NAME_ALIGN > REC_MAX)
-		return wfail(w, PD_EINVAL, "build id file name too long");
+		return wfail(w, -EINVAL, "build id file name too long");
 	n = realloc(w->bids, (w->nr_bids + 1) * sizeof(*n));
 	if (!n)
-		return wfail(w, PD_ENOMEM, "out of memory");
+		return wfail(w, -ENOMEM, "out of memory");
 	w->bids = n;
 	n = &w->bids[w->nr_bids];
 	memset(n, 0, sizeof(*n));
@@ -808,7 +806,7 @@ int pd_writer_add_buildid(struct pd_writer *w, const struct pd_buildid *b)
 		n->b.size = 20;
 	n->filename = strdup(b->filename);
 	if (!n->filename)
-		return wfail(w, PD_ENOMEM, "out of memory");
+		return wfail(w, -ENOMEM, "out of memory");
 	n->b.filename = n->filename;
 	w->nr_bids++;
 	return 0;
@@ -842,7 +840,7 @@ static int finish_regular(struct pd_writer *w)
 		aux_len = 8 + 16 * w->nr_idx;
 		aux = malloc(aux_len);
 		if (!aux)
-			return wfail(w, PD_ENOMEM, "out of memory");
+			return wfail(w, -ENOMEM, "out of memory");
 		pd_put64(aux, w->nr_idx);
 		for (size_t i = 0; i < w->nr_idx; i++) {
 			pd_put64(aux + 8 + 16 * i, w->idx[i].offset);
@@ -857,7 +855,7 @@ static int finish_regular(struct pd_writer *w)
 	if (bid_len) {
 		bid = malloc(bid_len);
 		if (!bid)
-			return wfail(w, PD_ENOMEM, "out of memory");
+			return wfail(w, -ENOMEM, "out of memory");
 		bid_len = 0;
 		for (size_t i = 0; i < w->nr_bids; i++) {
 			size_t n = build_bid(w, &w->bids[i], 0);
@@ -905,7 +903,7 @@ static int finish_regular(struct pd_writer *w)
 	pd_put64(h + 40, w->data_off);
 	pd_put64(h + 48, data_size);
 	if (pwrite(w->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		return wfail(w, PD_EIO, "writing the header of %s failed: %s",
+		return wfail(w, -EIO, "writing the header of %s failed: %s",
 			     w->out.tmp, strerror(errno));
 	return 0;
 }
@@ -927,10 +925,10 @@ int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
 
 		w->fd = -1;
 		if (close(fd))
-			rc = wfail(w, PD_EIO, "closing %s failed: %s",
-				   w->out.tmp, strerror(errno));
+			rc = wfail(w, -EIO, "closing %s failed: %s", w->out.tmp,
+				   strerror(errno));
 		else if ((e = mt_outfile_commit(&w->out, why, sizeof(why))))
-			rc = wfail(w, PD_EIO, "cannot put in place: %s",
+			rc = wfail(w, -EIO, "cannot put in place: %s",
 				   strerror(-e));
 	}
 	if (rc && err)

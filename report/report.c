@@ -828,7 +828,7 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 		return rc;
 	while ((rc = pd_next(in.f, &cur, &ev, err)) == 1) {
 		if (gather_event(&in, &ev)) {
-			rc = pd_fail(err, PD_ENOMEM, path, ev.file_offset,
+			rc = pd_fail(err, -ENOMEM, path, ev.file_offset,
 				     "out of memory");
 			goto out;
 		}
@@ -848,13 +848,13 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 	print_aux(out, &in);
 	print_time(out, &in);
 	if (print_binaries(out, &in)) {
-		rc = pd_fail(err, PD_ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 		goto out;
 	}
 	if ((rc = print_ext(out, &in, err)))
 		goto out;
 	if (fflush(out) || ferror(out))
-		rc = pd_fail(err, PD_EIO, path, UINT64_MAX,
+		rc = pd_fail(err, -EIO, path, UINT64_MAX,
 			     "cannot write the summary: %s", strerror(errno));
 out:
 	free(in.threads);

@@ -14,7 +14,7 @@
 
 /*
  * Print the summary of the capture at path to out.  Returns 0, or a
- * negative PD_E* code with one line in err; nothing is printed when the
+ * negative errno value with one line in err; nothing is printed when the
  * capture cannot be read whole.
  */
 int report_print(FILE *out, const char *path, struct pd_err *err);

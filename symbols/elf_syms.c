@@ -7,6 +7,7 @@
  * sym_file_open().
  */
 #include "symbols/sym_internal.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -55,16 +56,10 @@ static int fail_msg(struct loader *ld, int code, const char *fmt, ...)
 static int fail_msg(struct loader *ld, int code, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (ld->err && ld->errlen) {
-		n = snprintf(ld->err, ld->errlen, "%s: ", ld->name);
-		if (n >= 0 && (size_t)n < ld->errlen) {
-			va_start(ap, fmt);
-			vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
-			va_end(ap);
-		}
-	}
+	va_start(ap, fmt);
+	mt_verr_prefixed(ld->err, ld->errlen, code, ld->name, fmt, ap);
+	va_end(ap);
 	return code;
 }
 

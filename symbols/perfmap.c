@@ -7,9 +7,9 @@
  * describes what was there last.
  */
 #include "symbols/sym_internal.h"
+#include "util/err.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,20 +50,6 @@ static bool parse_hex(const char **s, uint64_t *v)
 	*v = x;
 	*s = p;
 	return true;
-}
-
-static void map_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void map_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 static bool is_blank(char c)
@@ -125,8 +111,8 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 		err[0] = '\0';
 	fp = fopen(path, "re");
 	if (!fp) {
-		rc = -errno;
-		map_err(err, errlen, "%s: %s", path, strerror(errno));
+		rc = mt_err(err, errlen, -errno, "%s: %s", path,
+			    strerror(errno));
 		goto fail;
 	}
 	m = calloc(1, sizeof(*m));
@@ -141,11 +127,10 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 		if (blank_line(line))
 			continue;
 		if (!parse_line(line, &s.addr, &s.size, &name, &len)) {
-			rc = -EINVAL;
-			map_err(err, errlen,
-				"%s:%zu: malformed line (want \"START SIZE "
-				"name\" in hex)",
-				path, lineno);
+			rc = mt_err(err, errlen, -EINVAL,
+				    "%s:%zu: malformed line (want \"START SIZE "
+				    "name\" in hex)",
+				    path, lineno);
 			goto fail;
 		}
 		/* Raw: JIT names are not linker manglings, except when
@@ -156,8 +141,7 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 			goto nomem;
 	}
 	if (ferror(fp)) {
-		rc = -EIO;
-		map_err(err, errlen, "%s: read error", path);
+		rc = mt_err(err, errlen, -EIO, "%s: read error", path);
 		goto fail;
 	}
 	/* Reverse the insertion order so that the stable tie-break (first
@@ -172,8 +156,7 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 	*out = m;
 	return 0;
 nomem:
-	rc = -ENOMEM;
-	map_err(err, errlen, "%s: out of memory", path);
+	rc = mt_err(err, errlen, -ENOMEM, "%s: out of memory", path);
 fail:
 	free(c.v);
 	free(line);

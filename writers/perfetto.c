@@ -31,6 +31,7 @@
  */
 #include "writers/writers.h"
 
+#include "util/err.h"
 #include "util/util.h"
 #include "writers/pb_internal.h"
 
@@ -220,22 +221,31 @@ struct pf {
 
 	uint64_t slices;
 	uint32_t tracks;
+	int code; /* the last failure's errno value, for pf_failed() */
 };
 
-static int pf_fail(struct pf *w, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
+/* One line in the caller's buffer, kept in w->code for the callers
+ * that only learn that something below them failed. */
+static int pf_fail(struct pf *w, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-	if (!w->errlen)
-		return -1;
-	n = snprintf(w->err, w->errlen, "perfetto: %s: ", w->path);
-	if (n >= 0 && (size_t)n < w->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(w->err + n, w->errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
+static int pf_fail(struct pf *w, int code, const char *fmt, ...)
+{
+	char where[4096];
+	va_list ap;
+
+	snprintf(where, sizeof(where), "perfetto: %s", w->path);
+	va_start(ap, fmt);
+	mt_verr_prefixed(w->err, w->errlen, code, where, fmt, ap);
+	va_end(ap);
+	w->code = code;
+	return code;
+}
+
+/* What to return once something below has failed (and said why). */
+static int pf_failed(const struct pf *w)
+{
+	return w->code ? w->code : -EIO;
 }
 
 static int pf_write(struct pf *w, const uint8_t *p, size_t n)
@@ -246,7 +256,7 @@ static int pf_write(struct pf *w, const uint8_t *p, size_t n)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return pf_fail(w, "write: %s", strerror(errno));
+			return pf_fail(w, -errno, "write: %s", strerror(errno));
 		}
 		p += r;
 		n -= (size_t)r;
@@ -262,7 +272,7 @@ static int pf_flush(struct pf *w)
 	int rc;
 
 	if (w->pk.oom)
-		return pf_fail(w, "out of memory");
+		return pf_fail(w, -ENOMEM, "out of memory");
 	if (!w->pk.len)
 		return 0;
 	if (!w->compress) {
@@ -271,21 +281,23 @@ static int pf_flush(struct pf *w)
 		return rc;
 	}
 	if (w->pk.len > UINT32_MAX)
-		return pf_fail(w, "packet batch too large to compress");
+		return pf_fail(w, -EFBIG, "packet batch too large to compress");
 
 	/* Room for the longest header in front of the stream, so that
 	 * header and stream go out in one write. */
 	bound = deflateBound(&w->z, (uLong)w->pk.len) + sizeof(hdr);
 	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1))
-		return pf_fail(w, "out of memory");
+		return pf_fail(w, -ENOMEM, "out of memory");
 	if (deflateReset(&w->z) != Z_OK)
-		return pf_fail(w, "zlib: %s", w->z.msg ? w->z.msg : "reset");
+		return pf_fail(w, -EIO, "zlib: %s",
+			       w->z.msg ? w->z.msg : "reset");
 	w->z.next_in = w->pk.p;
 	w->z.avail_in = (uInt)w->pk.len;
 	w->z.next_out = w->zout + sizeof(hdr);
 	w->z.avail_out = (uInt)(bound - sizeof(hdr));
 	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
-		return pf_fail(w, "zlib: %s", w->z.msg ? w->z.msg : "deflate");
+		return pf_fail(w, -EIO, "zlib: %s",
+			       w->z.msg ? w->z.msg : "deflate");
 	clen = w->z.total_out;
 
 	/* Trace.packet { compressed_packets = stream }: the key of field 50
@@ -540,7 +552,7 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 
 		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
 			    sizeof(*w->lvl))) {
-			pf_fail(w, "out of memory");
+			pf_fail(w, -ENOMEM, "out of memory");
 			return 0;
 		}
 		name = mt_str(&w->t->strs, th->name);
@@ -579,7 +591,7 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 		return 0;
 	w->nr_lvl = 0;
 	if (mt_grow((void **)&w->lvl, &w->cap_lvl, 1, sizeof(*w->lvl)))
-		return pf_fail(w, "out of memory");
+		return pf_fail(w, -ENOMEM, "out of memory");
 	w->lvl[w->nr_lvl++] = uuid;
 
 	last = sl[0].ts;
@@ -607,13 +619,13 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 		if (lvl >= w->nr_lvl) {
 			/* Its descriptor goes out on sequence 1. */
 			if (!pf_level(w, th, lvl))
-				return -1;
+				return pf_failed(w);
 			w->seq = seq;
 		}
 
 		if (mt_grow((void **)&w->stack, &w->cap_stack, sp + 1,
 			    sizeof(*w->stack)))
-			return pf_fail(w, "out of memory");
+			return pf_fail(w, -ENOMEM, "out of memory");
 		rc = pf_slice_begin(w, beg, lvl ? w->lvl[lvl] : 0, s);
 		if (rc)
 			return rc;
@@ -720,7 +732,7 @@ static int pf_hits(struct pf *w, uint32_t seq)
 	lanes = calloc(n, sizeof(*lanes));
 	lane_of = calloc(n, sizeof(*lane_of));
 	if (!sp || !ev || !lanes || !lane_of) {
-		pf_fail(w, "out of memory");
+		pf_fail(w, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -793,7 +805,7 @@ out:
 	free(ev);
 	free(lanes);
 	free(lane_of);
-	return rc;
+	return rc ? pf_failed(w) : 0;
 }
 
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
@@ -808,7 +820,7 @@ static int pf_open(struct pf *w, const char *tmp)
 {
 	w->fd = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (w->fd < 0)
-		return pf_fail(w, "cannot write: %s", strerror(errno));
+		return pf_fail(w, -errno, "cannot write: %s", strerror(errno));
 	return 0;
 }
 
@@ -821,23 +833,23 @@ static int pf_write_all(struct pf *w)
 	w->next_uuid = 1 + t->nr_procs + nth;
 	for (size_t i = 0; i < t->nr_procs; i++)
 		if (pf_desc_process(w, 1 + i, &t->procs[i]))
-			return -1;
+			return pf_failed(w);
 	for (size_t i = 0; i < nth; i++) {
 		const struct mt_thread *th = &t->threads[i];
 
 		if (pf_desc_thread(w, 1 + t->nr_procs + i,
 				   pf_process_uuid(t, th->pid), th))
-			return -1;
+			return pf_failed(w);
 		w->tracks++;
 	}
 	if (nth + 2 > UINT32_MAX)
-		return pf_fail(w, "too many threads");
+		return pf_fail(w, -E2BIG, "too many threads");
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
 			      (uint32_t)(2 + i)))
-			return -1;
+			return pf_failed(w);
 	if (pf_hits(w, (uint32_t)(2 + nth)))
-		return -1;
+		return pf_failed(w);
 	return pf_flush(w);
 }
 
@@ -868,7 +880,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	w.strs.iid = calloc(nstr ? nstr : 1, sizeof(uint32_t));
 	w.strs.gen = calloc(nstr ? nstr : 1, sizeof(uint32_t));
 	if (!w.names.iid || !w.names.gen || !w.strs.iid || !w.strs.gen) {
-		pf_fail(&w, "out of memory");
+		pf_fail(&w, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	if (w.compress) {
@@ -876,7 +888,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 		 * (2.3 B/slice on a 1.7M-slice capture, against 1.2 B at
 		 * level 6 for twice the writing time). */
 		if (deflateInit(&w.z, Z_BEST_SPEED) != Z_OK) {
-			pf_fail(&w, "zlib: cannot initialise");
+			pf_fail(&w, -EIO, "zlib: cannot initialise");
 			goto fail;
 		}
 		w.z_live = 1;
@@ -885,7 +897,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 		goto fail;
 	if (close(w.fd)) {
 		w.fd = -1;
-		pf_fail(&w, "close: %s", strerror(errno));
+		pf_fail(&w, -errno, "close: %s", strerror(errno));
 		goto fail;
 	}
 	w.fd = -1;
@@ -897,6 +909,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	rc = 0;
 	goto out;
 fail:
+	rc = pf_failed(&w);
 	if (w.fd >= 0)
 		close(w.fd);
 out:

@@ -37,6 +37,7 @@
  * and renamed into place.  A crash leaves at worst a stray temporary
  * file, never a damaged output; on an error the temporary file goes.
  */
+#include "util/err.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -232,15 +233,10 @@ struct sq {
 /* Sets the one-line message; returns rc so callers can `return fail()`. */
 static int fail(struct sq *w, int rc, const char *fmt, ...)
 {
-	size_t n;
 	va_list ap;
 
-	if (!w->err || !w->errlen)
-		return rc;
-	snprintf(w->err, w->errlen, "%s: ", w->path);
-	n = strlen(w->err);
 	va_start(ap, fmt);
-	vsnprintf(w->err + n, w->errlen - n, fmt, ap);
+	mt_verr_prefixed(w->err, w->errlen, rc, w->path, fmt, ap);
 	va_end(ap);
 	return rc;
 }

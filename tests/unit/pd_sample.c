@@ -640,10 +640,10 @@ int write_sample(const char *path, enum pd_write_mode mode, enum variant v,
 		rc = pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data,
 					   ext.len);
 		/* perf stops at feature ids it does not know in a pipe */
-		if (mode == PD_WRITE_PIPED && rc == -PD_EINVAL)
+		if (mode == PD_WRITE_PIPED && rc == -EINVAL)
 			rc = 0;
 		else if (mode == PD_WRITE_PIPED)
-			rc = -PD_EINVAL;
+			rc = -EINVAL;
 		if (rc)
 			goto fail;
 	}

@@ -201,31 +201,31 @@ static void test_writer_errors(struct check_state *st)
 	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_PIPED, &err));
 	CHECK(st, access(tmp, F_OK) == 0 && access(path, F_OK) != 0);
 	a.size = 10;
-	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -PD_EINVAL);
+	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -EINVAL);
 	a.size = 0;
 	CHECK(st, !pd_writer_add_attr(w, &a, NULL, 0));
 	a.size = PERF_ATTR_SIZE_VER5;
-	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -PD_EINVAL);
+	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -EINVAL);
 	CHECK(st, strstr(pd_writer_error(w)->msg, path) != NULL);
-	CHECK(st, pd_write_auxtrace_info(w, &pt, 12, false) == -PD_EINVAL);
-	CHECK(st, pd_write_auxtrace_info(w, &pt, 16, true) == -PD_EINVAL);
-	CHECK(st, pd_write_auxtrace_info(w, &pt, 15, false) == -PD_EINVAL);
-	CHECK(st, pd_writer_set_feature(w, 0, "x", 1) == -PD_EINVAL);
-	CHECK(st, pd_writer_set_feature(w, 256, "x", 1) == -PD_EINVAL);
+	CHECK(st, pd_write_auxtrace_info(w, &pt, 12, false) == -EINVAL);
+	CHECK(st, pd_write_auxtrace_info(w, &pt, 16, true) == -EINVAL);
+	CHECK(st, pd_write_auxtrace_info(w, &pt, 15, false) == -EINVAL);
+	CHECK(st, pd_writer_set_feature(w, 0, "x", 1) == -EINVAL);
+	CHECK(st, pd_writer_set_feature(w, 256, "x", 1) == -EINVAL);
 	CHECK(st,
-	      pd_writer_set_feature(w, PD_FEAT_AUXTRACE, "x", 1) == -PD_EINVAL);
+	      pd_writer_set_feature(w, PD_FEAT_AUXTRACE, "x", 1) == -EINVAL);
 	CHECK(st, pd_writer_set_feature(w, PD_FEAT_MT_EXT, big, sizeof(big)) ==
-			  -PD_EINVAL);
+			  -EINVAL);
 	CHECK(st, pd_write_task(w, PERF_RECORD_COMM, &(struct pd_task){0},
-				NULL) == -PD_EINVAL);
+				NULL) == -EINVAL);
 	put32(rec, PD_RECORD_AUXTRACE);
 	put16(rec + 6, 16);
-	CHECK(st, pd_writer_raw(w, rec, 16) == -PD_EINVAL);
+	CHECK(st, pd_writer_raw(w, rec, 16) == -EINVAL);
 	put32(rec, PD_RECORD_FINISHED_ROUND);
-	CHECK(st, pd_writer_raw(w, rec, 8) == -PD_EINVAL);
+	CHECK(st, pd_writer_raw(w, rec, 8) == -EINVAL);
 	CHECK(st, !pd_writer_raw(w, rec, 16));
 	a.size = 0;
-	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -PD_EINVAL);
+	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -EINVAL);
 	pd_writer_abort(w);
 	CHECK(st, access(tmp, F_OK) != 0 && access(path, F_OK) != 0);
 
@@ -250,7 +250,7 @@ static void test_writer_errors(struct check_state *st)
 	}
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/w.data", dir);
-	CHECK(st, pd_writer_open(&w, path, PD_WRITE_FILE, &err) == -PD_EIO &&
+	CHECK(st, pd_writer_open(&w, path, PD_WRITE_FILE, &err) == -EIO &&
 			  strstr(err.msg, path));
 	tmpdir_remove(dir);
 }

@@ -59,11 +59,11 @@ static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 				boundary = true;
 		if (rc) {
 			CHECKF(st,
-			       err.code == -rc && err.msg[0] &&
+			       err.code == rc && err.msg[0] &&
 				       strstr(err.msg, cut),
 			       "length %zu: rc %d code %d msg '%s'", l, rc,
 			       err.code, err.msg);
-			CHECKF(st, rc == -PD_ETRUNC || rc == -PD_EFORMAT,
+			CHECKF(st, rc == -EOVERFLOW || rc == -EBADMSG,
 			       "length %zu: rc %d: %s", l, rc, err.msg);
 		}
 		if (mode == PD_WRITE_FILE)
@@ -103,7 +103,7 @@ struct corruption {
 	size_t off; /* where to write; SIZE_MAX: see below */
 	int width;  /* 2, 4 or 8 */
 	uint64_t value;
-	int code;     /* expected PD_E*, or 0 for "either" */
+	int code;     /* expected errno value, or 0 for "either" */
 	bool at_open; /* the error comes from pd_open */
 };
 
@@ -156,50 +156,48 @@ static void test_corrupt(struct check_state *st)
 	CHECK(st, comm && mmap2 && info && aux && ids_off);
 	{
 		const struct corruption cs[] = {
-			{"magic", 0, 8, 0x4c4946524550ull, PD_EFORMAT, true},
-			{"old magic", 0, 8, 0x454c494646524550ull, PD_EFORMAT,
+			{"magic", 0, 8, 0x4c4946524550ull, -EBADMSG, true},
+			{"old magic", 0, 8, 0x454c494646524550ull, -EBADMSG,
 			 true},
-			{"swapped magic", 0, 8, 0x50455246494c4532ull,
-			 PD_EFORMAT, true},
-			{"header size", 8, 8, 105, PD_EFORMAT, true},
-			{"attr_size 0", 16, 8, 0, PD_EFORMAT, true},
-			{"attr_size huge", 16, 8, 1ull << 40, PD_EFORMAT, true},
-			{"attr_size odd", 16, 8, 143, PD_EFORMAT, true},
-			{"attrs offset", 24, 8, 1ull << 62, PD_ETRUNC, true},
-			{"attrs size", 32, 8, ~0ull, PD_ETRUNC, true},
-			{"attrs size partial", 32, 8, 144 + 7, PD_EFORMAT,
+			{"swapped magic", 0, 8, 0x50455246494c4532ull, -EBADMSG,
 			 true},
-			{"attr.size", attr_off + 4, 4, 120, PD_EFORMAT, true},
-			{"ids offset", attr_off + 128, 8, ~0ull - 3, PD_ETRUNC,
+			{"header size", 8, 8, 105, -EBADMSG, true},
+			{"attr_size 0", 16, 8, 0, -EBADMSG, true},
+			{"attr_size huge", 16, 8, 1ull << 40, -EBADMSG, true},
+			{"attr_size odd", 16, 8, 143, -EBADMSG, true},
+			{"attrs offset", 24, 8, 1ull << 62, -EOVERFLOW, true},
+			{"attrs size", 32, 8, ~0ull, -EOVERFLOW, true},
+			{"attrs size partial", 32, 8, 144 + 7, -EBADMSG, true},
+			{"attr.size", attr_off + 4, 4, 120, -EBADMSG, true},
+			{"ids offset", attr_off + 128, 8, ~0ull - 3, -EOVERFLOW,
 			 true},
-			{"ids size", attr_off + 136, 8, 12, PD_EFORMAT, true},
+			{"ids size", attr_off + 136, 8, 12, -EBADMSG, true},
 			{"ids size huge", attr_off + 136, 8, 1ull << 50,
-			 PD_ETRUNC, true},
-			{"data offset", 40, 8, 50, PD_EFORMAT, true},
-			{"data offset huge", 40, 8, ~0ull, PD_ETRUNC, true},
-			{"data size huge", 48, 8, len, PD_ETRUNC, true},
-			{"feature bits", 72 + 31, 1, 0xff, PD_ETRUNC, true},
-			{"feature offset", feat_tbl, 8, len - 2, PD_ETRUNC,
+			 -EOVERFLOW, true},
+			{"data offset", 40, 8, 50, -EBADMSG, true},
+			{"data offset huge", 40, 8, ~0ull, -EOVERFLOW, true},
+			{"data size huge", 48, 8, len, -EOVERFLOW, true},
+			{"feature bits", 72 + 31, 1, 0xff, -EOVERFLOW, true},
+			{"feature offset", feat_tbl, 8, len - 2, -EOVERFLOW,
 			 true},
-			{"feature size", feat_tbl + 8, 8, 1ull << 63, PD_ETRUNC,
-			 true},
-			{"record size 0", comm + 6, 2, 0, PD_EFORMAT, false},
-			{"record size 4", comm + 6, 2, 4, PD_EFORMAT, false},
-			{"record size huge", comm + 6, 2, 65535, PD_EFORMAT,
+			{"feature size", feat_tbl + 8, 8, 1ull << 63,
+			 -EOVERFLOW, true},
+			{"record size 0", comm + 6, 2, 0, -EBADMSG, false},
+			{"record size 4", comm + 6, 2, 4, -EBADMSG, false},
+			{"record size huge", comm + 6, 2, 65535, -EBADMSG,
 			 false},
-			{"record size short", comm + 6, 2, 16, PD_EFORMAT,
-			 false},
+			{"record size short", comm + 6, 2, 16, -EBADMSG, false},
 			{"comm not terminated", comm + 16, 8,
-			 0x4141414141414141ull, PD_EFORMAT, false},
-			{"mmap2 build id size", mmap2 + 40, 1, 21, PD_EFORMAT,
+			 0x4141414141414141ull, -EBADMSG, false},
+			{"mmap2 build id size", mmap2 + 40, 1, 21, -EBADMSG,
 			 false},
-			{"info too short", info + 6, 2, 16 + 72, PD_EFORMAT,
+			{"info too short", info + 6, 2, 16 + 72, -EBADMSG,
 			 false},
 			{"info filter length", info + 16 + 8 * 16, 8, 1000,
-			 PD_EFORMAT, false},
-			{"auxtrace size", aux + 8, 8, 1ull << 40, PD_EFORMAT,
+			 -EBADMSG, false},
+			{"auxtrace size", aux + 8, 8, 1ull << 40, -EBADMSG,
 			 false},
-			{"auxtrace header size", aux + 6, 2, 40, PD_EFORMAT,
+			{"auxtrace header size", aux + 6, 2, 40, -EBADMSG,
 			 false},
 		};
 
@@ -227,7 +225,7 @@ static void test_corrupt(struct check_state *st)
 			CHECKF(st, (rc != 0) == cs[i].at_open,
 			       "%s: open rc %d: %s", cs[i].what, rc, err.msg);
 			rc = walk_all(bad, &err, &nrec);
-			CHECKF(st, rc == -cs[i].code && err.code == cs[i].code,
+			CHECKF(st, rc == cs[i].code && err.code == cs[i].code,
 			       "%s: rc %d: %s", cs[i].what, rc, err.msg);
 			CHECKF(st,
 			       strstr(err.msg, bad) && strchr(err.msg, ':') &&
@@ -252,21 +250,21 @@ static void test_corrupt(struct check_state *st)
 			CHECK(st, !spit(bad, c, len));
 			free(c);
 			rc = walk_all(bad, &err, &nrec);
-			CHECK(st, rc == 0 || (err.msg[0] && err.code == -rc));
+			CHECK(st, rc == 0 || (err.msg[0] && err.code == rc));
 		}
 	}
 	/* Not a file we can map, an empty file, a missing file. */
-	CHECK(st, walk_all(dir, &err, &nrec) == -PD_EIO &&
+	CHECK(st, walk_all(dir, &err, &nrec) == -EIO &&
 			  strstr(err.msg, "not a regular file"));
 	CHECK(st, !spit(bad, "", 0));
-	CHECK(st, walk_all(bad, &err, &nrec) == -PD_ETRUNC);
+	CHECK(st, walk_all(bad, &err, &nrec) == -EOVERFLOW);
 	CHECK(st, !spit(bad, "PERFILE2", 8));
-	CHECK(st, walk_all(bad, &err, &nrec) == -PD_ETRUNC);
+	CHECK(st, walk_all(bad, &err, &nrec) == -EOVERFLOW);
 	CHECK(st, !spit(bad, "hello, world, this is text", 26));
-	CHECK(st, walk_all(bad, &err, &nrec) == -PD_EFORMAT &&
+	CHECK(st, walk_all(bad, &err, &nrec) == -EBADMSG &&
 			  strstr(err.msg, "not a perf.data file"));
 	snprintf(bad, sizeof(bad), "%s/missing.data", dir);
-	CHECK(st, walk_all(bad, &err, &nrec) == -PD_EIO &&
+	CHECK(st, walk_all(bad, &err, &nrec) == -EIO &&
 			  strstr(err.msg, "No such file"));
 out:
 	free(d);
@@ -297,7 +295,7 @@ static void test_data_size_zero(struct check_state *st)
 	CHECK(st, n_cut == n_full && n_full > 10);
 	/* and a record cut by the crash is reported as truncation */
 	CHECK(st, !spit(path, d, data_end - 5));
-	CHECK(st, walk_all(path, &err, &n_cut) == -PD_ETRUNC);
+	CHECK(st, walk_all(path, &err, &n_cut) == -EOVERFLOW);
 out:
 	free(d);
 	tmpdir_remove(dir);

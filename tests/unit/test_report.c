@@ -194,13 +194,13 @@ static void test_bad_time_shift(struct check_state *st)
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/shift.data", dir);
 	CHECK(st, !write_shift(path, 64, &err));
-	CHECK(st, walk_all(path, &err, &n) == -PD_EFORMAT);
+	CHECK(st, walk_all(path, &err, &n) == -EBADMSG);
 	CHECKF(st, strstr(err.msg, "time_shift is 64 or more"), "%s", err.msg);
 	out = info_of(path, &rc, &err);
-	CHECK(st, rc == -PD_EFORMAT && strstr(err.msg, "time_shift"));
+	CHECK(st, rc == -EBADMSG && strstr(err.msg, "time_shift"));
 	free(out);
 	CHECK(st, !write_shift(path, 0xffff, &err));
-	CHECK(st, walk_all(path, &err, &n) == -PD_EFORMAT);
+	CHECK(st, walk_all(path, &err, &n) == -EBADMSG);
 	/* the largest valid shift still converts and prints */
 	CHECK(st, !write_shift(path, 63, &err));
 	CHECKF(st, !walk_all(path, &err, &n), "%s", err.msg);

@@ -5,6 +5,7 @@
  */
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <dirent.h>
@@ -372,6 +373,28 @@ static void test_outfile_write_error(struct check_state *cs)
 	tmpdir_remove(dir);
 }
 
+static void test_err(struct check_state *cs)
+{
+	char buf[32], tiny[6];
+
+	CHECK(cs, mt_err(buf, sizeof(buf), -EINVAL, "bad %d", 7) == -EINVAL &&
+			  !strcmp(buf, "bad 7"));
+	CHECK(cs, mt_err_prefixed(buf, sizeof(buf), -EIO, "a.data",
+				  "short read") == -EIO &&
+			  !strcmp(buf, "a.data: short read"));
+	CHECK(cs,
+	      mt_err_prefixed(buf, sizeof(buf), -EIO, NULL, "plain") == -EIO &&
+		      !strcmp(buf, "plain"));
+	/* Cut short, never overrun; no buffer at all is allowed. */
+	CHECK(cs, mt_err_prefixed(tiny, sizeof(tiny), -ENOMEM, "long/path",
+				  "x") == -ENOMEM &&
+			  !strcmp(tiny, "long/"));
+	CHECK(cs, mt_err(tiny, sizeof(tiny), -ENOMEM, "%s", "abcdefgh") ==
+				  -ENOMEM &&
+			  !strcmp(tiny, "abcde"));
+	CHECK(cs, mt_err(NULL, 0, -ENOENT, "nowhere") == -ENOENT);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -388,5 +411,6 @@ int main(void)
 	RUN(&st, test_hash_bytes);
 	RUN(&st, test_outfile_stream);
 	RUN(&st, test_outfile_write_error);
+	RUN(&st, test_err);
 	return CHECK_DONE(&st);
 }
