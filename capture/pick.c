@@ -9,6 +9,7 @@
 #include "capture/pick.h"
 
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -87,9 +88,8 @@ int pick_one(const char *const *items, size_t n, const char *prompt, FILE *in,
 	if (!line[0])
 		return 1;
 	if (mt_parse_u64(line, 10, n, &v) || !v) {
-		snprintf(err, errlen, "'%s' is not a number from 1 to %zu",
-			 line, n);
-		return -EINVAL;
+		return mt_err(err, errlen, -EINVAL,
+			      "'%s' is not a number from 1 to %zu", line, n);
 	}
 	*chosen = (size_t)(v - 1);
 	return 0;
@@ -232,7 +232,7 @@ static int pick_line(const struct sym_src *src, FILE *in, FILE *out,
 	if (f)
 		fclose(f);
 	if (rc) {
-		snprintf(err, errlen, "out of memory listing %s", src->file);
+		mt_err(err, errlen, rc, "out of memory listing %s", src->file);
 		goto out;
 	}
 	rc = pick_one(m.items, m.n, "line", in, out, &chosen, err, errlen);
@@ -258,8 +258,7 @@ int pick_trigger(const char *spec, const char *exe, FILE *in, FILE *out,
 		return rc;
 	if (files && sym_src_list(exe, &src, &nr_src, serr, sizeof(serr))) {
 		if (!fns) {
-			snprintf(err, errlen, "%s", serr);
-			rc = -ENOENT;
+			rc = mt_err(err, errlen, -ENOENT, "%s", serr);
 			goto out;
 		}
 		/* Functions are enough without -g. */
@@ -277,9 +276,8 @@ int pick_trigger(const char *spec, const char *exe, FILE *in, FILE *out,
 			goto oom;
 	}
 	if (!m.n) {
-		snprintf(err, errlen, "%s: no %s to offer", exe,
-			 fns ? "function" : "source file");
-		rc = -ENOENT;
+		rc = mt_err(err, errlen, -ENOENT, "%s: no %s to offer", exe,
+			    fns ? "function" : "source file");
 		goto out;
 	}
 	rc = pick_one(m.items, m.n, fns && files ? "trigger at" : "trigger in",
@@ -293,8 +291,7 @@ int pick_trigger(const char *spec, const char *exe, FILE *in, FILE *out,
 			       err, errlen);
 	goto out;
 oom:
-	snprintf(err, errlen, "out of memory listing %s", exe);
-	rc = -ENOMEM;
+	rc = mt_err(err, errlen, -ENOMEM, "out of memory listing %s", exe);
 out:
 	menu_free(&m);
 	sym_src_free(src, nr_src);

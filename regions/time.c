@@ -4,6 +4,8 @@
  */
 #include "regions/rg_internal.h"
 
+#include "util/err.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,11 +77,10 @@ int rg_parse_window(const char *s, struct rg_window *w, char *err,
 		goto bad;
 	return 0;
 bad:
-	snprintf(err, errlen,
-		 "--time %s: not a window FROM..TO (ns from the trace's start, "
-		 "or with a unit: 2ms..3.5ms, ..500us, 1s..)",
-		 s);
-	return -EINVAL;
+	return mt_err(err, errlen, -EINVAL,
+		      "--time %s: not a window FROM..TO (ns from the trace's "
+		      "start, or with a unit: 2ms..3.5ms, ..500us, 1s..)",
+		      s);
 }
 
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,

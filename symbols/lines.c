@@ -12,6 +12,7 @@
  * inlined copy in each caller) gives one address.
  */
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <dwarf.h>
@@ -314,8 +315,7 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 	dwfl_end(dwfl);
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory reading %s", path);
-	rc = -ENOMEM;
+	rc = mt_err(err, errlen, -ENOMEM, "out of memory reading %s", path);
 fail:
 	sym_src_free(v, n);
 	dwfl_end(dwfl);
