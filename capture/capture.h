@@ -46,6 +46,9 @@ struct emu_opts {
 	const char *start_at; /* symbol to start at; "" = at exec;
 				 NULL = "main" */
 	bool noretcomp;
+	/* --ptwrite: a call of the program's mt_ptwrite() (magic_trace.h)
+	 * writes its value into the trace, as PTWRITE does on hardware. */
+	bool ptwrite;
 	/* Also write every call the emulator saw, in mt-synth's truth.tsv
 	 * format, here (NULL: no). */
 	const char *truth;

@@ -51,7 +51,8 @@ static void emu_pt_event(const struct emu *e, struct perf_event_attr *attr,
 			1 | (1ull << 13) | (1ull << 10) | (1ull << 9) |
 				((uint64_t)EMU_MTC_PERIOD << 14) |
 				(1ull << 24) |
-				(e->o->noretcomp ? 1ull << 11 : 0));
+				(e->o->noretcomp ? 1ull << 11 : 0) |
+				(e->o->ptwrite ? 1ull << 12 | 1ull << 5 : 0));
 	memset(pt, 0, sizeof(*pt));
 	capfile_pt_format(pt);
 	pt->pmu_type = EMU_PMU_TYPE;

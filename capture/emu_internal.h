@@ -148,6 +148,7 @@ struct emu {
 	pid_t hit_tid;
 	long hit_arg;
 	uint64_t mark_addr; /* the program's mt_mark_start_ns, 0: none */
+	uint64_t ptw_addr;  /* its mt_ptwrite (--ptwrite), 0: none */
 	struct snap *snaps;
 	size_t nr_snaps, cap_snaps;
 	struct ehit *hits;

@@ -583,6 +583,25 @@ static int take_snapshot(struct emu *e, uint64_t when)
 	return 0;
 }
 
+/*
+ * mt_ptwrite(value) is entered: its value (in rdi) goes into the trace
+ * where the hardware's PTWRITE in it would put it.  The CPU here may have
+ * no PTWRITE, so the function's entry stands for the instruction.
+ */
+static int emu_ptwrite(struct emu *e, struct thr *t, pid_t tid, uint64_t ip)
+{
+	long v;
+
+	errno = 0;
+	v = ptrace(PTRACE_PEEKUSER, tid, offsetof(struct user_regs_struct, rdi),
+		   NULL);
+	if (errno)
+		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+	if (ptenc_ptwrite(t->enc, now_ns(), (uint64_t)v, ip))
+		return emu_fail(e, -ENOMEM, "out of memory");
+	return 0;
+}
+
 static bool at_trigger(const struct emu *e, uint64_t ip)
 {
 	if (ip == e->trigger)
@@ -718,6 +737,9 @@ static int trace(struct emu *e)
 				return rc;
 			}
 			t->last_ip = ip;
+			if (e->ptw_addr && ip == e->ptw_addr &&
+			    (rc = emu_ptwrite(e, t, tid, ip)))
+				return rc;
 			if (e->trigger && at_trigger(e, ip)) {
 				/* The snapshot point: stop here.  The stub's
 				 * argument is in rdi. */
@@ -920,6 +942,9 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		e.trigger = 0; /* no stub in the program: no trigger */
 	if (!rc && e.trigger)
 		e.mark_addr = exe_object(&e, "mt_mark_start_ns");
+	/* A program without mt_ptwrite() writes nothing. */
+	if (!rc && o->ptwrite && exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
+		e.ptw_addr = 0;
 	e.start_time = now_ns();
 	if (!rc)
 		rc = trace(&e);

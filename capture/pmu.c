@@ -285,6 +285,12 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 			      "psb_period=%u: this CPU's PSB period is fixed "
 			      "(caps/psb_cyc is 0)",
 			      q.psb_period);
+	if (q.ptwrite && !p->ptwrite)
+		return mt_err(
+			err, errlen, -ENOTSUP,
+			"this CPU's Intel PT has no PTWRITE (caps/ptwrite "
+			"is 0): mt_ptwrite() values are not recorded "
+			"here");
 	if (q.psb_period && !(p->psb_periods >> q.psb_period & 1))
 		return mt_err(err, errlen, -ENOTSUP,
 			      "psb_period=%u is not one this CPU offers "
@@ -303,7 +309,10 @@ int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
 		       (rc = set_field(p, "cyc_thresh", q.cyc_thresh, config,
 				       err, errlen)))) ||
 	    (q.psb_period && (rc = set_field(p, "psb_period", q.psb_period,
-					     config, err, errlen))))
+					     config, err, errlen))) ||
+	    (q.ptwrite &&
+	     ((rc = set_field(p, "ptw", 1, config, err, errlen)) ||
+	      (rc = set_field(p, "fup_on_ptw", 1, config, err, errlen)))))
 		return rc;
 	return 0;
 }

@@ -37,6 +37,9 @@ struct pt_request {
 	bool custom; /* use the fields below as they are */
 	bool tsc, mtc, cyc, noretcomp;
 	unsigned mtc_period, cyc_thresh, psb_period;
+	/* --ptwrite: PTW packets with the FUP that gives their IP (any
+	 * timing, custom or not) */
+	bool ptwrite;
 };
 
 /* Read the PMU at dir (/sys/bus/event_source/devices/intel_pt).

@@ -57,6 +57,9 @@ static const char usage[] =
 	"200us)\n"
 	"                     or more after the program's mt_mark_start()\n"
 	"  --multi-snapshot   every hit adds a snapshot; tracing goes on\n"
+	"  --ptwrite          record the values the program passes to\n"
+	"                     mt_ptwrite() (PTWRITE; caps/ptwrite on Intel "
+	"PT)\n"
 	"\n"
 	"Intel PT (the default):\n"
 	"  --timing low|normal|high  TSC only; + MTC and CYC (default); + no\n"
@@ -528,6 +531,9 @@ int main(int argc, char **argv)
 			custom = argv[++i];
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
+		} else if (!strcmp(a, "--ptwrite")) {
+			o.ptwrite = true;
+			req.ptwrite = true;
 		} else if (!strcmp(a, "--multi-snapshot")) {
 			cap.multi_snapshot = true;
 		} else if (!strcmp(a, "--per-cpu")) {

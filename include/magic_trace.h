@@ -30,6 +30,52 @@ mt_snapshot_point(long arg, long long mark_start_ns)
 	__asm__ volatile("" : : "r"(arg), "r"(mark_start_ns) : "memory");
 }
 
+/* Whether the CPU has PTWRITE: -1 until mt_ptwrite() first asks. */
+__attribute__((weak)) int mt_ptwrite_ok = -1;
+
+/*
+ * Write value into the trace (mt-capture --ptwrite): it shows as a
+ * "ptwrite" instant on the thread's track and a row of the ptwrite table,
+ * tied to the call it was made in.  The PTWRITE instruction where the CPU
+ * has it (a no-op while nothing traces), nothing otherwise; the emulator
+ * (--emulate) records the call itself.
+ */
+__attribute__((weak, noinline, used)) void mt_ptwrite(unsigned long long value)
+{
+#if defined(__x86_64__)
+	if (mt_ptwrite_ok < 0) {
+		unsigned a, b, c, d;
+
+		/* CPUID.7:EBX[25] Intel PT, then CPUID.14H:EBX[4] PTWRITE. */
+		__asm__ volatile("cpuid"
+				 : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+				 : "a"(0), "c"(0));
+		mt_ptwrite_ok = 0;
+		if (a >= 0x14) {
+			__asm__ volatile("cpuid"
+					 : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+					 : "a"(7), "c"(0));
+			if (b >> 25 & 1) {
+				__asm__ volatile("cpuid"
+						 : "=a"(a), "=b"(b), "=c"(c),
+						   "=d"(d)
+						 : "a"(0x14), "c"(0));
+				mt_ptwrite_ok = b >> 4 & 1;
+			}
+		}
+	}
+	if (mt_ptwrite_ok) {
+		/* ptwrite %rdi, spelled out for assemblers that lack it */
+		__asm__ volatile(".byte 0xf3, 0x48, 0x0f, 0xae, 0xe7"
+				 :
+				 : "D"(value)
+				 : "memory");
+		return;
+	}
+#endif
+	__asm__ volatile("" : : "r"(value) : "memory");
+}
+
 /* When mt_mark_start() was last called, in CLOCK_MONOTONIC ns. */
 __attribute__((weak)) long long mt_mark_start_ns;
 

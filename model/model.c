@@ -79,6 +79,7 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->threads);
 	free(t->procs);
 	free(t->hits);
+	free(t->ptwrites);
 	free(t->stitches);
 	free(t->segments);
 	mt_strtab_free(&t->strs);
@@ -127,6 +128,16 @@ struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
 		return NULL;
 	t->hits[t->nr_hits] = *h;
 	return &t->hits[t->nr_hits++];
+}
+
+struct mt_ptwrite *mt_trace_add_ptwrite(struct mt_trace *t,
+					const struct mt_ptwrite *p)
+{
+	if (mt_grow((void **)&t->ptwrites, &t->cap_ptwrites, t->nr_ptwrites + 1,
+		    sizeof(*t->ptwrites)))
+		return NULL;
+	t->ptwrites[t->nr_ptwrites] = *p;
+	return &t->ptwrites[t->nr_ptwrites++];
 }
 
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,

@@ -84,6 +84,14 @@ struct mt_hit {
 	uint32_t name; /* string id: the trigger symbol */
 };
 
+/* A value the program wrote into the trace (PTWRITE, mt_ptwrite()). */
+struct mt_ptwrite {
+	uint64_t ts; /* perf time */
+	uint32_t tid;
+	uint64_t ip; /* the PTWRITE instruction, 0 when not known */
+	uint64_t value;
+};
+
 /*
  * A trace segment: one error-free run of a thread's trace.  Slices carry
  * the index of their segment (joined slices the first one's).
@@ -113,6 +121,8 @@ struct mt_trace {
 	size_t nr_threads, cap_threads;
 	struct mt_hit *hits;
 	size_t nr_hits, cap_hits;
+	struct mt_ptwrite *ptwrites; /* in time order per thread */
+	size_t nr_ptwrites, cap_ptwrites;
 	struct mt_stitch *stitches;
 	size_t nr_stitches, cap_stitches;
 	struct mt_segment *segments; /* index = segment id */
@@ -138,6 +148,8 @@ static inline struct mt_slice *mt_thread_push(struct mt_thread *th,
 	return &th->slices[th->nr_slices++];
 }
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h);
+struct mt_ptwrite *mt_trace_add_ptwrite(struct mt_trace *t,
+					const struct mt_ptwrite *p);
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s);
 struct mt_segment *mt_trace_add_segment(struct mt_trace *t,

@@ -408,6 +408,21 @@ int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip)
 	return ip_packet(g, ppt_tip_pge, ip, tsc);
 }
 
+int ptenc_ptwrite(struct ptenc *g, uint64_t tsc, uint64_t value, uint64_t ip)
+{
+	struct pt_packet pk = {.type = ppt_ptw};
+
+	/* PTW is CYC-eligible; the FUP after it is not. */
+	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+		return -1;
+	pk.payload.ptw.plc = 1; /* 8 bytes */
+	pk.payload.ptw.payload = value;
+	pk.payload.ptw.ip = 1;
+	if (put(g, &pk))
+		return -1;
+	return ip_packet(g, ppt_fup, ip, tsc);
+}
+
 int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 		  uint64_t resume_ip)
 {

@@ -48,6 +48,9 @@ int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 int ptenc_pgd(struct ptenc *g, uint64_t tsc);
 int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip);
 int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip);
+/* The program wrote value into the trace at ip (PTWRITE): PTW, then the
+ * FUP that names ip (as fup_on_ptw asks). */
+int ptenc_ptwrite(struct ptenc *g, uint64_t tsc, uint64_t value, uint64_t ip);
 /* The compression stack no longer matches (a longjmp-like jump). */
 void ptenc_unwind(struct ptenc *g);
 /* Hardware lost packets: OVF then FUP(resume) at tsc. */

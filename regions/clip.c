@@ -94,6 +94,29 @@ static int keep_span(const struct mt_thread *th, struct rg_span sp,
 	return 0;
 }
 
+/* The values written inside a span of their thread. */
+static void keep_ptwrites(struct mt_trace *t, struct rg_span *const *spans,
+			  const size_t *nr)
+{
+	size_t k = 0;
+
+	for (size_t p = 0; p < t->nr_ptwrites; p++) {
+		const struct mt_ptwrite *w = &t->ptwrites[p];
+		bool in = false;
+
+		for (size_t i = 0; i < t->nr_threads && !in; i++) {
+			if (t->threads[i].tid != w->tid)
+				continue;
+			for (size_t j = 0; j < nr[i] && !in; j++)
+				in = w->ts >= spans[i][j].lo &&
+				     w->ts <= spans[i][j].hi;
+		}
+		if (in)
+			t->ptwrites[k++] = *w;
+	}
+	t->nr_ptwrites = k;
+}
+
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		  const size_t *nr, struct rg_stats *st)
 {
@@ -128,6 +151,7 @@ int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		keep[i] = NULL;
 		st->slices_after += n[i];
 	}
+	keep_ptwrites(t, spans, nr);
 	rc = 0;
 out:
 	if (keep)

@@ -752,6 +752,14 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	case DEC_END:
 		b->ended = b->open;
 		return 0;
+	case DEC_PTWRITE: {
+		struct mt_ptwrite p = {.ts = time,
+				       .tid = b->t->threads[b->thread].tid,
+				       .ip = ip,
+				       .value = aux};
+
+		return mt_trace_add_ptwrite(b->t, &p) ? 0 : -ENOMEM;
+	}
 	default:
 		break;
 	}

@@ -12,6 +12,8 @@
  *                     packet per SLICE_BEGIN / SLICE_END with a delta
  *                     timestamp and interned event names and dso strings
  *   sequence 2 + T    the snapshot symbol hits, the same way
+ *   sequence 3 + T    the values the program wrote (PTWRITE), instants on
+ *                     their threads' tracks
  *
  * Perfetto's importer keeps 512 nesting levels per track and, past them,
  * drops BEGINs but still pops on the nameless ENDs, shortening every
@@ -108,6 +110,7 @@
 /* DebugAnnotation */
 #define F_DA_NAME_IID 1
 #define F_DA_BOOL     2
+#define F_DA_UINT     3
 #define F_DA_INT      4
 #define F_DA_POINTER  7
 #define F_DA_STR_IID  17
@@ -131,6 +134,7 @@ enum {
 	AN_SYSCALL,
 	AN_UNTRACED,
 	AN_UNKNOWN,
+	AN_VALUE,
 };
 
 static const char *const an_names[] = {
@@ -148,6 +152,7 @@ static const char *const an_names[] = {
 	"syscall",
 	"untraced",
 	"unknown",
+	"value",
 };
 
 static const struct {
@@ -808,6 +813,65 @@ out:
 	return rc ? pf_failed(w) : 0;
 }
 
+static int pf_ptw_cmp(const void *a, const void *b)
+{
+	const struct mt_ptwrite *x = *(const struct mt_ptwrite *const *)a;
+	const struct mt_ptwrite *y = *(const struct mt_ptwrite *const *)b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The values the program wrote (PTWRITE): instants named "ptwrite" on
+ * their thread's track, with the value and the instruction as args, all
+ * on one sequence in time order.
+ */
+static int pf_ptwrites(struct pf *w, uint32_t seq)
+{
+	const struct mt_trace *t = w->t;
+	const struct mt_ptwrite **v;
+	struct mt_hmap uuid = {0};
+	int rc;
+
+	if (!t->nr_ptwrites)
+		return 0;
+	v = malloc(t->nr_ptwrites * sizeof(*v));
+	if (!v)
+		return pf_fail(w, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nr_threads; i++)
+		if (mt_hmap_set(&uuid, t->threads[i].tid,
+				1 + t->nr_procs + i)) {
+			rc = pf_fail(w, -ENOMEM, "out of memory");
+			goto out;
+		}
+	for (size_t i = 0; i < t->nr_ptwrites; i++)
+		v[i] = &t->ptwrites[i];
+	qsort(v, t->nr_ptwrites, sizeof(*v), pf_ptw_cmp);
+	rc = pf_seq_start(w, seq, v[0]->ts, 0);
+	for (size_t i = 0; !rc && i < t->nr_ptwrites; i++) {
+		struct pb_buf *b = &w->pk;
+		size_t pkt = pf_event_packet(w, v[i]->ts), m;
+		uint64_t track = mt_hmap_get(&uuid, v[i]->tid);
+
+		m = pb_begin(b, F_TRACK_EVENT);
+		pb_uint(b, F_TE_TYPE, TYPE_INSTANT);
+		if (track)
+			pb_uint(b, F_TE_TRACK, track);
+		pb_str(b, F_TE_NAME, "ptwrite");
+		pf_arg_uint(b, AN_VALUE, F_DA_UINT, v[i]->value);
+		if (v[i]->ip)
+			pf_arg_uint(b, AN_IP, F_DA_POINTER, v[i]->ip);
+		pb_end(b, m);
+		rc = pf_packet_end(w, pkt);
+	}
+out:
+	mt_hmap_free(&uuid);
+	free(v);
+	return rc;
+}
+
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
 {
 	for (size_t i = 0; i < t->nr_procs; i++)
@@ -842,13 +906,15 @@ static int pf_write_all(struct pf *w)
 			return pf_failed(w);
 		w->tracks++;
 	}
-	if (nth + 2 > UINT32_MAX)
+	if (nth + 3 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
 			      (uint32_t)(2 + i)))
 			return pf_failed(w);
 	if (pf_hits(w, (uint32_t)(2 + nth)))
+		return pf_failed(w);
+	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
 		return pf_failed(w);
 	return pf_flush(w);
 }

@@ -98,6 +98,24 @@ static void test_probe_and_config(struct check_state *st)
 	r.timing = PT_TIMING_HIGH;
 	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
 	CHECK(st, config & 1ull << 11);
+	/* --ptwrite: ptw and fup_on_ptw, where caps/ptwrite says so. */
+	r.timing = PT_TIMING_LOW;
+	r.ptwrite = true;
+	CHECK(st, pmu_config(&p, &r, &config, err, sizeof(err)) == -ENOTSUP);
+	CHECKF(st, strstr(err, "caps/ptwrite is 0") != NULL, "%s", err);
+	{
+		char caps[4096];
+
+		snprintf(caps, sizeof(caps), "%s/caps", dir);
+		put(caps, "ptwrite", "1\n");
+	}
+	CHECK(st, !pmu_probe(dir, &p, err, sizeof(err)) && p.ptwrite);
+	CHECK(st, !pmu_config(&p, &r, &config, err, sizeof(err)));
+	CHECKF(st,
+	       config == (1ull | 1ull << 13 | 1ull << 10 | 1ull << 12 |
+			  1ull << 5),
+	       "%llx", (unsigned long long)config);
+	r.ptwrite = false;
 	tmpdir_remove(dir);
 
 	/* Another layout of the same fields is followed, not assumed. */

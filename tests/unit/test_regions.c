@@ -93,7 +93,15 @@ static void test_keep_time(struct check_state *st)
 		t.hits[1].ts = 1500;
 		t.nr_hits = t.cap_hits = 2;
 	}
+	{
+		struct mt_ptwrite a = {.ts = 1100, .tid = 1, .value = 1};
+		struct mt_ptwrite b = {.ts = 1300, .tid = 1, .value = 2};
+
+		CHECK(st, mt_trace_add_ptwrite(&t, &a) &&
+				  mt_trace_add_ptwrite(&t, &b));
+	}
 	CHECK(st, !rg_keep_time(&t, &w, &rs));
+	CHECK(st, t.nr_ptwrites == 1 && t.ptwrites[0].value == 2);
 	th = &t.threads[0];
 	CHECK(st, rs.slices_before == 5 && rs.slices_after == 4);
 	CHECK(st, rs.first == 1000 && rs.start == 1150 && rs.end == 1750);
