@@ -25,6 +25,11 @@
  * they cost no bytes per row yet SELECT of them works.  Reading them needs
  * SQLite 3.31 (2020) or later.
  *
+ * Frames.  What many slices share, a name and an arg set (and with the
+ * set its address, dso and flags), is one row of frame; a row of
+ * slice_raw keeps what is the slice's own (times, track, depth, parent,
+ * segment) and its frame_id, and the view slice joins them back.
+ *
  * Cost.  On a million slices (2000 names of about 30 characters, dsos of
  * about 35) a release build writes about 220k slices/s and 196 bytes per
  * slice: 106 in the slice table, of which the name and dso text are two
@@ -66,36 +71,40 @@ static const char schema[] =
 	"CREATE VIEW track AS SELECT id, name, type, parent_id,"
 	" source_arg_set_id, machine_id FROM thread_track;"
 	/*
-	 * Slices are stored compactly, names and dsos as ids into strings,
-	 * flags as one bit set; the view slice gives them Perfetto's
-	 * columns (and ours) by name.
+	 * Slices are stored compactly: what many slices share (name,
+	 * args, address, dso, flags) once per frame, names and dsos as ids
+	 * into strings; the view slice gives them Perfetto's columns (and
+	 * ours) by name.
 	 */
 	"CREATE TABLE strings(id INTEGER PRIMARY KEY, str TEXT);"
+	"CREATE TABLE frame("
+	"id INTEGER PRIMARY KEY, name_id INTEGER, arg_set_id INTEGER,"
+	" address INTEGER, dso_id INTEGER, flags INTEGER NOT NULL);"
 	"CREATE TABLE slice_raw("
 	"id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, dur INTEGER NOT NULL,"
-	" track_id INTEGER NOT NULL, name_id INTEGER, depth INTEGER NOT NULL,"
-	" parent_id INTEGER, arg_set_id INTEGER, address INTEGER,"
-	" dso_id INTEGER, flags INTEGER NOT NULL, segment INTEGER);"
+	" track_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
+	" parent_id INTEGER, frame_id INTEGER NOT NULL, segment INTEGER);"
 	"CREATE VIEW slice AS SELECT s.id AS id, s.ts AS ts, s.dur AS dur,"
 	" s.track_id AS track_id, NULL AS category, n.str AS name,"
 	" s.depth AS depth, s.parent_id AS parent_id,"
-	" s.arg_set_id AS arg_set_id, s.address AS address, d.str AS dso,"
-	" (s.flags & 1) != 0 AS inferred_start,"
-	" (s.flags & 2) != 0 AS inferred_end,"
-	" (s.flags & 4) != 0 AS joined,"
-	" (s.flags & 64) != 0 AS tail,"
-	" (s.flags & 8) != 0 AS is_gap,"
-	" (s.flags & 16) != 0 AS syscall,"
-	" (s.flags & 32) != 0 AS untraced,"
-	" (s.flags & 128) != 0 AS unknown,"
-	" (s.flags & 256) != 0 AS depth_guessed,"
+	" f.arg_set_id AS arg_set_id, f.address AS address, d.str AS dso,"
+	" (f.flags & 1) != 0 AS inferred_start,"
+	" (f.flags & 2) != 0 AS inferred_end,"
+	" (f.flags & 4) != 0 AS joined,"
+	" (f.flags & 64) != 0 AS tail,"
+	" (f.flags & 8) != 0 AS is_gap,"
+	" (f.flags & 16) != 0 AS syscall,"
+	" (f.flags & 32) != 0 AS untraced,"
+	" (f.flags & 128) != 0 AS unknown,"
+	" (f.flags & 256) != 0 AS depth_guessed,"
 	" s.segment AS segment,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
 	" NULL AS thread_instruction_delta,"
 	" NULL AS cat, s.id AS slice_id"
-	" FROM slice_raw s LEFT JOIN strings n ON n.id = s.name_id"
-	" LEFT JOIN strings d ON d.id = s.dso_id;"
+	" FROM slice_raw s LEFT JOIN frame f ON f.id = s.frame_id"
+	" LEFT JOIN strings n ON n.id = f.name_id"
+	" LEFT JOIN strings d ON d.id = f.dso_id;"
 	"CREATE VIEW slices AS SELECT * FROM slice;"
 	"CREATE TABLE args("
 	"id INTEGER PRIMARY KEY, arg_set_id INTEGER NOT NULL, flat_key TEXT,"
@@ -139,7 +148,7 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -174,12 +183,23 @@ struct idmap {
 	uint32_t id;
 };
 
+/*
+ * A frame: a name and an arg set, which most slices share with many
+ * others.  Frames of one set are chained, newest first, from the set's
+ * entry in frame_heads.
+ */
+struct frame {
+	uint32_t name;
+	uint32_t next; /* id + 1 of the next frame of the set, 0 at the end */
+};
+
 /* The prepared inserts, in the order stmts[] holds them. */
 enum {
 	S_PROCESS,
 	S_THREAD,
 	S_TRACK,
 	S_SLICE,
+	S_FRAME,
 	S_ARG,
 	S_SEGMENT,
 	S_STITCH,
@@ -196,9 +216,11 @@ static const char *const stmt_sql[S_NR] = {
 		     " is_main_thread) VALUES(?, ?, ?, ?, ?)",
 	[S_TRACK] = "INSERT INTO thread_track(id, name, type, utid)"
 		    " VALUES(?, ?, 'thread_execution', ?)",
-	[S_SLICE] = "INSERT INTO slice_raw(id, ts, dur, track_id, name_id,"
-		    " depth, parent_id, arg_set_id, address, dso_id, flags,"
-		    " segment) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_SLICE] = "INSERT INTO slice_raw(id, ts, dur, track_id, depth,"
+		    " parent_id, frame_id, segment)"
+		    " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_FRAME] = "INSERT INTO frame(id, name_id, arg_set_id, address,"
+		    " dso_id, flags) VALUES(?, ?, ?, ?, ?, ?)",
 	[S_STRING] = "INSERT INTO strings(id, str) VALUES(?, ?)",
 	[S_ARG] = "INSERT INTO args(arg_set_id, flat_key, key, int_value,"
 		  " string_value, value_type) VALUES(?1, ?2, ?2, ?3, ?4, ?5)",
@@ -227,6 +249,9 @@ struct sq {
 	struct idmap *pids; /* sorted by pid: upid of each process */
 	size_t nr_pids;
 	uint32_t next_upid;
+	struct frame *frames; /* by id */
+	size_t nr_frames, cap_frames;
+	struct mt_u32map frame_heads; /* arg_set_id + 1 -> frame id + 1 */
 };
 
 /* Sets the one-line message; returns rc so callers can `return fail()`. */
@@ -552,7 +577,7 @@ static int write_gap(struct sq *w, const struct mt_slice *s, uint32_t utid,
  * checked where a bad value would make the database lie (a parent that is
  * not an earlier slice of the same thread, a string id out of range).
  */
-/* A string id as stored in slice_raw: NULL for the empty string. */
+/* A string id as stored in frame: NULL for the empty string. */
 static void bind_sid(sqlite3_stmt *st, int i, uint32_t id)
 {
 	if (id)
@@ -577,6 +602,50 @@ static int write_strings(struct sq *w)
 	return 0;
 }
 
+/*
+ * The frame of s: interned on (name, arg set), its row written the first
+ * time it is seen.  Nearly every set has one name (a function's address
+ * names it), so the chains are short.
+ */
+static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
+{
+	sqlite3_stmt *st = w->stmts[S_FRAME];
+	uint32_t key, head, f;
+	int64_t set;
+	int rc;
+
+	rc = aset_get(w, s, &set);
+	if (rc)
+		return rc;
+	if (set + 1 >= UINT32_MAX || w->nr_frames >= UINT32_MAX - 1)
+		return fail(w, -EOVERFLOW, "more frames than ids");
+	key = (uint32_t)(set + 1);
+	head = (uint32_t)mt_u32map_get(&w->frame_heads, key);
+	for (f = head; f; f = w->frames[f - 1].next)
+		if (w->frames[f - 1].name == s->name) {
+			*id = f - 1;
+			return 0;
+		}
+	if (mt_grow((void **)&w->frames, &w->cap_frames, w->nr_frames + 1,
+		    sizeof(*w->frames)))
+		return fail(w, -ENOMEM, "out of memory");
+	f = (uint32_t)w->nr_frames;
+	if (mt_u32map_set(&w->frame_heads, key, f + 1))
+		return fail(w, -ENOMEM, "out of memory");
+	w->frames[w->nr_frames++] = (struct frame){s->name, head};
+	*id = f;
+	sqlite3_bind_int64(st, 1, f);
+	bind_sid(st, 2, s->name);
+	if (set >= 0)
+		sqlite3_bind_int64(st, 3, set);
+	else
+		sqlite3_bind_null(st, 3);
+	bind_opt(st, 4, s->addr);
+	bind_sid(st, 5, s->dso);
+	sqlite3_bind_int64(st, 6, s->flags);
+	return step(w, st);
+}
+
 static int write_slices(struct sq *w, uint64_t *nr)
 {
 	const struct mt_trace *t = w->t;
@@ -590,7 +659,7 @@ static int write_slices(struct sq *w, uint64_t *nr)
 		for (size_t j = 0; j < th->nr_slices; j++) {
 			const struct mt_slice *s = &th->slices[j];
 			uint64_t id = base + j;
-			int64_t set;
+			uint32_t frame = 0;
 
 			if ((s->parent != MT_NONE && s->parent >= j) ||
 			    s->name >= t->strs.nr || s->dso >= t->strs.nr)
@@ -598,30 +667,23 @@ static int write_slices(struct sq *w, uint64_t *nr)
 					    "thread %" PRIu32 " slice %zu: "
 					    "parent or string id out of range",
 					    th->tid, j);
-			rc = aset_get(w, s, &set);
+			rc = frame_get(w, s, &frame);
 			if (rc)
 				return rc;
 			bind_u64(st, 1, id);
 			bind_u64(st, 2, s->ts);
 			bind_u64(st, 3, s->dur);
 			sqlite3_bind_int64(st, 4, (sqlite3_int64)ti);
-			bind_sid(st, 5, s->name);
-			sqlite3_bind_int64(st, 6, s->depth);
+			sqlite3_bind_int64(st, 5, s->depth);
 			if (s->parent != MT_NONE)
-				bind_u64(st, 7, base + s->parent);
+				bind_u64(st, 6, base + s->parent);
 			else
-				sqlite3_bind_null(st, 7);
-			if (set >= 0)
-				sqlite3_bind_int64(st, 8, set);
+				sqlite3_bind_null(st, 6);
+			sqlite3_bind_int64(st, 7, frame);
+			if (s->segment != MT_NONE)
+				sqlite3_bind_int64(st, 8, s->segment);
 			else
 				sqlite3_bind_null(st, 8);
-			bind_opt(st, 9, s->addr);
-			bind_sid(st, 10, s->dso);
-			sqlite3_bind_int64(st, 11, s->flags);
-			if (s->segment != MT_NONE)
-				sqlite3_bind_int64(st, 12, s->segment);
-			else
-				sqlite3_bind_null(st, 12);
 			rc = step(w, st);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,
@@ -810,6 +872,8 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		st->tracks = (uint32_t)t->nr_threads;
 	}
 	free(w.asets);
+	free(w.frames);
+	mt_u32map_free(&w.frame_heads);
 	free(w.tids);
 	free(w.pids);
 	return rc;

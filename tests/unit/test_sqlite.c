@@ -772,7 +772,7 @@ static void test_roundtrip(struct check_state *cs)
 				      "ok"));
 		sqlite3_finalize(st);
 	}
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 1);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 2);
 	sqlite3_close(db);
 out:
 	tmpdir_remove(dir);
