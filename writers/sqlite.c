@@ -6,9 +6,9 @@
  * Ids.  trace_processor numbers slices in global (ts, arrival) order; we
  * give each thread a contiguous range of ids in the model's pre-order
  * instead.  Then a slice's parent_id is its thread's base plus the model's
- * parent index, with no map in memory, and every insert appends to the
- * slice b-tree.  Compare with trace_processor's output on (tid, ts, dur,
- * depth, name), never on id.  utid and upid start at 1 because
+ * parent index, with no map in memory, and the slices come in the order
+ * of the slice b-tree.  Compare with trace_processor's output on (tid,
+ * ts, dur, depth, name), never on id.  utid and upid start at 1 because
  * trace_processor keeps 0 for its implicit "swapper" rows; we add no such
  * rows, but a 0 is never one of our threads.
  *
@@ -25,12 +25,24 @@
  * they cost no bytes per row yet SELECT of them works.  Reading them needs
  * SQLite 3.31 (2020) or later.
  *
- * Cost.  On a million slices (2000 names of about 30 characters, dsos of
- * about 35) a release build writes about 220k slices/s and 196 bytes per
- * slice: 106 in the slice table, of which the name and dso text are two
- * thirds, and 87 in its five indexes.  Building those indexes after the
- * load is two thirds of the time; SQLite's worker threads for sorting
- * (PRAGMA threads) made no measurable difference, so they are not used.
+ * Frames.  What many slices share, a name and an arg set (and with the
+ * set its address, dso and flags), is one row of frame; a row of
+ * slice_raw keeps what is the slice's own (times, track, depth, parent,
+ * segment) and its frame_id, and the view slice joins them back.
+ *
+ * Writing.  SQLite writes the schema and every table but slice_raw and
+ * its two indexes, and is closed; btree.c then writes those three
+ * b-trees into the file as SQLite lays them out.  Ids follow threads and,
+ * in a thread, start times, so the rows and the (track_id, ts) entries
+ * come in key order as the model is read, and the parent_id entries by
+ * following sibling links: no sort, no b-tree descent.
+ *
+ * Cost.  On 1.7M slices (mt-synth --seed 4242 --branches 8000000) the
+ * database costs 0.13 us of CPU per slice and 55.6 bytes: 27.6 in
+ * slice_raw, 16.0 and 11.8 in its indexes.  SQLite's own inserts cost
+ * 1.5 us a slice (its bytecode engine for every row, its sorter for every
+ * index) and 64.5 bytes; docs/writers.md has each step measured, and what
+ * did not help.
  *
  * Durability.  The database is built in a temporary file beside the output
  * (util's mt_outfile) with journaling and syncing off, then synced once
@@ -38,6 +50,7 @@
  * file, never a damaged output; on an error the temporary file goes.
  */
 #include "util/err.h"
+#include "writers/btree_internal.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -67,36 +80,44 @@ static const char schema[] =
 	"CREATE VIEW track AS SELECT id, name, type, parent_id,"
 	" source_arg_set_id, machine_id FROM thread_track;"
 	/*
-	 * Slices are stored compactly, names and dsos as ids into strings,
-	 * flags as one bit set; the view slice gives them Perfetto's
-	 * columns (and ours) by name.
+	 * Slices are stored compactly: what many slices share (name,
+	 * args, address, dso, flags) once per frame, names and dsos as ids
+	 * into strings; the view slice gives them Perfetto's columns (and
+	 * ours) by name.  slice_raw and its two indexes are filled by
+	 * btree.c, not by SQLite: keep their columns in step with
+	 * write_slice_rows() and the index writers.
 	 */
 	"CREATE TABLE strings(id INTEGER PRIMARY KEY, str TEXT);"
+	"CREATE TABLE frame("
+	"id INTEGER PRIMARY KEY, name_id INTEGER, arg_set_id INTEGER,"
+	" address INTEGER, dso_id INTEGER, flags INTEGER NOT NULL);"
 	"CREATE TABLE slice_raw("
 	"id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, dur INTEGER NOT NULL,"
-	" track_id INTEGER NOT NULL, name_id INTEGER, depth INTEGER NOT NULL,"
-	" parent_id INTEGER, arg_set_id INTEGER, address INTEGER,"
-	" dso_id INTEGER, flags INTEGER NOT NULL, segment INTEGER);"
+	" track_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
+	" parent_id INTEGER, frame_id INTEGER NOT NULL, segment INTEGER);"
+	"CREATE INDEX slice_track_ts ON slice_raw(track_id, ts);"
+	"CREATE INDEX slice_parent ON slice_raw(parent_id);"
 	"CREATE VIEW slice AS SELECT s.id AS id, s.ts AS ts, s.dur AS dur,"
 	" s.track_id AS track_id, NULL AS category, n.str AS name,"
 	" s.depth AS depth, s.parent_id AS parent_id,"
-	" s.arg_set_id AS arg_set_id, s.address AS address, d.str AS dso,"
-	" (s.flags & 1) != 0 AS inferred_start,"
-	" (s.flags & 2) != 0 AS inferred_end,"
-	" (s.flags & 4) != 0 AS joined,"
-	" (s.flags & 64) != 0 AS tail,"
-	" (s.flags & 8) != 0 AS is_gap,"
-	" (s.flags & 16) != 0 AS syscall,"
-	" (s.flags & 32) != 0 AS untraced,"
-	" (s.flags & 128) != 0 AS unknown,"
-	" (s.flags & 256) != 0 AS depth_guessed,"
+	" f.arg_set_id AS arg_set_id, f.address AS address, d.str AS dso,"
+	" (f.flags & 1) != 0 AS inferred_start,"
+	" (f.flags & 2) != 0 AS inferred_end,"
+	" (f.flags & 4) != 0 AS joined,"
+	" (f.flags & 64) != 0 AS tail,"
+	" (f.flags & 8) != 0 AS is_gap,"
+	" (f.flags & 16) != 0 AS syscall,"
+	" (f.flags & 32) != 0 AS untraced,"
+	" (f.flags & 128) != 0 AS unknown,"
+	" (f.flags & 256) != 0 AS depth_guessed,"
 	" s.segment AS segment,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
 	" NULL AS thread_instruction_delta,"
 	" NULL AS cat, s.id AS slice_id"
-	" FROM slice_raw s LEFT JOIN strings n ON n.id = s.name_id"
-	" LEFT JOIN strings d ON d.id = s.dso_id;"
+	" FROM slice_raw s LEFT JOIN frame f ON f.id = s.frame_id"
+	" LEFT JOIN strings n ON n.id = f.name_id"
+	" LEFT JOIN strings d ON d.id = f.dso_id;"
 	"CREATE VIEW slices AS SELECT * FROM slice;"
 	"CREATE TABLE args("
 	"id INTEGER PRIMARY KEY, arg_set_id INTEGER NOT NULL, flat_key TEXT,"
@@ -120,13 +141,7 @@ static const char schema[] =
 	" name TEXT, reason TEXT, slice_id INTEGER, segment INTEGER);"
 	"CREATE TABLE hit("
 	"id INTEGER PRIMARY KEY, ts INTEGER, mark_start INTEGER, pid INTEGER,"
-	" tid INTEGER, utid INTEGER, ip INTEGER, arg INTEGER, name TEXT);";
-
-/* Built after the load: one sort per index instead of a b-tree insert
- * per row. */
-static const char indexes[] =
-	"CREATE INDEX slice_track_ts ON slice_raw(track_id, ts);"
-	"CREATE INDEX slice_parent ON slice_raw(parent_id);"
+	" tid INTEGER, utid INTEGER, ip INTEGER, arg INTEGER, name TEXT);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
@@ -140,7 +155,7 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -174,12 +189,22 @@ struct idmap {
 	uint32_t id;
 };
 
+/*
+ * A frame: a name and an arg set, which most slices share with many
+ * others.  Frames of one set are chained, newest first, from the set's
+ * entry in frame_heads.
+ */
+struct frame {
+	uint32_t name;
+	uint32_t next; /* id + 1 of the next frame of the set, 0 at the end */
+};
+
 /* The prepared inserts, in the order stmts[] holds them. */
 enum {
 	S_PROCESS,
 	S_THREAD,
 	S_TRACK,
-	S_SLICE,
+	S_FRAME,
 	S_ARG,
 	S_SEGMENT,
 	S_STITCH,
@@ -196,9 +221,8 @@ static const char *const stmt_sql[S_NR] = {
 		     " is_main_thread) VALUES(?, ?, ?, ?, ?)",
 	[S_TRACK] = "INSERT INTO thread_track(id, name, type, utid)"
 		    " VALUES(?, ?, 'thread_execution', ?)",
-	[S_SLICE] = "INSERT INTO slice_raw(id, ts, dur, track_id, name_id,"
-		    " depth, parent_id, arg_set_id, address, dso_id, flags,"
-		    " segment) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_FRAME] = "INSERT INTO frame(id, name_id, arg_set_id, address,"
+		    " dso_id, flags) VALUES(?, ?, ?, ?, ?, ?)",
 	[S_STRING] = "INSERT INTO strings(id, str) VALUES(?, ?)",
 	[S_ARG] = "INSERT INTO args(arg_set_id, flat_key, key, int_value,"
 		  " string_value, value_type) VALUES(?1, ?2, ?2, ?3, ?4, ?5)",
@@ -228,6 +252,11 @@ struct sq {
 	struct idmap *pids;	   /* sorted by pid: upid of each process */
 	size_t nr_pids;
 	uint32_t next_upid;
+	struct frame *frames; /* by id */
+	size_t nr_frames, cap_frames;
+	struct mt_hmap frame_heads; /* arg_set_id + 1 -> frame id + 1 */
+	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
+	uint64_t nr_slices;
 };
 
 /* Sets the one-line message; returns rc so callers can `return fail()`. */
@@ -528,12 +557,7 @@ static int write_gap(struct sq *w, const struct mt_slice *s, uint32_t utid,
 	return step(w, st);
 }
 
-/*
- * The hot loop: one row per slice.  The model is trusted for order but
- * checked where a bad value would make the database lie (a parent that is
- * not an earlier slice of the same thread, a string id out of range).
- */
-/* A string id as stored in slice_raw: NULL for the empty string. */
+/* A string id as stored in frame: NULL for the empty string. */
 static void bind_sid(sqlite3_stmt *st, int i, uint32_t id)
 {
 	if (id)
@@ -558,20 +582,74 @@ static int write_strings(struct sq *w)
 	return 0;
 }
 
-static int write_slices(struct sq *w, uint64_t *nr)
+/*
+ * The frame of s: interned on (name, arg set), its row written the first
+ * time it is seen.  Nearly every set has one name (a function's address
+ * names it), so the chains are short.
+ */
+static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 {
-	const struct mt_trace *t = w->t;
-	sqlite3_stmt *st = w->stmts[S_SLICE];
-	uint64_t base = 0, gaps = 0;
+	sqlite3_stmt *st = w->stmts[S_FRAME];
+	uint32_t key, head, f;
+	int64_t set;
 	int rc;
 
+	rc = aset_get(w, s, &set);
+	if (rc)
+		return rc;
+	if (set + 1 >= UINT32_MAX || w->nr_frames >= UINT32_MAX - 1)
+		return fail(w, -EOVERFLOW, "more frames than ids");
+	key = (uint32_t)(set + 1);
+	head = (uint32_t)mt_hmap_get(&w->frame_heads, key);
+	for (f = head; f; f = w->frames[f - 1].next)
+		if (w->frames[f - 1].name == s->name) {
+			*id = f - 1;
+			return 0;
+		}
+	if (mt_grow((void **)&w->frames, &w->cap_frames, w->nr_frames + 1,
+		    sizeof(*w->frames)))
+		return fail(w, -ENOMEM, "out of memory");
+	f = (uint32_t)w->nr_frames;
+	if (mt_hmap_set(&w->frame_heads, key, f + 1))
+		return fail(w, -ENOMEM, "out of memory");
+	w->frames[w->nr_frames++] = (struct frame){s->name, head};
+	*id = f;
+	sqlite3_bind_int64(st, 1, f);
+	bind_sid(st, 2, s->name);
+	if (set >= 0)
+		sqlite3_bind_int64(st, 3, set);
+	else
+		sqlite3_bind_null(st, 3);
+	bind_opt(st, 4, s->addr);
+	bind_sid(st, 5, s->dso);
+	sqlite3_bind_int64(st, 6, s->flags);
+	return step(w, st);
+}
+
+/*
+ * The pass over the slices while SQLite is open: each is checked where a
+ * bad value would make the database lie (a parent that is not an earlier
+ * slice of the same thread, a string id out of range), its frame found
+ * or written, and its gap row written.  The trees are written from the
+ * frames kept here once SQLite is closed.
+ */
+static int write_frames(struct sq *w)
+{
+	const struct mt_trace *t = w->t;
+	uint64_t id = 0, gaps = 0;
+	int rc;
+
+	for (size_t ti = 0; ti < t->nr_threads; ti++)
+		w->nr_slices += t->threads[ti].nr_slices;
+	if (w->nr_slices > SIZE_MAX / sizeof(*w->frame_of) ||
+	    !(w->frame_of = malloc((size_t)(w->nr_slices ? w->nr_slices : 1) *
+				   sizeof(*w->frame_of))))
+		return fail(w, -ENOMEM, "out of memory");
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
 
-		for (size_t j = 0; j < th->nr_slices; j++) {
+		for (size_t j = 0; j < th->nr_slices; j++, id++) {
 			const struct mt_slice *s = &th->slices[j];
-			uint64_t id = base + j;
-			int64_t set;
 
 			if ((s->parent != MT_NONE && s->parent >= j) ||
 			    s->name >= t->strs.nr || s->dso >= t->strs.nr)
@@ -579,40 +657,305 @@ static int write_slices(struct sq *w, uint64_t *nr)
 					    "thread %" PRIu32 " slice %zu: "
 					    "parent or string id out of range",
 					    th->tid, j);
-			rc = aset_get(w, s, &set);
-			if (rc)
-				return rc;
-			bind_u64(st, 1, id);
-			bind_u64(st, 2, s->ts);
-			bind_u64(st, 3, s->dur);
-			sqlite3_bind_int64(st, 4, (sqlite3_int64)ti);
-			bind_sid(st, 5, s->name);
-			sqlite3_bind_int64(st, 6, s->depth);
-			if (s->parent != MT_NONE)
-				bind_u64(st, 7, base + s->parent);
-			else
-				sqlite3_bind_null(st, 7);
-			if (set >= 0)
-				sqlite3_bind_int64(st, 8, set);
-			else
-				sqlite3_bind_null(st, 8);
-			bind_opt(st, 9, s->addr);
-			bind_sid(st, 10, s->dso);
-			sqlite3_bind_int64(st, 11, s->flags);
-			if (s->segment != MT_NONE)
-				sqlite3_bind_int64(st, 12, s->segment);
-			else
-				sqlite3_bind_null(st, 12);
-			rc = step(w, st);
+			rc = frame_get(w, s, &w->frame_of[id]);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,
 					       gaps++);
 			if (rc)
 				return rc;
 		}
+	}
+	return 0;
+}
+
+/*
+ * slice_raw: one row per slice in id order, which is its rowid order.
+ * Columns as in the schema: id (the rowid, stored as NULL), ts, dur,
+ * track_id, depth, parent_id, frame_id, segment.
+ */
+static int write_slice_rows(struct sq *w, struct bt_file *f, uint32_t root)
+{
+	const struct mt_trace *t = w->t;
+	struct bt_tree bt;
+	uint64_t id = 0;
+	int rc = bt_begin(&bt, f, 0, root);
+
+	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+		uint64_t base = id;
+
+		for (size_t j = 0; !rc && j < th->nr_slices; j++, id++) {
+			const struct mt_slice *s = &th->slices[j];
+			int root_slice = s->parent == MT_NONE;
+			int64_t v[8] = {
+				0,
+				(int64_t)s->ts,
+				(int64_t)s->dur,
+				(int64_t)ti,
+				s->depth,
+				root_slice ? 0 : (int64_t)(base + s->parent),
+				w->frame_of[id],
+				s->segment,
+			};
+			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
+					 (uint32_t)(s->segment == MT_NONE) << 7;
+
+			rc = bt_row(&bt, (int64_t)id, v, nulls, 8);
+		}
+	}
+	if (!rc)
+		rc = bt_end(&bt);
+	bt_free(&bt);
+	return rc;
+}
+
+/* A slice's start, as SQLite orders it (signed), and its index. */
+struct ts_idx {
+	int64_t ts;
+	size_t j;
+};
+
+static int ts_idx_cmp(const void *a, const void *b)
+{
+	const struct ts_idx *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->j < y->j ? -1 : x->j > y->j;
+}
+
+/*
+ * slice_track_ts: (track_id, ts, id).  Ids are in thread order, and in a
+ * thread in pre-order, which is start order: the entries come in the
+ * table's order.  A thread whose starts are not in order (the model
+ * promises they are) is sorted rather than trusted.
+ */
+static int write_track_index(struct sq *w, struct bt_file *f, uint32_t root)
+{
+	const struct mt_trace *t = w->t;
+	struct ts_idx *order = NULL;
+	struct bt_tree bt;
+	uint64_t base = 0;
+	int rc = bt_begin(&bt, f, 1, root);
+
+	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+		const struct mt_slice *sl = th->slices;
+		size_t n = th->nr_slices, j = 1;
+
+		while (j < n && (int64_t)sl[j - 1].ts <= (int64_t)sl[j].ts)
+			j++;
+		if (j < n) {
+			order = malloc(n * sizeof(*order));
+			if (!order) {
+				rc = -ENOMEM;
+				break;
+			}
+			for (j = 0; j < n; j++)
+				order[j] =
+					(struct ts_idx){(int64_t)sl[j].ts, j};
+			qsort(order, n, sizeof(*order), ts_idx_cmp);
+		}
+		for (j = 0; !rc && j < n; j++) {
+			size_t k = order ? order[j].j : j;
+			int64_t v[3] = {(int64_t)ti, (int64_t)sl[k].ts,
+					(int64_t)(base + k)};
+
+			rc = bt_entry(&bt, v, 0, 3);
+		}
+		free(order);
+		order = NULL;
+		base += n;
+	}
+	if (!rc)
+		rc = bt_end(&bt);
+	bt_free(&bt);
+	return rc;
+}
+
+/* An open ancestor in a walk of a thread's slices, and its last child
+ * seen so far. */
+struct open_slice {
+	uint32_t slice, last;
+};
+
+/*
+ * Links each slice of a thread to its next sibling, MT_NONE after the
+ * last, in one pass with the stack of open ancestors.  This holds only
+ * for a depth-first walk, in which a slice's parent is always open;
+ * -EINVAL if the thread is not one.
+ */
+static int sibling_links(const struct mt_slice *sl, size_t n, uint32_t *next,
+			 struct open_slice **stack, size_t *cap)
+{
+	size_t sp = 0;
+
+	for (size_t j = 0; j < n; j++) {
+		uint32_t p = sl[j].parent;
+
+		next[j] = MT_NONE;
+		if (p == MT_NONE) {
+			sp = 0;
+		} else {
+			while (sp && (*stack)[sp - 1].slice != p)
+				sp--;
+			if (!sp)
+				return -EINVAL;
+			if ((*stack)[sp - 1].last != MT_NONE)
+				next[(*stack)[sp - 1].last] = (uint32_t)j;
+			(*stack)[sp - 1].last = (uint32_t)j;
+		}
+		if (mt_grow((void **)stack, cap, sp + 1, sizeof(**stack)))
+			return -ENOMEM;
+		(*stack)[sp++] = (struct open_slice){(uint32_t)j, MT_NONE};
+	}
+	return 0;
+}
+
+/*
+ * A thread's children grouped by parent in id order, for a thread that
+ * is not a depth-first walk (the model promises it is): a counting sort
+ * into kids; the number of them in *nr.
+ */
+static int group_by_parent(const struct mt_slice *sl, size_t n, uint32_t *kids,
+			   size_t *nr)
+{
+	uint32_t *start = calloc(n + 1, sizeof(*start));
+
+	if (!start)
+		return -ENOMEM;
+	/* start[p + 1] counts p's children, then start[p] is where they
+	 * begin in kids. */
+	for (size_t j = 0; j < n; j++)
+		if (sl[j].parent != MT_NONE)
+			start[sl[j].parent + 1]++;
+	for (size_t p = 0; p < n; p++)
+		start[p + 1] += start[p];
+	*nr = 0;
+	for (size_t j = 0; j < n; j++)
+		if (sl[j].parent != MT_NONE) {
+			kids[start[sl[j].parent]++] = (uint32_t)j;
+			(*nr)++;
+		}
+	free(start);
+	return 0;
+}
+
+static int parent_entry(struct bt_tree *bt, uint64_t parent, uint64_t id)
+{
+	int64_t v[2] = {(int64_t)parent, (int64_t)id};
+
+	return bt_entry(bt, v, 0, 2);
+}
+
+/*
+ * slice_parent: (parent_id, id).  Roots (a NULL parent) come first, all
+ * threads' in id order; then each thread's children, parent by parent.
+ * In a depth-first walk a parent's first child is the slice after it and
+ * the others follow by sibling links, kept in the word per slice that
+ * held the frames (slice_raw is written: they are free), so the index
+ * costs no memory beyond it.
+ */
+static int write_parent_index(struct sq *w, struct bt_file *f, uint32_t root)
+{
+	const struct mt_trace *t = w->t;
+	uint32_t *next = w->frame_of;
+	struct open_slice *stack = NULL;
+	size_t cap = 0;
+	uint64_t base = 0;
+	struct bt_tree bt;
+	int rc = bt_begin(&bt, f, 1, root);
+
+	for (size_t ti = 0; ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+
+		for (size_t j = 0; !rc && j < th->nr_slices; j++)
+			if (th->slices[j].parent == MT_NONE) {
+				int64_t v[2] = {0, (int64_t)(base + j)};
+
+				rc = bt_entry(&bt, v, 1, 2);
+			}
 		base += th->nr_slices;
 	}
-	*nr = base;
+	base = 0;
+	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+		const struct mt_slice *sl = th->slices;
+		size_t n = th->nr_slices, nr;
+
+		rc = sibling_links(sl, n, next, &stack, &cap);
+		if (!rc) {
+			for (size_t p = 0; !rc && p + 1 < n; p++)
+				for (uint32_t c = sl[p + 1].parent == p
+							  ? (uint32_t)p + 1
+							  : MT_NONE;
+				     !rc && c != MT_NONE; c = next[c])
+					rc = parent_entry(&bt, base + p,
+							  base + c);
+		} else if (rc == -EINVAL) {
+			rc = group_by_parent(sl, n, next, &nr);
+			for (size_t k = 0; !rc && k < nr; k++)
+				rc = parent_entry(&bt,
+						  base + sl[next[k]].parent,
+						  base + next[k]);
+		}
+		base += n;
+	}
+	free(stack);
+	if (!rc)
+		rc = bt_end(&bt);
+	bt_free(&bt);
+	return rc;
+}
+
+/* The trees SQLite left empty, in this order. */
+static const char *const tree_names[] = {"slice_raw", "slice_track_ts",
+					 "slice_parent"};
+#define NR_TREES (sizeof(tree_names) / sizeof(*tree_names))
+
+static int read_roots(struct sq *w, uint32_t *roots)
+{
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(w->db,
+			       "SELECT rootpage FROM sqlite_schema"
+			       " WHERE name = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return fail_db(w, "preparing");
+	for (size_t i = 0; !rc && i < NR_TREES; i++) {
+		sqlite3_bind_text(st, 1, tree_names[i], -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			roots[i] = (uint32_t)sqlite3_column_int64(st, 0);
+		else
+			rc = fail_db(w, "reading the schema");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The slice table and its indexes, into the file SQLite has closed. */
+static int write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
+{
+	struct bt_file f;
+	int rc = bt_open(&f, tmp);
+
+	if (rc)
+		return fail(w, rc, "writing slices: %s", strerror(-rc));
+	rc = write_slice_rows(w, &f, roots[0]);
+	if (!rc)
+		rc = write_track_index(w, &f, roots[1]);
+	/* Last: it reuses the frames' words. */
+	if (!rc)
+		rc = write_parent_index(w, &f, roots[2]);
+	if (rc) {
+		bt_close(&f, 1);
+		return fail(w, rc, "writing slices: %s", strerror(-rc));
+	}
+	rc = bt_close(&f, 0);
+	if (rc)
+		return fail(w, rc, "writing slices: %s", strerror(-rc));
 	return 0;
 }
 
@@ -698,9 +1041,16 @@ bad:
 	return fail(w, -EINVAL, "string id out of range in the model");
 }
 
-/* Everything between opening the temporary file and closing it. */
-static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
+static int close_db(struct sq *w);
+
+/*
+ * SQLite writes the schema and the small tables and is closed; then the
+ * slice table and its indexes are written into the file (btree.c), which
+ * costs a fraction of what SQLite's inserts and index sorts would.
+ */
+static int build(struct sq *w, const char *tmp)
 {
+	uint32_t roots[NR_TREES];
 	char sql[64];
 	int rc;
 
@@ -714,16 +1064,13 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 		return fail_db(w, "opening");
 	/*
 	 * No journal and no syncs: a failed build is thrown away whole, so
-	 * there is nothing to roll back to.  Sorting for the indexes stays
-	 * in memory; the cache (in KiB) holds the hot b-tree pages.
+	 * there is nothing to roll back to.
 	 */
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d;", SCHEMA_VERSION);
 	rc = exec(w, "PRAGMA page_size = 8192;"
 		     "PRAGMA journal_mode = OFF;"
 		     "PRAGMA synchronous = OFF;"
-		     "PRAGMA locking_mode = EXCLUSIVE;"
-		     "PRAGMA temp_store = FILE;"
-		     "PRAGMA cache_size = -65536;");
+		     "PRAGMA locking_mode = EXCLUSIVE;");
 	if (!rc)
 		rc = exec(w, sql);
 	if (!rc)
@@ -740,13 +1087,17 @@ static int build(struct sq *w, const char *tmp, uint64_t *nr_slices)
 	if (!rc)
 		rc = write_strings(w);
 	if (!rc)
-		rc = write_slices(w, nr_slices);
+		rc = write_frames(w);
 	if (!rc)
 		rc = write_extras(w);
 	if (!rc)
-		rc = exec(w, indexes);
-	if (!rc)
 		rc = exec(w, "COMMIT;");
+	if (!rc)
+		rc = read_roots(w, roots);
+	if (!rc)
+		rc = close_db(w);
+	if (!rc)
+		rc = write_trees(w, tmp, roots);
 	return rc;
 }
 
@@ -772,26 +1123,26 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		 struct wr_stats *st, char *err, size_t errlen)
 {
 	struct sq w = {.t = t, .path = f->path, .err = err, .errlen = errlen};
-	uint64_t nr_slices = 0;
 	struct stat sb;
 	int rc;
 
 	if (err && errlen)
 		err[0] = 0;
-	rc = build(&w, f->tmp, &nr_slices);
+	rc = build(&w, f->tmp);
 	if (rc)
 		close_db(&w);
-	else
-		rc = close_db(&w);
 	if (!rc && stat(f->tmp, &sb))
 		rc = fail(&w, -errno, "%s", strerror(errno));
 	if (!rc && st) {
 		st->bytes = (uint64_t)sb.st_size;
-		st->slices = nr_slices;
+		st->slices = w.nr_slices;
 		st->tracks = (uint32_t)t->nr_threads;
 	}
 	free(w.asets);
 	mt_hmap_free(&w.aset_index);
+	free(w.frames);
+	mt_hmap_free(&w.frame_heads);
+	free(w.frame_of);
 	free(w.tids);
 	free(w.pids);
 	return rc;

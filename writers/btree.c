@@ -1,0 +1,597 @@
+/*
+ * btree: SQLite b-trees written straight into a database file (see
+ * btree_internal.h for the why and the limits).
+ *
+ * Rows and entries come in key order, so each leaf is filled once, left
+ * to right, until the next cell does not fit, and nothing is ever moved.
+ * The levels above are built from what each completed page hands up:
+ * a table's largest rowid in it, or an index's next entry, which an
+ * index b-tree keeps in the interior cell instead of in a leaf.  Every
+ * non-root page keeps at least one cell: an index's last entry is never
+ * made a separator with nothing after it, and the last page of a level
+ * never holds only its right child.  Pages are filled to the brim:
+ * SQLite needs no free space to read a page, and a later insert splits
+ * it as it would any other.
+ */
+#include "util/util.h"
+#include "writers/btree_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+	PAGE_INDEX_INTERIOR = 2,
+	PAGE_TABLE_INTERIOR = 5,
+	PAGE_INDEX_LEAF = 10,
+	PAGE_TABLE_LEAF = 13,
+};
+
+/* SQLite's lock bytes start at 1 GiB; the page that holds them is never
+ * part of a b-tree. */
+#define PENDING_BYTE 0x40000000u
+
+/* Appended pages are written in runs of about this many bytes. */
+#define CHUNK_BYTES (1u << 20)
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static void put16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint32_t varint_len(uint64_t v)
+{
+	uint32_t n = 1;
+
+	if (v >> 56)
+		return 9;
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+/* SQLite's varint: big-endian groups of 7 bits, all 8 in a ninth byte. */
+static uint32_t put_varint(uint8_t *p, uint64_t v)
+{
+	uint32_t n = varint_len(v);
+
+	if (n == 9) {
+		p[8] = (uint8_t)v;
+		v >>= 8;
+		for (int i = 7; i >= 0; i--, v >>= 7)
+			p[i] = (uint8_t)(v | 0x80);
+		return 9;
+	}
+	p[n - 1] = (uint8_t)(v & 0x7f);
+	for (int i = (int)n - 2; i >= 0; i--) {
+		v >>= 7;
+		p[i] = (uint8_t)(v | 0x80);
+	}
+	return n;
+}
+
+/* Bytes of the value under each serial type (7, a float, is not used). */
+static const uint8_t type_len[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+
+/* The smallest serial type that holds v, as SQLite picks it. */
+static uint32_t int_type(const struct bt_file *f, int64_t v)
+{
+	uint64_t u = v < 0 ? ~(uint64_t)v : (uint64_t)v;
+
+	if (u <= 127)
+		return (v == 0 || v == 1) && f->small_ints ? 8 + (uint32_t)v
+							   : 1;
+	if (u <= 32767)
+		return 2;
+	if (u <= 8388607)
+		return 3;
+	if (u <= 2147483647)
+		return 4;
+	if (u <= 140737488355327)
+		return 5;
+	return 6;
+}
+
+/* A record of n integers and NULLs; returns its length. */
+static uint32_t record(const struct bt_file *f, uint8_t *out, const int64_t *v,
+		       uint32_t nulls, int n)
+{
+	uint8_t *b = out + 1 + n;
+
+	/* n <= BT_MAX_COLS: the header's length and every type fit a
+	 * one-byte varint. */
+	out[0] = (uint8_t)(n + 1);
+	for (int i = 0; i < n; i++) {
+		uint32_t t = nulls >> i & 1 ? 0 : int_type(f, v[i]);
+		uint64_t x = (uint64_t)v[i];
+
+		out[1 + i] = (uint8_t)t;
+		for (uint32_t k = type_len[t]; k > 0; k--, x >>= 8)
+			b[k - 1] = (uint8_t)x;
+		b += type_len[t];
+	}
+	return (uint32_t)(b - out);
+}
+
+/* ------------------------------------------------------------------ */
+/* The file                                                            */
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t k = pwrite(fd, p, n, off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+		off += k;
+	}
+	return 0;
+}
+
+static int flush(struct bt_file *f)
+{
+	int rc;
+
+	if (!f->chunk_nr)
+		return 0;
+	rc = pwrite_all(f->fd, f->chunk, (size_t)f->chunk_nr * f->page_size,
+			(off_t)(f->chunk_first - 1) * f->page_size);
+	f->chunk_nr = 0;
+	return rc;
+}
+
+/* Appends a page (zeroes when page is NULL); *pgno is its number. */
+static int append(struct bt_file *f, const uint8_t *page, uint32_t *pgno)
+{
+	uint8_t *dst;
+	int rc;
+
+	/* SQLite numbers pages in 32 bits and stops at 2^32 - 2. */
+	if (f->nr_pages >= 0xfffffffeu)
+		return -EFBIG;
+	if (f->chunk_nr == f->chunk_cap && (rc = flush(f)))
+		return rc;
+	if (!f->chunk_nr)
+		f->chunk_first = f->nr_pages + 1;
+	dst = f->chunk + (size_t)f->chunk_nr++ * f->page_size;
+	if (page)
+		memcpy(dst, page, f->page_size);
+	else
+		memset(dst, 0, f->page_size);
+	*pgno = ++f->nr_pages;
+	if (f->nr_pages + 1 == f->lock_page) {
+		uint32_t skip;
+
+		return append(f, NULL, &skip);
+	}
+	return 0;
+}
+
+int bt_open(struct bt_file *f, const char *path)
+{
+	static const char magic[16] = "SQLite format 3";
+	uint8_t h[100];
+	struct stat sb;
+	ssize_t n;
+	int rc = -EINVAL;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	n = pread(f->fd, h, sizeof(h), 0);
+	if (n < 0 || fstat(f->fd, &sb)) {
+		rc = -errno;
+		goto fail;
+	}
+	if (n != sizeof(h) || memcmp(h, magic, sizeof(magic)))
+		goto fail;
+	f->page_size = (uint32_t)h[16] << 8 | h[17];
+	if (f->page_size == 1)
+		f->page_size = 65536;
+	if (f->page_size < 512 || f->page_size & (f->page_size - 1) ||
+	    h[20] > f->page_size - 480)
+		goto fail;
+	f->usable = f->page_size - h[20];
+	f->nr_pages = get32(h + 28);
+	/* The header's page count is only trusted when it matches the
+	 * change counter; the file's size must agree with it. */
+	if (get32(h + 24) != get32(h + 92) ||
+	    (uint64_t)sb.st_size != (uint64_t)f->nr_pages * f->page_size)
+		goto fail;
+	/* Autovacuum keeps pointer-map pages, which these trees would have
+	 * to be entered in. */
+	if (get32(h + 52)) {
+		rc = -ENOTSUP;
+		goto fail;
+	}
+	f->small_ints = get32(h + 44) >= 4;
+	f->lock_page = PENDING_BYTE / f->page_size + 1;
+	f->chunk_cap =
+		CHUNK_BYTES / f->page_size ? CHUNK_BYTES / f->page_size : 1;
+	f->chunk = malloc((size_t)f->chunk_cap * f->page_size);
+	if (!f->chunk) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	return 0;
+fail:
+	close(f->fd);
+	f->fd = -1;
+	return rc;
+}
+
+int bt_close(struct bt_file *f, int abort)
+{
+	uint8_t h[100];
+	int rc = 0;
+
+	if (f->fd < 0)
+		return 0;
+	if (!abort && !f->failed) {
+		rc = flush(f);
+		if (!rc && pread(f->fd, h, sizeof(h), 0) != sizeof(h))
+			rc = -EIO;
+		if (!rc) {
+			/* A new change counter, with the page count valid for
+			 * it. */
+			uint32_t counter = get32(h + 24) + 1;
+
+			put32(h + 24, counter);
+			put32(h + 28, f->nr_pages);
+			put32(h + 92, counter);
+			rc = pwrite_all(f->fd, h, sizeof(h), 0);
+		}
+	}
+	if (close(f->fd) && !rc)
+		rc = -errno;
+	f->fd = -1;
+	free(f->chunk);
+	f->chunk = NULL;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pages                                                               */
+
+static void page_init(struct bt_page *pg, const struct bt_file *f, uint8_t type)
+{
+	pg->hdr = type == PAGE_TABLE_LEAF || type == PAGE_INDEX_LEAF ? 8 : 12;
+	pg->nr = 0;
+	pg->top = f->usable;
+	memset(pg->p, 0, pg->hdr);
+	pg->p[0] = type;
+}
+
+static int page_room(const struct bt_page *pg, uint32_t len)
+{
+	return pg->hdr + 2 * (pg->nr + 1) + len <= pg->top;
+}
+
+/* Room for a cell of len bytes after the others (page_room first). */
+static uint8_t *page_add(struct bt_page *pg, uint32_t len)
+{
+	pg->top -= len;
+	put16(pg->p + pg->hdr + 2 * pg->nr++, pg->top);
+	return pg->p + pg->top;
+}
+
+/* The header's counts and right child; the unused bytes zeroed, so that
+ * the file holds nothing but the trace. */
+static void page_finish(struct bt_page *pg, const struct bt_file *f,
+			uint32_t right)
+{
+	uint32_t end = pg->hdr + 2 * pg->nr;
+
+	put16(pg->p + 3, pg->nr);
+	put16(pg->p + 5, pg->top == 65536 ? 0 : pg->top);
+	if (pg->hdr == 12)
+		put32(pg->p + 8, right);
+	memset(pg->p + end, 0, pg->top - end);
+	memset(pg->p + f->usable, 0, f->page_size - f->usable);
+}
+
+/* ------------------------------------------------------------------ */
+/* Trees                                                               */
+
+static int fail(struct bt_tree *t, int rc)
+{
+	t->f->failed = 1;
+	return rc;
+}
+
+static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
+		     uint32_t key_len)
+{
+	if (mt_grow((void **)&t->items, &t->cap_items, t->nr_items + 1,
+		    sizeof(*t->items)) ||
+	    mt_grow((void **)&t->keys, &t->keys_cap, t->keys_len + key_len, 1))
+		return -ENOMEM;
+	if (key_len)
+		memcpy(t->keys + t->keys_len, key, key_len);
+	t->items[t->nr_items++] = (struct bt_item){page, key_len, t->keys_len};
+	t->keys_len += key_len;
+	return 0;
+}
+
+int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->index = index;
+	t->root = root;
+	if (f->failed || f->fd < 0)
+		return -EIO;
+	if (root < 2 || root > f->nr_pages || root == f->lock_page)
+		return fail(t, -EINVAL);
+	t->leaf.p = malloc(f->page_size);
+	if (!t->leaf.p)
+		return fail(t, -ENOMEM);
+	page_init(&t->leaf, f, index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
+	return 0;
+}
+
+void bt_free(struct bt_tree *t)
+{
+	free(t->leaf.p);
+	free(t->held);
+	free(t->items);
+	free(t->keys);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * The leaf is complete: it is written (the first one waits until a
+ * second shows it is not the root), noted for the level above with the
+ * key that follows it, and the next leaf begins.
+ */
+static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
+{
+	struct bt_file *f = t->f;
+	uint32_t page = 0;
+	int rc;
+
+	page_finish(&t->leaf, f, 0);
+	if (t->nr_leaves == 0) {
+		t->held = t->leaf.p;
+		t->leaf.p = malloc(f->page_size);
+		if (!t->leaf.p)
+			return fail(t, -ENOMEM);
+	} else {
+		if (t->nr_leaves == 1) {
+			rc = append(f, t->held, &t->items[0].page);
+			if (rc)
+				return fail(t, rc);
+			free(t->held);
+			t->held = NULL;
+		}
+		rc = append(f, t->leaf.p, &page);
+		if (rc)
+			return fail(t, rc);
+	}
+	rc = push_item(t, page, key, key_len);
+	if (rc)
+		return fail(t, rc);
+	t->nr_leaves++;
+	page_init(&t->leaf, f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
+	return 0;
+}
+
+int bt_row(struct bt_tree *t, int64_t rowid, const int64_t *v, uint32_t nulls,
+	   int n)
+{
+	struct bt_file *f = t->f;
+	uint8_t rec[BT_MAX_CELL], *p;
+	uint32_t len, rec_len;
+	int rc;
+
+	if (f->failed)
+		return -EIO;
+	if (t->index || n < 0 || n > BT_MAX_COLS || rowid < 0 ||
+	    ((t->nr_leaves || t->leaf.nr) && rowid <= t->last_rowid))
+		return fail(t, -EINVAL);
+	rec_len = record(f, rec, v, nulls, n);
+	len = varint_len(rec_len) + varint_len((uint64_t)rowid) + rec_len;
+	/* Longer rows would spill to overflow pages. */
+	if (rec_len > f->usable - 35)
+		return fail(t, -E2BIG);
+	if (!page_room(&t->leaf, len)) {
+		uint8_t key[9];
+
+		rc = leaf_done(t, key,
+			       put_varint(key, (uint64_t)t->last_rowid));
+		if (rc)
+			return rc;
+	}
+	p = page_add(&t->leaf, len);
+	p += put_varint(p, rec_len);
+	p += put_varint(p, (uint64_t)rowid);
+	memcpy(p, rec, rec_len);
+	t->last_rowid = rowid;
+	return 0;
+}
+
+/* Puts an index cell in the leaf; last: no entry follows it. */
+static int place(struct bt_tree *t, const uint8_t *cell, uint32_t len, int last)
+{
+	uint8_t sep[BT_MAX_CELL];
+	uint32_t sep_len;
+	int rc;
+
+	if (page_room(&t->leaf, len)) {
+		memcpy(page_add(&t->leaf, len), cell, len);
+		t->last_len = len;
+		return 0;
+	}
+	if (!last)
+		return leaf_done(t, cell, len);
+	/* The last entry cannot separate this leaf from an empty one: the
+	 * leaf's own last entry does, and the last one starts a leaf.  A
+	 * full leaf holds several (a cell is at most a quarter page). */
+	if (t->leaf.nr < 2)
+		return fail(t, -EINVAL);
+	sep_len = t->last_len;
+	memcpy(sep, t->leaf.p + t->leaf.top, sep_len);
+	t->leaf.nr--;
+	t->leaf.top += sep_len;
+	rc = leaf_done(t, sep, sep_len);
+	if (rc)
+		return rc;
+	memcpy(page_add(&t->leaf, len), cell, len);
+	t->last_len = len;
+	return 0;
+}
+
+int bt_entry(struct bt_tree *t, const int64_t *v, uint32_t nulls, int n)
+{
+	struct bt_file *f = t->f;
+	uint8_t rec[BT_MAX_CELL];
+	uint32_t rec_len, hdr;
+	int rc;
+
+	if (f->failed)
+		return -EIO;
+	if (!t->index || n < 1 || n > BT_MAX_COLS)
+		return fail(t, -EINVAL);
+	rec_len = record(f, rec, v, nulls, n);
+	/* SQLite's largest index payload kept in the page. */
+	if (rec_len > (f->usable - 12) * 64 / 255 - 23)
+		return fail(t, -E2BIG);
+	if (t->pending_len) {
+		rc = place(t, t->pending, t->pending_len, 0);
+		if (rc)
+			return rc;
+	}
+	hdr = put_varint(t->pending, rec_len);
+	memcpy(t->pending + hdr, rec, rec_len);
+	t->pending_len = hdr + rec_len;
+	return 0;
+}
+
+/*
+ * Where the page that starts at item a ends: cells for a..end-1 and end
+ * as its right child.  The page after it must not be left with only a
+ * right child, so when one item would be left over, this page ends one
+ * item earlier.
+ */
+static size_t run_end(const struct bt_tree *t, size_t a, uint32_t room)
+{
+	size_t i = a, n = t->nr_items;
+	uint32_t used = 0;
+
+	for (; i + 1 < n; i++) {
+		uint32_t c = 2 + 4 + t->items[i].key_len;
+
+		if (used + c > room)
+			break;
+		used += c;
+	}
+	if (i + 2 == n && i > a + 1)
+		i--;
+	return i;
+}
+
+/* The interior levels, each built from the pages of the one below,
+ * until one page is left: the root. */
+static int build_levels(struct bt_tree *t)
+{
+	struct bt_file *f = t->f;
+	uint8_t type = t->index ? PAGE_INDEX_INTERIOR : PAGE_TABLE_INTERIOR;
+	struct bt_page pg = {.p = t->leaf.p};
+	uint32_t room = f->usable - 12;
+	int rc;
+
+	while (t->nr_items > 1) {
+		size_t n = t->nr_items, a = 0, k = 0;
+		int is_root = run_end(t, 0, room) + 1 == n;
+
+		while (a < n) {
+			size_t end = run_end(t, a, room);
+			struct bt_item up = t->items[end];
+			uint32_t page = t->root;
+
+			/* A page of only a right child would be left
+			 * (items too big for a page to hold two). */
+			if (end == a || (end + 2 == n))
+				return fail(t, -EINVAL);
+			page_init(&pg, f, type);
+			for (size_t i = a; i < end; i++) {
+				const struct bt_item *it = &t->items[i];
+				uint8_t *c = page_add(&pg, 4 + it->key_len);
+
+				put32(c, it->page);
+				memcpy(c + 4, t->keys + it->key_off,
+				       it->key_len);
+			}
+			page_finish(&pg, f, up.page);
+			rc = is_root ? pwrite_all(f->fd, pg.p, f->page_size,
+						  (off_t)(t->root - 1) *
+							  f->page_size)
+				     : append(f, pg.p, &page);
+			if (rc)
+				return fail(t, rc);
+			/* Each page takes two items or more: k stays behind
+			 * a. */
+			up.page = page;
+			t->items[k++] = up;
+			a = end + 1;
+		}
+		t->nr_items = k;
+	}
+	return 0;
+}
+
+int bt_end(struct bt_tree *t)
+{
+	struct bt_file *f = t->f;
+	int rc;
+
+	if (f->failed)
+		return -EIO;
+	if (t->pending_len) {
+		rc = place(t, t->pending, t->pending_len, 1);
+		if (rc)
+			return rc;
+		t->pending_len = 0;
+	}
+	if (!t->nr_leaves) {
+		/* One leaf, empty or not: the root. */
+		page_finish(&t->leaf, f, 0);
+		rc = pwrite_all(f->fd, t->leaf.p, f->page_size,
+				(off_t)(t->root - 1) * f->page_size);
+		return rc ? fail(t, rc) : 0;
+	}
+	if (t->index) {
+		rc = leaf_done(t, NULL, 0);
+	} else {
+		uint8_t key[9];
+
+		rc = leaf_done(t, key,
+			       put_varint(key, (uint64_t)t->last_rowid));
+	}
+	if (rc)
+		return rc;
+	return build_levels(t);
+}
