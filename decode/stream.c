@@ -199,6 +199,8 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	}
 	s->last_ip = b->end_ip;
 	s->last_isid = b->isid;
+	s->blk_ip = b->ip;
+	s->blk_ninsn = b->ninsn;
 	s->icount += b->ninsn;
 	s->c->stats.blocks++;
 	/*
@@ -310,6 +312,46 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
 		arrive(s, dest);
 }
 
+/*
+ * libipt proceeds to a PTWRITE that its FUP names across a direct call or
+ * jump, and then past the PTWRITE, so the block ends at the PTWRITE and
+ * the branch before it (end_on_call, end_on_jump) is inside the block:
+ * without this, a PTWRITE at a function's first instruction loses the
+ * call to the function.  A direct branch can only be the next to last
+ * instruction of such a block, and it goes to the PTWRITE: found by its
+ * bytes (the only candidate whose target is the PTWRITE), it is made the
+ * transfer it was.
+ */
+static void ptwrite_after_branch(struct strm *s, uint64_t ptw)
+{
+	uint8_t b[15 * 8 + 15];
+	size_t n, span;
+
+	if (s->blk_ninsn < 2 || ptw != s->last_ip)
+		return;
+	span = 15 * (size_t)(s->blk_ninsn - 1);
+	n = read_code(s, s->last_isid, s->blk_ip, b,
+		      span + 15 < sizeof(b) ? span + 15 : sizeof(b));
+	for (size_t at = 0; at < n && at < span; at++) {
+		uint64_t pa = s->blk_ip + at, to;
+		unsigned len;
+
+		if (!dec_direct_target(b + at, n - at, pa, &to) || to != ptw)
+			continue;
+		len = dec_call_len(b + at, n - at);
+		if (len) {
+			strm_held_push(s, s->pend_time, DEC_CALL, ptw,
+				       pa + len);
+			set_range(s, ptw);
+		} else if (s->cur_lo <= s->cur_hi &&
+			   (ptw < s->cur_lo || ptw >= s->cur_hi)) {
+			strm_held_push(s, s->pend_time, DEC_JUMP, ptw, pa);
+			set_range(s, ptw);
+		}
+		return;
+	}
+}
+
 static void on_event(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t before = s->last_time, before_pos = s->mark_pos;
@@ -395,6 +437,8 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		on_async_branch(s, ev);
 		break;
 	case ptev_ptwrite:
+		if (s->synced && s->tracing && !ev->ip_suppressed)
+			ptwrite_after_branch(s, ev->variant.ptwrite.ip);
 		strm_emit(s, t, DEC_PTWRITE, ev->variant.ptwrite.ip,
 			  ev->variant.ptwrite.payload);
 		break;

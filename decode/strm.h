@@ -63,6 +63,8 @@ struct strm {
 	enum pend pend;
 	uint64_t pend_time, pend_from, pend_ret, pend_pos;
 	uint64_t last_ip; /* last instruction decoded */
+	uint64_t blk_ip;  /* the last block's first instruction */
+	uint32_t blk_ninsn;
 	int last_isid;
 	bool last_far;		 /* the last block ended in a far transfer */
 	bool tsx_aborted;	 /* the async branch coming is the abort's */

@@ -142,6 +142,11 @@ static const char schema[] =
 	"CREATE TABLE hit("
 	"id INTEGER PRIMARY KEY, ts INTEGER, mark_start INTEGER, pid INTEGER,"
 	" tid INTEGER, utid INTEGER, ip INTEGER, arg INTEGER, name TEXT);"
+	/* The values the program wrote (PTWRITE), each with the innermost
+	 * slice of its thread it was written in. */
+	"CREATE TABLE ptwrite("
+	"id INTEGER PRIMARY KEY, ts INTEGER, utid INTEGER, tid INTEGER,"
+	" ip INTEGER, value INTEGER, slice_id INTEGER);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
@@ -210,6 +215,7 @@ enum {
 	S_STITCH,
 	S_GAP,
 	S_HIT,
+	S_PTWRITE,
 	S_STRING,
 	S_NR
 };
@@ -235,6 +241,8 @@ static const char *const stmt_sql[S_NR] = {
 		  " segment) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_HIT] = "INSERT INTO hit(id, ts, mark_start, pid, tid, utid, ip,"
 		  " arg, name) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_PTWRITE] = "INSERT INTO ptwrite(id, ts, utid, tid, ip, value,"
+		      " slice_id) VALUES(?, ?, ?, ?, ?, ?, ?)",
 };
 
 /* One write in progress; owns everything it points to except t. */
@@ -1013,6 +1021,79 @@ static int write_extras(struct sq *w)
 	return 0;
 }
 
+/* The innermost slice of th running at ts (its index), or MT_NONE.
+ * Slices are in pre-order, so by start time: the last to start at or
+ * before ts, or the ancestor of it still running then. */
+static uint32_t slice_at(const struct mt_thread *th, uint64_t ts)
+{
+	size_t lo = 0, hi = th->nr_slices;
+	uint32_t i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (th->slices[mid].ts <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return MT_NONE;
+	for (i = (uint32_t)(lo - 1); i != MT_NONE; i = th->slices[i].parent) {
+		const struct mt_slice *s = &th->slices[i];
+
+		if (s->ts + s->dur >= ts)
+			return i;
+		if (s->parent != MT_NONE && s->parent >= i)
+			break; /* not a tree: no answer rather than a loop */
+	}
+	return MT_NONE;
+}
+
+static int write_ptwrites(struct sq *w)
+{
+	const struct mt_trace *t = w->t;
+	sqlite3_stmt *st = w->stmts[S_PTWRITE];
+	struct mt_hmap at = {0}; /* tid -> thread index + 1 */
+	uint64_t *base;
+	int rc = 0;
+
+	if (!t->nr_ptwrites)
+		return 0;
+	base = malloc((t->nr_threads + 1) * sizeof(*base));
+	if (!base)
+		return fail(w, -ENOMEM, "out of memory");
+	base[0] = 0;
+	for (size_t i = 0; i < t->nr_threads && !rc; i++) {
+		base[i + 1] = base[i] + t->threads[i].nr_slices;
+		/* The first thread of a tid is its row, as in bind_utid. */
+		if (!mt_hmap_get(&at, t->threads[i].tid) &&
+		    mt_hmap_set(&at, t->threads[i].tid, i + 1))
+			rc = fail(w, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < t->nr_ptwrites && !rc; i++) {
+		const struct mt_ptwrite *p = &t->ptwrites[i];
+		uint64_t ti = mt_hmap_get(&at, p->tid);
+		uint32_t s =
+			ti ? slice_at(&t->threads[ti - 1], p->ts) : MT_NONE;
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
+		bind_u64(st, 2, p->ts);
+		bind_utid(w, st, 3, p->tid);
+		sqlite3_bind_int64(st, 4, p->tid);
+		bind_opt(st, 5, p->ip);
+		bind_u64(st, 6, p->value);
+		if (s != MT_NONE)
+			bind_u64(st, 7, base[ti - 1] + s);
+		else
+			sqlite3_bind_null(st, 7);
+		rc = step(w, st);
+	}
+	mt_hmap_free(&at);
+	free(base);
+	return rc;
+}
+
 /* Checks the model's string ids outside the slices, which the hot loop
  * checks itself. */
 static int check_strings(struct sq *w)
@@ -1090,6 +1171,8 @@ static int build(struct sq *w, const char *tmp)
 		rc = write_frames(w);
 	if (!rc)
 		rc = write_extras(w);
+	if (!rc)
+		rc = write_ptwrites(w);
 	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)

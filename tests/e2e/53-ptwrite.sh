@@ -2,8 +2,8 @@
 # mt_ptwrite() values: mt-capture --emulate --ptwrite records each call's
 # value as a PTW packet (perf's decoder reads the same payloads), and
 # mt-convert shows them as "ptwrite" instants on the thread's track and
-# rows of the ptwrite table, each tied to the call of work() it was made
-# in.  Without --ptwrite nothing is recorded.
+# rows of the ptwrite table, each tied to the call of mt_ptwrite() (by
+# work()) it was made in.  Without --ptwrite nothing is recorded.
 B=${MT_BUILD:?}/bin
 R=${MT_ROOT:?}
 W=$(mktemp -d /tmp/mt-e2e-ptw.XXXXXX)
@@ -47,9 +47,31 @@ else
 	echo "SKIP ptwrite_perfetto (no protoc)"
 fi
 
-# Without --ptwrite: no PTW packet, no instant.
+# The table: the values in order, each in the call of mt_ptwrite() made
+# by work().
+got=$(sqlite3 "$W/t.sqlite" "SELECT value FROM ptwrite ORDER BY ts, id")
+where=$(sqlite3 "$W/t.sqlite" "SELECT count(*) FROM ptwrite w
+	JOIN slice s ON s.id = w.slice_id JOIN slice p ON p.id = s.parent_id
+	WHERE s.name = 'mt_ptwrite' AND p.name = 'work'
+	AND w.ts BETWEEN s.ts AND s.ts + s.dur")
+if [ "$got" = "$want" ] && [ "$where" = 20 ]; then
+	echo "PASS ptwrite_sqlite"
+else
+	echo "FAIL ptwrite_sqlite: $where of 20 in work's calls; values $(echo $got | head -c 200)"
+fi
+
+# Without --ptwrite: no PTW packet, no instant, and the same call tree
+# (a PTWRITE at a function's first instruction keeps the call to it).
 "$B/mt-capture" --emulate -o "$W/plain.bin" -- "$W/ptw" 2>/dev/null &&
-	"$B/mt-convert" "$W/plain.bin" -o "$W/plain.pftrace" --no-compress -q 2>/dev/null
+	"$B/mt-convert" "$W/plain.bin" -o "$W/plain.pftrace" --no-compress \
+		--text "$W/plain.tsv" -q 2>/dev/null
+"$B/mt-convert" "$W/raw.bin" -o "$W/t2.pftrace" --no-sqlite --text "$W/t.tsv" -q 2>/dev/null
+if [ -s "$W/plain.tsv" ] && cmp -s <(cut -f2,3 "$W/plain.tsv") <(cut -f2,3 "$W/t.tsv"); then
+	echo "PASS ptwrite_same_tree"
+else
+	echo "FAIL ptwrite_same_tree: the call tree differs with --ptwrite"
+	diff <(cut -f2,3 "$W/plain.tsv") <(cut -f2,3 "$W/t.tsv") | head -5 | sed 's/^/    /'
+fi
 if ! command -v protoc >/dev/null; then
 	echo "SKIP ptwrite_off (no protoc)"
 elif [ -s "$W/plain.pftrace" ] && ! protoc --decode=perfetto.protos.Trace \
