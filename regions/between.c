@@ -77,7 +77,7 @@ int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 {
 	uint32_t a = find_name(t, start), b = stop ? find_name(t, stop) : a;
 	struct rg_span **spans = calloc(t->nr_threads + 1, sizeof(*spans));
-	size_t *nr = calloc(t->nr_threads + 1, sizeof(*nr)), nh = 0, k;
+	size_t *nr = calloc(t->nr_threads + 1, sizeof(*nr)), k;
 	uint64_t first, last;
 	int rc = -ENOMEM;
 
@@ -96,23 +96,6 @@ int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 			st->kept_ns += spans[i][k].hi - spans[i][k].lo;
 	}
 	rc = rg_keep_spans(t, spans, nr, st);
-	if (rc)
-		goto out;
-	for (size_t h = 0; h < t->nr_hits; h++) {
-		const struct mt_hit *x = &t->hits[h];
-		bool in = false;
-
-		for (size_t i = 0; i < t->nr_threads && !in; i++) {
-			if (t->threads[i].tid != x->tid)
-				continue;
-			for (k = 0; k < nr[i] && !in; k++)
-				in = x->ts >= spans[i][k].lo &&
-				     x->ts <= spans[i][k].hi;
-		}
-		if (in)
-			t->hits[nh++] = *x;
-	}
-	t->nr_hits = nh;
 out:
 	if (spans)
 		for (size_t i = 0; i < t->nr_threads; i++)

@@ -94,27 +94,37 @@ static int keep_span(const struct mt_thread *th, struct rg_span sp,
 	return 0;
 }
 
-/* The values written inside a span of their thread. */
-static void keep_ptwrites(struct mt_trace *t, struct rg_span *const *spans,
-			  const size_t *nr)
+/* Is ts inside a span of thread tid? */
+static bool in_spans(const struct mt_trace *t, struct rg_span *const *spans,
+		     const size_t *nr, uint32_t tid, uint64_t ts)
+{
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		if (t->threads[i].tid != tid)
+			continue;
+		for (size_t j = 0; j < nr[i]; j++)
+			if (ts >= spans[i][j].lo && ts <= spans[i][j].hi)
+				return true;
+	}
+	return false;
+}
+
+/* The trigger hits and the values written inside a span of their
+ * thread. */
+static void keep_marks(struct mt_trace *t, struct rg_span *const *spans,
+		       const size_t *nr)
 {
 	size_t k = 0;
 
-	for (size_t p = 0; p < t->nr_ptwrites; p++) {
-		const struct mt_ptwrite *w = &t->ptwrites[p];
-		bool in = false;
-
-		for (size_t i = 0; i < t->nr_threads && !in; i++) {
-			if (t->threads[i].tid != w->tid)
-				continue;
-			for (size_t j = 0; j < nr[i] && !in; j++)
-				in = w->ts >= spans[i][j].lo &&
-				     w->ts <= spans[i][j].hi;
-		}
-		if (in)
-			t->ptwrites[k++] = *w;
-	}
+	for (size_t p = 0; p < t->nr_ptwrites; p++)
+		if (in_spans(t, spans, nr, t->ptwrites[p].tid,
+			     t->ptwrites[p].ts))
+			t->ptwrites[k++] = t->ptwrites[p];
 	t->nr_ptwrites = k;
+	k = 0;
+	for (size_t h = 0; h < t->nr_hits; h++)
+		if (in_spans(t, spans, nr, t->hits[h].tid, t->hits[h].ts))
+			t->hits[k++] = t->hits[h];
+	t->nr_hits = k;
 }
 
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
@@ -151,7 +161,7 @@ int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		keep[i] = NULL;
 		st->slices_after += n[i];
 	}
-	keep_ptwrites(t, spans, nr);
+	keep_marks(t, spans, nr);
 	rc = 0;
 out:
 	if (keep)

@@ -16,9 +16,9 @@ struct rg_span {
  * for t->threads[i].  A slice that overlaps a span is kept, clipped to it
  * and flagged inferred where clipped; one that overlaps several (a caller
  * of every region) is kept once per span, so each region has its stack.
- * The values the program wrote (ptwrites) inside a span of their thread
- * stay.  All or nothing: returns 0, or -ENOMEM with t unchanged.  Counts the
- * slices kept into st.
+ * The trigger hits and the values the program wrote (ptwrites) inside a
+ * span of their thread stay.  All or nothing: returns 0, or -ENOMEM with t
+ * unchanged.  Counts the slices kept into st.
  */
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		  const size_t *nr, struct rg_stats *st);

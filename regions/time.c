@@ -86,7 +86,7 @@ bad:
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 		 struct rg_stats *st)
 {
-	uint64_t first, last, nh = 0;
+	uint64_t first, last;
 	struct rg_span sp, **spans;
 	size_t *nr;
 	int rc = -ENOMEM;
@@ -109,10 +109,6 @@ int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 	rc = rg_keep_spans(t, spans, nr, st);
 	if (rc)
 		goto out;
-	for (size_t i = 0; i < t->nr_hits; i++)
-		if (t->hits[i].ts >= sp.lo && t->hits[i].ts <= sp.hi)
-			t->hits[nh++] = t->hits[i];
-	t->nr_hits = nh;
 	st->first = first;
 	st->start = sp.lo;
 	st->end = sp.hi;

@@ -91,6 +91,7 @@ static void test_keep_time(struct check_state *st)
 	if (t.hits) {
 		t.hits[0].ts = 1100;
 		t.hits[1].ts = 1500;
+		t.hits[0].tid = t.hits[1].tid = 1;
 		t.nr_hits = t.cap_hits = 2;
 	}
 	{
