@@ -23,6 +23,7 @@
  */
 #include "ptenc/ptenc.h"
 
+#include <errno.h>
 #include <intel-pt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ static int append(struct ptenc *g, const uint8_t *p, size_t n)
 		uint8_t *b = realloc(g->buf, cap);
 		if (!b) {
 			g->oom = true;
-			return -1;
+			return -ENOMEM;
 		}
 		g->buf = b;
 		g->cap = cap;
@@ -94,15 +95,15 @@ static int put(struct ptenc *g, const struct pt_packet *pk)
 	struct pt_packet pad = {.type = ppt_pad};
 
 	if (pt_enc_sync_set(g->enc, 0) < 0)
-		return -1;
+		return -ENOMEM;
 	n = pt_enc_next(g->enc, pk);
 	if (n < 0 || append(g, g->scratch, (size_t)n))
-		return -1;
+		return -ENOMEM;
 	/* Real hardware sprinkles PAD bytes between packets. */
 	if (g->cfg.pad_chance && rng_below(g, 1024) < g->cfg.pad_chance)
 		for (unsigned i = 1 + (unsigned)rng_below(g, 3); i; i--)
 			if (put(g, &pad))
-				return -1;
+				return -ENOMEM;
 	return 0;
 }
 
@@ -124,7 +125,7 @@ static int flush_tnt(struct ptenc *g)
 	if (!g->tnt_n)
 		return 0;
 	if (cyc(g, g->tnt_time))
-		return -1;
+		return -ENOMEM;
 	pk.type = g->tnt_n <= 6 ? ppt_tnt_8 : ppt_tnt_64;
 	pk.payload.tnt.bit_size = (uint8_t)g->tnt_n;
 	pk.payload.tnt.payload = g->tnt_bits;
@@ -157,7 +158,7 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 	if (period == g->mtc_last_period)
 		return 0;
 	if (flush_tnt(g))
-		return -1;
+		return -ENOMEM;
 	/*
 	 * An MTC carries 8 bits of the period count: after 128 periods with
 	 * nothing to say (an emulated thread waits long between steps) we
@@ -169,10 +170,10 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 		struct pt_packet t = {.type = ppt_tsc};
 
 		if (cyc(g, tsc))
-			return -1;
+			return -ENOMEM;
 		t.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
 		if (put(g, &t))
-			return -1;
+			return -ENOMEM;
 		t.type = ppt_tma;
 		t.payload.tma.ctc = (uint16_t)ctc;
 		t.payload.tma.fc = (uint16_t)(tsc - ctc * g->cfg.tsc_ctc_ratio);
@@ -183,10 +184,10 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 		uint64_t p = ++g->mtc_last_period;
 
 		if (cyc(g, (p << g->cfg.mtc_period) * g->cfg.tsc_ctc_ratio))
-			return -1;
+			return -ENOMEM;
 		pk.payload.mtc.ctc = (uint8_t)p;
 		if (put(g, &pk))
-			return -1;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -198,10 +199,10 @@ static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
 	uint64_t x = ip ^ g->last_ip;
 
 	if (timing_before(g, tsc) || flush_tnt(g))
-		return -1;
+		return -ENOMEM;
 	/* FUP is not CYC-eligible; its time is that of the packet after. */
 	if (type != ppt_fup && cyc(g, tsc))
-		return -1;
+		return -ENOMEM;
 	if (!g->last_ip_valid)
 		pk.payload.ip.ipc = pt_ipc_sext_48;
 	else if (!(x >> 16))
@@ -229,7 +230,7 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 	size_t psb_bytes = (size_t)1 << (g->cfg.psb_period + 11);
 
 	if (flush_tnt(g) || put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	g->last_ip_valid = false;
 	g->last_ip = 0;
 	rs_clear(g);
@@ -239,13 +240,13 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 		pk.payload.mode.leaf = pt_mol_exec;
 		pk.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
 		if (put(g, &pk))
-			return -1;
+			return -ENOMEM;
 		memset(&pk, 0, sizeof(pk));
 		pk.type = ppt_fup;
 		pk.payload.ip.ipc = pt_ipc_sext_48;
 		pk.payload.ip.ip = ip;
 		if (put(g, &pk))
-			return -1;
+			return -ENOMEM;
 		g->last_ip = ip;
 		g->last_ip_valid = true;
 	}
@@ -253,7 +254,7 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 	pk.type = ppt_tsc;
 	pk.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	if (has_mtc(g)) {
 		uint64_t ctc = tsc / g->cfg.tsc_ctc_ratio;
 		memset(&pk, 0, sizeof(pk));
@@ -262,18 +263,18 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 		pk.payload.tma.fc =
 			(uint16_t)(tsc - ctc * g->cfg.tsc_ctc_ratio);
 		if (put(g, &pk))
-			return -1;
+			return -ENOMEM;
 		g->mtc_last_period = mtc_period_of(g, tsc);
 	}
 	memset(&pk, 0, sizeof(pk));
 	pk.type = ppt_cbr;
 	pk.payload.cbr.ratio = g->cfg.cbr;
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	memset(&pk, 0, sizeof(pk));
 	pk.type = ppt_psbend;
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	g->cyc_last = tsc;
 	g->next_psb = (g->len / psb_bytes + 1) * psb_bytes;
 	return 0;
@@ -326,23 +327,23 @@ int ptenc_start(struct ptenc *g, uint64_t tsc, uint64_t ip, bool enabled)
 		/* A snapshot begins mid-packet: a few bytes of a lost one. */
 		static const uint8_t tail[] = {0x06, 0x0a, 0xfc, 0x03};
 		if (append(g, tail, rng_below(g, sizeof(tail) + 1)))
-			return -1;
+			return -ENOMEM;
 		return psb_plus(g, tsc, ip, true);
 	}
 	if (psb_plus(g, tsc, 0, false))
-		return -1;
+		return -ENOMEM;
 	pk.type = ppt_mode;
 	pk.payload.mode.leaf = pt_mol_exec;
 	pk.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	return ip_packet(g, ppt_tip_pge, ip, tsc);
 }
 
 int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken)
 {
 	if (timing_before(g, tsc))
-		return -1;
+		return -ENOMEM;
 	/* The CYC before a TNT times its first branch (SDM, "Cycle Packet
 	 * Semantics"); the others retired at or after it. */
 	if (!g->tnt_n)
@@ -389,10 +390,10 @@ int ptenc_pgd(struct ptenc *g, uint64_t tsc)
 	struct pt_packet pk = {.type = ppt_tip_pgd};
 
 	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
-		return -1;
+		return -ENOMEM;
 	pk.payload.ip.ipc = pt_ipc_suppressed;
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	rs_clear(g);
 	return 0;
 }
@@ -400,7 +401,8 @@ int ptenc_pgd(struct ptenc *g, uint64_t tsc)
 int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip)
 {
 	/* An interrupt or signal: FUP names the instruction it came at. */
-	return ip_packet(g, ppt_fup, ip, tsc) || ptenc_pgd(g, tsc) ? -1 : 0;
+	return ip_packet(g, ppt_fup, ip, tsc) || ptenc_pgd(g, tsc) ? -ENOMEM
+								   : 0;
 }
 
 int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip)
@@ -414,19 +416,20 @@ int ptenc_ptwrite(struct ptenc *g, uint64_t tsc, uint64_t value, uint64_t ip)
 
 	/* PTW is CYC-eligible; the FUP after it is not. */
 	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
-		return -1;
+		return -ENOMEM;
 	pk.payload.ptw.plc = 1; /* 8 bytes */
 	pk.payload.ptw.payload = value;
 	pk.payload.ptw.ip = 1;
 	if (put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	return ip_packet(g, ppt_fup, ip, tsc);
 }
 
 int ptenc_syscall(struct ptenc *g, uint64_t tsc, uint64_t tsc_back,
 		  uint64_t resume_ip)
 {
-	return ptenc_pgd(g, tsc) || ptenc_pge(g, tsc_back, resume_ip) ? -1 : 0;
+	return ptenc_pgd(g, tsc) || ptenc_pge(g, tsc_back, resume_ip) ? -ENOMEM
+								      : 0;
 }
 
 void ptenc_unwind(struct ptenc *g)
@@ -447,11 +450,11 @@ int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip)
 	struct pt_packet pk = {.type = ppt_ovf};
 
 	if (flush_tnt(g))
-		return -1;
+		return -ENOMEM;
 	if (has_mtc(g))
 		g->mtc_last_period = mtc_period_of(g, tsc);
 	if (cyc(g, tsc) || put(g, &pk))
-		return -1;
+		return -ENOMEM;
 	rs_clear(g);
 	memset(&pk, 0, sizeof(pk));
 	pk.type = ppt_fup;
@@ -467,7 +470,7 @@ int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip)
 	if (g->len < g->next_psb)
 		return 0;
 	if (timing_before(g, tsc) || psb_plus(g, tsc, ip, true))
-		return -1;
+		return -ENOMEM;
 	return 1;
 }
 
@@ -479,5 +482,5 @@ void ptenc_force_psb(struct ptenc *g)
 int ptenc_finish(struct ptenc *g, uint64_t tsc)
 {
 	(void)tsc;
-	return flush_tnt(g) || g->oom ? -1 : 0;
+	return flush_tnt(g) || g->oom ? -ENOMEM : 0;
 }

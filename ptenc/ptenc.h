@@ -34,7 +34,8 @@ void ptenc_free(struct ptenc *g);
 /* The bytes written so far. */
 const uint8_t *ptenc_data(const struct ptenc *g, size_t *len);
 
-/* Each call gives the time (TSC) at which the event happens. */
+/* Each call gives the time (TSC) at which the event happens, and returns
+ * 0 or -ENOMEM (the encoder keeps no half packet then). */
 int ptenc_start(struct ptenc *g, uint64_t tsc, uint64_t ip, bool enabled);
 int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken);
 void ptenc_call(struct ptenc *g, uint64_t ret_ip);
@@ -57,7 +58,7 @@ void ptenc_unwind(struct ptenc *g);
 int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip);
 /*
  * PSB+ at the current IP, if the PSB period has been reached: 1 if one was
- * written, 0 if not, -1 on error.
+ * written, 0 if not, -ENOMEM.
  */
 int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip);
 /* The next ptenc_maybe_psb() writes PSB+ whatever the period: a new

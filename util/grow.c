@@ -1,5 +1,6 @@
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -12,14 +13,14 @@ int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
 		return 0;
 	while (c < need) {
 		if (c > SIZE_MAX / 2)
-			return -1;
+			return -ENOMEM;
 		c *= 2;
 	}
 	if (sz && c > SIZE_MAX / sz)
-		return -1;
+		return -ENOMEM;
 	n = realloc(*v, c * sz);
 	if (!n)
-		return -1;
+		return -ENOMEM;
 	*v = n;
 	*cap = c;
 	return 0;

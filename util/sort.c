@@ -5,6 +5,7 @@
  */
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 		return 0;
 	b = malloc(n * sz);
 	if (!b)
-		return -1;
+		return -ENOMEM;
 	src = a;
 	dst = b;
 	for (size_t w = 1; w < n; w *= 2) {

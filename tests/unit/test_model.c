@@ -241,20 +241,21 @@ static void test_grow(struct check_state *cs)
 
 	/* Sizes that overflow are refused and leave the array alone. */
 	old = v;
-	CHECK(cs, mt_grow((void **)&v, &cap, SIZE_MAX, sizeof(*v)) == -1);
+	CHECK(cs, mt_grow((void **)&v, &cap, SIZE_MAX, sizeof(*v)) == -ENOMEM);
 	CHECK(cs, v == old && cap == 1024);
-	CHECK(cs, mt_grow((void **)&v, &cap, SIZE_MAX / 2 + 2, 1) == -1);
+	CHECK(cs, mt_grow((void **)&v, &cap, SIZE_MAX / 2 + 2, 1) == -ENOMEM);
 	CHECK(cs, v == old && cap == 1024);
-	CHECK(cs, mt_grow((void **)&v, &cap, 2048, SIZE_MAX / 1024) == -1);
+	CHECK(cs, mt_grow((void **)&v, &cap, 2048, SIZE_MAX / 1024) == -ENOMEM);
 	CHECK(cs, v == old && cap == 1024);
-	CHECK(cs, mt_grow((void **)&v, &cap, 1025, SIZE_MAX / 2048 + 1) == -1);
+	CHECK(cs,
+	      mt_grow((void **)&v, &cap, 1025, SIZE_MAX / 2048 + 1) == -ENOMEM);
 	CHECK(cs, v == old && cap == 1024 && v[0] == 42);
 	free(v);
 
 	/* From empty, an element size whose 16 would overflow. */
 	v = NULL;
 	cap = 0;
-	CHECK(cs, mt_grow((void **)&v, &cap, 1, SIZE_MAX / 8) == -1);
+	CHECK(cs, mt_grow((void **)&v, &cap, 1, SIZE_MAX / 8) == -ENOMEM);
 	CHECK(cs, v == NULL && cap == 0);
 }
 
