@@ -6,6 +6,7 @@
 #include "tests/unit/check.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
