@@ -36,6 +36,7 @@
 #include "util/err.h"
 #include "util/util.h"
 #include "writers/pb_internal.h"
+#include "writers/pf_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,96 +47,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* Trace */
-#define F_TRACE_PACKET 1
-
-/* TracePacket */
-#define F_CLOCK_SNAPSHOT  6
-#define F_TIMESTAMP	  8
-#define F_SEQ_ID	  10
-#define F_TRACK_EVENT	  11
-#define F_INTERNED_DATA	  12
-#define F_SEQ_FLAGS	  13
-#define F_COMPRESSED	  50
-#define F_TS_CLOCK_ID	  58
-#define F_PACKET_DEFAULTS 59
-#define F_TRACK_DESC	  60
-
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE   2
-
-/* ClockSnapshot, ClockSnapshot.Clock */
-#define F_CS_CLOCKS	    1
-#define F_CLOCK_ID	    1
-#define F_CLOCK_TIMESTAMP   2
-#define F_CLOCK_INCREMENTAL 3
-#define CLOCK_BOOTTIME	    6
-#define CLOCK_SEQ	    64 /* the first sequence-scoped clock id */
-
-/* TracePacketDefaults, TrackEventDefaults */
-#define F_DEF_CLOCK_ID		58
-#define F_DEF_TRACK_EVENT	11
-#define F_TRACK_EVENT_DEF_TRACK 11
-
-/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
-#define F_TD_UUID    1
-#define F_TD_NAME    2
-#define F_TD_PROCESS 3
-#define F_TD_THREAD  4
-#define F_TD_PARENT  5
-#define F_PD_PID     1
-#define F_PD_NAME    6
-#define F_THD_PID    1
-#define F_THD_TID    2
-#define F_THD_NAME   5
-
-/* TrackEvent */
-#define F_TE_ANNOTATION	 4
-#define F_TE_TYPE	 9
-#define F_TE_NAME_IID	 10
-#define F_TE_TRACK	 11
-#define F_TE_NAME	 23
-#define TYPE_SLICE_BEGIN 1
-#define TYPE_SLICE_END	 2
-#define TYPE_INSTANT	 3
-
-/* InternedData and its entries (all {iid = 1, name/str = 2}) */
-#define F_ID_EVENT_NAMES  2
-#define F_ID_ANNOT_NAMES  3
-#define F_ID_ANNOT_VALUES 29
-#define F_IID		  1
-#define F_INTERNED_NAME	  2
-
-/* DebugAnnotation */
-#define F_DA_NAME_IID 1
-#define F_DA_BOOL     2
-#define F_DA_UINT     3
-#define F_DA_INT      4
-#define F_DA_POINTER  7
-#define F_DA_STR_IID  17
-
-/*
- * Argument names, interned once per sequence in its first packet: the iid
- * of an_names[i] is i + 1.
- */
-enum {
-	AN_ADDRESS = 1,
-	AN_DSO,
-	AN_INFERRED_START,
-	AN_INFERRED_END,
-	AN_JOINED,
-	AN_TAIL,
-	AN_IP,
-	AN_ARG,
-	AN_TID,
-	AN_DEPTH_GUESSED,
-	AN_GAP,
-	AN_SYSCALL,
-	AN_UNTRACED,
-	AN_UNKNOWN,
-	AN_VALUE,
-};
 
 static const char *const an_names[] = {
 	"address",
@@ -169,72 +80,9 @@ static const struct {
 	{MT_SLICE_UNKNOWN, AN_UNKNOWN},
 };
 
-#define DEFAULT_MAX_DEPTH 512
-#define DESC_SEQ	  1
-
-/*
- * Pending packets are written out past this size.  A compressed batch is
- * one zlib stream in one packet, and Perfetto asks for those to stay under
- * 512 KB; our packets compress 3-4 times, so this leaves a wide margin
- * while the 32 KB deflate window never notices the batch boundaries.
- */
-#define FLUSH_COMPRESSED (448u << 10)
-#define FLUSH_PLAIN	 (1u << 20)
-
-#define HITS_TRACK_NAME "Snapshot symbol hits"
-
-/*
- * Per-sequence interning of model string ids.  An entry is valid only if
- * its generation is the current sequence's, so starting a sequence forgets
- * every entry in O(1) rather than clearing arrays as large as the string
- * table once per thread.
- */
-struct pf_intern {
-	uint32_t *iid;
-	uint32_t *gen;
-	uint32_t next;
-};
-
-struct pf {
-	const struct mt_trace *t;
-	const char *path;
-	char *err;
-	size_t errlen;
-
-	uint32_t max_depth;
-	int compress;
-	int fd;
-	uint64_t bytes;
-
-	struct pb_buf pk; /* packets not yet written */
-	size_t flush_at;
-	z_stream z;
-	int z_live;
-	uint8_t *zout;
-	size_t zcap;
-
-	uint32_t gen; /* of the current sequence */
-	struct pf_intern names, strs;
-	uint32_t seq;	/* current sequence id */
-	uint64_t clock; /* its clock 64, running value */
-
-	uint64_t next_uuid;
-	uint32_t *stack; /* open slices of the current thread */
-	size_t cap_stack;
-	uint64_t *lvl; /* the current thread's track per level */
-	size_t nr_lvl, cap_lvl;
-
-	uint64_t slices;
-	uint32_t tracks;
-	int code; /* the last failure's errno value, for pf_failed() */
-};
-
 /* One line in the caller's buffer, kept in w->code for the callers
  * that only learn that something below them failed. */
-static int pf_fail(struct pf *w, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int pf_fail(struct pf *w, int code, const char *fmt, ...)
+int pf_fail(struct pf *w, int code, const char *fmt, ...)
 {
 	char where[4096];
 	va_list ap;
@@ -248,7 +96,7 @@ static int pf_fail(struct pf *w, int code, const char *fmt, ...)
 }
 
 /* What to return once something below has failed (and said why). */
-static int pf_failed(const struct pf *w)
+int pf_failed(const struct pf *w)
 {
 	return w->code ? w->code : -EIO;
 }
@@ -328,7 +176,7 @@ static size_t pf_packet(struct pf *w, uint32_t flags)
 	return m;
 }
 
-static int pf_packet_end(struct pf *w, size_t m)
+int pf_packet_end(struct pf *w, size_t m)
 {
 	pb_end(&w->pk, m);
 	if (w->pk.len >= w->flush_at || w->pk.oom)
@@ -337,7 +185,7 @@ static int pf_packet_end(struct pf *w, size_t m)
 }
 
 /* An event packet on the current sequence, its timestamp a delta. */
-static size_t pf_event_packet(struct pf *w, uint64_t ts)
+size_t pf_event_packet(struct pf *w, uint64_t ts)
 {
 	size_t m = pb_begin(&w->pk, F_TRACE_PACKET);
 
@@ -366,7 +214,7 @@ static uint32_t pf_intern(struct pf *w, struct pf_intern *in, uint32_t sid,
  * Starts sequence seq: clears its incremental state, makes clock 64 count
  * from t0 in deltas, and makes track (if non-zero) the default track.
  */
-static int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
+int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 {
 	struct pb_buf *b = &w->pk;
 	size_t pkt, m, c;
@@ -410,8 +258,7 @@ static int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 	return pf_packet_end(w, pkt);
 }
 
-static void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field,
-			uint64_t v)
+void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
 {
 	size_t m = pb_begin(b, F_TE_ANNOTATION);
 
@@ -481,8 +328,8 @@ static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 }
 
 /* A track descriptor with no process or thread: a named child track. */
-static int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
-			 const char *name, const char *suffix)
+int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
+		  const char *name, const char *suffix)
 {
 	struct pb_buf *b = &w->pk;
 	size_t pkt, m, n;
@@ -650,226 +497,6 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	}
 	w->slices += th->nr_slices;
 	return 0;
-}
-
-/*
- * Snapshot symbol hits: a slice from mark_start to the hit, or an instant
- * at the hit.  Hits may overlap without nesting, which one track cannot
- * show, so each goes to the first of a set of tracks ("lanes") where it
- * nests properly, and the lanes' events are merged in time order.
- */
-struct pf_hitev {
-	uint64_t ts;
-	uint32_t kind; /* HEV_*: the order of events at one time */
-	uint32_t hit;
-	uint64_t k1; /* then, among ENDs: inner first; BEGINs: outer */
-	uint32_t k2; /* then the order of placement */
-};
-
-enum { HEV_END, HEV_INSTANT, HEV_BEGIN };
-
-struct pf_hitspan {
-	uint64_t start, end;
-	uint32_t hit, lane;
-};
-
-static int pf_hitspan_cmp(const void *a, const void *b)
-{
-	const struct pf_hitspan *x = a, *y = b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->end != y->end)
-		return x->end > y->end ? -1 : 1;
-	return x->hit < y->hit ? -1 : x->hit > y->hit;
-}
-
-static int pf_hitev_cmp(const void *a, const void *b)
-{
-	const struct pf_hitev *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->k1 != y->k1)
-		return x->k1 < y->k1 ? -1 : 1;
-	return x->k2 < y->k2 ? -1 : x->k2 > y->k2;
-}
-
-static int pf_hit_event(struct pf *w, const struct pf_hitev *e,
-			const struct mt_hit *h, uint64_t track)
-{
-	struct pb_buf *b = &w->pk;
-	const char *name = mt_str(&w->t->strs, h->name);
-	size_t pkt = pf_event_packet(w, e->ts), m;
-
-	m = pb_begin(b, F_TRACK_EVENT);
-	pb_uint(b, F_TE_TYPE,
-		e->kind == HEV_BEGIN	 ? TYPE_SLICE_BEGIN
-		: e->kind == HEV_INSTANT ? TYPE_INSTANT
-					 : TYPE_SLICE_END);
-	pb_uint(b, F_TE_TRACK, track);
-	if (e->kind != HEV_END) {
-		pb_str(b, F_TE_NAME, *name ? name : "snapshot");
-		pf_arg_uint(b, AN_IP, F_DA_POINTER, h->ip);
-		pf_arg_uint(b, AN_ARG, F_DA_INT, (uint64_t)h->arg);
-		pf_arg_uint(b, AN_TID, F_DA_INT, h->tid);
-	}
-	pb_end(b, m);
-	return pf_packet_end(w, pkt);
-}
-
-static int pf_hits(struct pf *w, uint32_t seq)
-{
-	const struct mt_trace *t = w->t;
-	struct pf_hitspan *sp = NULL;
-	struct pf_hitev *ev = NULL;
-	uint64_t *lanes = NULL; /* lane -> track */
-	uint32_t *lane_of = NULL, nr_lanes = 0;
-	size_t nev = 0, n = t->nr_hits;
-	int rc = -1;
-
-	if (!n)
-		return 0;
-	sp = calloc(n, sizeof(*sp));
-	ev = calloc(2 * n, sizeof(*ev));
-	lanes = calloc(n, sizeof(*lanes));
-	lane_of = calloc(n, sizeof(*lane_of));
-	if (!sp || !ev || !lanes || !lane_of) {
-		pf_fail(w, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct mt_hit *h = &t->hits[i];
-
-		sp[i].hit = (uint32_t)i;
-		sp[i].end = h->ts;
-		sp[i].start = h->mark_start && h->mark_start < h->ts
-				      ? h->mark_start
-				      : h->ts;
-	}
-	qsort(sp, n, sizeof(*sp), pf_hitspan_cmp);
-
-	/* Quadratic, but hits are one per snapshot: a handful. */
-	for (size_t i = 0; i < n; i++) {
-		uint32_t lane = 0;
-
-		for (; lane < nr_lanes; lane++) {
-			size_t j;
-
-			for (j = 0; j < i; j++)
-				if (sp[j].lane == lane &&
-				    sp[j].end > sp[i].start &&
-				    sp[j].end < sp[i].end)
-					break;
-			if (j == i)
-				break;
-		}
-		if (lane == nr_lanes)
-			nr_lanes++;
-		sp[i].lane = lane;
-		if (sp[i].start == sp[i].end) {
-			ev[nev++] = (struct pf_hitev){sp[i].end, HEV_INSTANT,
-						      sp[i].hit, 0, 0};
-			continue;
-		}
-		ev[nev++] =
-			(struct pf_hitev){sp[i].start, HEV_BEGIN, sp[i].hit,
-					  UINT64_MAX - sp[i].end, (uint32_t)i};
-		ev[nev++] = (struct pf_hitev){sp[i].end, HEV_END, sp[i].hit,
-					      UINT64_MAX - sp[i].start,
-					      UINT32_MAX - (uint32_t)i};
-	}
-	qsort(ev, nev, sizeof(*ev), pf_hitev_cmp);
-
-	for (uint32_t l = 0; l < nr_lanes; l++) {
-		char suffix[24] = "";
-
-		lanes[l] = w->next_uuid++;
-		if (l)
-			snprintf(suffix, sizeof(suffix), " (%u)", l + 1);
-		if (pf_desc_track(w, lanes[l], 0, HITS_TRACK_NAME, suffix))
-			goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		lane_of[sp[i].hit] = sp[i].lane;
-
-	if (pf_seq_start(w, seq, ev[0].ts, 0))
-		goto out;
-	for (size_t i = 0; i < nev; i++) {
-		uint32_t h = ev[i].hit;
-
-		if (pf_hit_event(w, &ev[i], &t->hits[h], lanes[lane_of[h]]))
-			goto out;
-	}
-	w->slices += n;
-	rc = 0;
-out:
-	free(sp);
-	free(ev);
-	free(lanes);
-	free(lane_of);
-	return rc ? pf_failed(w) : 0;
-}
-
-static int pf_ptw_cmp(const void *a, const void *b)
-{
-	const struct mt_ptwrite *x = *(const struct mt_ptwrite *const *)a;
-	const struct mt_ptwrite *y = *(const struct mt_ptwrite *const *)b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
-/*
- * The values the program wrote (PTWRITE): instants named "ptwrite" on
- * their thread's track, with the value and the instruction as args, all
- * on one sequence in time order.
- */
-static int pf_ptwrites(struct pf *w, uint32_t seq)
-{
-	const struct mt_trace *t = w->t;
-	const struct mt_ptwrite **v;
-	struct mt_hmap uuid = {0};
-	int rc;
-
-	if (!t->nr_ptwrites)
-		return 0;
-	v = malloc(t->nr_ptwrites * sizeof(*v));
-	if (!v)
-		return pf_fail(w, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < t->nr_threads; i++)
-		if (mt_hmap_set(&uuid, t->threads[i].tid,
-				1 + t->nr_procs + i)) {
-			rc = pf_fail(w, -ENOMEM, "out of memory");
-			goto out;
-		}
-	for (size_t i = 0; i < t->nr_ptwrites; i++)
-		v[i] = &t->ptwrites[i];
-	qsort(v, t->nr_ptwrites, sizeof(*v), pf_ptw_cmp);
-	rc = pf_seq_start(w, seq, v[0]->ts, 0);
-	for (size_t i = 0; !rc && i < t->nr_ptwrites; i++) {
-		struct pb_buf *b = &w->pk;
-		size_t pkt = pf_event_packet(w, v[i]->ts), m;
-		uint64_t track = mt_hmap_get(&uuid, v[i]->tid);
-
-		m = pb_begin(b, F_TRACK_EVENT);
-		pb_uint(b, F_TE_TYPE, TYPE_INSTANT);
-		if (track)
-			pb_uint(b, F_TE_TRACK, track);
-		pb_str(b, F_TE_NAME, "ptwrite");
-		pf_arg_uint(b, AN_VALUE, F_DA_UINT, v[i]->value);
-		if (v[i]->ip)
-			pf_arg_uint(b, AN_IP, F_DA_POINTER, v[i]->ip);
-		pb_end(b, m);
-		rc = pf_packet_end(w, pkt);
-	}
-out:
-	mt_hmap_free(&uuid);
-	free(v);
-	return rc;
 }
 
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)

@@ -1,0 +1,190 @@
+/*
+ * What the Perfetto writer's rooms share: perfetto.c (the file, the
+ * sequences, the threads' slices) and pf_marks.c (the trigger hits and
+ * the values the program wrote, on tracks and sequences of their own).
+ * Field numbers are those of tests/proto/perfetto_subset.proto.
+ */
+#ifndef MT_PF_INTERNAL_H
+#define MT_PF_INTERNAL_H
+
+#include "model/model.h"
+#include "writers/pb_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zlib.h>
+
+/* Trace */
+#define F_TRACE_PACKET 1
+
+/* TracePacket */
+#define F_CLOCK_SNAPSHOT  6
+#define F_TIMESTAMP	  8
+#define F_SEQ_ID	  10
+#define F_TRACK_EVENT	  11
+#define F_INTERNED_DATA	  12
+#define F_SEQ_FLAGS	  13
+#define F_COMPRESSED	  50
+#define F_TS_CLOCK_ID	  58
+#define F_PACKET_DEFAULTS 59
+#define F_TRACK_DESC	  60
+
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE   2
+
+/* ClockSnapshot, ClockSnapshot.Clock */
+#define F_CS_CLOCKS	    1
+#define F_CLOCK_ID	    1
+#define F_CLOCK_TIMESTAMP   2
+#define F_CLOCK_INCREMENTAL 3
+#define CLOCK_BOOTTIME	    6
+#define CLOCK_SEQ	    64 /* the first sequence-scoped clock id */
+
+/* TracePacketDefaults, TrackEventDefaults */
+#define F_DEF_CLOCK_ID		58
+#define F_DEF_TRACK_EVENT	11
+#define F_TRACK_EVENT_DEF_TRACK 11
+
+/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
+#define F_TD_UUID    1
+#define F_TD_NAME    2
+#define F_TD_PROCESS 3
+#define F_TD_THREAD  4
+#define F_TD_PARENT  5
+#define F_PD_PID     1
+#define F_PD_NAME    6
+#define F_THD_PID    1
+#define F_THD_TID    2
+#define F_THD_NAME   5
+
+/* TrackEvent */
+#define F_TE_ANNOTATION	 4
+#define F_TE_TYPE	 9
+#define F_TE_NAME_IID	 10
+#define F_TE_TRACK	 11
+#define F_TE_NAME	 23
+#define TYPE_SLICE_BEGIN 1
+#define TYPE_SLICE_END	 2
+#define TYPE_INSTANT	 3
+
+/* InternedData and its entries (all {iid = 1, name/str = 2}) */
+#define F_ID_EVENT_NAMES  2
+#define F_ID_ANNOT_NAMES  3
+#define F_ID_ANNOT_VALUES 29
+#define F_IID		  1
+#define F_INTERNED_NAME	  2
+
+/* DebugAnnotation */
+#define F_DA_NAME_IID 1
+#define F_DA_BOOL     2
+#define F_DA_UINT     3
+#define F_DA_INT      4
+#define F_DA_POINTER  7
+#define F_DA_STR_IID  17
+
+/*
+ * Argument names, interned once per sequence in its first packet: the iid
+ * of an_names[i] is i + 1.
+ */
+enum {
+	AN_ADDRESS = 1,
+	AN_DSO,
+	AN_INFERRED_START,
+	AN_INFERRED_END,
+	AN_JOINED,
+	AN_TAIL,
+	AN_IP,
+	AN_ARG,
+	AN_TID,
+	AN_DEPTH_GUESSED,
+	AN_GAP,
+	AN_SYSCALL,
+	AN_UNTRACED,
+	AN_UNKNOWN,
+	AN_VALUE,
+};
+
+#define DEFAULT_MAX_DEPTH 512
+#define DESC_SEQ	  1
+
+/*
+ * Pending packets are written out past this size.  A compressed batch is
+ * one zlib stream in one packet, and Perfetto asks for those to stay under
+ * 512 KB; our packets compress 3-4 times, so this leaves a wide margin
+ * while the 32 KB deflate window never notices the batch boundaries.
+ */
+#define FLUSH_COMPRESSED (448u << 10)
+#define FLUSH_PLAIN	 (1u << 20)
+
+#define HITS_TRACK_NAME "Snapshot symbol hits"
+
+/*
+ * Per-sequence interning of model string ids.  An entry is valid only if
+ * its generation is the current sequence's, so starting a sequence forgets
+ * every entry in O(1) rather than clearing arrays as large as the string
+ * table once per thread.
+ */
+struct pf_intern {
+	uint32_t *iid;
+	uint32_t *gen;
+	uint32_t next;
+};
+
+struct pf {
+	const struct mt_trace *t;
+	const char *path;
+	char *err;
+	size_t errlen;
+
+	uint32_t max_depth;
+	int compress;
+	int fd;
+	uint64_t bytes;
+
+	struct pb_buf pk; /* packets not yet written */
+	size_t flush_at;
+	z_stream z;
+	int z_live;
+	uint8_t *zout;
+	size_t zcap;
+
+	uint32_t gen; /* of the current sequence */
+	struct pf_intern names, strs;
+	uint32_t seq;	/* current sequence id */
+	uint64_t clock; /* its clock 64, running value */
+
+	uint64_t next_uuid;
+	uint32_t *stack; /* open slices of the current thread */
+	size_t cap_stack;
+	uint64_t *lvl; /* the current thread's track per level */
+	size_t nr_lvl, cap_lvl;
+
+	uint64_t slices;
+	uint32_t tracks;
+	int code; /* the last failure's errno value, for pf_failed() */
+};
+
+/* One line in the caller's buffer (errors as util/err.h says), kept in
+ * w->code; returns code. */
+int pf_fail(struct pf *w, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The failure below, for callers that only learn that something failed. */
+int pf_failed(const struct pf *w);
+/* A packet of the current sequence at ts (clock 64, deltas), with what
+ * it needs of the incremental state; pf_packet_end() closes it. */
+size_t pf_event_packet(struct pf *w, uint64_t ts);
+int pf_packet_end(struct pf *w, size_t m);
+/* Starts sequence seq: clears its incremental state, clock 64 from t0,
+ * track (if non-zero) the default track, the argument names interned. */
+int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track);
+/* A debug annotation an (AN_*) of value v in field (F_DA_*). */
+void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v);
+/* A track uuid under parent, named name and suffix. */
+int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
+		  const char *name, const char *suffix);
+
+/* pf_marks.c: the sequences after the threads'. */
+int pf_hits(struct pf *w, uint32_t seq);
+int pf_ptwrites(struct pf *w, uint32_t seq);
+
+#endif
