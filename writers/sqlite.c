@@ -51,6 +51,7 @@
  */
 #include "util/err.h"
 #include "writers/btree_internal.h"
+#include "writers/sq_internal.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -182,44 +183,6 @@ static const struct {
 	{MT_SLICE_DEPTH_GUESSED, "debug.depth_guessed"},
 };
 
-/* One interned arg set: its key, at its arg_set_id in sq.asets. */
-struct aset {
-	uint64_t addr;
-	uint32_t dso, flags;
-};
-
-/* A number (tid or pid) and the row that stands for it. */
-struct idmap {
-	uint32_t key;
-	uint32_t id;
-};
-
-/*
- * A frame: a name and an arg set, which most slices share with many
- * others.  Frames of one set are chained, newest first, from the set's
- * entry in frame_heads.
- */
-struct frame {
-	uint32_t name;
-	uint32_t next; /* id + 1 of the next frame of the set, 0 at the end */
-};
-
-/* The prepared inserts, in the order stmts[] holds them. */
-enum {
-	S_PROCESS,
-	S_THREAD,
-	S_TRACK,
-	S_FRAME,
-	S_ARG,
-	S_SEGMENT,
-	S_STITCH,
-	S_GAP,
-	S_HIT,
-	S_PTWRITE,
-	S_STRING,
-	S_NR
-};
-
 static const char *const stmt_sql[S_NR] = {
 	[S_PROCESS] = "INSERT INTO process(upid, pid, name, cmdline)"
 		      " VALUES(?, ?, ?, ?)",
@@ -245,30 +208,8 @@ static const char *const stmt_sql[S_NR] = {
 		      " slice_id) VALUES(?, ?, ?, ?, ?, ?, ?)",
 };
 
-/* One write in progress; owns everything it points to except t. */
-struct sq {
-	const struct mt_trace *t;
-	const char *path;
-	char *err;
-	size_t errlen;
-	sqlite3 *db;
-	sqlite3_stmt *stmts[S_NR];
-	struct aset *asets; /* by arg_set_id */
-	size_t nr_asets, cap_asets;
-	struct mt_hmap aset_index; /* an aset's hash -> its arg_set_id */
-	struct idmap *tids;	   /* sorted by tid: utid of each thread */
-	struct idmap *pids;	   /* sorted by pid: upid of each process */
-	size_t nr_pids;
-	uint32_t next_upid;
-	struct frame *frames; /* by id */
-	size_t nr_frames, cap_frames;
-	struct mt_hmap frame_heads; /* arg_set_id + 1 -> frame id + 1 */
-	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
-	uint64_t nr_slices;
-};
-
-/* Sets the one-line message; returns rc so callers can `return fail()`. */
-static int fail(struct sq *w, int rc, const char *fmt, ...)
+/* Sets the one-line message; returns rc so callers can `return sq_fail()`. */
+int sq_fail(struct sq *w, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -278,16 +219,16 @@ static int fail(struct sq *w, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static int fail_db(struct sq *w, const char *what)
+int sq_fail_db(struct sq *w, const char *what)
 {
-	return fail(w, -EIO, "sqlite: %s: %s", what,
-		    w->db ? sqlite3_errmsg(w->db) : "out of memory");
+	return sq_fail(w, -EIO, "sqlite: %s: %s", what,
+		       w->db ? sqlite3_errmsg(w->db) : "out of memory");
 }
 
 static int exec(struct sq *w, const char *sql)
 {
 	if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return fail_db(w, "executing statements");
+		return sq_fail_db(w, "executing statements");
 	return 0;
 }
 
@@ -298,7 +239,7 @@ static int step(struct sq *w, sqlite3_stmt *st)
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return fail_db(w, "inserting");
+		return sq_fail_db(w, "inserting");
 	return 0;
 }
 
@@ -400,7 +341,7 @@ static int write_threads(struct sq *w)
 	w->pids = calloc(n ? n : 1, sizeof(*w->pids));
 	w->tids = calloc(t->nr_threads ? t->nr_threads : 1, sizeof(*w->tids));
 	if (!w->pids || !w->tids)
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	w->next_upid = 1;
 	for (size_t i = 0; i < t->nr_procs; i++) {
 		w->pids[w->nr_pids++] =
@@ -526,7 +467,7 @@ static int aset_get(struct sq *w, const struct mt_slice *s, int64_t *set)
 	if (mt_grow((void **)&w->asets, &w->cap_asets, w->nr_asets + 1,
 		    sizeof(*w->asets)) ||
 	    mt_hmap_add_ext(&w->aset_index, h, w->nr_asets))
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	w->asets[w->nr_asets] = a;
 	*set = (int64_t)w->nr_asets++;
 	return write_aset(w, (uint64_t)*set, &a);
@@ -606,7 +547,7 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	if (rc)
 		return rc;
 	if (set + 1 >= UINT32_MAX || w->nr_frames >= UINT32_MAX - 1)
-		return fail(w, -EOVERFLOW, "more frames than ids");
+		return sq_fail(w, -EOVERFLOW, "more frames than ids");
 	key = (uint32_t)(set + 1);
 	head = (uint32_t)mt_hmap_get(&w->frame_heads, key);
 	for (f = head; f; f = w->frames[f - 1].next)
@@ -616,10 +557,10 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 		}
 	if (mt_grow((void **)&w->frames, &w->cap_frames, w->nr_frames + 1,
 		    sizeof(*w->frames)))
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	f = (uint32_t)w->nr_frames;
 	if (mt_hmap_set(&w->frame_heads, key, f + 1))
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	w->frames[w->nr_frames++] = (struct frame){s->name, head};
 	*id = f;
 	sqlite3_bind_int64(st, 1, f);
@@ -652,7 +593,7 @@ static int write_frames(struct sq *w)
 	if (w->nr_slices > SIZE_MAX / sizeof(*w->frame_of) ||
 	    !(w->frame_of = malloc((size_t)(w->nr_slices ? w->nr_slices : 1) *
 				   sizeof(*w->frame_of))))
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
 
@@ -661,10 +602,11 @@ static int write_frames(struct sq *w)
 
 			if ((s->parent != MT_NONE && s->parent >= j) ||
 			    s->name >= t->strs.nr || s->dso >= t->strs.nr)
-				return fail(w, -EINVAL,
-					    "thread %" PRIu32 " slice %zu: "
-					    "parent or string id out of range",
-					    th->tid, j);
+				return sq_fail(
+					w, -EINVAL,
+					"thread %" PRIu32 " slice %zu: "
+					"parent or string id out of range",
+					th->tid, j);
 			rc = frame_get(w, s, &w->frame_of[id]);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,
@@ -673,297 +615,6 @@ static int write_frames(struct sq *w)
 				return rc;
 		}
 	}
-	return 0;
-}
-
-/*
- * slice_raw: one row per slice in id order, which is its rowid order.
- * Columns as in the schema: id (the rowid, stored as NULL), ts, dur,
- * track_id, depth, parent_id, frame_id, segment.
- */
-static int write_slice_rows(struct sq *w, struct bt_file *f, uint32_t root)
-{
-	const struct mt_trace *t = w->t;
-	struct bt_tree bt;
-	uint64_t id = 0;
-	int rc = bt_begin(&bt, f, 0, root);
-
-	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-		uint64_t base = id;
-
-		for (size_t j = 0; !rc && j < th->nr_slices; j++, id++) {
-			const struct mt_slice *s = &th->slices[j];
-			int root_slice = s->parent == MT_NONE;
-			int64_t v[8] = {
-				0,
-				(int64_t)s->ts,
-				(int64_t)s->dur,
-				(int64_t)ti,
-				s->depth,
-				root_slice ? 0 : (int64_t)(base + s->parent),
-				w->frame_of[id],
-				s->segment,
-			};
-			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
-					 (uint32_t)(s->segment == MT_NONE) << 7;
-
-			rc = bt_row(&bt, (int64_t)id, v, nulls, 8);
-		}
-	}
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
-	return rc;
-}
-
-/* A slice's start, as SQLite orders it (signed), and its index. */
-struct ts_idx {
-	int64_t ts;
-	size_t j;
-};
-
-static int ts_idx_cmp(const void *a, const void *b)
-{
-	const struct ts_idx *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->j < y->j ? -1 : x->j > y->j;
-}
-
-/*
- * slice_track_ts: (track_id, ts, id).  Ids are in thread order, and in a
- * thread in pre-order, which is start order: the entries come in the
- * table's order.  A thread whose starts are not in order (the model
- * promises they are) is sorted rather than trusted.
- */
-static int write_track_index(struct sq *w, struct bt_file *f, uint32_t root)
-{
-	const struct mt_trace *t = w->t;
-	struct ts_idx *order = NULL;
-	struct bt_tree bt;
-	uint64_t base = 0;
-	int rc = bt_begin(&bt, f, 1, root);
-
-	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-		const struct mt_slice *sl = th->slices;
-		size_t n = th->nr_slices, j = 1;
-
-		while (j < n && (int64_t)sl[j - 1].ts <= (int64_t)sl[j].ts)
-			j++;
-		if (j < n) {
-			order = malloc(n * sizeof(*order));
-			if (!order) {
-				rc = -ENOMEM;
-				break;
-			}
-			for (j = 0; j < n; j++)
-				order[j] =
-					(struct ts_idx){(int64_t)sl[j].ts, j};
-			qsort(order, n, sizeof(*order), ts_idx_cmp);
-		}
-		for (j = 0; !rc && j < n; j++) {
-			size_t k = order ? order[j].j : j;
-			int64_t v[3] = {(int64_t)ti, (int64_t)sl[k].ts,
-					(int64_t)(base + k)};
-
-			rc = bt_entry(&bt, v, 0, 3);
-		}
-		free(order);
-		order = NULL;
-		base += n;
-	}
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
-	return rc;
-}
-
-/* An open ancestor in a walk of a thread's slices, and its last child
- * seen so far. */
-struct open_slice {
-	uint32_t slice, last;
-};
-
-/*
- * Links each slice of a thread to its next sibling, MT_NONE after the
- * last, in one pass with the stack of open ancestors.  This holds only
- * for a depth-first walk, in which a slice's parent is always open;
- * -EINVAL if the thread is not one.
- */
-static int sibling_links(const struct mt_slice *sl, size_t n, uint32_t *next,
-			 struct open_slice **stack, size_t *cap)
-{
-	size_t sp = 0;
-
-	for (size_t j = 0; j < n; j++) {
-		uint32_t p = sl[j].parent;
-
-		next[j] = MT_NONE;
-		if (p == MT_NONE) {
-			sp = 0;
-		} else {
-			while (sp && (*stack)[sp - 1].slice != p)
-				sp--;
-			if (!sp)
-				return -EINVAL;
-			if ((*stack)[sp - 1].last != MT_NONE)
-				next[(*stack)[sp - 1].last] = (uint32_t)j;
-			(*stack)[sp - 1].last = (uint32_t)j;
-		}
-		if (mt_grow((void **)stack, cap, sp + 1, sizeof(**stack)))
-			return -ENOMEM;
-		(*stack)[sp++] = (struct open_slice){(uint32_t)j, MT_NONE};
-	}
-	return 0;
-}
-
-/*
- * A thread's children grouped by parent in id order, for a thread that
- * is not a depth-first walk (the model promises it is): a counting sort
- * into kids; the number of them in *nr.
- */
-static int group_by_parent(const struct mt_slice *sl, size_t n, uint32_t *kids,
-			   size_t *nr)
-{
-	uint32_t *start = calloc(n + 1, sizeof(*start));
-
-	if (!start)
-		return -ENOMEM;
-	/* start[p + 1] counts p's children, then start[p] is where they
-	 * begin in kids. */
-	for (size_t j = 0; j < n; j++)
-		if (sl[j].parent != MT_NONE)
-			start[sl[j].parent + 1]++;
-	for (size_t p = 0; p < n; p++)
-		start[p + 1] += start[p];
-	*nr = 0;
-	for (size_t j = 0; j < n; j++)
-		if (sl[j].parent != MT_NONE) {
-			kids[start[sl[j].parent]++] = (uint32_t)j;
-			(*nr)++;
-		}
-	free(start);
-	return 0;
-}
-
-static int parent_entry(struct bt_tree *bt, uint64_t parent, uint64_t id)
-{
-	int64_t v[2] = {(int64_t)parent, (int64_t)id};
-
-	return bt_entry(bt, v, 0, 2);
-}
-
-/*
- * slice_parent: (parent_id, id).  Roots (a NULL parent) come first, all
- * threads' in id order; then each thread's children, parent by parent.
- * In a depth-first walk a parent's first child is the slice after it and
- * the others follow by sibling links, kept in the word per slice that
- * held the frames (slice_raw is written: they are free), so the index
- * costs no memory beyond it.
- */
-static int write_parent_index(struct sq *w, struct bt_file *f, uint32_t root)
-{
-	const struct mt_trace *t = w->t;
-	uint32_t *next = w->frame_of;
-	struct open_slice *stack = NULL;
-	size_t cap = 0;
-	uint64_t base = 0;
-	struct bt_tree bt;
-	int rc = bt_begin(&bt, f, 1, root);
-
-	for (size_t ti = 0; ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-
-		for (size_t j = 0; !rc && j < th->nr_slices; j++)
-			if (th->slices[j].parent == MT_NONE) {
-				int64_t v[2] = {0, (int64_t)(base + j)};
-
-				rc = bt_entry(&bt, v, 1, 2);
-			}
-		base += th->nr_slices;
-	}
-	base = 0;
-	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-		const struct mt_slice *sl = th->slices;
-		size_t n = th->nr_slices, nr;
-
-		rc = sibling_links(sl, n, next, &stack, &cap);
-		if (!rc) {
-			for (size_t p = 0; !rc && p + 1 < n; p++)
-				for (uint32_t c = sl[p + 1].parent == p
-							  ? (uint32_t)p + 1
-							  : MT_NONE;
-				     !rc && c != MT_NONE; c = next[c])
-					rc = parent_entry(&bt, base + p,
-							  base + c);
-		} else if (rc == -EINVAL) {
-			rc = group_by_parent(sl, n, next, &nr);
-			for (size_t k = 0; !rc && k < nr; k++)
-				rc = parent_entry(&bt,
-						  base + sl[next[k]].parent,
-						  base + next[k]);
-		}
-		base += n;
-	}
-	free(stack);
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
-	return rc;
-}
-
-/* The trees SQLite left empty, in this order. */
-static const char *const tree_names[] = {"slice_raw", "slice_track_ts",
-					 "slice_parent"};
-#define NR_TREES (sizeof(tree_names) / sizeof(*tree_names))
-
-static int read_roots(struct sq *w, uint32_t *roots)
-{
-	sqlite3_stmt *st;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(w->db,
-			       "SELECT rootpage FROM sqlite_schema"
-			       " WHERE name = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return fail_db(w, "preparing");
-	for (size_t i = 0; !rc && i < NR_TREES; i++) {
-		sqlite3_bind_text(st, 1, tree_names[i], -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			roots[i] = (uint32_t)sqlite3_column_int64(st, 0);
-		else
-			rc = fail_db(w, "reading the schema");
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* The slice table and its indexes, into the file SQLite has closed. */
-static int write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
-{
-	struct bt_file f;
-	int rc = bt_open(&f, tmp);
-
-	if (rc)
-		return fail(w, rc, "writing slices: %s", strerror(-rc));
-	rc = write_slice_rows(w, &f, roots[0]);
-	if (!rc)
-		rc = write_track_index(w, &f, roots[1]);
-	/* Last: it reuses the frames' words. */
-	if (!rc)
-		rc = write_parent_index(w, &f, roots[2]);
-	if (rc) {
-		bt_close(&f, 1);
-		return fail(w, rc, "writing slices: %s", strerror(-rc));
-	}
-	rc = bt_close(&f, 0);
-	if (rc)
-		return fail(w, rc, "writing slices: %s", strerror(-rc));
 	return 0;
 }
 
@@ -1062,14 +713,14 @@ static int write_ptwrites(struct sq *w)
 		return 0;
 	base = malloc((t->nr_threads + 1) * sizeof(*base));
 	if (!base)
-		return fail(w, -ENOMEM, "out of memory");
+		return sq_fail(w, -ENOMEM, "out of memory");
 	base[0] = 0;
 	for (size_t i = 0; i < t->nr_threads && !rc; i++) {
 		base[i + 1] = base[i] + t->threads[i].nr_slices;
 		/* The first thread of a tid is its row, as in bind_utid. */
 		if (!mt_hmap_get(&at, t->threads[i].tid) &&
 		    mt_hmap_set(&at, t->threads[i].tid, i + 1))
-			rc = fail(w, -ENOMEM, "out of memory");
+			rc = sq_fail(w, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < t->nr_ptwrites && !rc; i++) {
 		const struct mt_ptwrite *p = &t->ptwrites[i];
@@ -1119,7 +770,7 @@ static int check_strings(struct sq *w)
 			goto bad;
 	return 0;
 bad:
-	return fail(w, -EINVAL, "string id out of range in the model");
+	return sq_fail(w, -EINVAL, "string id out of range in the model");
 }
 
 static int close_db(struct sq *w);
@@ -1131,7 +782,7 @@ static int close_db(struct sq *w);
  */
 static int build(struct sq *w, const char *tmp)
 {
-	uint32_t roots[NR_TREES];
+	uint32_t roots[SQ_NR_TREES];
 	char sql[64];
 	int rc;
 
@@ -1142,7 +793,7 @@ static int build(struct sq *w, const char *tmp)
 	if (sqlite3_open_v2(tmp, &w->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK)
-		return fail_db(w, "opening");
+		return sq_fail_db(w, "opening");
 	/*
 	 * No journal and no syncs: a failed build is thrown away whole, so
 	 * there is nothing to roll back to.
@@ -1162,7 +813,7 @@ static int build(struct sq *w, const char *tmp)
 		if (sqlite3_prepare_v3(w->db, stmt_sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &w->stmts[i],
 				       NULL) != SQLITE_OK)
-			rc = fail_db(w, "preparing");
+			rc = sq_fail_db(w, "preparing");
 	if (!rc)
 		rc = write_threads(w);
 	if (!rc)
@@ -1176,11 +827,11 @@ static int build(struct sq *w, const char *tmp)
 	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)
-		rc = read_roots(w, roots);
+		rc = sq_read_roots(w, roots);
 	if (!rc)
 		rc = close_db(w);
 	if (!rc)
-		rc = write_trees(w, tmp, roots);
+		rc = sq_write_trees(w, tmp, roots);
 	return rc;
 }
 
@@ -1194,7 +845,7 @@ static int close_db(struct sq *w)
 		w->stmts[i] = NULL;
 	}
 	if (w->db && sqlite3_close(w->db) != SQLITE_OK) {
-		rc = fail_db(w, "closing");
+		rc = sq_fail_db(w, "closing");
 		/* Still free it: nothing is left to finish. */
 		sqlite3_close_v2(w->db);
 	}
@@ -1215,7 +866,7 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 	if (rc)
 		close_db(&w);
 	if (!rc && stat(f->tmp, &sb))
-		rc = fail(&w, -errno, "%s", strerror(errno));
+		rc = sq_fail(&w, -errno, "%s", strerror(errno));
 	if (!rc && st) {
 		st->bytes = (uint64_t)sb.st_size;
 		st->slices = w.nr_slices;

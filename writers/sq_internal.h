@@ -1,0 +1,89 @@
+/*
+ * What the SQLite writer's rooms share: sqlite.c (the schema, the small
+ * tables through SQLite, the frames) and sq_pages.c (slice_raw and its
+ * indexes written as pages).
+ */
+#ifndef MT_SQ_INTERNAL_H
+#define MT_SQ_INTERNAL_H
+
+#include "model/model.h"
+#include "util/util.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One interned arg set: its key, at its arg_set_id in sq.asets. */
+struct aset {
+	uint64_t addr;
+	uint32_t dso, flags;
+};
+
+/* A number (tid or pid) and the row that stands for it. */
+struct idmap {
+	uint32_t key;
+	uint32_t id;
+};
+
+/*
+ * A frame: a name and an arg set, which most slices share with many
+ * others.  Frames of one set are chained, newest first, from the set's
+ * entry in frame_heads.
+ */
+struct frame {
+	uint32_t name;
+	uint32_t next; /* id + 1 of the next frame of the set, 0 at the end */
+};
+
+/* The prepared inserts, in the order stmts[] holds them. */
+enum {
+	S_PROCESS,
+	S_THREAD,
+	S_TRACK,
+	S_FRAME,
+	S_ARG,
+	S_SEGMENT,
+	S_STITCH,
+	S_GAP,
+	S_HIT,
+	S_PTWRITE,
+	S_STRING,
+	S_NR
+};
+
+/* One write in progress; owns everything it points to except t. */
+struct sq {
+	const struct mt_trace *t;
+	const char *path;
+	char *err;
+	size_t errlen;
+	sqlite3 *db;
+	sqlite3_stmt *stmts[S_NR];
+	struct aset *asets; /* by arg_set_id */
+	size_t nr_asets, cap_asets;
+	struct mt_hmap aset_index; /* an aset's hash -> its arg_set_id */
+	struct idmap *tids;	   /* sorted by tid: utid of each thread */
+	struct idmap *pids;	   /* sorted by pid: upid of each process */
+	size_t nr_pids;
+	uint32_t next_upid;
+	struct frame *frames; /* by id */
+	size_t nr_frames, cap_frames;
+	struct mt_hmap frame_heads; /* arg_set_id + 1 -> frame id + 1 */
+	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
+	uint64_t nr_slices;
+};
+
+/* One line in the caller's buffer, naming the database (util/err.h);
+ * returns rc. */
+int sq_fail(struct sq *w, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* SQLite's own message for what failed. */
+int sq_fail_db(struct sq *w, const char *what);
+
+/* sq_pages.c.  The trees SQLite left empty: slice_raw, slice_track_ts,
+ * slice_parent. */
+#define SQ_NR_TREES 3
+int sq_read_roots(struct sq *w, uint32_t *roots);
+int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots);
+
+#endif
