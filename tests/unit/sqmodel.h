@@ -1,0 +1,28 @@
+/*
+ * sqmodel: a model to write and read back, for the SQLite writer's tests
+ * (sqmodel.c).
+ */
+#ifndef MT_TEST_SQMODEL_H
+#define MT_TEST_SQMODEL_H
+
+#include "model/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEEP 2000
+
+extern const char *const odd_names[8];
+extern const char *const dso_names[3];
+
+/* xorshift64*: tests must not depend on the C library's rand(). */
+uint64_t rnd(uint64_t *s);
+/* Appends n slices to thread ti as a random call tree in pre-order. */
+void gen_tree(struct mt_trace *t, size_t ti, size_t n, uint32_t depth,
+	      const uint32_t *names, size_t nr_names, const uint32_t *dsos,
+	      size_t nr_dsos, uint64_t seed);
+/* The model every round-trip test writes. */
+void build_model(struct mt_trace *t);
+size_t total_slices(const struct mt_trace *t);
+
+#endif
