@@ -193,5 +193,9 @@ void tpop_to(struct thr *t, size_t n, uint64_t when);
 int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		   uint64_t back);
 int write_truth(struct emu *e, uint64_t end);
+/* --drop-every's gaps: one more, and all of them as gaps.tsv (--gaps). */
+int emu_add_gap(struct emu *e, struct thr *t, uint64_t resume,
+		uint64_t resume_ip);
+int emu_write_gaps(struct emu *e);
 
 #endif

@@ -2,7 +2,8 @@
  * The emulator's own call log (--truth): every call, return, tail call,
  * unwinding jump, syscall and signal delivery it single-stepped through,
  * in mt-synth's truth.tsv form.  It shares nothing with the decoder: the
- * emulated capture's converted tree is held to it.
+ * emulated capture's converted tree is held to it.  And the trace it
+ * dropped on purpose (--drop-every), in mt-synth's gaps.tsv form (--gaps).
  */
 #include "capture/emu_internal.h"
 #include "util/util.h"
@@ -326,3 +327,38 @@ int write_truth(struct emu *e, uint64_t end)
 }
 
 /* Where the step of t's instruction went: the packets for it. */
+
+/* A gap made on purpose: the trace of t dropped until resume. */
+int emu_add_gap(struct emu *e, struct thr *t, uint64_t resume,
+		uint64_t resume_ip)
+{
+	if (mt_grow((void **)&e->gaps, &e->cap_gaps, e->nr_gaps + 1,
+		    sizeof(*e->gaps)))
+		return -ENOMEM;
+	e->gaps[e->nr_gaps++] = (struct egap){t->tid, t->gap_after, t->gap_end,
+					      resume, t->gap_stop,  resume_ip};
+	return 0;
+}
+
+/* The gaps in gaps.tsv form (mt-synth's), for the accuracy figures. */
+int emu_write_gaps(struct emu *e)
+{
+	struct mt_outfile out;
+	FILE *f = mt_outfile_fopen(&out, e->o->gaps, e->err, e->errlen);
+
+	if (!f)
+		return -EIO;
+	fprintf(f, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
+		   "resume_ns\tstop_ip\tresume_ip\n");
+	for (size_t i = 0; i < e->nr_gaps; i++) {
+		const struct egap *g = &e->gaps[i];
+
+		fprintf(f, "%d\t0\t0\t%llu\t%llu\t%llu\t%#llx\t%#llx\n", g->tid,
+			(unsigned long long)g->after,
+			(unsigned long long)g->end,
+			(unsigned long long)g->resume,
+			(unsigned long long)g->stop_ip,
+			(unsigned long long)g->resume_ip);
+	}
+	return mt_outfile_commit(&out, e->err, e->errlen);
+}

@@ -192,40 +192,6 @@ static int shadow_push(struct thr *t, uint64_t ret)
 	return 0;
 }
 
-static int add_gap(struct emu *e, struct thr *t, uint64_t resume,
-		   uint64_t resume_ip)
-{
-	if (mt_grow((void **)&e->gaps, &e->cap_gaps, e->nr_gaps + 1,
-		    sizeof(*e->gaps)))
-		return -ENOMEM;
-	e->gaps[e->nr_gaps++] = (struct egap){t->tid, t->gap_after, t->gap_end,
-					      resume, t->gap_stop,  resume_ip};
-	return 0;
-}
-
-/* The gaps in gaps.tsv form (mt-synth's), for the accuracy figures. */
-static int write_gaps(struct emu *e)
-{
-	struct mt_outfile out;
-	FILE *f = mt_outfile_fopen(&out, e->o->gaps, e->err, e->errlen);
-
-	if (!f)
-		return -EIO;
-	fprintf(f, "tid\tfirst_branch\tlast_branch\tafter_ns\tend_ns\t"
-		   "resume_ns\tstop_ip\tresume_ip\n");
-	for (size_t i = 0; i < e->nr_gaps; i++) {
-		const struct egap *g = &e->gaps[i];
-
-		fprintf(f, "%d\t0\t0\t%llu\t%llu\t%llu\t%#llx\t%#llx\n", g->tid,
-			(unsigned long long)g->after,
-			(unsigned long long)g->end,
-			(unsigned long long)g->resume,
-			(unsigned long long)g->stop_ip,
-			(unsigned long long)g->resume_ip);
-	}
-	return mt_outfile_commit(&out, e->err, e->errlen);
-}
-
 /* The packets for a branch of class cls that went to `to`. */
 static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		   uint64_t tsc)
@@ -320,7 +286,7 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 		t->gap_end = t->step_tsc;
 		if (!--t->dropping) {
 			rc = ptenc_overflow(t->enc, tsc, to) ||
-			     add_gap(e, t, tsc, to);
+			     emu_add_gap(e, t, tsc, to);
 		}
 	} else if (!rc) {
 		rc = packets(t, in->cls, to, next, tsc);
@@ -963,7 +929,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			wrc = write_truth(&e,
 					  e.hit_time ? e.hit_time : now_ns());
 		if (!wrc && o->gaps)
-			wrc = write_gaps(&e);
+			wrc = emu_write_gaps(&e);
 		e.err = keep;
 		e.errlen = errlen;
 		if (wrc && !rc) {
