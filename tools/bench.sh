@@ -28,11 +28,12 @@ slices=$(sed -n 's/.*, \([0-9]*\) slices,.*/\1/p' "$D/convert.log")
 perf_out=$("$B/mt-bench" run sh -c "perf script -i '$D/raw.bin' --itrace=cr >/dev/null 2>&1")
 blocks=$(field blocks "$bare")
 tb=$(field seconds "$bare"); tc=$(field seconds "$conv"); tp=$(field seconds "$perf_out")
+cpu=$(field cpu "$conv")
 rss=$(field rss_kb "$conv")
 pf=$(stat -c %s "$D/out.pftrace"); pl=$(stat -c %s "$D/plain.pftrace")
 sq=$(stat -c %s "$D/out.sqlite")
 mb=$(awk "BEGIN {print $aux_bytes / 1048576}")
-awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" \
+awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" -v cpu="$cpu" \
     -v slices="$slices" -v rss="$rss" -v pf="$pf" -v pl="$pl" -v sq="$sq" 'BEGIN {
 	printf "%-28s %9s %10s %12s\n", "", "seconds", "MiB/s", "Mevents/s"
 	printf "%-28s %9.2f %10.1f %12.2f\n", "bare libipt block loop", tb, mb / tb, blocks / tb / 1e6
@@ -40,6 +41,27 @@ awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" \
 	printf "%-28s %9.2f %10.1f\n", "perf script --itrace=cr", tp, mb / tp
 	printf "\n%d slices; peak RSS %.1f MiB = %.1f B/slice\n", slices, rss / 1024, rss * 1024 / slices
 	printf ".pftrace %.1f B/slice compressed, %.1f B/slice plain; sqlite %.1f B/slice\n", pf / slices, pl / slices, sq / slices
-	printf "\nratios: mt-convert is %.1fx faster than perf script (target >= 3x)\n", tp / tc
+	printf "\nratios: mt-convert is %.1fx faster than perf script (target >= 10x)\n", tp / tc
 	printf "        mt-convert takes %.2fx the bare loop (target <= 1.5x)\n", tc / tb
+	printf "        mt-convert kept %.0f%% of a core busy (CPU %.2f s over %.2f s)\n", cpu / tc * 100, cpu, tc
 }'
+
+# Time against size: captures of 1/16 and 1/4 of the branches (the same
+# generator and seed) beside the whole one, in seconds per MiB of AUX.
+echo
+echo "time against size (seconds per MiB of AUX; linear when they agree):"
+for part in 16 4 1; do
+	if [ "$part" = 1 ]; then
+		p="$D"
+	else
+		p="$D/part$part"
+		[ -f "$p/raw.bin" ] || "$B/mt-synth" --seed 4242 \
+			--branches "$((MB * 1048576 * 10 / 6 / part))" -o "$p" >/dev/null
+	fi
+	pb=$(stat -c %s "$p/raw.bin")
+	pt=$(field seconds "$("$B/mt-bench" run "$B/mt-convert" "$p/raw.bin" \
+		-o "$p/lin.pftrace" --sqlite "$p/lin.sqlite" -q)")
+	awk -v part="$part" -v b="$pb" -v t="$pt" 'BEGIN {
+		printf "  1/%-3s %8.1f MiB  %7.2f s  %.3f s/MiB\n", part, b / 1048576, t, t / (b / 1048576) }'
+	rm -f "$p/lin.pftrace" "$p/lin.sqlite"
+done

@@ -72,7 +72,11 @@ static int bench_run(char **argv)
 		perror("mt-bench: wait");
 		return 1;
 	}
-	printf("seconds=%.3f rss_kb=%ld\n", now() - t0, ru.ru_maxrss);
+	/* cpu: user and system time of the command, to set against the
+	 * wall clock (how many cores it kept busy). */
+	printf("seconds=%.3f rss_kb=%ld cpu=%.3f\n", now() - t0, ru.ru_maxrss,
+	       (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
