@@ -216,15 +216,23 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
+static const int fatal_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void fatal_signal_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
+		sigaddset(set, fatal_sigs[i]);
+}
+
 static void catch_fatal_signals(void)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	const int *sigs = fatal_sigs;
 	struct sigaction sa = {.sa_handler = on_fatal_signal};
 
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(&sa.sa_mask, sigs[i]);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+	fatal_signal_set(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]);
+	     i++) {
 		struct sigaction old;
 
 		/* A signal ignored when we started (nohup, a background
@@ -674,13 +682,22 @@ int main(int argc, char **argv)
 		struct mt_outfile done[NR_OUTS];
 		size_t n = 0;
 
+		sigset_t fatal, old;
+		int crc;
+
 		for (size_t i = 0; i < nr_outs; i++)
 			if (outs[i].tmp)
 				done[n++] = outs[i];
+		/* A signal now would find some outputs renamed and others
+		 * not: it waits until all are in place (or all gone). */
+		fatal_signal_set(&fatal);
+		sigprocmask(SIG_BLOCK, &fatal, &old);
 		sig_nr_outs = 0;
 		memset(outs, 0, sizeof(outs));
 		nr_outs = 0;
-		if (mt_outfile_commit_all(done, n, err, sizeof(err)))
+		crc = mt_outfile_commit_all(done, n, err, sizeof(err));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (crc)
 			goto fail;
 	}
 	if (!a.quiet)
