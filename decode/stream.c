@@ -324,31 +324,41 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
  */
 static void ptwrite_after_branch(struct strm *s, uint64_t ptw)
 {
-	uint8_t b[15 * 8 + 15];
-	size_t n, span;
+	uint8_t b[256];
+	size_t span;
 
 	if (s->blk_ninsn < 2 || ptw != s->last_ip)
 		return;
 	span = 15 * (size_t)(s->blk_ninsn - 1);
-	n = read_code(s, s->last_isid, s->blk_ip, b,
-		      span + 15 < sizeof(b) ? span + 15 : sizeof(b));
-	for (size_t at = 0; at < n && at < span; at++) {
-		uint64_t pa = s->blk_ip + at, to;
-		unsigned len;
+	/* In windows that overlap by an instruction's length, so that a
+	 * long straight run before the branch is read whole. */
+	for (size_t base = 0; base < span; base += sizeof(b) - 15) {
+		size_t n = read_code(s, s->last_isid, s->blk_ip + base, b,
+				     sizeof(b));
 
-		if (!dec_direct_target(b + at, n - at, pa, &to) || to != ptw)
-			continue;
-		len = dec_call_len(b + at, n - at);
-		if (len) {
-			strm_held_push(s, s->pend_time, DEC_CALL, ptw,
-				       pa + len);
-			set_range(s, ptw);
-		} else if (s->cur_lo <= s->cur_hi &&
-			   (ptw < s->cur_lo || ptw >= s->cur_hi)) {
-			strm_held_push(s, s->pend_time, DEC_JUMP, ptw, pa);
-			set_range(s, ptw);
+		for (size_t at = 0;
+		     at < n && at < sizeof(b) - 15 && base + at < span; at++) {
+			uint64_t pa = s->blk_ip + base + at, to;
+			unsigned len;
+
+			if (!dec_direct_target(b + at, n - at, pa, &to) ||
+			    to != ptw)
+				continue;
+			len = dec_call_len(b + at, n - at);
+			if (len) {
+				strm_held_push(s, s->pend_time, DEC_CALL, ptw,
+					       pa + len);
+				set_range(s, ptw);
+			} else if (s->cur_lo <= s->cur_hi &&
+				   (ptw < s->cur_lo || ptw >= s->cur_hi)) {
+				strm_held_push(s, s->pend_time, DEC_JUMP, ptw,
+					       pa);
+				set_range(s, ptw);
+			}
+			return;
 		}
-		return;
+		if (n < sizeof(b))
+			return; /* the code ends here */
 	}
 }
 

@@ -48,16 +48,16 @@ else
 fi
 
 # The table: the values in order, each in the call of mt_ptwrite() made
-# by work().
+# by work() or long_run().
 got=$(sqlite3 "$W/t.sqlite" "SELECT value FROM ptwrite ORDER BY ts, id")
 where=$(sqlite3 "$W/t.sqlite" "SELECT count(*) FROM ptwrite w
 	JOIN slice s ON s.id = w.slice_id JOIN slice p ON p.id = s.parent_id
-	WHERE s.name = 'mt_ptwrite' AND p.name = 'work'
+	WHERE s.name = 'mt_ptwrite' AND p.name IN ('work', 'long_run')
 	AND w.ts BETWEEN s.ts AND s.ts + s.dur")
 if [ "$got" = "$want" ] && [ "$where" = 20 ]; then
 	echo "PASS ptwrite_sqlite"
 else
-	echo "FAIL ptwrite_sqlite: $where of 20 in work's calls; values $(echo $got | head -c 200)"
+	echo "FAIL ptwrite_sqlite: $where of 20 in the calls of work and long_run; values $(echo $got | head -c 200)"
 fi
 
 # Without --ptwrite: no PTW packet, no instant, and the same call tree
