@@ -705,28 +705,24 @@ static int write_ptwrites(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	sqlite3_stmt *st = w->stmts[S_PTWRITE];
-	struct mt_hmap at = {0}; /* tid -> thread index + 1 */
 	uint64_t *base;
 	int rc = 0;
 
 	if (!t->nr_ptwrites)
 		return 0;
+	/* Each thread's first slice id: ids follow threads, in order. */
 	base = malloc((t->nr_threads + 1) * sizeof(*base));
 	if (!base)
 		return sq_fail(w, -ENOMEM, "out of memory");
 	base[0] = 0;
-	for (size_t i = 0; i < t->nr_threads && !rc; i++) {
+	for (size_t i = 0; i < t->nr_threads; i++)
 		base[i + 1] = base[i] + t->threads[i].nr_slices;
-		/* The first thread of a tid is its row, as in bind_utid. */
-		if (!mt_hmap_get(&at, t->threads[i].tid) &&
-		    mt_hmap_set(&at, t->threads[i].tid, i + 1))
-			rc = sq_fail(w, -ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < t->nr_ptwrites && !rc; i++) {
 		const struct mt_ptwrite *p = &t->ptwrites[i];
-		uint64_t ti = mt_hmap_get(&at, p->tid);
+		/* utid is the thread's index + 1 (write_threads) */
+		uint32_t utid = idmap_find(w->tids, t->nr_threads, p->tid);
 		uint32_t s =
-			ti ? slice_at(&t->threads[ti - 1], p->ts) : MT_NONE;
+			utid ? slice_at(&t->threads[utid - 1], p->ts) : MT_NONE;
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
 		bind_u64(st, 2, p->ts);
@@ -735,12 +731,11 @@ static int write_ptwrites(struct sq *w)
 		bind_opt(st, 5, p->ip);
 		bind_u64(st, 6, p->value);
 		if (s != MT_NONE)
-			bind_u64(st, 7, base[ti - 1] + s);
+			bind_u64(st, 7, base[utid - 1] + s);
 		else
 			sqlite3_bind_null(st, 7);
 		rc = step(w, st);
 	}
-	mt_hmap_free(&at);
 	free(base);
 	return rc;
 }
