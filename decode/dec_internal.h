@@ -57,7 +57,8 @@ struct dec_chunk { /* one AUXTRACE record */
 struct dec_switch { /* who runs on a CPU from a time on */
 	uint32_t cpu;
 	uint64_t time;
-	uint32_t pid, tid; /* tid (u32)-1: nothing traced */
+	uint32_t pid, tid; /* out: the thread that left; else the one in */
+	bool out;	   /* from then on, no thread of ours */
 };
 
 struct dec_capture {

@@ -150,7 +150,7 @@ static int add_map(struct dec_capture *c, const struct pd_event *ev)
 }
 
 static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
-		      uint32_t pid, uint32_t tid)
+		      uint32_t pid, uint32_t tid, bool out)
 {
 	if (cpu == (uint32_t)-1)
 		return 0;
@@ -158,7 +158,7 @@ static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
 		    sizeof(*c->switches)))
 		return -ENOMEM;
 	c->switches[c->nr_switches++] =
-		(struct dec_switch){cpu, time, pid, tid};
+		(struct dec_switch){cpu, time, pid, tid, out};
 	return 0;
 }
 
@@ -331,7 +331,7 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 			else
 				rc = add_switch(c, sid->cpu, sid->time,
 						ev.u.itrace_start.pid,
-						ev.u.itrace_start.tid);
+						ev.u.itrace_start.tid, false);
 			break;
 		case PERF_RECORD_SWITCH:
 		case PERF_RECORD_SWITCH_CPU_WIDE:
@@ -339,12 +339,12 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 				break;
 			if (ev.u.sw.out)
 				rc = add_switch(c, sid->cpu, sid->time,
-						(uint32_t)-1, (uint32_t)-1);
+						sid->pid, sid->tid, true);
 			else if (!dec_thread_get(c, sid->pid, sid->tid))
 				rc = -ENOMEM;
 			else
 				rc = add_switch(c, sid->cpu, sid->time,
-						sid->pid, sid->tid);
+						sid->pid, sid->tid, false);
 			break;
 		case PD_RECORD_AUXTRACE:
 			rc = add_chunk(c, &ev);

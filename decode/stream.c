@@ -701,7 +701,7 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 		s->pid = (uint32_t)-1;
 		for (size_t i = 0; i < c->nr_switches; i++)
 			if (c->switches[i].cpu == k->cpu &&
-			    c->switches[i].tid != (uint32_t)-1) {
+			    !c->switches[i].out) {
 				s->pid = c->switches[i].pid;
 				break;
 			}

@@ -40,6 +40,7 @@ struct strm {
 	size_t sw_cur; /* index into c->switches (per-CPU) */
 	struct dec_thread *sw_thread;
 	bool sw_valid;
+	uint64_t sw_since; /* time of the switch record in force */
 
 	uint64_t last_time; /* perf ns, never decreasing */
 	uint64_t icount;    /* instructions decoded in this buffer */

@@ -39,7 +39,8 @@ static struct dec_thread *route(struct strm *s, uint64_t t)
 		}
 		if (w->time > t)
 			break;
-		s->sw_valid = w->tid != (uint32_t)-1;
+		s->sw_valid = !w->out;
+		s->sw_since = w->time;
 		s->sw_thread =
 			s->sw_valid ? dec_thread_get(c, w->pid, w->tid) : NULL;
 		if (s->sw_valid && !s->sw_thread)
@@ -59,11 +60,61 @@ bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid)
 	return false;
 }
 
+/*
+ * An overflow on a shared CPU lost the trace of every thread that left
+ * the CPU during it, not only the one it resumes in: they were switched
+ * out without a trace of it, and their next TIP.PGE would seem to go on
+ * from their last event.  Each gets an overflow of its own (no IP: its
+ * next start resumes) when it left, its gap from the last event decoded
+ * here or from when it came in.
+ */
+static void lost_in_overflow(struct strm *s, uint64_t t, uint64_t floor)
+{
+	struct dec_capture *c = s->c;
+	struct dec_thread *in = NULL;
+	uint64_t in_time = 0;
+
+	for (size_t i = s->sw_cur; i < c->nr_switches; i++) {
+		const struct dec_switch *w = &c->switches[i];
+		struct dec_thread *th;
+		uint64_t from;
+
+		if (w->cpu != s->cpu)
+			continue;
+		if (w->time > t)
+			break;
+		th = dec_thread_get(c, w->pid, w->tid);
+		if (!th) {
+			s->rc = -ENOMEM;
+			return;
+		}
+		if (!w->out) {
+			in = th;
+			in_time = w->time;
+			continue;
+		}
+		from = th == in && in_time > floor ? in_time : floor;
+		if (dec_tid_chosen(c, th->tid) &&
+		    dec_thread_push(th, c->base, w->time, DEC_OVERFLOW, 0,
+				    from ? from : w->time)) {
+			s->rc = -ENOMEM;
+			return;
+		}
+	}
+}
+
 static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux)
 {
 	struct dec_capture *c = s->c;
-	struct dec_thread *th = route(s, t);
+	struct dec_thread *th;
+
+	if (k == DEC_OVERFLOW && !s->thread && s->sw_valid)
+		lost_in_overflow(s, t, s->win_floor);
+	th = route(s, t);
+	/* Its thread's gap begins no earlier than it came onto the CPU. */
+	if (k == DEC_OVERFLOW && !s->thread && aux && aux < s->sw_since)
+		aux = s->sw_since;
 
 	if (!th || s->rc || !dec_tid_chosen(c, th->tid))
 		return;

@@ -385,11 +385,11 @@ int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target)
 	return ip_packet(g, ppt_tip, target, tsc);
 }
 
-int ptenc_pgd(struct ptenc *g, uint64_t tsc)
+static int pgd(struct ptenc *g, uint64_t tsc, bool timed)
 {
 	struct pt_packet pk = {.type = ppt_tip_pgd};
 
-	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+	if (timing_before(g, tsc) || flush_tnt(g) || (timed && cyc(g, tsc)))
 		return -ENOMEM;
 	pk.payload.ip.ipc = pt_ipc_suppressed;
 	if (put(g, &pk))
@@ -398,11 +398,21 @@ int ptenc_pgd(struct ptenc *g, uint64_t tsc)
 	return 0;
 }
 
+int ptenc_pgd(struct ptenc *g, uint64_t tsc)
+{
+	return pgd(g, tsc, true);
+}
+
 int ptenc_async_pgd(struct ptenc *g, uint64_t tsc, uint64_t ip)
 {
-	/* An interrupt or signal: FUP names the instruction it came at. */
-	return ip_packet(g, ppt_fup, ip, tsc) || ptenc_pgd(g, tsc) ? -ENOMEM
-								   : 0;
+	/* An interrupt or signal: FUP names the instruction it came at.
+	 * The CYC goes before the FUP, which begins the compound packet
+	 * (Intel's ptxed-tick test): a CYC after it would time the FUP
+	 * with the clock of the instructions before. */
+	if (timing_before(g, tsc) || flush_tnt(g) || cyc(g, tsc))
+		return -ENOMEM;
+	return ip_packet(g, ppt_fup, ip, tsc) || pgd(g, tsc, false) ? -ENOMEM
+								    : 0;
 }
 
 int ptenc_pge(struct ptenc *g, uint64_t tsc, uint64_t ip)

@@ -53,9 +53,10 @@ struct seg_builder {
 	struct frame *stack;
 	size_t depth, cap;
 
-	bool open;  /* a segment is open */
-	bool any;   /* one was: seg_id is valid */
-	bool ended; /* it saw DEC_END: closes at finish or next sync */
+	bool open;	  /* a segment is open */
+	bool any;	  /* one was: seg_id is valid */
+	bool ended;	  /* it saw DEC_END: closes at finish or next sync */
+	uint64_t stop_ip; /* where the open [untraced] frame began */
 	uint32_t seg_id;
 	uint64_t seg_start, last_time;
 	size_t first;	 /* its first slice */
@@ -705,6 +706,20 @@ static const char *error_reason(struct seg_builder *b, uint64_t ip,
 	return buf;
 }
 
+/*
+ * A thread that was off its CPU (an interrupt stopped it) comes back in
+ * an overflow, at the instruction it stopped at: the switch back was in
+ * the trace lost, and it ran nothing since.  Only a thread back at the
+ * same IP after a round of calls and returns would differ, and the
+ * stack would still be the one it left with.
+ */
+static bool overflow_at_stop(struct seg_builder *b, uint64_t ip)
+{
+	const struct frame *f = b->open ? top(b) : NULL;
+
+	return ip && f && f->kind == FR_PSEUDO && b->stop_ip == ip;
+}
+
 int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	     uint64_t ip, uint64_t aux)
 {
@@ -736,6 +751,9 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		 * IP: tracing was off, the next sync point resumes. */
 		int rc;
 
+		if (overflow_at_stop(b, ip))
+			return on_resume(b, time, ip);
+
 		if (aux > time || !aux)
 			aux = time;
 		rc = close_segment(b, aux, "overflow", ip);
@@ -763,8 +781,14 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	default:
 		break;
 	}
-	if (!b->open)
+	if (!b->open) {
+		/* A thread's trace on a shared CPU starts where it comes
+		 * back to user space (TIP.PGE), after its first sync point
+		 * or its last gap. */
+		if (kind == DEC_RESUME)
+			return open_segment(b, time, ip);
 		return 0; /* nothing before the first sync point */
+	}
 	f = top(b);
 	switch (kind) {
 	case DEC_CALL:
@@ -783,6 +807,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	case DEC_STOP:
 		if (f && f->kind == FR_PSEUDO)
 			return 0;
+		b->stop_ip = kind == DEC_STOP ? ip : 0;
 		return push(b, time, f ? f->level + 1 : b->rmin,
 			    kind == DEC_SYSCALL ? b->str_syscall
 						: b->str_untraced,

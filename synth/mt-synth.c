@@ -5,7 +5,7 @@
  *            [--noretcomp] [--gap-every N] [--gap-at KINDS]
  *            [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
- *            [--per-cpu]
+ *            [--per-cpu [--cpus N]]
  *            -o DIR
  */
 #include "synth/synth.h"
@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"                [--final-stack]\n"
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
-		"                [--per-cpu]\n"
+		"                [--per-cpu [--cpus N]]\n"
 		"                [--cc COMPILER] -o DIR\n"
 		"Writes DIR/raw.bin (perf.data with Intel PT), DIR/prog (the "
 		"traced ELF)\nand DIR/truth.tsv (every call live in the "
@@ -121,6 +121,7 @@ int main(int argc, char **argv)
 		{"mtc-period", required_argument, NULL, 'M'},
 		{"no-deep", no_argument, NULL, 'D'},
 		{"per-cpu", no_argument, NULL, 'C'},
+		{"cpus", required_argument, NULL, 'U'},
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -193,6 +194,11 @@ int main(int argc, char **argv)
 		case 'C':
 			o.per_cpu = true;
 			break;
+		case 'U':
+			if (parse_u64(optarg, "--cpus", 64, &v))
+				return 2;
+			o.cpus = (unsigned)v;
+			break;
 		case 'D':
 			o.deep = false;
 			break;
@@ -221,8 +227,12 @@ int main(int argc, char **argv)
 	printf("%s/raw.bin: %" PRIu64 " branches, %" PRIu64 " calls, %" PRIu64
 	       " returns, %" PRIu64 " syscalls, %" PRIu64
 	       " gaps, max depth %u, %" PRIu64 " bytes of trace, %zu truth "
-	       "rows\n",
+	       "rows",
 	       o.outdir, st.branches, st.calls, st.returns, st.syscalls,
 	       st.gaps, st.max_depth, st.packets_bytes, st.truth_rows);
+	if (o.cpus)
+		printf(", %" PRIu64 " switches (%" PRIu64 " lost in overflows)",
+		       st.switches, st.lost_switches);
+	putchar('\n');
 	return 0;
 }

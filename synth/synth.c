@@ -10,7 +10,7 @@
  */
 #include "capture/capfile.h"
 #include "perfdata/perfdata.h"
-#include "synth/walk.h"
+#include "synth/sched.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -65,7 +65,7 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 	pt->time_zero = 0;
 	pt->cap_user_time_zero = true;
 	capfile_pt_format(pt);
-	pt->have_sched_switch = 0;
+	pt->have_sched_switch = o->cpus ? 3 : 0; /* SWITCH_CPU_WIDE */
 	pt->snapshot_mode = o->start_depth > 0;
 	pt->per_cpu_mmaps = o->per_cpu;
 	pt->tsc_ctc_n = SYNTH_TSC_CTC_N;
@@ -75,7 +75,8 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 }
 
 static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
-				   "tail_out",	    "unwound",	   "syscall"};
+				   "tail_out",	    "unwound",	   "syscall",
+				   "untraced"};
 
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
@@ -92,6 +93,8 @@ static int write_truth(const char *path, const struct program *p,
 			const struct truth_row *r = &th[t].rows[i];
 			const char *name = r->func == TRUTH_SYSCALL_FUNC
 						   ? "[syscall]"
+					   : r->func == TRUTH_UNTRACED_FUNC
+						   ? "[untraced]"
 						   : p->funcs[r->func].name;
 			bool any = false;
 			fprintf(o, "%u\t%u\t%s\t%llu\t%llu\t", SYNTH_PID + t,
@@ -100,7 +103,7 @@ static int write_truth(const char *path, const struct program *p,
 					r->start, pt),
 				(unsigned long long)pd_tsc_to_perf_time(r->end,
 									pt));
-			for (unsigned b = 0; b < 6; b++) {
+			for (unsigned b = 0; b < 7; b++) {
 				if (!(r->flags & (1u << b)))
 					continue;
 				fprintf(o, "%s%s", any ? "," : "",
@@ -152,15 +155,86 @@ static int write_gaps(const char *path, struct walk_thread *th, unsigned nth,
 	return mt_outfile_commit(&out, err, errlen);
 }
 
+/* A switch record or an ITRACE_START, to be written in time order. */
+struct side {
+	uint64_t tsc;
+	const struct sched_switch *sw; /* NULL: ITRACE_START */
+	uint32_t cpu, thread;
+};
+
+static int cmp_side(const void *a, const void *b)
+{
+	const struct side *x = a, *y = b;
+
+	if (x->tsc != y->tsc)
+		return x->tsc < y->tsc ? -1 : 1;
+	return (x->sw != NULL) - (y->sw != NULL);
+}
+
+/*
+ * Per CPU: ITRACE_START for the thread its stream begins with, then every
+ * SWITCH_CPU_WIDE (the idle task is pid 0), all in time order.
+ */
+static int write_switches(struct pd_writer *w, const struct sched_result *sr,
+			  const struct pd_pt_info *pt, struct pd_sample_id sid)
+{
+	size_t n = 0, cap = sr->nr_sw + sr->nr_cpus;
+	struct side *v = calloc(cap ? cap : 1, sizeof(*v));
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < sr->nr_cpus; c++)
+		if (sr->cpus[c].first != UINT32_MAX)
+			v[n++] = (struct side){sr->cpus[c].start_tsc - 50, NULL,
+					       c, sr->cpus[c].first};
+	for (size_t i = 0; i < sr->nr_sw; i++)
+		v[n++] = (struct side){sr->sw[i].tsc, &sr->sw[i], sr->sw[i].cpu,
+				       sr->sw[i].thread};
+	qsort(v, n, sizeof(*v), cmp_side);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct sched_switch *x = v[i].sw;
+		uint32_t tid =
+			v[i].thread == SCHED_IDLE ? 0 : SYNTH_PID + v[i].thread;
+		uint32_t pid = v[i].thread == SCHED_IDLE ? 0 : SYNTH_PID;
+		struct pd_sample_id s = sid;
+
+		s.pid = pid;
+		s.tid = tid;
+		s.cpu = v[i].cpu;
+		s.id = v[i].cpu + 1;
+		s.time = pd_tsc_to_perf_time(v[i].tsc, pt);
+		if (!x) {
+			struct pd_itrace_start is = {.pid = pid, .tid = tid};
+
+			rc = pd_write_itrace_start(w, &is, &s);
+		} else {
+			bool idle = x->other == SCHED_IDLE;
+			struct pd_switch sw = {
+				.out = x->out,
+				.preempt = x->out && x->thread != SCHED_IDLE,
+				.cpu_wide = true,
+				.next_prev_pid = idle ? 0 : SYNTH_PID,
+				.next_prev_tid =
+					idle ? 0 : SYNTH_PID + x->other};
+
+			rc = pd_write_switch(w, &sw, &s);
+		}
+	}
+	free(v);
+	return rc;
+}
+
 static int write_capture(const char *path, const struct synth_opts *o,
 			 const struct program *p, struct walk_thread *th,
+			 const struct sched_result *sr,
 			 const struct pd_pt_info *pt, char *err, size_t errlen)
 {
 	struct pd_writer *w = NULL;
 	struct pd_err pe = {0};
 	struct perf_event_attr attr;
 	uint64_t ids[64];
-	unsigned nth = o->threads;
+	unsigned nth = o->threads, nids = sr ? sr->nr_cpus : nth;
 	uint64_t t0 = pd_tsc_to_perf_time(SYNTH_START_TSC, pt) - 20000;
 	struct pd_sample_id sid =
 		capfile_sample_id(SYNTH_PID, SYNTH_PID, t0, 1);
@@ -172,9 +246,10 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	/* As perf record opens it: disabled until the exec. */
 	capfile_pt_attr(&attr, SYNTH_PMU_TYPE, pt_config_bits(o));
 	attr.disabled = attr.enable_on_exec = attr.exclude_guest = 1;
-	for (unsigned i = 0; i < nth && i < 64; i++)
+	attr.context_switch = sr != NULL;
+	for (unsigned i = 0; i < nids && i < 64; i++)
 		ids[i] = i + 1;
-	if (pd_writer_add_attr(w, &attr, ids, nth < 64 ? nth : 64))
+	if (pd_writer_add_attr(w, &attr, ids, nids < 64 ? nids : 64))
 		goto werr;
 
 	{
@@ -222,7 +297,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 		struct pd_sample_id s2 = sid;
 		s2.tid = SYNTH_PID + t;
 		s2.time = fk.time;
-		s2.id = t + 1;
+		s2.id = t % nids + 1;
 		if (pd_write_task(w, PERF_RECORD_FORK, &fk, &s2))
 			goto werr;
 		s2.time += 1;
@@ -231,7 +306,9 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	}
 	/* Per-CPU recording: each CPU's stream says which thread it traces
 	 * with ITRACE_START (thread t runs on CPU t, alone). */
-	for (unsigned t = 0; o->per_cpu && t < nth; t++) {
+	if (sr && write_switches(w, sr, pt, sid))
+		goto werr;
+	for (unsigned t = 0; o->per_cpu && !sr && t < nth; t++) {
 		struct pd_itrace_start is = {.pid = SYNTH_PID,
 					     .tid = SYNTH_PID + t};
 		struct pd_sample_id s3 = sid;
@@ -248,6 +325,16 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	for (unsigned t = 0; t < nth; t++)
 		if (th[t].window_end > end_tsc)
 			end_tsc = th[t].window_end;
+	for (unsigned c = 0; sr && c < sr->nr_cpus; c++) {
+		struct pd_auxtrace a = {.size = sr->cpus[c].aux_len,
+					.reference = end_tsc + 1000,
+					.idx = c,
+					.tid = UINT32_MAX,
+					.cpu = c};
+		if (sr->cpus[c].aux &&
+		    pd_write_auxtrace(w, &a, sr->cpus[c].aux))
+			goto werr;
+	}
 	for (unsigned t = 0; t < nth; t++) {
 		struct pd_auxtrace a = {.size = th[t].aux_len,
 					.offset = 0,
@@ -256,7 +343,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 					.tid = o->per_cpu ? UINT32_MAX
 							  : SYNTH_PID + t,
 					.cpu = o->per_cpu ? t : UINT32_MAX};
-		if (pd_write_auxtrace(w, &a, th[t].aux))
+		if (!sr && pd_write_auxtrace(w, &a, th[t].aux))
 			goto werr;
 		if (o->final_stack) {
 			struct pd_ext_stack s = {.pid = SYNTH_PID,
@@ -311,12 +398,19 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 	struct program prog;
 	struct rng r;
 	struct walk_thread *th = NULL;
+	struct walk_cfg *cfgs = NULL;
+	struct sched_result sr;
+	bool have_sr = false;
 	struct pd_pt_info pt;
 	char path[4200];
 	int rc = -1;
 
 	if (!o->threads || o->threads > 64) {
 		snprintf(err, errlen, "--threads must be 1..64");
+		return -1;
+	}
+	if (o->cpus && (!o->per_cpu || o->cpus > 64)) {
+		snprintf(err, errlen, "--cpus must be 1..64, with --per-cpu");
 		return -1;
 	}
 	if (o->psb_period > 15 || o->mtc_period > 15) {
@@ -339,8 +433,13 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 	}
 	fill_pt_info(&pt, o);
 	memset(st, 0, sizeof(*st));
+	cfgs = calloc(o->threads, sizeof(*cfgs));
+	if (!cfgs) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	for (unsigned t = 0; t < o->threads; t++) {
-		struct walk_cfg c = {
+		cfgs[t] = (struct walk_cfg){
 			.seed = o->seed * 1000003 + t,
 			.branches = o->branches,
 			.root = t,
@@ -357,8 +456,21 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			       .cbr = SYNTH_NONTURBO,
 			       .tnt_max = (o->seed + t) % 3 ? 6 : 47,
 			       .pad_chance = 8}};
-		if (walk_thread_run(&prog, &c, &th[t], err, errlen))
+		if (!o->cpus &&
+		    walk_thread_run(&prog, &cfgs[t], &th[t], err, errlen))
 			goto out;
+	}
+	if (o->cpus) {
+		if (sched_run(&prog, cfgs, th, o->threads, o->cpus, o->seed,
+			      &sr, err, errlen))
+			goto out;
+		have_sr = true;
+		st->switches = sr.switches;
+		st->lost_switches = sr.lost_switches;
+		for (unsigned c = 0; c < sr.nr_cpus; c++)
+			st->packets_bytes += sr.cpus[c].aux_len;
+	}
+	for (unsigned t = 0; t < o->threads; t++) {
 		st->branches += th[t].branches;
 		st->packets_bytes += th[t].aux_len;
 		st->calls += th[t].calls;
@@ -370,7 +482,8 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			st->max_depth = th[t].max_depth;
 	}
 	snprintf(path, sizeof(path), "%s/raw.bin", o->outdir);
-	if (write_capture(path, o, &prog, th, &pt, err, errlen))
+	if (write_capture(path, o, &prog, th, have_sr ? &sr : NULL, &pt, err,
+			  errlen))
 		goto out;
 	snprintf(path, sizeof(path), "%s/truth.tsv", o->outdir);
 	if (write_truth(path, &prog, th, o->threads, &pt, err, errlen))
@@ -383,6 +496,9 @@ out:
 	for (unsigned t = 0; th && t < o->threads; t++)
 		walk_thread_free(&th[t]);
 	free(th);
+	free(cfgs);
+	if (have_sr)
+		sched_free(&sr);
 	program_free(&prog);
 	return rc;
 }

@@ -40,6 +40,9 @@ struct synth_opts {
 	bool deep;	      /* include >1000-deep recursion */
 	bool per_cpu;	      /* one AUX stream per CPU (thread t on CPU t),
 				 threads known from ITRACE_START */
+	unsigned cpus;	      /* with per_cpu: the threads take turns on
+				 this many CPUs, with switch records; 0:
+				 one CPU each, no switches */
 	const char *outdir;
 	const char *cc; /* compiler for the generated assembly */
 };
@@ -48,6 +51,7 @@ void synth_opts_init(struct synth_opts *o);
 
 struct synth_stats {
 	uint64_t branches, packets_bytes, calls, returns, syscalls, gaps;
+	uint64_t switches, lost_switches;
 	unsigned max_depth;
 	size_t truth_rows;
 };

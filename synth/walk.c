@@ -45,6 +45,10 @@ struct walker {
 	unsigned gap_at; /* SYNTH_GAP_* */
 	bool again;	 /* inject a gap after the next branch */
 	bool again_done; /* the gap just injected was such a one */
+	struct walk_cfg c;
+	uint64_t n;    /* branches walked in the window, lost ones included */
+	bool gap_open; /* the last gap ended in a switch: its resume waits */
+	size_t untraced_row; /* open while switched out; else SIZE_MAX */
 };
 
 static uint64_t cur_ip(const struct walker *w)
@@ -367,136 +371,316 @@ static int inject_gap(struct walker *w, enum lose how, uint64_t *n)
 	return 0;
 }
 
-int walk_thread_run(const struct program *p, const struct walk_cfg *c,
-		    struct walk_thread *t, char *err, size_t errlen)
+struct walker *walk_new(const struct program *p, const struct walk_cfg *c,
+			struct walk_thread *t, char *err, size_t errlen)
 {
-	struct walker w = {.p = p, .t = t, .gap_at = c->gap_at};
-	uint64_t n = 0;
-	int rc;
+	struct walker *w = calloc(1, sizeof(*w));
 
-	rng_seed(&w.rng, c->seed);
-	w.g = ptenc_new(&c->pt, c->seed ^ 0x5eed);
-	w.cap = 2048;
-	w.st = calloc(w.cap, sizeof(*w.st));
-	if (!w.g || !w.st)
+	if (!w)
 		goto nomem;
-	w.st[0] = (struct frame){.func = c->root, .row = SIZE_MAX};
-	w.tsc = c->start_tsc;
-	w.max_depth = 40 + (size_t)c->start_depth;
+	*w = (struct walker){.p = p,
+			     .t = t,
+			     .gap_at = c->gap_at,
+			     .c = *c,
+			     .untraced_row = SIZE_MAX};
+	rng_seed(&w->rng, c->seed);
+	w->cap = 2048;
+	w->st = calloc(w->cap, sizeof(*w->st));
+	if (!w->st)
+		goto nomem;
+	w->st[0] = (struct frame){.func = c->root, .row = SIZE_MAX};
+	w->tsc = c->start_tsc;
+	w->max_depth = 40 + (size_t)c->start_depth;
 	t->branches_left = c->branches;
 
 	/* Before the window: get start_depth frames deep, silently. */
-	for (uint64_t guard = 0; w.top < c->start_depth; guard++) {
-		if (guard > 10000000 || step(&w, RUN_PRE) < 0) {
+	for (uint64_t guard = 0; w->top < c->start_depth; guard++) {
+		if (guard > 10000000 || step(w, RUN_PRE) < 0) {
 			snprintf(err, errlen,
 				 "could not reach start depth %u (seed %llu)",
 				 c->start_depth, (unsigned long long)c->seed);
-			goto fail;
+			walk_free(w);
+			return NULL;
 		}
 	}
-	t->window_start = w.tsc;
-	for (size_t i = 0; i <= w.top; i++) {
-		size_t saved = w.top;
-		w.top = i;
-		rc = add_row(&w, w.st[i].func, w.tsc,
-			     c->start_depth ? TRUTH_CLIP_START : 0,
-			     &w.st[i].row);
-		w.top = saved;
-		if (rc)
-			goto nomem;
-	}
-	if (ptenc_start(w.g, w.tsc, cur_ip(&w), c->start_depth > 0))
-		goto nomem;
-	w.pkt_tsc = w.tsc;
-	w.pkt_ip = cur_ip(&w);
+	return w;
+nomem:
+	snprintf(err, errlen, "out of memory walking the program");
+	walk_free(w);
+	return NULL;
+}
 
-	while (n < c->branches) {
-		const struct insn *in = &p->funcs[w.st[w.top].func].insns[w.pc];
+void walk_free(struct walker *w)
+{
+	if (!w)
+		return;
+	free(w->st);
+	free(w);
+}
+
+uint64_t walk_tsc(const struct walker *w)
+{
+	return w->tsc;
+}
+
+bool walk_done(const struct walker *w)
+{
+	return w->n >= w->c.branches;
+}
+
+static int enter(struct walker *w, struct ptenc *g, uint64_t tsc,
+		 enum walk_entry how)
+{
+	const struct walk_cfg *c = &w->c;
+	int rc;
+
+	w->g = g;
+	if (tsc > w->tsc)
+		w->tsc = tsc;
+	switch (how) {
+	case WALK_PSB:
+		rc = ptenc_start(g, w->tsc, cur_ip(w), c->start_depth > 0);
+		break;
+	case WALK_PGE:
+		rc = ptenc_pge(g, w->tsc, cur_ip(w));
+		break;
+	default:
+		rc = ptenc_overflow(g, w->tsc, cur_ip(w));
+		break;
+	}
+	if (rc)
+		return -2;
+	w->pkt_tsc = w->tsc;
+	w->pkt_ip = cur_ip(w);
+	end_row(w, w->untraced_row, w->tsc, 0);
+	w->untraced_row = SIZE_MAX;
+	if (w->gap_open) {
+		struct walk_gap *gap = &w->t->gap_list[w->t->nr_gaps - 1];
+
+		gap->resume_tsc = w->tsc;
+		gap->resume_ip = cur_ip(w);
+		w->gap_open = false;
+	}
+	return 0;
+}
+
+int walk_begin(struct walker *w, struct ptenc *g, uint64_t tsc,
+	       enum walk_entry how)
+{
+	const struct walk_cfg *c = &w->c;
+
+	if (tsc > w->tsc)
+		w->tsc = tsc;
+	w->t->window_start = w->tsc;
+	for (size_t i = 0; i <= w->top; i++) {
+		size_t saved = w->top;
+		int rc;
+
+		w->top = i;
+		rc = add_row(w, w->st[i].func, w->tsc,
+			     c->start_depth ? TRUTH_CLIP_START : 0,
+			     &w->st[i].row);
+		w->top = saved;
+		if (rc)
+			return -2;
+	}
+	return enter(w, g, w->tsc, how);
+}
+
+int walk_run(struct walker *w, uint64_t quantum)
+{
+	const struct program *p = w->p;
+	const struct walk_cfg *c = &w->c;
+	struct walk_thread *t = w->t;
+	uint64_t stop =
+		quantum > UINT64_MAX - w->n ? UINT64_MAX : w->n + quantum;
+	int rc;
+
+	while (w->n < c->branches && w->n < stop) {
+		const struct insn *in =
+			&p->funcs[w->st[w->top].func].insns[w->pc];
 		uint8_t kind = in->kind;
 		enum lose how = LOSE_COUNT;
 
 		/* Gaps that must begin before this instruction. */
 		if ((c->gap_at & SYNTH_GAP_LONGJMP) && kind == I_NLR &&
-		    rng_chance(&w.rng, 1, 4))
+		    rng_chance(&w->rng, 1, 4))
 			how = LOSE_PAST_NLR;
 		else if ((c->gap_at & SYNTH_GAP_RETURNS) && kind == I_RET &&
-			 w.top > 6 && rng_below(&w.rng, 1000) == 0)
+			 w->top > 6 && rng_below(&w->rng, 1000) == 0)
 			how = LOSE_RETURNS;
-		if (how != LOSE_COUNT && n + 64 < c->branches) {
-			rc = inject_gap(&w, how, &n);
+		if (how != LOSE_COUNT && w->n + 64 < c->branches) {
+			rc = inject_gap(w, how, &w->n);
 			if (rc)
-				goto gap_fail;
+				return rc;
 			continue;
 		}
-		rc = step(&w, RUN_EMIT);
+		rc = step(w, RUN_EMIT);
 		if (rc < 0)
-			goto enc;
+			return -1;
 		if (!rc)
 			continue;
-		n++;
-		t->branches_left = c->branches - n;
-		rc = ptenc_maybe_psb(w.g, w.tsc, cur_ip(&w));
+		w->n++;
+		t->branches_left = c->branches - w->n;
+		rc = ptenc_maybe_psb(w->g, w->tsc, cur_ip(w));
 		if (rc < 0)
-			goto enc;
+			return -2;
 		if (rc) {
-			w.pkt_tsc = w.tsc;
-			w.pkt_ip = cur_ip(&w);
+			w->pkt_tsc = w->tsc;
+			w->pkt_ip = cur_ip(w);
 		}
-		if (((c->gap_every && rng_below(&w.rng, c->gap_every) == 0) ||
+		if (((c->gap_every && rng_below(&w->rng, c->gap_every) == 0) ||
 		     ((c->gap_at & SYNTH_GAP_SYSCALL) && kind == I_SYSCALL &&
-		      rng_chance(&w.rng, 1, 16)) ||
-		     ((c->gap_at & SYNTH_GAP_RECURSION) && w.top > 100 &&
-		      rng_below(&w.rng, 5000) == 0) ||
-		     w.again) &&
-		    n + 64 < c->branches) {
-			w.again = false;
-			rc = inject_gap(&w, LOSE_COUNT, &n);
+		      rng_chance(&w->rng, 1, 16)) ||
+		     ((c->gap_at & SYNTH_GAP_RECURSION) && w->top > 100 &&
+		      rng_below(&w->rng, 5000) == 0) ||
+		     w->again) &&
+		    w->n + 64 < c->branches) {
+			w->again = false;
+			rc = inject_gap(w, LOSE_COUNT, &w->n);
 			if (rc)
-				goto gap_fail;
+				return rc;
 		}
 	}
-	if (ptenc_finish(w.g, w.tsc))
-		goto enc;
-	t->window_end = w.tsc;
-	for (size_t i = 0; i <= w.top; i++)
-		end_row(&w, w.st[i].row, w.tsc, TRUTH_CLIP_END);
-	t->branches = n;
+	return w->n >= c->branches;
+}
+
+int walk_switch_out(struct walker *w, bool last)
+{
+	/* An interrupt at the next instruction: FUP names it, TIP.PGD. */
+	int rc = ptenc_async_pgd(w->g, w->tsc, cur_ip(w)) ? -2 : 0;
+
+	w->g = NULL;
+	if (rc)
+		return rc;
+	w->top++; /* the row sits one level below the running frame */
+	rc = add_row(w, TRUTH_UNTRACED_FUNC, w->tsc, TRUTH_UNTRACED,
+		     &w->untraced_row);
+	w->top--;
+	if (rc)
+		return -2;
+	if (last)
+		end_row(w, w->untraced_row, w->tsc, TRUTH_CLIP_END);
+	return 0;
+}
+
+int walk_switch_in(struct walker *w, struct ptenc *g, uint64_t tsc,
+		   enum walk_entry how)
+{
+	return enter(w, g, tsc, how);
+}
+
+void walk_creep(struct walker *w)
+{
+	/* An interrupt lands anywhere, not only at branch targets: a few
+	 * straight-line instructions first. */
+	for (unsigned k = (unsigned)rng_below(&w->rng, 4); k; k--) {
+		uint8_t kind =
+			w->p->funcs[w->st[w->top].func].insns[w->pc].kind;
+
+		if (kind != I_FILL && kind != I_MOVEAX && kind != I_LEA)
+			break;
+		step(w, RUN_EMIT);
+	}
+}
+
+int walk_gap_out(struct walker *w)
+{
+	struct walk_thread *t = w->t;
+	struct walk_gap gap = {.first_branch = w->n + 1,
+			       .after_tsc = w->pkt_tsc,
+			       .stop_ip = w->pkt_ip};
+	uint64_t lost = 1 + rng_below(&w->rng, 48), k = 0;
+
+	if (ptenc_finish(w->g, w->tsc))
+		return -1;
+	while (k < lost && w->n + k < w->c.branches) {
+		int rc = step(w, RUN_SILENT);
+
+		if (rc < 0)
+			return -1;
+		k += (uint64_t)rc;
+	}
+	w->n += k;
+	t->branches_left = w->c.branches - w->n;
+	gap.last_branch = w->n;
+	gap.end_tsc = w->tsc;
+	if (add_gap(t, &gap))
+		return -2;
+	t->gaps++;
+	w->gap_open = true;
+	w->g = NULL;
+	return 0;
+}
+
+int walk_end(struct walker *w)
+{
+	const struct program *p = w->p;
+	struct walk_thread *t = w->t;
+
+	t->window_end = w->tsc;
+	for (size_t i = 0; i <= w->top; i++)
+		end_row(w, w->st[i].row, w->tsc, TRUTH_CLIP_END);
+	t->branches = w->n;
 
 	/* The stack an unwinder would report, leaf first. */
-	t->final_stack = calloc(w.top + 1, sizeof(uint64_t));
+	t->final_stack = calloc(w->top + 1, sizeof(uint64_t));
 	if (!t->final_stack)
-		goto nomem;
-	t->final_stack[0] = cur_ip(&w);
-	for (size_t i = 1; i <= w.top; i++) {
-		const struct frame *fr = &w.st[w.top - i];
+		return -2;
+	t->final_stack[0] = cur_ip(w);
+	for (size_t i = 1; i <= w->top; i++) {
+		const struct frame *fr = &w->st[w->top - i];
 		t->final_stack[i] = insn_addr(&p->funcs[fr->func], fr->resume);
 	}
-	t->nr_final_stack = w.top + 1;
-	{
-		size_t len;
-		const uint8_t *d = ptenc_data(w.g, &len);
-		t->aux = malloc(len ? len : 1);
-		if (!t->aux)
-			goto nomem;
-		memcpy(t->aux, d, len);
-		t->aux_len = len;
-	}
-	ptenc_free(w.g);
-	free(w.st);
+	t->nr_final_stack = w->top + 1;
 	return 0;
-enc:
-	snprintf(err, errlen, "packet encoding failed (seed %llu)",
-		 (unsigned long long)c->seed);
-	goto fail;
-gap_fail:
+}
+
+int walk_take_aux(struct walk_thread *t, const struct ptenc *g)
+{
+	size_t len;
+	const uint8_t *d = ptenc_data(g, &len);
+
+	t->aux = malloc(len ? len : 1);
+	if (!t->aux)
+		return -2;
+	memcpy(t->aux, d, len);
+	t->aux_len = len;
+	return 0;
+}
+
+int walk_thread_run(const struct program *p, const struct walk_cfg *c,
+		    struct walk_thread *t, char *err, size_t errlen)
+{
+	struct walker *w = walk_new(p, c, t, err, errlen);
+	struct ptenc *g;
+	int rc;
+
+	if (!w)
+		return -1;
+	g = ptenc_new(&c->pt, c->seed ^ 0x5eed);
+	rc = g ? walk_begin(w, g, w->tsc, WALK_PSB) : -2;
+	if (!rc)
+		rc = walk_run(w, UINT64_MAX) < 0 ? -1 : 0;
+	if (!rc)
+		rc = ptenc_finish(g, w->tsc) ? -1 : 0;
+	if (!rc)
+		rc = walk_end(w);
+	if (!rc)
+		rc = walk_take_aux(t, g);
+	walk_fail_msg(rc, c->seed, err, errlen);
+	ptenc_free(g);
+	walk_free(w);
+	return rc ? -1 : 0;
+}
+
+void walk_fail_msg(int rc, uint64_t seed, char *err, size_t errlen)
+{
 	if (rc == -1)
-		goto enc;
-nomem:
-	snprintf(err, errlen, "out of memory walking the program");
-fail:
-	ptenc_free(w.g);
-	free(w.st);
-	return -1;
+		snprintf(err, errlen, "packet encoding failed (seed %llu)",
+			 (unsigned long long)seed);
+	else if (rc)
+		snprintf(err, errlen, "out of memory walking the program");
 }
 
 void walk_thread_free(struct walk_thread *t)

@@ -11,9 +11,11 @@ enum {
 	TRUTH_TAIL_OUT = 1 << 3,   /* left by a jump to another function */
 	TRUTH_UNWOUND = 1 << 4,	   /* left by a longjmp-like jump */
 	TRUTH_SYSCALL = 1 << 5,	   /* time in the kernel, untraced */
+	TRUTH_UNTRACED = 1 << 6,   /* interrupted: off the CPU, or kernel */
 };
 
-#define TRUTH_SYSCALL_FUNC UINT32_MAX
+#define TRUTH_SYSCALL_FUNC  UINT32_MAX
+#define TRUTH_UNTRACED_FUNC (UINT32_MAX - 1)
 
 struct truth_row {
 	uint32_t func; /* TRUTH_SYSCALL_FUNC for [syscall] */
@@ -62,8 +64,56 @@ struct walk_thread {
 	unsigned max_depth;
 };
 
+/* One thread walked alone, with its own packet stream. */
 int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 		    struct walk_thread *t, char *err, size_t errlen);
 void walk_thread_free(struct walk_thread *t);
+
+/*
+ * The same walk in steps, for threads that share a CPU's packet stream
+ * (sched.c).  Functions returning int give 0, -1 when encoding failed or
+ * -2 when out of memory (walk_fail_msg words it).
+ */
+struct walker;
+
+/* The walk up to its window (start_depth frames deep), no packets yet;
+ * NULL with a message in err. */
+struct walker *walk_new(const struct program *p, const struct walk_cfg *c,
+			struct walk_thread *t, char *err, size_t errlen);
+void walk_free(struct walker *w);
+/* How a thread's packets (re)start on a CPU's stream. */
+enum walk_entry {
+	WALK_PSB, /* the stream's first packets: PSB+ */
+	WALK_PGE, /* back in user space: TIP.PGE */
+	WALK_OVF, /* the switch was lost in an overflow: OVF, FUP */
+};
+
+/* The window opens at tsc (or later) on g. */
+int walk_begin(struct walker *w, struct ptenc *g, uint64_t tsc,
+	       enum walk_entry how);
+/* Walk quantum more branches, or the rest: 1 when the thread has walked
+ * all of its branches, 0 when the quantum is spent, or < 0. */
+int walk_run(struct walker *w, uint64_t quantum);
+bool walk_done(const struct walker *w);
+uint64_t walk_tsc(const struct walker *w);
+/* Preempted before the next instruction (FUP, TIP.PGD), and back on g at
+ * tsc or later, at the same instruction: an [untraced] row between, one
+ * that ends with the window when the thread is not coming back (last). */
+int walk_switch_out(struct walker *w, bool last);
+int walk_switch_in(struct walker *w, struct ptenc *g, uint64_t tsc,
+		   enum walk_entry how);
+/* Straight-line instructions up to a random point before a switch. */
+void walk_creep(struct walker *w);
+/*
+ * A switch lost in an overflow: this thread's packets are lost from now
+ * (a gap of its own, 1..48 branches), it leaves the CPU unseen, and the
+ * next thread on the CPU comes back with WALK_OVF.
+ */
+int walk_gap_out(struct walker *w);
+/* The window closes now: live frames end clipped, the final stack. */
+int walk_end(struct walker *w);
+/* A copy of g's packets as t's stream. */
+int walk_take_aux(struct walk_thread *t, const struct ptenc *g);
+void walk_fail_msg(int rc, uint64_t seed, char *err, size_t errlen);
 
 #endif
