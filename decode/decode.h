@@ -40,6 +40,9 @@ enum dec_kind {
 	DEC_LOST,     /* AUX bytes lost between chunks; aux: bytes */
 	DEC_PTWRITE,  /* aux: payload; ip: instruction */
 	DEC_END,      /* the stream ended; ip: last instruction */
+	DEC_SWITCH,   /* while a shared CPU's trace could not be decoded,
+			 the thread left it (aux 0) or came onto it (aux
+			 1): its gap pauses or goes on */
 };
 
 /*

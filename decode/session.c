@@ -337,10 +337,24 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 		case PERF_RECORD_SWITCH_CPU_WIDE:
 			if (!sid->have_tid || !sid->have_time)
 				break;
-			if (ev.u.sw.out)
+			if (ev.u.sw.out) {
 				rc = add_switch(c, sid->cpu, sid->time,
 						sid->pid, sid->tid, true);
-			else if (!dec_thread_get(c, sid->pid, sid->tid))
+				/* CPU-wide: what the CPU runs from now on is
+				 * the next task's, the kernel's switch code
+				 * included (as perf attributes it). */
+				if (!rc && ev.u.sw.cpu_wide)
+					rc = dec_thread_get(
+						     c, ev.u.sw.next_prev_pid,
+						     ev.u.sw.next_prev_tid)
+						     ? add_switch(
+							       c, sid->cpu,
+							       sid->time,
+							       ev.u.sw.next_prev_pid,
+							       ev.u.sw.next_prev_tid,
+							       false)
+						     : -ENOMEM;
+			} else if (!dec_thread_get(c, sid->pid, sid->tid))
 				rc = -ENOMEM;
 			else
 				rc = add_switch(c, sid->cpu, sid->time,

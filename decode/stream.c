@@ -665,6 +665,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 	}
 	strm_settle(s);
 	strm_flush(s);
+	strm_end_gap(s);
 	if (status == -pte_eos)
 		status = 0;
 out:
@@ -776,6 +777,9 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 
 			s->lost = k->offset - (p->offset + p->size);
 		}
+		if (c->chunks[j - 1].reference)
+			s->end_time = pd_tsc_to_perf_time(
+				c->chunks[j - 1].reference, &c->pt);
 		c->stats.streams++;
 		rc = decode_buffer(s, joined ? joined : k->data, len);
 		free(joined);

@@ -41,6 +41,8 @@ struct strm {
 	struct dec_thread *sw_thread;
 	bool sw_valid;
 	uint64_t sw_since; /* time of the switch record in force */
+	bool sw_gap;	   /* a decode error waits for the next sync */
+	uint64_t end_time; /* when the buffer was read (perf ns), or 0 */
 
 	uint64_t last_time; /* perf ns, never decreasing */
 	uint64_t icount;    /* instructions decoded in this buffer */
@@ -98,6 +100,9 @@ void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 void strm_settle(struct strm *s);
 /* Everything timed goes to its thread: at a sync point and at the end. */
 void strm_flush(struct strm *s);
+/* The buffer ended in a decode error: who ran on the CPU until it was
+ * read still gets its share of the gap. */
+void strm_end_gap(struct strm *s);
 /* One MTC period in ns when the capture has CYC and MTC, else 0. */
 uint64_t strm_mtc_span(const struct dec_capture *c);
 /* The time of what is being decoded. */

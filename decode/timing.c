@@ -103,6 +103,41 @@ static void lost_in_overflow(struct strm *s, uint64_t t, uint64_t floor)
 	}
 }
 
+/*
+ * Between a decode error and the next sync point nothing of a shared
+ * CPU's trace is decoded, but the switch records still say who ran: each
+ * thread's gap covers its own time on the CPU, not the others'.
+ */
+static void switches_in_gap(struct strm *s, uint64_t t, bool to_end)
+{
+	struct dec_capture *c = s->c;
+
+	for (size_t i = s->sw_cur; i < c->nr_switches; i++) {
+		const struct dec_switch *w = &c->switches[i];
+		struct dec_thread *th;
+
+		if (w->cpu != s->cpu)
+			continue;
+		if (w->time > t)
+			break;
+		th = dec_thread_get(c, w->pid, w->tid);
+		if (!th) {
+			s->rc = -ENOMEM;
+			return;
+		}
+		if (dec_tid_chosen(c, th->tid) &&
+		    dec_thread_push(th, c->base, w->time, DEC_SWITCH, 0,
+				    !w->out)) {
+			s->rc = -ENOMEM;
+			return;
+		}
+		/* After the buffer's last sync point nothing says how far
+		 * its trace went: it ends no later than its thread left. */
+		if (to_end && w->out)
+			return;
+	}
+}
+
 static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux)
 {
@@ -111,6 +146,9 @@ static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 
 	if (k == DEC_OVERFLOW && !s->thread && s->sw_valid)
 		lost_in_overflow(s, t, s->win_floor);
+	if (s->sw_gap && !s->thread && k != DEC_ERROR)
+		switches_in_gap(s, t, false);
+	s->sw_gap = k == DEC_ERROR;
 	th = route(s, t);
 	/* Its thread's gap begins no earlier than it came onto the CPU. */
 	if (k == DEC_OVERFLOW && !s->thread && aux && aux < s->sw_since)
@@ -151,6 +189,13 @@ static void win_deliver_first(struct strm *s)
 	s->win_n--;
 	if (!s->win_n)
 		s->win_head = 0;
+}
+
+void strm_end_gap(struct strm *s)
+{
+	if (s->sw_gap && !s->thread && s->end_time)
+		switches_in_gap(s, s->end_time, true);
+	s->sw_gap = false;
 }
 
 void strm_flush(struct strm *s)

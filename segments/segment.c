@@ -57,6 +57,7 @@ struct seg_builder {
 	bool any;	  /* one was: seg_id is valid */
 	bool ended;	  /* it saw DEC_END: closes at finish or next sync */
 	uint64_t stop_ip; /* where the open [untraced] frame began */
+	uint32_t paused;  /* reason of a gap paused while off the CPU */
 	uint32_t seg_id;
 	uint64_t seg_start, last_time;
 	size_t first;	 /* its first slice */
@@ -115,6 +116,7 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		return -ENOMEM;
 	b->t = t;
 	b->thread = thread;
+	b->paused = MT_NONE;
 	b->ends = ends;
 	b->sym = sym;
 	b->ctx = ctx;
@@ -325,6 +327,7 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	struct mt_thread *th = thr(b);
 	struct mt_segment seg = {.tid = th->tid, .start = time};
 
+	b->paused = MT_NONE;
 	if (gap_ends(b, time))
 		return -ENOMEM;
 	if (!mt_trace_add_segment(b->t, &seg))
@@ -706,6 +709,31 @@ static const char *error_reason(struct seg_builder *b, uint64_t ip,
 	return buf;
 }
 
+/* A thread left (or came back onto) a CPU whose trace was not decoded. */
+static int gap_switch(struct seg_builder *b, uint64_t time, bool in)
+{
+	uint32_t reason = b->paused;
+	int rc;
+
+	if (b->open)
+		return 0;
+	if (!in) {
+		if (!b->have_gap)
+			return 0;
+		reason = b->gap_reason;
+		rc = gap_ends(b, time);
+		b->paused = reason;
+		return rc;
+	}
+	if (b->have_gap)
+		return 0;
+	rc = gap_begins(b, time,
+			reason != MT_NONE ? mt_str(&b->t->strs, reason)
+					  : "not decoded");
+	b->paused = MT_NONE;
+	return rc;
+}
+
 /*
  * A thread that was off its CPU (an interrupt stopped it) comes back in
  * an overflow, at the instruction it stopped at: the switch back was in
@@ -770,6 +798,8 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	case DEC_END:
 		b->ended = b->open;
 		return 0;
+	case DEC_SWITCH:
+		return gap_switch(b, time, aux != 0);
 	case DEC_PTWRITE: {
 		struct mt_ptwrite p = {.ts = time,
 				       .tid = b->t->threads[b->thread].tid,

@@ -101,3 +101,35 @@ for f in "${MT_SHARED:-/nonexistent}"/testdata/perf.data.intel_pt-4.14 \
 		echo "FAIL convert_errors_$name"; sed 's/^/    /' "$W/stderr" | head -5
 	fi
 done
+
+# Its per-CPU trace, where the command shares CPU 3 with other tasks: perf
+# names tid 1760 for stretches around context switches (the
+# SWITCH_CPU_WIDE records' next task), and those stretches are 1760's in
+# our conversion too (gaps, as the binaries are missing), each of perf's
+# events inside one of them; no gap of the command spans 1760's time.
+f="${MT_SHARED:-/nonexistent}"/testdata/perf.data.intel_pt-4.14
+if [ ! -f "$f" ]; then
+	echo "SKIP convert_real_percpu_switches (no ../shared/testdata)"
+elif ! command -v perf >/dev/null; then
+	echo "SKIP convert_real_percpu_switches (no perf)"
+elif "$B/mt-convert" "$f" -o "$W/s.pftrace" --no-sqlite --text "$W/s.tsv" \
+	-q 2>/dev/null && perf script -i "$f" --itrace=cre --ns \
+	-F tid,time 2>/dev/null | awk '$1 == 1760 { sub(":", "", $2);
+		split($2, p, "."); print p[1] p[2] }' >"$W/perf1760" &&
+	out=$(awk -F'\t' 'NR == FNR { t[++n] = $1; next }
+		$1 == 1760 { s[++m] = $4; e[m] = $5 }
+		$1 == 3174 && $6 ~ /gap/ { cs[++k] = $4; ce[k] = $5 }
+		END {
+			for (i = 1; i <= n; i++) {
+				ok = 0
+				for (j = 1; j <= m; j++) if (t[i] >= s[j] && t[i] <= e[j]) ok = 1
+				for (j = 1; j <= k; j++) if (t[i] > cs[j] && t[i] < ce[j]) ok = 0
+				hit += ok
+			}
+			printf "%d of perf'"'"'s %d events of tid 1760 in our %d stretches of it", hit, n, m
+			exit !(n > 0 && hit == n)
+		}' "$W/perf1760" "$W/s.tsv"); then
+	echo "PASS convert_real_percpu_switches ($out)"
+else
+	echo "FAIL convert_real_percpu_switches: ${out:-conversion or perf failed}"
+fi
