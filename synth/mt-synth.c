@@ -5,7 +5,7 @@
  *            [--noretcomp] [--gap-every N] [--gap-at KINDS]
  *            [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
- *            [--per-cpu [--cpus N]]
+ *            [--per-cpu [--cpus N [--task-switches]]]
  *            -o DIR
  */
 #include "synth/synth.h"
@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"                [--final-stack]\n"
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
-		"                [--per-cpu [--cpus N]]\n"
+		"                [--per-cpu [--cpus N [--task-switches]]]\n"
 		"                [--cc COMPILER] -o DIR\n"
 		"Writes DIR/raw.bin (perf.data with Intel PT), DIR/prog (the "
 		"traced ELF)\nand DIR/truth.tsv (every call live in the "
@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 		{"no-deep", no_argument, NULL, 'D'},
 		{"per-cpu", no_argument, NULL, 'C'},
 		{"cpus", required_argument, NULL, 'U'},
+		{"task-switches", no_argument, NULL, 'W'},
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -193,6 +194,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			o.per_cpu = true;
+			break;
+		case 'W':
+			o.task_switches = true;
 			break;
 		case 'U':
 			if (parse_u64(optarg, "--cpus", 64, &v))

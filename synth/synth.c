@@ -65,7 +65,8 @@ static void fill_pt_info(struct pd_pt_info *pt, const struct synth_opts *o)
 	pt->time_zero = 0;
 	pt->cap_user_time_zero = true;
 	capfile_pt_format(pt);
-	pt->have_sched_switch = o->cpus ? 3 : 0; /* SWITCH_CPU_WIDE */
+	/* 3: SWITCH_CPU_WIDE; 2: SWITCH, from the event's context_switch */
+	pt->have_sched_switch = !o->cpus ? 0 : o->task_switches ? 2 : 3;
 	pt->snapshot_mode = o->start_depth > 0;
 	pt->per_cpu_mmaps = o->per_cpu;
 	pt->tsc_ctc_n = SYNTH_TSC_CTC_N;
@@ -176,7 +177,8 @@ static int cmp_side(const void *a, const void *b)
  * SWITCH_CPU_WIDE (the idle task is pid 0), all in time order.
  */
 static int write_switches(struct pd_writer *w, const struct sched_result *sr,
-			  const struct pd_pt_info *pt, struct pd_sample_id sid)
+			  const struct pd_pt_info *pt, struct pd_sample_id sid,
+			  bool task)
 {
 	size_t n = 0, cap = sr->nr_sw + sr->nr_cpus;
 	struct side *v = calloc(cap ? cap : 1, sizeof(*v));
@@ -208,12 +210,14 @@ static int write_switches(struct pd_writer *w, const struct sched_result *sr,
 			struct pd_itrace_start is = {.pid = pid, .tid = tid};
 
 			rc = pd_write_itrace_start(w, &is, &s);
+		} else if (task && x->thread == SCHED_IDLE) {
+			continue; /* the idle task is not ours */
 		} else {
 			bool idle = x->other == SCHED_IDLE;
 			struct pd_switch sw = {
 				.out = x->out,
 				.preempt = x->out && x->thread != SCHED_IDLE,
-				.cpu_wide = true,
+				.cpu_wide = !task,
 				.next_prev_pid = idle ? 0 : SYNTH_PID,
 				.next_prev_tid =
 					idle ? 0 : SYNTH_PID + x->other};
@@ -306,7 +310,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	}
 	/* Per-CPU recording: each CPU's stream says which thread it traces
 	 * with ITRACE_START (thread t runs on CPU t, alone). */
-	if (sr && write_switches(w, sr, pt, sid))
+	if (sr && write_switches(w, sr, pt, sid, o->task_switches))
 		goto werr;
 	for (unsigned t = 0; o->per_cpu && !sr && t < nth; t++) {
 		struct pd_itrace_start is = {.pid = SYNTH_PID,

@@ -43,6 +43,9 @@ struct synth_opts {
 	unsigned cpus;	      /* with per_cpu: the threads take turns on
 				 this many CPUs, with switch records; 0:
 				 one CPU each, no switches */
+	bool task_switches;   /* with cpus: PERF_RECORD_SWITCH of our
+				 threads only (as mt-capture --per-cpu
+				 records), not SWITCH_CPU_WIDE */
 	const char *outdir;
 	const char *cc; /* compiler for the generated assembly */
 };

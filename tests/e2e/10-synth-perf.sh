@@ -34,6 +34,7 @@ cases=(
 	"cpus_s61|--seed 61 --branches 20000 --threads 4 --per-cpu --cpus 2"
 	"cpus_cyc_s62|--seed 62 --branches 20000 --threads 5 --per-cpu --cpus 2 --timing cyc"
 	"cpus_depth_s64|--seed 64 --branches 20000 --threads 4 --per-cpu --cpus 3 --start-depth 5 --final-stack"
+	"cpus_task_s69|--seed 69 --branches 20000 --threads 4 --per-cpu --cpus 3 --task-switches"
 	"cpus_noret_s65|--seed 65 --branches 20000 --threads 6 --per-cpu --cpus 2 --noretcomp"
 	"cpus_gap_cyc_s68|--seed 68 --branches 20000 --threads 3 --per-cpu --cpus 2 --gap-every 1500 --timing cyc"
 	"gap_mtc_s18|--seed 18 --branches 20000 --gap-every 3000"

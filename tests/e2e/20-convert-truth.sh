@@ -38,6 +38,7 @@ cases=(
 	"cpus_cyc_s62|--seed 62 --branches 20000 --threads 5 --per-cpu --cpus 2 --timing cyc|100|"
 	"cpus_depth_s64|--seed 64 --branches 20000 --threads 4 --per-cpu --cpus 3 --start-depth 5 --final-stack|340|"
 	"cpus_noret_s65|--seed 65 --branches 20000 --threads 6 --per-cpu --cpus 2 --noretcomp|340|"
+	"cpus_task_s69|--seed 69 --branches 20000 --threads 4 --per-cpu --cpus 3 --task-switches|340|"
 	"cpus_spare_s66|--seed 66 --branches 20000 --threads 2 --per-cpu --cpus 4|340|"
 	"threads_s13|--seed 13 --branches 20000 --threads 2 --timing tsc --start-depth 3|100000000|--unanchored"
 	"deep_s16|--seed 16 --branches 80000|340|"
