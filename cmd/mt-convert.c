@@ -497,8 +497,8 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 		fprintf(stderr, "  slowest:\n");
 	for (size_t j = 0; j < 5 && top[j]; j++)
 		fprintf(stderr, "    %10.3f us  %s  (tid %u)\n",
-			(double)top[j]->dur / 1e3,
-			mt_str(&t->strs, top[j]->name), top_th[j]->tid);
+			(double)top[j]->dur / 1e3, mt_slice_str(t, top[j]),
+			top_th[j]->tid);
 }
 
 enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };

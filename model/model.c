@@ -70,6 +70,41 @@ void mt_trace_init(struct mt_trace *t)
 {
 	memset(t, 0, sizeof(*t));
 	mt_strtab_init(&t->strs);
+	mt_frame_intern(t, 0, 0, 0);
+}
+
+struct frame_key {
+	const struct mt_trace *t;
+	struct mt_frame f;
+};
+
+static bool same_frame(const void *ctx, uint64_t id)
+{
+	const struct frame_key *k = ctx;
+	const struct mt_frame *o = &k->t->frames[id];
+
+	return o->addr == k->f.addr && o->name == k->f.name &&
+	       o->dso == k->f.dso;
+}
+
+uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
+			 uint64_t addr)
+{
+	struct frame_key k = {t, {.addr = addr, .name = name, .dso = dso}};
+	uint64_t h = mt_hash_bytes(&k.f, sizeof(k.f)), id;
+	size_t cap = t->cap_frames;
+
+	if (mt_hmap_find_ext(&t->frame_index, h, same_frame, &k, &id))
+		return (uint32_t)id;
+	if (t->nr_frames == MT_NONE ||
+	    mt_grow((void **)&t->frames, &cap, (size_t)t->nr_frames + 1,
+		    sizeof(*t->frames)))
+		return MT_NONE;
+	t->cap_frames = (uint32_t)cap;
+	if (mt_hmap_add_ext(&t->frame_index, h, t->nr_frames))
+		return MT_NONE;
+	t->frames[t->nr_frames] = k.f;
+	return t->nr_frames++;
 }
 
 void mt_trace_free(struct mt_trace *t)
@@ -82,6 +117,8 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->ptwrites);
 	free(t->stitches);
 	free(t->segments);
+	free(t->frames);
+	mt_hmap_free(&t->frame_index);
 	mt_strtab_free(&t->strs);
 	memset(t, 0, sizeof(*t));
 }

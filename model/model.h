@@ -50,15 +50,23 @@ enum mt_slice_flags {
 	MT_SLICE_DEPTH_GUESSED = 1 << 8,
 };
 
+/*
+ * What slices of one function share: its name, binary and address, kept
+ * once per trace (mt_frame_intern) so that a slice is 40 bytes.
+ */
+struct mt_frame {
+	uint64_t addr; /* symbol (or entry) address, 0 if none */
+	uint32_t name; /* string id */
+	uint32_t dso;  /* string id of the binary's path, 0 if none */
+};
+
 struct mt_slice {
 	uint64_t ts;	  /* perf time, ns */
 	uint64_t dur;	  /* ns */
-	uint32_t name;	  /* string id */
+	uint32_t frame;	  /* index in the trace's frames */
 	uint32_t depth;	  /* 0 = root */
 	uint32_t parent;  /* index in the thread's slices, or MT_NONE */
 	uint32_t flags;	  /* enum mt_slice_flags */
-	uint64_t addr;	  /* symbol (or entry) address, 0 if none */
-	uint32_t dso;	  /* string id of the binary's path, 0 if none */
 	uint32_t segment; /* the trace segment it came from */
 };
 
@@ -115,6 +123,9 @@ struct mt_stitch {
 
 struct mt_trace {
 	struct mt_strtab strs;
+	struct mt_frame *frames; /* index = frame id; frame 0 is all zero */
+	uint32_t nr_frames, cap_frames;
+	struct mt_hmap frame_index; /* a frame's hash -> its id */
 	struct mt_process *procs;
 	size_t nr_procs, cap_procs;
 	struct mt_thread *threads;
@@ -156,5 +167,26 @@ struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
 					const struct mt_segment *s);
 /* The thread with this tid, or NULL. */
 struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
+
+/* The id of the frame (name, dso, addr), added if new; MT_NONE when out
+ * of memory. */
+uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
+			 uint64_t addr);
+static inline const struct mt_frame *mt_slice_frame(const struct mt_trace *t,
+						    const struct mt_slice *s)
+{
+	return &t->frames[s->frame];
+}
+/* The slice's name as a string id, and as a string. */
+static inline uint32_t mt_slice_name(const struct mt_trace *t,
+				     const struct mt_slice *s)
+{
+	return t->frames[s->frame].name;
+}
+static inline const char *mt_slice_str(const struct mt_trace *t,
+				       const struct mt_slice *s)
+{
+	return mt_str(&t->strs, t->frames[s->frame].name);
+}
 
 #endif

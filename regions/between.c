@@ -23,8 +23,9 @@ static uint32_t find_name(const struct mt_trace *t, const char *name)
 	return MT_NONE;
 }
 
-static int thread_regions(const struct mt_thread *th, uint32_t start,
-			  uint32_t stop, struct rg_span **out, size_t *nr)
+static int thread_regions(const struct mt_thread *th, const struct mt_frame *fr,
+			  uint32_t start, uint32_t stop, struct rg_span **out,
+			  size_t *nr)
 {
 	size_t cap = 0;
 	uint64_t last = 0;
@@ -39,7 +40,7 @@ static int thread_regions(const struct mt_thread *th, uint32_t start,
 
 		if (end > last)
 			last = end;
-		if (!open && s->name == start) {
+		if (!open && fr[s->frame].name == start) {
 			const struct rg_span *p = *nr ? &(*out)[*nr - 1] : NULL;
 
 			if (!p || s->ts > p->hi ||
@@ -55,7 +56,7 @@ static int thread_regions(const struct mt_thread *th, uint32_t start,
 		}
 		/* START's own slice is the first STOP after it when they
 		 * are one function. */
-		if (open && s->name == stop && s->ts >= cur.lo) {
+		if (open && fr[s->frame].name == stop && s->ts >= cur.lo) {
 			cur.hi = end;
 			open = false;
 			if (mt_grow((void **)out, &cap, *nr + 1, sizeof(**out)))
@@ -89,7 +90,8 @@ int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 	for (size_t i = 0; i < t->nr_threads; i++) {
 		if (a == MT_NONE || b == MT_NONE)
 			continue;
-		if (thread_regions(&t->threads[i], a, b, &spans[i], &nr[i]))
+		if (thread_regions(&t->threads[i], t->frames, a, b, &spans[i],
+				   &nr[i]))
 			goto out;
 		st->regions += nr[i];
 		for (k = 0; k < nr[i]; k++)

@@ -40,6 +40,7 @@ struct sym_ent {
 	uint64_t ip;
 	uint64_t lo, hi;
 	uint32_t name, dso;
+	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
 	bool valid, known;
 };
 
@@ -73,7 +74,7 @@ struct seg_builder {
 	uint64_t gap_start;
 	uint32_t gap_reason;
 
-	uint32_t str_syscall, str_untraced;
+	uint32_t frame_syscall, frame_untraced;
 	struct sym_ent cache[SYM_CACHE];
 };
 
@@ -94,6 +95,12 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	e->name = mt_str_intern(&b->t->strs, ds.name);
 	e->dso = mt_str_intern(&b->t->strs, ds.dso);
 	if (e->name == MT_NONE || e->dso == MT_NONE) {
+		e->valid = false;
+		return NULL;
+	}
+	e->frame = mt_frame_intern(b->t, e->name, e->dso,
+				   ds.known ? ds.start : ip);
+	if (e->frame == MT_NONE) {
 		e->valid = false;
 		return NULL;
 	}
@@ -120,9 +127,11 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 	b->ends = ends;
 	b->sym = sym;
 	b->ctx = ctx;
-	b->str_syscall = mt_str_intern(&t->strs, "[syscall]");
-	b->str_untraced = mt_str_intern(&t->strs, "[untraced]");
-	if (b->str_syscall == MT_NONE || b->str_untraced == MT_NONE) {
+	b->frame_syscall =
+		mt_frame_intern(t, mt_str_intern(&t->strs, "[syscall]"), 0, 0);
+	b->frame_untraced =
+		mt_frame_intern(t, mt_str_intern(&t->strs, "[untraced]"), 0, 0);
+	if (b->frame_syscall == MT_NONE || b->frame_untraced == MT_NONE) {
 		free(b);
 		return -ENOMEM;
 	}
@@ -153,20 +162,18 @@ static struct mt_slice *slice_of(struct seg_builder *b, const struct frame *f)
 
 /* Append a slice for a new frame at level lv; parent is the frame below
  * (or unknown, for a root). */
-static int push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t name,
-		uint32_t dso, uint64_t addr, uint32_t flags, uint64_t ret,
-		uint64_t lo, uint64_t hi, uint8_t kind)
+static int push(struct seg_builder *b, uint64_t time, int32_t lv,
+		uint32_t frame, uint32_t flags, uint64_t ret, uint64_t lo,
+		uint64_t hi, uint8_t kind)
 {
 	struct mt_thread *th = thr(b);
 	struct frame *below = top(b);
 	struct mt_slice s = {
 		.ts = time,
-		.name = name,
+		.frame = frame,
 		.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS),
 		.parent = below ? below->slice : MT_NONE,
 		.flags = flags,
-		.addr = addr,
-		.dso = dso,
 		.segment = b->seg_id,
 	};
 
@@ -201,8 +208,7 @@ static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
 		return -ENOMEM;
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;
-	return push(b, time, lv, e->name, e->dso, e->known ? e->lo : ip, flags,
-		    ret, e->lo, e->hi, FR_FUNC);
+	return push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
 }
 
 static void end_frame(struct seg_builder *b, const struct frame *f,
@@ -238,13 +244,11 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 		return -ENOMEM;
 	s = (struct mt_slice){
 		.ts = b->seg_start,
-		.name = e->name,
+		.frame = e->frame,
 		.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS),
 		.parent = MT_NONE,
 		.flags = MT_SLICE_INFERRED_START |
 			 (e->known ? 0 : MT_SLICE_UNKNOWN),
-		.addr = e->known ? e->lo : ip,
-		.dso = e->dso,
 		.segment = b->seg_id,
 	};
 	size_t cap = b->cap_reveals;
@@ -315,8 +319,8 @@ static int gap_ends(struct seg_builder *b, uint64_t time)
 	name = mt_str_intern(&b->t->strs, buf);
 	if (name == MT_NONE)
 		return -ENOMEM;
-	g.name = name;
-	if (!mt_thread_push(th, &g))
+	g.frame = mt_frame_intern(b->t, name, 0, 0);
+	if (g.frame == MT_NONE || !mt_thread_push(th, &g))
 		return -ENOMEM;
 	b->have_gap = false;
 	return 0;
@@ -374,7 +378,7 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 
 			if (!e)
 				return -ENOMEM;
-			same = e->name == slice_of(b, f)->name;
+			same = e->name == mt_slice_name(b->t, slice_of(b, f));
 		}
 		if (!same)
 			continue;
@@ -839,9 +843,8 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 			return 0;
 		b->stop_ip = kind == DEC_STOP ? ip : 0;
 		return push(b, time, f ? f->level + 1 : b->rmin,
-			    kind == DEC_SYSCALL ? b->str_syscall
-						: b->str_untraced,
-			    0, 0,
+			    kind == DEC_SYSCALL ? b->frame_syscall
+						: b->frame_untraced,
 			    kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
 						: MT_SLICE_UNTRACED,
 			    0, 1, 0, FR_PSEUDO);
@@ -874,7 +877,6 @@ size_t seg_stack(const struct seg_builder *b, const char **names, size_t max)
 	const struct mt_thread *th = &b->t->threads[b->thread];
 
 	for (size_t i = 0; i < b->depth && i < max; i++)
-		names[i] =
-			mt_str(&b->t->strs, th->slices[b->stack[i].slice].name);
+		names[i] = mt_slice_str(b->t, &th->slices[b->stack[i].slice]);
 	return b->depth;
 }

@@ -18,8 +18,9 @@ size_t a_pos(const struct match *m, size_t i)
 	return p;
 }
 
-struct match try_align(const struct mt_slice *sl, const struct chainv *a,
-		       const struct chainv *b, size_t off, size_t ahead)
+struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
+		       const struct chainv *a, const struct chainv *b,
+		       size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
 	size_t na = a->n, nb = b->n, change, p = off;
@@ -37,16 +38,18 @@ struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 
 		/* B's previous frame was revealed by a jump (no call site
 		 * into its child): its child may be further up. */
-		if (x->name != y->name && i && !ahead && !b->ip[i - 1] &&
-		    m.nr_skips < MAX_SKIPS) {
+		uint32_t yname = fr[y->frame].name;
+
+		if (fr[x->frame].name != yname && i && !ahead &&
+		    !b->ip[i - 1] && m.nr_skips < MAX_SKIPS) {
 			size_t q = p + 1;
 
-			while (q < na && sl[a->sl[q]].name != y->name)
+			while (q < na && fr[sl[a->sl[q]].frame].name != yname)
 				q++;
 			if (q == na)
 				break;
 			for (size_t r = q + 1; r < na && !m.skip_guess; r++)
-				if (sl[a->sl[r]].name == y->name) {
+				if (fr[sl[a->sl[r]].frame].name == yname) {
 					m.skip_guess = true;
 					m.skip_from = p;
 				}
@@ -56,7 +59,7 @@ struct match try_align(const struct mt_slice *sl, const struct chainv *a,
 			p = q;
 			x = &sl[a->sl[p]];
 		}
-		if (x->name != y->name)
+		if (fr[x->frame].name != yname)
 			break;
 		if (i && !ahead && !b->ip[i - 1] && nst < MAX_STEPS) {
 			st_p[nst] = from;
@@ -151,8 +154,8 @@ static void keep_backed(struct alignment *r, const struct match *m)
 		r->backed[r->nr_backed++] = *m;
 }
 
-void align(const struct mt_slice *sl, const struct chainv *a,
-	   const struct chainv *b, struct alignment *r)
+void align(const struct mt_slice *sl, const struct mt_frame *fr,
+	   const struct chainv *a, const struct chainv *b, struct alignment *r)
 {
 	struct match m;
 
@@ -161,7 +164,7 @@ void align(const struct mt_slice *sl, const struct chainv *a,
 		for (size_t ahead = 0; ahead < b->n; ahead++) {
 			if (off && ahead)
 				break; /* one side starts at its root */
-			m = try_align(sl, a, b, off, ahead);
+			m = try_align(sl, fr, a, b, off, ahead);
 			if (!m.len)
 				continue;
 			keep_cand(r, &m);
@@ -179,7 +182,7 @@ void align(const struct mt_slice *sl, const struct chainv *a,
 	       r->cand[r->nr_cand - 1].score < r->best.score - CAND_MARGIN)
 		r->nr_cand--;
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
-		m = try_align(sl, a, b, off, 0);
+		m = try_align(sl, fr, a, b, off, 0);
 		/* one call site more or less: B's leaf resuming at the
 		 * return site confirms every level of a recursion through
 		 * one site but A's leaf */
@@ -199,14 +202,15 @@ void align(const struct mt_slice *sl, const struct chainv *a,
 bool at_thread_root(const struct thread_state *s, const struct chainv *a)
 {
 	const struct mt_slice *sl = s->th->slices;
-	uint32_t name = sl[a->sl[0]].name;
+	const struct mt_frame *fr = s->t->frames;
+	uint32_t name = fr[sl[a->sl[0]].frame].name;
 
 	if (sl[a->sl[0]].segment == s->first_segment)
 		return true;
 	if (name != s->root_name || parent_of(s, a->sl[0]) != MT_NONE)
 		return false;
 	for (size_t i = 1; i < a->n; i++)
-		if (sl[a->sl[i]].name == name)
+		if (fr[sl[a->sl[i]].frame].name == name)
 			return false;
 	return true;
 }

@@ -226,7 +226,7 @@ int decide(struct thread_state *s, const struct chainv *av,
 	struct alignment r;
 	struct verdict v = {.gain = 0};
 
-	align(s->th->slices, av, bv, &r);
+	align(s->th->slices, s->t->frames, av, bv, &r);
 	*m = r.best;
 	if (!m->len) {
 		snprintf(why, len, "no common frames");

@@ -12,9 +12,10 @@
 /* Try each near alignment again with ext (the callers above B's roots,
  * root first) on top of B's start chain; the index into r->near of the
  * one they confirm best, if exactly one, else -1. */
-static int pick_near(const struct mt_slice *sl, const struct chainv *a,
-		     const struct seg_ends *b, const uint32_t *xs,
-		     const uint64_t *xi, size_t e, const struct alignment *r)
+static int pick_near(const struct mt_slice *sl, const struct mt_frame *fr,
+		     const struct chainv *a, const struct seg_ends *b,
+		     const uint32_t *xs, const uint64_t *xi, size_t e,
+		     const struct alignment *r)
 {
 	struct chainv ext = {xs, xi, e + b->nr_start};
 	size_t bestlen = 0, bestconf = 0, n = 0;
@@ -22,8 +23,9 @@ static int pick_near(const struct mt_slice *sl, const struct chainv *a,
 
 	for (size_t k = 0; k < r->nr_near; k++) {
 		size_t off = r->near[k].off;
-		struct match m = off >= e ? try_align(sl, a, &ext, off - e, 0)
-					  : try_align(sl, a, &ext, 0, e - off);
+		struct match m =
+			off >= e ? try_align(sl, fr, a, &ext, off - e, 0)
+				 : try_align(sl, fr, a, &ext, 0, e - off);
 
 		if (m.len > bestlen ||
 		    (m.len == bestlen && m.confirmed > bestconf)) {
@@ -91,7 +93,7 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
 		if (s->t->segments[w->next].tid != w->tid)
 			continue;
 		w->steps++;
-		align(sl, &cl, &cv, &rc);
+		align(sl, s->t->frames, &cl, &cv, &rc);
 		if (!rc.best.len || rc.ties || !rc.best.confirmed ||
 		    rc.nr_near > 1)
 			return 0;
@@ -148,7 +150,8 @@ int look_ahead(struct thread_state *s, const struct chainv *a, uint32_t ib,
 	*pinned = false;
 	ext_init(&w, s, ib);
 	while (pick < 0 && ext_next(s, &w))
-		pick = pick_near(s->th->slices, a, w.b, w.xs, w.xi, w.e, r);
+		pick = pick_near(s->th->slices, s->t->frames, a, w.b, w.xs,
+				 w.xi, w.e, r);
 	if (pick >= 0)
 		*pinned = r->near[pick].off <= w.e;
 	ext_free(&w);
@@ -259,7 +262,7 @@ static int greedy_join(const struct thread_state *s, const struct chainv *a,
 {
 	struct alignment r;
 
-	align(s->th->slices, a, b, &r);
+	align(s->th->slices, s->t->frames, a, b, &r);
 	*m = r.best;
 	return m->len && !weak_match(s, a, m);
 }

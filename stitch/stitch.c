@@ -307,7 +307,10 @@ static int pass_pairs(struct thread_state *s, size_t first_rec, bool join)
 			s->first_segment = (uint32_t)i;
 			s->root_name =
 				g->nr_start
-					? s->th->slices[g->start_chain[0]].name
+					? mt_slice_name(
+						  s->t,
+						  &s->th->slices
+							   [g->start_chain[0]])
 					: MT_NONE;
 		}
 		prev = (uint32_t)i;

@@ -166,10 +166,12 @@ void undo_free(struct undo_log *u);
 /* align.c */
 size_t a_pos(const struct match *m, size_t i);
 long depth_of(const struct match *m);
-struct match try_align(const struct mt_slice *sl, const struct chainv *a,
-		       const struct chainv *b, size_t off, size_t ahead);
-void align(const struct mt_slice *sl, const struct chainv *a,
-	   const struct chainv *b, struct alignment *r);
+/* sl: the thread's slices; fr: the trace's frames (their names). */
+struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
+		       const struct chainv *a, const struct chainv *b,
+		       size_t off, size_t ahead);
+void align(const struct mt_slice *sl, const struct mt_frame *fr,
+	   const struct chainv *a, const struct chainv *b, struct alignment *r);
 bool at_thread_root(const struct thread_state *s, const struct chainv *a);
 bool weak_match(const struct thread_state *s, const struct chainv *a,
 		const struct match *m);

@@ -271,14 +271,15 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 			  const struct mt_slice *s)
 {
 	const struct mt_strtab *st = &w->t->strs;
+	const struct mt_frame *fr = mt_slice_frame(w->t, s);
 	struct pb_buf *b = &w->pk;
 	uint32_t name, dso = 0;
 	int name_new, dso_new = 0;
 	size_t pkt, m, e;
 
-	name = pf_intern(w, &w->names, s->name, &name_new);
-	if (s->dso)
-		dso = pf_intern(w, &w->strs, s->dso, &dso_new);
+	name = pf_intern(w, &w->names, fr->name, &name_new);
+	if (fr->dso)
+		dso = pf_intern(w, &w->strs, fr->dso, &dso_new);
 
 	pkt = pf_event_packet(w, ts);
 	if (name_new || dso_new) {
@@ -286,13 +287,13 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		if (name_new) {
 			e = pb_begin(b, F_ID_EVENT_NAMES);
 			pb_uint(b, F_IID, name);
-			pb_str(b, F_INTERNED_NAME, mt_str(st, s->name));
+			pb_str(b, F_INTERNED_NAME, mt_str(st, fr->name));
 			pb_end(b, e);
 		}
 		if (dso_new) {
 			e = pb_begin(b, F_ID_ANNOT_VALUES);
 			pb_uint(b, F_IID, dso);
-			pb_str(b, F_INTERNED_NAME, mt_str(st, s->dso));
+			pb_str(b, F_INTERNED_NAME, mt_str(st, fr->dso));
 			pb_end(b, e);
 		}
 		pb_end(b, m);
@@ -303,8 +304,8 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 	pb_uint(b, F_TE_NAME_IID, name);
 	if (track)
 		pb_uint(b, F_TE_TRACK, track);
-	if (s->addr)
-		pf_arg_uint(b, AN_ADDRESS, F_DA_POINTER, s->addr);
+	if (fr->addr)
+		pf_arg_uint(b, AN_ADDRESS, F_DA_POINTER, fr->addr);
 	if (dso)
 		pf_arg_uint(b, AN_DSO, F_DA_STR_IID, dso);
 	for (size_t i = 0; i < sizeof(flag_args) / sizeof(flag_args[0]); i++)

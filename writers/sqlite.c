@@ -453,7 +453,8 @@ static bool same_aset(const void *ctx, uint64_t set)
  * seen; -1 when the slice has no args, or an error. */
 static int aset_get(struct sq *w, const struct mt_slice *s, int64_t *set)
 {
-	struct aset a = {s->addr, s->dso, s->flags};
+	const struct mt_frame *fr = mt_slice_frame(w->t, s);
+	struct aset a = {fr->addr, fr->dso, s->flags};
 	struct aset_key k = {w, &a};
 	uint64_t h = aset_hash(&a), id;
 
@@ -496,8 +497,8 @@ static int write_gap(struct sq *w, const struct mt_slice *s, uint32_t utid,
 	sqlite3_bind_int64(st, 2, utid);
 	bind_u64(st, 3, s->ts);
 	bind_u64(st, 4, s->dur);
-	bind_str(w, st, 5, s->name);
-	bind_gap_reason(st, 6, mt_str(&w->t->strs, s->name));
+	bind_str(w, st, 5, mt_slice_name(w->t, s));
+	bind_gap_reason(st, 6, mt_slice_str(w->t, s));
 	bind_u64(st, 7, id);
 	if (s->segment != MT_NONE)
 		sqlite3_bind_int64(st, 8, s->segment);
@@ -539,6 +540,7 @@ static int write_strings(struct sq *w)
 static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 {
 	sqlite3_stmt *st = w->stmts[S_FRAME];
+	const struct mt_frame *fr = mt_slice_frame(w->t, s);
 	uint32_t key, head, f;
 	int64_t set;
 	int rc;
@@ -551,7 +553,7 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	key = (uint32_t)(set + 1);
 	head = (uint32_t)mt_hmap_get(&w->frame_heads, key);
 	for (f = head; f; f = w->frames[f - 1].next)
-		if (w->frames[f - 1].name == s->name) {
+		if (w->frames[f - 1].name == fr->name) {
 			*id = f - 1;
 			return 0;
 		}
@@ -561,16 +563,16 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	f = (uint32_t)w->nr_frames;
 	if (mt_hmap_set(&w->frame_heads, key, f + 1))
 		return sq_fail(w, -ENOMEM, "out of memory");
-	w->frames[w->nr_frames++] = (struct frame){s->name, head};
+	w->frames[w->nr_frames++] = (struct frame){fr->name, head};
 	*id = f;
 	sqlite3_bind_int64(st, 1, f);
-	bind_sid(st, 2, s->name);
+	bind_sid(st, 2, fr->name);
 	if (set >= 0)
 		sqlite3_bind_int64(st, 3, set);
 	else
 		sqlite3_bind_null(st, 3);
-	bind_opt(st, 4, s->addr);
-	bind_sid(st, 5, s->dso);
+	bind_opt(st, 4, fr->addr);
+	bind_sid(st, 5, fr->dso);
 	sqlite3_bind_int64(st, 6, s->flags);
 	return step(w, st);
 }
@@ -601,7 +603,9 @@ static int write_frames(struct sq *w)
 			const struct mt_slice *s = &th->slices[j];
 
 			if ((s->parent != MT_NONE && s->parent >= j) ||
-			    s->name >= t->strs.nr || s->dso >= t->strs.nr)
+			    s->frame >= t->nr_frames ||
+			    t->frames[s->frame].name >= t->strs.nr ||
+			    t->frames[s->frame].dso >= t->strs.nr)
 				return sq_fail(
 					w, -EINVAL,
 					"thread %" PRIu32 " slice %zu: "

@@ -43,7 +43,7 @@ static void write_tree(FILE *o, const struct mt_trace *t,
 		int any = 0;
 
 		fprintf(o, "%u\t%u\t%s\t%llu\t%llu\t", th->tid, s->depth,
-			mt_str(&t->strs, s->name), (unsigned long long)s->ts,
+			mt_slice_str(t, s), (unsigned long long)s->ts,
 			(unsigned long long)(s->ts + s->dur));
 		for (size_t f = 0; f < sizeof(flag_names) / sizeof(*flag_names);
 		     f++) {

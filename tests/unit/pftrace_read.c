@@ -718,9 +718,9 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 			e->depth = s->depth % max_depth;
 			e->ts = s->ts;
 			e->dur = s->dur;
-			e->name = mt_str(&t->strs, s->name);
-			e->dso = mt_str(&t->strs, s->dso);
-			e->addr = s->addr;
+			e->name = mt_slice_str(t, s);
+			e->dso = mt_str(&t->strs, mt_slice_frame(t, s)->dso);
+			e->addr = mt_slice_frame(t, s)->addr;
 			e->flags = s->flags; /* every flag is an arg */
 		}
 	}

@@ -176,12 +176,12 @@ static void test_thread_push(struct check_state *cs)
 	if (!th)
 		return;
 	for (uint32_t i = 0; i < 5000; i++) {
-		struct mt_slice s = {.ts = i,
-				     .dur = 1,
-				     .name = 0,
-				     .depth = i ? 1 : 0,
-				     .parent = i ? 0 : MT_NONE,
-				     .addr = 0x1000 + i};
+		struct mt_slice s = {
+			.ts = i,
+			.dur = 1,
+			.frame = mt_frame_intern(&t, 0, 0, 0x1000 + i),
+			.depth = i ? 1 : 0,
+			.parent = i ? 0 : MT_NONE};
 		struct mt_slice *r = mt_thread_push(th, &s);
 
 		if (!r || r != &th->slices[i] || memcmp(r, &s, sizeof(s)))
@@ -190,7 +190,13 @@ static void test_thread_push(struct check_state *cs)
 	CHECK(cs, bad == 0);
 	CHECK(cs, th->nr_slices == 5000 && th->cap_slices >= 5000);
 	CHECK(cs, th->slices[0].parent == MT_NONE &&
-			  th->slices[4999].addr == 0x1000 + 4999);
+			  mt_slice_frame(&t, &th->slices[4999])->addr ==
+				  0x1000 + 4999);
+	/* One frame per (name, dso, address), the all-zero one first. */
+	CHECK(cs, t.nr_frames == 5001 && th->slices[7].frame == 8 &&
+			  mt_frame_intern(&t, 0, 0, 0x1000 + 7) == 8 &&
+			  mt_frame_intern(&t, 0, 0, 0) == 0 &&
+			  t.nr_frames == 5001);
 	mt_trace_free(&t);
 }
 

@@ -92,12 +92,18 @@ static struct mt_slice *add(struct mt_trace *t, struct builder *b,
 	b->sp = depth;
 	s.ts = ts;
 	s.dur = dur;
-	s.name = str_id(t, name);
+	{
+		uint32_t n = str_id(t, name);
+
+		s.frame = mt_frame_intern(
+			t, n,
+			str_id(t,
+			       depth % 2 ? "/usr/lib/libc.so.6" : "/bin/prog"),
+			0x400000 + (uint64_t)n * 0x40);
+	}
 	s.depth = depth;
 	s.parent = depth ? b->stack[depth - 1] : MT_NONE;
 	s.flags = flags;
-	s.addr = 0x400000 + (uint64_t)s.name * 0x40;
-	s.dso = str_id(t, depth % 2 ? "/usr/lib/libc.so.6" : "/bin/prog");
 	r = mt_thread_push(b->th, &s);
 	if (!r) {
 		fprintf(stderr, "out of memory\n");
@@ -159,8 +165,8 @@ static void model_basic(struct mt_trace *t)
 	add(t, &b, 1, T + 6, 4, "foo", 0);
 	add(t, &b, 1, T + 10, 4, "foo", 0);
 	add(t, &b, 0, T + 55, 10, "", 0);
-	b.th->slices[b.th->nr_slices - 1].addr = 0;
-	b.th->slices[b.th->nr_slices - 1].dso = 0;
+	b.th->slices[b.th->nr_slices - 1].frame =
+		mt_frame_intern(t, str_id(t, ""), 0, 0);
 
 	b.th = mt_trace_add_thread(t, 200, 200, "");
 	b.th = mt_trace_add_thread(t, 200, 201, "busy");
@@ -251,11 +257,11 @@ static void model_random(struct mt_trace *t, size_t nslices, uint32_t nthreads,
 				if ((x >> 20) % 4)
 					n %= 64;
 				s.ts = ts;
-				s.name = names[n];
+				s.frame = mt_frame_intern(
+					t, names[n], dsos[n % 5],
+					0x7f3a12000000ull + n * 0x80);
 				s.depth = sp;
 				s.parent = sp ? stack[sp - 1] : MT_NONE;
-				s.addr = 0x7f3a12000000ull + n * 0x80;
-				s.dso = dsos[n % 5];
 				s.flags = x % 1000 == 0 ? MT_SLICE_TAIL : 0;
 				if (!mt_thread_push(th, &s))
 					exit(2);

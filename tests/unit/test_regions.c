@@ -47,12 +47,12 @@ static void test_parse_window(struct check_state *st)
 	}
 }
 
-static void push(struct mt_thread *th, uint64_t ts, uint64_t dur,
-		 uint32_t depth, uint32_t parent, uint32_t name)
+static void push(struct mt_trace *t, struct mt_thread *th, uint64_t ts,
+		 uint64_t dur, uint32_t depth, uint32_t parent, uint32_t name)
 {
 	struct mt_slice s = {.ts = ts,
 			     .dur = dur,
-			     .name = name,
+			     .frame = mt_frame_intern(t, name, 0, 0),
 			     .depth = depth,
 			     .parent = parent,
 			     .segment = 0};
@@ -82,11 +82,11 @@ static void test_keep_time(struct check_state *st)
 		CHECK(st, 0);
 		return;
 	}
-	push(th, 1000, 1000, 0, MT_NONE, n[0]);
-	push(th, 1000, 100, 1, 0, n[1]);
-	push(th, 1200, 400, 1, 0, n[2]);
-	push(th, 1300, 100, 2, 2, n[3]);
-	push(th, 1700, 200, 1, 0, n[4]);
+	push(&t, th, 1000, 1000, 0, MT_NONE, n[0]);
+	push(&t, th, 1000, 100, 1, 0, n[1]);
+	push(&t, th, 1200, 400, 1, 0, n[2]);
+	push(&t, th, 1300, 100, 2, 2, n[3]);
+	push(&t, th, 1700, 200, 1, 0, n[4]);
 	t.hits = calloc(2, sizeof(*t.hits));
 	if (t.hits) {
 		t.hits[0].ts = 1100;
@@ -110,17 +110,18 @@ static void test_keep_time(struct check_state *st)
 	if (th->nr_slices == 4) {
 		const struct mt_slice *s = th->slices;
 
-		CHECK(st, s[0].name == n[0] && s[0].ts == 1150 &&
+		CHECK(st, mt_slice_name(&t, &s[0]) == n[0] && s[0].ts == 1150 &&
 				  s[0].dur == 600 &&
 				  (s[0].flags & MT_SLICE_INFERRED_START) &&
 				  (s[0].flags & MT_SLICE_INFERRED_END));
-		CHECK(st, s[1].name == n[2] && s[1].parent == 0 &&
-				  s[1].ts == 1200 && s[1].dur == 400 &&
-				  !s[1].flags);
-		CHECK(st,
-		      s[2].name == n[3] && s[2].parent == 1 && s[2].depth == 2);
-		CHECK(st, s[3].name == n[4] && s[3].parent == 0 &&
-				  s[3].ts == 1700 && s[3].dur == 50 &&
+		CHECK(st, mt_slice_name(&t, &s[1]) == n[2] &&
+				  s[1].parent == 0 && s[1].ts == 1200 &&
+				  s[1].dur == 400 && !s[1].flags);
+		CHECK(st, mt_slice_name(&t, &s[2]) == n[3] &&
+				  s[2].parent == 1 && s[2].depth == 2);
+		CHECK(st, mt_slice_name(&t, &s[3]) == n[4] &&
+				  s[3].parent == 0 && s[3].ts == 1700 &&
+				  s[3].dur == 50 &&
 				  s[3].flags == MT_SLICE_INFERRED_END);
 	}
 	CHECK(st, t.nr_hits == 1 && t.hits[0].ts == 1500);
@@ -146,13 +147,13 @@ static void build_between(struct mt_trace *t, uint32_t *n)
 	th = mt_trace_add_thread(t, 1, 1, "x");
 	if (!th)
 		return;
-	push(th, 0, 1000, 0, MT_NONE, n[0]);
-	push(th, 100, 100, 1, 0, n[1]);
-	push(th, 120, 30, 2, 1, n[2]);
-	push(th, 300, 100, 1, 0, n[3]);
-	push(th, 500, 100, 1, 0, n[1]);
-	push(th, 520, 30, 2, 4, n[1]);
-	push(th, 700, 100, 1, 0, n[4]);
+	push(t, th, 0, 1000, 0, MT_NONE, n[0]);
+	push(t, th, 100, 100, 1, 0, n[1]);
+	push(t, th, 120, 30, 2, 1, n[2]);
+	push(t, th, 300, 100, 1, 0, n[3]);
+	push(t, th, 500, 100, 1, 0, n[1]);
+	push(t, th, 520, 30, 2, 4, n[1]);
+	push(t, th, 700, 100, 1, 0, n[4]);
 }
 
 static void test_keep_between(struct check_state *st)
@@ -168,17 +169,18 @@ static void test_keep_between(struct check_state *st)
 	CHECK(st, rs.regions == 2 && rs.kept_ns == 200 && rs.slices_after == 6);
 	s = t.threads[0].slices;
 	if (t.threads[0].nr_slices == 6) {
-		CHECK(st, s[0].name == n[0] && s[0].ts == 100 &&
+		CHECK(st, mt_slice_name(&t, &s[0]) == n[0] && s[0].ts == 100 &&
 				  s[0].dur == 100 &&
 				  s[0].flags == (MT_SLICE_INFERRED_START |
 						 MT_SLICE_INFERRED_END));
-		CHECK(st, s[1].name == n[1] && s[1].parent == 0 && !s[1].flags);
-		CHECK(st, s[2].name == n[2] && s[2].parent == 1);
-		CHECK(st, s[3].name == n[0] && s[3].ts == 500 &&
+		CHECK(st, mt_slice_name(&t, &s[1]) == n[1] &&
+				  s[1].parent == 0 && !s[1].flags);
+		CHECK(st, mt_slice_name(&t, &s[2]) == n[2] && s[2].parent == 1);
+		CHECK(st, mt_slice_name(&t, &s[3]) == n[0] && s[3].ts == 500 &&
 				  s[3].parent == MT_NONE);
-		CHECK(st, s[4].name == n[1] && s[4].parent == 3);
-		CHECK(st,
-		      s[5].name == n[1] && s[5].parent == 4 && s[5].depth == 2);
+		CHECK(st, mt_slice_name(&t, &s[4]) == n[1] && s[4].parent == 3);
+		CHECK(st, mt_slice_name(&t, &s[5]) == n[1] &&
+				  s[5].parent == 4 && s[5].depth == 2);
 	} else {
 		CHECKF(st, 0, "%zu slices", t.threads[0].nr_slices);
 	}
@@ -189,7 +191,8 @@ static void test_keep_between(struct check_state *st)
 	CHECK(st, !rg_keep_between(&t, "f", "s", &rs));
 	CHECK(st, rs.regions == 1 && rs.kept_ns == 700 && rs.slices_after == 7);
 	s = t.threads[0].slices;
-	CHECK(st, s[0].ts == 100 && s[0].dur == 700 && s[6].name == n[4]);
+	CHECK(st, s[0].ts == 100 && s[0].dur == 700 &&
+			  mt_slice_name(&t, &s[6]) == n[4]);
 	mt_trace_free(&t);
 
 	/* No such function: nothing kept, no region. */

@@ -122,7 +122,7 @@ static void tree_str(struct check_state *st, const struct fixture *f, char *buf,
 		fl[k] = 0;
 		at += (size_t)snprintf(buf + at, len - at, "%s%u:%s:%s",
 				       i ? " " : "", s->depth,
-				       mt_str(&f->t.strs, s->name), fl);
+				       mt_slice_str(&f->t, s), fl);
 		/* pre-order: the parent comes first, one level up, and
 		 * contains the child in time */
 		if (s->parent == MT_NONE) {

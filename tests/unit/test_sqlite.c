@@ -224,10 +224,11 @@ static void check_args(struct check_state *cs, sqlite3 *db,
 		       const struct mt_trace *t, const struct mt_slice *s,
 		       const struct row *x)
 {
+	const struct mt_frame *fr = mt_slice_frame(t, s);
 	sqlite3_stmt *st;
 	int n = 0, want = 0;
 
-	if (!s->addr && !s->dso && !s->flags) {
+	if (!fr->addr && !fr->dso && !s->flags) {
 		CHECK(cs, !x->has_aset);
 		return;
 	}
@@ -241,7 +242,7 @@ static void check_args(struct check_state *cs, sqlite3 *db,
 		return;
 	}
 	sqlite3_bind_int64(st, 1, x->aset);
-	want = !!s->addr + !!s->dso + __builtin_popcount(s->flags);
+	want = !!fr->addr + !!fr->dso + __builtin_popcount(s->flags);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		const char *flat = (const char *)sqlite3_column_text(st, 1);
@@ -257,12 +258,12 @@ static void check_args(struct check_state *cs, sqlite3 *db,
 		if (!strcmp(key, "debug.address")) {
 			char hex[32];
 
-			snprintf(hex, sizeof(hex), "0x%" PRIx64, s->addr);
-			CHECK(cs, (uint64_t)iv == s->addr);
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, fr->addr);
+			CHECK(cs, (uint64_t)iv == fr->addr);
 			CHECK(cs, !strcmp(type, "pointer"));
 			CHECK(cs, disp && !strcmp(disp, hex));
 		} else if (!strcmp(key, "debug.dso")) {
-			CHECK(cs, sv && !strcmp(sv, mt_str(&t->strs, s->dso)));
+			CHECK(cs, sv && !strcmp(sv, mt_str(&t->strs, fr->dso)));
 			CHECK(cs, !strcmp(type, "string"));
 		} else {
 			CHECK(cs, !strcmp(type, "bool") && iv == 1);
@@ -302,6 +303,7 @@ static void check_slices(struct check_state *cs, const struct mt_trace *t,
 		const struct mt_thread *th =
 			mt_trace_thread((struct mt_trace *)t, (uint32_t)x->tid);
 		const struct mt_slice *s;
+		const struct mt_frame *fr;
 		int before = cs->failed_checks;
 
 		CHECK(cs, th && x->pos < th->nr_slices);
@@ -313,18 +315,20 @@ static void check_slices(struct check_state *cs, const struct mt_trace *t,
 		CHECK(cs, (uint64_t)x->ts == s->ts);
 		CHECK(cs, (uint64_t)x->dur == s->dur);
 		CHECK(cs, (uint64_t)x->depth == s->depth);
-		if (s->name)
-			CHECK(cs, x->name && !strcmp(x->name, mt_str(&t->strs,
-								     s->name)));
+		fr = mt_slice_frame(t, s);
+		if (fr->name)
+			CHECK(cs,
+			      x->name && !strcmp(x->name,
+						 mt_str(&t->strs, fr->name)));
 		else
 			CHECK(cs, !x->name);
-		if (s->dso)
+		if (fr->dso)
 			CHECK(cs, x->dso && !strcmp(x->dso,
-						    mt_str(&t->strs, s->dso)));
+						    mt_str(&t->strs, fr->dso)));
 		else
 			CHECK(cs, !x->dso);
-		CHECK(cs, x->has_addr == !!s->addr);
-		CHECK(cs, (uint64_t)x->addr == s->addr);
+		CHECK(cs, x->has_addr == !!fr->addr);
+		CHECK(cs, (uint64_t)x->addr == fr->addr);
 		CHECK(cs, x->has_segment == (s->segment != MT_NONE));
 		if (s->segment != MT_NONE)
 			CHECK(cs, x->segment == s->segment);
@@ -630,11 +634,12 @@ static void test_errors(struct check_state *cs)
 		CHECK(cs, dir_entries(dir) == 1);
 		s->parent = saved;
 
-		s->name = t.strs.nr; /* a string that does not exist */
+		saved = s->frame;
+		s->frame = t.nr_frames; /* a frame that does not exist */
 		rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
 		CHECK(cs, rc < 0);
 		CHECK(cs, dir_entries(dir) == 1);
-		s->name = 0;
+		s->frame = saved;
 	}
 
 	/* The output is a directory: the rename fails at the very end. */
@@ -686,11 +691,13 @@ static void test_unsorted(struct check_state *cs)
 			exit(2);
 	}
 	for (size_t i = 0; i < sizeof(ts) / sizeof(*ts); i++) {
-		struct mt_slice s = {.ts = ts[i],
-				     .dur = 10,
-				     .name = mt_str_intern(&t.strs, "f"),
-				     .depth = 0,
-				     .parent = MT_NONE};
+		struct mt_slice s = {
+			.ts = ts[i],
+			.dur = 10,
+			.frame = mt_frame_intern(
+				&t, mt_str_intern(&t.strs, "f"), 0, 0),
+			.depth = 0,
+			.parent = MT_NONE};
 
 		if (!mt_thread_push(&t.threads[1], &s))
 			exit(2);

@@ -61,8 +61,7 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 		at += (size_t)snprintf(
 			buf + at, sizeof(buf) - at, "%s%u:%s%s%s%s",
 			i ? " " : "", s->depth,
-			(s->flags & MT_SLICE_GAP) ? "gap"
-						  : mt_str(&t.strs, s->name),
+			(s->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, s),
 			(s->flags & MT_SLICE_JOINED) ? ":j" : "",
 			(s->flags & MT_SLICE_INFERRED_END) ? ":e" : "",
 			(s->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
@@ -537,7 +536,7 @@ static uint32_t slice_named(const struct mt_trace *t,
 			    size_t from)
 {
 	for (size_t i = from; i < th->nr_slices; i++)
-		if (!strcmp(mt_str(&t->strs, th->slices[i].name), name))
+		if (!strcmp(mt_slice_str(t, &th->slices[i]), name))
 			return (uint32_t)i;
 	return MT_NONE;
 }
