@@ -87,7 +87,7 @@ struct hw_opts {
 	bool include_kernel;
 	const char *proc_root; /* where kallsyms, modules, kcore are */
 	const char *paranoid;  /* perf_event_paranoid's path */
-	const char *filter;   /* --filter spec, or NULL */
+	const char *filter;    /* --filter spec, or NULL */
 	bool stop_at_trigger;
 	/* No AUX area: for tests where a software event, described by a
 	 * fake sysfs tree, stands in for intel_pt (everything but the

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 /* No kernel's text or module is this big: a larger span is a bad file. */
-#define KCORE_MAX_SEG (256ull << 20)
+#define KCORE_MAX_SEG	(256ull << 20)
 #define KCORE_MAX_PHDRS 4096
 
 static int file_text(const char *root, const char *name, char **text,
@@ -39,8 +39,8 @@ static int file_text(const char *root, const char *name, char **text,
 
 /* The load address and size of each module of /proc/modules' text
  * ("NAME SIZE REFS DEPS STATE ADDR ..."), to fn. */
-static int each_module(const char *text, int (*fn)(uint64_t addr,
-						   uint64_t size, void *arg),
+static int each_module(const char *text,
+		       int (*fn)(uint64_t addr, uint64_t size, void *arg),
 		       void *arg)
 {
 	const char *p = text;
@@ -59,8 +59,8 @@ static int each_module(const char *text, int (*fn)(uint64_t addr,
 			     t && nf < 7; t = strtok_r(NULL, " \t", &save))
 				f[nf++] = t;
 			/* A line we cannot read costs that module only. */
-			if (nf >= 6 && !mt_parse_u64(f[1], 10, UINT64_MAX,
-						     &size) &&
+			if (nf >= 6 &&
+			    !mt_parse_u64(f[1], 10, UINT64_MAX, &size) &&
 			    !mt_parse_u64(f[5], 16, UINT64_MAX, &addr) &&
 			    addr && size) {
 				rc = fn(addr, size, arg);
@@ -132,8 +132,8 @@ static int copy_range(struct kcore_file *f, uint64_t start, uint64_t len)
 			free(b);
 			return -EIO;
 		}
-		k->segs[k->nr_segs++] =
-			(struct kcore_seg){.start = start, .len = len, .bytes = b};
+		k->segs[k->nr_segs++] = (struct kcore_seg){
+			.start = start, .len = len, .bytes = b};
 		return 0;
 	}
 	return -ERANGE;
@@ -173,8 +173,7 @@ static int text_span(struct kcore_text *k, const char *root, char *why,
 	return 0;
 }
 
-int kcore_read(const char *root, struct kcore_text *k, char *why,
-	       size_t whylen)
+int kcore_read(const char *root, struct kcore_text *k, char *why, size_t whylen)
 {
 	struct kcore_file f = {.fd = -1, .k = k};
 	char path[PATH_MAX];
@@ -188,8 +187,7 @@ int kcore_read(const char *root, struct kcore_text *k, char *why,
 	if (rc)
 		goto fail;
 	/* Without modules, the kernel's own code still decodes. */
-	if (file_text(root, "modules", &k->modules, &k->modules_len, NULL,
-		      0)) {
+	if (file_text(root, "modules", &k->modules, &k->modules_len, NULL, 0)) {
 		k->modules = NULL;
 		k->modules_len = 0;
 	}

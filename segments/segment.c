@@ -71,7 +71,7 @@ struct seg_builder {
 	uint64_t gap_start;
 	uint32_t gap_reason;
 
-	uint32_t str_syscall, str_untraced;
+	uint32_t str_syscall, str_untraced, str_kernel;
 	struct sym_ent cache[SYM_CACHE];
 };
 
@@ -119,7 +119,9 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 	b->ctx = ctx;
 	b->str_syscall = mt_str_intern(&t->strs, "[syscall]");
 	b->str_untraced = mt_str_intern(&t->strs, "[untraced]");
-	if (b->str_syscall == MT_NONE || b->str_untraced == MT_NONE) {
+	b->str_kernel = mt_str_intern(&t->strs, "[kernel]");
+	if (b->str_syscall == MT_NONE || b->str_untraced == MT_NONE ||
+	    b->str_kernel == MT_NONE) {
 		free(b);
 		return -ENOMEM;
 	}
@@ -783,9 +785,11 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	case DEC_STOP:
 		if (f && f->kind == FR_PSEUDO)
 			return 0;
+		/* A kernel traced but not decodable (aux): its time. */
 		return push(b, time, f ? f->level + 1 : b->rmin,
-			    kind == DEC_SYSCALL ? b->str_syscall
-						: b->str_untraced,
+			    aux			  ? b->str_kernel
+			    : kind == DEC_SYSCALL ? b->str_syscall
+						  : b->str_untraced,
 			    0, 0,
 			    kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
 						: MT_SLICE_UNTRACED,

@@ -5,7 +5,7 @@
  *            [--noretcomp] [--gap-every N] [--gap-at KINDS]
  *            [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
- *            [--per-cpu]
+ *            [--per-cpu] [--kernel [--no-kernel-code]]
  *            -o DIR
  */
 #include "synth/synth.h"
@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"                [--final-stack]\n"
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
-		"                [--per-cpu]\n"
+		"                [--per-cpu] [--kernel [--no-kernel-code]]\n"
 		"                [--cc COMPILER] -o DIR\n"
 		"Writes DIR/raw.bin (perf.data with Intel PT), DIR/prog (the "
 		"traced ELF)\nand DIR/truth.tsv (every call live in the "
@@ -121,6 +121,8 @@ int main(int argc, char **argv)
 		{"mtc-period", required_argument, NULL, 'M'},
 		{"no-deep", no_argument, NULL, 'D'},
 		{"per-cpu", no_argument, NULL, 'C'},
+		{"kernel", no_argument, NULL, 'K'},
+		{"no-kernel-code", no_argument, NULL, 'N'},
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -192,6 +194,12 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			o.per_cpu = true;
+			break;
+		case 'K':
+			o.kernel = true;
+			break;
+		case 'N':
+			o.no_kernel_code = true;
 			break;
 		case 'D':
 			o.deep = false;

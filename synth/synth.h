@@ -40,6 +40,9 @@ struct synth_opts {
 	bool deep;	      /* include >1000-deep recursion */
 	bool per_cpu;	      /* one AUX stream per CPU (thread t on CPU t),
 				 threads known from ITRACE_START */
+	bool kernel;	      /* syscalls run through a traced kernel
+				 (DIR/vmlinux) whose code the capture has */
+	bool no_kernel_code;  /* with kernel: the capture has not */
 	const char *outdir;
 	const char *cc; /* compiler for the generated assembly */
 };

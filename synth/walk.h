@@ -14,6 +14,8 @@ enum {
 };
 
 #define TRUTH_SYSCALL_FUNC UINT32_MAX
+/* Rows of the --kernel kernel's function i have func TRUTH_KERNEL_FUNC + i. */
+#define TRUTH_KERNEL_FUNC 0x80000000u
 
 struct truth_row {
 	uint32_t func; /* TRUTH_SYSCALL_FUNC for [syscall] */
@@ -31,6 +33,7 @@ struct walk_cfg {
 	unsigned gap_at; /* SYNTH_GAP_* */
 	uint64_t start_tsc;
 	struct ptenc_cfg pt;
+	const struct kprog *kernel; /* syscalls run through it, traced */
 };
 
 /*
@@ -62,8 +65,43 @@ struct walk_thread {
 	unsigned max_depth;
 };
 
+/* Append a truth row (end 0 until it ends) at *idx; 0 or -1. */
+int walk_add_row(struct walk_thread *t, uint32_t func, uint32_t depth,
+		 uint64_t start, unsigned flags, size_t *idx);
+
 int walk_thread_run(const struct program *p, const struct walk_cfg *c,
 		    struct walk_thread *t, char *err, size_t errlen);
 void walk_thread_free(struct walk_thread *t);
+
+/*
+ * kwalk.c: the small kernel of --kernel, linked at 0xffffffff81000000
+ * (DIR/vmlinux), and the walk of one system call through it.
+ */
+struct kprog;
+int kprog_build(struct kprog **out, const char *dir, const char *cc, char *err,
+		size_t errlen);
+void kprog_free(struct kprog *k);
+/* The name of a TRUTH_KERNEL_FUNC row's function. */
+const char *kprog_func_name(uint32_t func);
+/* What perf record --kcore keeps of it, as extension items; and the
+ * MMAP of [kernel.kallsyms] perf writes for a kernel. */
+int kprog_add_ext(const struct kprog *k, struct pd_ext_buf *ext);
+int kprog_write_mmap(const struct kprog *k, struct pd_writer *w,
+		     const struct pd_sample_id *sid);
+
+struct kwalk {
+	struct rng *rng;
+	struct ptenc *g;
+	struct walk_thread *t;
+	uint64_t tsc; /* the SYSCALL's time; on return, SYSRET's */
+	bool emit;    /* packets */
+	bool rows;    /* truth rows */
+};
+/*
+ * A SYSCALL whose caller is at depth - 1 runs through the kernel and
+ * comes back to back_ip.  Returns 0, -1 when encoding failed, -2 when
+ * out of memory.
+ */
+int kwalk_syscall(struct kwalk *kw, uint32_t depth, uint64_t back_ip);
 
 #endif
