@@ -160,12 +160,9 @@ static int text_span(struct kcore_text *k, const char *root, char *why,
 				whylen);
 	if (rc)
 		return rc;
-	k->text_start = sym_kallsyms_addr(ks, "_stext");
-	if (!k->text_start)
-		k->text_start = sym_kallsyms_addr(ks, "_text");
-	k->text_end = sym_kallsyms_addr(ks, "_etext");
+	rc = sym_kallsyms_text(ks, &k->text_start, &k->text_end);
 	sym_kallsyms_free(ks);
-	if (!k->text_start || k->text_end <= k->text_start)
+	if (rc)
 		return mt_err(why, whylen, -EINVAL,
 			      "%s: no _stext.._etext: where the kernel's "
 			      "code is cannot be told",

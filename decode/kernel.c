@@ -225,6 +225,15 @@ bool dec_kernel_symbolize(const struct dec_capture *c, uint64_t ip,
 	out->known = true;
 	out->start = s->addr;
 	out->end = sym_kallsyms_end(k->syms, s);
+	/* kallsyms has no sizes: a function ends where its code does at
+	 * the latest (the kernel's last, a module's last). */
+	for (size_t i = 0; i < k->nr_segs; i++) {
+		const struct dec_kseg *g = &k->segs[i];
+
+		if (ip >= g->start && ip - g->start < g->len &&
+		    out->end - g->start > g->len)
+			out->end = g->start + g->len;
+	}
 	return true;
 }
 

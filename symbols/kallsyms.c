@@ -4,7 +4,10 @@
  * prints it and the capture keeps it.  Only code symbols (types t, T, w,
  * W) are kept: data symbols between them would cut functions short.
  *
- * kallsyms gives no sizes: a symbol runs to the next one.  Each module's
+ * kallsyms gives no sizes: a symbol runs to the next one, the last one
+ * to the end of the address space (whoever has the code knows where it
+ * ends).  _stext, _text and _etext mark the kernel's text and are kept
+ * apart: they share their addresses with functions.  Each module's
  * span (its lowest to its highest symbol) is kept, so that a function
  * can be said to be in its module ("[ext4]") or in the kernel.
  */
@@ -22,6 +25,7 @@ struct kmod_span {
 };
 
 struct sym_kallsyms {
+	uint64_t text_start, text_end; /* _stext (or _text), _etext */
 	struct sym *syms;
 	uint64_t *ends;
 	size_t nr;
@@ -98,6 +102,21 @@ static int parse_line(struct sym_kallsyms *k, struct sym_cands *c,
 		*nonzero = true;
 	if (!is_code_type(type) || !s.addr)
 		return 0;
+	/* The kernel's text bounds share their addresses with functions
+	 * (or with nothing): kept apart, they name no code. */
+	if (!mod && name_len == 6 && !memcmp(name, "_stext", 6)) {
+		k->text_start = s.addr;
+		return 0;
+	}
+	if (!mod && name_len == 5 && !memcmp(name, "_text", 5)) {
+		if (!k->text_start)
+			k->text_start = s.addr;
+		return 0;
+	}
+	if (!mod && name_len == 6 && !memcmp(name, "_etext", 6)) {
+		k->text_end = s.addr;
+		return 0;
+	}
 	s.name = sym_name_store(&k->arena, name, name_len, NULL, true);
 	s.flags = SYM_F_FUNC | (type == 'T' || type == 'W' ? SYM_F_GLOBAL : 0);
 	s.seq = (uint32_t)c->nr;
@@ -158,6 +177,10 @@ int sym_kallsyms_parse(const char *text, size_t len, const char *what,
 	}
 	if (sym_cands_finish(&c, &k->syms, &k->ends, &k->nr))
 		goto nomem;
+	/* The last function has no next one: it runs on, and the caller
+	 * knows where its code ends. */
+	if (k->nr)
+		k->ends[k->nr - 1] = UINT64_MAX;
 	free(c.v);
 	*out = k;
 	return 0;
@@ -200,10 +223,12 @@ uint64_t sym_kallsyms_end(const struct sym_kallsyms *k, const struct sym *s)
 	return k->ends[s - k->syms];
 }
 
-uint64_t sym_kallsyms_addr(const struct sym_kallsyms *k, const char *name)
+int sym_kallsyms_text(const struct sym_kallsyms *k, uint64_t *start,
+		      uint64_t *end)
 {
-	for (size_t i = 0; i < k->nr; i++)
-		if (!strcmp(k->syms[i].name, name))
-			return k->syms[i].addr;
+	if (!k->text_start || k->text_end <= k->text_start)
+		return -ENOENT;
+	*start = k->text_start;
+	*end = k->text_end;
 	return 0;
 }

@@ -94,9 +94,9 @@ const struct sym *sym_map_lookup(const struct sym_map *m, uint64_t addr);
 /*
  * Kernel symbols from the text of /proc/kallsyms (len bytes, not
  * NUL-ended; what names it in messages): code symbols only, each running
- * to the next.  Returns 0, or -ENODATA when every address is 0 (hidden by
- * kptr_restrict), -EINVAL for a malformed line, -ENOMEM, with one line in
- * err.
+ * to the next, the last one to the end of the address space.  Returns 0, or
+ * -ENODATA when every address is 0 (hidden by kptr_restrict), -EINVAL for a
+ * malformed line, -ENOMEM, with one line in err.
  */
 #define SYM_KERNEL_DSO "[kernel.kallsyms]"
 struct sym_kallsyms;
@@ -108,8 +108,10 @@ const struct sym *sym_kallsyms_lookup(const struct sym_kallsyms *k,
 				      uint64_t addr, const char **dso);
 /* Where s, a symbol of k, ends (exclusive). */
 uint64_t sym_kallsyms_end(const struct sym_kallsyms *k, const struct sym *s);
-/* The address of the code symbol name, 0 when there is none. */
-uint64_t sym_kallsyms_addr(const struct sym_kallsyms *k, const char *name);
+/* Where the kernel's text is (_stext or _text to _etext); -ENOENT when
+ * kallsyms does not say. */
+int sym_kallsyms_text(const struct sym_kallsyms *k, uint64_t *start,
+		      uint64_t *end);
 
 /*
  * Where source line `line` of `file` begins in the ELF at path (or its
