@@ -40,36 +40,49 @@ bool dec_is_kernel_ip(uint64_t ip)
 	return (int64_t)ip < 0;
 }
 
-/* libipt reads sections from files: the code goes to a temporary one. */
+/* libipt reads sections from files: the code goes to a temporary one.
+ * Returns 0, or a negative errno value with one line in err. */
 static int add_seg(struct dec_capture *c, struct dec_kernel *k,
-		   const struct pd_ext_kcode *kc)
+		   const struct pd_ext_kcode *kc, char *err, size_t errlen)
 {
 	struct dec_kseg *s;
-	int fd;
+	int fd, isid;
 	bool ok;
 
 	if (!kc->len)
 		return 0;
 	if (mt_grow((void **)&k->segs, &k->cap_segs, k->nr_segs + 1,
-		    sizeof(*k->segs)))
+		    sizeof(*k->segs))) {
+		snprintf(err, errlen, "%s: out of memory", c->path);
 		return -ENOMEM;
+	}
 	s = &k->segs[k->nr_segs];
 	snprintf(s->path, sizeof(s->path), "/tmp/mt-kcode.XXXXXX");
 	fd = mkstemp(s->path);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen,
+			 "%s: a temporary file for kernel code: %s", c->path,
+			 strerror(e));
+		return -e;
+	}
 	ok = write(fd, kc->bytes, kc->len) == (ssize_t)kc->len;
 	close(fd);
 	if (!ok) {
 		unlink(s->path);
+		snprintf(err, errlen, "%s: %s: cannot write kernel code",
+			 c->path, s->path);
 		return -EIO;
 	}
 	s->start = kc->start;
 	s->len = kc->len;
 	k->nr_segs++;
-	s->isid =
-		pt_iscache_add_file(c->iscache, s->path, 0, kc->len, kc->start);
-	return s->isid < 0 ? s->isid : 0;
+	isid = pt_iscache_add_file(c->iscache, s->path, 0, kc->len, kc->start);
+	if (isid < 0)
+		return dec_pt_error(isid, err, errlen, c->path, "kernel code");
+	s->isid = isid;
+	return 0;
 }
 
 static bool kernel_traced(const struct dec_capture *c)
@@ -121,12 +134,9 @@ int dec_kernel_load(struct dec_capture *c, char *err, size_t errlen)
 		} else if (type == PD_EXT_KCODE) {
 			if (pd_ext_parse_kcode(payload, size, &kc))
 				goto bad;
-			rc = add_seg(c, k, &kc);
-			if (rc == -ENOMEM)
-				goto nomem;
+			rc = add_seg(c, k, &kc, err, errlen);
 			if (rc)
-				return dec_pt_error(rc, err, errlen, c->path,
-						    "kernel code");
+				return rc;
 		}
 	}
 	if (rc < 0) {
