@@ -85,8 +85,9 @@ struct hw_opts {
 	bool per_cpu; /* one ring per CPU (else one per thread) */
 	bool full;    /* record everything (else keep the newest) */
 	bool include_kernel;
-	const char *paranoid; /* perf_event_paranoid's path */
-	const char *filter;   /* --filter spec, or NULL */
+	const char *proc_root; /* where kallsyms, modules, kcore are */
+	const char *paranoid;  /* perf_event_paranoid's path */
+	const char *filter;    /* --filter spec, or NULL */
 	bool stop_at_trigger;
 	/* No AUX area: for tests where a software event, described by a
 	 * fake sysfs tree, stands in for intel_pt (everything but the
@@ -103,6 +104,8 @@ struct hw_stats {
 	uint64_t truncated; /* AUX records with data lost (--full) */
 	int killed_by;	    /* the signal a program we started died of, or 0 */
 	char warning[256];  /* something the user should know, or "" */
+	/* With include_kernel, what kernel code lacks to decode, or "". */
+	char kernel_note[320];
 };
 
 /*

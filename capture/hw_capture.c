@@ -6,6 +6,7 @@
  */
 #include "capture/capfile.h"
 #include "capture/hw_internal.h"
+#include "capture/kcore.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -242,6 +243,35 @@ static int add_extras(struct hw *h, struct capfile *c)
 	return rc;
 }
 
+/*
+ * With the kernel traced, its code as perf record --kcore keeps it;
+ * without it (no root, no kcore, hidden addresses) the capture is still
+ * written, and one line says what is missing.
+ */
+static int add_kernel(struct hw *h, struct capfile *c)
+{
+	struct pd_sample_id sid =
+		capfile_sample_id(UINT32_MAX, 0, 0, h->ids[0]);
+	struct kcore_text k;
+	char why[256];
+	int rc;
+
+	if (!h->o->include_kernel)
+		return 0;
+	rc = kcore_read(h->o->proc_root ? h->o->proc_root : "/proc", &k, why,
+			sizeof(why));
+	if (rc == -ENOMEM)
+		return hw_fail(h, rc, "out of memory");
+	if (rc) {
+		snprintf(h->st->kernel_note, sizeof(h->st->kernel_note),
+			 "%s: kernel code will show as [kernel]", why);
+		return 0;
+	}
+	rc = kcore_add(c, &k, &sid);
+	kcore_free(&k);
+	return rc;
+}
+
 int hw_write_capture(struct hw *h)
 {
 	struct capfile c;
@@ -262,6 +292,8 @@ int hw_write_capture(struct hw *h)
 	rc = pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids);
 	if (!rc)
 		rc = capfile_begin(&c, &tc, &pt);
+	if (!rc)
+		rc = add_kernel(h, &c);
 	if (!rc && !h->launched)
 		rc = write_existing(h, &c);
 	if (!rc)

@@ -474,6 +474,8 @@ static int run_hw(char *const argv[], const struct hw_opts *h)
 	if (catch_stop_signals(true))
 		return 1;
 	rc = hw_run(argv, h, &st, err, sizeof(err));
+	if (!rc && st.kernel_note[0])
+		fprintf(stderr, "mt-capture: %s\n", st.kernel_note);
 	if (report_run(&h->cap, argv[0], rc, st.killed_by, err, st.warning))
 		return 1;
 	fprintf(stderr,
@@ -696,9 +698,10 @@ int main(int argc, char **argv)
 	if (!emulate) {
 		/* The hardware path: the PMU as sysfs describes it.  For
 		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
-		 * MT_PERF_EVENT_PARANOID replaces perf_event_paranoid, and
-		 * MT_TEST_SIDEBAND_ONLY maps no AUX area (a software event
-		 * standing in for intel_pt has none). */
+		 * MT_PERF_EVENT_PARANOID replaces perf_event_paranoid,
+		 * MT_PROC_ROOT replaces /proc where the kernel's code is
+		 * read, and MT_TEST_SIDEBAND_ONLY maps no AUX area (a
+		 * software event standing in for intel_pt has none). */
 		const char *dir = getenv("MT_INTEL_PT_SYSFS");
 		const char *par = getenv("MT_PERF_EVENT_PARANOID");
 		struct pt_pmu pmu;
@@ -734,6 +737,7 @@ int main(int argc, char **argv)
 		if (par)
 			h.paranoid = par;
 		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
+		h.proc_root = getenv("MT_PROC_ROOT");
 		return run_hw(argv + i, &h);
 	}
 	if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))

@@ -91,6 +91,7 @@ struct dec_capture {
 	size_t nr_hits, cap_hits;
 	struct dec_vdso *vdsos;
 	size_t nr_vdsos, cap_vdsos;
+	struct dec_kernel *kernel; /* kernel.c: its code and symbols */
 
 	dec_sink_fn sink;
 	void *sink_ctx;
@@ -128,6 +129,34 @@ void dec_addr_filter(const struct dec_capture *c, uint32_t pid,
 		     struct pt_conf_addr_filter *f);
 /* Code at ip is being used: report its binary if that is missing. */
 void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip);
+
+/*
+ * kernel.c: the kernel's code and symbols the capture carries (what
+ * perf record --kcore keeps).  dec_kernel_load() reads them (after the
+ * section cache exists) and says in one line, as a missing binary, what
+ * is lacking when the kernel was traced; dec_kernel_image() adds the
+ * code to a process's image; dec_kernel_symbolize() and
+ * dec_kernel_range() answer for kernel addresses (false for others).
+ */
+struct dec_kernel;
+bool dec_is_kernel_ip(uint64_t ip);
+int dec_kernel_load(struct dec_capture *c, char *err, size_t errlen);
+int dec_kernel_image(struct dec_capture *c, struct pt_image *img);
+bool dec_kernel_symbolize(const struct dec_capture *c, uint64_t ip,
+			  struct dec_sym *out);
+bool dec_kernel_range(const struct dec_capture *c, uint64_t ip, uint64_t *lo,
+		      uint64_t *hi);
+/* The kernel was traced and the capture has no code for it. */
+bool dec_kernel_needs_strip(const struct dec_capture *c);
+void dec_kernel_free(struct dec_capture *c);
+/*
+ * kstrip.c: when dec_kernel_needs_strip(), *buf (len bytes of trace)
+ * replaced by a copy (*owned, for the caller to free) with the kernel's
+ * stretches taken out, as user-only tracing would have written it.
+ * Returns 0 or -ENOMEM.
+ */
+int dec_kernel_strip(const struct dec_capture *c, const uint8_t **buf,
+		     size_t len, uint8_t **owned);
 
 /* session.c */
 struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid);

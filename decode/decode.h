@@ -28,6 +28,8 @@ enum dec_kind {
 	DEC_IJUMP,    /* the same, by an indirect jump */
 	DEC_SYSCALL,  /* tracing stopped at a syscall; ip: the syscall */
 	DEC_STOP,     /* tracing stopped otherwise; ip: where, 0 if unknown */
+		      /* (both: aux 1 when it went into a kernel that ran
+			 traced, with no code to decode it with) */
 	DEC_RESUME,   /* tracing (re)started; ip: first instruction */
 	DEC_SYNC,     /* decoding (re)started at a PSB; ip: first insn */
 	DEC_OVERFLOW, /* the CPU dropped trace; ip: where it resumed (0:
@@ -204,6 +206,8 @@ bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out);
 bool dec_is_indirect_jump(const uint8_t *b, size_t n);
 /* SYSCALL, SYSENTER or INT 0x80. */
 bool dec_is_syscall(const uint8_t *b, size_t n);
+/* IRET, far RET, SYSRET or SYSEXIT: back from the kernel (or a far call). */
+bool dec_is_far_return(const uint8_t *b, size_t n);
 /* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
 unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
 

@@ -253,6 +253,9 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 	c->iscache = pt_iscache_alloc(NULL);
 	if (!c->iscache)
 		goto oom;
+	rc = dec_kernel_load(c, err, errlen);
+	if (rc)
+		return rc;
 	apply_buildids(c);
 	for (size_t i = 0; i < c->nr_dsos; i++)
 		if (find_dso(c, &c->dsos[i]))
@@ -264,6 +267,9 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 		proc->image = pt_image_alloc(proc->comm);
 		if (!proc->image)
 			goto oom;
+		rc = dec_kernel_image(c, proc->image);
+		if (rc < 0)
+			return dec_pt_error(rc, err, errlen, c->path, "image");
 		{
 			/* JIT symbols: names for code no binary holds. */
 			char path[4096], jerr[256];
@@ -380,6 +386,8 @@ bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	const struct dec_dso *d;
 	uint64_t vlo, vhi;
 
+	if (dec_kernel_range(c, ip, lo, hi))
+		return true;
 	*lo = ip;
 	*hi = ip + 1;
 	if (j && j->size && (!m || !c->dsos[m->dso].sf)) {
@@ -428,6 +436,8 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	const struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
 	const char *base;
 
+	if (dec_kernel_symbolize(c, ip, out))
+		return;
 	out->known = false;
 	out->dso = d ? d->path : "";
 	out->start = ip;

@@ -158,6 +158,20 @@ bool dec_is_syscall(const uint8_t *b, size_t n)
 			  (b[0] == 0xcd && b[1] == 0x80));
 }
 
+bool dec_is_far_return(const uint8_t *b, size_t n)
+{
+	bool opsize;
+	size_t i = skip_prefixes(b, n, &opsize);
+
+	if (i >= n)
+		return false;
+	/* IRET, far RET (imm16 or not); SYSRET, SYSEXIT. */
+	if (b[i] == 0xcf || b[i] == 0xca || b[i] == 0xcb)
+		return true;
+	return i + 1 < n && b[i] == 0x0f &&
+	       (b[i + 1] == 0x07 || b[i + 1] == 0x35);
+}
+
 unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n)
 {
 	if (!n || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))

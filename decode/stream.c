@@ -185,8 +185,32 @@ static void pend_set(struct strm *s, enum pend p, bool far)
 	s->last_far = far;
 }
 
+/*
+ * libipt leaves a block's instruction class out (ptic_error) when it
+ * takes the block from its cache, as it does for blocks that end in a
+ * far transfer it has seen before: SYSCALL and SYSRET in a traced
+ * kernel.  The bytes say which it is; anything else stays a jump.
+ */
+static enum pt_insn_class cached_block_class(struct strm *s,
+					     const struct pt_block *b)
+{
+	uint8_t bytes[15];
+	size_t n;
+
+	if (b->iclass != ptic_error)
+		return b->iclass;
+	n = read_code(s, b->isid, b->end_ip, bytes, sizeof(bytes));
+	if (dec_is_syscall(bytes, n))
+		return ptic_far_call;
+	if (dec_is_far_return(bytes, n))
+		return ptic_far_return;
+	return ptic_error;
+}
+
 static void on_block(struct strm *s, const struct pt_block *b)
 {
+	enum pt_insn_class iclass;
+
 	if (!b->ninsn)
 		return;
 	if (!s->synced) {
@@ -208,18 +232,19 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	 * comes back to the instruction after it with a far return (SYSRET,
 	 * IRET): traced, they nest like near calls.
 	 */
-	switch (b->iclass) {
+	iclass = cached_block_class(s, b);
+	switch (iclass) {
 	case ptic_call:
 	case ptic_far_call:
-		pend_set(s, PEND_CALL, b->iclass == ptic_far_call);
+		pend_set(s, PEND_CALL, iclass == ptic_far_call);
 		s->pend_ret = return_address(s, b->end_ip, b->isid);
 		break;
 	case ptic_return:
 	case ptic_far_return:
-		pend_set(s, PEND_RET, b->iclass == ptic_far_return);
+		pend_set(s, PEND_RET, iclass == ptic_far_return);
 		break;
 	default:
-		pend_set(s, PEND_JUMP, b->iclass == ptic_far_jump);
+		pend_set(s, PEND_JUMP, iclass == ptic_far_jump);
 		s->pend_from = b->end_ip;
 		break;
 	}
@@ -382,16 +407,24 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	case ptev_disabled:
 	case ptev_async_disabled:
 		if (s->synced && s->tracing) {
+			/* aux 1: it went into a kernel that ran traced. */
+			bool kern =
+				!ev->ip_suppressed &&
+				dec_is_kernel_ip(
+					ev->type == ptev_async_disabled
+						? ev->variant.async_disabled.ip
+						: ev->variant.disabled.ip);
+
 			settle_at_stop(s, ev);
 			if (ev->type == ptev_disabled && at_syscall(s))
-				strm_emit(s, t, DEC_SYSCALL, s->last_ip, 0);
+				strm_emit(s, t, DEC_SYSCALL, s->last_ip, kern);
 			else
 				strm_emit(
 					s, t, DEC_STOP,
 					ev->type == ptev_async_disabled
 						? ev->variant.async_disabled.at
 						: s->last_ip,
-					0);
+					kern);
 		}
 		s->tracing = false;
 		s->pend = PEND_NONE;
@@ -565,12 +598,17 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 	struct pt_block blk;
 	uint64_t code, resync_at = 0;
 	bool eos, stuck, resync = false;
+	uint8_t *stripped;
 	int status;
 
+	if (dec_kernel_strip(s->c, &buf, len, &stripped))
+		return -ENOMEM;
 	config_for(s, &cfg, buf, len);
 	s->dec = pt_blk_alloc_decoder(&cfg);
-	if (!s->dec)
+	if (!s->dec) {
+		free(stripped);
 		return -ENOMEM;
+	}
 	status = pt_blk_set_image(s->dec, dec_image_of(s->c, s->pid));
 	if (status < 0)
 		goto out;
@@ -671,6 +709,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 out:
 	pt_blk_free_decoder(s->dec);
 	s->dec = NULL;
+	free(stripped);
 	if (s->rc)
 		return s->rc;
 	return status < 0 ? dec_pt_error(status, NULL, 0, NULL, "decoder") : 0;

@@ -186,3 +186,65 @@ int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
 	v->bytes = payload + 24;
 	return 0;
 }
+
+/* One item of type: u64 len, then len bytes, zero-padded to 8. */
+static int add_bytes(struct pd_ext_buf *b, uint32_t type, uint64_t head,
+		     bool have_head, const void *bytes, uint64_t len)
+{
+	uint64_t fixed = have_head ? 16 : 8;
+	uint64_t size = fixed + ((len + 7) & ~(uint64_t)7);
+	uint8_t *p;
+
+	/* The item's size is a u32. */
+	if (len > UINT32_MAX - 32)
+		return -EINVAL;
+	if (ext_reserve(b, 8 + (size_t)size))
+		return -ENOMEM;
+	p = b->data + b->len;
+	memset(p, 0, 8 + (size_t)size);
+	put_u32(p, type);
+	put_u32(p + 4, (uint32_t)size);
+	if (have_head)
+		put_u64(p + 8, head);
+	put_u64(p + fixed, len);
+	if (len)
+		memcpy(p + 8 + fixed, bytes, (size_t)len);
+	b->len += 8 + (size_t)size;
+	return 0;
+}
+
+int pd_ext_add_text(struct pd_ext_buf *b, uint32_t type, const char *text,
+		    uint64_t len)
+{
+	return add_bytes(b, type, 0, false, text, len);
+}
+
+int pd_ext_parse_text(const uint8_t *payload, uint32_t size, const char **text,
+		      uint64_t *len)
+{
+	if (size < 8)
+		return -EBADMSG;
+	memcpy(len, payload, 8);
+	if (*len > size - 8)
+		return -EBADMSG;
+	*text = (const char *)payload + 8;
+	return 0;
+}
+
+int pd_ext_add_kcode(struct pd_ext_buf *b, const struct pd_ext_kcode *k)
+{
+	return add_bytes(b, PD_EXT_KCODE, k->start, true, k->bytes, k->len);
+}
+
+int pd_ext_parse_kcode(const uint8_t *payload, uint32_t size,
+		       struct pd_ext_kcode *k)
+{
+	if (size < 16)
+		return -EBADMSG;
+	memcpy(&k->start, payload, 8);
+	memcpy(&k->len, payload + 8, 8);
+	if (k->len > size - 16 || k->start + k->len < k->start)
+		return -EBADMSG;
+	k->bytes = payload + 16;
+	return 0;
+}

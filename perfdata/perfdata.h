@@ -388,6 +388,12 @@ enum pd_ext_type {
 			     u64 mark_start, char name[] (NUL, padded) */
 	PD_EXT_VDSO = 3,  /* u32 pid, u32 0, u64 start, u64 len,
 			     u8 bytes[len] (padded): the [vdso] image */
+	/* What perf record --kcore keeps, for decoding kernel code: */
+	PD_EXT_KALLSYMS = 4, /* u64 len, char text[len] (padded): the text
+				of /proc/kallsyms as read */
+	PD_EXT_MODULES = 5,  /* the same for /proc/modules */
+	PD_EXT_KCODE = 6,    /* u64 start, u64 len, u8 bytes[len] (padded):
+				kernel text from /proc/kcore at start */
 };
 
 struct pd_ext_stack {
@@ -440,6 +446,24 @@ struct pd_ext_vdso {
 int pd_ext_add_vdso(struct pd_ext_buf *b, const struct pd_ext_vdso *v);
 int pd_ext_parse_vdso(const uint8_t *payload, uint32_t size,
 		      struct pd_ext_vdso *v);
+
+/*
+ * A text of /proc (PD_EXT_KALLSYMS, PD_EXT_MODULES) as an item of type
+ * type; the reader's text points into the file and is not NUL-ended.
+ */
+int pd_ext_add_text(struct pd_ext_buf *b, uint32_t type, const char *text,
+		    uint64_t len);
+int pd_ext_parse_text(const uint8_t *payload, uint32_t size, const char **text,
+		      uint64_t *len);
+
+/* Kernel code as /proc/kcore shows it at start (PD_EXT_KCODE). */
+struct pd_ext_kcode {
+	uint64_t start, len;
+	const uint8_t *bytes; /* reader: points into the file */
+};
+int pd_ext_add_kcode(struct pd_ext_buf *b, const struct pd_ext_kcode *k);
+int pd_ext_parse_kcode(const uint8_t *payload, uint32_t size,
+		       struct pd_ext_kcode *k);
 
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,

@@ -773,7 +773,7 @@ static int print_binaries(FILE *o, struct info *in)
 }
 
 /* What our own section holds: trigger hits, stacks unwound at them,
- * vDSO images. */
+ * vDSO images, the kernel's code and symbols. */
 static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 {
 	size_t cur = 0, nr = 0;
@@ -785,6 +785,9 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 		struct pd_ext_hit h;
 		struct pd_ext_stack st;
 		struct pd_ext_vdso v;
+		struct pd_ext_kcode kc;
+		const char *text;
+		uint64_t len;
 
 		if (!nr++)
 			fprintf(o, "\nsnapshot extras\n");
@@ -808,6 +811,18 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 			fprintf(o, "  vdso    pid %-7u %llu bytes at %#llx\n",
 				(unsigned)v.pid, (unsigned long long)v.len,
 				(unsigned long long)v.start);
+		} else if ((type == PD_EXT_KALLSYMS ||
+			    type == PD_EXT_MODULES) &&
+			   !pd_ext_parse_text(p, size, &text, &len)) {
+			fprintf(o, "  %-7s %llu bytes of text\n",
+				type == PD_EXT_KALLSYMS ? "kallsyms"
+							: "modules",
+				(unsigned long long)len);
+		} else if (type == PD_EXT_KCODE &&
+			   !pd_ext_parse_kcode(p, size, &kc)) {
+			fprintf(o, "  kcode   %llu bytes at %#llx\n",
+				(unsigned long long)kc.len,
+				(unsigned long long)kc.start);
 		} else {
 			fprintf(o, "  item    type %u, %u bytes\n", type, size);
 		}

@@ -74,7 +74,7 @@ struct seg_builder {
 	uint64_t gap_start;
 	uint32_t gap_reason;
 
-	uint32_t frame_syscall, frame_untraced;
+	uint32_t frame_syscall, frame_untraced, frame_kernel;
 	struct sym_ent cache[SYM_CACHE];
 };
 
@@ -131,7 +131,10 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		mt_frame_intern(t, mt_str_intern(&t->strs, "[syscall]"), 0, 0);
 	b->frame_untraced =
 		mt_frame_intern(t, mt_str_intern(&t->strs, "[untraced]"), 0, 0);
-	if (b->frame_syscall == MT_NONE || b->frame_untraced == MT_NONE) {
+	b->frame_kernel =
+		mt_frame_intern(t, mt_str_intern(&t->strs, "[kernel]"), 0, 0);
+	if (b->frame_syscall == MT_NONE || b->frame_untraced == MT_NONE ||
+	    b->frame_kernel == MT_NONE) {
 		free(b);
 		return -ENOMEM;
 	}
@@ -842,9 +845,11 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		if (f && f->kind == FR_PSEUDO)
 			return 0;
 		b->stop_ip = kind == DEC_STOP ? ip : 0;
+		/* A kernel traced but not decodable (aux): its time. */
 		return push(b, time, f ? f->level + 1 : b->rmin,
-			    kind == DEC_SYSCALL ? b->frame_syscall
-						: b->frame_untraced,
+			    aux			  ? b->frame_kernel
+			    : kind == DEC_SYSCALL ? b->frame_syscall
+						  : b->frame_untraced,
 			    kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
 						: MT_SLICE_UNTRACED,
 			    0, 1, 0, FR_PSEUDO);

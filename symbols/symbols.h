@@ -92,6 +92,28 @@ void sym_map_free(struct sym_map *m);
 const struct sym *sym_map_lookup(const struct sym_map *m, uint64_t addr);
 
 /*
+ * Kernel symbols from the text of /proc/kallsyms (len bytes, not
+ * NUL-ended; what names it in messages): code symbols only, each running
+ * to the next, the last one to the end of the address space.  Returns 0, or
+ * -ENODATA when every address is 0 (hidden by kptr_restrict), -EINVAL for a
+ * malformed line, -ENOMEM, with one line in err.
+ */
+#define SYM_KERNEL_DSO "[kernel.kallsyms]"
+struct sym_kallsyms;
+int sym_kallsyms_parse(const char *text, size_t len, const char *what,
+		       struct sym_kallsyms **out, char *err, size_t errlen);
+void sym_kallsyms_free(struct sym_kallsyms *k);
+/* The function at addr, or NULL; *dso: SYM_KERNEL_DSO or "[module]". */
+const struct sym *sym_kallsyms_lookup(const struct sym_kallsyms *k,
+				      uint64_t addr, const char **dso);
+/* Where s, a symbol of k, ends (exclusive). */
+uint64_t sym_kallsyms_end(const struct sym_kallsyms *k, const struct sym *s);
+/* Where the kernel's text is (_stext or _text to _etext); -ENOENT when
+ * kallsyms does not say. */
+int sym_kallsyms_text(const struct sym_kallsyms *k, uint64_t *start,
+		      uint64_t *end);
+
+/*
  * Where source line `line` of `file` begins in the ELF at path (or its
  * separate debug file): in each function with code for the line (one per
  * inlined copy), the lowest address of a line-table row that starts a

@@ -6,6 +6,7 @@
  *            [--start-depth D]
  *            [--final-stack] [--psb-period P] [--mtc-period M] [--no-deep]
  *            [--per-cpu [--cpus N [--task-switches]]]
+ *            [--kernel [--no-kernel-code]]
  *            -o DIR
  */
 #include "synth/synth.h"
@@ -30,6 +31,7 @@ static void usage(FILE *f)
 		"                [--psb-period P] [--mtc-period M] "
 		"[--no-deep]\n"
 		"                [--per-cpu [--cpus N [--task-switches]]]\n"
+		"                [--kernel [--no-kernel-code]]\n"
 		"                [--cc COMPILER] -o DIR\n"
 		"Writes DIR/raw.bin (perf.data with Intel PT), DIR/prog (the "
 		"traced ELF)\nand DIR/truth.tsv (every call live in the "
@@ -123,6 +125,8 @@ int main(int argc, char **argv)
 		{"per-cpu", no_argument, NULL, 'C'},
 		{"cpus", required_argument, NULL, 'U'},
 		{"task-switches", no_argument, NULL, 'W'},
+		{"kernel", no_argument, NULL, 'K'},
+		{"no-kernel-code", no_argument, NULL, 'N'},
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -202,6 +206,12 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, "--cpus", 64, &v))
 				return 2;
 			o.cpus = (unsigned)v;
+			break;
+		case 'K':
+			o.kernel = true;
+			break;
+		case 'N':
+			o.no_kernel_code = true;
 			break;
 		case 'D':
 			o.deep = false;

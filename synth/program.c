@@ -484,20 +484,25 @@ static int write_asm(const struct program *p, const char *path)
 	return fclose(o) ? -1 : 0;
 }
 
-static int run_cc(const char *cc, const char *src, const char *out, char *err,
-		  size_t errlen)
+int program_cc(const char *cc, const char *src, const char *out,
+	       const char *entry, const char *text_addr, char *err,
+	       size_t errlen)
 {
-	pid_t pid = fork();
+	char e[128], t[128];
+	pid_t pid;
 	int status;
 
+	snprintf(e, sizeof(e), "-Wl,-e,%s", entry);
+	snprintf(t, sizeof(t), "-Wl,-Ttext=%s", text_addr ? text_addr : "");
+	pid = fork();
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
 		execlp(cc, cc, "-nostdlib", "-static", "-no-pie",
-		       "-Wl,--build-id=sha1", "-Wl,-e,main", "-o", out, src,
-		       (char *)NULL);
+		       "-Wl,--build-id=sha1", e, "-o", out, src,
+		       text_addr ? t : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
@@ -635,7 +640,7 @@ int program_build(struct program *p, const char *dir, const char *cc, char *err,
 		snprintf(err, errlen, "%s: %s", src, strerror(errno));
 		return -1;
 	}
-	if (run_cc(cc, src, p->path, err, errlen))
+	if (program_cc(cc, src, p->path, "main", NULL, err, errlen))
 		return -1;
 	return verify_elf(p, err, errlen);
 }

@@ -79,6 +79,17 @@ static const char *flag_names[] = {"clipped_start", "clipped_end", "tail",
 				   "tail_out",	    "unwound",	   "syscall",
 				   "untraced"};
 
+static const char *row_name(const struct program *p, const struct truth_row *r)
+{
+	if (r->func == TRUTH_SYSCALL_FUNC)
+		return "[syscall]";
+	if (r->func == TRUTH_UNTRACED_FUNC)
+		return "[untraced]";
+	if (r->func >= TRUTH_KERNEL_FUNC)
+		return kprog_func_name(r->func);
+	return p->funcs[r->func].name;
+}
+
 static int write_truth(const char *path, const struct program *p,
 		       struct walk_thread *th, unsigned nth,
 		       const struct pd_pt_info *pt, char *err, size_t errlen)
@@ -92,11 +103,7 @@ static int write_truth(const char *path, const struct program *p,
 	for (unsigned t = 0; t < nth; t++) {
 		for (size_t i = 0; i < th[t].nr_rows; i++) {
 			const struct truth_row *r = &th[t].rows[i];
-			const char *name = r->func == TRUTH_SYSCALL_FUNC
-						   ? "[syscall]"
-					   : r->func == TRUTH_UNTRACED_FUNC
-						   ? "[untraced]"
-						   : p->funcs[r->func].name;
+			const char *name = row_name(p, r);
 			bool any = false;
 			fprintf(o, "%u\t%u\t%s\t%llu\t%llu\t", SYNTH_PID + t,
 				r->depth, name,
@@ -230,8 +237,8 @@ static int write_switches(struct pd_writer *w, const struct sched_result *sr,
 }
 
 static int write_capture(const char *path, const struct synth_opts *o,
-			 const struct program *p, struct walk_thread *th,
-			 const struct sched_result *sr,
+			 const struct program *p, const struct kprog *kp,
+			 struct walk_thread *th, const struct sched_result *sr,
 			 const struct pd_pt_info *pt, char *err, size_t errlen)
 {
 	struct pd_writer *w = NULL;
@@ -251,6 +258,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	capfile_pt_attr(&attr, SYNTH_PMU_TYPE, pt_config_bits(o));
 	attr.disabled = attr.enable_on_exec = attr.exclude_guest = 1;
 	attr.context_switch = sr != NULL;
+	attr.exclude_kernel = !o->kernel;
 	for (unsigned i = 0; i < nids && i < 64; i++)
 		ids[i] = i + 1;
 	if (pd_writer_add_attr(w, &attr, ids, nids < 64 ? nids : 64))
@@ -289,6 +297,18 @@ static int write_capture(const char *path, const struct synth_opts *o,
 		sid.time += 1000;
 		if (pd_write_mmap2(w, &m, &sid))
 			goto werr;
+	}
+	if (kp) {
+		/* The kernel's map as perf writes it, and (unless left
+		 * out) what perf record --kcore keeps of it. */
+		struct pd_sample_id ks = sid;
+
+		ks.pid = UINT32_MAX;
+		ks.tid = 0;
+		if (kprog_write_mmap(kp, w, &ks))
+			goto werr;
+		if (!o->no_kernel_code && kprog_add_ext(kp, &ext))
+			goto nomem;
 	}
 	for (unsigned t = 1; t < nth; t++) {
 		struct pd_task fk = {.pid = SYNTH_PID,
@@ -400,6 +420,7 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 		   char *err, size_t errlen)
 {
 	struct program prog;
+	struct kprog *kp = NULL;
 	struct rng r;
 	struct walk_thread *th = NULL;
 	struct walk_cfg *cfgs = NULL;
@@ -430,6 +451,8 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 		return -1;
 	if (program_build(&prog, o->outdir, o->cc, err, errlen))
 		goto out;
+	if (o->kernel && kprog_build(&kp, o->outdir, o->cc, err, errlen))
+		goto out;
 	th = calloc(o->threads, sizeof(*th));
 	if (!th) {
 		snprintf(err, errlen, "out of memory");
@@ -459,7 +482,8 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 				       SYNTH_TSC_CTC_N / SYNTH_TSC_CTC_D,
 			       .cbr = SYNTH_NONTURBO,
 			       .tnt_max = (o->seed + t) % 3 ? 6 : 47,
-			       .pad_chance = 8}};
+			       .pad_chance = 8},
+			.kernel = kp};
 		if (!o->cpus &&
 		    walk_thread_run(&prog, &cfgs[t], &th[t], err, errlen))
 			goto out;
@@ -486,8 +510,8 @@ int synth_generate(const struct synth_opts *o, struct synth_stats *st,
 			st->max_depth = th[t].max_depth;
 	}
 	snprintf(path, sizeof(path), "%s/raw.bin", o->outdir);
-	if (write_capture(path, o, &prog, th, have_sr ? &sr : NULL, &pt, err,
-			  errlen))
+	if (write_capture(path, o, &prog, kp, th, have_sr ? &sr : NULL, &pt,
+			  err, errlen))
 		goto out;
 	snprintf(path, sizeof(path), "%s/truth.tsv", o->outdir);
 	if (write_truth(path, &prog, th, o->threads, &pt, err, errlen))
@@ -503,6 +527,7 @@ out:
 	free(cfgs);
 	if (have_sr)
 		sched_free(&sr);
+	kprog_free(kp);
 	program_free(&prog);
 	return rc;
 }

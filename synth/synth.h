@@ -46,6 +46,9 @@ struct synth_opts {
 	bool task_switches;   /* with cpus: PERF_RECORD_SWITCH of our
 				 threads only (as mt-capture --per-cpu
 				 records), not SWITCH_CPU_WIDE */
+	bool kernel;	      /* syscalls run through a traced kernel
+				 (DIR/vmlinux) whose code the capture has */
+	bool no_kernel_code;  /* with kernel: the capture has not */
 	const char *outdir;
 	const char *cc; /* compiler for the generated assembly */
 };

@@ -2,6 +2,7 @@
 #ifndef MT_SYNTH_INT_H
 #define MT_SYNTH_INT_H
 
+#include "perfdata/perfdata.h"
 #include "ptenc/ptenc.h"
 #include "synth/synth.h"
 
@@ -88,6 +89,11 @@ int program_generate(struct program *p, struct rng *r, unsigned nr_roots,
 int program_build(struct program *p, const char *dir, const char *cc, char *err,
 		  size_t errlen);
 void program_free(struct program *p);
+/* Assemble and link src into out with cc, entered at entry, with .text
+ * at text_addr (NULL: the linker's choice); 0 or -1 with err. */
+int program_cc(const char *cc, const char *src, const char *out,
+	       const char *entry, const char *text_addr, char *err,
+	       size_t errlen);
 
 static inline uint64_t insn_addr(const struct func *f, uint32_t i)
 {

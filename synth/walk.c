@@ -56,10 +56,9 @@ static uint64_t cur_ip(const struct walker *w)
 	return insn_addr(&w->p->funcs[w->st[w->top].func], w->pc);
 }
 
-static int add_row(struct walker *w, uint32_t func, uint64_t start,
-		   unsigned flags, size_t *idx)
+int walk_add_row(struct walk_thread *t, uint32_t func, uint32_t depth,
+		 uint64_t start, unsigned flags, size_t *idx)
 {
-	struct walk_thread *t = w->t;
 	if (t->nr_rows == t->cap_rows) {
 		size_t cap = t->cap_rows ? t->cap_rows * 2 : 4096;
 		struct truth_row *r = realloc(t->rows, cap * sizeof(*r));
@@ -69,12 +68,18 @@ static int add_row(struct walker *w, uint32_t func, uint64_t start,
 		t->cap_rows = cap;
 	}
 	t->rows[t->nr_rows] = (struct truth_row){.func = func,
-						 .depth = (uint32_t)w->top,
+						 .depth = depth,
 						 .start = start,
 						 .end = 0,
 						 .flags = flags};
 	*idx = t->nr_rows++;
 	return 0;
+}
+
+static int add_row(struct walker *w, uint32_t func, uint64_t start,
+		   unsigned flags, size_t *idx)
+{
+	return walk_add_row(w->t, func, (uint32_t)w->top, start, flags, idx);
 }
 
 static int add_gap(struct walk_thread *t, const struct walk_gap *g)
@@ -265,6 +270,17 @@ static int step(struct walker *w, enum mode m)
 	case I_SYSCALL: {
 		uint64_t back = w->tsc + 200 + rng_below(&w->rng, 3000);
 		size_t row = SIZE_MAX;
+
+		if (w->c.kernel) {
+			struct kwalk kw = {&w->rng, w->g, w->t,
+					   w->tsc,  emit, m != RUN_PRE};
+
+			rc = kwalk_syscall(&kw, (uint32_t)w->top + 1, next_ip);
+			w->tsc = kw.tsc;
+			w->pc++;
+			w->t->syscalls += emit;
+			break;
+		}
 		w->top++; /* the row sits one level below the caller */
 		if (m != RUN_PRE &&
 		    add_row(w, TRUTH_SYSCALL_FUNC, w->tsc, TRUTH_SYSCALL, &row))

@@ -16,6 +16,8 @@ enum {
 
 #define TRUTH_SYSCALL_FUNC  UINT32_MAX
 #define TRUTH_UNTRACED_FUNC (UINT32_MAX - 1)
+/* Rows of the --kernel kernel's function i have func TRUTH_KERNEL_FUNC + i. */
+#define TRUTH_KERNEL_FUNC 0x80000000u
 
 struct truth_row {
 	uint32_t func; /* TRUTH_SYSCALL_FUNC for [syscall] */
@@ -33,6 +35,7 @@ struct walk_cfg {
 	unsigned gap_at; /* SYNTH_GAP_* */
 	uint64_t start_tsc;
 	struct ptenc_cfg pt;
+	const struct kprog *kernel; /* syscalls run through it, traced */
 };
 
 /*
@@ -63,6 +66,10 @@ struct walk_thread {
 	uint64_t branches, branches_left, calls, returns, syscalls, gaps;
 	unsigned max_depth;
 };
+
+/* Append a truth row (end 0 until it ends) at *idx; 0 or -1. */
+int walk_add_row(struct walk_thread *t, uint32_t func, uint32_t depth,
+		 uint64_t start, unsigned flags, size_t *idx);
 
 /* One thread walked alone, with its own packet stream. */
 int walk_thread_run(const struct program *p, const struct walk_cfg *c,
@@ -115,5 +122,36 @@ int walk_end(struct walker *w);
 /* A copy of g's packets as t's stream. */
 int walk_take_aux(struct walk_thread *t, const struct ptenc *g);
 void walk_fail_msg(int rc, uint64_t seed, char *err, size_t errlen);
+
+/*
+ * kwalk.c: the small kernel of --kernel, linked at 0xffffffff81000000
+ * (DIR/vmlinux), and the walk of one system call through it.
+ */
+struct kprog;
+int kprog_build(struct kprog **out, const char *dir, const char *cc, char *err,
+		size_t errlen);
+void kprog_free(struct kprog *k);
+/* The name of a TRUTH_KERNEL_FUNC row's function. */
+const char *kprog_func_name(uint32_t func);
+/* What perf record --kcore keeps of it, as extension items; and the
+ * MMAP of [kernel.kallsyms] perf writes for a kernel. */
+int kprog_add_ext(const struct kprog *k, struct pd_ext_buf *ext);
+int kprog_write_mmap(const struct kprog *k, struct pd_writer *w,
+		     const struct pd_sample_id *sid);
+
+struct kwalk {
+	struct rng *rng;
+	struct ptenc *g;
+	struct walk_thread *t;
+	uint64_t tsc; /* the SYSCALL's time; on return, SYSRET's */
+	bool emit;    /* packets */
+	bool rows;    /* truth rows */
+};
+/*
+ * A SYSCALL whose caller is at depth - 1 runs through the kernel and
+ * comes back to back_ip.  Returns 0, -1 when encoding failed, -2 when
+ * out of memory.
+ */
+int kwalk_syscall(struct kwalk *kw, uint32_t depth, uint64_t back_ip);
 
 #endif

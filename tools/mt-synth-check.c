@@ -609,8 +609,13 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 			e.kind = EV_SYSCALL;
 			e.from = intern(nt, strip_off(from_sym));
 		} else if (!strncmp(flags, "call", 4) ||
-			   !strncmp(flags, "return", 6)) {
-			e.kind = flags[0] == 'c' ? EV_CALL : EV_RET;
+			   !strncmp(flags, "return", 6) ||
+			   !strncmp(flags, "syscall", 7) ||
+			   !strncmp(flags, "sysret", 6)) {
+			/* A traced kernel: the system call and its return
+			 * nest like a call (mt-synth --kernel). */
+			e.kind = flags[0] == 'c' || flags[4] == 'a' ? EV_CALL
+								    : EV_RET;
 			e.from = intern(nt, strip_off(from_sym));
 			e.to = intern(nt, strip_off(to_sym));
 		} else {

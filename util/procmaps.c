@@ -83,27 +83,48 @@ pid_t mt_proc_id(const char *name)
 	return mt_parse_u64(name, 10, INT32_MAX, &v) ? 0 : (pid_t)v;
 }
 
+int mt_file_text(const char *path, char **text, size_t *len)
+{
+	size_t cap = 0, got;
+	char *t = NULL;
+	FILE *f;
+	int rc = 0;
+
+	*text = NULL;
+	*len = 0;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* Files of /proc say they are empty: read until the end. */
+	do {
+		if (mt_grow((void **)&t, &cap, *len + 65537, 1)) {
+			rc = -ENOMEM;
+			break;
+		}
+		got = fread(t + *len, 1, 65536, f);
+		*len += got;
+	} while (got);
+	if (!rc && ferror(f))
+		rc = errno ? -errno : -EIO;
+	fclose(f);
+	if (rc) {
+		free(t);
+		*len = 0;
+		return rc;
+	}
+	t[*len] = 0;
+	*text = t;
+	return 0;
+}
+
 char *mt_maps_text(pid_t pid)
 {
-	char name[64], *text = NULL;
-	size_t len = 0, cap = 0, got;
-	FILE *f;
+	char name[64], *text;
+	size_t len;
 
 	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
-	f = fopen(name, "r");
-	if (!f)
+	if (mt_file_text(name, &text, &len))
 		return NULL;
-	do {
-		if (mt_grow((void **)&text, &cap, len + 4097, 1)) {
-			free(text);
-			fclose(f);
-			return NULL;
-		}
-		got = fread(text + len, 1, 4096, f);
-		len += got;
-	} while (got);
-	fclose(f);
-	text[len] = 0;
 	if (!len) {
 		free(text);
 		return NULL;

@@ -177,6 +177,11 @@ int mt_maps_each(pid_t pid,
 /* The id that a name in /proc (or in /proc/PID/task) stands for, or 0
  * when it is none ("self", "." and the like). */
 pid_t mt_proc_id(const char *name);
+/*
+ * The whole of file path (a file of /proc, whose size says 0) into *text
+ * (malloc'd, NUL-ended, *len bytes before the NUL).  Returns 0 or -errno.
+ */
+int mt_file_text(const char *path, char **text, size_t *len);
 /* The whole text of /proc/PID/maps (malloc'd), or NULL when it cannot
  * be read or is empty (a process that has exited). */
 char *mt_maps_text(pid_t pid);
