@@ -822,6 +822,8 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		c->stats.streams++;
 		rc = decode_buffer(s, joined ? joined : k->data, len);
 		free(joined);
+		for (size_t m = i; m < j; m++)
+			pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
 		if (rc == -ENOMEM)
 			break;
 		rc = 0; /* a stream that cannot be decoded is not fatal */

@@ -265,6 +265,12 @@ struct pd_file;
  */
 int pd_open(struct pd_file **out, const char *path, struct pd_err *err);
 void pd_close(struct pd_file *f);
+/*
+ * The caller is done with bytes p..p+len of the file (a chunk of trace
+ * decoded): the whole pages among them leave memory, and come back from
+ * the file if read again.
+ */
+void pd_forget(struct pd_file *f, const void *p, size_t len);
 
 const char *pd_path(const struct pd_file *f);
 bool pd_is_piped(const struct pd_file *f);
