@@ -46,7 +46,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 static const char *const an_names[] = {
 	"address",
@@ -138,20 +137,14 @@ static int pf_flush(struct pf *w)
 
 	/* Room for the longest header in front of the stream, so that
 	 * header and stream go out in one write. */
-	bound = deflateBound(&w->z, (uLong)w->pk.len) + sizeof(hdr);
+	bound = libdeflate_zlib_compress_bound(w->z, w->pk.len) + sizeof(hdr);
 	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1))
 		return pf_fail(w, -ENOMEM, "out of memory");
-	if (deflateReset(&w->z) != Z_OK)
-		return pf_fail(w, -EIO, "zlib: %s",
-			       w->z.msg ? w->z.msg : "reset");
-	w->z.next_in = w->pk.p;
-	w->z.avail_in = (uInt)w->pk.len;
-	w->z.next_out = w->zout + sizeof(hdr);
-	w->z.avail_out = (uInt)(bound - sizeof(hdr));
-	if (deflate(&w->z, Z_FINISH) != Z_STREAM_END)
-		return pf_fail(w, -EIO, "zlib: %s",
-			       w->z.msg ? w->z.msg : "deflate");
-	clen = w->z.total_out;
+	clen = libdeflate_zlib_compress(w->z, w->pk.p, w->pk.len,
+					w->zout + sizeof(hdr),
+					bound - sizeof(hdr));
+	if (!clen)
+		return pf_fail(w, -EIO, "deflate: no room for the stream");
 
 	/* Trace.packet { compressed_packets = stream }: the key of field 50
 	 * is two bytes, 0x92 0x03. */
@@ -578,14 +571,14 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 		goto fail;
 	}
 	if (w.compress) {
-		/* Level 1: most of the size win for a fraction of the time
-		 * (2.3 B/slice on a 1.7M-slice capture, against 1.2 B at
-		 * level 6 for twice the writing time). */
-		if (deflateInit(&w.z, Z_BEST_SPEED) != Z_OK) {
-			pf_fail(&w, -EIO, "zlib: cannot initialise");
+		/* libdeflate at level 1: on 6M slices 3.5 B a slice in
+		 * 0.52 s, where zlib's level 1 took 0.91 s for 3.8 B (and
+		 * level 6 of either twice to four times as long for 2.6). */
+		w.z = libdeflate_alloc_compressor(1);
+		if (!w.z) {
+			pf_fail(&w, -ENOMEM, "out of memory");
 			goto fail;
 		}
-		w.z_live = 1;
 	}
 	if (pf_open(&w, f->tmp) || pf_write_all(&w))
 		goto fail;
@@ -607,8 +600,8 @@ fail:
 	if (w.fd >= 0)
 		close(w.fd);
 out:
-	if (w.z_live)
-		deflateEnd(&w.z);
+	if (w.z)
+		libdeflate_free_compressor(w.z);
 	free(w.zout);
 	pb_free(&w.pk);
 	free(w.names.iid);

@@ -10,9 +10,9 @@
 #include "model/model.h"
 #include "writers/pb_internal.h"
 
+#include <libdeflate.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <zlib.h>
 
 /* Trace */
 #define F_TRACE_PACKET 1
@@ -143,8 +143,7 @@ struct pf {
 
 	struct pb_buf pk; /* packets not yet written */
 	size_t flush_at;
-	z_stream z;
-	int z_live;
+	struct libdeflate_compressor *z; /* NULL: plain */
 	uint8_t *zout;
 	size_t zcap;
 
