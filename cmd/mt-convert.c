@@ -521,6 +521,7 @@ int main(int argc, char **argv)
 	struct progress prog = {0};
 	struct dec_capture *dc = NULL;
 	struct seg_all *segs = NULL;
+	struct seg_pipe *sp = NULL;
 	struct seg_ends_table ends = {0};
 	struct rg_stats rg = {0};
 	struct mt_trace t;
@@ -610,9 +611,21 @@ int main(int argc, char **argv)
 	/* The segments' ends are kept for stitching only. */
 	if (seg_all_new(&segs, dc, &t, a.no_stitch ? NULL : &ends, &sopts))
 		goto oom;
-	dec_set_sink(dc, seg_all_sink, segs);
-	if (dec_run(dc, err, sizeof(err)))
-		goto fail;
+	/* Building on a second core while decoding; on the decoder's own
+	 * thread when no thread can be had. */
+	if (seg_pipe_start(&sp, segs))
+		dec_set_sink(dc, seg_all_sink, segs);
+	else
+		dec_set_sink(dc, seg_pipe_sink, sp);
+	{
+		int drc = dec_run(dc, err, sizeof(err)), prc = seg_pipe_end(sp);
+
+		sp = NULL;
+		if (drc)
+			goto fail;
+		if (prc)
+			goto oom;
+	}
 	if (prog.shown)
 		fputc('\n', stderr);
 	if (seg_all_finish(segs, err, sizeof(err)))

@@ -7,6 +7,7 @@
 #define MT_DEC_INTERNAL_H
 
 #include <intel-pt.h>
+#include <pthread.h>
 
 #include "decode/decode.h"
 #include "perfdata/perfdata.h"
@@ -95,6 +96,9 @@ struct dec_capture {
 
 	dec_sink_fn sink;
 	void *sink_ctx;
+	/* The missing binaries' notes: the decoder and a builder thread
+	 * (segments/pipe.c) both add to them. */
+	pthread_mutex_t note_lock;
 
 	struct pt_image_section_cache *iscache;
 	uint64_t base;	      /* perf time that event times count from */

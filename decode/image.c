@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int dec_add_missing(struct dec_capture *c, const char *line)
+static int add_missing_locked(struct dec_capture *c, const char *line)
 {
 	char *s = strdup(line);
 
@@ -32,6 +32,16 @@ int dec_add_missing(struct dec_capture *c, const char *line)
 	if (c->opts.warn)
 		fprintf(c->opts.warn, "%s\n", line);
 	return 0;
+}
+
+int dec_add_missing(struct dec_capture *c, const char *line)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->note_lock);
+	rc = add_missing_locked(c, line);
+	pthread_mutex_unlock(&c->note_lock);
+	return rc;
 }
 
 static void hex(char *out, const uint8_t *b, size_t n)
@@ -422,11 +432,15 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 
 	/* Reporting only binaries the trace runs into keeps the list to
 	 * what matters (a capture maps every kernel module, say). */
-	if (d && d->missing) {
-		dec_add_missing(c, d->missing);
+	if (!d)
+		return;
+	pthread_mutex_lock(&c->note_lock);
+	if (d->missing) {
+		add_missing_locked(c, d->missing);
 		free(d->missing);
 		d->missing = NULL;
 	}
+	pthread_mutex_unlock(&c->note_lock);
 }
 
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
@@ -467,7 +481,7 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 			return;
 		}
 	}
-	if (d && d->missing)
+	if (d)
 		dec_note_use(c, pid, ip);
 	base = d ? strrchr(d->path, '/') : NULL;
 	base = base ? base + 1 : d ? d->path : "unmapped";

@@ -154,6 +154,11 @@ static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
 {
 	if (cpu == (uint32_t)-1)
 		return 0;
+	/* Every thread the decoder may name is made now: while it runs,
+	 * the threads' array must not move (a builder thread holds
+	 * pointers into it, segments/pipe.c). */
+	if (!dec_thread_get(c, pid, tid))
+		return -ENOMEM;
 	if (mt_grow((void **)&c->switches, &c->cap_switches, c->nr_switches + 1,
 		    sizeof(*c->switches)))
 		return -ENOMEM;
@@ -413,7 +418,10 @@ int dec_open(struct dec_capture **out, const char *path,
 	int rc;
 
 	*out = NULL;
-	if (!c || !(c->path = strdup(path))) {
+	if (!c || !(c->path = strdup(path)) ||
+	    pthread_mutex_init(&c->note_lock, NULL)) {
+		if (c)
+			free(c->path);
 		free(c);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
@@ -483,6 +491,7 @@ void dec_free(struct dec_capture *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_destroy(&c->note_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);

@@ -103,6 +103,20 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen);
 void seg_all_free(struct seg_all *a);
 
 /*
+ * The same builders on a thread of their own (pipe.c): give seg_pipe_sink
+ * (with the seg_pipe as context) to dec_set_sink() instead, and call
+ * seg_pipe_end() after dec_run() and before seg_all_finish().  The events
+ * reach seg_all_sink() in their order, so the model is the same.  Each
+ * returns 0 or a negative errno value: the builders' first error, which
+ * seg_pipe_sink() passes back to the decoder once it is known.
+ */
+struct seg_pipe;
+int seg_pipe_start(struct seg_pipe **out, struct seg_all *a);
+int seg_pipe_sink(void *ctx, struct dec_thread *t, uint64_t time,
+		  enum dec_kind kind, uint64_t ip, uint64_t aux);
+int seg_pipe_end(struct seg_pipe *p);
+
+/*
  * The capture's trigger hits into t (names interned).  Called after
  * stitching, whose strings come first.  Returns 0, or -ENOMEM.
  */
