@@ -8,7 +8,7 @@ MODE    ?= release
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers \
            -Wno-format-truncation
 CSTD    := -std=c11 -D_GNU_SOURCE
-LIBS    := -lipt -ldw -lelf -liberty -llzma -lcapstone -lsqlite3 -ldeflate -lz -lm -lpthread
+include libs.mk
 
 ifeq ($(MODE),asan)
 BUILD   ?= build/asan

@@ -19,8 +19,7 @@ BASE   := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer -I.
 CFLAGS := $(BASE) -fsanitize=address,undefined -fno-sanitize-recover=all
 COV_CFLAGS := $(BASE) -fsanitize=address
 COV    := -fsanitize=fuzzer-no-link
-LIBS   := -lipt -ldw -lelf -liberty -llzma -lcapstone -lsqlite3 -lz -lm \
-          -lpthread
+include libs.mk
 
 LIB_DIRS := util perfdata model decode symbols report segments stitch writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
