@@ -63,6 +63,10 @@ static const char usage[] =
 	"                     memory than SIZE (500M, 8G; default: what is\n"
 	"                     available)\n"
 	"  --no-memory-check  convert even when the capture looks too big\n"
+	"  -j, --jobs N       decode on N threads (default: one a core;\n"
+	"                     1: decode in one piece, on this thread)\n"
+	"  --piece-size SIZE  the trace a piece of a parallel decode has\n"
+	"                     (default 256K)\n"
 	"  -q, --quiet        no summary\n";
 
 struct args {
@@ -74,6 +78,8 @@ struct args {
 	int no_sqlite, no_final_stack, no_compress, no_stitch, quiet;
 	int no_memory_check;
 	uint64_t max_memory; /* 0: what the system has */
+	unsigned jobs;	     /* 0: one a core */
+	uint64_t piece_size; /* 0: the decoder's default */
 	bool have_window;
 	struct rg_window window;
 	const char *between, *until;
@@ -363,6 +369,28 @@ static int parse(int argc, char **argv, struct args *a)
 					v);
 				return -1;
 			}
+		} else if (!strcmp(s, "-j") || !strcmp(s, "--jobs")) {
+			uint64_t n;
+
+			NEED_ARG;
+			if (mt_parse_u64(v, 10, 1024, &n) || !n) {
+				fprintf(stderr,
+					"mt-convert: %s %s: not a number of "
+					"threads (1 to 1024)\n",
+					s, v);
+				return -1;
+			}
+			a->jobs = (unsigned)n;
+		} else if (!strcmp(s, "--piece-size")) {
+			NEED_ARG;
+			if (mt_parse_size(v, &a->piece_size) ||
+			    a->piece_size < 4096) {
+				fprintf(stderr,
+					"mt-convert: --piece-size %s: not a "
+					"size of at least 4K\n",
+					v);
+				return -1;
+			}
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
 			a->quiet = 1;
 		} else if (s[0] == '-' && s[1]) {
@@ -468,6 +496,12 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 		t->nr_threads, t->nr_threads == 1 ? "" : "s", slices, gaps,
 		gaps == 1 ? "" : "s", (double)(last - first) / 1e6,
 		(double)ds->aux_bytes / 1e6, secs);
+	if (ds->pieces)
+		fprintf(stderr,
+			"  decoded in %" PRIu64
+			" pieces on %u threads, %" PRIu64
+			" of them joined to the piece before\n",
+			ds->pieces, ds->threads, ds->joined);
 	if (a->between)
 		fprintf(stderr,
 			"  --between: kept %" PRIu64 " of %" PRIu64
@@ -602,6 +636,8 @@ int main(int argc, char **argv)
 	dopts.warn = stderr;
 	dopts.tids = a.tids;
 	dopts.nr_tids = a.nr_tids;
+	dopts.jobs = a.jobs;
+	dopts.piece_size = (size_t)a.piece_size;
 	sopts.no_final_stack = a.no_final_stack;
 
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))

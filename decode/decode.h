@@ -104,6 +104,11 @@ struct dec_stats {
 	uint64_t errors;    /* decode errors */
 	uint64_t overflows;
 	uint64_t streams;
+	/* Buffers decoded in parallel: their pieces, and those whose own
+	 * run's events were used (the others were decoded by the run of
+	 * the piece before); threads: how many decoded. */
+	uint64_t pieces, joined;
+	unsigned threads;
 };
 
 struct dec_opts {
@@ -118,6 +123,10 @@ struct dec_opts {
 	/* Decode only these threads (nr_tids 0: all of them). */
 	const uint32_t *tids;
 	size_t nr_tids;
+	/* Threads that decode (0: one a core; 1: this one alone), and the
+	 * bytes of trace each piece of a buffer has (0: the default). */
+	unsigned jobs;
+	size_t piece_size;
 };
 
 struct dec_capture;

@@ -41,7 +41,7 @@ struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
 			continue;
 		/* The AUXTRACE record of a per-thread stream knows only the
 		 * tid; sideband fills the pid in. */
-		if (c->threads[i].pid == (uint32_t)-1)
+		if (c->threads[i].pid == (uint32_t)-1 && pid != (uint32_t)-1)
 			c->threads[i].pid = pid;
 		return &c->threads[i];
 	}

@@ -19,6 +19,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,16 +77,16 @@ static uint64_t return_address(struct strm *s, uint64_t ip, int isid)
 	unsigned len;
 	size_t n;
 
-	if (s->len_ip[h] == ip && s->len_val[h])
-		return ip + s->len_val[h];
+	if (s->cache.len_ip[h] == ip && s->cache.len_val[h])
+		return ip + s->cache.len_val[h];
 	n = read_code(s, isid, ip, b, sizeof(b));
 	if (!n)
 		return 0;
 	len = dec_call_len(b, n);
 	if (!len)
 		return 0;
-	s->len_ip[h] = ip;
-	s->len_val[h] = (uint8_t)len;
+	s->cache.len_ip[h] = ip;
+	s->cache.len_val[h] = (uint8_t)len;
 	return ip + len;
 }
 
@@ -101,7 +102,7 @@ static bool at_syscall(struct strm *s)
 static void set_range(struct strm *s, uint64_t ip)
 {
 	size_t h = (size_t)(ip ^ (ip >> 9)) & (RANGE_CACHE - 1);
-	struct range_ent *r = &s->ranges[h];
+	struct range_ent *r = &s->cache.ranges[h];
 
 	if (r->ip != ip || r->lo > r->hi) {
 		r->ip = ip;
@@ -226,7 +227,7 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	s->blk_ip = b->ip;
 	s->blk_ninsn = b->ninsn;
 	s->icount += b->ninsn;
-	s->c->stats.blocks++;
+	s->n_blocks++;
 	/*
 	 * A far call (a system call, a software interrupt, a call gate)
 	 * comes back to the instruction after it with a far return (SYSRET,
@@ -462,7 +463,7 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 						   (s->icount - before_pos) /
 						   s->rate_dp);
 		}
-		s->c->stats.overflows++;
+		s->n_overflows++;
 		s->pend = PEND_NONE;
 		if (off) {
 			s->synced = false;
@@ -485,8 +486,11 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		strm_emit(s, t, DEC_PTWRITE, ev->variant.ptwrite.ip,
 			  ev->variant.ptwrite.payload);
 		break;
+	case ptev_tick:
+		s->ticked = true;
+		break;
 	default:
-		/* Mode, paging, timing and power events change nothing in a
+		/* Mode, paging and power events change nothing in a
 		 * user-space call tree. */
 		break;
 	}
@@ -591,28 +595,45 @@ static bool unmapped_last_target(const struct strm *s, const struct pt_block *b,
 	       pt_errcode(status) == pte_nomap;
 }
 
-/* Decode one buffer: sync, decode until an error, resync, ... */
-static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
+uint64_t strm_offset(const struct strm *s)
+{
+	uint64_t off = 0;
+
+	pt_blk_get_offset(s->dec, &off);
+	return off;
+}
+
+int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 {
 	struct pt_config cfg;
 	struct pt_block blk;
-	uint64_t code, resync_at = 0;
-	bool eos, stuck, resync = false;
-	uint8_t *stripped;
+	uint64_t code, resync_at = start;
+	bool eos, stuck, resync = start != STRM_FROM_START, stop = false;
+	struct pt_image *image = NULL;
 	int status;
 
-	if (dec_kernel_strip(s->c, &buf, len, &stripped))
-		return -ENOMEM;
 	config_for(s, &cfg, buf, len);
 	s->dec = pt_blk_alloc_decoder(&cfg);
-	if (!s->dec) {
-		free(stripped);
+	if (!s->dec)
 		return -ENOMEM;
+	/* libipt's image is not for two threads at once (its section list
+	 * is kept in the order of use): a run has a copy. */
+	if (s->run) {
+		image = pt_image_alloc(NULL);
+		if (!image) {
+			pt_blk_free_decoder(s->dec);
+			s->dec = NULL;
+			return -ENOMEM;
+		}
+		status = pt_image_copy(image, dec_image_of(s->c, s->pid));
+	} else {
+		status = 0;
 	}
-	status = pt_blk_set_image(s->dec, dec_image_of(s->c, s->pid));
+	if (status >= 0)
+		status = pt_blk_set_image(
+			s->dec, image ? image : dec_image_of(s->c, s->pid));
 	if (status < 0)
 		goto out;
-	s->c->stats.aux_bytes += len;
 	for (;;) {
 		if (resync) {
 			status = pt_blk_sync_set(s->dec, resync_at);
@@ -633,9 +654,14 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 		s->stuck_calls = 0;
 		pt_blk_get_offset(s->dec, &s->prog_off);
 		pt_blk_get_sync_offset(s->dec, &s->prev_off);
+		if (!s->have_first) {
+			s->first_off = s->prog_off;
+			s->have_first = true;
+		}
 		eos = false;
 		stuck = false;
 		for (;;) {
+			s->ticked = false;
 			while (status & pts_event_pending) {
 				struct pt_event ev;
 
@@ -646,6 +672,10 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 			}
 			if (status < 0)
 				break;
+			if (s->ticked && s->run && !s->rc && prun_tick(s)) {
+				stop = true;
+				break;
+			}
 			memset(&blk, 0, sizeof(blk));
 			status = pt_blk_next(s->dec, &blk, sizeof(blk));
 			if (eos) {
@@ -661,6 +691,10 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 				break;
 			}
 			on_block(s, &blk);
+			if (s->run && !(s->n_blocks & 255) && prun_check(s)) {
+				stop = true;
+				break;
+			}
 			if (status < 0)
 				break;
 			eos = status & pts_eos;
@@ -669,7 +703,7 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 				break;
 			}
 		}
-		if (s->rc)
+		if (s->rc || stop)
 			break;
 		if (status == -pte_eos || (stuck && eos)) {
 			if (s->synced) {
@@ -698,18 +732,22 @@ static int decode_buffer(struct strm *s, const uint8_t *buf, size_t len)
 				     blk.ninsn ? blk.end_ip : blk.ip);
 		strm_emit(s, strm_now(s), DEC_ERROR,
 			  blk.ninsn ? blk.end_ip : blk.ip, code);
-		s->c->stats.errors++;
+		s->n_errors++;
 		resync = resync_point(s, buf, len, &resync_at);
 	}
-	strm_settle(s);
-	strm_flush(s);
-	strm_end_gap(s);
-	if (status == -pte_eos)
+	/* A run that stopped hands what waits to the next piece's run,
+	 * which has the same. */
+	if (!stop) {
+		strm_settle(s);
+		strm_flush(s);
+		strm_end_gap(s);
+	}
+	if (status == -pte_eos || stop)
 		status = 0;
 out:
 	pt_blk_free_decoder(s->dec);
 	s->dec = NULL;
-	free(stripped);
+	pt_image_free(image);
 	if (s->rc)
 		return s->rc;
 	return status < 0 ? dec_pt_error(status, NULL, 0, NULL, "decoder") : 0;
@@ -724,15 +762,21 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void strm_init(struct strm *s, struct dec_capture *c,
-		      const struct dec_chunk *k)
+void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 {
-	memset(s, 0, sizeof(*s));
+	struct held *held = s->held;
+	struct timed *win = s->win;
+	size_t cap = s->held_cap, win_cap = s->win_cap;
+	bool same = s->c == c;
+
+	memset(s, 0, offsetof(struct strm, cache));
+	s->held = held;
+	s->held_cap = cap;
+	s->win = win;
+	s->win_cap = win_cap;
 	s->c = c;
 	s->cpu = k->cpu;
 	s->mtc_span = strm_mtc_span(c);
-	for (size_t i = 0; i < RANGE_CACHE; i++)
-		s->ranges[i].lo = 1; /* empty */
 	if (k->tid != (uint32_t)-1 &&
 	    !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1)) {
 		s->thread = dec_thread_get(c, (uint32_t)-1, k->tid);
@@ -746,22 +790,39 @@ static void strm_init(struct strm *s, struct dec_capture *c,
 				break;
 			}
 	}
+	if (!same || !s->cache.valid || s->cache.pid != s->pid) {
+		memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
+		for (size_t i = 0; i < RANGE_CACHE; i++)
+			s->cache.ranges[i].lo = 1; /* empty */
+		s->cache.pid = s->pid;
+		s->cache.valid = true;
+	}
+}
+
+/* A buffer decoded on this thread: its counts are all the capture's. */
+static int decode_serial(struct strm *s, struct dec_capture *c,
+			 const uint8_t *buf, size_t len)
+{
+	int rc = strm_decode(s, buf, len, STRM_FROM_START);
+
+	c->stats.blocks += s->n_blocks;
+	c->stats.errors += s->n_errors;
+	c->stats.overflows += s->n_overflows;
+	return rc;
 }
 
 int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 {
-	struct strm *s = malloc(sizeof(*s));
+	struct strm *s = calloc(1, sizeof(*s));
+	struct par *par = NULL;
 	uint64_t done = 0, total = 0;
 	int rc = 0;
 
-	if (!s) {
+	if (!s || par_new(&par, c)) {
+		free(s);
 		snprintf(err, errlen, "%s: out of memory", c->path);
 		return -ENOMEM;
 	}
-	s->held = NULL;
-	s->held_cap = 0;
-	s->win = NULL;
-	s->win_cap = 0;
 	/* qsort's base may not be NULL, even for no elements: a capture
 	 * can hold no trace at all. */
 	if (c->nr_chunks)
@@ -772,7 +833,9 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->nr_chunks && !rc;) {
 		const struct dec_chunk *k = &c->chunks[i];
 		size_t j = i + 1, len = k->size;
-		uint8_t *joined = NULL;
+		const uint8_t *buf = k->data;
+		uint8_t *joined = NULL, *stripped = NULL;
+		uint64_t end_time = 0, lost = 0;
 
 		/* In full mode, chunks that continue each other are one
 		 * buffer. */
@@ -798,51 +861,57 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				       c->chunks[m].size);
 				at += c->chunks[m].size;
 			}
+			buf = joined;
 		}
-		{
-			struct held *held = s->held;
-			struct timed *win = s->win;
-			size_t cap = s->held_cap, win_cap = s->win_cap;
-
-			strm_init(s, c, k);
-			s->held = held;
-			s->held_cap = cap;
-			s->win = win;
-			s->win_cap = win_cap;
+		if (dec_kernel_strip(c, &buf, len, &stripped)) {
+			free(joined);
+			rc = -ENOMEM;
+			break;
 		}
+		strm_init(s, c, k);
 		if (!c->pt.snapshot_mode && i > 0 &&
 		    c->chunks[i - 1].idx == k->idx && s->thread) {
 			const struct dec_chunk *p = &c->chunks[i - 1];
 
-			s->lost = k->offset - (p->offset + p->size);
+			lost = k->offset - (p->offset + p->size);
 		}
 		if (c->chunks[j - 1].reference)
-			s->end_time = pd_tsc_to_perf_time(
+			end_time = pd_tsc_to_perf_time(
 				c->chunks[j - 1].reference, &c->pt);
 		c->stats.streams++;
-		rc = decode_buffer(s, joined ? joined : k->data, len);
+		c->stats.aux_bytes += len;
+		if (s->thread && par_wants(par, len)) {
+			rc = par_decode(par, k, buf, len, lost, done, total);
+		} else {
+			s->lost = lost;
+			s->end_time = end_time;
+			rc = decode_serial(s, c, buf, len);
+		}
+		free(stripped);
 		free(joined);
 		for (size_t m = i; m < j; m++)
 			pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
-		if (rc == -ENOMEM)
+		if (rc == -ENOMEM || rc == -EINTR)
 			break;
 		rc = 0; /* a stream that cannot be decoded is not fatal */
 		done += len;
 		if (c->opts.progress &&
 		    c->opts.progress(c->opts.progress_ctx, done, total)) {
-			snprintf(err, errlen, "%s: interrupted", c->path);
-			free(s->held);
-			free(s->win);
-			free(s);
-			return -EINTR;
+			rc = -EINTR;
+			break;
 		}
 		i = j;
 	}
+	par_free(par);
 	free(s->held);
 	free(s->win);
 	free(s);
 	if (c->first == UINT64_MAX)
 		c->first = c->last = 0;
+	if (rc == -EINTR) {
+		snprintf(err, errlen, "%s: interrupted", c->path);
+		return rc;
+	}
 	if (rc) {
 		snprintf(err, errlen, "%s: out of memory while decoding",
 			 c->path);
@@ -856,6 +925,7 @@ int64_t dec_bare_loop(struct dec_capture *c)
 	struct strm s;
 	int64_t blocks = 0;
 
+	s = (struct strm){0};
 	for (size_t i = 0; i < c->nr_chunks; i++) {
 		const struct dec_chunk *k = &c->chunks[i];
 		struct pt_block_decoder *d;

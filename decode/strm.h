@@ -10,8 +10,8 @@
 
 enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 
-#define LEN_CACHE   1024
-#define RANGE_CACHE 512
+#define LEN_CACHE   4096
+#define RANGE_CACHE 1024
 
 struct range_ent {
 	uint64_t ip, lo, hi;
@@ -29,6 +29,8 @@ struct timed {
 	uint64_t t, ip, aux;
 	enum dec_kind k;
 };
+
+struct prun; /* parallel.c: a run of a buffer decoded in pieces */
 
 struct strm {
 	struct dec_capture *c;
@@ -73,9 +75,6 @@ struct strm {
 	bool tsx_aborted;	 /* the async branch coming is the abort's */
 	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
 
-	uint64_t len_ip[LEN_CACHE];
-	uint8_t len_val[LEN_CACHE];
-	struct range_ent ranges[RANGE_CACHE];
 	uint64_t lost; /* AUX bytes lost before this buffer */
 	int rc;	       /* first sink error */
 
@@ -83,10 +82,77 @@ struct strm {
 	uint64_t prev_off;     /* the offset before that */
 	uint32_t stuck_blocks; /* blocks since then */
 	uint32_t stuck_calls;  /* calls among them */
+
+	/* What this stream decoded (dec_stats), added to the capture's by
+	 * whoever knows which part of it counts. */
+	uint64_t n_blocks, n_errors, n_overflows;
+	/* A run of a parallel decode (parallel.c), or NULL: its events go
+	 * to the run, and at each time point it may stop. */
+	struct prun *run;
+	bool ticked;	    /* a tick among the events just read */
+	bool have_first;    /* first_off is known */
+	uint64_t first_off; /* the decoder's offset after the first sync */
+	uint64_t tick_off;  /* the decoder's offset at the last tick */
+	uint32_t tick_nth;  /* ticks before it at that offset */
+
+	/* What the code of pid says, kept by strm_init() while the next
+	 * buffer is the same process's: it stays true for the whole capture.
+	 * Last, for strm_init(). */
+	struct strm_cache {
+		bool valid;
+		uint32_t pid;
+		uint64_t len_ip[LEN_CACHE];
+		uint8_t len_val[LEN_CACHE];
+		struct range_ent ranges[RANGE_CACHE];
+	} cache;
 };
+
+/* stream.c */
+/* strm_decode()'s start: sync at the first PSB of the buffer. */
+#define STRM_FROM_START UINT64_MAX
+/* A stream's state for the buffer of chunk k; held, win and (for the
+ * same process) the cache are kept. */
+void strm_init(struct strm *s, struct dec_capture *c,
+	       const struct dec_chunk *k);
+/* Decode buf from the PSB at start (or STRM_FROM_START): sync, decode
+ * until an error, resync, ... until its end or until s->run says stop.
+ * Returns 0 or a negative errno value. */
+int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start);
+/* The decoder's offset in its buffer. */
+uint64_t strm_offset(const struct strm *s);
+
+/* parallel.c */
+/* A pool of decoding threads for the capture, or NULL in *out when one
+ * thread is all there is (one core, --jobs 1): 0 or -ENOMEM. */
+struct par;
+int par_new(struct par **out, struct dec_capture *c);
+void par_free(struct par *p);
+/* Whether a buffer of len bytes is worth cutting into pieces. */
+bool par_wants(const struct par *p, size_t len);
+/* Decode the buffer of chunk k (a thread's own stream) in pieces on the
+ * pool, its events delivered in order on this thread as the serial
+ * decode would have delivered them; lost: bytes lost before it.  done
+ * and total are for the progress callback.  Returns 0, -ENOMEM, -EINTR
+ * (progress said stop) or the sink's error. */
+int par_decode(struct par *p, const struct dec_chunk *k, const uint8_t *buf,
+	       size_t len, uint64_t lost, uint64_t done, uint64_t total);
+/* An event for the run (instead of its thread): 0 or -ENOMEM. */
+int prun_deliver(struct prun *r, uint64_t t, enum dec_kind k, uint64_t ip,
+		 uint64_t aux);
+/* At a time point of a run: true when the run stops here (its output
+ * goes on in the next piece's, or it is not needed). */
+bool prun_tick(struct strm *s);
+/* Now and then between ticks: true when the run's output is not needed
+ * any more; a run past its piece takes over pieces it cannot join. */
+bool prun_check(struct strm *s);
 
 /* timing.c */
 bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid);
+/* An event, timed and placed, to its thread: to the sink when the
+ * stream is the thread's own (own), else to the thread's array.
+ * Returns 0 or the sink's error (-ENOMEM). */
+int dec_hand_over(struct dec_capture *c, struct dec_thread *th, uint64_t t,
+		  enum dec_kind k, uint64_t ip, uint64_t aux, bool own);
 /* An event now, at time t, to the thread running. */
 void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		   uint64_t aux);

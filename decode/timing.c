@@ -156,15 +156,24 @@ static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 
 	if (!th || s->rc || !dec_tid_chosen(c, th->tid))
 		return;
+	if (s->run) {
+		s->rc = prun_deliver(s->run, t, k, ip, aux);
+		return;
+	}
+	s->rc = dec_hand_over(c, th, t, k, ip, aux, s->thread != NULL);
+}
+
+int dec_hand_over(struct dec_capture *c, struct dec_thread *th, uint64_t t,
+		  enum dec_kind k, uint64_t ip, uint64_t aux, bool own)
+{
 	if (t < c->first)
 		c->first = t;
 	if (t > c->last)
 		c->last = t;
 	c->stats.events++;
-	if (c->sink && s->thread)
-		s->rc = c->sink(c->sink_ctx, th, t, k, ip, aux);
-	else if (dec_thread_push(th, c->base, t, k, ip, aux))
-		s->rc = -ENOMEM;
+	if (c->sink && own)
+		return c->sink(c->sink_ctx, th, t, k, ip, aux);
+	return dec_thread_push(th, c->base, t, k, ip, aux) ? -ENOMEM : 0;
 }
 
 uint64_t strm_mtc_span(const struct dec_capture *c)

@@ -1,0 +1,742 @@
+/*
+ * A thread's buffer decoded in pieces on every core, its events those of
+ * the serial decode.
+ *
+ * The buffer is cut at PSBs into pieces.  Each piece's run syncs at its
+ * PSB with a decoder and a stream of its own, and decodes on past its
+ * piece's end until it finds itself in the state the next piece's run
+ * was in at the same place: from there both would decode alike, so the
+ * first run stops and the next one's events go on.  The same place is a
+ * tick (a timing packet bound in the instruction flow) with the decoder
+ * at the same offset and the same tick there; the same state is every
+ * field of the stream that decides what comes next (the clock and its
+ * last stretch, the pending transfer, the current function, what the
+ * CYC window holds), with nothing waiting for a time point.  A piece's
+ * run records such checkpoints over the first CP_ZONE bytes it decodes.
+ * When none matches, the run before goes on through the piece itself
+ * (it is the serial decode) and the piece's own run is dropped: a match
+ * only saves time, it never decides what is decoded.
+ *
+ * What the state leaves out is libipt's own: its return stack may hold
+ * calls from before the PSB, but hardware never compresses a return
+ * across a PSB (it flushes its call stack there, and perf's decoder
+ * does the same); its cycle-to-time ratio is the same again two MTCs
+ * after the PSB, and a clock that still differed would show in the
+ * times of the CYC window's events.
+ *
+ * Runs deliver into buffers of their own; the calling thread hands the
+ * used part of each piece's events to the sink, in order.
+ */
+#include "decode/strm.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PIECE_DEFAULT (256u << 10) /* bytes of AUX a piece */
+#define CP_ZONE	      (32u << 10)  /* checkpoints this far into a piece */
+#define CP_MAX	      512
+#define MAX_JOBS      64
+#define EV_BLOCK      4096 /* events a block of a run's output */
+
+struct run_ev {
+	uint64_t t, ip, aux;
+	enum dec_kind k;
+};
+
+/* A run's events are a list of blocks, so that the thread handing them
+ * over can read the first while the run appends to the last. */
+struct ev_block {
+	struct ev_block *next;
+	struct run_ev e[EV_BLOCK];
+};
+
+/* What decides a stream's next events, at a tick: compared whole, so
+ * every byte of it is set (no padding). */
+struct strm_key {
+	uint64_t off;
+	uint64_t last_time, since_mark, rate_dt, rate_dp, win_floor;
+	uint64_t pend_time, pend_since, pend_from, pend_ret;
+	uint64_t last_ip, blk_ip, cur_lo, cur_hi;
+	uint64_t prog_off, prev_off, win_n;
+	uint32_t nth, blk_ninsn, stuck_blocks, stuck_calls;
+	int32_t last_isid;
+	uint32_t pend, flags, zero;
+};
+
+enum { ST_BLOCKS, ST_ERRORS, ST_OVERFLOWS, NR_ST };
+
+struct ckpt {
+	struct strm_key key;
+	struct timed *win; /* the CYC window's events, win_n of them */
+	size_t nev;	   /* events the run had delivered */
+	uint64_t st[NR_ST];
+};
+
+struct piece {
+	uint64_t start, end; /* its bytes; start is a PSB's offset */
+	bool taken;	     /* a run has it */
+	bool done;	     /* its run has ended */
+	bool absorbed;	     /* decoded by the run before: not used */
+	atomic_bool cancel;  /* its run may stop */
+	bool joined;	     /* its run stopped in the next piece's */
+	bool cp_final;	     /* the checkpoints may be read */
+	struct ckpt *cp;
+	size_t ncp, cap_cp;
+	/* Its run's events: nev of them, published as they come. */
+	struct ev_block *ev_first, *ev_last;
+	atomic_size_t nev;
+	/* The used events are [from, nev): those before are the run
+	 * before's; after the run stopped, the next run's come. */
+	size_t from;
+	uint64_t from_st[NR_ST], end_st[NR_ST];
+	/* Its run's range ends at span_end, where piece next begins. */
+	size_t next;
+	uint64_t span_end;
+};
+
+struct prun {
+	struct par *p;
+	size_t idx;
+};
+
+struct par {
+	struct dec_capture *c;
+	size_t piece_size;
+	unsigned nthreads, started;
+	pthread_t *th;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool quit;
+	/* the buffer being decoded */
+	const struct dec_chunk *k;
+	const uint8_t *buf;
+	size_t len;
+	uint64_t lost;
+	struct piece *pc;
+	size_t npc, cap_pc;
+	size_t fed;    /* pieces handed over */
+	unsigned busy; /* runs going on */
+	int rc;	       /* a run's error */
+};
+
+static void stats_of(const struct strm *s, uint64_t st[NR_ST])
+{
+	st[ST_BLOCKS] = s->n_blocks;
+	st[ST_ERRORS] = s->n_errors;
+	st[ST_OVERFLOWS] = s->n_overflows;
+}
+
+/* Nothing waits for a time point: the stream's future is its state. */
+static bool settled(const struct strm *s)
+{
+	return s->synced && !s->ovf_pending && !s->nheld && !s->rc;
+}
+
+static void key_of(const struct strm *s, struct strm_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->off = s->tick_off;
+	k->nth = s->tick_nth;
+	k->last_time = s->last_time;
+	k->since_mark = s->icount - s->mark_pos;
+	k->rate_dt = s->rate_dt;
+	k->rate_dp = s->rate_dp;
+	k->win_floor = s->win_floor;
+	k->win_n = s->win_n;
+	k->pend = (uint32_t)s->pend;
+	k->pend_time = s->pend_time;
+	k->pend_since = s->icount - s->pend_pos;
+	k->pend_from = s->pend_from;
+	k->pend_ret = s->pend_ret;
+	k->last_ip = s->last_ip;
+	k->blk_ip = s->blk_ip;
+	k->blk_ninsn = s->blk_ninsn;
+	k->last_isid = s->last_isid;
+	k->cur_lo = s->cur_lo;
+	k->cur_hi = s->cur_hi;
+	k->prog_off = s->prog_off;
+	k->prev_off = s->prev_off;
+	k->stuck_blocks = s->stuck_blocks;
+	k->stuck_calls = s->stuck_calls;
+	k->flags = (uint32_t)s->have_mark | (uint32_t)s->mark_tick << 1 |
+		   (uint32_t)s->synced << 2 | (uint32_t)s->tracing << 3 |
+		   (uint32_t)s->last_far << 4 | (uint32_t)s->tsx_aborted << 5 |
+		   (uint32_t)(s->lost != 0) << 6;
+}
+
+static bool same_win(const struct strm *s, const struct ckpt *cp)
+{
+	for (size_t i = 0; i < s->win_n; i++) {
+		const struct timed *a = &s->win[s->win_head + i];
+		const struct timed *b = &cp->win[i];
+
+		if (a->t != b->t || a->ip != b->ip || a->aux != b->aux ||
+		    a->k != b->k)
+			return false;
+	}
+	return true;
+}
+
+static int record(struct piece *pc, const struct strm *s)
+{
+	struct ckpt *cp;
+
+	if (mt_grow((void **)&pc->cp, &pc->cap_cp, pc->ncp + 1,
+		    sizeof(*pc->cp)))
+		return -ENOMEM;
+	cp = &pc->cp[pc->ncp];
+	key_of(s, &cp->key);
+	cp->win = NULL;
+	if (s->win_n) {
+		cp->win = malloc(s->win_n * sizeof(*cp->win));
+		if (!cp->win)
+			return -ENOMEM;
+		memcpy(cp->win, s->win + s->win_head,
+		       s->win_n * sizeof(*cp->win));
+	}
+	cp->nev = atomic_load_explicit(&pc->nev, memory_order_relaxed);
+	stats_of(s, cp->st);
+	pc->ncp++;
+	return 0;
+}
+
+static void publish(struct par *p, struct piece *pc)
+{
+	pthread_mutex_lock(&p->lock);
+	pc->cp_final = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * pc's run takes over piece q's range too (under the lock).  A run that
+ * was itself given up takes nothing: the piece may be one the live run
+ * joined.  Returns false then, and the run stops.
+ */
+static bool absorb(struct par *p, struct piece *pc, size_t q)
+{
+	struct piece *qc = &p->pc[q];
+
+	if (atomic_load(&pc->cancel))
+		return false;
+	qc->absorbed = true;
+	atomic_store(&qc->cancel, true);
+	pc->next = q + 1;
+	pc->span_end = qc->end;
+	return true;
+}
+
+/* The checkpoint of qc at the tick s is at, or NULL; *past: s is past
+ * the last of them. */
+static const struct ckpt *find_ckpt(const struct piece *qc,
+				    const struct strm *s, bool *past)
+{
+	size_t lo = 0, hi = qc->ncp;
+
+	*past = !qc->ncp || qc->cp[qc->ncp - 1].key.off < s->tick_off ||
+		(qc->cp[qc->ncp - 1].key.off == s->tick_off &&
+		 qc->cp[qc->ncp - 1].key.nth < s->tick_nth);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct strm_key *k = &qc->cp[mid].key;
+
+		if (k->off < s->tick_off ||
+		    (k->off == s->tick_off && k->nth < s->tick_nth))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < qc->ncp && qc->cp[lo].key.off == s->tick_off &&
+	    qc->cp[lo].key.nth == s->tick_nth)
+		return &qc->cp[lo];
+	return NULL;
+}
+
+/* In the join zone: true when the run stops here. */
+static bool join(struct strm *s, struct par *p, struct piece *pc)
+{
+	for (;;) {
+		struct strm_key key;
+		const struct ckpt *cp;
+		struct piece *qc;
+		size_t q;
+		bool past;
+
+		pthread_mutex_lock(&p->lock);
+		q = pc->next;
+		if (q >= p->npc) {
+			pthread_mutex_unlock(&p->lock);
+			return false; /* the last piece: on to the end */
+		}
+		qc = &p->pc[q];
+		/* A piece no run has, or one already given up, is decoded
+		 * here. */
+		if (!qc->taken || qc->absorbed) {
+			if (!absorb(p, pc, q)) {
+				pthread_mutex_unlock(&p->lock);
+				return true;
+			}
+			pthread_mutex_unlock(&p->lock);
+			if (s->tick_off < pc->span_end)
+				return false;
+			continue;
+		}
+		while (!qc->cp_final && !p->quit)
+			pthread_cond_wait(&p->cond, &p->lock);
+		pthread_mutex_unlock(&p->lock);
+		if (p->quit)
+			return true;
+		cp = find_ckpt(qc, s, &past);
+		key_of(s, &key);
+		if (cp && !memcmp(&key, &cp->key, sizeof(key)) &&
+		    same_win(s, cp)) {
+			bool stop = true;
+
+			pthread_mutex_lock(&p->lock);
+			if (!atomic_load(&pc->cancel)) {
+				pc->joined = true;
+				stats_of(s, pc->end_st);
+				qc->from = cp->nev;
+				memcpy(qc->from_st, cp->st, sizeof(cp->st));
+			}
+			pthread_mutex_unlock(&p->lock);
+			return stop;
+		}
+		if (!past)
+			return false;
+		/* No state of the next run's is ours: its piece is ours. */
+		pthread_mutex_lock(&p->lock);
+		if (!absorb(p, pc, q)) {
+			pthread_mutex_unlock(&p->lock);
+			return true;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (s->tick_off < pc->span_end)
+			return false;
+	}
+}
+
+bool prun_tick(struct strm *s)
+{
+	struct prun *r = s->run;
+	struct par *p = r->p;
+	struct piece *pc = &p->pc[r->idx];
+	uint64_t off = strm_offset(s);
+
+	if (off == s->tick_off && s->tick_nth != UINT32_MAX) {
+		s->tick_nth++;
+	} else {
+		s->tick_off = off;
+		s->tick_nth = 0;
+	}
+	if (atomic_load_explicit(&pc->cancel, memory_order_relaxed))
+		return true;
+	if (!settled(s))
+		return false;
+	if (!pc->cp_final) {
+		if (off > s->first_off && off - s->first_off < CP_ZONE &&
+		    pc->ncp < CP_MAX) {
+			if (record(pc, s)) {
+				s->rc = -ENOMEM;
+				return false;
+			}
+		} else if (off > s->first_off) {
+			publish(p, pc);
+		}
+	}
+	if (off < pc->span_end)
+		return false;
+	if (!pc->cp_final)
+		publish(p, pc);
+	return join(s, p, pc);
+}
+
+/* Behind the last of qc's checkpoints, where no tick can match. */
+static bool past_ckpts(const struct piece *qc, uint64_t off)
+{
+	return qc->cp_final && (!qc->ncp || qc->cp[qc->ncp - 1].key.off < off);
+}
+
+bool prun_check(struct strm *s)
+{
+	struct par *p = s->run->p;
+	struct piece *pc = &p->pc[s->run->idx];
+	uint64_t off;
+
+	if (atomic_load_explicit(&pc->cancel, memory_order_relaxed))
+		return true;
+	off = strm_offset(s);
+	if (off < pc->span_end)
+		return false;
+	/* A trace with few ticks goes on without waiting for one. */
+	pthread_mutex_lock(&p->lock);
+	while (pc->next < p->npc && off >= pc->span_end) {
+		struct piece *qc = &p->pc[pc->next];
+
+		if (qc->taken && !qc->absorbed && !past_ckpts(qc, off))
+			break;
+		if (!absorb(p, pc, pc->next)) {
+			pthread_mutex_unlock(&p->lock);
+			return true;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return false;
+}
+
+int prun_deliver(struct prun *r, uint64_t t, enum dec_kind k, uint64_t ip,
+		 uint64_t aux)
+{
+	struct piece *pc = &r->p->pc[r->idx];
+	size_t n = atomic_load_explicit(&pc->nev, memory_order_relaxed);
+
+	if (n % EV_BLOCK == 0) {
+		struct ev_block *b = malloc(sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		b->next = NULL;
+		if (pc->ev_last)
+			pc->ev_last->next = b;
+		else
+			pc->ev_first = b;
+		pc->ev_last = b;
+		/* Whoever hands the events over may be waiting. */
+		if (n) {
+			pthread_mutex_lock(&r->p->lock);
+			pthread_cond_broadcast(&r->p->cond);
+			pthread_mutex_unlock(&r->p->lock);
+		}
+	}
+	pc->ev_last->e[n % EV_BLOCK] = (struct run_ev){t, ip, aux, k};
+	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
+	return 0;
+}
+
+static int run_piece(struct par *p, struct strm *s, size_t i)
+{
+	struct piece *pc = &p->pc[i];
+	struct prun r = {p, i};
+	int rc;
+
+	strm_init(s, p->c, p->k);
+	s->lost = i ? 0 : p->lost;
+	s->run = &r;
+	/* The first piece's checkpoints are never looked at. */
+	if (!i)
+		publish(p, pc);
+	rc = strm_decode(s, p->buf, p->len, i ? pc->start : STRM_FROM_START);
+	s->run = NULL;
+	pthread_mutex_lock(&p->lock);
+	pc->cp_final = true;
+	if (!pc->joined) {
+		stats_of(s, pc->end_st);
+		/* It decoded to the end: every piece after is in it. */
+		for (size_t q = pc->next; q < p->npc; q++)
+			if (!absorb(p, pc, q))
+				break;
+	}
+	pc->done = true;
+	if (rc == -ENOMEM && !p->rc)
+		p->rc = rc;
+	p->busy--;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* The next piece to run, under the lock, or SIZE_MAX: the first free
+ * one not too far ahead of what is handed over, so that the events
+ * waiting stay a few pieces' worth. */
+static size_t next_piece(const struct par *p)
+{
+	size_t end = p->fed + 2 * (size_t)p->nthreads;
+
+	if (end > p->npc)
+		end = p->npc;
+	for (size_t i = p->fed; i < end; i++)
+		if (!p->pc[i].taken && !p->pc[i].absorbed)
+			return i;
+	return SIZE_MAX;
+}
+
+static void *worker(void *arg)
+{
+	struct par *p = arg;
+	struct strm *s = calloc(1, sizeof(*s));
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		size_t i;
+
+		if (p->quit)
+			break;
+		i = next_piece(p);
+		if (i == SIZE_MAX) {
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		p->pc[i].taken = true;
+		p->busy++;
+		pthread_mutex_unlock(&p->lock);
+		if (s) {
+			run_piece(p, s, i);
+		} else {
+			pthread_mutex_lock(&p->lock);
+			p->pc[i].cp_final = true;
+			p->pc[i].done = true;
+			p->rc = -ENOMEM;
+			p->busy--;
+			pthread_cond_broadcast(&p->cond);
+			pthread_mutex_unlock(&p->lock);
+		}
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (s) {
+		free(s->held);
+		free(s->win);
+	}
+	free(s);
+	return NULL;
+}
+
+int par_new(struct par **out, struct dec_capture *c)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n =
+		c->opts.jobs ? c->opts.jobs : (cores > 0 ? (unsigned)cores : 1);
+	struct par *p;
+
+	*out = NULL;
+	if (n > MAX_JOBS)
+		n = MAX_JOBS;
+	/* Pieces join at ticks: a trace timed by TSC alone has them only
+	 * at its PSBs, and would be decoded twice over for nothing. */
+	if (n < 2 || !(c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit)))
+		return 0;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->c = c;
+	p->nthreads = n;
+	p->piece_size = c->opts.piece_size ? c->opts.piece_size : PIECE_DEFAULT;
+	p->th = calloc(n, sizeof(*p->th));
+	if (!p->th || pthread_mutex_init(&p->lock, NULL)) {
+		free(p->th);
+		free(p);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&p->cond, NULL)) {
+		pthread_mutex_destroy(&p->lock);
+		free(p->th);
+		free(p);
+		return -ENOMEM;
+	}
+	/* Threads start with the first buffer worth cutting. */
+	*out = p;
+	return 0;
+}
+
+void par_free(struct par *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->quit = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->started; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p->pc);
+	free(p->th);
+	free(p);
+}
+
+bool par_wants(const struct par *p, size_t len)
+{
+	return p && len >= 2 * p->piece_size;
+}
+
+/* The pieces of buf: cut at the first PSB at or after each multiple of
+ * the piece size.  Returns how many, or 0 on -ENOMEM. */
+static size_t plan(struct par *p, const uint8_t *buf, size_t len)
+{
+	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					0x02, 0x82, 0x02, 0x82};
+	uint64_t at = 0;
+	size_t n = 0;
+
+	for (;;) {
+		uint64_t from = at + p->piece_size;
+		const uint8_t *q;
+
+		if (mt_grow((void **)&p->pc, &p->cap_pc, n + 1, sizeof(*p->pc)))
+			return 0;
+		memset(&p->pc[n], 0, sizeof(p->pc[n]));
+		p->pc[n].start = at;
+		p->pc[n].next = n + 1;
+		n++;
+		q = from + sizeof(psb) <= len
+			    ? memmem(buf + from, len - from, psb, sizeof(psb))
+			    : NULL;
+		if (!q) {
+			p->pc[n - 1].end = len;
+			break;
+		}
+		at = (uint64_t)(q - buf);
+		p->pc[n - 1].end = at;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->pc[i].span_end = p->pc[i].end;
+	return n;
+}
+
+static int start_threads(struct par *p)
+{
+	while (p->started < p->nthreads) {
+		if (pthread_create(&p->th[p->started], NULL, worker, p))
+			return p->started ? 0 : -ENOMEM;
+		p->started++;
+	}
+	return 0;
+}
+
+/*
+ * Piece pc's used events to the thread, as its run delivers them (under
+ * the lock, which this lets go while it hands over); its counts at the
+ * end.  The run before has stopped, so from is known.
+ */
+static int hand_over(struct par *p, struct dec_thread *th, struct piece *pc)
+{
+	struct dec_capture *c = p->c;
+	size_t pos = 0;
+
+	for (;;) {
+		size_t avail =
+			atomic_load_explicit(&pc->nev, memory_order_acquire);
+		bool done = pc->done;
+
+		if (pos == avail) {
+			if (done || p->rc)
+				break;
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		for (; pos < avail; pos++) {
+			const struct run_ev *v;
+			int rc;
+
+			/* A block read whole is not the run's any more (it
+			 * appends to the last one). */
+			if (pos && pos % EV_BLOCK == 0) {
+				struct ev_block *b = pc->ev_first;
+
+				pc->ev_first = b->next;
+				free(b);
+			}
+			if (pos < pc->from)
+				continue;
+			v = &pc->ev_first->e[pos % EV_BLOCK];
+			rc = dec_hand_over(c, th, v->t, v->k, v->ip, v->aux,
+					   true);
+			if (rc) {
+				pthread_mutex_lock(&p->lock);
+				return rc;
+			}
+		}
+		pthread_mutex_lock(&p->lock);
+	}
+	if (p->rc)
+		return p->rc;
+	c->stats.blocks += pc->end_st[ST_BLOCKS] - pc->from_st[ST_BLOCKS];
+	c->stats.errors += pc->end_st[ST_ERRORS] - pc->from_st[ST_ERRORS];
+	c->stats.overflows +=
+		pc->end_st[ST_OVERFLOWS] - pc->from_st[ST_OVERFLOWS];
+	return 0;
+}
+
+static void piece_free(struct piece *pc)
+{
+	for (size_t i = 0; i < pc->ncp; i++)
+		free(pc->cp[i].win);
+	free(pc->cp);
+	while (pc->ev_first) {
+		struct ev_block *b = pc->ev_first;
+
+		pc->ev_first = b->next;
+		free(b);
+	}
+	pc->cp = NULL;
+	pc->ev_last = NULL;
+	pc->ncp = pc->cap_cp = 0;
+}
+
+int par_decode(struct par *p, const struct dec_chunk *k, const uint8_t *buf,
+	       size_t len, uint64_t lost, uint64_t done, uint64_t total)
+{
+	struct dec_capture *c = p->c;
+	/* Made (its pid filled in) here, so that the runs only read it. */
+	struct dec_thread *th = dec_thread_get(c, (uint32_t)-1, k->tid);
+	size_t n;
+	int rc = 0;
+
+	if (!th || !(n = plan(p, buf, len)))
+		return -ENOMEM;
+	if (start_threads(p))
+		return -ENOMEM;
+	pthread_mutex_lock(&p->lock);
+	p->k = k;
+	p->buf = buf;
+	p->len = len;
+	p->lost = lost;
+	p->npc = n;
+	p->fed = 0;
+	p->rc = 0;
+	pthread_cond_broadcast(&p->cond);
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct piece *pc = &p->pc[i];
+
+		/* The run before has ended (or it is the first): whether the
+		 * piece is used, and from where, is known. */
+		rc = p->rc;
+		if (rc)
+			break;
+		if (!pc->absorbed)
+			rc = hand_over(p, th, pc);
+		p->fed = i + 1;
+		pthread_cond_broadcast(&p->cond);
+		if (!rc && c->opts.progress) {
+			pthread_mutex_unlock(&p->lock);
+			if (c->opts.progress(c->opts.progress_ctx,
+					     done + pc->end, total))
+				rc = -EINTR;
+			pthread_mutex_lock(&p->lock);
+		}
+	}
+	c->stats.pieces += n;
+	c->stats.threads = p->nthreads;
+	for (size_t i = 1; i < n; i++)
+		c->stats.joined += !p->pc[i].absorbed;
+	/* Runs still going (dropped, or all after an error) stop at their
+	 * next tick. */
+	for (size_t i = 0; i < n; i++)
+		atomic_store(&p->pc[i].cancel, true);
+	p->fed = n;
+	while (p->busy)
+		pthread_cond_wait(&p->cond, &p->lock);
+	for (size_t i = 0; i < n; i++)
+		piece_free(&p->pc[i]);
+	p->npc = 0;
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}

@@ -1,0 +1,83 @@
+#!/bin/bash
+# The parallel decode gives the serial decode's outputs, byte for byte:
+# each capture converted with --jobs 1 and with --jobs 4 in pieces of 4K
+# (so that a buffer has dozens of pieces and as many joins), the
+# .pftrace, the database and the text compared whole.  Captures with
+# gaps, CYC time, recursion, threads, return compression off, a kernel,
+# per-CPU streams and TSC-only time (the last two decode serially); where
+# pieces can join, some must have (else the test would pass on a
+# parallel decode that always falls back to the serial one).
+B=${MT_BUILD:?}/bin
+W=$(mktemp -d /tmp/mt-e2e-par27.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# case NAME MUST_JOIN SYNTH-OPTIONS...
+case_() {
+	local name=$1 must=$2 d="$W/$1"
+	shift 2
+	if ! "$B/mt-synth" "$@" -o "$d" >"$W/synth.log" 2>&1; then
+		echo "FAIL parallel_$name: mt-synth $*"
+		tail -2 "$W/synth.log" | sed 's/^/    /'
+		return
+	fi
+	if ! "$B/mt-convert" "$d/raw.bin" -o "$d/a.pftrace" --text "$d/a.tsv" \
+		-j 1 2>"$d/a.err" ||
+		! "$B/mt-convert" "$d/raw.bin" -o "$d/b.pftrace" \
+			--text "$d/b.tsv" -j 4 --piece-size 4K 2>"$d/b.err"; then
+		echo "FAIL parallel_$name: mt-convert failed"
+		tail -2 "$d/a.err" "$d/b.err" | sed 's/^/    /'
+		return
+	fi
+	local line pieces joined
+	line=$(grep 'decoded in' "$d/b.err")
+	pieces=$(sed -n 's/.*decoded in \([0-9]*\) pieces.*/\1/p' <<<"$line")
+	joined=$(sed -n 's/.* \([0-9]*\) of them joined.*/\1/p' <<<"$line")
+	pieces=${pieces:-0} joined=${joined:-0}
+	if grep -q 'decoded in' "$d/a.err"; then
+		echo "FAIL parallel_$name: --jobs 1 decoded in pieces"
+	elif ! cmp -s "$d/a.pftrace" "$d/b.pftrace" ||
+		! cmp -s "$d/a.sqlite" "$d/b.sqlite" ||
+		! cmp -s "$d/a.tsv" "$d/b.tsv"; then
+		echo "FAIL parallel_$name: outputs differ ($pieces pieces," \
+			"$joined joined)"
+		diff "$d/a.tsv" "$d/b.tsv" | head -6 | sed 's/^/    /'
+	elif [ "$must" = yes ] && [ "$joined" -eq 0 ]; then
+		echo "FAIL parallel_$name: no piece joined ($pieces pieces)"
+	else
+		echo "PASS parallel_$name (identical; $pieces pieces," \
+			"$joined joined)"
+	fi
+}
+
+case_ mtc yes --seed 1 --branches 120000
+case_ cyc yes --seed 2 --branches 120000 --timing cyc
+case_ gaps_cyc yes --seed 5 --branches 200000 --gap-every 10000 \
+	--timing cyc
+case_ gaps_mtc no --seed 4 --branches 150000 --gap-every 10000
+case_ threads yes --seed 6 --branches 150000 --threads 4
+case_ recursion yes --seed 46 --branches 150000
+case_ recursion_gaps yes --seed 44 --branches 150000 --gap-every 20000
+case_ noretcomp yes --seed 7 --branches 120000 --noretcomp
+case_ start_depth yes --seed 31 --start-depth 4 --branches 150000 \
+	--timing cyc
+case_ psb_mtc yes --seed 9 --branches 150000 --mtc-period 6 \
+	--psb-period 2
+case_ kernel yes --seed 10 --branches 120000 --kernel
+case_ per_cpu no --seed 8 --branches 100000 --per-cpu --threads 3
+case_ tsc no --seed 3 --branches 100000 --timing tsc
+
+# The options say what is wrong with them, in one line, before anything
+# is read.
+for bad in "-j 0" "--jobs x" "--piece-size 1"; do
+	# shellcheck disable=SC2086
+	"$B/mt-convert" "$W/mtc/raw.bin" -o "$W/bad.pftrace" $bad \
+		>/dev/null 2>"$W/bad.err"
+	rc=$?
+	if [ $rc -eq 0 ] || [ "$(wc -l <"$W/bad.err")" -ne 1 ] ||
+		[ -e "$W/bad.pftrace" ]; then
+		echo "FAIL parallel_bad_option: '$bad' exit $rc"
+		sed 's/^/    /' "$W/bad.err"
+		exit 0
+	fi
+done
+echo "PASS parallel_bad_option"
