@@ -41,11 +41,13 @@
 #define CP_ZONE	      (32u << 10)  /* checkpoints this far into a piece */
 #define CP_MAX	      512
 #define MAX_JOBS      64
-#define EV_BLOCK      4096 /* events a block of a run's output */
+#define EV_BLOCK      2048 /* events a block of a run's output */
 
 struct run_ev {
 	uint64_t t, ip, aux;
+	struct dec_thread *th;
 	enum dec_kind k;
+	bool counted; /* delivered (dec_hand_over), not only pushed */
 };
 
 /* A run's events are a list of blocks, so that the thread handing them
@@ -78,13 +80,16 @@ struct ckpt {
 };
 
 struct piece {
-	uint64_t start, end; /* its bytes; start is a PSB's offset */
-	bool taken;	     /* a run has it */
-	bool done;	     /* its run has ended */
-	bool absorbed;	     /* decoded by the run before: not used */
-	atomic_bool cancel;  /* its run may stop */
-	bool joined;	     /* its run stopped in the next piece's */
-	bool cp_final;	     /* the checkpoints may be read */
+	const struct par_buf *b; /* its buffer */
+	size_t buf_end;		 /* index of the first piece of the next */
+	bool first;		 /* the buffer's first piece */
+	uint64_t start, end;	 /* its bytes; start is a PSB's offset */
+	bool taken;		 /* a run has it */
+	bool done;		 /* its run has ended */
+	bool absorbed;		 /* decoded by the run before: not used */
+	atomic_bool cancel;	 /* its run may stop */
+	bool joined;		 /* its run stopped in the next piece's */
+	bool cp_final;		 /* the checkpoints may be read */
 	struct ckpt *cp;
 	size_t ncp, cap_cp;
 	/* Its run's events: nev of them, published as they come. */
@@ -112,11 +117,8 @@ struct par {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool quit;
-	/* the buffer being decoded */
-	const struct dec_chunk *k;
-	const uint8_t *buf;
-	size_t len;
-	uint64_t lost;
+	bool cut_ok; /* the trace has ticks to join pieces at */
+	/* the buffers being decoded, in pieces */
 	struct piece *pc;
 	size_t npc, cap_pc;
 	size_t fed;    /* pieces handed over */
@@ -269,7 +271,7 @@ static bool join(struct strm *s, struct par *p, struct piece *pc)
 
 		pthread_mutex_lock(&p->lock);
 		q = pc->next;
-		if (q >= p->npc) {
+		if (q >= pc->buf_end) {
 			pthread_mutex_unlock(&p->lock);
 			return false; /* the last piece: on to the end */
 		}
@@ -375,7 +377,7 @@ bool prun_check(struct strm *s)
 		return false;
 	/* A trace with few ticks goes on without waiting for one. */
 	pthread_mutex_lock(&p->lock);
-	while (pc->next < p->npc && off >= pc->span_end) {
+	while (pc->next < pc->buf_end && off >= pc->span_end) {
 		struct piece *qc = &p->pc[pc->next];
 
 		if (qc->taken && !qc->absorbed && !past_ckpts(qc, off))
@@ -389,8 +391,8 @@ bool prun_check(struct strm *s)
 	return false;
 }
 
-int prun_deliver(struct prun *r, uint64_t t, enum dec_kind k, uint64_t ip,
-		 uint64_t aux)
+int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
+		 uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux)
 {
 	struct piece *pc = &r->p->pc[r->idx];
 	size_t n = atomic_load_explicit(&pc->nev, memory_order_relaxed);
@@ -413,7 +415,8 @@ int prun_deliver(struct prun *r, uint64_t t, enum dec_kind k, uint64_t ip,
 			pthread_mutex_unlock(&r->p->lock);
 		}
 	}
-	pc->ev_last->e[n % EV_BLOCK] = (struct run_ev){t, ip, aux, k};
+	pc->ev_last->e[n % EV_BLOCK] =
+		(struct run_ev){t, ip, aux, th, k, counted};
 	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
 	return 0;
 }
@@ -424,20 +427,22 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 	struct prun r = {p, i};
 	int rc;
 
-	strm_init(s, p->c, p->k);
-	s->lost = i ? 0 : p->lost;
+	strm_init(s, p->c, pc->b->k);
+	s->lost = pc->first ? pc->b->lost : 0;
+	s->end_time = pc->b->end_time;
 	s->run = &r;
-	/* The first piece's checkpoints are never looked at. */
-	if (!i)
+	/* A first piece's checkpoints are never looked at. */
+	if (pc->first)
 		publish(p, pc);
-	rc = strm_decode(s, p->buf, p->len, i ? pc->start : STRM_FROM_START);
+	rc = strm_decode(s, pc->b->data, pc->b->len,
+			 pc->first ? STRM_FROM_START : pc->start);
 	s->run = NULL;
 	pthread_mutex_lock(&p->lock);
 	pc->cp_final = true;
 	if (!pc->joined) {
 		stats_of(s, pc->end_st);
 		/* It decoded to the end: every piece after is in it. */
-		for (size_t q = pc->next; q < p->npc; q++)
+		for (size_t q = pc->next; q < pc->buf_end; q++)
 			if (!absorb(p, pc, q))
 				break;
 	}
@@ -516,15 +521,16 @@ int par_new(struct par **out, struct dec_capture *c)
 	*out = NULL;
 	if (n > MAX_JOBS)
 		n = MAX_JOBS;
-	/* Pieces join at ticks: a trace timed by TSC alone has them only
-	 * at its PSBs, and would be decoded twice over for nothing. */
-	if (n < 2 || !(c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit)))
+	if (n < 2)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->c = c;
 	p->nthreads = n;
+	/* Pieces join at ticks: a trace timed by TSC alone has them only
+	 * at its PSBs, and would be decoded twice over for nothing. */
+	p->cut_ok = c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit);
 	p->piece_size = c->opts.piece_size ? c->opts.piece_size : PIECE_DEFAULT;
 	p->th = calloc(n, sizeof(*p->th));
 	if (!p->th || pthread_mutex_init(&p->lock, NULL)) {
@@ -538,7 +544,7 @@ int par_new(struct par **out, struct dec_capture *c)
 		free(p);
 		return -ENOMEM;
 	}
-	/* Threads start with the first buffer worth cutting. */
+	/* Threads start with the first buffers to decode. */
 	*out = p;
 	return 0;
 }
@@ -560,43 +566,61 @@ void par_free(struct par *p)
 	free(p);
 }
 
-bool par_wants(const struct par *p, size_t len)
+unsigned par_group(const struct par *p)
 {
-	return p && len >= 2 * p->piece_size;
+	return p ? 4 * p->nthreads : 1;
 }
 
-/* The pieces of buf: cut at the first PSB at or after each multiple of
- * the piece size.  Returns how many, or 0 on -ENOMEM. */
-static size_t plan(struct par *p, const uint8_t *buf, size_t len)
+/* A piece more, at index n: 0 or -ENOMEM. */
+static int add_piece(struct par *p, size_t n, const struct par_buf *b,
+		     bool first, uint64_t start)
+{
+	if (mt_grow((void **)&p->pc, &p->cap_pc, n + 1, sizeof(*p->pc)))
+		return -ENOMEM;
+	memset(&p->pc[n], 0, sizeof(p->pc[n]));
+	p->pc[n].b = b;
+	p->pc[n].first = first;
+	p->pc[n].start = start;
+	p->pc[n].next = n + 1;
+	return 0;
+}
+
+/*
+ * The pieces of b from index n on: a thread's own buffer of two pieces'
+ * worth or more is cut at the first PSB at or after each multiple of the
+ * piece size, any other is one piece.  Returns the index after its last,
+ * or 0 on -ENOMEM.
+ */
+static size_t plan(struct par *p, const struct par_buf *b, size_t n)
 {
 	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 					0x02, 0x82, 0x02, 0x82};
+	bool cut = p->cut_ok && b->own && b->len >= 2 * p->piece_size;
+	size_t first = n;
 	uint64_t at = 0;
-	size_t n = 0;
 
 	for (;;) {
 		uint64_t from = at + p->piece_size;
-		const uint8_t *q;
+		const uint8_t *q = NULL;
 
-		if (mt_grow((void **)&p->pc, &p->cap_pc, n + 1, sizeof(*p->pc)))
+		if (add_piece(p, n, b, n == first, at))
 			return 0;
-		memset(&p->pc[n], 0, sizeof(p->pc[n]));
-		p->pc[n].start = at;
-		p->pc[n].next = n + 1;
 		n++;
-		q = from + sizeof(psb) <= len
-			    ? memmem(buf + from, len - from, psb, sizeof(psb))
-			    : NULL;
+		if (cut && from + sizeof(psb) <= b->len)
+			q = memmem(b->data + from, b->len - from, psb,
+				   sizeof(psb));
 		if (!q) {
-			p->pc[n - 1].end = len;
+			p->pc[n - 1].end = b->len;
 			break;
 		}
-		at = (uint64_t)(q - buf);
+		at = (uint64_t)(q - b->data);
 		p->pc[n - 1].end = at;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = first; i < n; i++) {
 		p->pc[i].span_end = p->pc[i].end;
+		p->pc[i].buf_end = n;
+	}
 	return n;
 }
 
@@ -615,7 +639,7 @@ static int start_threads(struct par *p)
  * the lock, which this lets go while it hands over); its counts at the
  * end.  The run before has stopped, so from is known.
  */
-static int hand_over(struct par *p, struct dec_thread *th, struct piece *pc)
+static int hand_over(struct par *p, struct piece *pc)
 {
 	struct dec_capture *c = p->c;
 	size_t pos = 0;
@@ -647,8 +671,14 @@ static int hand_over(struct par *p, struct dec_thread *th, struct piece *pc)
 			if (pos < pc->from)
 				continue;
 			v = &pc->ev_first->e[pos % EV_BLOCK];
-			rc = dec_hand_over(c, th, v->t, v->k, v->ip, v->aux,
-					   true);
+			if (v->counted)
+				rc = dec_hand_over(c, v->th, v->t, v->k, v->ip,
+						   v->aux, pc->b->own != NULL);
+			else if (dec_thread_push(v->th, c->base, v->t, v->k,
+						 v->ip, v->aux))
+				rc = -ENOMEM;
+			else
+				rc = 0;
 			if (rc) {
 				pthread_mutex_lock(&p->lock);
 				return rc;
@@ -681,24 +711,19 @@ static void piece_free(struct piece *pc)
 	pc->ncp = pc->cap_cp = 0;
 }
 
-int par_decode(struct par *p, const struct dec_chunk *k, const uint8_t *buf,
-	       size_t len, uint64_t lost, uint64_t done, uint64_t total)
+int par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
+	       uint64_t done, uint64_t total)
 {
 	struct dec_capture *c = p->c;
-	/* Made (its pid filled in) here, so that the runs only read it. */
-	struct dec_thread *th = dec_thread_get(c, (uint32_t)-1, k->tid);
-	size_t n;
+	size_t n = 0;
 	int rc = 0;
 
-	if (!th || !(n = plan(p, buf, len)))
-		return -ENOMEM;
+	for (size_t b = 0; b < nbufs; b++)
+		if (!(n = plan(p, &bufs[b], n)))
+			return -ENOMEM;
 	if (start_threads(p))
 		return -ENOMEM;
 	pthread_mutex_lock(&p->lock);
-	p->k = k;
-	p->buf = buf;
-	p->len = len;
-	p->lost = lost;
 	p->npc = n;
 	p->fed = 0;
 	p->rc = 0;
@@ -712,21 +737,27 @@ int par_decode(struct par *p, const struct dec_chunk *k, const uint8_t *buf,
 		if (rc)
 			break;
 		if (!pc->absorbed)
-			rc = hand_over(p, th, pc);
+			rc = hand_over(p, pc);
 		p->fed = i + 1;
 		pthread_cond_broadcast(&p->cond);
-		if (!rc && c->opts.progress) {
+		if (!rc && c->opts.progress &&
+		    (i + 1 == n || pc->b != p->pc[i + 1].b)) {
+			done += pc->b->len;
 			pthread_mutex_unlock(&p->lock);
-			if (c->opts.progress(c->opts.progress_ctx,
-					     done + pc->end, total))
+			if (c->opts.progress(c->opts.progress_ctx, done, total))
 				rc = -EINTR;
 			pthread_mutex_lock(&p->lock);
 		}
 	}
-	c->stats.pieces += n;
+	for (size_t i = 0; i < n; i++) {
+		const struct piece *pc = &p->pc[i];
+
+		if (pc->first && pc->buf_end == i + 1)
+			continue; /* a buffer in one piece */
+		c->stats.pieces++;
+		c->stats.joined += !pc->first && !pc->absorbed;
+	}
 	c->stats.threads = p->nthreads;
-	for (size_t i = 1; i < n; i++)
-		c->stats.joined += !p->pc[i].absorbed;
 	/* Runs still going (dropped, or all after an error) stop at their
 	 * next tick. */
 	for (size_t i = 0; i < n; i++)

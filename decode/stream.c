@@ -609,7 +609,7 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 	struct pt_block blk;
 	uint64_t code, resync_at = start;
 	bool eos, stuck, resync = start != STRM_FROM_START, stop = false;
-	struct pt_image *image = NULL;
+	struct pt_image *image = NULL, *src = dec_image_of(s->c, s->pid);
 	int status;
 
 	config_for(s, &cfg, buf, len);
@@ -617,21 +617,15 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 	if (!s->dec)
 		return -ENOMEM;
 	/* libipt's image is not for two threads at once (its section list
-	 * is kept in the order of use): a run has a copy. */
-	if (s->run) {
+	 * is kept in the order of use): a run has a copy.  No image (a
+	 * process never seen) is the decoder's own, empty one. */
+	status = 0;
+	if (s->run && src) {
 		image = pt_image_alloc(NULL);
-		if (!image) {
-			pt_blk_free_decoder(s->dec);
-			s->dec = NULL;
-			return -ENOMEM;
-		}
-		status = pt_image_copy(image, dec_image_of(s->c, s->pid));
-	} else {
-		status = 0;
+		status = image ? pt_image_copy(image, src) : -pte_nomem;
 	}
 	if (status >= 0)
-		status = pt_blk_set_image(
-			s->dec, image ? image : dec_image_of(s->c, s->pid));
+		status = pt_blk_set_image(s->dec, image ? image : src);
 	if (status < 0)
 		goto out;
 	for (;;) {
@@ -811,18 +805,80 @@ static int decode_serial(struct strm *s, struct dec_capture *c,
 	return rc;
 }
 
+/* A buffer's bytes as libipt reads them: its chunks joined (full mode),
+ * the kernel's code stripped; what of them is a copy. */
+struct prep {
+	size_t i, j; /* its chunks: c->chunks[i..j) */
+	uint8_t *joined, *stripped;
+};
+
+static int prepare(struct dec_capture *c, size_t i, size_t j, size_t len,
+		   struct prep *pr, const uint8_t **buf)
+{
+	*pr = (struct prep){.i = i, .j = j};
+	*buf = c->chunks[i].data;
+	if (j > i + 1) {
+		size_t at = 0;
+
+		pr->joined = malloc(len);
+		if (!pr->joined)
+			return -ENOMEM;
+		for (size_t m = i; m < j; m++) {
+			memcpy(pr->joined + at, c->chunks[m].data,
+			       c->chunks[m].size);
+			at += c->chunks[m].size;
+		}
+		*buf = pr->joined;
+	}
+	if (dec_kernel_strip(c, buf, len, &pr->stripped)) {
+		free(pr->joined);
+		pr->joined = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Done with a buffer: its copies go, and its chunks leave memory. */
+static void release(struct dec_capture *c, struct prep *pr)
+{
+	free(pr->stripped);
+	free(pr->joined);
+	for (size_t m = pr->i; m < pr->j; m++)
+		pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
+}
+
+/* The buffers gathered for the pool, decoded; rc as dec_streams()
+ * treats it. */
+static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
+		 struct prep *preps, size_t *n, uint64_t *done, uint64_t total)
+{
+	int rc = *n ? par_decode(par, bufs, *n, *done, total) : 0;
+
+	for (size_t b = 0; b < *n; b++) {
+		release(c, &preps[b]);
+		*done += bufs[b].len;
+	}
+	*n = 0;
+	return rc;
+}
+
 int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 {
 	struct strm *s = calloc(1, sizeof(*s));
 	struct par *par = NULL;
+	struct par_buf *bufs = NULL;
+	struct prep *preps = NULL;
+	size_t nbufs = 0, group;
 	uint64_t done = 0, total = 0;
 	int rc = 0;
 
-	if (!s || par_new(&par, c)) {
-		free(s);
-		snprintf(err, errlen, "%s: out of memory", c->path);
-		return -ENOMEM;
-	}
+	if (!s || par_new(&par, c))
+		goto oom;
+	group = par_group(par);
+	bufs = calloc(group, sizeof(*bufs));
+	preps = calloc(group, sizeof(*preps));
+	if (!bufs || !preps)
+		goto oom;
 	/* qsort's base may not be NULL, even for no elements: a capture
 	 * can hold no trace at all. */
 	if (c->nr_chunks)
@@ -833,9 +889,9 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->nr_chunks && !rc;) {
 		const struct dec_chunk *k = &c->chunks[i];
 		size_t j = i + 1, len = k->size;
-		const uint8_t *buf = k->data;
-		uint8_t *joined = NULL, *stripped = NULL;
+		const uint8_t *buf;
 		uint64_t end_time = 0, lost = 0;
+		struct prep pr;
 
 		/* In full mode, chunks that continue each other are one
 		 * buffer. */
@@ -848,23 +904,7 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 			i = j;
 			continue;
 		}
-		if (j > i + 1) {
-			size_t at = 0;
-
-			joined = malloc(len);
-			if (!joined) {
-				rc = -ENOMEM;
-				break;
-			}
-			for (size_t m = i; m < j; m++) {
-				memcpy(joined + at, c->chunks[m].data,
-				       c->chunks[m].size);
-				at += c->chunks[m].size;
-			}
-			buf = joined;
-		}
-		if (dec_kernel_strip(c, &buf, len, &stripped)) {
-			free(joined);
+		if (prepare(c, i, j, len, &pr, &buf)) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -880,29 +920,38 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				c->chunks[j - 1].reference, &c->pt);
 		c->stats.streams++;
 		c->stats.aux_bytes += len;
-		if (s->thread && par_wants(par, len)) {
-			rc = par_decode(par, k, buf, len, lost, done, total);
+		i = j;
+		if (par) {
+			bufs[nbufs] = (struct par_buf){
+				k, buf, len, lost, end_time, s->thread};
+			preps[nbufs++] = pr;
+			if (nbufs == group)
+				rc = flush(c, par, bufs, preps, &nbufs, &done,
+					   total);
 		} else {
 			s->lost = lost;
 			s->end_time = end_time;
 			rc = decode_serial(s, c, buf, len);
+			release(c, &pr);
+			done += len;
+			if (rc != -ENOMEM && c->opts.progress &&
+			    c->opts.progress(c->opts.progress_ctx, done, total))
+				rc = -EINTR;
 		}
-		free(stripped);
-		free(joined);
-		for (size_t m = i; m < j; m++)
-			pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
-		if (rc == -ENOMEM || rc == -EINTR)
-			break;
-		rc = 0; /* a stream that cannot be decoded is not fatal */
-		done += len;
-		if (c->opts.progress &&
-		    c->opts.progress(c->opts.progress_ctx, done, total)) {
-			rc = -EINTR;
-			break;
-		}
-		i = j;
+		/* A stream that cannot be decoded is not fatal. */
+		if (rc != -ENOMEM && rc != -EINTR)
+			rc = 0;
 	}
+	if (!rc)
+		rc = flush(c, par, bufs, preps, &nbufs, &done, total);
+	else
+		for (size_t b = 0; b < nbufs; b++)
+			release(c, &preps[b]);
+	if (rc != -ENOMEM && rc != -EINTR)
+		rc = 0;
 	par_free(par);
+	free(bufs);
+	free(preps);
 	free(s->held);
 	free(s->win);
 	free(s);
@@ -918,6 +967,13 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 		return rc;
 	}
 	return 0;
+oom:
+	par_free(par);
+	free(bufs);
+	free(preps);
+	free(s);
+	snprintf(err, errlen, "%s: out of memory", c->path);
+	return -ENOMEM;
 }
 
 int64_t dec_bare_loop(struct dec_capture *c)

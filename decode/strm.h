@@ -127,18 +127,32 @@ uint64_t strm_offset(const struct strm *s);
 struct par;
 int par_new(struct par **out, struct dec_capture *c);
 void par_free(struct par *p);
-/* Whether a buffer of len bytes is worth cutting into pieces. */
-bool par_wants(const struct par *p, size_t len);
-/* Decode the buffer of chunk k (a thread's own stream) in pieces on the
- * pool, its events delivered in order on this thread as the serial
- * decode would have delivered them; lost: bytes lost before it.  done
- * and total are for the progress callback.  Returns 0, -ENOMEM, -EINTR
- * (progress said stop) or the sink's error. */
-int par_decode(struct par *p, const struct dec_chunk *k, const uint8_t *buf,
-	       size_t len, uint64_t lost, uint64_t done, uint64_t total);
-/* An event for the run (instead of its thread): 0 or -ENOMEM. */
-int prun_deliver(struct prun *r, uint64_t t, enum dec_kind k, uint64_t ip,
-		 uint64_t aux);
+/* How many buffers to hand par_decode() at once (1 without a pool). */
+unsigned par_group(const struct par *p);
+
+/* A buffer to decode, its bytes ready. */
+struct par_buf {
+	const struct dec_chunk *k; /* its first chunk */
+	const uint8_t *data;
+	size_t len;
+	uint64_t lost;		/* AUX bytes lost before it */
+	uint64_t end_time;	/* when it was read (perf ns), or 0 */
+	struct dec_thread *own; /* the thread whose own stream it is, or
+				 * NULL (a CPU's) */
+};
+/*
+ * Decode the buffers on the pool, their events handed over on this
+ * thread in the order, and with the counts, of the serial decode.  A
+ * thread's own buffer of two pieces or more is cut at PSBs into pieces
+ * that decode at once.  done and total are for the progress callback.
+ * Returns 0, -ENOMEM, -EINTR (progress said stop) or the sink's error.
+ */
+int par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
+	       uint64_t done, uint64_t total);
+/* An event for the run instead of th: delivered (counted, as
+ * dec_hand_over() does) or only pushed to th's array.  0 or -ENOMEM. */
+int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
+		 uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux);
 /* At a time point of a run: true when the run stops here (its output
  * goes on in the next piece's, or it is not needed). */
 bool prun_tick(struct strm *s);

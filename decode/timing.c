@@ -60,6 +60,16 @@ bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid)
 	return false;
 }
 
+/* An event straight into th's array (a run keeps it for later): 0 or
+ * -ENOMEM. */
+static int push_to(struct strm *s, struct dec_thread *th, uint64_t t,
+		   enum dec_kind k, uint64_t ip, uint64_t aux)
+{
+	if (s->run)
+		return prun_deliver(s->run, th, false, t, k, ip, aux);
+	return dec_thread_push(th, s->c->base, t, k, ip, aux) ? -ENOMEM : 0;
+}
+
 /*
  * An overflow on a shared CPU lost the trace of every thread that left
  * the CPU during it, not only the one it resumes in: they were switched
@@ -95,8 +105,8 @@ static void lost_in_overflow(struct strm *s, uint64_t t, uint64_t floor)
 		}
 		from = th == in && in_time > floor ? in_time : floor;
 		if (dec_tid_chosen(c, th->tid) &&
-		    dec_thread_push(th, c->base, w->time, DEC_OVERFLOW, 0,
-				    from ? from : w->time)) {
+		    push_to(s, th, w->time, DEC_OVERFLOW, 0,
+			    from ? from : w->time)) {
 			s->rc = -ENOMEM;
 			return;
 		}
@@ -126,8 +136,7 @@ static void switches_in_gap(struct strm *s, uint64_t t, bool to_end)
 			return;
 		}
 		if (dec_tid_chosen(c, th->tid) &&
-		    dec_thread_push(th, c->base, w->time, DEC_SWITCH, 0,
-				    !w->out)) {
+		    push_to(s, th, w->time, DEC_SWITCH, 0, !w->out)) {
 			s->rc = -ENOMEM;
 			return;
 		}
@@ -157,7 +166,7 @@ static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 	if (!th || s->rc || !dec_tid_chosen(c, th->tid))
 		return;
 	if (s->run) {
-		s->rc = prun_deliver(s->run, t, k, ip, aux);
+		s->rc = prun_deliver(s->run, th, true, t, k, ip, aux);
 		return;
 	}
 	s->rc = dec_hand_over(c, th, t, k, ip, aux, s->thread != NULL);

@@ -4,7 +4,8 @@
 # (so that a buffer has dozens of pieces and as many joins), the
 # .pftrace, the database and the text compared whole.  Captures with
 # gaps, CYC time, recursion, threads, return compression off, a kernel,
-# per-CPU streams and TSC-only time (the last two decode serially); where
+# per-CPU streams (threads sharing CPUs too: each CPU's buffer decodes
+# whole, on a thread of its own) and TSC-only time (not cut); where
 # pieces can join, some must have (else the test would pass on a
 # parallel decode that always falls back to the serial one).
 B=${MT_BUILD:?}/bin
@@ -64,7 +65,32 @@ case_ psb_mtc yes --seed 9 --branches 150000 --mtc-period 6 \
 	--psb-period 2
 case_ kernel yes --seed 10 --branches 120000 --kernel
 case_ per_cpu no --seed 8 --branches 100000 --per-cpu --threads 3
+case_ per_cpu_shared no --seed 67 --branches 150000 --per-cpu --cpus 2 \
+	--threads 5 --gap-every 20000
+case_ per_cpu_shared_cyc no --seed 68 --branches 150000 --per-cpu \
+	--cpus 2 --threads 4 --gap-every 20000 --timing cyc
+case_ per_cpu_task no --seed 69 --branches 100000 --per-cpu --cpus 2 \
+	--threads 4 --task-switches
 case_ tsc no --seed 3 --branches 100000 --timing tsc
+
+# A real per-CPU capture (Skylake, kernel 4.14): its CPUs' buffers
+# decode on different threads.
+R=${MT_SHARED:?}/testdata/perf.data.intel_pt-4.14
+if [ -f "$R" ]; then
+	"$B/mt-convert" "$R" -o "$W/ra.pftrace" --text "$W/ra.tsv" -q -j 1 \
+		2>/dev/null
+	"$B/mt-convert" "$R" -o "$W/rb.pftrace" --text "$W/rb.tsv" -q -j 4 \
+		--piece-size 4K 2>/dev/null
+	if [ -s "$W/ra.tsv" ] && cmp -s "$W/ra.tsv" "$W/rb.tsv" &&
+		cmp -s "$W/ra.pftrace" "$W/rb.pftrace" &&
+		cmp -s "$W/ra.sqlite" "$W/rb.sqlite"; then
+		echo "PASS parallel_real_per_cpu (identical)"
+	else
+		echo "FAIL parallel_real_per_cpu: outputs differ"
+	fi
+else
+	echo "SKIP parallel_real_per_cpu (no $R)"
+fi
 
 # The options say what is wrong with them, in one line, before anything
 # is read.
