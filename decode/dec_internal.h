@@ -23,6 +23,10 @@ struct dec_dso {
 	bool is_vdso;
 	char *missing; /* why it is missing, said once when used */
 	bool tmp;      /* found is our temporary copy: unlink it */
+	/* Its DWARF line table, read when first asked for (by the thread
+	 * that names addresses alone); NULL when it has none. */
+	struct sym_lines *lines;
+	bool lines_tried;
 };
 
 /* A [vdso] image the capture carries. */

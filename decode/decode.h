@@ -174,6 +174,10 @@ struct dec_sym {
 	uint64_t start, end; /* runtime range of the function: [start, end) */
 	bool known;	     /* a symbol, not a made-up name */
 	char buf[160];	     /* storage for made-up names */
+	/* Where the source has the function's entry and the address itself
+	 * (the binary's DWARF line table; file NULL when it has none). */
+	const char *fn_file, *ip_file;
+	unsigned fn_line, ip_line;
 };
 
 /* Also reports, once, the missing binary of an address it cannot name. */

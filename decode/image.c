@@ -443,13 +443,33 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 	pthread_mutex_unlock(&c->note_lock);
 }
 
+/* Where the source has vaddr of d (file NULL: nowhere known). */
+static void source_at(struct dec_dso *d, uint64_t vaddr, const char **file,
+		      unsigned *line)
+{
+	*file = NULL;
+	*line = 0;
+	if (!d->lines_tried) {
+		char err[512];
+
+		d->lines_tried = true;
+		/* No line table is the common case (a release build, a
+		 * system library): nothing to say. */
+		sym_lines_open(d->found, &d->lines, err, sizeof(err));
+	}
+	if (!sym_lines_at(d->lines, vaddr, file, line))
+		*file = NULL;
+}
+
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
-	const struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+	struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
 	const char *base;
 
+	out->fn_file = out->ip_file = NULL;
+	out->fn_line = out->ip_line = 0;
 	if (dec_kernel_symbolize(c, ip, out))
 		return;
 	out->known = false;
@@ -467,6 +487,10 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		if (s) {
 			out->name = s->name;
 			out->known = true;
+			source_at(d, ip - (uint64_t)m->bias, &out->ip_file,
+				  &out->ip_line);
+			if (out->ip_file)
+				source_at(d, vlo, &out->fn_file, &out->fn_line);
 			return;
 		}
 	}

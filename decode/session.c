@@ -509,6 +509,7 @@ void dec_free(struct dec_capture *c)
 		free(c->dsos[i].found);
 		free(c->dsos[i].missing);
 		sym_file_free(c->dsos[i].sf);
+		sym_lines_free(c->dsos[i].lines);
 	}
 	for (size_t i = 0; i < c->nr_missing; i++)
 		free(c->missing[i]);

@@ -55,9 +55,11 @@ enum mt_slice_flags {
  * once per trace (mt_frame_intern) so that a slice is 40 bytes.
  */
 struct mt_frame {
-	uint64_t addr; /* symbol (or entry) address, 0 if none */
-	uint32_t name; /* string id */
-	uint32_t dso;  /* string id of the binary's path, 0 if none */
+	uint64_t addr;	 /* symbol (or entry) address, 0 if none */
+	uint32_t name;	 /* string id */
+	uint32_t dso;	 /* string id of the binary's path, 0 if none */
+	uint32_t source; /* string id of "FILE:LINE" of its entry, 0 if
+			  * unknown (no line table) */
 };
 
 struct mt_slice {
@@ -68,6 +70,8 @@ struct mt_slice {
 	uint32_t parent;  /* index in the thread's slices, or MT_NONE */
 	uint32_t flags;	  /* enum mt_slice_flags */
 	uint32_t segment; /* the trace segment it came from */
+	uint32_t site;	  /* string id of "FILE:LINE" of the call that made
+			   * it, 0 if unknown */
 };
 
 struct mt_thread {

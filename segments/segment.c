@@ -41,6 +41,7 @@ struct sym_ent {
 	uint64_t lo, hi;
 	uint32_t name, dso;
 	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
+	uint32_t site;	/* "FILE:LINE" of ip itself, 0 unknown */
 	bool valid, known;
 };
 
@@ -76,11 +77,25 @@ struct seg_builder {
 
 	uint32_t frame_syscall, frame_untraced, frame_kernel;
 	struct sym_ent cache[SYM_CACHE];
+	/* return address -> string id of its call's "FILE:LINE" + 1 */
+	struct mt_hmap sites;
 };
 
 static struct mt_thread *thr(struct seg_builder *b)
 {
 	return &b->t->threads[b->thread];
+}
+
+/* "FILE:LINE" as a string id, 0 when out of memory. */
+static uint32_t pos_intern(struct seg_builder *b, const char *file,
+			   unsigned line)
+{
+	char buf[4096 + 16];
+	uint32_t id;
+
+	snprintf(buf, sizeof(buf), "%s:%u", file, line);
+	id = mt_str_intern(&b->t->strs, buf);
+	return id == MT_NONE ? 0 : id;
 }
 
 static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
@@ -100,6 +115,12 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	}
 	e->frame = mt_frame_intern(b->t, e->name, e->dso,
 				   ds.known ? ds.start : ip);
+	e->site = 0;
+	if (e->frame != MT_NONE && ds.fn_file &&
+	    (!(e->site = pos_intern(b, ds.ip_file, ds.ip_line)) ||
+	     !(b->t->frames[e->frame].source =
+		       pos_intern(b, ds.fn_file, ds.fn_line))))
+		e->frame = MT_NONE;
 	if (e->frame == MT_NONE) {
 		e->valid = false;
 		return NULL;
@@ -150,6 +171,7 @@ void seg_builder_free(struct seg_builder *b)
 	free(b->roots);
 	free(b->reveals);
 	free(b->reveal_ips);
+	mt_hmap_free(&b->sites);
 	free(b);
 }
 
@@ -202,16 +224,45 @@ static int push(struct seg_builder *b, uint64_t time, int32_t lv,
 	return 0;
 }
 
+/*
+ * The line of the call that returns to ret: the line of the instruction
+ * before ret, as addr2line and debuggers say it.  Only asked of callers
+ * whose binary has a line table (their frame has a source), once for each
+ * return address.  0: unknown.
+ */
+static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
+			  uint64_t ret)
+{
+	const struct sym_ent *e;
+	uint64_t v;
+
+	if (!caller || caller->kind != FR_FUNC || !ret ||
+	    !b->t->frames[thr(b)->slices[caller->slice].frame].source)
+		return 0;
+	if (mt_hmap_find(&b->sites, ret, &v))
+		return (uint32_t)v;
+	e = lookup(b, ret - 1);
+	v = e ? e->site : 0;
+	/* A full table only costs the lookups again. */
+	mt_hmap_set(&b->sites, ret, v);
+	return (uint32_t)v;
+}
+
 static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
 		   uint64_t ip, uint64_t ret, uint32_t flags)
 {
+	uint32_t site = call_site(b, top(b), ret);
 	const struct sym_ent *e = lookup(b, ip);
+	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;
-	return push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
+	rc = push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
+	if (!rc)
+		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
+	return rc;
 }
 
 static void end_frame(struct seg_builder *b, const struct frame *f,

@@ -416,3 +416,159 @@ done:
 	dwfl_end(dwfl);
 	return rc;
 }
+
+/* Address to source position: the line table's rows, sorted. */
+struct sym_lines {
+	struct lrow_pos {
+		uint64_t addr;
+		uint32_t file; /* index in files; UINT32_MAX: a sequence ends */
+		uint32_t line;
+	} * rows;
+	size_t nr_rows, cap_rows;
+	char **files;
+	size_t nr_files, cap_files;
+	struct mt_hmap by_name;
+};
+
+struct name_key {
+	const struct sym_lines *l;
+	const char *name;
+};
+
+static bool same_name(const void *ctx, uint64_t val)
+{
+	const struct name_key *k = ctx;
+
+	return !strcmp(k->l->files[val], k->name);
+}
+
+/* The index of name in l->files, added when new; -1 on -ENOMEM. */
+static int64_t file_index(struct sym_lines *l, const char *name)
+{
+	struct name_key k = {l, name};
+	uint64_t h = mt_hash_bytes(name, strlen(name)), v;
+
+	if (mt_hmap_find_ext(&l->by_name, h, same_name, &k, &v))
+		return (int64_t)v;
+	if (mt_grow((void **)&l->files, &l->cap_files, l->nr_files + 1,
+		    sizeof(*l->files)))
+		return -1;
+	l->files[l->nr_files] = strdup(name);
+	if (!l->files[l->nr_files] ||
+	    mt_hmap_add_ext(&l->by_name, h, l->nr_files)) {
+		free(l->files[l->nr_files]);
+		return -1;
+	}
+	return (int64_t)l->nr_files++;
+}
+
+static int cmp_pos(const void *a, const void *b)
+{
+	const struct lrow_pos *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int lines_of_unit(struct sym_lines *l, Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	const char *dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	Dwarf_Lines *lines;
+	char full[4096];
+	size_t n;
+
+	if (dwarf_getsrclines(cu, &lines, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *dl = dwarf_onesrcline(lines, i);
+		const char *name = row_file(dl, dir, full, sizeof(full));
+		Dwarf_Addr addr;
+		bool end;
+		int ln;
+		int64_t f;
+
+		if (!name || dwarf_lineno(dl, &ln) ||
+		    dwarf_lineaddr(dl, &addr) ||
+		    dwarf_lineendsequence(dl, &end))
+			continue;
+		f = end ? (int64_t)UINT32_MAX : file_index(l, name);
+		if (f < 0 || mt_grow((void **)&l->rows, &l->cap_rows,
+				     l->nr_rows + 1, sizeof(*l->rows)))
+			return -ENOMEM;
+		l->rows[l->nr_rows++] = (struct lrow_pos){
+			addr, (uint32_t)f, ln > 0 ? (uint32_t)ln : 0};
+	}
+	return 0;
+}
+
+int sym_lines_open(const char *path, struct sym_lines **out, char *err,
+		   size_t errlen)
+{
+	struct sym_lines *l = calloc(1, sizeof(*l));
+	Dwfl *dwfl = NULL;
+	Dwarf *dw;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	int rc;
+
+	*out = NULL;
+	if (!l)
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
+	rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+	while (!rc &&
+	       dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
+		rc = lines_of_unit(l, &cudie);
+	dwfl_end(dwfl);
+	if (!rc && !l->nr_rows)
+		rc = mt_err(err, errlen, -ENOENT, "%s: no DWARF line tables",
+			    path);
+	if (rc) {
+		if (rc == -ENOMEM)
+			mt_err(err, errlen, rc, "out of memory reading %s",
+			       path);
+		sym_lines_free(l);
+		return rc;
+	}
+	/* Stable, so that where two sequences share an address (an end
+	 * and the next start) the start, read later, comes last. */
+	if (mt_stable_sort(l->rows, l->nr_rows, sizeof(*l->rows), cmp_pos)) {
+		sym_lines_free(l);
+		return mt_err(err, errlen, -ENOMEM, "out of memory reading %s",
+			      path);
+	}
+	*out = l;
+	return 0;
+}
+
+bool sym_lines_at(const struct sym_lines *l, uint64_t vaddr, const char **file,
+		  unsigned *line)
+{
+	size_t lo = 0, hi = l ? l->nr_rows : 0;
+
+	/* The last row at or before vaddr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->rows[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || l->rows[lo - 1].file == UINT32_MAX || !l->rows[lo - 1].line)
+		return false;
+	*file = l->files[l->rows[lo - 1].file];
+	*line = l->rows[lo - 1].line;
+	return true;
+}
+
+void sym_lines_free(struct sym_lines *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nr_files; i++)
+		free(l->files[i]);
+	free(l->files);
+	free(l->rows);
+	mt_hmap_free(&l->by_name);
+	free(l);
+}

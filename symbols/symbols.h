@@ -18,6 +18,7 @@
 #ifndef MT_SYMBOLS_H
 #define MT_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -145,6 +146,20 @@ struct sym_src {
 int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 		 size_t errlen);
 void sym_src_free(struct sym_src *v, size_t n);
+
+/*
+ * The source position of code: the DWARF line tables of the ELF at path
+ * (or its separate debug file) as rows sorted by address.  Returns 0, or
+ * a negative code with one line in err (-ENOENT: no line tables).
+ */
+struct sym_lines;
+int sym_lines_open(const char *path, struct sym_lines **out, char *err,
+		   size_t errlen);
+/* The file (whole, normalized) and line of the row covering vaddr (an ELF
+ * vaddr), as addr2line says them; false when no row does. */
+bool sym_lines_at(const struct sym_lines *l, uint64_t vaddr, const char **file,
+		  unsigned *line);
+void sym_lines_free(struct sym_lines *l);
 
 /* Demangle a C++ or Rust name into buf; returns buf, or name when it is
  * not mangled (or does not fit). */

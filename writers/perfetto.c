@@ -63,6 +63,8 @@ static const char *const an_names[] = {
 	"untraced",
 	"unknown",
 	"value",
+	"source",
+	"call_site",
 };
 
 static const struct {
@@ -241,7 +243,7 @@ int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 	pb_end(b, m);
 
 	m = pb_begin(b, F_INTERNED_DATA);
-	for (size_t i = 0; i < sizeof(an_names) / sizeof(an_names[0]); i++) {
+	for (size_t i = 0; i < AN_EAGER; i++) {
 		c = pb_begin(b, F_ID_ANNOT_NAMES);
 		pb_uint(b, F_IID, i + 1);
 		pb_str(b, F_INTERNED_NAME, an_names[i]);
@@ -260,22 +262,39 @@ void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
 	pb_end(b, m);
 }
 
+/* An interned string value (debug_annotation_string_values). */
+static void pf_intern_value(struct pb_buf *b, uint32_t iid, const char *str)
+{
+	size_t e = pb_begin(b, F_ID_ANNOT_VALUES);
+
+	pb_uint(b, F_IID, iid);
+	pb_str(b, F_INTERNED_NAME, str);
+	pb_end(b, e);
+}
+
 static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 			  const struct mt_slice *s)
 {
 	const struct mt_strtab *st = &w->t->strs;
 	const struct mt_frame *fr = mt_slice_frame(w->t, s);
 	struct pb_buf *b = &w->pk;
-	uint32_t name, dso = 0;
-	int name_new, dso_new = 0;
+	uint32_t name, dso = 0, src = 0, site = 0;
+	int name_new, dso_new = 0, src_new = 0, site_new = 0, pos_new;
 	size_t pkt, m, e;
 
 	name = pf_intern(w, &w->names, fr->name, &name_new);
 	if (fr->dso)
 		dso = pf_intern(w, &w->strs, fr->dso, &dso_new);
+	if (fr->source)
+		src = pf_intern(w, &w->strs, fr->source, &src_new);
+	if (s->site)
+		site = pf_intern(w, &w->strs, s->site, &site_new);
+	pos_new = (src || site) && w->pos_gen != w->gen;
+	if (pos_new)
+		w->pos_gen = w->gen;
 
 	pkt = pf_event_packet(w, ts);
-	if (name_new || dso_new) {
+	if (name_new || dso_new || src_new || site_new || pos_new) {
 		m = pb_begin(b, F_INTERNED_DATA);
 		if (name_new) {
 			e = pb_begin(b, F_ID_EVENT_NAMES);
@@ -283,10 +302,17 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 			pb_str(b, F_INTERNED_NAME, mt_str(st, fr->name));
 			pb_end(b, e);
 		}
-		if (dso_new) {
-			e = pb_begin(b, F_ID_ANNOT_VALUES);
-			pb_uint(b, F_IID, dso);
-			pb_str(b, F_INTERNED_NAME, mt_str(st, fr->dso));
+		if (dso_new)
+			pf_intern_value(b, dso, mt_str(st, fr->dso));
+		if (src_new)
+			pf_intern_value(b, src, mt_str(st, fr->source));
+		if (site_new)
+			pf_intern_value(b, site, mt_str(st, s->site));
+		for (uint32_t an = AN_SOURCE; pos_new && an <= AN_CALL_SITE;
+		     an++) {
+			e = pb_begin(b, F_ID_ANNOT_NAMES);
+			pb_uint(b, F_IID, an);
+			pb_str(b, F_INTERNED_NAME, an_names[an - 1]);
 			pb_end(b, e);
 		}
 		pb_end(b, m);
@@ -301,6 +327,10 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		pf_arg_uint(b, AN_ADDRESS, F_DA_POINTER, fr->addr);
 	if (dso)
 		pf_arg_uint(b, AN_DSO, F_DA_STR_IID, dso);
+	if (src)
+		pf_arg_uint(b, AN_SOURCE, F_DA_STR_IID, src);
+	if (site)
+		pf_arg_uint(b, AN_CALL_SITE, F_DA_STR_IID, site);
 	for (size_t i = 0; i < sizeof(flag_args) / sizeof(flag_args[0]); i++)
 		if (s->flags & flag_args[i].flag)
 			pf_arg_uint(b, flag_args[i].an, F_DA_BOOL, 1);

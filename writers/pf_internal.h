@@ -102,7 +102,12 @@ enum {
 	AN_UNTRACED,
 	AN_UNKNOWN,
 	AN_VALUE,
+	/* Interned when first used in a sequence: a trace without source
+	 * positions stays as it was. */
+	AN_SOURCE,
+	AN_CALL_SITE,
 };
+#define AN_EAGER AN_VALUE /* the last name interned up front */
 
 #define DEFAULT_MAX_DEPTH 512
 #define DESC_SEQ	  1
@@ -147,7 +152,9 @@ struct pf {
 	uint8_t *zout;
 	size_t zcap;
 
-	uint32_t gen; /* of the current sequence */
+	uint32_t gen;	  /* of the current sequence */
+	uint32_t pos_gen; /* gen when AN_SOURCE and AN_CALL_SITE were
+			   * interned */
 	struct pf_intern names, strs;
 	uint32_t seq;	/* current sequence id */
 	uint64_t clock; /* its clock 64, running value */

@@ -17,6 +17,7 @@
 struct aset {
 	uint64_t addr;
 	uint32_t dso, flags;
+	uint32_t source, site; /* string ids of "FILE:LINE", 0 unknown */
 };
 
 /* A number (tid or pid) and the row that stands for it. */

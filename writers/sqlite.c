@@ -26,7 +26,8 @@
  * SQLite 3.31 (2020) or later.
  *
  * Frames.  What many slices share, a name and an arg set (and with the
- * set its address, dso and flags), is one row of frame; a row of
+ * set its address, dso, flags, source position and call site), is one
+ * row of frame; a row of
  * slice_raw keeps what is the slice's own (times, track, depth, parent,
  * segment) and its frame_id, and the view slice joins them back.
  *
@@ -91,7 +92,8 @@ static const char schema[] =
 	"CREATE TABLE strings(id INTEGER PRIMARY KEY, str TEXT);"
 	"CREATE TABLE frame("
 	"id INTEGER PRIMARY KEY, name_id INTEGER, arg_set_id INTEGER,"
-	" address INTEGER, dso_id INTEGER, flags INTEGER NOT NULL);"
+	" address INTEGER, dso_id INTEGER, flags INTEGER NOT NULL,"
+	" source_id INTEGER, call_site_id INTEGER);"
 	"CREATE TABLE slice_raw("
 	"id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, dur INTEGER NOT NULL,"
 	" track_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
@@ -111,14 +113,16 @@ static const char schema[] =
 	" (f.flags & 32) != 0 AS untraced,"
 	" (f.flags & 128) != 0 AS unknown,"
 	" (f.flags & 256) != 0 AS depth_guessed,"
-	" s.segment AS segment,"
+	" s.segment AS segment, src.str AS source, cs.str AS call_site,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
 	" NULL AS thread_instruction_delta,"
 	" NULL AS cat, s.id AS slice_id"
 	" FROM slice_raw s LEFT JOIN frame f ON f.id = s.frame_id"
 	" LEFT JOIN strings n ON n.id = f.name_id"
-	" LEFT JOIN strings d ON d.id = f.dso_id;"
+	" LEFT JOIN strings d ON d.id = f.dso_id"
+	" LEFT JOIN strings src ON src.id = f.source_id"
+	" LEFT JOIN strings cs ON cs.id = f.call_site_id;"
 	"CREATE VIEW slices AS SELECT * FROM slice;"
 	"CREATE TABLE args("
 	"id INTEGER PRIMARY KEY, arg_set_id INTEGER NOT NULL, flat_key TEXT,"
@@ -191,7 +195,8 @@ static const char *const stmt_sql[S_NR] = {
 	[S_TRACK] = "INSERT INTO thread_track(id, name, type, utid)"
 		    " VALUES(?, ?, 'thread_execution', ?)",
 	[S_FRAME] = "INSERT INTO frame(id, name_id, arg_set_id, address,"
-		    " dso_id, flags) VALUES(?, ?, ?, ?, ?, ?)",
+		    " dso_id, flags, source_id, call_site_id)"
+		    " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_STRING] = "INSERT INTO strings(id, str) VALUES(?, ?)",
 	[S_ARG] = "INSERT INTO args(arg_set_id, flat_key, key, int_value,"
 		  " string_value, value_type) VALUES(?1, ?2, ?2, ?3, ?4, ?5)",
@@ -419,6 +424,12 @@ static int write_aset(struct sq *w, uint64_t set, const struct aset *a)
 	if (!rc && a->dso)
 		rc = write_arg(w, set, "debug.dso", 0,
 			       mt_str(&w->t->strs, a->dso), "string");
+	if (!rc && a->source)
+		rc = write_arg(w, set, "debug.source", 0,
+			       mt_str(&w->t->strs, a->source), "string");
+	if (!rc && a->site)
+		rc = write_arg(w, set, "debug.call_site", 0,
+			       mt_str(&w->t->strs, a->site), "string");
 	for (size_t i = 0; !rc && i < sizeof(flag_args) / sizeof(*flag_args);
 	     i++)
 		if (a->flags & flag_args[i].bit)
@@ -432,6 +443,7 @@ static uint64_t aset_hash(const struct aset *a)
 	uint64_t h = a->addr * 0x9e3779b97f4a7c15ull;
 
 	h ^= ((uint64_t)a->dso << 8 | a->flags) * 0xc2b2ae3d27d4eb4full;
+	h ^= ((uint64_t)a->source << 32 | a->site) * 0x165667b19e3779f9ull;
 	return h ^ h >> 29;
 }
 
@@ -446,7 +458,8 @@ static bool same_aset(const void *ctx, uint64_t set)
 	const struct aset *o = &k->w->asets[set];
 
 	return o->addr == k->a->addr && o->dso == k->a->dso &&
-	       o->flags == k->a->flags;
+	       o->flags == k->a->flags && o->source == k->a->source &&
+	       o->site == k->a->site;
 }
 
 /* The slice's arg_set_id, its rows written the first time the set is
@@ -454,12 +467,12 @@ static bool same_aset(const void *ctx, uint64_t set)
 static int aset_get(struct sq *w, const struct mt_slice *s, int64_t *set)
 {
 	const struct mt_frame *fr = mt_slice_frame(w->t, s);
-	struct aset a = {fr->addr, fr->dso, s->flags};
+	struct aset a = {fr->addr, fr->dso, s->flags, fr->source, s->site};
 	struct aset_key k = {w, &a};
 	uint64_t h = aset_hash(&a), id;
 
 	*set = -1;
-	if (!a.addr && !a.dso && !a.flags)
+	if (!a.addr && !a.dso && !a.flags && !a.source && !a.site)
 		return 0;
 	if (mt_hmap_find_ext(&w->aset_index, h, same_aset, &k, &id)) {
 		*set = (int64_t)id;
@@ -574,6 +587,8 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	bind_opt(st, 4, fr->addr);
 	bind_sid(st, 5, fr->dso);
 	sqlite3_bind_int64(st, 6, s->flags);
+	bind_sid(st, 7, fr->source);
+	bind_sid(st, 8, set >= 0 ? w->asets[set].site : 0);
 	return step(w, st);
 }
 
@@ -605,7 +620,9 @@ static int write_frames(struct sq *w)
 			if ((s->parent != MT_NONE && s->parent >= j) ||
 			    s->frame >= t->nr_frames ||
 			    t->frames[s->frame].name >= t->strs.nr ||
-			    t->frames[s->frame].dso >= t->strs.nr)
+			    t->frames[s->frame].dso >= t->strs.nr ||
+			    t->frames[s->frame].source >= t->strs.nr ||
+			    s->site >= t->strs.nr)
 				return sq_fail(
 					w, -EINVAL,
 					"thread %" PRIu32 " slice %zu: "
