@@ -26,14 +26,33 @@ conv=$("$B/mt-bench" run "$B/mt-convert" "$D/raw.bin" -o "$D/out.pftrace" \
 slices=$(sed -n 's/.*, \([0-9]*\) slices,.*/\1/p' "$D/convert.log")
 "$B/mt-convert" "$D/raw.bin" -o "$D/plain.pftrace" --no-compress --no-sqlite -q
 perf_out=$("$B/mt-bench" run sh -c "perf script -i '$D/raw.bin' --itrace=cr >/dev/null 2>&1")
+# The same conversion decoding on one thread, and without the database:
+# what the parallel decode gains, and what the database costs.
+serial=$("$B/mt-bench" run "$B/mt-convert" "$D/raw.bin" -o "$D/serial.pftrace" \
+	--sqlite "$D/serial.sqlite" -j 1 -q)
+nosql=$("$B/mt-bench" run "$B/mt-convert" "$D/raw.bin" -o "$D/nosql.pftrace" \
+	--no-sqlite -q)
+cmp -s "$D/out.pftrace" "$D/serial.pftrace" && cmp -s "$D/out.sqlite" "$D/serial.sqlite" ||
+	echo "warning: the parallel and the serial decode wrote different outputs" >&2
+rm -f "$D/serial.pftrace" "$D/serial.sqlite" "$D/nosql.pftrace"
+pieces=$(sed -n 's/.*decoded in \([0-9]*\) pieces on \([0-9]*\) threads, \([0-9]*\) of them.*/\1 pieces on \2 threads, \3 joined/p' "$D/convert.log")
+# A typical snapshot: 4 MiB of AUX for one thread.
+S=${MT_BUILD:-build}/bench/snap4
+# (about 0.95 bytes of AUX a branch at this size)
+[ -f "$S/raw.bin" ] || "$B/mt-synth" --seed 4243 --branches "$((4 * 1048576 * 100 / 95))" \
+	-o "$S" >/dev/null
+snap=$("$B/mt-bench" run "$B/mt-convert" "$S/raw.bin" -o "$S/out.pftrace" -q)
+snap_mb=$(awk "BEGIN {print $(stat -c %s "$S/raw.bin") / 1048576}")
+rm -f "$S/out.pftrace" "$S/out.sqlite"
 blocks=$(field blocks "$bare")
 tb=$(field seconds "$bare"); tc=$(field seconds "$conv"); tp=$(field seconds "$perf_out")
 cpu=$(field cpu "$conv")
+ts=$(field seconds "$serial"); cns=$(field cpu "$nosql"); tsnap=$(field seconds "$snap")
 rss=$(field rss_kb "$conv")
 pf=$(stat -c %s "$D/out.pftrace"); pl=$(stat -c %s "$D/plain.pftrace")
 sq=$(stat -c %s "$D/out.sqlite")
 mb=$(awk "BEGIN {print $aux_bytes / 1048576}")
-awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" -v cpu="$cpu" \
+awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" -v cpu="$cpu" -v ts="$ts" \
     -v slices="$slices" -v rss="$rss" -v pf="$pf" -v pl="$pl" -v sq="$sq" 'BEGIN {
 	printf "%-28s %9s %10s %12s\n", "", "seconds", "MiB/s", "Mevents/s"
 	printf "%-28s %9.2f %10.1f %12.2f\n", "bare libipt block loop", tb, mb / tb, blocks / tb / 1e6
@@ -44,6 +63,22 @@ awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v blocks="$blocks" -v cpu="
 	printf "\nratios: mt-convert is %.1fx faster than perf script (target >= 10x)\n", tp / tc
 	printf "        mt-convert takes %.2fx the bare loop (target <= 1.5x)\n", tc / tb
 	printf "        mt-convert kept %.0f%% of a core busy (CPU %.2f s over %.2f s)\n", cpu / tc * 100, cpu, tc
+	printf "        decoding on one thread (-j 1) it takes %.2f s: %.2fx\n", ts, ts / tc
+}'
+echo "parallel decode: ${pieces:-not cut}"
+awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v cpu="$cpu" -v cns="$cns" \
+    -v slices="$slices" -v rss="$rss" -v pf="$pf" -v pl="$pl" -v sq="$sq" \
+    -v tsnap="$tsnap" -v snap_mb="$snap_mb" 'BEGIN {
+	printf "\n%-40s %-12s %s\n", "target (issue 16)", "wanted", "measured"
+	printf "%-40s %-12s %.2fx\n", "end to end / bare libipt loop", "<= 1.5x", tc / tb
+	printf "%-40s %-12s %.1fx\n", "faster than perf script --itrace=cr", ">= 10x", tp / tc
+	printf "%-40s %-12s %.0f%%\n", "CPU use during the conversion", "> 180%", cpu / tc * 100
+	printf "%-40s %-12s %.2f us\n", "SQLite CPU a slice (with - without)", "<= 0.3 us", (cpu - cns) / slices * 1e6
+	printf "%-40s %-12s %.1f B\n", "peak RSS a slice", "<= 48 B", rss * 1024 / slices
+	printf "%-40s %-12s %.1f B\n", ".pftrace a slice, plain", "<= 24 B", pl / slices
+	printf "%-40s %-12s %.2f B\n", ".pftrace a slice, compressed", "<= 2.5 B", pf / slices
+	printf "%-40s %-12s %.1f B\n", "database a slice", "<= 48 B", sq / slices
+	printf "%-40s %-12s %.2f s (%.1f MiB)\n", "a 4 MiB one-thread snapshot, end to end", "< 0.5 s", tsnap, snap_mb
 }'
 
 # Time against size: captures of 1/16 and 1/4 of the branches (the same
