@@ -106,6 +106,9 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 
 	if (e->valid && e->ip == ip)
 		return e;
+	/* A symbolizer that knows no source positions leaves them out. */
+	ds.fn_file = ds.ip_file = NULL;
+	ds.fn_line = ds.ip_line = 0;
 	b->sym(b->ctx, ip, &ds);
 	e->name = mt_str_intern(&b->t->strs, ds.name);
 	e->dso = mt_str_intern(&b->t->strs, ds.dso);
