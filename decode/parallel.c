@@ -341,8 +341,12 @@ bool prun_tick(struct strm *s)
 	if (!settled(s))
 		return false;
 	if (!pc->cp_final) {
+		/* Not before the decoder's offset has moved past the PSB it
+		 * synced at: until then a resync after an error would start
+		 * its search from there, where the serial decode, synced
+		 * earlier, searches from past it. */
 		if (off > s->first_off && off - s->first_off < CP_ZONE &&
-		    pc->ncp < CP_MAX) {
+		    pc->ncp < CP_MAX && s->prev_off > pc->start) {
 			if (record(pc, s)) {
 				s->rc = -ENOMEM;
 				return false;
@@ -421,6 +425,8 @@ int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
 	return 0;
 }
 
+static void piece_free(struct piece *pc);
+
 static int run_piece(struct par *p, struct strm *s, size_t i)
 {
 	struct piece *pc = &p->pc[i];
@@ -441,11 +447,16 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 	pc->cp_final = true;
 	if (!pc->joined) {
 		stats_of(s, pc->end_st);
-		/* It decoded to the end: every piece after is in it. */
-		for (size_t q = pc->next; q < pc->buf_end; q++)
+		/* It decoded to the end: every piece after is in it.  (A
+		 * run that could not even sync at its PSB has nothing: the
+		 * run before takes its piece and goes on to the next.) */
+		for (size_t q = pc->next; s->at_end && q < pc->buf_end; q++)
 			if (!absorb(p, pc, q))
 				break;
 	}
+	/* Nobody reads a dropped run's events. */
+	if (pc->absorbed)
+		piece_free(pc);
 	pc->done = true;
 	if (rc == -ENOMEM && !p->rc)
 		p->rc = rc;
@@ -610,6 +621,12 @@ static size_t plan(struct par *p, const struct par_buf *b, size_t n)
 		if (cut && from + sizeof(psb) <= b->len)
 			q = memmem(b->data + from, b->len - from, psb,
 				   sizeof(psb));
+		/* A packet whose payload ends in 02 82 just before a PSB
+		 * makes the pattern start early: the PSB is its last 16
+		 * bytes. */
+		while (q && q + sizeof(psb) + 2 <= b->data + b->len &&
+		       q[sizeof(psb)] == 0x02 && q[sizeof(psb) + 1] == 0x82)
+			q += 2;
 		if (!q) {
 			p->pc[n - 1].end = b->len;
 			break;

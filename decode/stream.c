@@ -736,6 +736,7 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 		strm_flush(s);
 		strm_end_gap(s);
 	}
+	s->at_end = status == -pte_eos && !stop && !s->rc;
 	if (status == -pte_eos || stop)
 		status = 0;
 out:

@@ -91,6 +91,7 @@ struct strm {
 	struct prun *run;
 	bool ticked;	    /* a tick among the events just read */
 	bool have_first;    /* first_off is known */
+	bool at_end;	    /* strm_decode() went to the buffer's end */
 	uint64_t first_off; /* the decoder's offset after the first sync */
 	uint64_t tick_off;  /* the decoder's offset at the last tick */
 	uint32_t tick_nth;  /* ticks before it at that offset */
