@@ -92,6 +92,18 @@ static int close_stream(struct mt_outfile *f)
 	return rc;
 }
 
+#define WRITEBACK_STEP (16u << 20)
+
+void mt_writeback(struct mt_writeback *wb, int fd, uint64_t end)
+{
+	if (end < wb->started + WRITEBACK_STEP)
+		return;
+	/* Only a hint: a file system without it is synced at commit. */
+	sync_file_range(fd, (off_t)wb->started, (off_t)(end - wb->started),
+			SYNC_FILE_RANGE_WRITE);
+	wb->started = end;
+}
+
 /* Synced first: a rename must never put a short file in place after a
  * crash of the machine. */
 static int sync_file(const char *name)

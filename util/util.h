@@ -142,6 +142,18 @@ int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
 void mt_outfile_abort(struct mt_outfile *f);
 
 /*
+ * An output's writeback, started as the file grows (outfile.c): every
+ * few MiB written up to end, the disk is asked to begin writing them
+ * (sync_file_range, without waiting), so that the sync at commit finds
+ * little left and the disk works while the conversion computes.
+ * Zero-initialised it has started nothing.
+ */
+struct mt_writeback {
+	uint64_t started; /* bytes asked for so far, from 0 */
+};
+void mt_writeback(struct mt_writeback *wb, int fd, uint64_t end);
+
+/*
  * a and b name the same file: the same inode when both exist (links
  * followed, hard links too), otherwise the same path once the
  * directories are resolved.

@@ -158,6 +158,11 @@ static int flush(struct bt_file *f)
 		return 0;
 	rc = pwrite_all(f->fd, f->chunk, (size_t)f->chunk_nr * f->page_size,
 			(off_t)(f->chunk_first - 1) * f->page_size);
+	/* Pages are appended: the file so far is what to write back. */
+	if (!rc)
+		mt_writeback(&f->wb, f->fd,
+			     (uint64_t)(f->chunk_first - 1 + f->chunk_nr) *
+				     f->page_size);
 	f->chunk_nr = 0;
 	return rc;
 }

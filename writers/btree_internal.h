@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/util.h"
+
 /* The most columns in a row or entry, and so the most bytes in a cell:
  * a payload length, a rowid, a header byte per column and a 64-bit
  * value per column. */
@@ -39,6 +41,7 @@ struct bt_file {
 	int failed;
 	uint8_t *chunk; /* appended pages not yet written */
 	uint32_t chunk_first, chunk_nr, chunk_cap;
+	struct mt_writeback wb;
 };
 
 /* A page being filled: cells from the end backwards, their pointers

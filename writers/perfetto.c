@@ -116,6 +116,7 @@ static int pf_write(struct pf *w, const uint8_t *p, size_t n)
 		n -= (size_t)r;
 		w->bytes += (uint64_t)r;
 	}
+	mt_writeback(&w->wb, w->fd, w->bytes);
 	return 0;
 }
 

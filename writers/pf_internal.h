@@ -145,6 +145,7 @@ struct pf {
 	int compress;
 	int fd;
 	uint64_t bytes;
+	struct mt_writeback wb;
 
 	struct pb_buf pk; /* packets not yet written */
 	size_t flush_at;
