@@ -259,6 +259,21 @@ static const struct ckpt *find_ckpt(const struct piece *qc,
 	return NULL;
 }
 
+/*
+ * pc's run takes piece q as its own (the lock held, and let go here).
+ * Returns 1 when the run must stop (it was given up itself), 0 when the
+ * tick s is at is now inside its range, -1 when it is past that too.
+ */
+static int take_over(struct strm *s, struct par *p, struct piece *pc, size_t q)
+{
+	bool ok = absorb(p, pc, q);
+
+	pthread_mutex_unlock(&p->lock);
+	if (!ok)
+		return 1;
+	return s->tick_off < pc->span_end ? 0 : -1;
+}
+
 /* In the join zone: true when the run stops here. */
 static bool join(struct strm *s, struct par *p, struct piece *pc)
 {
@@ -268,6 +283,7 @@ static bool join(struct strm *s, struct par *p, struct piece *pc)
 		struct piece *qc;
 		size_t q;
 		bool past;
+		int rc;
 
 		pthread_mutex_lock(&p->lock);
 		q = pc->next;
@@ -279,13 +295,8 @@ static bool join(struct strm *s, struct par *p, struct piece *pc)
 		/* A piece no run has, or one already given up, is decoded
 		 * here. */
 		if (!qc->taken || qc->absorbed) {
-			if (!absorb(p, pc, q)) {
-				pthread_mutex_unlock(&p->lock);
-				return true;
-			}
-			pthread_mutex_unlock(&p->lock);
-			if (s->tick_off < pc->span_end)
-				return false;
+			if ((rc = take_over(s, p, pc, q)) >= 0)
+				return rc;
 			continue;
 		}
 		while (!qc->cp_final && !p->quit)
@@ -313,13 +324,8 @@ static bool join(struct strm *s, struct par *p, struct piece *pc)
 			return false;
 		/* No state of the next run's is ours: its piece is ours. */
 		pthread_mutex_lock(&p->lock);
-		if (!absorb(p, pc, q)) {
-			pthread_mutex_unlock(&p->lock);
-			return true;
-		}
-		pthread_mutex_unlock(&p->lock);
-		if (s->tick_off < pc->span_end)
-			return false;
+		if ((rc = take_over(s, p, pc, q)) >= 0)
+			return rc;
 	}
 }
 

@@ -71,6 +71,34 @@ static int push_to(struct strm *s, struct dec_thread *th, uint64_t t,
 }
 
 /*
+ * The switch records of this CPU from sw_cur on, up to time t, one a
+ * call: the next at or after *i (moved past it), with its thread in
+ * *th; NULL when there are no more (or out of memory: s->rc).
+ */
+static const struct dec_switch *next_switch(struct strm *s, size_t *i,
+					    uint64_t t, struct dec_thread **th)
+{
+	struct dec_capture *c = s->c;
+
+	for (; *i < c->nr_switches; (*i)++) {
+		const struct dec_switch *w = &c->switches[*i];
+
+		if (w->cpu != s->cpu)
+			continue;
+		if (w->time > t)
+			return NULL;
+		(*i)++;
+		*th = dec_thread_get(c, w->pid, w->tid);
+		if (!*th) {
+			s->rc = -ENOMEM;
+			return NULL;
+		}
+		return w;
+	}
+	return NULL;
+}
+
+/*
  * An overflow on a shared CPU lost the trace of every thread that left
  * the CPU during it, not only the one it resumes in: they were switched
  * out without a trace of it, and their next TIP.PGE would seem to go on
@@ -81,23 +109,14 @@ static int push_to(struct strm *s, struct dec_thread *th, uint64_t t,
 static void lost_in_overflow(struct strm *s, uint64_t t, uint64_t floor)
 {
 	struct dec_capture *c = s->c;
-	struct dec_thread *in = NULL;
+	struct dec_thread *in = NULL, *th;
+	const struct dec_switch *w;
 	uint64_t in_time = 0;
+	size_t i = s->sw_cur;
 
-	for (size_t i = s->sw_cur; i < c->nr_switches; i++) {
-		const struct dec_switch *w = &c->switches[i];
-		struct dec_thread *th;
+	while ((w = next_switch(s, &i, t, &th))) {
 		uint64_t from;
 
-		if (w->cpu != s->cpu)
-			continue;
-		if (w->time > t)
-			break;
-		th = dec_thread_get(c, w->pid, w->tid);
-		if (!th) {
-			s->rc = -ENOMEM;
-			return;
-		}
 		if (!w->out) {
 			in = th;
 			in_time = w->time;
@@ -120,22 +139,12 @@ static void lost_in_overflow(struct strm *s, uint64_t t, uint64_t floor)
  */
 static void switches_in_gap(struct strm *s, uint64_t t, bool to_end)
 {
-	struct dec_capture *c = s->c;
+	struct dec_thread *th;
+	const struct dec_switch *w;
+	size_t i = s->sw_cur;
 
-	for (size_t i = s->sw_cur; i < c->nr_switches; i++) {
-		const struct dec_switch *w = &c->switches[i];
-		struct dec_thread *th;
-
-		if (w->cpu != s->cpu)
-			continue;
-		if (w->time > t)
-			break;
-		th = dec_thread_get(c, w->pid, w->tid);
-		if (!th) {
-			s->rc = -ENOMEM;
-			return;
-		}
-		if (dec_tid_chosen(c, th->tid) &&
+	while ((w = next_switch(s, &i, t, &th))) {
+		if (dec_tid_chosen(s->c, th->tid) &&
 		    push_to(s, th, w->time, DEC_SWITCH, 0, !w->out)) {
 			s->rc = -ENOMEM;
 			return;

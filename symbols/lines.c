@@ -118,7 +118,22 @@ static int note_name(struct lsearch *s, const char *name)
 	return (int)s->nr_names++;
 }
 
-static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
+/* A row of a unit's line table, as each reader here takes it. */
+struct row {
+	const char *file; /* whole and normalized (row_file) */
+	uint64_t addr;
+	int line;
+	bool stmt; /* a statement begins here */
+	bool end;  /* the first address past a sequence */
+};
+
+/*
+ * fn on each row of the line table of unit cu whose file and fields are
+ * known, in the table's order, until it returns non-zero (returned).  A
+ * unit without a line table (a type unit) has no rows.
+ */
+static int each_row(Dwarf_Die *cu, int (*fn)(void *ctx, const struct row *r),
+		    void *ctx)
 {
 	Dwarf_Attribute at;
 	const char *dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
@@ -126,40 +141,56 @@ static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
 	char full[4096];
 	size_t n;
 
-	/* A unit without a line table (a type unit) has nothing to say. */
 	if (dwarf_getsrclines(cu, &lines, &n))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		const char *name = row_file(l, dir, full, sizeof(full));
+		struct row r = {.file = row_file(l, dir, full, sizeof(full))};
 		Dwarf_Addr addr;
-		bool stmt, end;
-		int ln, k;
+		int rc;
 
-		if (!name || !name_matches(name, s->want) ||
-		    dwarf_lineno(l, &ln) || dwarf_lineaddr(l, &addr) ||
-		    dwarf_linebeginstatement(l, &stmt) ||
-		    dwarf_lineendsequence(l, &end) || end || ln <= 0)
+		if (!r.file || dwarf_lineno(l, &r.line) ||
+		    dwarf_lineaddr(l, &addr) ||
+		    dwarf_linebeginstatement(l, &r.stmt) ||
+		    dwarf_lineendsequence(l, &r.end))
 			continue;
-		/* Only the first of several files is searched: the caller
-		 * is told of the others and asked to choose. */
-		if ((k = note_name(s, name)) == -2)
-			return -ENOMEM;
-		if (k != 0)
-			continue;
-		if ((unsigned)ln < s->line && (unsigned)ln > s->below)
-			s->below = (unsigned)ln;
-		if ((unsigned)ln > s->line &&
-		    (!s->above || (unsigned)ln < s->above))
-			s->above = (unsigned)ln;
-		if ((unsigned)ln != s->line || !stmt)
-			continue;
-		if (mt_grow((void **)&s->rows, &s->cap_rows, s->nr_rows + 1,
-			    sizeof(*s->rows)))
-			return -ENOMEM;
-		s->rows[s->nr_rows++] = (struct lrow){.addr = addr};
+		r.addr = addr;
+		if ((rc = fn(ctx, &r)))
+			return rc;
 	}
 	return 0;
+}
+
+static int scan_row(void *ctx, const struct row *r)
+{
+	struct lsearch *s = ctx;
+	unsigned ln = (unsigned)r->line;
+	int k;
+
+	if (r->end || r->line <= 0 || !name_matches(r->file, s->want))
+		return 0;
+	/* Only the first of several files is searched: the caller is told
+	 * of the others and asked to choose. */
+	if ((k = note_name(s, r->file)) == -2)
+		return -ENOMEM;
+	if (k != 0)
+		return 0;
+	if (ln < s->line && ln > s->below)
+		s->below = ln;
+	if (ln > s->line && (!s->above || ln < s->above))
+		s->above = ln;
+	if (ln != s->line || !r->stmt)
+		return 0;
+	if (mt_grow((void **)&s->rows, &s->cap_rows, s->nr_rows + 1,
+		    sizeof(*s->rows)))
+		return -ENOMEM;
+	s->rows[s->nr_rows++] = (struct lrow){.addr = r->addr};
+	return 0;
+}
+
+static int scan_unit(struct lsearch *s, Dwarf_Die *cu)
+{
+	return each_row(cu, scan_row, s);
 }
 
 static int cmp_lrow(const void *a, const void *b)
@@ -254,6 +285,26 @@ void sym_src_free(struct sym_src *v, size_t n)
 	free(v);
 }
 
+struct src_list {
+	struct sym_src **v;
+	size_t *n, *cap;
+};
+
+static int list_row(void *ctx, const struct row *r)
+{
+	struct src_list *l = ctx;
+	struct sym_src *f;
+
+	if (r->end || !r->stmt || r->line <= 0)
+		return 0;
+	f = src_of(l->v, l->n, l->cap, r->file);
+	if (!f || mt_grow((void **)&f->lines, &f->cap_lines, f->nr_lines + 1,
+			  sizeof(*f->lines)))
+		return -ENOMEM;
+	f->lines[f->nr_lines++] = (unsigned)r->line;
+	return 0;
+}
+
 int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 		 size_t errlen)
 {
@@ -270,33 +321,10 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 	if (rc)
 		goto fail;
 	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
-		Dwarf_Attribute at;
-		const char *dir = dwarf_formstring(
-			dwarf_attr(&cudie, DW_AT_comp_dir, &at));
-		Dwarf_Lines *lines;
-		size_t nl;
-		char full[4096];
+		struct src_list l = {&v, &n, &cap};
 
-		if (dwarf_getsrclines(&cudie, &lines, &nl))
-			continue;
-		for (size_t i = 0; i < nl; i++) {
-			Dwarf_Line *l = dwarf_onesrcline(lines, i);
-			const char *name = row_file(l, dir, full, sizeof(full));
-			struct sym_src *f;
-			bool stmt, end;
-			int ln;
-
-			if (!name || dwarf_lineno(l, &ln) ||
-			    dwarf_linebeginstatement(l, &stmt) ||
-			    dwarf_lineendsequence(l, &end) || end || !stmt ||
-			    ln <= 0)
-				continue;
-			f = src_of(&v, &n, &cap, name);
-			if (!f || mt_grow((void **)&f->lines, &f->cap_lines,
-					  f->nr_lines + 1, sizeof(*f->lines)))
-				goto oom;
-			f->lines[f->nr_lines++] = (unsigned)ln;
-		}
+		if (each_row(&cudie, list_row, &l))
+			goto oom;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct sym_src *f = &v[i];
@@ -469,35 +497,16 @@ static int cmp_pos(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int lines_of_unit(struct sym_lines *l, Dwarf_Die *cu)
+static int pos_row(void *ctx, const struct row *r)
 {
-	Dwarf_Attribute at;
-	const char *dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
-	Dwarf_Lines *lines;
-	char full[4096];
-	size_t n;
+	struct sym_lines *l = ctx;
+	int64_t f = r->end ? (int64_t)UINT32_MAX : file_index(l, r->file);
 
-	if (dwarf_getsrclines(cu, &lines, &n))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		Dwarf_Line *dl = dwarf_onesrcline(lines, i);
-		const char *name = row_file(dl, dir, full, sizeof(full));
-		Dwarf_Addr addr;
-		bool end;
-		int ln;
-		int64_t f;
-
-		if (!name || dwarf_lineno(dl, &ln) ||
-		    dwarf_lineaddr(dl, &addr) ||
-		    dwarf_lineendsequence(dl, &end))
-			continue;
-		f = end ? (int64_t)UINT32_MAX : file_index(l, name);
-		if (f < 0 || mt_grow((void **)&l->rows, &l->cap_rows,
-				     l->nr_rows + 1, sizeof(*l->rows)))
-			return -ENOMEM;
-		l->rows[l->nr_rows++] = (struct lrow_pos){
-			addr, (uint32_t)f, ln > 0 ? (uint32_t)ln : 0};
-	}
+	if (f < 0 || mt_grow((void **)&l->rows, &l->cap_rows, l->nr_rows + 1,
+			     sizeof(*l->rows)))
+		return -ENOMEM;
+	l->rows[l->nr_rows++] = (struct lrow_pos){
+		r->addr, (uint32_t)f, r->line > 0 ? (uint32_t)r->line : 0};
 	return 0;
 }
 
@@ -517,7 +526,7 @@ int sym_lines_open(const char *path, struct sym_lines **out, char *err,
 	rc = open_dwarf(path, &dwfl, &dw, err, errlen);
 	while (!rc &&
 	       dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
-		rc = lines_of_unit(l, &cudie);
+		rc = each_row(&cudie, pos_row, l);
 	dwfl_end(dwfl);
 	if (!rc && !l->nr_rows)
 		rc = mt_err(err, errlen, -ENOENT, "%s: no DWARF line tables",
