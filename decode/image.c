@@ -425,15 +425,9 @@ bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	return true;
 }
 
-void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
+/* d's missing note, said once when the trace first runs into it. */
+static void note_dso_use(struct dec_capture *c, struct dec_dso *d)
 {
-	const struct dec_map *m = find_map(c, pid, ip);
-	struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
-
-	/* Reporting only binaries the trace runs into keeps the list to
-	 * what matters (a capture maps every kernel module, say). */
-	if (!d)
-		return;
 	pthread_mutex_lock(&c->note_lock);
 	if (d->missing) {
 		add_missing_locked(c, d->missing);
@@ -441,6 +435,16 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 		d->missing = NULL;
 	}
 	pthread_mutex_unlock(&c->note_lock);
+}
+
+void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
+{
+	const struct dec_map *m = find_map(c, pid, ip);
+
+	/* Reporting only binaries the trace runs into keeps the list to
+	 * what matters (a capture maps every kernel module, say). */
+	if (m)
+		note_dso_use(c, &c->dsos[m->dso]);
 }
 
 /* Where the source has vaddr of d (file NULL: nowhere known). */
@@ -506,7 +510,7 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		}
 	}
 	if (d)
-		dec_note_use(c, pid, ip);
+		note_dso_use(c, d);
 	base = d ? strrchr(d->path, '/') : NULL;
 	base = base ? base + 1 : d ? d->path : "unmapped";
 	snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx (%s)]",
