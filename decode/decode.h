@@ -167,6 +167,13 @@ const char *dec_process_name(const struct dec_capture *c, uint32_t pid);
 /* Perf time span of the capture's trace (0, 0 when empty). */
 void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last);
 
+/*
+ * The offset of the first PSB of buf at or after from, in *at; false when
+ * there is none.  A packet whose payload ends in 02 82 just before a PSB
+ * makes the pattern begin early: the PSB is the run's last 16 bytes.
+ */
+bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at);
+
 /* What dec_symbolize() says about an address. */
 struct dec_sym {
 	const char *name;    /* the function, or "[unknown @ 0x.. (dso)]" */

@@ -610,34 +610,22 @@ static int add_piece(struct par *p, size_t n, const struct par_buf *b,
  */
 static size_t plan(struct par *p, const struct par_buf *b, size_t n)
 {
-	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					0x02, 0x82, 0x02, 0x82};
 	bool cut = p->cut_ok && b->own && b->len >= 2 * p->piece_size;
 	size_t first = n;
 	uint64_t at = 0;
 
 	for (;;) {
-		uint64_t from = at + p->piece_size;
-		const uint8_t *q = NULL;
+		uint64_t next;
 
 		if (add_piece(p, n, b, n == first, at))
 			return 0;
 		n++;
-		if (cut && from + sizeof(psb) <= b->len)
-			q = memmem(b->data + from, b->len - from, psb,
-				   sizeof(psb));
-		/* A packet whose payload ends in 02 82 just before a PSB
-		 * makes the pattern start early: the PSB is its last 16
-		 * bytes. */
-		while (q && q + sizeof(psb) + 2 <= b->data + b->len &&
-		       q[sizeof(psb)] == 0x02 && q[sizeof(psb) + 1] == 0x82)
-			q += 2;
-		if (!q) {
+		if (!cut ||
+		    !dec_find_psb(b->data, b->len, at + p->piece_size, &next)) {
 			p->pc[n - 1].end = b->len;
 			break;
 		}
-		at = (uint64_t)(q - b->data);
+		at = next;
 		p->pc[n - 1].end = at;
 	}
 	for (size_t i = first; i < n; i++) {

@@ -562,25 +562,34 @@ static bool no_ip_at_sync(const struct strm *s, const struct pt_block *b,
  * The instructions are past every packet read before the decoder's
  * offset last moved (prev_off).  Returns false to let libipt search.
  */
-static bool resync_point(struct strm *s, const uint8_t *buf, size_t len,
-			 uint64_t *out)
+bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at)
 {
 	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 					0x02, 0x82, 0x02, 0x82};
-	uint64_t sync, from;
 	const uint8_t *p;
 
-	if (pt_blk_get_sync_offset(s->dec, &sync) < 0)
-		return false;
-	from = sync + 1 > s->prev_off ? sync + 1 : s->prev_off;
-	if (from >= len)
+	if (from >= len || len - from < sizeof(psb))
 		return false;
 	p = memmem(buf + from, len - from, psb, sizeof(psb));
 	if (!p)
 		return false;
-	*out = (uint64_t)(p - buf);
+	while (p + sizeof(psb) + 2 <= buf + len && p[sizeof(psb)] == 0x02 &&
+	       p[sizeof(psb) + 1] == 0x82)
+		p += 2;
+	*at = (uint64_t)(p - buf);
 	return true;
+}
+
+static bool resync_point(struct strm *s, const uint8_t *buf, size_t len,
+			 uint64_t *out)
+{
+	uint64_t sync, from;
+
+	if (pt_blk_get_sync_offset(s->dec, &sync) < 0)
+		return false;
+	from = sync + 1 > s->prev_off ? sync + 1 : s->prev_off;
+	return dec_find_psb(buf, len, from, out);
 }
 
 /*
