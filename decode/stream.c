@@ -552,16 +552,6 @@ static bool no_ip_at_sync(const struct strm *s, const struct pt_block *b,
 	       pt_errcode(status) == pte_nomap;
 }
 
-/*
- * Where to pick up after a decode error: the first PSB after the one
- * decoding last synced at that the instructions had not passed yet.
- * libipt reads packets ahead of the instructions it returns, so when an
- * instruction fails (no code mapped at a jump's target, say) it may
- * already be past the next PSB, and its own sync_forward() would skip
- * to the one after, or to the end: a whole stretch of good trace lost.
- * The instructions are past every packet read before the decoder's
- * offset last moved (prev_off).  Returns false to let libipt search.
- */
 bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at)
 {
 	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
@@ -581,6 +571,16 @@ bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at)
 	return true;
 }
 
+/*
+ * Where to pick up after a decode error: the first PSB after the one
+ * decoding last synced at that the instructions had not passed yet.
+ * libipt reads packets ahead of the instructions it returns, so when an
+ * instruction fails (no code mapped at a jump's target, say) it may
+ * already be past the next PSB, and its own sync_forward() would skip
+ * to the one after, or to the end: a whole stretch of good trace lost.
+ * The instructions are past every packet read before the decoder's
+ * offset last moved (prev_off).  Returns false to let libipt search.
+ */
 static bool resync_point(struct strm *s, const uint8_t *buf, size_t len,
 			 uint64_t *out)
 {
