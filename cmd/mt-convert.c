@@ -49,6 +49,7 @@ static const char usage[] =
 	"  --no-final-stack   do not anchor roots on the stack unwound at\n"
 	"                     the snapshot\n"
 	"  --no-stitch        do not join call stacks across decode gaps\n"
+	"  --no-inline        no slices for the calls a compiler inlined\n"
 	"  --no-compress      write the Perfetto trace without zlib\n"
 	"  --tid TID[,TID...] convert only these threads (--info lists "
 	"them)\n"
@@ -75,7 +76,7 @@ struct args {
 	size_t nr_bins;
 	uint32_t *tids;
 	size_t nr_tids;
-	int no_sqlite, no_final_stack, no_compress, no_stitch, quiet;
+	int no_sqlite, no_final_stack, no_compress, no_stitch, no_inline, quiet;
 	int no_memory_check;
 	uint64_t max_memory; /* 0: what the system has */
 	unsigned jobs;	     /* 0: one a core */
@@ -336,6 +337,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->no_final_stack = 1;
 		} else if (!strcmp(s, "--no-stitch")) {
 			a->no_stitch = 1;
+		} else if (!strcmp(s, "--no-inline")) {
+			a->no_inline = 1;
 		} else if (!strcmp(s, "--no-compress")) {
 			a->no_compress = 1;
 		} else if (!strcmp(s, "--tid")) {
@@ -638,6 +641,7 @@ int main(int argc, char **argv)
 	dopts.nr_tids = a.nr_tids;
 	dopts.jobs = a.jobs;
 	dopts.piece_size = (size_t)a.piece_size;
+	dopts.no_inline = a.no_inline;
 	sopts.no_final_stack = a.no_final_stack;
 
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))

@@ -27,6 +27,11 @@ struct dec_dso {
 	 * that names addresses alone); NULL when it has none. */
 	struct sym_lines *lines;
 	bool lines_tried;
+	/* Its inlined calls, read when first asked for, by a decoding
+	 * thread or the one that names addresses (under inl_lock); NULL
+	 * when it has none. */
+	struct sym_inlines *inl;
+	bool inl_tried;
 };
 
 /* A [vdso] image the capture carries. */
@@ -103,6 +108,7 @@ struct dec_capture {
 	/* The missing binaries' notes: the decoder and a builder thread
 	 * (segments/pipe.c) both add to them. */
 	pthread_mutex_t note_lock;
+	pthread_mutex_t inl_lock; /* the dsos' inl */
 
 	struct pt_image_section_cache *iscache;
 	uint64_t base;	      /* perf time that event times count from */
@@ -126,6 +132,19 @@ struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);
  * function from jumps out of it.  Returns false when ip is unmapped. */
 bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       uint64_t *lo, uint64_t *hi);
+/*
+ * The inlined calls in the code of pid from lo to hi (runtime: a
+ * function's range): the binary's table, the indexes [from, to) of its
+ * ranges that fall there, and the bias (runtime = ELF vaddr + bias).
+ * False when there are none (or --no-inline).
+ */
+struct dec_inl_span {
+	const struct sym_inlines *tab;
+	size_t from, to;
+	uint64_t bias;
+};
+bool dec_inlines_in(struct dec_capture *c, uint32_t pid, uint64_t lo,
+		    uint64_t hi, struct dec_inl_span *out);
 int dec_add_missing(struct dec_capture *c, const char *line);
 /* The process whose mappings pid uses: itself, or the parent it forked
  * from when it has none of its own. */

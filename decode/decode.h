@@ -45,6 +45,11 @@ enum dec_kind {
 	DEC_SWITCH,   /* while a shared CPU's trace could not be decoded,
 			 the thread left it (aux 0) or came onto it (aux
 			 1): its gap pauses or goes on */
+	DEC_INLINE,   /* the inlined calls open change, inside a function:
+			 aux: the innermost (a const struct sym_inline *,
+			 0: none), ip: the first instruction in it.  (After
+			 any other event with an ip, the open ones are
+			 those at that ip: sym_inline_at().) */
 };
 
 /*
@@ -127,9 +132,11 @@ struct dec_opts {
 	 * bytes of trace each piece of a buffer has (0: the default). */
 	unsigned jobs;
 	size_t piece_size;
+	bool no_inline; /* no inlined calls (DEC_INLINE, dec_sym.inl) */
 };
 
 struct dec_capture;
+struct sym_inline;
 
 /*
  * A consumer that takes events as they are decoded, instead of the
@@ -185,6 +192,8 @@ struct dec_sym {
 	 * (the binary's DWARF line table; file NULL when it has none). */
 	const char *fn_file, *ip_file;
 	unsigned fn_line, ip_line;
+	/* The innermost inlined call at the address, NULL: none. */
+	const struct sym_inline *inl;
 };
 
 /* Also reports, once, the missing binary of an address it cannot name. */

@@ -447,6 +447,52 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 		note_dso_use(c, &c->dsos[m->dso]);
 }
 
+/* d's inlined calls, NULL when it has none. */
+static const struct sym_inlines *inlines_of(struct dec_capture *c,
+					    struct dec_dso *d)
+{
+	const struct sym_inlines *l;
+
+	if (c->opts.no_inline || !d->sf || !d->found)
+		return NULL;
+	pthread_mutex_lock(&c->inl_lock);
+	if (!d->inl_tried) {
+		char err[512];
+
+		d->inl_tried = true;
+		/* Code without DWARF, or that inlined nothing, is the
+		 * common case; out of memory only costs the inlined
+		 * frames. */
+		sym_inlines_open(d->found, &d->inl, err, sizeof(err));
+	}
+	l = d->inl;
+	pthread_mutex_unlock(&c->inl_lock);
+	return l;
+}
+
+bool dec_inlines_in(struct dec_capture *c, uint32_t pid, uint64_t lo,
+		    uint64_t hi, struct dec_inl_span *out)
+{
+	const struct dec_map *m = find_map(c, pid, lo);
+	const struct sym_inlines *l;
+	uint64_t vlo, vhi;
+	size_t to;
+
+	if (!m || !m->have_bias || lo >= hi ||
+	    !(l = inlines_of(c, &c->dsos[m->dso])))
+		return false;
+	vlo = lo - (uint64_t)m->bias;
+	vhi = hi - (uint64_t)m->bias;
+	out->tab = l;
+	out->bias = (uint64_t)m->bias;
+	out->from = sym_inlines_from(l, vlo);
+	to = sym_inlines_from(l, vhi);
+	if (to < l->nr_ranges && l->ranges[to].lo < vhi)
+		to++;
+	out->to = to;
+	return out->from < out->to;
+}
+
 /* Where the source has vaddr of d (file NULL: nowhere known). */
 static void source_at(struct dec_dso *d, uint64_t vaddr, const char **file,
 		      unsigned *line)
@@ -474,6 +520,7 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 
 	out->fn_file = out->ip_file = NULL;
 	out->fn_line = out->ip_line = 0;
+	out->inl = NULL;
 	if (dec_kernel_symbolize(c, ip, out))
 		return;
 	out->known = false;
@@ -495,6 +542,8 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 				  &out->ip_line);
 			if (out->ip_file)
 				source_at(d, vlo, &out->fn_file, &out->fn_line);
+			out->inl = sym_inline_at(inlines_of(c, d),
+						 ip - (uint64_t)m->bias);
 			return;
 		}
 	}

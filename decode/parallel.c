@@ -65,6 +65,7 @@ struct strm_key {
 	uint64_t pend_time, pend_since, pend_from, pend_ret;
 	uint64_t last_ip, blk_ip, cur_lo, cur_hi;
 	uint64_t prog_off, prev_off, win_n;
+	uint64_t inl_top, inl_told_ip;
 	uint32_t nth, blk_ninsn, stuck_blocks, stuck_calls;
 	int32_t last_isid;
 	uint32_t pend, flags, zero;
@@ -165,10 +166,12 @@ static void key_of(const struct strm *s, struct strm_key *k)
 	k->prev_off = s->prev_off;
 	k->stuck_blocks = s->stuck_blocks;
 	k->stuck_calls = s->stuck_calls;
+	k->inl_top = (uint64_t)(uintptr_t)s->inl_top;
+	k->inl_told_ip = s->inl_told ? s->inl_told_ip : 0;
 	k->flags = (uint32_t)s->have_mark | (uint32_t)s->mark_tick << 1 |
 		   (uint32_t)s->synced << 2 | (uint32_t)s->tracing << 3 |
 		   (uint32_t)s->last_far << 4 | (uint32_t)s->tsx_aborted << 5 |
-		   (uint32_t)(s->lost != 0) << 6;
+		   (uint32_t)(s->lost != 0) << 6 | (uint32_t)s->inl_told << 7;
 }
 
 static bool same_win(const struct strm *s, const struct ckpt *cp)

@@ -426,6 +426,13 @@ int dec_open(struct dec_capture **out, const char *path,
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	if (pthread_mutex_init(&c->inl_lock, NULL)) {
+		pthread_mutex_destroy(&c->note_lock);
+		free(c->path);
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	if (o)
 		c->opts = *o;
 	rc = pd_open(&c->pd, path, &perr);
@@ -492,6 +499,7 @@ void dec_free(struct dec_capture *c)
 	if (!c)
 		return;
 	pthread_mutex_destroy(&c->note_lock);
+	pthread_mutex_destroy(&c->inl_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);
@@ -510,6 +518,7 @@ void dec_free(struct dec_capture *c)
 		free(c->dsos[i].missing);
 		sym_file_free(c->dsos[i].sf);
 		sym_lines_free(c->dsos[i].lines);
+		sym_inlines_free(c->dsos[i].inl);
 	}
 	for (size_t i = 0; i < c->nr_missing; i++)
 		free(c->missing[i]);

@@ -107,15 +107,19 @@ static void set_range(struct strm *s, uint64_t ip)
 	if (r->ip != ip || r->lo > r->hi) {
 		r->ip = ip;
 		dec_range(s->c, s->pid, ip, &r->lo, &r->hi);
+		if (!dec_inlines_in(s->c, s->pid, r->lo, r->hi, &r->inl))
+			r->inl.tab = NULL;
 	}
 	s->cur_lo = r->lo;
 	s->cur_hi = r->hi;
+	s->inl_span = r->inl;
 }
 
 static inline void forget_range(struct strm *s)
 {
 	s->cur_lo = 1;
 	s->cur_hi = 0;
+	s->inl_span.tab = NULL;
 }
 
 /*
@@ -144,10 +148,12 @@ static void arrive(struct strm *s, uint64_t ip)
 			break;
 		strm_held_push(s, s->pend_time, DEC_CALL, ip, s->pend_ret);
 		set_range(s, ip);
+		strm_inline_told(s, ip);
 		break;
 	case PEND_RET:
 		strm_held_push(s, s->pend_time, DEC_RET, ip, 0);
 		set_range(s, ip);
+		strm_inline_told(s, ip);
 		break;
 	case PEND_JUMP:
 		if (s->cur_lo > s->cur_hi)
@@ -157,6 +163,7 @@ static void arrive(struct strm *s, uint64_t ip)
 				       indirect_jump(s) ? DEC_IJUMP : DEC_JUMP,
 				       ip, s->pend_from);
 			set_range(s, ip);
+			strm_inline_told(s, ip);
 		}
 		break;
 	case PEND_NONE:
@@ -174,6 +181,7 @@ static void sync_at(struct strm *s, uint64_t t, uint64_t ip)
 	}
 	strm_emit(s, t, DEC_SYNC, ip, 0);
 	s->synced = true;
+	strm_inline_told(s, ip);
 }
 
 /* The transfer that ended what was just decoded waits for its
@@ -222,6 +230,8 @@ static void on_block(struct strm *s, const struct pt_block *b)
 	} else {
 		arrive(s, b->ip);
 	}
+	if (s->inl_span.tab || s->inl_top || s->inl_told)
+		strm_inline_block(s, b, s->icount);
 	s->last_ip = b->end_ip;
 	s->last_isid = b->isid;
 	s->blk_ip = b->ip;
@@ -375,11 +385,13 @@ static void ptwrite_after_branch(struct strm *s, uint64_t ptw)
 				strm_held_push(s, s->pend_time, DEC_CALL, ptw,
 					       pa + len);
 				set_range(s, ptw);
+				strm_inline_told(s, ptw);
 			} else if (s->cur_lo <= s->cur_hi &&
 				   (ptw < s->cur_lo || ptw >= s->cur_hi)) {
 				strm_held_push(s, s->pend_time, DEC_JUMP, ptw,
 					       pa);
 				set_range(s, ptw);
+				strm_inline_told(s, ptw);
 			}
 			return;
 		}
@@ -404,6 +416,7 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		s->tracing = true;
 		s->pend = PEND_NONE;
 		set_range(s, ev->variant.enabled.ip);
+		strm_inline_told(s, ev->variant.enabled.ip);
 		break;
 	case ptev_disabled:
 	case ptev_async_disabled:
@@ -472,6 +485,7 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 		} else {
 			s->tracing = true;
 			set_range(s, ip);
+			strm_inline_told(s, ip);
 		}
 		break;
 	case ptev_tsx:
@@ -653,6 +667,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 		s->tracing = false;
 		s->pend = PEND_NONE;
 		forget_range(s);
+		s->inl_top = NULL;
+		s->inl_told = false;
 		s->stuck_blocks = 0;
 		s->stuck_calls = 0;
 		pt_blk_get_offset(s->dec, &s->prog_off);

@@ -15,6 +15,7 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 
 struct range_ent {
 	uint64_t ip, lo, hi;
+	struct dec_inl_span inl; /* tab NULL: nothing inlined there */
 };
 
 /* A call, return or jump waiting for its time. */
@@ -74,6 +75,14 @@ struct strm {
 	bool last_far;		 /* the last block ended in a far transfer */
 	bool tsx_aborted;	 /* the async branch coming is the abort's */
 	uint64_t cur_lo, cur_hi; /* function of last_ip; lo > hi: unknown */
+	/* inline.c: the inlined calls of that function (tab NULL: none),
+	 * the innermost one open at last_ip, and the ip of an event that
+	 * named where the next block begins (segments/ opens the calls
+	 * there itself). */
+	struct dec_inl_span inl_span;
+	const struct sym_inline *inl_top;
+	bool inl_told;
+	uint64_t inl_told_ip;
 
 	uint64_t lost; /* AUX bytes lost before this buffer */
 	int rc;	       /* first sink error */
@@ -121,6 +130,18 @@ void strm_init(struct strm *s, struct dec_capture *c,
 int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start);
 /* The decoder's offset in its buffer. */
 uint64_t strm_offset(const struct strm *s);
+
+/* inline.c */
+/* An event just named ip as where decoding goes on. */
+static inline void strm_inline_told(struct strm *s, uint64_t ip)
+{
+	/* Code with no inlined calls (most) has nothing to learn. */
+	s->inl_told = s->inl_span.tab || s->inl_top;
+	s->inl_told_ip = ip;
+}
+/* The inlined calls block b (decoded from instruction count pos on)
+ * passes through: DEC_INLINE where the innermost open one changes. */
+void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos);
 
 /* parallel.c */
 /* A pool of decoding threads for the capture, or NULL in *out when one
@@ -177,6 +198,10 @@ void strm_emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 /* A call, return or jump: it waits for the next time point. */
 void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux);
+/* The same for an event pos instructions into the buffer (the transfer
+ * pending is at s->pend_pos). */
+void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
+		       enum dec_kind k, uint64_t ip, uint64_t aux);
 /* Whatever waits goes out with the last time known. */
 void strm_settle(struct strm *s);
 /* Everything timed goes to its thread: at a sync point and at the end. */

@@ -331,6 +331,12 @@ void strm_emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux)
 {
+	strm_held_push_at(s, s->pend_pos, t, k, ip, aux);
+}
+
+void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
+		       enum dec_kind k, uint64_t ip, uint64_t aux)
+{
 	struct held *h;
 
 	if (!s->have_mark || s->nheld >= HELD_MAX) {
@@ -351,7 +357,7 @@ void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 	/* A time point read after the transfer's block binds to the
 	 * transfer itself: the packet it precedes is the transfer's. */
 	h = &s->held[s->nheld++];
-	h->pos = s->pend_pos;
+	h->pos = pos;
 	h->t = s->last_time;
 	h->k = k;
 	h->ip = ip;

@@ -48,6 +48,9 @@ enum mt_slice_flags {
 	/* joined where several depths fitted as well (a recursion through
 	 * one call site): the least change was taken */
 	MT_SLICE_DEPTH_GUESSED = 1 << 8,
+	/* a call the compiler inlined: its first to its last instruction
+	 * traced, inside its caller's slice */
+	MT_SLICE_INLINED = 1 << 9,
 };
 
 /*

@@ -10,6 +10,7 @@
  * other slices and turns levels into depths.
  */
 #include "segments/segments.h"
+#include "symbols/symbols.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -25,6 +26,8 @@
 enum frame_kind {
 	FR_FUNC,   /* a function activation */
 	FR_PSEUDO, /* [syscall] / [untraced]: tracing is off */
+	FR_INLINE, /* a call the compiler inlined, above its function's
+		      frame (and above those inlined around it) */
 };
 
 struct frame {
@@ -34,6 +37,7 @@ struct frame {
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
 	uint8_t kind;
 	bool async; /* entered by the kernel (a signal handler) */
+	const struct sym_inline *in; /* FR_INLINE: the call */
 };
 
 struct sym_ent {
@@ -43,6 +47,7 @@ struct sym_ent {
 	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
 	uint32_t site;	/* "FILE:LINE" of ip itself, 0 unknown */
 	bool valid, known;
+	const struct sym_inline *inl; /* innermost inlined call at ip */
 };
 
 struct seg_builder {
@@ -79,6 +84,9 @@ struct seg_builder {
 	struct sym_ent cache[SYM_CACHE];
 	/* return address -> string id of its call's "FILE:LINE" + 1 */
 	struct mt_hmap sites;
+	/* an inlined call -> its frame id, and "FILE:LINE" of the call
+	 * the compiler replaced << 32 */
+	struct mt_hmap inl_frames;
 };
 
 static struct mt_thread *thr(struct seg_builder *b)
@@ -109,6 +117,7 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	/* A symbolizer that knows no source positions leaves them out. */
 	ds.fn_file = ds.ip_file = NULL;
 	ds.fn_line = ds.ip_line = 0;
+	ds.inl = NULL;
 	b->sym(b->ctx, ip, &ds);
 	e->name = mt_str_intern(&b->t->strs, ds.name);
 	e->dso = mt_str_intern(&b->t->strs, ds.dso);
@@ -132,6 +141,7 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	e->lo = ds.start;
 	e->hi = ds.end;
 	e->known = ds.known;
+	e->inl = ds.inl;
 	e->valid = true;
 	return e;
 }
@@ -175,6 +185,7 @@ void seg_builder_free(struct seg_builder *b)
 	free(b->reveals);
 	free(b->reveal_ips);
 	mt_hmap_free(&b->sites);
+	mt_hmap_free(&b->inl_frames);
 	free(b);
 }
 
@@ -239,7 +250,7 @@ static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
 	const struct sym_ent *e;
 	uint64_t v;
 
-	if (!caller || caller->kind != FR_FUNC || !ret ||
+	if (!caller || caller->kind == FR_PSEUDO || !ret ||
 	    !b->t->frames[thr(b)->slices[caller->slice].frame].source)
 		return 0;
 	if (mt_hmap_find(&b->sites, ret, &v))
@@ -266,6 +277,129 @@ static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
 	if (!rc)
 		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
 	return rc;
+}
+
+/* The index of the top frame that is no inlined call (b->depth when
+ * there is none). */
+static size_t host_at(const struct seg_builder *b)
+{
+	for (size_t i = b->depth; i-- > 0;)
+		if (b->stack[i].kind != FR_INLINE)
+			return i;
+	return b->depth;
+}
+
+/* How many frames stay when frame i is returned to: it and the calls
+ * inlined into it that are open. */
+static size_t with_inlined(const struct seg_builder *b, size_t i)
+{
+	size_t n = i + 1;
+
+	while (n < b->depth && b->stack[n].kind == FR_INLINE)
+		n++;
+	return n;
+}
+
+static void pop_to(struct seg_builder *b, size_t n, uint64_t time);
+
+/* The frame of an inlined call in the binary of frame host, and the line
+ * of the call it replaced; -ENOMEM. */
+static int inl_frame(struct seg_builder *b, const struct frame *host,
+		     const struct sym_inline *in, uint32_t *frame,
+		     uint32_t *site)
+{
+	uint64_t key = (uint64_t)(uintptr_t)in, v;
+	uint32_t dso = b->t->frames[slice_of(b, host)->frame].dso, name;
+
+	if (mt_hmap_find(&b->inl_frames, key, &v)) {
+		*frame = (uint32_t)v;
+		*site = (uint32_t)(v >> 32);
+		return 0;
+	}
+	name = mt_str_intern(&b->t->strs, in->name);
+	if (name == MT_NONE)
+		return -ENOMEM;
+	*frame = mt_frame_intern(b->t, name, dso, 0);
+	if (*frame == MT_NONE)
+		return -ENOMEM;
+	if (in->decl_file && !(b->t->frames[*frame].source = pos_intern(
+				       b, in->decl_file, in->decl_line)))
+		return -ENOMEM;
+	*site = 0;
+	if (in->call_file &&
+	    !(*site = pos_intern(b, in->call_file, in->call_line)))
+		return -ENOMEM;
+	return mt_hmap_set(&b->inl_frames, key, *frame | (uint64_t)*site << 32);
+}
+
+/*
+ * The inlined calls open above the top function become leaf and the
+ * calls it is inlined in: those already open stay, the others end at
+ * time and the missing ones begin there (flags: how they begin).
+ */
+static int inl_open(struct seg_builder *b, uint64_t time,
+		    const struct sym_inline *leaf, uint32_t flags)
+{
+	const struct sym_inline *chain[64];
+	size_t h = host_at(b), n = 0, keep;
+
+	if (h == b->depth || b->stack[h].kind != FR_FUNC)
+		return 0;
+	for (const struct sym_inline *x = leaf; x; x = x->up)
+		n++;
+	/* Deeper than kept: the outermost go. */
+	while (leaf && n > sizeof(chain) / sizeof(chain[0])) {
+		leaf = leaf->up;
+		n--;
+	}
+	for (size_t j = n; j-- > 0; leaf = leaf->up)
+		chain[j] = leaf;
+	for (keep = 0; keep < n && h + 1 + keep < b->depth &&
+		       b->stack[h + 1 + keep].in == chain[keep];
+	     keep++)
+		;
+	pop_to(b, h + 1 + keep, time);
+	for (size_t j = keep; j < n; j++) {
+		const struct frame *host = &b->stack[h];
+		const struct frame *f = top(b);
+		uint32_t frame, site;
+		int rc = inl_frame(b, host, chain[j], &frame, &site);
+
+		if (!rc)
+			rc = push(b, time, f->level + 1, frame,
+				  flags | MT_SLICE_INLINED, 0, host->lo,
+				  host->hi, FR_INLINE);
+		if (rc)
+			return rc;
+		top(b)->in = chain[j];
+		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
+	}
+	return 0;
+}
+
+/* Code at ip runs in the top function: the calls inlined there open. */
+static int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
+		  uint32_t flags)
+{
+	const struct sym_ent *e;
+	size_t h = host_at(b);
+
+	if (h == b->depth)
+		return 0;
+	/* Most code has nothing inlined: the lookup is cached. */
+	e = lookup(b, ip);
+	if (!e)
+		return -ENOMEM;
+	if (!e->inl && h + 1 == b->depth)
+		return 0;
+	return inl_open(b, time, e->inl, flags);
+}
+
+/* After rc (0: a frame was pushed or found), the calls inlined at ip. */
+static int then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
+		    uint32_t flags)
+{
+	return rc ? rc : inl_at(b, time, ip, flags);
 }
 
 static void end_frame(struct seg_builder *b, const struct frame *f,
@@ -404,7 +538,8 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	b->nr_reveals = 0;
 	b->depth = 0;
 	b->sync_ip = ip;
-	return push_fn(b, time, 0, ip, 0, MT_SLICE_INFERRED_START);
+	return then_inl(b, push_fn(b, time, 0, ip, 0, MT_SLICE_INFERRED_START),
+			time, ip, MT_SLICE_INFERRED_START);
 }
 
 /* Reveal callers that no return showed from the stack unwound at the end
@@ -413,10 +548,10 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 {
 	size_t have = 0, skip = 0, lead;
 
-	while (skip < b->depth &&
-	       b->stack[b->depth - 1 - skip].kind == FR_PSEUDO)
+	while (skip < b->depth && b->stack[b->depth - 1 - skip].kind != FR_FUNC)
 		skip++;
-	have = b->depth - skip;
+	for (size_t i = 0; i + skip < b->depth; i++)
+		have += b->stack[i].kind == FR_FUNC;
 	if (!st || !st->nr || have == 0)
 		return 0;
 	/*
@@ -427,12 +562,17 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 	 */
 	for (lead = 0; lead <= 2 && lead + have <= st->nr; lead++) {
 		bool same = true;
+		size_t at = b->depth - skip;
 
 		for (size_t j = 0; j < have && same; j++) {
-			const struct frame *f =
-				&b->stack[b->depth - 1 - skip - j];
+			const struct frame *f;
 			const struct sym_ent *e = lookup(b, st->ips[lead + j]);
 
+			/* The functions' own frames, without the calls
+			 * inlined into them. */
+			while (b->stack[at - 1].kind != FR_FUNC)
+				at--;
+			f = &b->stack[--at];
 			if (!e)
 				return -ENOMEM;
 			same = e->name == mt_slice_name(b->t, slice_of(b, f));
@@ -624,11 +764,13 @@ static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	size_t i;
 
+	size_t h = host_at(b);
+
 	/* Tracing stopped on the return, its target unsaid: it leaves the
 	 * frame on top, to whichever caller is below. */
 	if (!to) {
-		if (b->depth > 1 && top(b)->kind == FR_FUNC)
-			pop_to(b, b->depth - 1, time);
+		if (h > 0 && h < b->depth && b->stack[h].kind == FR_FUNC)
+			pop_to(b, h, time);
 		return 0;
 	}
 
@@ -636,52 +778,53 @@ static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 	for (i = b->depth; i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && b->stack[i].ret == to) {
 			pop_to(b, i, time);
-			return 0;
+			return inl_at(b, time, to, 0);
 		}
 	/* Else a frame of the function it lands in, below the top. */
-	for (i = b->depth - 1; i-- > 0;)
+	for (i = h; h < b->depth && i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && to >= b->stack[i].lo &&
 		    to < b->stack[i].hi) {
-			pop_to(b, i + 1, time);
-			return 0;
+			pop_to(b, with_inlined(b, i), time);
+			return inl_at(b, time, to, 0);
 		}
 	/* A signal handler returns into the kernel's trampoline, which
 	 * takes its place until sigreturn resumes the interrupted code. */
-	if (b->depth && top(b)->async) {
-		int32_t lv = top(b)->level;
+	if (h < b->depth && b->stack[h].async) {
+		int32_t lv = b->stack[h].level;
 		int rc;
 
-		pop_to(b, b->depth - 1, time);
+		pop_to(b, h, time);
 		rc = push_fn(b, time, lv, to, 0, MT_SLICE_TAIL);
 		if (!rc)
 			top(b)->async = true;
-		return rc;
+		return then_inl(b, rc, time, to, 0);
 	}
 	/* Else it climbs above everything we know. */
 	pop_to(b, 0, time);
-	return reveal(b, to);
+	return then_inl(b, reveal(b, to), time, to, MT_SLICE_INFERRED_START);
 }
 
 static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		   bool indirect)
 {
 	const struct sym_ent *e = lookup(b, to);
-	struct frame *f = top(b);
+	size_t h = host_at(b);
+	struct frame *f = h < b->depth ? &b->stack[h] : NULL;
 	uint64_t ret;
 	int32_t lv;
 
 	if (!e)
 		return -ENOMEM;
 	if (f && f->kind == FR_FUNC && to >= f->lo && to < f->hi)
-		return 0;
+		return inl_at(b, time, to, 0);
 	/* Into the middle of a function below: a longjmp or an exception
 	 * unwinding to it. */
 	if (!(e->known && to == e->lo))
-		for (size_t i = b->depth - 1; b->depth && i-- > 0;)
+		for (size_t i = h; f && i-- > 0;)
 			if (b->stack[i].kind == FR_FUNC &&
 			    to >= b->stack[i].lo && to < b->stack[i].hi) {
-				pop_to(b, i + 1, time);
-				return 0;
+				pop_to(b, with_inlined(b, i), time);
+				return inl_at(b, time, to, 0);
 			}
 	/*
 	 * An indirect jump into the middle of a function nowhere on the stack
@@ -699,7 +842,7 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		rc = reveal(b, to);
 		if (!rc)
 			b->reveal_ips[b->nr_reveals - 1] = 0;
-		return rc;
+		return then_inl(b, rc, time, to, MT_SLICE_INFERRED_START);
 	}
 	/*
 	 * A tail call, or a direct jump into the middle of a function nowhere
@@ -711,29 +854,34 @@ static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
 	if (f)
-		pop_to(b, b->depth - 1, time);
-	return push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
+		pop_to(b, h, time);
+	return then_inl(b, push_fn(b, time, lv, to, ret, MT_SLICE_TAIL), time,
+			to, 0);
 }
 
 static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 {
 	const struct sym_ent *e;
 	struct frame *f = top(b);
+	size_t h;
 
 	if (f && f->kind == FR_PSEUDO) {
 		pop_to(b, b->depth - 1, time);
 		f = top(b);
 	}
 	if (!f)
-		return push_fn(b, time, b->rmin, ip, 0,
-			       MT_SLICE_INFERRED_START);
+		return then_inl(b,
+				push_fn(b, time, b->rmin, ip, 0,
+					MT_SLICE_INFERRED_START),
+				time, ip, MT_SLICE_INFERRED_START);
 	if (ip >= f->lo && ip < f->hi)
-		return 0;
-	for (size_t i = b->depth - 1; i-- > 0;)
+		return inl_at(b, time, ip, 0);
+	h = host_at(b);
+	for (size_t i = h; i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && ip >= b->stack[i].lo &&
 		    ip < b->stack[i].hi) {
-			pop_to(b, i + 1, time);
-			return 0;
+			pop_to(b, with_inlined(b, i), time);
+			return inl_at(b, time, ip, 0);
 		}
 	e = lookup(b, ip);
 	if (!e)
@@ -745,7 +893,7 @@ static int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 
 		if (!rc)
 			top(b)->async = true;
-		return rc;
+		return then_inl(b, rc, time, ip, 0);
 	}
 	return on_jump(b, time, ip, false);
 }
@@ -886,7 +1034,10 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		if (f && f->kind == FR_PSEUDO)
 			pop_to(b, b->depth - 1, time);
 		f = top(b);
-		return push_fn(b, time, f ? f->level + 1 : b->rmin, ip, aux, 0);
+		return then_inl(b,
+				push_fn(b, time, f ? f->level + 1 : b->rmin, ip,
+					aux, 0),
+				time, ip, 0);
 	case DEC_RET:
 		if (f && f->kind == FR_PSEUDO)
 			pop_to(b, b->depth - 1, time);
@@ -909,6 +1060,9 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 			    0, 1, 0, FR_PSEUDO);
 	case DEC_RESUME:
 		return on_resume(b, time, ip);
+	case DEC_INLINE:
+		return inl_open(b, time,
+				(const struct sym_inline *)(uintptr_t)aux, 0);
 	default:
 		return 0;
 	}

@@ -11,7 +11,7 @@
  * belongs at, as gdb chooses.  Each function with code for the line (an
  * inlined copy in each caller) gives one address.
  */
-#include "symbols/symbols.h"
+#include "symbols/sym_internal.h"
 #include "util/err.h"
 #include "util/util.h"
 
@@ -53,38 +53,6 @@ static bool name_matches(const char *table, const char *want)
 	       (lt == lw || table[lt - lw - 1] == '/');
 }
 
-/*
- * Collapse "." and "dir/.." in path, in place: compilers write a header's
- * name relative to each unit's directory, and one file must be one name
- * whichever unit names it.
- */
-static void normalize(char *path, size_t size)
-{
-	char tmp[4096], *seg[512], *save = NULL;
-	size_t n = 0, at = 0;
-	bool abs = path[0] == '/';
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *t = strtok_r(tmp, "/", &save); t && n < 512;
-	     t = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(t, "."))
-			continue;
-		if (!strcmp(t, "..") && n && strcmp(seg[n - 1], "..")) {
-			n--;
-			continue;
-		}
-		if (!strcmp(t, "..") && abs)
-			continue; /* "/.." is "/" */
-		seg[n++] = t;
-	}
-	path[0] = 0;
-	if (abs)
-		at = (size_t)snprintf(path, size, "/");
-	for (size_t i = 0; i < n && at < size; i++)
-		at += (size_t)snprintf(path + at, size - at, "%s%s",
-				       i ? "/" : "", seg[i]);
-}
-
 /* The line-table name of row l, made whole and normalized into full. */
 static const char *row_file(Dwarf_Line *l, const char *dir, char *full,
 			    size_t size)
@@ -99,7 +67,7 @@ static const char *row_file(Dwarf_Line *l, const char *dir, char *full,
 		snprintf(full, size, "%s/%s", dir, name);
 	else
 		snprintf(full, size, "%s", name);
-	normalize(full, size);
+	sym_path_normalize(full, size);
 	return full;
 }
 
@@ -209,40 +177,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const Dwfl_Callbacks offline_cb = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
-/* The DWARF of the ELF at path (or its separate debug file). */
-static int open_dwarf(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
-		      size_t errlen)
-{
-	Dwfl *dwfl = dwfl_begin(&offline_cb);
-	Dwfl_Module *mod;
-	Dwarf_Addr bias;
-
-	*dwflp = dwfl;
-	if (!dwfl) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
-		return -ENOMEM;
-	}
-	mod = dwfl_report_offline(dwfl, path, path, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
-	if (!mod) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
-		return -EINVAL;
-	}
-	*dwp = dwfl_module_getdwarf(mod, &bias);
-	if (!*dwp) {
-		snprintf(err, errlen,
-			 "%s: no DWARF line tables (built without -g?)", path);
-		return -ENOENT;
-	}
-	return 0;
-}
-
 static struct sym_src *src_of(struct sym_src **v, size_t *n, size_t *cap,
 			      const char *file)
 {
@@ -314,7 +248,7 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 	Dwarf *dw;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie;
-	int rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+	int rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
 
 	*out = NULL;
 	*nr = 0;
@@ -366,9 +300,9 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 
 	*addrs = NULL;
 	snprintf(want, sizeof(want), "%s", file);
-	normalize(want, sizeof(want));
+	sym_path_normalize(want, sizeof(want));
 	s.want = want;
-	rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+	rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
 	if (rc)
 		goto fail;
 	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
@@ -523,7 +457,7 @@ int sym_lines_open(const char *path, struct sym_lines **out, char *err,
 	*out = NULL;
 	if (!l)
 		return mt_err(err, errlen, -ENOMEM, "out of memory");
-	rc = open_dwarf(path, &dwfl, &dw, err, errlen);
+	rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
 	while (!rc &&
 	       dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
 		rc = each_row(&cudie, pos_row, l);

@@ -9,6 +9,7 @@
 
 #include "symbols/symbols.h"
 
+#include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <stdbool.h>
 
@@ -80,5 +81,16 @@ int sym_plt_collect(Elf *e, struct sym_arena *a, struct sym_cands *c, bool raw);
 
 /* The section named name, or NULL. */
 Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);
+
+/*
+ * dwarf.c.  The DWARF of the ELF at path, or of its separate debug file
+ * (build id, .gnu_debuglink), through an offline Dwfl that the caller
+ * ends (dwfl_end(*dwflp), also on failure).  Returns 0, or a negative code
+ * with one line in err (-ENOENT: no DWARF).
+ */
+int sym_dwarf_open(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
+		   size_t errlen);
+/* Collapse "." and "dir/.." in path, in place (size: its buffer). */
+void sym_path_normalize(char *path, size_t size);
 
 #endif

@@ -161,6 +161,53 @@ bool sym_lines_at(const struct sym_lines *l, uint64_t vaddr, const char **file,
 		  unsigned *line);
 void sym_lines_free(struct sym_lines *l);
 
+/*
+ * The calls the compiler inlined, from the DWARF of the ELF at path (or
+ * its separate debug file): every DW_TAG_inlined_subroutine with code,
+ * and the code covered, as sorted disjoint ranges of ELF vaddrs each
+ * naming the innermost inlined call there.  Addresses no range covers
+ * are the enclosing function's own code.
+ */
+struct sym_inline {
+	const char *name;      /* the function inlined (demangled) */
+	const char *decl_file; /* where it is defined, NULL unknown */
+	const char *call_file; /* the call the compiler replaced, NULL */
+	unsigned decl_line, call_line;
+	uint64_t entry;		     /* its lowest address (ELF vaddr) */
+	const struct sym_inline *up; /* the inlined call it is inside,
+				      * NULL: inside a real function */
+	unsigned depth;		     /* 0 when up is NULL */
+};
+
+struct sym_inline_range {
+	uint64_t lo, hi; /* [lo, hi), ELF vaddrs */
+	const struct sym_inline *in;
+};
+
+struct sym_inlines {
+	struct sym_inline_range *ranges; /* sorted, disjoint */
+	size_t nr_ranges;
+	/* owned by the table: */
+	struct sym_inline *calls;
+	size_t nr_calls;
+	char **strs;
+	size_t nr_strs, cap_strs;
+};
+
+/*
+ * Returns 0 with the table in *out, or a negative code with one line in
+ * err: -ENOENT when the binary has no DWARF or inlined nothing, -ENOMEM.
+ */
+int sym_inlines_open(const char *path, struct sym_inlines **out, char *err,
+		     size_t errlen);
+/* The index of the first range of l that ends after vaddr (nr_ranges:
+ * none). */
+size_t sym_inlines_from(const struct sym_inlines *l, uint64_t vaddr);
+/* The innermost inlined call covering vaddr, NULL for none. */
+const struct sym_inline *sym_inline_at(const struct sym_inlines *l,
+				       uint64_t vaddr);
+void sym_inlines_free(struct sym_inlines *l);
+
 /* Demangle a C++ or Rust name into buf; returns buf, or name when it is
  * not mangled (or does not fit). */
 const char *sym_demangle(const char *name, char *buf, size_t len);

@@ -18,6 +18,7 @@ enum {
 	TF_GAP = 16,
 	TF_JOINED = 32,
 	TF_DEPTH_GUESSED = 64,
+	TF_INLINED = 128,
 };
 
 struct tf_row {
@@ -41,6 +42,7 @@ static inline int tf_parse(const char *line, struct tf_row *r)
 		{"gap", TF_GAP},
 		{"joined", TF_JOINED},
 		{"depth_guessed", TF_DEPTH_GUESSED},
+		{"inlined", TF_INLINED},
 	};
 	char flags[256];
 
@@ -94,22 +96,42 @@ static inline int tf_each_line(const char *path,
 struct tf_load_ctx {
 	int (*fn)(const struct tf_row *r, void *ctx);
 	void *ctx;
+	/* the thread's inlined calls around the row, by depth */
+	unsigned tid, inl[256];
+	size_t nr_inl;
 };
 
 static inline int tf_load_line(const char *line, void *arg)
 {
-	const struct tf_load_ctx *l = arg;
+	struct tf_load_ctx *l = arg;
 	struct tf_row r;
 
-	return tf_parse(line, &r) ? TF_BAD : l->fn(&r, l->ctx);
+	if (tf_parse(line, &r))
+		return TF_BAD;
+	if (r.tid != l->tid)
+		l->nr_inl = 0;
+	l->tid = r.tid;
+	while (l->nr_inl && l->inl[l->nr_inl - 1] >= r.depth)
+		l->nr_inl--;
+	if (r.flags & TF_INLINED) {
+		if (l->nr_inl < sizeof(l->inl) / sizeof(l->inl[0]))
+			l->inl[l->nr_inl++] = r.depth;
+		return 0;
+	}
+	r.depth -= (unsigned)l->nr_inl;
+	return l->fn(&r, l->ctx);
 }
 
-/* Each row of a slice tree file to fn, as tf_each_line. */
+/*
+ * Each row of a slice tree file to fn, as tf_each_line, but for the
+ * calls a compiler inlined: the truth of a program knows only its real
+ * calls, so those rows go and the rows under them move up.
+ */
 static inline int tf_load(const char *path,
 			  int (*fn)(const struct tf_row *r, void *ctx),
 			  void *ctx)
 {
-	struct tf_load_ctx l = {fn, ctx};
+	struct tf_load_ctx l = {.fn = fn, .ctx = ctx, .tid = UINT32_MAX};
 
 	return tf_each_line(path, tf_load_line, &l);
 }

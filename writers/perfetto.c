@@ -65,6 +65,7 @@ static const char *const an_names[] = {
 	"value",
 	"source",
 	"call_site",
+	"inlined",
 };
 
 static const struct {
@@ -79,6 +80,7 @@ static const struct {
 	{MT_SLICE_SYSCALL, AN_SYSCALL},
 	{MT_SLICE_UNTRACED, AN_UNTRACED},
 	{MT_SLICE_UNKNOWN, AN_UNKNOWN},
+	{MT_SLICE_INLINED, AN_INLINED},
 };
 
 /* One line in the caller's buffer, kept in w->code for the callers
@@ -290,7 +292,8 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		src = pf_intern(w, &w->strs, fr->source, &src_new);
 	if (s->site)
 		site = pf_intern(w, &w->strs, s->site, &site_new);
-	pos_new = (src || site) && w->pos_gen != w->gen;
+	pos_new = (src || site || (s->flags & MT_SLICE_INLINED)) &&
+		  w->pos_gen != w->gen;
 	if (pos_new)
 		w->pos_gen = w->gen;
 
@@ -309,7 +312,7 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 			pf_intern_value(b, src, mt_str(st, fr->source));
 		if (site_new)
 			pf_intern_value(b, site, mt_str(st, s->site));
-		for (uint32_t an = AN_SOURCE; pos_new && an <= AN_CALL_SITE;
+		for (uint32_t an = AN_SOURCE; pos_new && an <= AN_INLINED;
 		     an++) {
 			e = pb_begin(b, F_ID_ANNOT_NAMES);
 			pb_uint(b, F_IID, an);

@@ -103,9 +103,10 @@ enum {
 	AN_UNKNOWN,
 	AN_VALUE,
 	/* Interned when first used in a sequence: a trace without source
-	 * positions stays as it was. */
+	 * positions or inlined calls stays as it was. */
 	AN_SOURCE,
 	AN_CALL_SITE,
+	AN_INLINED,
 };
 #define AN_EAGER AN_VALUE /* the last name interned up front */
 
@@ -154,7 +155,7 @@ struct pf {
 	size_t zcap;
 
 	uint32_t gen;	  /* of the current sequence */
-	uint32_t pos_gen; /* gen when AN_SOURCE and AN_CALL_SITE were
+	uint32_t pos_gen; /* gen when AN_SOURCE to AN_INLINED were
 			   * interned */
 	struct pf_intern names, strs;
 	uint32_t seq;	/* current sequence id */

@@ -113,6 +113,7 @@ static const char schema[] =
 	" (f.flags & 32) != 0 AS untraced,"
 	" (f.flags & 128) != 0 AS unknown,"
 	" (f.flags & 256) != 0 AS depth_guessed,"
+	" (f.flags & 512) != 0 AS inlined,"
 	" s.segment AS segment, src.str AS source, cs.str AS call_site,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
@@ -161,11 +162,11 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 		       MT_SLICE_JOINED == 4 && MT_SLICE_GAP == 8 &&
 		       MT_SLICE_SYSCALL == 16 && MT_SLICE_UNTRACED == 32 &&
 		       MT_SLICE_TAIL == 64 && MT_SLICE_UNKNOWN == 128 &&
-		       MT_SLICE_DEPTH_GUESSED == 256,
+		       MT_SLICE_DEPTH_GUESSED == 256 && MT_SLICE_INLINED == 512,
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -185,6 +186,7 @@ static const struct {
 	{MT_SLICE_TAIL, "debug.tail"},
 	{MT_SLICE_UNKNOWN, "debug.unknown"},
 	{MT_SLICE_DEPTH_GUESSED, "debug.depth_guessed"},
+	{MT_SLICE_INLINED, "debug.inlined"},
 };
 
 static const char *const stmt_sql[S_NR] = {

@@ -25,6 +25,7 @@ static const struct {
 	{MT_SLICE_JOINED, "joined"},
 	{MT_SLICE_UNKNOWN, "unknown"},
 	{MT_SLICE_DEPTH_GUESSED, "depth_guessed"},
+	{MT_SLICE_INLINED, "inlined"},
 };
 
 static int cmp_tid(const void *a, const void *b)

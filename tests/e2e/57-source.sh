@@ -49,7 +49,7 @@ while IFS='|' read -r name addr src; do
 		bad=$((bad + 1))
 	fi
 done < <(sqlite3 "$db" "SELECT DISTINCT name, address, source FROM slice
-	WHERE dso = '$W/demo' AND source IS NOT NULL AND NOT unknown")
+	WHERE dso = '$W/demo' AND source IS NOT NULL AND NOT unknown AND NOT inlined")
 if [ $n -ge 4 ] && [ $bad -eq 0 ]; then
 	echo "PASS source_positions_source ($n functions as addr2line says)"
 else

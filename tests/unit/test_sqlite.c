@@ -535,7 +535,7 @@ static void test_roundtrip(struct check_state *cs)
 			" type = 'index' AND tbl_name = 'slice_raw'",
 			-1) == 2);
 	CHECK(cs, integrity_ok(db));
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 2);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 3);
 	sqlite3_close(db);
 out:
 	tmpdir_remove(dir);

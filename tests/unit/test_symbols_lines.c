@@ -119,6 +119,82 @@ static void test_lines(struct check_state *st)
 	sym_file_free(sf);
 }
 
+/*
+ * Inlined calls: three functions inlined two deep give, at the code of
+ * the innermost, the chain inner < middle < (outer's own code) with the
+ * lines of the calls the compiler replaced; the ranges are sorted and
+ * disjoint; a stripped binary reads them from its debug file; a binary
+ * without DWARF has none.
+ */
+static void test_inlines(struct check_state *st)
+{
+	char dir[300], prog[400], err[512];
+	struct sym_inlines *l = NULL;
+	const struct sym_inline *in;
+	uint64_t *a = NULL;
+	int n, rc;
+
+	snprintf(dir, sizeof(dir), "%s/inl", tmp);
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	CHECK(st, sh("mkdir -p %s", dir));
+	CHECK(st, put_file(dir, "n.c",
+			   "static inline __attribute__((always_inline)) "
+			   "int inner(int v)\n{\n"
+			   "\treturn v * 3 + 1;\n}\n"
+			   "static inline __attribute__((always_inline)) "
+			   "int middle(int v)\n{\n"
+			   "\treturn inner(v) ^ 5;\n}\n"
+			   "__attribute__((noinline)) int outer(int v)\n{\n"
+			   "\treturn middle(v) + 2;\n}\n"
+			   "int main(int c, char **v)\n{\n"
+			   "\t(void)v;\n\treturn outer(c);\n}\n"));
+	CHECK(st, sh("cd %s && cc -O2 -g -o prog n.c && "
+		     "cc -O2 -o plain n.c && "
+		     "objcopy --only-keep-debug prog prog.debug && "
+		     "objcopy --strip-all --add-gnu-debuglink=prog.debug "
+		     "prog stripped",
+		     dir));
+	for (int k = 0; k < 2; k++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/%s", dir,
+			 k ? "stripped" : "prog");
+		rc = sym_inlines_open(path, &l, err, sizeof(err));
+		CHECKF(st, !rc && l, "%s: %d (%s)", path, rc, err);
+		if (!l)
+			return;
+		for (size_t i = 0; i < l->nr_ranges; i++)
+			CHECK(st, l->ranges[i].lo < l->ranges[i].hi &&
+					  (!i || l->ranges[i - 1].hi <=
+							 l->ranges[i].lo));
+		n = sym_line_addrs(prog, "n.c", 3, &a, err, sizeof(err));
+		CHECKF(st, n >= 1, "n.c:3: %d (%s)", n, n < 0 ? err : "");
+		in = n >= 1 ? sym_inline_at(l, a[0]) : NULL;
+		CHECKF(st,
+		       in && !strcmp(in->name, "inner") && in->call_line == 7 &&
+			       in->depth == 1 && in->decl_line == 1 &&
+			       strstr(in->call_file, "/inl/n.c"),
+		       "at n.c:3: %s, called at line %u, depth %u",
+		       in ? in->name : "nothing", in ? in->call_line : 0,
+		       in ? in->depth : 0);
+		in = in ? in->up : NULL;
+		CHECKF(st,
+		       in && !strcmp(in->name, "middle") &&
+			       in->call_line == 11 && !in->up && !in->depth,
+		       "around it: %s, called at line %u",
+		       in ? in->name : "nothing", in ? in->call_line : 0);
+		/* outer's entry is its own code. */
+		CHECK(st, !sym_inline_at(l, 0));
+		free(a);
+		a = NULL;
+		sym_inlines_free(l);
+		l = NULL;
+	}
+	snprintf(prog, sizeof(prog), "%s/plain", dir);
+	rc = sym_inlines_open(prog, &l, err, sizeof(err));
+	CHECKF(st, rc == -ENOENT && !l, "plain: %d (%s)", rc, err);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -129,6 +205,10 @@ int main(void)
 		RUN(&st, test_lines);
 	else
 		printf("SKIP test_lines (needs cc and binutils)\n");
+	if (symtest_have_cc())
+		RUN(&st, test_inlines);
+	else
+		printf("SKIP test_inlines (needs cc and binutils)\n");
 	symtest_end();
 	return CHECK_DONE(&st);
 }

@@ -1,0 +1,158 @@
+/*
+ * The inlined calls inside a function's blocks.
+ *
+ * The block decoder gives a block as its first and last instruction, and
+ * a block is straight-line code that runs every instruction between: the
+ * inlined calls it passes through are the ranges of the binary's table
+ * (symbols/ sym_inlines) that it crosses, walked from its first
+ * instruction, and only in functions that have any (the span set_range()
+ * found), so that code without inlined calls costs one test a block.
+ *
+ * Compilers interleave an inlined call's instructions with its caller's.
+ * Within a block (whose instructions share one time) a call stays open
+ * from its first instruction to its last, instead of breaking into
+ * slices of no length; from block to block it stays open while each
+ * block begins inside it.  A change goes to segments/ as DEC_INLINE,
+ * naming the innermost call now open (its chain of callers is the
+ * rest).  After an event that names an ip (a call, a return, a sync
+ * point) segments/ opens the calls at that ip itself, and this starts
+ * from the same (strm_inline_told()).
+ */
+#include "decode/strm.h"
+
+/* Pieces of a block looked at once: a block crossing more ranges is
+ * walked in several rounds, each closing what it does not see again. */
+#define PIECES 64
+
+struct piece {
+	uint64_t ip; /* runtime address of its first instruction */
+	const struct sym_inline *in;
+};
+
+static bool on_chain(const struct sym_inline *leaf, const struct sym_inline *x)
+{
+	for (; leaf; leaf = leaf->up)
+		if (leaf == x)
+			return true;
+	return false;
+}
+
+/* The index of the first range of the span that ends after vaddr. */
+static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
+{
+	size_t lo = sp->from, hi = sp->to;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sp->tab->ranges[mid].hi <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
+{
+	const struct dec_inl_span *sp = &s->inl_span;
+	uint64_t v = ip - sp->bias;
+	size_t i;
+
+	if (!sp->tab)
+		return NULL;
+	i = span_from(sp, v);
+	return i < sp->to && sp->tab->ranges[i].lo <= v ? sp->tab->ranges[i].in
+							: NULL;
+}
+
+static void change(struct strm *s, uint64_t pos, uint64_t ip,
+		   const struct sym_inline *top)
+{
+	if (top == s->inl_top)
+		return;
+	s->inl_top = top;
+	strm_held_push_at(s, pos, strm_now(s), DEC_INLINE, ip,
+			  (uint64_t)(uintptr_t)top);
+}
+
+/* x is open in one of the pieces from k on. */
+static bool seen_again(const struct piece *p, size_t k, size_t n,
+		       const struct sym_inline *x)
+{
+	for (; k < n; k++)
+		if (on_chain(p[k].in, x))
+			return true;
+	return false;
+}
+
+/*
+ * One round: what is open at each piece, from what was open before.  The
+ * pieces are the first-th on of a block of ninsn instructions decoded
+ * from instruction count pos: a piece's count is a guess within them.
+ */
+static void walk(struct strm *s, const struct piece *p, size_t n, uint64_t pos,
+		 size_t first, uint64_t ninsn)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct sym_inline *open = s->inl_top;
+		const struct sym_inline *want = p[k].in;
+
+		/* Calls not met again in this round have ended. */
+		while (open && !seen_again(p, k, n, open))
+			open = open->up;
+		/* Code of a call not open (or of another branch): what is
+		 * open goes down to what the two share, then the new
+		 * call's chain opens.  Code of an open call or one of its
+		 * callers leaves the deeper ones open: they come back. */
+		if (want && !on_chain(open, want))
+			open = want;
+		change(s, pos + (first + k < ninsn ? first + k : ninsn - 1),
+		       p[k].ip, open);
+	}
+}
+
+void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
+{
+	const struct dec_inl_span *sp = &s->inl_span;
+	struct piece p[PIECES];
+	uint64_t v, vend;
+	size_t i, n = 0, first = 0;
+
+	if (s->inl_told) {
+		s->inl_told = false;
+		s->inl_top = leaf_at(s, s->inl_told_ip);
+	}
+	if (!sp->tab) {
+		/* Into code whose function is unknown, or without any
+		 * inlined calls, by a jump within what we took for one
+		 * function. */
+		change(s, pos, b->ip, NULL);
+		return;
+	}
+	v = b->ip - sp->bias;
+	vend = b->end_ip - sp->bias;
+	i = span_from(sp, v);
+	while (v <= vend) {
+		const struct sym_inline *in = NULL;
+		uint64_t next = UINT64_MAX;
+
+		if (i < sp->to && sp->tab->ranges[i].lo <= v) {
+			in = sp->tab->ranges[i].in;
+			next = sp->tab->ranges[i].hi;
+			i++;
+		} else if (i < sp->to) {
+			next = sp->tab->ranges[i].lo;
+		}
+		if (!n || p[n - 1].in != in) {
+			if (n == PIECES) {
+				walk(s, p, n, pos, first, b->ninsn);
+				first += n;
+				n = 0;
+			}
+			p[n++] = (struct piece){v + sp->bias, in};
+		}
+		v = next;
+	}
+	walk(s, p, n, pos, first, b->ninsn);
+}

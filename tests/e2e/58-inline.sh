@@ -1,0 +1,146 @@
+#!/bin/bash
+# Inlined calls: tests/programs/inline.c built with -O2 -g, where hot()
+# inlines round_of(), which inlines step(), which inlines mix(), which
+# calls note() (not inlined), is captured (emulated) and converted.
+#  - every run of the loop shows round_of > step > mix under hot, each
+#    flagged inlined, as many as the loop ran;
+#  - their nesting and call sites are what addr2line -i says of the code
+#    at the bottom of the three;
+#  - note() sits under mix(), and the tree without the inlined calls is
+#    the emulator's truth, call for call;
+#  - no inlined slice sticks out of its parent;
+#  - Perfetto has the "inlined" arg; --no-inline has no inlined slice and
+#    the same real calls; -j 4 with small pieces gives the same files.
+B=${MT_BUILD:?}/bin
+R=${MT_ROOT:?}
+W=$(mktemp -d /tmp/mt-e2e-inl58.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+N=1500
+
+if ! command -v addr2line >/dev/null || ! command -v objdump >/dev/null ||
+	! command -v sqlite3 >/dev/null; then
+	echo "SKIP inline (no addr2line, objdump or sqlite3)"
+	exit 0
+fi
+cc -O2 -g -o "$W/inline" "$R/tests/programs/inline.c" ||
+	{ echo "FAIL inline: cc"; exit 0; }
+if ! "$B/mt-capture" --emulate --truth "$W/truth" -o "$W/inl.bin" -- \
+	"$W/inline" $N >/dev/null 2>"$W/cap.err" ||
+	! "$B/mt-convert" "$W/inl.bin" -o "$W/inl.pftrace" --no-compress \
+		--text "$W/inl.tsv" -q 2>"$W/conv.err"; then
+	echo "FAIL inline: capture or conversion failed"
+	tail -3 "$W/cap.err" "$W/conv.err" | sed 's/^/    /'
+	exit 0
+fi
+db=$W/inl.sqlite
+q() { sqlite3 "$db" "$1" 2>&1; }
+
+# Each inlined call, as many times as the loop ran, nested as the source
+# nests them.
+got=$(q "SELECT c.name || '<' || p.name || ':' || count(*) FROM slice c
+	JOIN slice p ON p.id = c.parent_id WHERE c.inlined
+	AND c.source LIKE '%/inline.c:%' GROUP BY c.name, p.name
+	ORDER BY c.name")
+want="mix<step:$N
+round_of<hot:$N
+step<round_of:$N"
+if [ "$got" = "$want" ]; then
+	echo "PASS inline_nesting (round_of > step > mix, $N each)"
+else
+	echo "FAIL inline_nesting: ${got//$'\n'/ } (want ${want//$'\n'/ })"
+fi
+
+# The chain addr2line -i gives for an instruction of mix() inside hot():
+# the functions, innermost first, each line after the first being the
+# line of the call inlined there.
+hot=$(nm "$W/inline" | awk '$3 == "hot" {print $1}')
+chain=
+for a in $(objdump -d --no-show-raw-insn "$W/inline" |
+	awk '/<hot>:$/ {on = 1; next} on && /^$/ {exit}
+	     on {a = $1; sub(":", "", a); print "0x" a}'); do
+	c=$(addr2line -i -f -e "$W/inline" "$a" |
+		sed 's/ (discriminator [0-9]*)//' | paste -sd' ')
+	case $c in mix\ *step\ *round_of\ *hot\ *) chain=$c; break ;; esac
+done
+if [ -z "$hot" ] || [ -z "$chain" ]; then
+	echo "FAIL inline_addr2line: no code of mix inlined three deep in hot"
+else
+	# "mix F:L step F:L1 round_of F:L2 hot F:L3": mix called at L1 ...
+	set -- $chain
+	want="mix|inline.c:${4##*:}
+round_of|inline.c:${8##*:}
+step|inline.c:${6##*:}"
+	got=$(q "SELECT DISTINCT name, call_site FROM slice WHERE inlined
+		AND source LIKE '%/inline.c:%' ORDER BY name" |
+		sed 's|\|.*/|\||')
+	if [ "$got" = "$want" ]; then
+		echo "PASS inline_addr2line (call sites as addr2line -i says)"
+	else
+		echo "FAIL inline_addr2line: ${got//$'\n'/ } (addr2line: ${want//$'\n'/ })"
+	fi
+fi
+
+# The real calls: note() under mix(), and the truth call for call.
+got=$(q "SELECT count(*) FROM slice c JOIN slice p ON p.id = c.parent_id
+	WHERE c.name = 'note' AND p.name = 'mix'")
+all=$(q "SELECT count(*) FROM slice WHERE name = 'note'")
+if [ "${all:-0}" -gt 0 ] && [ "$got" = "$all" ]; then
+	echo "PASS inline_callee ($got calls of note, each under mix)"
+else
+	echo "FAIL inline_callee: $got of $all calls of note under mix"
+fi
+if out=$("$B/mt-tree-check" "$W/truth" "$W/inl.tsv" --tol-ns 200000000 \
+	--callers 2>&1); then
+	echo "PASS inline_truth (${out//$'\n'/; })"
+else
+	echo "FAIL inline_truth: ${out//$'\n'/; }"
+fi
+
+got=$(q "SELECT count(*) FROM slice c JOIN slice p ON p.id = c.parent_id
+	WHERE c.ts < p.ts OR c.ts + c.dur > p.ts + p.dur
+	OR c.depth != p.depth + 1")
+if [ "$got" = 0 ]; then
+	echo "PASS inline_inside (every slice within its parent)"
+else
+	echo "FAIL inline_inside: $got slices outside their parent"
+fi
+
+if ! command -v protoc >/dev/null; then
+	echo "SKIP inline_perfetto (no protoc)"
+elif protoc --decode=perfetto.protos.Trace -I "$R/tests/proto" \
+	"$R/tests/proto/perfetto_subset.proto" <"$W/inl.pftrace" \
+	>"$W/decoded.txt" 2>"$W/protoc.err" &&
+	grep -q 'name: "inlined"' "$W/decoded.txt"; then
+	echo "PASS inline_perfetto"
+else
+	echo "FAIL inline_perfetto"
+	head -3 "$W/protoc.err" | sed 's/^/    /'
+fi
+
+# --no-inline: the real calls only, the same ones.
+"$B/mt-convert" "$W/inl.bin" -o "$W/no.pftrace" --text "$W/no.tsv" \
+	--no-inline -q 2>/dev/null
+got=$(sqlite3 "$W/no.sqlite" "SELECT count(*) FROM slice WHERE inlined" 2>&1)
+a=$(q "SELECT name, depth - (SELECT count(*) FROM slice i
+	WHERE i.inlined AND i.track_id = s.track_id AND i.ts <= s.ts
+	AND i.ts + i.dur >= s.ts + s.dur AND i.depth < s.depth), ts, dur
+	FROM slice s WHERE NOT inlined ORDER BY id" | md5sum)
+b=$(sqlite3 "$W/no.sqlite" "SELECT name, depth, ts, dur FROM slice
+	ORDER BY id" | md5sum)
+if [ "$got" = 0 ] && [ "$a" = "$b" ]; then
+	echo "PASS inline_off (--no-inline: the same calls, none inlined)"
+else
+	echo "FAIL inline_off: $got inlined slices, same calls: $([ "$a" = "$b" ] && echo yes || echo no)"
+fi
+
+# The parallel decode carries the inlined calls open across its pieces.
+"$B/mt-convert" "$W/inl.bin" -o "$W/j1.pftrace" --text "$W/j1.tsv" \
+	-j 1 -q 2>/dev/null
+"$B/mt-convert" "$W/inl.bin" -o "$W/j4.pftrace" --text "$W/j4.tsv" \
+	-j 4 --piece-size 4K 2>"$W/j4.err" >/dev/null
+if cmp -s "$W/j1.pftrace" "$W/j4.pftrace" && cmp -s "$W/j1.tsv" "$W/j4.tsv" &&
+	cmp -s "$W/j1.sqlite" "$W/j4.sqlite"; then
+	echo "PASS inline_parallel ($(grep -o '[0-9]* pieces.*joined' "$W/j4.err"))"
+else
+	echo "FAIL inline_parallel: -j 4 differs from -j 1"
+fi
