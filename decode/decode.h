@@ -192,8 +192,10 @@ struct dec_sym {
 	 * (the binary's DWARF line table; file NULL when it has none). */
 	const char *fn_file, *ip_file;
 	unsigned fn_line, ip_line;
-	/* The innermost inlined call at the address, NULL: none. */
+	/* The innermost inlined call at the address, NULL: none; and
+	 * whether the function has inlined calls anywhere. */
 	const struct sym_inline *inl;
+	bool fn_inl;
 };
 
 /* Also reports, once, the missing binary of an address it cannot name. */

@@ -511,6 +511,16 @@ static void source_at(struct dec_dso *d, uint64_t vaddr, const char **file,
 		*file = NULL;
 }
 
+/* The inlined calls at vaddr of a function in [lo, hi) (ELF vaddrs). */
+static void inlined_at(const struct sym_inlines *l, uint64_t vaddr, uint64_t lo,
+		       uint64_t hi, struct dec_sym *out)
+{
+	size_t i = sym_inlines_from(l, lo);
+
+	out->fn_inl = l && i < l->nr_ranges && l->ranges[i].lo < hi;
+	out->inl = out->fn_inl ? sym_inline_at(l, vaddr) : NULL;
+}
+
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out)
 {
@@ -521,6 +531,7 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	out->fn_file = out->ip_file = NULL;
 	out->fn_line = out->ip_line = 0;
 	out->inl = NULL;
+	out->fn_inl = false;
 	if (dec_kernel_symbolize(c, ip, out))
 		return;
 	out->known = false;
@@ -542,8 +553,8 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 				  &out->ip_line);
 			if (out->ip_file)
 				source_at(d, vlo, &out->fn_file, &out->fn_line);
-			out->inl = sym_inline_at(inlines_of(c, d),
-						 ip - (uint64_t)m->bias);
+			inlined_at(inlines_of(c, d), ip - (uint64_t)m->bias,
+				   vlo, vhi, out);
 			return;
 		}
 	}

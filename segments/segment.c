@@ -36,7 +36,8 @@ struct frame {
 	uint64_t ret;	 /* return address, 0 if unknown */
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
 	uint8_t kind;
-	bool async; /* entered by the kernel (a signal handler) */
+	bool async;    /* entered by the kernel (a signal handler) */
+	bool inl_code; /* the function has inlined calls */
 	const struct sym_inline *in; /* FR_INLINE: the call */
 };
 
@@ -47,6 +48,7 @@ struct sym_ent {
 	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
 	uint32_t site;	/* "FILE:LINE" of ip itself, 0 unknown */
 	bool valid, known;
+	bool fn_inl;		      /* its function has inlined calls */
 	const struct sym_inline *inl; /* innermost inlined call at ip */
 };
 
@@ -118,6 +120,7 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	ds.fn_file = ds.ip_file = NULL;
 	ds.fn_line = ds.ip_line = 0;
 	ds.inl = NULL;
+	ds.fn_inl = false;
 	b->sym(b->ctx, ip, &ds);
 	e->name = mt_str_intern(&b->t->strs, ds.name);
 	e->dso = mt_str_intern(&b->t->strs, ds.dso);
@@ -142,6 +145,7 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	e->hi = ds.end;
 	e->known = ds.known;
 	e->inl = ds.inl;
+	e->fn_inl = ds.fn_inl || ds.inl;
 	e->valid = true;
 	return e;
 }
@@ -274,8 +278,10 @@ static int push_fn(struct seg_builder *b, uint64_t time, int32_t lv,
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;
 	rc = push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
-	if (!rc)
+	if (!rc) {
 		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
+		top(b)->inl_code = e->fn_inl;
+	}
 	return rc;
 }
 
@@ -384,9 +390,9 @@ static int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
 	const struct sym_ent *e;
 	size_t h = host_at(b);
 
-	if (h == b->depth)
+	/* Most code has nothing inlined: no lookup there. */
+	if (h == b->depth || (h + 1 == b->depth && !b->stack[h].inl_code))
 		return 0;
-	/* Most code has nothing inlined: the lookup is cached. */
 	e = lookup(b, ip);
 	if (!e)
 		return -ENOMEM;
@@ -466,7 +472,8 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 				     .level = lv,
 				     .lo = e->lo,
 				     .hi = e->hi,
-				     .kind = FR_FUNC};
+				     .kind = FR_FUNC,
+				     .inl_code = e->fn_inl};
 	b->depth++;
 	if (b->depth > 1)
 		th->slices[b->stack[1].slice].parent = idx;

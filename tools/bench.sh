@@ -100,3 +100,26 @@ for part in 16 4 1; do
 		printf "  1/%-3s %8.1f MiB  %7.2f s  %.3f s/MiB\n", part, b / 1048576, t, t / (b / 1048576) }'
 	rm -f "$p/lin.pftrace" "$p/lin.sqlite"
 done
+
+# Inlined calls: tests/programs/inline.c (a hot loop inlining three deep,
+# -O2 -g), captured once by the emulator, converted with and without its
+# inlined calls.  The slices they add are written like any others; the
+# rest is reading each binary's DWARF once and walking the ranges of the
+# blocks of functions that inlined something.
+I=${MT_BUILD:-build}/bench/inline
+mkdir -p "$I"
+if [ ! -f "$I/raw.bin" ]; then
+	cc -O2 -g -o "$I/inline" tests/programs/inline.c
+	"$B/mt-capture" --emulate -o "$I/raw.bin" -- "$I/inline" 20000 >/dev/null 2>&1
+fi
+iw=$("$B/mt-bench" run "$B/mt-convert" "$I/raw.bin" -o "$I/with.pftrace" -j 1 2>"$I/with.log")
+io=$("$B/mt-bench" run "$B/mt-convert" "$I/raw.bin" -o "$I/without.pftrace" -j 1 \
+	--no-inline 2>"$I/without.log")
+sw=$(sed -n 's/.*, \([0-9]*\) slices,.*/\1/p' "$I/with.log")
+so=$(sed -n 's/.*, \([0-9]*\) slices,.*/\1/p' "$I/without.log")
+rm -f "$I"/with.* "$I"/without.*
+echo
+awk -v tw="$(field seconds "$iw")" -v to="$(field seconds "$io")" -v sw="$sw" -v so="$so" \
+    -v kb="$(($(stat -c %s "$I/raw.bin") / 1024))" 'BEGIN {
+	printf "inlined calls (%d KiB of AUX, -j 1): %.2f s with them (%d slices), %.2f s with --no-inline (%d slices): +%.0f%%\n",
+		kb, tw, sw, to, so, (tw / to - 1) * 100 }'
