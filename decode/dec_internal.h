@@ -23,15 +23,11 @@ struct dec_dso {
 	bool is_vdso;
 	char *missing; /* why it is missing, said once when used */
 	bool tmp;      /* found is our temporary copy: unlink it */
-	/* Its DWARF line table, read when first asked for (by the thread
-	 * that names addresses alone); NULL when it has none. */
-	struct sym_lines *lines;
-	bool lines_tried;
-	/* Its inlined calls, read when first asked for, by a decoding
-	 * thread or the one that names addresses (under inl_lock); NULL
-	 * when it has none. */
-	struct sym_inlines *inl;
-	bool inl_tried;
+	/* Its DWARF (source positions, inlined calls), opened when first
+	 * asked for, by a decoding thread or the one that names addresses
+	 * (under dwarf_lock); NULL when it has none. */
+	struct sym_dwarf *dwarf;
+	bool dwarf_tried;
 };
 
 /* A [vdso] image the capture carries. */
@@ -108,7 +104,7 @@ struct dec_capture {
 	/* The missing binaries' notes: the decoder and a builder thread
 	 * (segments/pipe.c) both add to them. */
 	pthread_mutex_t note_lock;
-	pthread_mutex_t inl_lock; /* the dsos' inl */
+	pthread_mutex_t dwarf_lock; /* the dsos' dwarf */
 
 	struct pt_image_section_cache *iscache;
 	uint64_t base;	      /* perf time that event times count from */
@@ -134,12 +130,12 @@ bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       uint64_t *lo, uint64_t *hi);
 /*
  * The inlined calls in the code of pid from lo to hi (runtime: a
- * function's range): the binary's table, the indexes [from, to) of its
- * ranges that fall there, and the bias (runtime = ELF vaddr + bias).
+ * function's range): the ranges of its unit, the indexes [from, to) of
+ * those that fall there, and the bias (runtime = ELF vaddr + bias).
  * False when there are none (or --no-inline).
  */
 struct dec_inl_span {
-	const struct sym_inlines *tab;
+	const struct sym_inline_range *tab; /* the unit's ranges */
 	size_t from, to;
 	uint64_t bias;
 };

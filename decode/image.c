@@ -447,78 +447,74 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 		note_dso_use(c, &c->dsos[m->dso]);
 }
 
-/* d's inlined calls, NULL when it has none. */
-static const struct sym_inlines *inlines_of(struct dec_capture *c,
-					    struct dec_dso *d)
+/* d's DWARF, NULL when it has none. */
+static struct sym_dwarf *dwarf_of(struct dec_capture *c, struct dec_dso *d)
 {
-	const struct sym_inlines *l;
+	struct sym_dwarf *w;
 
-	if (c->opts.no_inline || !d->sf || !d->found)
+	if (!d->sf || !d->found)
 		return NULL;
-	pthread_mutex_lock(&c->inl_lock);
-	if (!d->inl_tried) {
+	pthread_mutex_lock(&c->dwarf_lock);
+	if (!d->dwarf_tried) {
 		char err[512];
 
-		d->inl_tried = true;
-		/* Code without DWARF, or that inlined nothing, is the
-		 * common case; out of memory only costs the inlined
-		 * frames. */
-		sym_inlines_open(d->found, &d->inl, err, sizeof(err));
+		d->dwarf_tried = true;
+		/* No DWARF is the common case (a release build, a system
+		 * library without its debug file): nothing to say.  Out of
+		 * memory only costs the source positions and inlined
+		 * calls. */
+		sym_dwarf_open(d->found, &d->dwarf, err, sizeof(err));
 	}
-	l = d->inl;
-	pthread_mutex_unlock(&c->inl_lock);
-	return l;
+	w = d->dwarf;
+	pthread_mutex_unlock(&c->dwarf_lock);
+	return w;
 }
 
 bool dec_inlines_in(struct dec_capture *c, uint32_t pid, uint64_t lo,
 		    uint64_t hi, struct dec_inl_span *out)
 {
 	const struct dec_map *m = find_map(c, pid, lo);
-	const struct sym_inlines *l;
+	struct sym_dwarf *w;
 	uint64_t vlo, vhi;
-	size_t to;
+	size_t to, nr;
 
-	if (!m || !m->have_bias || lo >= hi ||
-	    !(l = inlines_of(c, &c->dsos[m->dso])))
+	if (c->opts.no_inline || !m || !m->have_bias || lo >= hi ||
+	    !(w = dwarf_of(c, &c->dsos[m->dso])))
 		return false;
 	vlo = lo - (uint64_t)m->bias;
 	vhi = hi - (uint64_t)m->bias;
-	out->tab = l;
+	out->tab = sym_dwarf_inlines(w, vlo, &nr);
 	out->bias = (uint64_t)m->bias;
-	out->from = sym_inlines_from(l, vlo);
-	to = sym_inlines_from(l, vhi);
-	if (to < l->nr_ranges && l->ranges[to].lo < vhi)
+	out->from = sym_inlines_from(out->tab, nr, vlo);
+	to = sym_inlines_from(out->tab, nr, vhi);
+	if (to < nr && out->tab[to].lo < vhi)
 		to++;
 	out->to = to;
 	return out->from < out->to;
 }
 
 /* Where the source has vaddr of d (file NULL: nowhere known). */
-static void source_at(struct dec_dso *d, uint64_t vaddr, const char **file,
-		      unsigned *line)
+static void source_at(struct dec_capture *c, struct dec_dso *d, uint64_t vaddr,
+		      const char **file, unsigned *line)
 {
 	*file = NULL;
 	*line = 0;
-	if (!d->lines_tried) {
-		char err[512];
-
-		d->lines_tried = true;
-		/* No line table is the common case (a release build, a
-		 * system library): nothing to say. */
-		sym_lines_open(d->found, &d->lines, err, sizeof(err));
-	}
-	if (!sym_lines_at(d->lines, vaddr, file, line))
+	if (!sym_dwarf_line(dwarf_of(c, d), vaddr, file, line))
 		*file = NULL;
 }
 
 /* The inlined calls at vaddr of a function in [lo, hi) (ELF vaddrs). */
-static void inlined_at(const struct sym_inlines *l, uint64_t vaddr, uint64_t lo,
-		       uint64_t hi, struct dec_sym *out)
+static void inlined_at(struct dec_capture *c, struct dec_dso *d, uint64_t vaddr,
+		       uint64_t lo, uint64_t hi, struct dec_sym *out)
 {
-	size_t i = sym_inlines_from(l, lo);
+	struct sym_dwarf *w = c->opts.no_inline ? NULL : dwarf_of(c, d);
+	size_t nr = 0;
+	const struct sym_inline_range *r =
+		w ? sym_dwarf_inlines(w, lo, &nr) : NULL;
+	size_t i = sym_inlines_from(r, nr, lo);
 
-	out->fn_inl = l && i < l->nr_ranges && l->ranges[i].lo < hi;
-	out->inl = out->fn_inl ? sym_inline_at(l, vaddr) : NULL;
+	out->fn_inl = i < nr && r[i].lo < hi;
+	out->inl = out->fn_inl ? sym_inline_at(r, nr, vaddr) : NULL;
 }
 
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
@@ -549,12 +545,12 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		if (s) {
 			out->name = s->name;
 			out->known = true;
-			source_at(d, ip - (uint64_t)m->bias, &out->ip_file,
+			source_at(c, d, ip - (uint64_t)m->bias, &out->ip_file,
 				  &out->ip_line);
 			if (out->ip_file)
-				source_at(d, vlo, &out->fn_file, &out->fn_line);
-			inlined_at(inlines_of(c, d), ip - (uint64_t)m->bias,
-				   vlo, vhi, out);
+				source_at(c, d, vlo, &out->fn_file,
+					  &out->fn_line);
+			inlined_at(c, d, ip - (uint64_t)m->bias, vlo, vhi, out);
 			return;
 		}
 	}

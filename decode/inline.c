@@ -4,7 +4,7 @@
  * The block decoder gives a block as its first and last instruction, and
  * a block is straight-line code that runs every instruction between: the
  * inlined calls it passes through are the ranges of the binary's table
- * (symbols/ sym_inlines) that it crosses, walked from its first
+ * (symbols/ sym_dwarf_inlines) that it crosses, walked from its first
  * instruction, and only in functions that have any (the span set_range()
  * found), so that code without inlined calls costs one test a block.
  *
@@ -45,7 +45,7 @@ static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (sp->tab->ranges[mid].hi <= vaddr)
+		if (sp->tab[mid].hi <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -62,18 +62,70 @@ static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
 	if (!sp->tab)
 		return NULL;
 	i = span_from(sp, v);
-	return i < sp->to && sp->tab->ranges[i].lo <= v ? sp->tab->ranges[i].in
-							: NULL;
+	return i < sp->to && sp->tab[i].lo <= v ? sp->tab[i].in : NULL;
 }
 
-static void change(struct strm *s, uint64_t pos, uint64_t ip,
-		   const struct sym_inline *top)
+/*
+ * The instructions of b before ip (an address in it).  Counted, not
+ * guessed: an event's time comes from its instruction count, and where
+ * libipt cuts straight code into blocks varies (its block cache, which
+ * the threads of a parallel decode share, cuts it differently from run to
+ * run), so the count must not depend on it.  Kept per pair of addresses:
+ * a loop's blocks ask the same again and again.
+ */
+static uint64_t insns_before(struct strm *s, const struct pt_block *b,
+			     uint64_t ip)
+{
+	struct strm_cache *c = &s->cache;
+	struct count_ent *e =
+		&c->counts[(b->ip ^ (ip << 3) ^ (ip >> 7)) & (COUNT_CACHE - 1)];
+	uint64_t n = 0, at = b->ip;
+	uint8_t code[256];
+	cs_insn *in;
+
+	if (ip == b->ip)
+		return 0;
+	if (e->from == b->ip && e->to == ip)
+		return e->n;
+	if (!c->have_cs) {
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &c->cs) != CS_ERR_OK)
+			return b->ninsn - 1;
+		c->have_cs = true;
+	}
+	cs_option(c->cs, CS_OPT_MODE,
+		  b->mode == ptem_32bit ? CS_MODE_32 : CS_MODE_64);
+	in = cs_malloc(c->cs);
+	while (in && at < ip && n < b->ninsn) {
+		int got = pt_iscache_read(s->c->iscache, code, sizeof(code),
+					  b->isid, at);
+		const uint8_t *p = code;
+		size_t left = got > 0 ? (size_t)got : 0;
+		uint64_t addr = at, start = at;
+
+		while (at < ip && n < b->ninsn &&
+		       cs_disasm_iter(c->cs, &p, &left, &addr, in)) {
+			at = addr;
+			n++;
+		}
+		if (at == start)
+			break; /* nothing decoded: give up */
+	}
+	if (in)
+		cs_free(in, 1);
+	if (at != ip || n >= b->ninsn)
+		return b->ninsn - 1; /* not an instruction of b: the last */
+	*e = (struct count_ent){b->ip, ip, n};
+	return n;
+}
+
+static void change(struct strm *s, const struct pt_block *b, uint64_t pos,
+		   uint64_t ip, const struct sym_inline *top)
 {
 	if (top == s->inl_top)
 		return;
 	s->inl_top = top;
-	strm_held_push_at(s, pos, strm_now(s), DEC_INLINE, ip,
-			  (uint64_t)(uintptr_t)top);
+	strm_held_push_at(s, pos + insns_before(s, b, ip), strm_now(s),
+			  DEC_INLINE, ip, (uint64_t)(uintptr_t)top);
 }
 
 /* x is open in one of the pieces from k on. */
@@ -86,13 +138,10 @@ static bool seen_again(const struct piece *p, size_t k, size_t n,
 	return false;
 }
 
-/*
- * One round: what is open at each piece, from what was open before.  The
- * pieces are the first-th on of a block of ninsn instructions decoded
- * from instruction count pos: a piece's count is a guess within them.
- */
-static void walk(struct strm *s, const struct piece *p, size_t n, uint64_t pos,
-		 size_t first, uint64_t ninsn)
+/* One round: what is open at each piece of block b (decoded from
+ * instruction count pos on), from what was open before. */
+static void walk(struct strm *s, const struct pt_block *b,
+		 const struct piece *p, size_t n, uint64_t pos)
 {
 	for (size_t k = 0; k < n; k++) {
 		const struct sym_inline *open = s->inl_top;
@@ -107,8 +156,7 @@ static void walk(struct strm *s, const struct piece *p, size_t n, uint64_t pos,
 		 * callers leaves the deeper ones open: they come back. */
 		if (want && !on_chain(open, want))
 			open = want;
-		change(s, pos + (first + k < ninsn ? first + k : ninsn - 1),
-		       p[k].ip, open);
+		change(s, b, pos, p[k].ip, open);
 	}
 }
 
@@ -117,7 +165,7 @@ void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
 	const struct dec_inl_span *sp = &s->inl_span;
 	struct piece p[PIECES];
 	uint64_t v, vend;
-	size_t i, n = 0, first = 0;
+	size_t i, n = 0;
 
 	if (s->inl_told) {
 		s->inl_told = false;
@@ -127,7 +175,7 @@ void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
 		/* Into code whose function is unknown, or without any
 		 * inlined calls, by a jump within what we took for one
 		 * function. */
-		change(s, pos, b->ip, NULL);
+		change(s, b, pos, b->ip, NULL);
 		return;
 	}
 	v = b->ip - sp->bias;
@@ -137,22 +185,21 @@ void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
 		const struct sym_inline *in = NULL;
 		uint64_t next = UINT64_MAX;
 
-		if (i < sp->to && sp->tab->ranges[i].lo <= v) {
-			in = sp->tab->ranges[i].in;
-			next = sp->tab->ranges[i].hi;
+		if (i < sp->to && sp->tab[i].lo <= v) {
+			in = sp->tab[i].in;
+			next = sp->tab[i].hi;
 			i++;
 		} else if (i < sp->to) {
-			next = sp->tab->ranges[i].lo;
+			next = sp->tab[i].lo;
 		}
 		if (!n || p[n - 1].in != in) {
 			if (n == PIECES) {
-				walk(s, p, n, pos, first, b->ninsn);
-				first += n;
+				walk(s, b, p, n, pos);
 				n = 0;
 			}
 			p[n++] = (struct piece){v + sp->bias, in};
 		}
 		v = next;
 	}
-	walk(s, p, n, pos, first, b->ninsn);
+	walk(s, b, p, n, pos);
 }

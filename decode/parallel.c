@@ -523,11 +523,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (s) {
-		free(s->held);
-		free(s->win);
-	}
-	free(s);
+	strm_free(s);
 	return NULL;
 }
 

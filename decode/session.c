@@ -426,7 +426,7 @@ int dec_open(struct dec_capture **out, const char *path,
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	if (pthread_mutex_init(&c->inl_lock, NULL)) {
+	if (pthread_mutex_init(&c->dwarf_lock, NULL)) {
 		pthread_mutex_destroy(&c->note_lock);
 		free(c->path);
 		free(c);
@@ -499,7 +499,7 @@ void dec_free(struct dec_capture *c)
 	if (!c)
 		return;
 	pthread_mutex_destroy(&c->note_lock);
-	pthread_mutex_destroy(&c->inl_lock);
+	pthread_mutex_destroy(&c->dwarf_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);
@@ -517,8 +517,7 @@ void dec_free(struct dec_capture *c)
 		free(c->dsos[i].found);
 		free(c->dsos[i].missing);
 		sym_file_free(c->dsos[i].sf);
-		sym_lines_free(c->dsos[i].lines);
-		sym_inlines_free(c->dsos[i].inl);
+		sym_dwarf_free(c->dsos[i].dwarf);
 	}
 	for (size_t i = 0; i < c->nr_missing; i++)
 		free(c->missing[i]);

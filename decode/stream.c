@@ -782,6 +782,17 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+void strm_free(struct strm *s)
+{
+	if (!s)
+		return;
+	free(s->held);
+	free(s->win);
+	if (s->cache.have_cs)
+		cs_close(&s->cache.cs);
+	free(s);
+}
+
 void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 {
 	struct held *held = s->held;
@@ -812,6 +823,7 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 	}
 	if (!same || !s->cache.valid || s->cache.pid != s->pid) {
 		memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
+		memset(s->cache.counts, 0, sizeof(s->cache.counts));
 		for (size_t i = 0; i < RANGE_CACHE; i++)
 			s->cache.ranges[i].lo = 1; /* empty */
 		s->cache.pid = s->pid;
@@ -978,9 +990,7 @@ int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	par_free(par);
 	free(bufs);
 	free(preps);
-	free(s->held);
-	free(s->win);
-	free(s);
+	strm_free(s);
 	if (c->first == UINT64_MAX)
 		c->first = c->last = 0;
 	if (rc == -EINTR) {

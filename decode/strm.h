@@ -8,10 +8,13 @@
 
 #include "decode/dec_internal.h"
 
+#include <capstone/capstone.h>
+
 enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 
 #define LEN_CACHE   4096
 #define RANGE_CACHE 1024
+#define COUNT_CACHE 1024
 
 struct range_ent {
 	uint64_t ip, lo, hi;
@@ -114,6 +117,12 @@ struct strm {
 		uint64_t len_ip[LEN_CACHE];
 		uint8_t len_val[LEN_CACHE];
 		struct range_ent ranges[RANGE_CACHE];
+		/* inline.c: instructions from one address to another */
+		struct count_ent {
+			uint64_t from, to, n;
+		} counts[COUNT_CACHE];
+		csh cs; /* opened when first needed */
+		bool have_cs;
 	} cache;
 };
 
@@ -124,6 +133,8 @@ struct strm {
  * same process) the cache are kept. */
 void strm_init(struct strm *s, struct dec_capture *c,
 	       const struct dec_chunk *k);
+/* Free what s holds, and s (which may be NULL). */
+void strm_free(struct strm *s);
 /* Decode buf from the PSB at start (or STRM_FROM_START): sync, decode
  * until an error, resync, ... until its end or until s->run says stop.
  * Returns 0 or a negative errno value. */

@@ -1,14 +1,25 @@
 /*
- * What the DWARF readers of symbols/ share: opening a binary's DWARF
- * (its own, or its separate debug file) and making the file names of its
- * tables whole.
+ * A binary's DWARF, a compilation unit at a time (sym_dwarf), and what
+ * the DWARF readers of symbols/ share: opening the DWARF (the binary's
+ * own, or its separate debug file) and making file names whole.
+ *
+ * Opening reads only the units' headers and address ranges.  The first
+ * question about an address reads its unit (lines.c, inlines.c) under a
+ * lock and publishes it; later questions about the unit read what was
+ * published, without the lock.
  */
 #include "symbols/sym_internal.h"
+#include "util/err.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -50,8 +61,8 @@ static const Dwfl_Callbacks offline_cb = {
 };
 
 /* The DWARF of the ELF at path (or its separate debug file). */
-int sym_dwarf_open(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
-		   size_t errlen)
+int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
+		    size_t errlen)
 {
 	Dwfl *dwfl = dwfl_begin(&offline_cb);
 	Dwfl_Module *mod;
@@ -75,4 +86,257 @@ int sym_dwarf_open(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
 		return -ENOENT;
 	}
 	return 0;
+}
+
+/* A unit, read or not yet. */
+struct unit_slot {
+	Dwarf_Off off; /* of its DIE */
+	/* NULL: not read yet; &d->none: read, nothing there (or no memory
+	 * to keep it) */
+	_Atomic(struct sym_unit *) unit;
+};
+
+/* Code of a unit. */
+struct unit_range {
+	uint64_t lo, hi;
+	uint32_t slot;
+};
+
+struct sym_dwarf {
+	Dwfl *dwfl;
+	Dwarf *dw;
+	struct unit_slot *slots;
+	size_t nr_slots, cap_slots;
+	struct unit_range *ranges; /* sorted by lo */
+	size_t nr_ranges, cap_ranges;
+	pthread_mutex_t lock; /* reading a unit (libdw is not thread-safe) */
+	struct sym_unit none;
+};
+
+static void unit_free(struct sym_unit *u)
+{
+	for (size_t i = 0; i < u->nr_strs; i++)
+		free(u->strs[i]);
+	free(u->strs);
+	free(u->rows);
+	free(u->calls);
+	free(u->ranges);
+	mt_hmap_free(&u->str_index);
+	free(u);
+}
+
+struct str_key {
+	const struct sym_unit *u;
+	const char *s;
+};
+
+static bool same_str(const void *ctx, uint64_t val)
+{
+	const struct str_key *k = ctx;
+
+	return !strcmp(k->u->strs[val], k->s);
+}
+
+int64_t sym_unit_str(struct sym_unit *u, const char *s)
+{
+	struct str_key k = {u, s};
+	uint64_t h = mt_hash_bytes(s, strlen(s)), v;
+
+	if (mt_hmap_find_ext(&u->str_index, h, same_str, &k, &v))
+		return (int64_t)v;
+	if (mt_grow((void **)&u->strs, &u->cap_strs, u->nr_strs + 1,
+		    sizeof(*u->strs)))
+		return -1;
+	u->strs[u->nr_strs] = strdup(s);
+	if (!u->strs[u->nr_strs] ||
+	    mt_hmap_add_ext(&u->str_index, h, u->nr_strs)) {
+		free(u->strs[u->nr_strs]);
+		return -1;
+	}
+	return (int64_t)u->nr_strs++;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct unit_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int add_range(struct sym_dwarf *d, uint64_t lo, uint64_t hi)
+{
+	if (lo >= hi)
+		return 0;
+	if (mt_grow((void **)&d->ranges, &d->cap_ranges, d->nr_ranges + 1,
+		    sizeof(*d->ranges)))
+		return -ENOMEM;
+	d->ranges[d->nr_ranges++] =
+		(struct unit_range){lo, hi, (uint32_t)(d->nr_slots - 1)};
+	return 0;
+}
+
+/*
+ * Where the code of the unit of die is: its ranges, or (a unit that does
+ * not say, as old compilers' do not) the span of its line table.
+ */
+static int unit_code(struct sym_dwarf *d, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	Dwarf_Lines *lines;
+	ptrdiff_t off = 0;
+	size_t n, before = d->nr_ranges;
+	int rc = 0;
+
+	while (!rc && (off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0)
+		rc = add_range(d, lo, hi);
+	if (rc || d->nr_ranges > before || dwarf_getsrclines(die, &lines, &n))
+		return rc;
+	lo = UINT64_MAX;
+	hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Addr a;
+
+		if (dwarf_lineaddr(dwarf_onesrcline(lines, i), &a))
+			continue;
+		lo = a < lo ? a : lo;
+		hi = a + 1 > hi ? a + 1 : hi;
+	}
+	return add_range(d, lo, hi);
+}
+
+void sym_dwarf_free(struct sym_dwarf *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nr_slots; i++) {
+		struct sym_unit *u = atomic_load(&d->slots[i].unit);
+
+		if (u && u != &d->none)
+			unit_free(u);
+	}
+	free(d->slots);
+	free(d->ranges);
+	pthread_mutex_destroy(&d->lock);
+	dwfl_end(d->dwfl);
+	free(d);
+}
+
+int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
+		   size_t errlen)
+{
+	struct sym_dwarf *d = calloc(1, sizeof(*d));
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die die;
+	uint8_t type;
+	int rc;
+
+	*out = NULL;
+	if (!d)
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
+	if (pthread_mutex_init(&d->lock, NULL)) {
+		free(d);
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
+	}
+	rc = sym_dwarf_begin(path, &d->dwfl, &d->dw, err, errlen);
+	while (!rc &&
+	       dwarf_get_units(d->dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
+		if (type != DW_UT_compile && type != DW_UT_partial &&
+		    type != DW_UT_skeleton)
+			continue; /* type units have no code */
+		if (mt_grow((void **)&d->slots, &d->cap_slots, d->nr_slots + 1,
+			    sizeof(*d->slots))) {
+			rc = mt_err(err, errlen, -ENOMEM,
+				    "out of memory reading %s", path);
+			break;
+		}
+		d->slots[d->nr_slots].off = dwarf_dieoffset(&die);
+		atomic_init(&d->slots[d->nr_slots].unit, NULL);
+		d->nr_slots++;
+		if (unit_code(d, &die))
+			rc = mt_err(err, errlen, -ENOMEM,
+				    "out of memory reading %s", path);
+	}
+	if (!rc && !d->nr_ranges)
+		rc = mt_err(err, errlen, -ENOENT, "%s: no DWARF for its code",
+			    path);
+	if (rc) {
+		sym_dwarf_free(d);
+		return rc;
+	}
+	qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), cmp_range);
+	*out = d;
+	return 0;
+}
+
+/* The unit of the code at vaddr, read now if it was not; NULL: none. */
+static const struct sym_unit *unit_at(struct sym_dwarf *d, uint64_t vaddr)
+{
+	size_t lo = 0, hi = d ? d->nr_ranges : 0;
+	struct unit_slot *slot;
+	struct sym_unit *u;
+	Dwarf_Die die;
+
+	while (lo < hi) { /* the last range starting at or before vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || vaddr >= d->ranges[lo - 1].hi)
+		return NULL;
+	slot = &d->slots[d->ranges[lo - 1].slot];
+	u = atomic_load_explicit(&slot->unit, memory_order_acquire);
+	if (u)
+		return u == &d->none ? NULL : u;
+	pthread_mutex_lock(&d->lock);
+	u = atomic_load_explicit(&slot->unit, memory_order_relaxed);
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		/* Out of memory costs this unit's lines and inlined calls,
+		 * not the conversion. */
+		if (!u || !dwarf_offdie(d->dw, slot->off, &die) ||
+		    sym_unit_rows(u, &die) || sym_unit_inlines(u, &die)) {
+			if (u)
+				unit_free(u);
+			u = &d->none;
+		} else {
+			mt_hmap_free(&u->str_index);
+		}
+		atomic_store_explicit(&slot->unit, u, memory_order_release);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return u == &d->none ? NULL : u;
+}
+
+bool sym_dwarf_line(struct sym_dwarf *d, uint64_t vaddr, const char **file,
+		    unsigned *line)
+{
+	const struct sym_unit *u = unit_at(d, vaddr);
+	size_t lo = 0, hi = u ? u->nr_rows : 0;
+
+	/* The last row at or before vaddr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->rows[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || u->rows[lo - 1].file == UINT32_MAX || !u->rows[lo - 1].line)
+		return false;
+	*file = u->strs[u->rows[lo - 1].file];
+	*line = u->rows[lo - 1].line;
+	return true;
+}
+
+const struct sym_inline_range *sym_dwarf_inlines(struct sym_dwarf *d,
+						 uint64_t vaddr, size_t *nr)
+{
+	const struct sym_unit *u = unit_at(d, vaddr);
+
+	*nr = u ? u->nr_ranges : 0;
+	return u && u->nr_ranges ? u->ranges : NULL;
 }

@@ -1,5 +1,6 @@
 /*
- * The calls a compiler inlined, from the DWARF.
+ * The calls a compiler inlined, from the DWARF, a compilation unit at a
+ * time (for sym_dwarf).
  *
  * Each DW_TAG_inlined_subroutine with code is one inlined call: the
  * function (through its abstract origin), where it is defined, the line
@@ -28,50 +29,22 @@ struct raw_range {
 };
 
 struct ibuild {
-	struct sym_inlines *l;
-	size_t cap_calls;
+	struct sym_unit *u;
 	uint32_t *up; /* each call's enclosing call, UINT32_MAX none */
 	size_t cap_up;
 	struct raw_range *raw;
 	size_t nr_raw, cap_raw;
-	struct mt_hmap str_index;
-	/* the unit being read */
 	const char *comp_dir;
 	Dwarf_Files *files;
 	size_t nr_files;
 };
 
-struct str_key {
-	const struct sym_inlines *l;
-	const char *s;
-};
-
-static bool same_str(const void *ctx, uint64_t val)
-{
-	const struct str_key *k = ctx;
-
-	return !strcmp(k->l->strs[val], k->s);
-}
-
-/* s kept once in the table; NULL when out of memory. */
+/* s kept once in the unit; NULL when out of memory. */
 static const char *keep_str(struct ibuild *b, const char *s)
 {
-	struct sym_inlines *l = b->l;
-	struct str_key k = {l, s};
-	uint64_t h = mt_hash_bytes(s, strlen(s)), v;
+	int64_t i = sym_unit_str(b->u, s);
 
-	if (mt_hmap_find_ext(&b->str_index, h, same_str, &k, &v))
-		return l->strs[v];
-	if (mt_grow((void **)&l->strs, &l->cap_strs, l->nr_strs + 1,
-		    sizeof(*l->strs)))
-		return NULL;
-	l->strs[l->nr_strs] = strdup(s);
-	if (!l->strs[l->nr_strs] ||
-	    mt_hmap_add_ext(&b->str_index, h, l->nr_strs)) {
-		free(l->strs[l->nr_strs]);
-		return NULL;
-	}
-	return l->strs[l->nr_strs++];
+	return i < 0 ? NULL : b->u->strs[i];
 }
 
 /* A file name of the unit's tables, whole and normalized, kept; NULL
@@ -114,7 +87,7 @@ static const char *call_name(Dwarf_Die *die, char *buf, size_t len)
 static int add_call(struct ibuild *b, Dwarf_Die *die, uint32_t up,
 		    uint32_t depth, uint32_t *idx)
 {
-	struct sym_inlines *l = b->l;
+	struct sym_unit *l = b->u;
 	struct sym_inline *c;
 	Dwarf_Addr base, lo, hi;
 	Dwarf_Attribute at;
@@ -140,7 +113,7 @@ static int add_call(struct ibuild *b, Dwarf_Die *die, uint32_t up,
 	*idx = UINT32_MAX;
 	if (b->nr_raw == first)
 		return 0; /* no code of its own: nothing runs in it */
-	if (mt_grow((void **)&l->calls, &b->cap_calls, l->nr_calls + 1,
+	if (mt_grow((void **)&l->calls, &l->cap_calls, l->nr_calls + 1,
 		    sizeof(*l->calls)) ||
 	    mt_grow((void **)&b->up, &b->cap_up, l->nr_calls + 1,
 		    sizeof(*b->up)))
@@ -235,10 +208,9 @@ static int cmp_raw(const void *a, const void *b)
 
 /* [lo, hi) is the code of call (UINT32_MAX: none): appended, merged with
  * the range before when that is the same call's and ends at lo. */
-static int emit(struct ibuild *b, size_t *cap, uint64_t lo, uint64_t hi,
-		uint32_t call)
+static int emit(struct ibuild *b, uint64_t lo, uint64_t hi, uint32_t call)
 {
-	struct sym_inlines *l = b->l;
+	struct sym_unit *l = b->u;
 	struct sym_inline_range *r;
 
 	if (lo >= hi || call == UINT32_MAX)
@@ -248,7 +220,7 @@ static int emit(struct ibuild *b, size_t *cap, uint64_t lo, uint64_t hi,
 		r->hi = hi;
 		return 0;
 	}
-	if (mt_grow((void **)&l->ranges, cap, l->nr_ranges + 1,
+	if (mt_grow((void **)&l->ranges, &l->cap_ranges, l->nr_ranges + 1,
 		    sizeof(*l->ranges)))
 		return -ENOMEM;
 	l->ranges[l->nr_ranges++] =
@@ -264,7 +236,7 @@ static int emit(struct ibuild *b, size_t *cap, uint64_t lo, uint64_t hi,
 static int paint(struct ibuild *b)
 {
 	struct raw_range *st = NULL;
-	size_t n = 0, cap_st = 0, cap = 0;
+	size_t n = 0, cap_st = 0;
 	uint64_t cur = 0;
 	int rc = 0;
 
@@ -275,7 +247,7 @@ static int paint(struct ibuild *b)
 
 		/* Close what ends before e (everything, at the end). */
 		while (n && (!e || st[n - 1].hi <= e->lo) && !rc) {
-			rc = emit(b, &cap, cur, st[n - 1].hi, st[n - 1].call);
+			rc = emit(b, cur, st[n - 1].hi, st[n - 1].call);
 			if (st[n - 1].hi > cur)
 				cur = st[n - 1].hi;
 			n--;
@@ -286,7 +258,7 @@ static int paint(struct ibuild *b)
 		if (n && st[n - 1].hi < r.hi)
 			r.hi = st[n - 1].hi;
 		if (n)
-			rc = emit(b, &cap, cur, r.lo, st[n - 1].call);
+			rc = emit(b, cur, r.lo, st[n - 1].call);
 		if (rc || mt_grow((void **)&st, &cap_st, n + 1, sizeof(*st))) {
 			rc = -ENOMEM;
 			break;
@@ -298,77 +270,38 @@ static int paint(struct ibuild *b)
 	return rc;
 }
 
-void sym_inlines_free(struct sym_inlines *l)
+int sym_unit_inlines(struct sym_unit *u, Dwarf_Die *cu)
 {
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->nr_strs; i++)
-		free(l->strs[i]);
-	free(l->strs);
-	free(l->calls);
-	free(l->ranges);
-	free(l);
-}
-
-int sym_inlines_open(const char *path, struct sym_inlines **out, char *err,
-		     size_t errlen)
-{
-	struct ibuild b = {0};
-	Dwfl *dwfl = NULL;
-	Dwarf *dw;
-	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie;
+	struct ibuild b = {.u = u};
+	Dwarf_Attribute at;
 	int rc;
 
-	*out = NULL;
-	b.l = calloc(1, sizeof(*b.l));
-	if (!b.l)
-		return mt_err(err, errlen, -ENOMEM, "out of memory");
-	rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
-	while (!rc &&
-	       dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
-		Dwarf_Attribute at;
-
-		b.comp_dir = dwarf_formstring(
-			dwarf_attr(&cudie, DW_AT_comp_dir, &at));
-		if (dwarf_getsrcfiles(&cudie, &b.files, &b.nr_files)) {
-			b.files = NULL;
-			b.nr_files = 0;
-		}
-		rc = walk(&b, &cudie, UINT32_MAX, 0);
+	b.comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	if (dwarf_getsrcfiles(cu, &b.files, &b.nr_files)) {
+		b.files = NULL;
+		b.nr_files = 0;
 	}
-	/* The strings are copied: the DWARF may go. */
-	dwfl_end(dwfl);
-	if (!rc && !b.l->nr_calls)
-		rc = mt_err(err, errlen, -ENOENT, "%s: nothing inlined", path);
-	if (!rc)
+	rc = walk(&b, cu, UINT32_MAX, 0);
+	if (!rc && b.nr_raw)
 		rc = paint(&b);
-	if (!rc)
-		for (size_t i = 0; i < b.l->nr_calls; i++)
-			b.l->calls[i].up = b.up[i] == UINT32_MAX
-						   ? NULL
-						   : &b.l->calls[b.up[i]];
-	if (rc == -ENOMEM)
-		mt_err(err, errlen, rc, "out of memory reading %s", path);
+	/* The calls are all in place: their links can point. */
+	for (size_t i = 0; !rc && i < u->nr_calls; i++)
+		u->calls[i].up =
+			b.up[i] == UINT32_MAX ? NULL : &u->calls[b.up[i]];
 	free(b.raw);
 	free(b.up);
-	mt_hmap_free(&b.str_index);
-	if (rc) {
-		sym_inlines_free(b.l);
-		return rc;
-	}
-	*out = b.l;
-	return 0;
+	return rc;
 }
 
-size_t sym_inlines_from(const struct sym_inlines *l, uint64_t vaddr)
+size_t sym_inlines_from(const struct sym_inline_range *r, size_t nr,
+			uint64_t vaddr)
 {
-	size_t lo = 0, hi = l ? l->nr_ranges : 0;
+	size_t lo = 0, hi = r ? nr : 0;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (l->ranges[mid].hi <= vaddr)
+		if (r[mid].hi <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -376,12 +309,12 @@ size_t sym_inlines_from(const struct sym_inlines *l, uint64_t vaddr)
 	return lo;
 }
 
-const struct sym_inline *sym_inline_at(const struct sym_inlines *l,
-				       uint64_t vaddr)
+const struct sym_inline *sym_inline_at(const struct sym_inline_range *r,
+				       size_t nr, uint64_t vaddr)
 {
-	size_t i = sym_inlines_from(l, vaddr);
+	size_t i = sym_inlines_from(r, nr, vaddr);
 
-	if (!l || i >= l->nr_ranges || l->ranges[i].lo > vaddr)
+	if (!r || i >= nr || r[i].lo > vaddr)
 		return NULL;
-	return l->ranges[i].in;
+	return r[i].in;
 }

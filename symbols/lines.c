@@ -9,7 +9,9 @@
  * rows of one function carry the line (a loop condition, code the
  * compiler moved) the lowest address is the one a breakpoint on the line
  * belongs at, as gdb chooses.  Each function with code for the line (an
- * inlined copy in each caller) gives one address.
+ * inlined copy in each caller) gives one address.  The other way, an
+ * address to its line, reads one unit's rows at a time for sym_dwarf
+ * (sym_unit_rows).
  */
 #include "symbols/sym_internal.h"
 #include "util/err.h"
@@ -248,7 +250,7 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 	Dwarf *dw;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie;
-	int rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
+	int rc = sym_dwarf_begin(path, &dwfl, &dw, err, errlen);
 
 	*out = NULL;
 	*nr = 0;
@@ -302,7 +304,7 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	snprintf(want, sizeof(want), "%s", file);
 	sym_path_normalize(want, sizeof(want));
 	s.want = want;
-	rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
+	rc = sym_dwarf_begin(path, &dwfl, &dw, err, errlen);
 	if (rc)
 		goto fail;
 	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
@@ -379,139 +381,34 @@ done:
 	return rc;
 }
 
-/* Address to source position: the line table's rows, sorted. */
-struct sym_lines {
-	struct lrow_pos {
-		uint64_t addr;
-		uint32_t file; /* index in files; UINT32_MAX: a sequence ends */
-		uint32_t line;
-	} * rows;
-	size_t nr_rows, cap_rows;
-	char **files;
-	size_t nr_files, cap_files;
-	struct mt_hmap by_name;
-};
-
-struct name_key {
-	const struct sym_lines *l;
-	const char *name;
-};
-
-static bool same_name(const void *ctx, uint64_t val)
-{
-	const struct name_key *k = ctx;
-
-	return !strcmp(k->l->files[val], k->name);
-}
-
-/* The index of name in l->files, added when new; -1 on -ENOMEM. */
-static int64_t file_index(struct sym_lines *l, const char *name)
-{
-	struct name_key k = {l, name};
-	uint64_t h = mt_hash_bytes(name, strlen(name)), v;
-
-	if (mt_hmap_find_ext(&l->by_name, h, same_name, &k, &v))
-		return (int64_t)v;
-	if (mt_grow((void **)&l->files, &l->cap_files, l->nr_files + 1,
-		    sizeof(*l->files)))
-		return -1;
-	l->files[l->nr_files] = strdup(name);
-	if (!l->files[l->nr_files] ||
-	    mt_hmap_add_ext(&l->by_name, h, l->nr_files)) {
-		free(l->files[l->nr_files]);
-		return -1;
-	}
-	return (int64_t)l->nr_files++;
-}
-
 static int cmp_pos(const void *a, const void *b)
 {
-	const struct lrow_pos *x = a, *y = b;
+	const struct sym_row *x = a, *y = b;
 
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int pos_row(void *ctx, const struct row *r)
+static int unit_row(void *ctx, const struct row *r)
 {
-	struct sym_lines *l = ctx;
-	int64_t f = r->end ? (int64_t)UINT32_MAX : file_index(l, r->file);
+	struct sym_unit *u = ctx;
+	int64_t f = r->end ? (int64_t)UINT32_MAX : sym_unit_str(u, r->file);
 
-	if (f < 0 || mt_grow((void **)&l->rows, &l->cap_rows, l->nr_rows + 1,
-			     sizeof(*l->rows)))
+	if (f < 0 || mt_grow((void **)&u->rows, &u->cap_rows, u->nr_rows + 1,
+			     sizeof(*u->rows)))
 		return -ENOMEM;
-	l->rows[l->nr_rows++] = (struct lrow_pos){
+	u->rows[u->nr_rows++] = (struct sym_row){
 		r->addr, (uint32_t)f, r->line > 0 ? (uint32_t)r->line : 0};
 	return 0;
 }
 
-int sym_lines_open(const char *path, struct sym_lines **out, char *err,
-		   size_t errlen)
+int sym_unit_rows(struct sym_unit *u, Dwarf_Die *cu)
 {
-	struct sym_lines *l = calloc(1, sizeof(*l));
-	Dwfl *dwfl = NULL;
-	Dwarf *dw;
-	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie;
-	int rc;
+	int rc = each_row(cu, unit_row, u);
 
-	*out = NULL;
-	if (!l)
-		return mt_err(err, errlen, -ENOMEM, "out of memory");
-	rc = sym_dwarf_open(path, &dwfl, &dw, err, errlen);
-	while (!rc &&
-	       dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
-		rc = each_row(&cudie, pos_row, l);
-	dwfl_end(dwfl);
-	if (!rc && !l->nr_rows)
-		rc = mt_err(err, errlen, -ENOENT, "%s: no DWARF line tables",
-			    path);
-	if (rc) {
-		if (rc == -ENOMEM)
-			mt_err(err, errlen, rc, "out of memory reading %s",
-			       path);
-		sym_lines_free(l);
-		return rc;
-	}
 	/* Stable, so that where two sequences share an address (an end
 	 * and the next start) the start, read later, comes last. */
-	if (mt_stable_sort(l->rows, l->nr_rows, sizeof(*l->rows), cmp_pos)) {
-		sym_lines_free(l);
-		return mt_err(err, errlen, -ENOMEM, "out of memory reading %s",
-			      path);
-	}
-	*out = l;
-	return 0;
-}
-
-bool sym_lines_at(const struct sym_lines *l, uint64_t vaddr, const char **file,
-		  unsigned *line)
-{
-	size_t lo = 0, hi = l ? l->nr_rows : 0;
-
-	/* The last row at or before vaddr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->rows[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || l->rows[lo - 1].file == UINT32_MAX || !l->rows[lo - 1].line)
-		return false;
-	*file = l->files[l->rows[lo - 1].file];
-	*line = l->rows[lo - 1].line;
-	return true;
-}
-
-void sym_lines_free(struct sym_lines *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->nr_files; i++)
-		free(l->files[i]);
-	free(l->files);
-	free(l->rows);
-	mt_hmap_free(&l->by_name);
-	free(l);
+	if (!rc &&
+	    mt_stable_sort(u->rows, u->nr_rows, sizeof(*u->rows), cmp_pos))
+		rc = -ENOMEM;
+	return rc;
 }

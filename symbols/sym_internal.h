@@ -8,6 +8,7 @@
 #define MT_SYM_INTERNAL_H
 
 #include "symbols/symbols.h"
+#include "util/util.h"
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -88,9 +89,36 @@ Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);
  * ends (dwfl_end(*dwflp), also on failure).  Returns 0, or a negative code
  * with one line in err (-ENOENT: no DWARF).
  */
-int sym_dwarf_open(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
-		   size_t errlen);
+int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
+		    size_t errlen);
 /* Collapse "." and "dir/.." in path, in place (size: its buffer). */
 void sym_path_normalize(char *path, size_t size);
+
+/*
+ * What sym_dwarf keeps of one compilation unit once read: its line
+ * table's rows (lines.c) and its inlined calls (inlines.c), and every
+ * name they use, kept once.
+ */
+struct sym_unit {
+	struct sym_row {
+		uint64_t addr;
+		uint32_t file; /* index in strs; UINT32_MAX: a sequence ends */
+		uint32_t line;
+	} * rows; /* sorted by address */
+	size_t nr_rows, cap_rows;
+	struct sym_inline *calls;
+	size_t nr_calls, cap_calls;
+	struct sym_inline_range *ranges; /* sorted, disjoint */
+	size_t nr_ranges, cap_ranges;
+	char **strs;
+	size_t nr_strs, cap_strs;
+	struct mt_hmap str_index; /* while it is read: a name -> its index */
+};
+
+/* The index of s among u's names, added when new; -1: out of memory. */
+int64_t sym_unit_str(struct sym_unit *u, const char *s);
+/* Read the unit of cu into u: 0 or -ENOMEM. */
+int sym_unit_rows(struct sym_unit *u, Dwarf_Die *cu);
+int sym_unit_inlines(struct sym_unit *u, Dwarf_Die *cu);
 
 #endif

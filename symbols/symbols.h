@@ -148,25 +148,28 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 void sym_src_free(struct sym_src *v, size_t n);
 
 /*
- * The source position of code: the DWARF line tables of the ELF at path
- * (or its separate debug file) as rows sorted by address.  Returns 0, or
- * a negative code with one line in err (-ENOENT: no line tables).
+ * A binary's DWARF (its own, or its separate debug file), read one
+ * compilation unit at a time, the first time code of the unit is asked
+ * about: a trace runs through a few units of a big library, and reading
+ * them all (glibc's debug file has some 1,500) would cost more than the
+ * conversion.  Safe to ask from several threads at once.
  */
-struct sym_lines;
-int sym_lines_open(const char *path, struct sym_lines **out, char *err,
+struct sym_dwarf;
+/* Returns 0, or a negative code with one line in err (-ENOENT: the binary
+ * has no DWARF, -ENOMEM). */
+int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
 		   size_t errlen);
-/* The file (whole, normalized) and line of the row covering vaddr (an ELF
- * vaddr), as addr2line says them; false when no row does. */
-bool sym_lines_at(const struct sym_lines *l, uint64_t vaddr, const char **file,
-		  unsigned *line);
-void sym_lines_free(struct sym_lines *l);
+void sym_dwarf_free(struct sym_dwarf *d);
+
+/* The file (whole, normalized) and line of the line-table row covering
+ * vaddr (an ELF vaddr), as addr2line says them; false when no row does. */
+bool sym_dwarf_line(struct sym_dwarf *d, uint64_t vaddr, const char **file,
+		    unsigned *line);
 
 /*
- * The calls the compiler inlined, from the DWARF of the ELF at path (or
- * its separate debug file): every DW_TAG_inlined_subroutine with code,
- * and the code covered, as sorted disjoint ranges of ELF vaddrs each
- * naming the innermost inlined call there.  Addresses no range covers
- * are the enclosing function's own code.
+ * The calls the compiler inlined (DW_TAG_inlined_subroutine with code):
+ * the function inlined, where it is defined, the line of the call it
+ * replaced, and the call it is itself inlined in.
  */
 struct sym_inline {
 	const char *name;      /* the function inlined (demangled) */
@@ -179,34 +182,26 @@ struct sym_inline {
 	unsigned depth;		     /* 0 when up is NULL */
 };
 
+/* Code [lo, hi) whose innermost inlined call is in. */
 struct sym_inline_range {
-	uint64_t lo, hi; /* [lo, hi), ELF vaddrs */
+	uint64_t lo, hi; /* ELF vaddrs */
 	const struct sym_inline *in;
 };
 
-struct sym_inlines {
-	struct sym_inline_range *ranges; /* sorted, disjoint */
-	size_t nr_ranges;
-	/* owned by the table: */
-	struct sym_inline *calls;
-	size_t nr_calls;
-	char **strs;
-	size_t nr_strs, cap_strs;
-};
-
 /*
- * Returns 0 with the table in *out, or a negative code with one line in
- * err: -ENOENT when the binary has no DWARF or inlined nothing, -ENOMEM.
+ * The inlined calls in the unit of the code at vaddr: nr ranges, sorted
+ * and disjoint (NULL, 0: none).  Addresses no range covers are their
+ * function's own code.  They live as long as d.
  */
-int sym_inlines_open(const char *path, struct sym_inlines **out, char *err,
-		     size_t errlen);
-/* The index of the first range of l that ends after vaddr (nr_ranges:
+const struct sym_inline_range *sym_dwarf_inlines(struct sym_dwarf *d,
+						 uint64_t vaddr, size_t *nr);
+/* The index of the first of the nr ranges r that ends after vaddr (nr:
  * none). */
-size_t sym_inlines_from(const struct sym_inlines *l, uint64_t vaddr);
+size_t sym_inlines_from(const struct sym_inline_range *r, size_t nr,
+			uint64_t vaddr);
 /* The innermost inlined call covering vaddr, NULL for none. */
-const struct sym_inline *sym_inline_at(const struct sym_inlines *l,
-				       uint64_t vaddr);
-void sym_inlines_free(struct sym_inlines *l);
+const struct sym_inline *sym_inline_at(const struct sym_inline_range *r,
+				       size_t nr, uint64_t vaddr);
 
 /* Demangle a C++ or Rust name into buf; returns buf, or name when it is
  * not mangled (or does not fit). */

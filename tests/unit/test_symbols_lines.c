@@ -120,18 +120,22 @@ static void test_lines(struct check_state *st)
 }
 
 /*
- * Inlined calls: three functions inlined two deep give, at the code of
- * the innermost, the chain inner < middle < (outer's own code) with the
- * lines of the calls the compiler replaced; the ranges are sorted and
- * disjoint; a stripped binary reads them from its debug file; a binary
- * without DWARF has none.
+ * A binary's DWARF a unit at a time: three functions inlined two deep
+ * give, at the code of the innermost, the chain inner < middle < (outer's
+ * own code) with the lines of the calls the compiler replaced, and the
+ * line addr2line gives; the ranges are sorted and disjoint; a stripped
+ * binary reads them from its debug file; a binary without DWARF has none.
  */
-static void test_inlines(struct check_state *st)
+static void test_dwarf_units(struct check_state *st)
 {
 	char dir[300], prog[400], err[512];
-	struct sym_inlines *l = NULL;
+	struct sym_dwarf *d = NULL;
+	const struct sym_inline_range *r;
 	const struct sym_inline *in;
+	const char *file;
+	unsigned line;
 	uint64_t *a = NULL;
+	size_t nr;
 	int n, rc;
 
 	snprintf(dir, sizeof(dir), "%s/inl", tmp);
@@ -148,28 +152,36 @@ static void test_inlines(struct check_state *st)
 			   "\treturn middle(v) + 2;\n}\n"
 			   "int main(int c, char **v)\n{\n"
 			   "\t(void)v;\n\treturn outer(c);\n}\n"));
-	CHECK(st, sh("cd %s && cc -O2 -g -o prog n.c && "
+	CHECK(st, put_file(dir, "other.c",
+			   "int other(int v)\n{\n"
+			   "\treturn v - 1;\n}\n"));
+	CHECK(st, sh("cd %s && cc -O2 -g -o prog n.c other.c && "
 		     "cc -O2 -o plain n.c && "
 		     "objcopy --only-keep-debug prog prog.debug && "
 		     "objcopy --strip-all --add-gnu-debuglink=prog.debug "
 		     "prog stripped",
 		     dir));
+	n = sym_line_addrs(prog, "n.c", 3, &a, err, sizeof(err));
+	CHECKF(st, n >= 1, "n.c:3: %d (%s)", n, n < 0 ? err : "");
+	if (n < 1)
+		return;
 	for (int k = 0; k < 2; k++) {
 		char path[400];
 
 		snprintf(path, sizeof(path), "%s/%s", dir,
 			 k ? "stripped" : "prog");
-		rc = sym_inlines_open(path, &l, err, sizeof(err));
-		CHECKF(st, !rc && l, "%s: %d (%s)", path, rc, err);
-		if (!l)
-			return;
-		for (size_t i = 0; i < l->nr_ranges; i++)
-			CHECK(st, l->ranges[i].lo < l->ranges[i].hi &&
-					  (!i || l->ranges[i - 1].hi <=
-							 l->ranges[i].lo));
-		n = sym_line_addrs(prog, "n.c", 3, &a, err, sizeof(err));
-		CHECKF(st, n >= 1, "n.c:3: %d (%s)", n, n < 0 ? err : "");
-		in = n >= 1 ? sym_inline_at(l, a[0]) : NULL;
+		rc = sym_dwarf_open(path, &d, err, sizeof(err));
+		CHECKF(st, !rc && d, "%s: %d (%s)", path, rc, err);
+		if (!d)
+			break;
+		CHECK(st, sym_dwarf_line(d, a[0], &file, &line) && line == 3 &&
+				  strstr(file, "/inl/n.c"));
+		r = sym_dwarf_inlines(d, a[0], &nr);
+		CHECK(st, r && nr > 0);
+		for (size_t i = 0; i < nr; i++)
+			CHECK(st, r[i].lo < r[i].hi &&
+					  (!i || r[i - 1].hi <= r[i].lo));
+		in = sym_inline_at(r, nr, a[0]);
 		CHECKF(st,
 		       in && !strcmp(in->name, "inner") && in->call_line == 7 &&
 			       in->depth == 1 && in->decl_line == 1 &&
@@ -183,16 +195,17 @@ static void test_inlines(struct check_state *st)
 			       in->call_line == 11 && !in->up && !in->depth,
 		       "around it: %s, called at line %u",
 		       in ? in->name : "nothing", in ? in->call_line : 0);
-		/* outer's entry is its own code. */
-		CHECK(st, !sym_inline_at(l, 0));
-		free(a);
-		a = NULL;
-		sym_inlines_free(l);
-		l = NULL;
+		/* Below the code, and the other unit's code, inline
+		 * nothing. */
+		CHECK(st, !sym_inline_at(r, nr, 0));
+		CHECK(st, !sym_dwarf_inlines(d, 0, &nr) && !nr);
+		sym_dwarf_free(d);
+		d = NULL;
 	}
+	free(a);
 	snprintf(prog, sizeof(prog), "%s/plain", dir);
-	rc = sym_inlines_open(prog, &l, err, sizeof(err));
-	CHECKF(st, rc == -ENOENT && !l, "plain: %d (%s)", rc, err);
+	rc = sym_dwarf_open(prog, &d, err, sizeof(err));
+	CHECKF(st, rc == -ENOENT && !d, "plain: %d (%s)", rc, err);
 }
 
 int main(void)
@@ -206,9 +219,9 @@ int main(void)
 	else
 		printf("SKIP test_lines (needs cc and binutils)\n");
 	if (symtest_have_cc())
-		RUN(&st, test_inlines);
+		RUN(&st, test_dwarf_units);
 	else
-		printf("SKIP test_inlines (needs cc and binutils)\n");
+		printf("SKIP test_dwarf_units (needs cc and binutils)\n");
 	symtest_end();
 	return CHECK_DONE(&st);
 }
