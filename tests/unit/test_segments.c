@@ -6,6 +6,7 @@
  * 0x1000) and is named "fk", except a few named for what they play.
  */
 #include "segments/segments.h"
+#include "symbols/symbols.h"
 #include "tests/unit/check.h"
 
 #include <errno.h>
@@ -119,6 +120,8 @@ static void tree_str(struct check_state *st, const struct fixture *f, char *buf,
 			fl[k++] = 't';
 		if (s->flags & MT_SLICE_GAP)
 			fl[k++] = 'g';
+		if (s->flags & MT_SLICE_INLINED)
+			fl[k++] = 'i';
 		fl[k] = 0;
 		at += (size_t)snprintf(buf + at, len - at, "%s%u:%s:%s",
 				       i ? " " : "", s->depth,
@@ -484,6 +487,57 @@ static void test_anchor_after_syscall(struct check_state *st)
 	teardown(&f);
 }
 
+/*
+ * Inlined calls: f7 inlined g at [0x100, 0x300), and g inlined h at
+ * [0x100, 0x200).  They open at a sync point inside them, close and
+ * reopen as DEC_INLINE says, hold the calls made from inside them, come
+ * back on a return into them, go with their function on a tail call, and
+ * come with a caller that a return reveals.
+ */
+static const struct sym_inline inl_g = {.name = "g"};
+static const struct sym_inline inl_h = {.name = "h", .up = &inl_g, .depth = 1};
+
+static void inl_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+{
+	uint64_t off = ip - FN(7);
+
+	fake_sym(ctx, ip, out);
+	out->fn_inl = ip / 0x1000 == 7;
+	out->inl = !out->fn_inl			 ? NULL
+		   : off >= 0x100 && off < 0x200 ? &inl_h
+		   : off >= 0x200 && off < 0x300 ? &inl_g
+						 : NULL;
+}
+
+static void test_inlined(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(7, 0x150), 0, "f7 g h"},
+		{DEC_INLINE, AT(7, 0x200), (uintptr_t)&inl_g, "f7 g"},
+		{DEC_CALL, FN(8), AT(7, 0x210), "f7 g f8"},
+		{DEC_RET, AT(7, 0x210), 0, "f7 g"},
+		{DEC_INLINE, AT(7, 0x300), 0, "f7"},
+		{DEC_CALL, FN(8), AT(7, 0x320), "f7 f8"},
+		{DEC_RET, AT(7, 0x120), 0, "f7 g h"},
+		{DEC_INLINE, AT(7, 0x1f0), (uintptr_t)&inl_h, "f7 g h"},
+		{DEC_JUMP, FN(9), AT(7, 0x1f8), "f9"},
+		{DEC_RET, AT(7, 0x110), 0, "f7 g h"},
+	};
+
+	mt_trace_init(&f.t);
+	f.ends = (struct seg_ends_table){0};
+	CHECK(st,
+	      mt_trace_add_thread(&f.t, 1, 1, "t") &&
+		      !seg_builder_new(&f.b, &f.t, 0, &f.ends, inl_sym, NULL));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(
+		st, &f,
+		"0:f7:se 1:f7:s 2:g:si 3:h:si 3:f8: 2:f8: 2:g:i 3:h:i 1:f9:t "
+		"1:g:sei 2:h:sei");
+	teardown(&f);
+}
+
 static void test_call_len(struct check_state *st)
 {
 	static const struct {
@@ -591,6 +645,7 @@ int main(void)
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
+	RUN(&st, test_inlined);
 	RUN(&st, test_call_len);
 	RUN(&st, test_branch_bytes);
 	return CHECK_DONE(&st);
