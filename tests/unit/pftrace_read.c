@@ -296,21 +296,27 @@ static void rd_annotation(struct rd *r, struct rd_seq *s, struct cur *c,
 		o->arg = (int64_t)val;
 	else if (!strcmp(n, "tid") && vf == 4)
 		o->tid = (int64_t)val;
-	else if (!strcmp(n, "dso") && vf == 17) {
-		o->dso = iid_get(s->strs, s->cap_strs, val);
-		if (o->dso == MT_NONE)
+	else if ((!strcmp(n, "dso") || !strcmp(n, "source") ||
+		  !strcmp(n, "call_site")) &&
+		 vf == 17) {
+		uint32_t id = iid_get(s->strs, s->cap_strs, val);
+
+		if (id == MT_NONE)
 			rd_error(r, "unknown string iid", val);
+		*(n[0] == 'd'	? &o->dso
+		  : n[0] == 's' ? &o->source
+				: &o->site) = id;
 	} else if (vf == 2 && val == 1) {
 		static const char *const fl[] = {
-			"inferred_start", "inferred_end",  "joined",
-			"tail",		  "depth_guessed", "gap",
-			"syscall",	  "untraced",	   "unknown"};
+			"inferred_start", "inferred_end", "joined",  "tail",
+			"depth_guessed",  "gap",	  "syscall", "untraced",
+			"unknown",	  "inlined"};
 		static const uint32_t fv[] = {
 			MT_SLICE_INFERRED_START, MT_SLICE_INFERRED_END,
 			MT_SLICE_JOINED,	 MT_SLICE_TAIL,
 			MT_SLICE_DEPTH_GUESSED,	 MT_SLICE_GAP,
 			MT_SLICE_SYSCALL,	 MT_SLICE_UNTRACED,
-			MT_SLICE_UNKNOWN};
+			MT_SLICE_UNKNOWN,	 MT_SLICE_INLINED};
 
 		for (size_t i = 0; i < sizeof(fl) / sizeof(*fl); i++)
 			if (!strcmp(n, fl[i]))
@@ -345,7 +351,7 @@ static void rd_event(struct rd *r, struct rd_seq *s, struct cur *c, uint64_t ts)
 	uint64_t v, type = 0, track = s->def_track, name_iid = 0;
 	uint32_t f;
 
-	o.name = o.dso = MT_NONE;
+	o.name = o.dso = o.source = o.site = MT_NONE;
 	o.ts = ts;
 	while (cur_field(c, &f, &v, &sub) == 1) {
 		if (f == 9)
@@ -622,7 +628,7 @@ struct rec {
 	uint32_t tid, level; /* level UINT32_MAX: a snapshot hit */
 	uint64_t ts, dur;
 	uint32_t depth;
-	const char *name, *dso;
+	const char *name, *dso, *source, *site;
 	uint64_t addr;
 	uint32_t flags;
 	int64_t arg;
@@ -640,7 +646,11 @@ static int rec_cmp(const void *a, const void *b)
 	ORDER(addr) ORDER(flags) ORDER(arg);
 #undef ORDER
 	c = strcmp(x->name, y->name);
-	return c ? c : strcmp(x->dso, y->dso);
+	if (!c)
+		c = strcmp(x->dso, y->dso);
+	if (!c)
+		c = strcmp(x->source, y->source);
+	return c ? c : strcmp(x->site, y->site);
 }
 
 static const char *hits_prefix = "Snapshot symbol hits";
@@ -665,6 +675,11 @@ static struct rec *rd_records(struct rd *r, uint32_t max_depth, size_t *n)
 		e->depth = s->depth;
 		e->name = mt_str(&r->strs, s->o.name);
 		e->dso = s->o.dso == MT_NONE ? "" : mt_str(&r->strs, s->o.dso);
+		e->source = s->o.source == MT_NONE
+				    ? ""
+				    : mt_str(&r->strs, s->o.source);
+		e->site =
+			s->o.site == MT_NONE ? "" : mt_str(&r->strs, s->o.site);
 		e->addr = s->o.addr;
 		e->flags = s->o.flags;
 		if (!strncmp(tn, hits_prefix, strlen(hits_prefix))) {
@@ -720,6 +735,9 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 			e->dur = s->dur;
 			e->name = mt_slice_str(t, s);
 			e->dso = mt_str(&t->strs, mt_slice_frame(t, s)->dso);
+			e->source =
+				mt_str(&t->strs, mt_slice_frame(t, s)->source);
+			e->site = mt_str(&t->strs, s->site);
 			e->addr = mt_slice_frame(t, s)->addr;
 			e->flags = s->flags; /* every flag is an arg */
 		}
@@ -735,7 +753,7 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 		e->ts = instant ? h->ts : h->mark_start;
 		e->dur = h->ts - e->ts;
 		e->name = *name ? name : "snapshot";
-		e->dso = "";
+		e->dso = e->source = e->site = "";
 		e->addr = h->ip;
 		e->arg = h->arg;
 		e->flags = (uint32_t)instant;
@@ -748,9 +766,10 @@ static void print_rec(const char *what, const struct rec *e)
 {
 	fprintf(stderr,
 		"    %s: tid %u level %u ts %" PRIu64 " dur %" PRIu64
-		" depth %u name '%s' dso '%s' addr %#" PRIx64 " flags %#x\n",
+		" depth %u name '%s' dso '%s' source '%s' call_site '%s'"
+		" addr %#" PRIx64 " flags %#x\n",
 		what, e->tid, e->level, e->ts, e->dur, e->depth, e->name,
-		e->dso, e->addr, e->flags);
+		e->dso, e->source, e->site, e->addr, e->flags);
 }
 
 void check_file(struct check_state *st, const struct mt_trace *t,

@@ -17,7 +17,7 @@
 struct rd_open {
 	uint64_t ts;
 	uint32_t name; /* in the reader's string table */
-	uint32_t dso;
+	uint32_t dso, source, site;
 	uint64_t addr, ip;
 	int64_t arg, tid;
 	uint32_t flags;

@@ -55,6 +55,8 @@ void gen_tree(struct mt_trace *t, size_t ti, size_t n, uint32_t depth,
 					  (k % 3 ? 0 : MT_SLICE_DEPTH_GUESSED);
 			else if (fl == 2)
 				s.flags = MT_SLICE_TAIL | MT_SLICE_UNKNOWN;
+			else if (fl == 3)
+				s.flags = MT_SLICE_INLINED;
 			if (!mt_thread_push(th, &s))
 				exit(2);
 			stack[sp++] = (uint32_t)(th->nr_slices - 1);

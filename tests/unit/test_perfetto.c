@@ -132,7 +132,8 @@ static void add_hit(struct mt_trace *t, uint64_t mark, uint64_t ts,
 /*
  * Two processes, three threads, nesting, zero-duration slices (leaves,
  * parents, siblings meeting end to start), a decode gap, flags, names
- * that need escaping, a thread with no slices, overlapping hits.
+ * that need escaping, a thread with no slices, overlapping hits, source
+ * positions and an inlined call.
  */
 static void model_basic(struct mt_trace *t)
 {
@@ -152,6 +153,12 @@ static void model_basic(struct mt_trace *t)
 	add(t, &b, 3, T + 50, 0, "zero-parent", 0);
 	add(t, &b, 4, T + 50, 0, "zero-child", 0);
 	add(t, &b, 2, T + 50, 60, "after-bar", 0);
+	/* Source positions, and a call the compiler inlined. */
+	t->frames[b.th->slices[b.th->nr_slices - 1].frame].source =
+		str_id(t, "/src/prog.c:12");
+	b.th->slices[b.th->nr_slices - 1].site = str_id(t, "/src/prog.c:40");
+	add(t, &b, 3, T + 60, 10, "inlined-fn", MT_SLICE_INLINED)->site =
+		str_id(t, "/src/prog.c:14");
 	add(t, &b, 1, T + 110, 200, "[decode gap: overflow]", MT_SLICE_GAP);
 	add(t, &b, 1, T + 310, 400, "joined \"quoted\" \\ back\nline",
 	    MT_SLICE_JOINED | MT_SLICE_DEPTH_GUESSED);

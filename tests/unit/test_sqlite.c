@@ -97,7 +97,7 @@ static int integrity_ok(sqlite3 *db)
 
 struct row {
 	int64_t id, ts, dur, track, depth, parent, addr, segment, aset;
-	int64_t fl[9]; /* the flag columns, in flag_cols order */
+	int64_t fl[10]; /* the flag columns, in flag_cols order */
 	int has_parent, has_addr, has_segment, has_aset;
 	char *name, *dso; /* NULL for SQL NULL */
 	int64_t tid;	  /* through thread_track and thread */
@@ -107,7 +107,7 @@ struct row {
 static const struct {
 	const char *col;
 	uint32_t bit;
-} flag_cols[9] = {
+} flag_cols[10] = {
 	{"inferred_start", MT_SLICE_INFERRED_START},
 	{"inferred_end", MT_SLICE_INFERRED_END},
 	{"joined", MT_SLICE_JOINED},
@@ -117,6 +117,7 @@ static const struct {
 	{"untraced", MT_SLICE_UNTRACED},
 	{"unknown", MT_SLICE_UNKNOWN},
 	{"depth_guessed", MT_SLICE_DEPTH_GUESSED},
+	{"inlined", MT_SLICE_INLINED},
 };
 
 static char *col_str(sqlite3_stmt *st, int i)
@@ -170,8 +171,8 @@ static struct row *read_rows(struct check_state *cs, sqlite3 *db, size_t *n)
 		"SELECT s.id, s.ts, s.dur, s.track_id, s.name, s.depth,"
 		" s.parent_id, s.address, s.dso, s.segment, s.arg_set_id,"
 		" s.inferred_start, s.inferred_end, s.joined, s.tail,"
-		" s.is_gap, s.syscall, s.untraced, s.unknown, s.depth_guessed, "
-		"t.tid"
+		" s.is_gap, s.syscall, s.untraced, s.unknown, s.depth_guessed,"
+		" s.inlined, t.tid"
 		" FROM slice s JOIN thread_track tt ON s.track_id = tt.id"
 		" JOIN thread t USING(utid)";
 	sqlite3_stmt *st;
@@ -209,9 +210,9 @@ static struct row *read_rows(struct check_state *cs, sqlite3 *db, size_t *n)
 		x->segment = sqlite3_column_int64(st, 9);
 		x->has_aset = sqlite3_column_type(st, 10) != SQLITE_NULL;
 		x->aset = sqlite3_column_int64(st, 10);
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 10; i++)
 			x->fl[i] = sqlite3_column_int64(st, 11 + i);
-		x->tid = sqlite3_column_int64(st, 20);
+		x->tid = sqlite3_column_int64(st, 21);
 	}
 	sqlite3_finalize(st);
 	if (*n)
@@ -332,7 +333,7 @@ static void check_slices(struct check_state *cs, const struct mt_trace *t,
 		CHECK(cs, x->has_segment == (s->segment != MT_NONE));
 		if (s->segment != MT_NONE)
 			CHECK(cs, x->segment == s->segment);
-		for (int f = 0; f < 9; f++)
+		for (int f = 0; f < 10; f++)
 			CHECK(cs, x->fl[f] == !!(s->flags & flag_cols[f].bit));
 		CHECK(cs, x->has_parent == (s->parent != MT_NONE));
 		if (x->has_parent) {
