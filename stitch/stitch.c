@@ -312,6 +312,9 @@ static int pass_pairs(struct thread_state *s, size_t first_rec, bool join)
 						  &s->th->slices
 							   [g->start_chain[0]])
 					: MT_NONE;
+			s->root_open = g->nr_start &&
+				       (s->th->slices[g->start_chain[0]].flags &
+					MT_SLICE_INFERRED_END);
 		}
 		prev = (uint32_t)i;
 	}
@@ -343,6 +346,74 @@ static int pass_rejoin(struct thread_state *s, size_t first_rec)
 	return rc;
 }
 
+/* The top of slice i's tree as the joins left it. */
+static uint32_t top_of(const struct thread_state *s, uint32_t i)
+{
+	uint32_t up = resolve(s, i);
+
+	for (size_t n = 0; parent_of(s, up) != MT_NONE && n < s->th->nr_slices;
+	     n++)
+		up = parent_of(s, up);
+	return up;
+}
+
+/*
+ * Last, the thread's root: the function the trace began under (its first
+ * segment's top, when that segment ended with it open), which returns
+ * only when the thread ends.  Another top
+ * of that function is the same activation, found again by a segment's
+ * returns: one slice.  What else is left beside the root once every
+ * pair is decided (a run of segments that shares no frame with what
+ * came before: a longjmp in a gap unwound an unknown number of frames of
+ * a recursion, say, or a tail call replaced a segment's root) ran under
+ * it all the same, at a depth nobody can tell: it goes under the root,
+ * marked depth_guessed with everything under it, so that the root is not
+ * cut in two.  Not when the root's function turns up below another top:
+ * then it was no root (a trace that began deep, whose true roots the
+ * stack unwound at the end gave).
+ */
+static int pass_root(struct thread_state *s)
+{
+	const struct mt_trace *t = s->t;
+	const struct mt_slice *sl = s->th->slices;
+	const struct seg_ends *f = ends_of(s, s->first_segment);
+	size_t n = s->th->nr_slices;
+	uint32_t root;
+
+	if (s->root_name == MT_NONE || !s->root_open || !f->nr_start)
+		return 0;
+	root = top_of(s, f->start_chain[0]);
+	if (mt_slice_name(t, &sl[root]) != s->root_name)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s->alias[i] == i &&
+		    mt_slice_name(t, &sl[i]) == s->root_name &&
+		    parent_of(s, (uint32_t)i) != MT_NONE &&
+		    top_of(s, (uint32_t)i) != root)
+			return 0;
+	for (int same = 1; same >= 0; same--)
+		for (size_t i = 0; i < n; i++) {
+			uint32_t x = (uint32_t)i;
+
+			if (s->alias[i] != i || x == root ||
+			    sl[i].ts < sl[root].ts ||
+			    parent_of(s, x) != MT_NONE ||
+			    (mt_slice_name(t, &sl[i]) == s->root_name) != same)
+				continue;
+			s->joins++;
+			if (same) {
+				if (merge(s, root, x))
+					return -ENOMEM;
+				continue;
+			}
+			if (slice_set_parent(s, x, root) ||
+			    (!(sl[i].flags & MT_SLICE_GAP) &&
+			     slice_add_flags(s, x, MT_SLICE_DEPTH_GUESSED)))
+				return -ENOMEM;
+		}
+	return 0;
+}
+
 /*
  * All or nothing: a thread whose joins do not make a tree (-EINVAL from
  * rebuild(), a fault of ours, not of the capture) is given back as it
@@ -362,6 +433,8 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 		rc = pass_pairs(&s, first_rec, join);
 	if (!rc && join)
 		rc = pass_rejoin(&s, first_rec);
+	if (!rc && join)
+		rc = pass_root(&s);
 	if (!rc && s.joins)
 		rc = rebuild(&s);
 	if (rc) {

@@ -61,6 +61,7 @@ struct thread_state {
 	size_t cap_chain;
 	uint32_t first_segment; /* the thread's first */
 	uint32_t root_name;	/* its root's function, MT_NONE if none */
+	bool root_open;		/* which was still open when it ended */
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
 	struct undo_log undo;
 };
@@ -157,6 +158,8 @@ uint32_t gap_before(const struct thread_state *s, const struct seg_ends *b);
 struct mt_slice *slice_edit(struct thread_state *s, uint32_t i);
 int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
 int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
+/* x and y are one activation: y becomes x (joined). */
+int merge(struct thread_state *s, uint32_t x, uint32_t y);
 int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
 	       const struct match *m);
 int rebuild(struct thread_state *s);

@@ -114,6 +114,23 @@ uint32_t parent_of(const struct thread_state *s, uint32_t i)
 	return resolve(s, s->th->slices[r].parent);
 }
 
+/*
+ * The frame of the function that called slice i: the calls a compiler
+ * inlined are part of their function's frame here, as in the segments'
+ * chains (their returns and call sites are the function's).
+ */
+static uint32_t caller_of(const struct thread_state *s, uint32_t i)
+{
+	uint32_t p = parent_of(s, i);
+
+	for (size_t n = 0;
+	     p != MT_NONE && (s->th->slices[p].flags & MT_SLICE_INLINED) &&
+	     n < s->th->nr_slices;
+	     n++)
+		p = parent_of(s, p);
+	return p;
+}
+
 /* A's open frames at its end, root first, through aliases; with the
  * return address into each where A knew it. */
 int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
@@ -130,7 +147,7 @@ int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
 			    sizeof(*s->chain)))
 			return -ENOMEM;
 		s->chain[len++] = x;
-		x = parent_of(s, x);
+		x = caller_of(s, x);
 		if (x == MT_NONE || len > (1u << 24))
 			break;
 	}
@@ -153,7 +170,7 @@ int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
 }
 
 /* The same activation on both sides: x stays, y becomes x. */
-static int merge(struct thread_state *s, uint32_t x, uint32_t y)
+int merge(struct thread_state *s, uint32_t x, uint32_t y)
 {
 	const struct mt_slice *sy = &s->th->slices[y];
 	struct mt_slice *sx = slice_edit(s, x);
@@ -318,10 +335,10 @@ int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
 size_t extended_chain(struct thread_state *s, const struct seg_ends *b)
 {
 	size_t up = 0, n;
-	uint32_t x = parent_of(s, resolve(s, b->start_chain[0]));
+	uint32_t x = caller_of(s, resolve(s, b->start_chain[0]));
 
 	for (uint32_t p = x; p != MT_NONE && up < (1u << 20);
-	     p = parent_of(s, p))
+	     p = caller_of(s, p))
 		up++;
 	n = up + b->nr_start;
 	if (mt_grow((void **)&s->xs, &s->cap_xs, n, sizeof(*s->xs)))
@@ -330,7 +347,7 @@ size_t extended_chain(struct thread_state *s, const struct seg_ends *b)
 	s->xi = malloc(n * sizeof(*s->xi));
 	if (!s->xi)
 		return 0;
-	for (size_t i = up; i-- > 0; x = parent_of(s, x))
+	for (size_t i = up; i-- > 0; x = caller_of(s, x))
 		s->xs[i] = x;
 	for (size_t i = 0; i < b->nr_start; i++) {
 		s->xs[up + i] = resolve(s, b->start_chain[i]);

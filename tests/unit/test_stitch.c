@@ -5,6 +5,7 @@
  */
 #include "segments/segments.h"
 #include "stitch/stitch.h"
+#include "symbols/symbols.h"
 #include "tests/unit/check.h"
 
 #include <stdio.h>
@@ -14,11 +15,16 @@
 #define FN(k)	   ((uint64_t)(k)*0x1000)
 #define AT(k, off) (FN(k) + (off))
 
+/* f12 inlined g at [0x100, 0x200). */
+static const struct sym_inline inl_g = {.name = "g"};
+
 static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
 {
-	uint64_t k = ip / 0x1000;
+	uint64_t k = ip / 0x1000, off = ip % 0x1000;
 
 	(void)ctx;
+	out->fn_inl = k == 12;
+	out->inl = k == 12 && off >= 0x100 && off < 0x200 ? &inl_g : NULL;
 	out->start = FN(k);
 	out->end = FN(k + 1);
 	out->dso = "/bin/fake";
@@ -254,7 +260,8 @@ static void test_rejoin_with_later_callers(struct check_state *st)
 /*
  * B knows one frame, f2, and no call site: but it resumed at the return
  * address of A's f2's call into f3, so f3 returned in the gap and B's f2
- * is A's.  Resuming anywhere else in f2 proves nothing.
+ * is A's.  Resuming anywhere else in f2 proves nothing (B goes under
+ * the thread's root, its depth a guess).
  */
 static void test_resume_at_return_site(struct check_state *st)
 {
@@ -269,7 +276,7 @@ static void test_resume_at_return_site(struct check_state *st)
 	       "1 frame by name, 1 by call site");
 	memcpy(other, e, sizeof(e));
 	other[3].ip = AT(2, 0x40);
-	RUN_EV(st, other, false, "0:f1:e 1:f2:e 2:f3:e 0:gap 0:f2:e 1:f4:e",
+	RUN_EV(st, other, false, "0:f1:e 1:f2:e 2:f3:e 1:gap 1:f2:e:d 2:f4:e:d",
 	       "weak");
 }
 
@@ -501,7 +508,8 @@ static void test_callers_above_guessed(struct check_state *st)
 	       "another depth fits");
 }
 
-/* Nothing in common. */
+/* Nothing in common: B still ran under the thread's root, at a depth
+ * nobody can tell. */
 static void test_nothing_common(struct check_state *st)
 {
 	const struct ev e[] = {
@@ -510,8 +518,30 @@ static void test_nothing_common(struct check_state *st)
 		{DEC_RET, AT(8, 0x15), 0},
 	};
 
-	RUN_EV(st, e, false, "0:f1:e 1:f2:e 0:gap 0:f8:e 1:f7",
+	RUN_EV(st, e, false, "0:f1:e 1:f2:e 1:gap 1:f8:e:d 2:f7:d",
 	       "no common frames");
+}
+
+/*
+ * A gap while f3, called from code f12 inlined (g), runs: the inlined
+ * call is no frame of its own to stitching (segments' chains leave it
+ * out), so f1 > f12 > f3 join as without it, by the call site in g; g
+ * shows on both sides of the gap.
+ */
+static void test_inlined_call_open(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(12), AT(1, 0x15)},
+		{DEC_INLINE, AT(12, 0x100), (uintptr_t)&inl_g},
+		{DEC_CALL, FN(3), AT(12, 0x120)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(12, 0x120), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f12:j 2:g 3:f3:j 4:gap 2:g",
+	       "by call site");
 }
 
 /* Feed events to thread th of t as one builder; the segments' ends go
@@ -621,6 +651,7 @@ int main(void)
 	RUN(&st, test_child_differs);
 	RUN(&st, test_recursion_ambiguous);
 	RUN(&st, test_nothing_common);
+	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_call_sites_carry_over);
 	RUN(&st, test_tail_from_root);
 	RUN(&st, test_depth_from_later_segment);
