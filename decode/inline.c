@@ -40,17 +40,8 @@ static bool on_chain(const struct sym_inline *leaf, const struct sym_inline *x)
 /* The index of the first range of the span that ends after vaddr. */
 static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
 {
-	size_t lo = sp->from, hi = sp->to;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sp->tab[mid].hi <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sp->from +
+	       sym_inlines_from(sp->tab + sp->from, sp->to - sp->from, vaddr);
 }
 
 static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
