@@ -105,6 +105,9 @@ struct dec_capture {
 	 * (segments/pipe.c) both add to them. */
 	pthread_mutex_t note_lock;
 	pthread_mutex_t dwarf_lock; /* the dsos' dwarf */
+	/* capstone_counts_serialized(): capstone, used by the decoding
+	 * threads (inline.c), is used one at a time. */
+	pthread_mutex_t cs_lock;
 
 	struct pt_image_section_cache *iscache;
 	uint64_t base;	      /* perf time that event times count from */

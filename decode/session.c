@@ -433,6 +433,14 @@ int dec_open(struct dec_capture **out, const char *path,
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	if (pthread_mutex_init(&c->cs_lock, NULL)) {
+		pthread_mutex_destroy(&c->dwarf_lock);
+		pthread_mutex_destroy(&c->note_lock);
+		free(c->path);
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	if (o)
 		c->opts = *o;
 	rc = pd_open(&c->pd, path, &perr);
@@ -500,6 +508,7 @@ void dec_free(struct dec_capture *c)
 		return;
 	pthread_mutex_destroy(&c->note_lock);
 	pthread_mutex_destroy(&c->dwarf_lock);
+	pthread_mutex_destroy(&c->cs_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);
