@@ -353,7 +353,7 @@ static int inl_open(struct seg_builder *b, uint64_t time,
 		return 0;
 	for (const struct sym_inline *x = leaf; x; x = x->up)
 		n++;
-	/* Deeper than kept: the outermost go. */
+	/* Deeper than kept: the innermost go. */
 	while (leaf && n > sizeof(chain) / sizeof(chain[0])) {
 		leaf = leaf->up;
 		n--;

@@ -163,13 +163,22 @@ static bool may_hold_code(int tag)
 	}
 }
 
-/* The inlined calls among die's children, up the call around them. */
-static int walk(struct ibuild *b, Dwarf_Die *die, uint32_t up, uint32_t depth)
+/*
+ * DIEs nested deeper than this are not looked into: compilers nest a few
+ * dozen at most, and a damaged or hostile file must not run the stack
+ * out.
+ */
+#define MAX_NESTING 256
+
+/* The inlined calls among die's children (nest levels down), up the call
+ * around them. */
+static int walk(struct ibuild *b, Dwarf_Die *die, uint32_t up, uint32_t depth,
+		unsigned nest)
 {
 	Dwarf_Die child;
 	int rc;
 
-	if (dwarf_child(die, &child))
+	if (nest >= MAX_NESTING || dwarf_child(die, &child))
 		return 0;
 	do {
 		int tag = dwarf_tag(&child);
@@ -181,11 +190,11 @@ static int walk(struct ibuild *b, Dwarf_Die *die, uint32_t up, uint32_t depth)
 			/* An inlined call without code leaves its
 			 * children to the call around it. */
 			if (idx != UINT32_MAX)
-				rc = walk(b, &child, idx, depth + 1);
+				rc = walk(b, &child, idx, depth + 1, nest + 1);
 			else
-				rc = walk(b, &child, up, depth);
+				rc = walk(b, &child, up, depth, nest + 1);
 		} else if (may_hold_code(tag)) {
-			rc = walk(b, &child, up, depth);
+			rc = walk(b, &child, up, depth, nest + 1);
 		} else {
 			rc = 0;
 		}
@@ -281,7 +290,7 @@ int sym_unit_inlines(struct sym_unit *u, Dwarf_Die *cu)
 		b.files = NULL;
 		b.nr_files = 0;
 	}
-	rc = walk(&b, cu, UINT32_MAX, 0);
+	rc = walk(&b, cu, UINT32_MAX, 0, 0);
 	if (!rc && b.nr_raw)
 		rc = paint(&b);
 	/* The calls are all in place: their links can point. */
