@@ -308,14 +308,14 @@ static size_t with_inlined(const struct seg_builder *b, size_t i)
 
 static void pop_to(struct seg_builder *b, size_t n, uint64_t time);
 
-/* The frame of an inlined call in the binary of frame host, and the line
- * of the call it replaced; -ENOMEM. */
-static int inl_frame(struct seg_builder *b, const struct frame *host,
+/* The frame of an inlined call in the binary dso (a string id), and the
+ * line of the call it replaced; -ENOMEM. */
+static int inl_frame(struct seg_builder *b, uint32_t dso,
 		     const struct sym_inline *in, uint32_t *frame,
 		     uint32_t *site)
 {
 	uint64_t key = (uint64_t)(uintptr_t)in, v;
-	uint32_t dso = b->t->frames[slice_of(b, host)->frame].dso, name;
+	uint32_t name;
 
 	if (mt_hmap_find(&b->inl_frames, key, &v)) {
 		*frame = (uint32_t)v;
@@ -369,7 +369,9 @@ static int inl_open(struct seg_builder *b, uint64_t time,
 		const struct frame *host = &b->stack[h];
 		const struct frame *f = top(b);
 		uint32_t frame, site;
-		int rc = inl_frame(b, host, chain[j], &frame, &site);
+		int rc =
+			inl_frame(b, b->t->frames[slice_of(b, host)->frame].dso,
+				  chain[j], &frame, &site);
 
 		if (!rc)
 			rc = push(b, time, f->level + 1, frame,
@@ -429,26 +431,19 @@ static void pop_to(struct seg_builder *b, size_t n, uint64_t time)
  * A return or jump climbed above every known frame into the function at
  * ip: it is the caller of the current roots.
  */
-static int reveal(struct seg_builder *b, uint64_t ip)
+static int reveal_slice(struct seg_builder *b, uint64_t ip, struct mt_slice s,
+			struct frame f)
 {
-	const struct sym_ent *e = lookup(b, ip);
 	struct mt_thread *th = thr(b);
 	int32_t lv = b->rmin - 1;
 	uint32_t idx;
-	struct mt_slice s;
-
-	if (!e)
-		return -ENOMEM;
-	s = (struct mt_slice){
-		.ts = b->seg_start,
-		.frame = e->frame,
-		.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS),
-		.parent = MT_NONE,
-		.flags = MT_SLICE_INFERRED_START |
-			 (e->known ? 0 : MT_SLICE_UNKNOWN),
-		.segment = b->seg_id,
-	};
 	size_t cap = b->cap_reveals;
+
+	s.ts = b->seg_start;
+	s.depth = (uint32_t)(lv + (int32_t)LEVEL_BIAS);
+	s.parent = MT_NONE;
+	s.flags |= MT_SLICE_INFERRED_START;
+	s.segment = b->seg_id;
 
 	if (!mt_thread_push(th, &s) ||
 	    mt_grow((void **)&b->reveal_ips, &cap, b->nr_reveals + 1,
@@ -468,16 +463,70 @@ static int reveal(struct seg_builder *b, uint64_t ip)
 	b->rmin = lv;
 	/* It goes under whatever is open (normally nothing is). */
 	memmove(b->stack + 1, b->stack, b->depth * sizeof(*b->stack));
-	b->stack[0] = (struct frame){.slice = idx,
-				     .level = lv,
-				     .lo = e->lo,
-				     .hi = e->hi,
-				     .kind = FR_FUNC,
-				     .inl_code = e->fn_inl};
+	f.slice = idx;
+	f.level = lv;
+	b->stack[0] = f;
 	b->depth++;
 	if (b->depth > 1)
 		th->slices[b->stack[1].slice].parent = idx;
 	return 0;
+}
+
+static int reveal(struct seg_builder *b, uint64_t ip)
+{
+	const struct sym_ent *e = lookup(b, ip);
+
+	if (!e)
+		return -ENOMEM;
+	return reveal_slice(
+		b, ip,
+		(struct mt_slice){.frame = e->frame,
+				  .flags = e->known ? 0 : MT_SLICE_UNKNOWN},
+		(struct frame){.lo = e->lo,
+			       .hi = e->hi,
+			       .kind = FR_FUNC,
+			       .inl_code = e->fn_inl});
+}
+
+/*
+ * A return to ip (from a call at call) climbed above every known frame:
+ * the function at ip is revealed with the calls inlined where it made
+ * the call, innermost first, so that what returned sits under them.
+ */
+static int reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call)
+{
+	const struct sym_ent *e = lookup(b, call), *f;
+	const struct sym_inline *in;
+	uint64_t lo, hi;
+	uint32_t dso;
+
+	if (!e)
+		return -ENOMEM;
+	in = e->inl;
+	dso = e->dso;
+	f = lookup(b, ip);
+	if (!f)
+		return -ENOMEM;
+	lo = f->lo;
+	hi = f->hi;
+	for (; in; in = in->up) {
+		uint32_t frame, site;
+		int rc = inl_frame(b, dso, in, &frame, &site);
+
+		if (!rc)
+			rc = reveal_slice(
+				b, ip,
+				(struct mt_slice){.frame = frame,
+						  .flags = MT_SLICE_INLINED,
+						  .site = site},
+				(struct frame){.lo = lo,
+					       .hi = hi,
+					       .kind = FR_INLINE,
+					       .in = in});
+		if (rc)
+			return rc;
+	}
+	return reveal(b, ip);
 }
 
 /* Trace is lost from now on: the gap slice waits for where it ends. */
@@ -587,7 +636,7 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 		if (!same)
 			continue;
 		for (size_t j = lead + have; j < st->nr; j++) {
-			int rc = reveal(b, st->ips[j]);
+			int rc = reveal_at(b, st->ips[j], st->ips[j] - 1);
 
 			if (rc)
 				return rc;
@@ -705,11 +754,18 @@ static int keep_chains(struct seg_builder *b, size_t n)
 	e->end_rets = malloc((ne ? ne : 1) * sizeof(*e->end_rets));
 	if (!e->start_chain || !e->start_ips || !e->end_chain || !e->end_rets)
 		return -ENOMEM;
+	/* Revealed inlined calls are part of their function's frame to
+	 * stitching, as in the end chain. */
 	for (size_t i = 0; i <= k && i < n; i++) {
-		e->start_chain[i] = (uint32_t)(b->first + i);
-		e->start_ips[i] = i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
+		if (i < k && (thr(b)->slices[b->reveals[k - 1 - i]].flags &
+			      MT_SLICE_INLINED))
+			continue;
+		e->start_chain[at] = (uint32_t)(b->first + i);
+		e->start_ips[at++] =
+			i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
 	}
-	e->nr_start = (uint32_t)(k + 1 < n ? k + 1 : n);
+	e->nr_start = (uint32_t)at;
+	at = 0;
 	for (size_t i = 0; i < b->depth; i++) {
 		const struct frame *f = &b->stack[i];
 
@@ -808,7 +864,7 @@ static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 	}
 	/* Else it climbs above everything we know. */
 	pop_to(b, 0, time);
-	return then_inl(b, reveal(b, to), time, to, MT_SLICE_INFERRED_START);
+	return then_inl(b, reveal_at(b, to, to - 1), time, to, 0);
 }
 
 static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,

@@ -492,7 +492,8 @@ static void test_anchor_after_syscall(struct check_state *st)
  * [0x100, 0x200).  They open at a sync point inside them, close and
  * reopen as DEC_INLINE says, hold the calls made from inside them, come
  * back on a return into them, go with their function on a tail call, and
- * come with a caller that a return reveals.
+ * come with a caller that a return reveals, around what returned (the
+ * call was made from inside them).
  */
 static const struct sym_inline inl_g = {.name = "g"};
 static const struct sym_inline inl_h = {.name = "h", .up = &inl_g, .depth = 1};
@@ -531,10 +532,9 @@ static void test_inlined(struct check_state *st)
 	      mt_trace_add_thread(&f.t, 1, 1, "t") &&
 		      !seg_builder_new(&f.b, &f.t, 0, &f.ends, inl_sym, NULL));
 	RUN_SCRIPT(st, &f, s);
-	check_tree(
-		st, &f,
-		"0:f7:se 1:f7:s 2:g:si 3:h:si 3:f8: 2:f8: 2:g:i 3:h:i 1:f9:t "
-		"1:g:sei 2:h:sei");
+	check_tree(st, &f,
+		   "0:f7:se 1:g:sei 2:h:sei 3:f7:s 4:g:si 5:h:si 5:f8: 4:f8: "
+		   "4:g:i 5:h:i 3:f9:t");
 	teardown(&f);
 }
 
