@@ -10,7 +10,9 @@
 #    the emulator's truth, call for call;
 #  - no inlined slice sticks out of its parent;
 #  - Perfetto has the "inlined" arg; --no-inline has no inlined slice and
-#    the same real calls; -j 4 with small pieces gives the same files.
+#    the same real calls; -j 4 with small pieces gives the same files;
+#  - a trace that begins inside note() reveals hot() with the three
+#    inlined calls around note().
 B=${MT_BUILD:?}/bin
 R=${MT_ROOT:?}
 W=$(mktemp -d /tmp/mt-e2e-inl58.XXXXXX)
@@ -131,6 +133,24 @@ if [ "$got" = 0 ] && [ "$a" = "$b" ]; then
 	echo "PASS inline_off (--no-inline: the same calls, none inlined)"
 else
 	echo "FAIL inline_off: $got inlined slices, same calls: $([ "$a" = "$b" ] && echo yes || echo no)"
+fi
+
+# Tracing that begins inside note(): the returns reveal hot() with the
+# calls inlined where it called note, around it.
+if "$B/mt-capture" --emulate --start-at note -o "$W/sa.bin" -- \
+	"$W/inline" $N >/dev/null 2>&1 &&
+	"$B/mt-convert" "$W/sa.bin" -o "$W/sa.pftrace" --no-final-stack -q \
+		2>/dev/null; then
+	got=$(sqlite3 "$W/sa.sqlite" "SELECT group_concat(name, ' > ') FROM
+		(SELECT name FROM slice WHERE ts = (SELECT min(ts) FROM slice)
+		AND depth >= 2 ORDER BY depth)" 2>&1)
+	if [ "$got" = "hot > round_of > step > mix > note" ]; then
+		echo "PASS inline_revealed ($got)"
+	else
+		echo "FAIL inline_revealed: $got"
+	fi
+else
+	echo "FAIL inline_revealed: capture or conversion failed"
 fi
 
 # The parallel decode carries the inlined calls open across its pieces.
