@@ -418,29 +418,14 @@ int dec_open(struct dec_capture **out, const char *path,
 	int rc;
 
 	*out = NULL;
-	if (!c || !(c->path = strdup(path)) ||
-	    pthread_mutex_init(&c->note_lock, NULL)) {
-		if (c)
-			free(c->path);
-		free(c);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	if (pthread_mutex_init(&c->dwarf_lock, NULL)) {
-		pthread_mutex_destroy(&c->note_lock);
-		free(c->path);
-		free(c);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	if (pthread_mutex_init(&c->cs_lock, NULL)) {
-		pthread_mutex_destroy(&c->dwarf_lock);
-		pthread_mutex_destroy(&c->note_lock);
-		free(c->path);
-		free(c);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
+	if (!c || !(c->path = strdup(path)))
+		goto no_memory;
+	if (pthread_mutex_init(&c->note_lock, NULL))
+		goto no_memory;
+	if (pthread_mutex_init(&c->dwarf_lock, NULL))
+		goto no_dwarf_lock;
+	if (pthread_mutex_init(&c->cs_lock, NULL))
+		goto no_cs_lock;
 	if (o)
 		c->opts = *o;
 	rc = pd_open(&c->pd, path, &perr);
@@ -459,6 +444,17 @@ int dec_open(struct dec_capture **out, const char *path,
 fail:
 	dec_free(c);
 	return rc < 0 ? rc : -EINVAL;
+	/* Before the capture's state exists, only what was made goes. */
+no_cs_lock:
+	pthread_mutex_destroy(&c->dwarf_lock);
+no_dwarf_lock:
+	pthread_mutex_destroy(&c->note_lock);
+no_memory:
+	if (c)
+		free(c->path);
+	free(c);
+	snprintf(err, errlen, "%s: out of memory", path);
+	return -ENOMEM;
 }
 
 static int cmp_event_time(const void *a, const void *b)
