@@ -127,23 +127,22 @@ int dec_pt_error(int status, char *err, size_t errlen, const char *path,
 /* image.c */
 int dec_image_build(struct dec_capture *c, char *err, size_t errlen);
 struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid);
-/* The function range around ip (runtime), for telling jumps inside a
- * function from jumps out of it.  Returns false when ip is unmapped. */
-bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
-	       uint64_t *lo, uint64_t *hi);
 /*
- * The inlined calls in the code of pid from lo to hi (runtime: a
- * function's range): the ranges of its unit, the indexes [from, to) of
- * those that fall there, and the bias (runtime = ELF vaddr + bias).
- * False when there are none (or --no-inline).
+ * The inlined calls in a function's code: the ranges of its unit, the
+ * indexes [from, to) of those that fall in the function, and the bias
+ * (runtime = ELF vaddr + bias); tab NULL when there are none (or
+ * --no-inline).
  */
 struct dec_inl_span {
 	const struct sym_inline_range *tab; /* the unit's ranges */
 	size_t from, to;
 	uint64_t bias;
 };
-bool dec_inlines_in(struct dec_capture *c, uint32_t pid, uint64_t lo,
-		    uint64_t hi, struct dec_inl_span *out);
+/* The function range around ip (runtime), for telling jumps inside a
+ * function from jumps out of it, and the calls inlined in it.  Returns
+ * false when ip is unmapped. */
+bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
+	       uint64_t *hi, struct dec_inl_span *inl);
 int dec_add_missing(struct dec_capture *c, const char *line);
 /* The process whose mappings pid uses: itself, or the parent it forked
  * from when it has none of its own. */

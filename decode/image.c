@@ -388,14 +388,64 @@ static const struct sym *jit_sym(const struct dec_capture *c, uint32_t pid,
 	return NULL;
 }
 
-bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
-	       uint64_t *lo, uint64_t *hi)
+/* d's DWARF, NULL when it has none. */
+static struct sym_dwarf *dwarf_of(struct dec_capture *c, struct dec_dso *d)
+{
+	struct sym_dwarf *w;
+
+	if (!d->sf || !d->found)
+		return NULL;
+	pthread_mutex_lock(&c->dwarf_lock);
+	if (!d->dwarf_tried) {
+		char err[512];
+
+		d->dwarf_tried = true;
+		/* No DWARF is the common case (a release build, a system
+		 * library without its debug file): nothing to say.  Out of
+		 * memory only costs the source positions and inlined
+		 * calls. */
+		sym_dwarf_open(d->found, &d->dwarf, err, sizeof(err));
+	}
+	w = d->dwarf;
+	pthread_mutex_unlock(&c->dwarf_lock);
+	return w;
+}
+
+/* The inlined calls of m's code from lo to hi (runtime) into *out;
+ * tab NULL when there are none (or --no-inline). */
+static void inlines_in(struct dec_capture *c, const struct dec_map *m,
+		       uint64_t lo, uint64_t hi, struct dec_inl_span *out)
+{
+	struct sym_dwarf *w;
+	uint64_t vlo, vhi;
+	size_t to, nr;
+
+	out->tab = NULL;
+	if (c->opts.no_inline || lo >= hi ||
+	    !(w = dwarf_of(c, &c->dsos[m->dso])))
+		return;
+	vlo = lo - (uint64_t)m->bias;
+	vhi = hi - (uint64_t)m->bias;
+	out->tab = sym_dwarf_inlines(w, vlo, &nr);
+	out->bias = (uint64_t)m->bias;
+	out->from = sym_inlines_from(out->tab, nr, vlo);
+	to = sym_inlines_from(out->tab, nr, vhi);
+	if (to < nr && out->tab[to].lo < vhi)
+		to++;
+	out->to = to;
+	if (out->from >= out->to)
+		out->tab = NULL;
+}
+
+bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
+	       uint64_t *hi, struct dec_inl_span *inl)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
 	const struct sym *j = jit_sym(c, pid, ip);
 	const struct dec_dso *d;
 	uint64_t vlo, vhi;
 
+	inl->tab = NULL;
 	if (dec_kernel_range(c, ip, lo, hi))
 		return true;
 	*lo = ip;
@@ -422,6 +472,7 @@ bool dec_range(const struct dec_capture *c, uint32_t pid, uint64_t ip,
 		*lo = m->start;
 	if (*hi > m->end)
 		*hi = m->end;
+	inlines_in(c, m, *lo, *hi, inl);
 	return true;
 }
 
@@ -447,67 +498,20 @@ void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
 		note_dso_use(c, &c->dsos[m->dso]);
 }
 
-/* d's DWARF, NULL when it has none. */
-static struct sym_dwarf *dwarf_of(struct dec_capture *c, struct dec_dso *d)
-{
-	struct sym_dwarf *w;
-
-	if (!d->sf || !d->found)
-		return NULL;
-	pthread_mutex_lock(&c->dwarf_lock);
-	if (!d->dwarf_tried) {
-		char err[512];
-
-		d->dwarf_tried = true;
-		/* No DWARF is the common case (a release build, a system
-		 * library without its debug file): nothing to say.  Out of
-		 * memory only costs the source positions and inlined
-		 * calls. */
-		sym_dwarf_open(d->found, &d->dwarf, err, sizeof(err));
-	}
-	w = d->dwarf;
-	pthread_mutex_unlock(&c->dwarf_lock);
-	return w;
-}
-
-bool dec_inlines_in(struct dec_capture *c, uint32_t pid, uint64_t lo,
-		    uint64_t hi, struct dec_inl_span *out)
-{
-	const struct dec_map *m = find_map(c, pid, lo);
-	struct sym_dwarf *w;
-	uint64_t vlo, vhi;
-	size_t to, nr;
-
-	if (c->opts.no_inline || !m || !m->have_bias || lo >= hi ||
-	    !(w = dwarf_of(c, &c->dsos[m->dso])))
-		return false;
-	vlo = lo - (uint64_t)m->bias;
-	vhi = hi - (uint64_t)m->bias;
-	out->tab = sym_dwarf_inlines(w, vlo, &nr);
-	out->bias = (uint64_t)m->bias;
-	out->from = sym_inlines_from(out->tab, nr, vlo);
-	to = sym_inlines_from(out->tab, nr, vhi);
-	if (to < nr && out->tab[to].lo < vhi)
-		to++;
-	out->to = to;
-	return out->from < out->to;
-}
-
-/* Where the source has vaddr of d (file NULL: nowhere known). */
-static void source_at(struct dec_capture *c, struct dec_dso *d, uint64_t vaddr,
-		      const char **file, unsigned *line)
+/* Where the source has vaddr (file NULL: nowhere known). */
+static void source_at(struct sym_dwarf *w, uint64_t vaddr, const char **file,
+		      unsigned *line)
 {
 	*file = NULL;
 	*line = 0;
-	if (!sym_dwarf_line(dwarf_of(c, d), vaddr, file, line))
+	if (!sym_dwarf_line(w, vaddr, file, line))
 		*file = NULL;
 }
 
 /* The inlined calls at vaddr of a function in [lo, hi) (ELF vaddrs). */
-static void inlined_at(struct dec_capture *c, struct dec_dso *d, uint64_t vaddr,
-		       uint64_t lo, uint64_t hi, struct dec_sym *out)
+static void inlined_at(struct sym_dwarf *w, uint64_t vaddr, uint64_t lo,
+		       uint64_t hi, struct dec_sym *out)
 {
-	struct sym_dwarf *w = c->opts.no_inline ? NULL : dwarf_of(c, d);
 	size_t nr = 0;
 	const struct sym_inline_range *r =
 		w ? sym_dwarf_inlines(w, lo, &nr) : NULL;
@@ -543,14 +547,17 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		out->start = vlo + (uint64_t)m->bias;
 		out->end = vhi + (uint64_t)m->bias;
 		if (s) {
+			/* One look for the DWARF, under its lock. */
+			struct sym_dwarf *w = dwarf_of(c, d);
+
 			out->name = s->name;
 			out->known = true;
-			source_at(c, d, ip - (uint64_t)m->bias, &out->ip_file,
+			source_at(w, ip - (uint64_t)m->bias, &out->ip_file,
 				  &out->ip_line);
 			if (out->ip_file)
-				source_at(c, d, vlo, &out->fn_file,
-					  &out->fn_line);
-			inlined_at(c, d, ip - (uint64_t)m->bias, vlo, vhi, out);
+				source_at(w, vlo, &out->fn_file, &out->fn_line);
+			inlined_at(c->opts.no_inline ? NULL : w,
+				   ip - (uint64_t)m->bias, vlo, vhi, out);
 			return;
 		}
 	}

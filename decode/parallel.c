@@ -549,20 +549,19 @@ int par_new(struct par **out, struct dec_capture *c)
 	p->cut_ok = c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit);
 	p->piece_size = c->opts.piece_size ? c->opts.piece_size : PIECE_DEFAULT;
 	p->th = calloc(n, sizeof(*p->th));
-	if (!p->th || pthread_mutex_init(&p->lock, NULL)) {
-		free(p->th);
-		free(p);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&p->cond, NULL)) {
-		pthread_mutex_destroy(&p->lock);
-		free(p->th);
-		free(p);
-		return -ENOMEM;
-	}
+	if (!p->th || pthread_mutex_init(&p->lock, NULL))
+		goto no_lock;
+	if (pthread_cond_init(&p->cond, NULL))
+		goto no_cond;
 	/* Threads start with the first buffers to decode. */
 	*out = p;
 	return 0;
+no_cond:
+	pthread_mutex_destroy(&p->lock);
+no_lock:
+	free(p->th);
+	free(p);
+	return -ENOMEM;
 }
 
 void par_free(struct par *p)

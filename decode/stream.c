@@ -106,9 +106,7 @@ static void set_range(struct strm *s, uint64_t ip)
 
 	if (r->ip != ip || r->lo > r->hi) {
 		r->ip = ip;
-		dec_range(s->c, s->pid, ip, &r->lo, &r->hi);
-		if (!dec_inlines_in(s->c, s->pid, r->lo, r->hi, &r->inl))
-			r->inl.tab = NULL;
+		dec_range(s->c, s->pid, ip, &r->lo, &r->hi, &r->inl);
 	}
 	s->cur_lo = r->lo;
 	s->cur_hi = r->hi;

@@ -109,13 +109,13 @@ done
 
 # The Perfetto trace of one conversion, decoded by protoc against our
 # schema subset (tests/proto): every packet parses, names are interned.
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
 d="$W/mtc_s1"
 if ! command -v protoc >/dev/null; then
 	echo "SKIP convert_perfetto_protoc (no protoc)"
 elif "$B/mt-convert" "$d/raw.bin" -o "$d/plain.pftrace" --no-compress \
-	--no-sqlite -q && protoc --decode=perfetto.protos.Trace \
-	-I "$MT_ROOT/tests/proto" "$MT_ROOT/tests/proto/perfetto_subset.proto" \
-	<"$d/plain.pftrace" >"$d/decoded.txt" 2>"$d/protoc.err" &&
+	--no-sqlite -q &&
+	pf_decode <"$d/plain.pftrace" >"$d/decoded.txt" 2>"$d/protoc.err" &&
 	grep -q 'TYPE_SLICE_BEGIN' "$d/decoded.txt" &&
 	grep -q 'event_names' "$d/decoded.txt"; then
 	echo "PASS convert_perfetto_protoc"

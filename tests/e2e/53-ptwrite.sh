@@ -34,9 +34,9 @@ if ! "$B/mt-convert" "$W/raw.bin" -o "$W/t.pftrace" --no-compress 2>"$W/conv.err
 	echo "FAIL ptwrite_convert: $(tail -1 "$W/conv.err")"
 	exit 0
 fi
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
 if command -v protoc >/dev/null; then
-	got=$(protoc --decode=perfetto.protos.Trace -I "$R/tests/proto" \
-		"$R/tests/proto/perfetto_subset.proto" <"$W/t.pftrace" 2>/dev/null |
+	got=$(pf_decode <"$W/t.pftrace" 2>/dev/null |
 		awk '/uint_value:/ { v = $2 } /name: "ptwrite"/ { print v }')
 	if [ "$got" = "$want" ]; then
 		echo "PASS ptwrite_perfetto"
@@ -74,9 +74,9 @@ else
 fi
 if ! command -v protoc >/dev/null; then
 	echo "SKIP ptwrite_off (no protoc)"
-elif [ -s "$W/plain.pftrace" ] && ! protoc --decode=perfetto.protos.Trace \
-	-I "$R/tests/proto" "$R/tests/proto/perfetto_subset.proto" \
-	<"$W/plain.pftrace" 2>/dev/null | grep -q 'name: "ptwrite"'; then
+elif [ -s "$W/plain.pftrace" ] &&
+	! pf_decode <"$W/plain.pftrace" 2>/dev/null |
+	grep -q 'name: "ptwrite"'; then
 	echo "PASS ptwrite_off"
 else
 	echo "FAIL ptwrite_off: a ptwrite instant without --ptwrite"

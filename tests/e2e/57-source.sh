@@ -88,11 +88,10 @@ else
 fi
 
 # Perfetto: both args, their values interned strings.
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
 if ! command -v protoc >/dev/null; then
 	echo "SKIP source_positions_perfetto (no protoc)"
-elif protoc --decode=perfetto.protos.Trace -I "$R/tests/proto" \
-	"$R/tests/proto/perfetto_subset.proto" <"$W/demo.pftrace" \
-	>"$W/decoded.txt" 2>"$W/protoc.err" &&
+elif pf_decode <"$W/demo.pftrace" >"$W/decoded.txt" 2>"$W/protoc.err" &&
 	grep -q 'name: "source"' "$W/decoded.txt" &&
 	grep -q 'name: "call_site"' "$W/decoded.txt" &&
 	grep -q "demo.c:$(echo "$fib_lines" | head -1 | cut -d: -f2)\"" \

@@ -107,11 +107,10 @@ else
 	echo "FAIL inline_inside: $got slices outside their parent"
 fi
 
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
 if ! command -v protoc >/dev/null; then
 	echo "SKIP inline_perfetto (no protoc)"
-elif protoc --decode=perfetto.protos.Trace -I "$R/tests/proto" \
-	"$R/tests/proto/perfetto_subset.proto" <"$W/inl.pftrace" \
-	>"$W/decoded.txt" 2>"$W/protoc.err" &&
+elif pf_decode <"$W/inl.pftrace" >"$W/decoded.txt" 2>"$W/protoc.err" &&
 	grep -q 'name: "inlined"' "$W/decoded.txt"; then
 	echo "PASS inline_perfetto"
 else
