@@ -8,11 +8,13 @@
  * instruction, and only in functions that have any (the span set_range()
  * found), so that code without inlined calls costs one test a block.
  *
- * Compilers interleave an inlined call's instructions with its caller's.
- * Within a block (whose instructions share one time) a call stays open
- * from its first instruction to its last, instead of breaking into
- * slices of no length; from block to block it stays open while each
- * block begins inside it.  A change goes to segments/ as DEC_INLINE,
+ * The calls open at an instruction are those its address is in, and a
+ * change goes to segments/ as DEC_INLINE at the instruction where it
+ * happens, counted: nothing may depend on where libipt cut straight code
+ * into blocks, which differs from run to run (its block cache is shared
+ * by the threads of a parallel decode).  So a call whose instructions
+ * the compiler interleaved with its caller's shows as several slices,
+ * as its code does.  A change goes to segments/ as DEC_INLINE,
  * naming the innermost call now open (its chain of callers is the
  * rest).  After an event that names an ip (a call, a return, a sync
  * point) segments/ opens the calls at that ip itself, and this starts
@@ -21,21 +23,13 @@
 #include "decode/strm.h"
 
 /* Pieces of a block looked at once: a block crossing more ranges is
- * walked in several rounds, each closing what it does not see again. */
+ * walked in several rounds. */
 #define PIECES 64
 
 struct piece {
 	uint64_t ip; /* runtime address of its first instruction */
 	const struct sym_inline *in;
 };
-
-static bool on_chain(const struct sym_inline *leaf, const struct sym_inline *x)
-{
-	for (; leaf; leaf = leaf->up)
-		if (leaf == x)
-			return true;
-	return false;
-}
 
 /* The index of the first range of the span that ends after vaddr. */
 static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
@@ -136,36 +130,13 @@ static void change(struct strm *s, const struct pt_block *b, uint64_t pos,
 			  DEC_INLINE, ip, (uint64_t)(uintptr_t)top);
 }
 
-/* x is open in one of the pieces from k on. */
-static bool seen_again(const struct piece *p, size_t k, size_t n,
-		       const struct sym_inline *x)
-{
-	for (; k < n; k++)
-		if (on_chain(p[k].in, x))
-			return true;
-	return false;
-}
-
-/* One round: what is open at each piece of block b (decoded from
- * instruction count pos on), from what was open before. */
+/* One round: the calls open at each piece of block b (decoded from
+ * instruction count pos on). */
 static void walk(struct strm *s, const struct pt_block *b,
 		 const struct piece *p, size_t n, uint64_t pos)
 {
-	for (size_t k = 0; k < n; k++) {
-		const struct sym_inline *open = s->inl_top;
-		const struct sym_inline *want = p[k].in;
-
-		/* Calls not met again in this round have ended. */
-		while (open && !seen_again(p, k, n, open))
-			open = open->up;
-		/* Code of a call not open (or of another branch): what is
-		 * open goes down to what the two share, then the new
-		 * call's chain opens.  Code of an open call or one of its
-		 * callers leaves the deeper ones open: they come back. */
-		if (want && !on_chain(open, want))
-			open = want;
-		change(s, b, pos, p[k].ip, open);
-	}
+	for (size_t k = 0; k < n; k++)
+		change(s, b, pos, p[k].ip, p[k].in);
 }
 
 void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
