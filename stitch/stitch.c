@@ -56,7 +56,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		    why);
 	if (rc || !join)
 		return rc;
-	return apply_join(s, ib, &bv, &m);
+	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -189,7 +189,7 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	g = gap_before(s, x);
 	if (g != MT_NONE && slice_set_parent(s, g, deepest))
 		return -ENOMEM;
-	return apply_join(s, ib, &bv, &m);
+	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 /*
@@ -242,7 +242,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		 nb - b->nr_start, nb - b->nr_start == 1 ? "" : "s", was);
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	return apply_join(s, ib, &bv, &m);
+	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 /* The call sites every segment of the thread saw, by slice. */
@@ -278,6 +278,7 @@ static void thread_free(struct thread_state *s)
 	free(s->rets);
 	free(s->xs);
 	free(s->xi);
+	free(s->spans);
 	undo_free(&s->undo);
 }
 

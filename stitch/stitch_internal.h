@@ -7,6 +7,7 @@
  * align.c     B's start chain against A's end chain: every alignment
  * rollout.c   later segments' word on alignments that tie
  * decide.c    whether, and how, a pair is joined, and why
+ * guess.c     the spans of time whose depth a join guessed
  * stitch.c    the passes over a thread's pairs, and the threads
  */
 #ifndef MT_STITCH_INTERNAL_H
@@ -39,6 +40,15 @@ struct undo_log {
 	size_t n, cap;
 };
 
+/* From B's start (from) until a later join settled it (to, or
+ * UINT64_MAX), the depth of x (a frame of A's chain, at pos on it when
+ * the guess was made) and below was a guess. */
+struct guess_span {
+	uint32_t x;
+	size_t pos;
+	uint64_t from, to;
+};
+
 struct thread_state {
 	struct mt_trace *t;
 	/* The side table of segments: the frames open at each one's ends,
@@ -63,6 +73,8 @@ struct thread_state {
 	uint32_t root_name;	/* its root's function, MT_NONE if none */
 	bool root_open;		/* which was still open when it ended */
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
+	struct guess_span *spans;
+	size_t nr_spans, cap_spans;
 	struct undo_log undo;
 };
 
@@ -160,11 +172,17 @@ int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
 int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
 /* x and y are one activation: y becomes x (joined). */
 int merge(struct thread_state *s, uint32_t x, uint32_t y);
-int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
-	       const struct match *m);
+int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
+	       const struct chainv *bv, const struct match *m);
 int rebuild(struct thread_state *s);
 void undo_edits(struct thread_state *s);
 void undo_free(struct undo_log *u);
+
+/* guess.c */
+int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
+		  const struct chainv *bv, const struct match *m);
+int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
+	       const uint32_t *where);
 
 /* align.c */
 size_t a_pos(const struct match *m, size_t i);

@@ -291,10 +291,10 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 	return 0;
 }
 
-/* Join B (segment ib, its frames bv, root first) to A (s->chain) as m
- * says. */
-int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
-	       const struct match *m)
+/* Join B (segment ib, its frames bv, root first) to A (s->chain, na
+ * frames) as m says, across the gap that began at time at. */
+int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
+	       const struct chainv *bv, const struct match *m)
 {
 	const struct seg_ends *b = ends_of(s, ib);
 	uint32_t deepest = s->chain[a_pos(m, m->len - 1)];
@@ -314,10 +314,9 @@ int apply_join(struct thread_state *s, uint32_t ib, const struct chainv *bv,
 		rc = live_through(s, ib, bv->sl[m->ahead + m->skip_at[k]],
 				  to - m->skip_len[k], to);
 	}
-	/* The frames a guess kept alive say so. */
-	for (size_t j = m->sure; m->guessed && j <= a_pos(m, m->len - 1) && !rc;
-	     j++)
-		rc = slice_add_flags(s, s->chain[j], MT_SLICE_DEPTH_GUESSED);
+	/* From here, a guess's depth, or none that this join settled. */
+	if (!rc)
+		rc = guess_at_join(s, at, na, bv, m);
 	if (!rc && m->ahead)
 		rc = hang_under_revealed(s, bv, m);
 	/* The gap between sits under the deepest joined frame. */
@@ -420,9 +419,13 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 	uint32_t *fill = calloc(n + 1, sizeof(*fill));
 	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
 	struct mt_slice *out = malloc((n ? n : 1) * sizeof(*out));
+	/* where each kept slice goes, for the guessed spans */
+	uint32_t *where =
+		s->nr_spans ? malloc((n ? n : 1) * sizeof(*where)) : NULL;
 	int rc = -ENOMEM;
 
-	if (!ord || !first || !kids || !fill || !stack || !out)
+	if (!ord || !first || !kids || !fill || !stack || !out ||
+	    (s->nr_spans && !where))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct mt_slice *x = &th->slices[i];
@@ -464,6 +467,8 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 			newidx[kids[first[i] + k]] = (uint32_t)at;
 			stack[sp++] = kids[first[i] + k];
 		}
+		if (where)
+			where[i] = (uint32_t)at;
 		out[at++] = x;
 	}
 	if (at != kept) {
@@ -472,17 +477,18 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 		rc = -EINVAL;
 		goto out;
 	}
+	/* Below a frame put at a depth nobody can tell (under the root,
+	 * across a sliver), every depth is a guess for its whole life. */
+	for (size_t i = 0; i < at; i++)
+		if (out[i].parent != MT_NONE &&
+		    (out[out[i].parent].flags & MT_SLICE_DEPTH_GUESSED))
+			out[i].flags |= MT_SLICE_DEPTH_GUESSED;
 	/*
 	 * A caller spans its callees.  A join extends A's callers through
 	 * B, but not through the segments already joined under B (the
 	 * second pass joins whole runs): children after parents in
 	 * pre-order, so one backward sweep carries every end up.
 	 */
-	/* Below a frame whose depth was guessed, every depth is. */
-	for (size_t i = 0; i < at; i++)
-		if (out[i].parent != MT_NONE &&
-		    (out[out[i].parent].flags & MT_SLICE_DEPTH_GUESSED))
-			out[i].flags |= MT_SLICE_DEPTH_GUESSED;
 	for (size_t i = at; i-- > 0;) {
 		struct mt_slice *x = &out[i], *p;
 
@@ -495,6 +501,9 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 				   (x->flags & MT_SLICE_INFERRED_END);
 		}
 	}
+	/* and what ran at a guessed depth, as long as the guess stood */
+	if (where && guess_mark(s, out, at, where))
+		goto out;
 	memcpy(th->slices, out, at * sizeof(*out));
 	th->nr_slices = at;
 	rc = 0;
@@ -505,6 +514,7 @@ out:
 	free(fill);
 	free(stack);
 	free(out);
+	free(where);
 	return rc;
 }
 

@@ -168,6 +168,39 @@ static void test_recursion_ambiguous(struct check_state *st)
 	       "depth guessed");
 }
 
+/*
+ * The mark covers the time the guess stood, not the frames' lives: f9,
+ * which A saw called and return before the first gap, is known; so is
+ * f8, called after C, whose returns climbed to f1 through the call sites
+ * A saw, put the stack at known depths again (and the gap before C sits
+ * under frames C placed).  f6, called in B, and the frames the guess
+ * joined, are not.
+ */
+static void test_guess_settled(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(9), AT(2, 0x70)},
+		{DEC_RET, AT(2, 0x70), 0},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_CALL, FN(6), AT(2, 0x60)},
+		{DEC_RET, AT(2, 0x60), 0},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_CALL, FN(8), AT(2, 0x80)},
+		{DEC_RET, AT(2, 0x80), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:f9 4:gap:d 4:f6:d "
+	       "4:gap 4:f8",
+	       "depth guessed");
+}
+
 /* Three segments: the call sites A saw still confirm the frames when
  * C is compared with B, whose frames were joined to A's. */
 static void test_call_sites_carry_over(struct check_state *st)
@@ -650,6 +683,7 @@ int main(void)
 	RUN(&st, test_join_confirmed);
 	RUN(&st, test_child_differs);
 	RUN(&st, test_recursion_ambiguous);
+	RUN(&st, test_guess_settled);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_call_sites_carry_over);

@@ -1,0 +1,237 @@
+/*
+ * Guessed spans: where a join's depth was a guess, for how long.
+ *
+ * A join that had to guess (a recursion that fits several depths, a
+ * frame below a longjmp target) places B's frames from A's chain[sure]
+ * down on the guess's word.  What that makes uncertain is time, not a
+ * frame's whole life: A's frames were at known depths before the gap,
+ * and a later join that anchors its frames above the guess, on evidence
+ * of its own, puts everything after it at known depths again.  So each
+ * guess is a span on the thread: from B's start, at the guessed frame's
+ * depth and below, until such a join (or the thread's end).  A slice
+ * whose life overlaps a span, at or below its depth, is depth_guessed;
+ * one that began after the span was settled is not, whatever its
+ * ancestors.
+ */
+#include "stitch/stitch_internal.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPEN UINT64_MAX
+
+/* Where slice x now sits on A's chain (its depth there), or pos when the
+ * chain no longer holds it. */
+static size_t pos_on_chain(const struct thread_state *s, size_t na, uint32_t x,
+			   size_t pos)
+{
+	x = resolve(s, x);
+	for (size_t i = 0; i < na; i++)
+		if (s->chain[i] == x)
+			return i;
+	return pos;
+}
+
+/*
+ * Whether join m of B's chain bv puts the frames from A's chain[p] down
+ * at known depths again: it joins frames above p, nothing it joins
+ * there is a guess, and B knows each of its frames' callers by the call
+ * it made.  A caller that B learnt of from a jump landing in it (a
+ * longjmp, an exception) says nothing of the frames between: in a
+ * recursion, how many there were is the join's own reading.
+ */
+static bool settles(const struct match *m, const struct chainv *bv, size_t p)
+{
+	if (m->off >= p || (m->guessed && m->sure < p) || m->nr_skips)
+		return false;
+	for (size_t i = 0; i + 1 < bv->n; i++)
+		if (!bv->ip[i])
+			return false;
+	return true;
+}
+
+/*
+ * B (its chain bv) joins A's chain (na frames) as m says, across the
+ * gap that began at time at: the open spans that m anchors above are
+ * settled there, and a guess of m's opens one.  Joins made out of time
+ * order (the later passes) settle only spans that began before.
+ */
+int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
+		  const struct chainv *bv, const struct match *m)
+{
+
+	for (size_t k = 0; k < s->nr_spans; k++) {
+		struct guess_span *g = &s->spans[k];
+		size_t p;
+
+		if (g->to != OPEN || g->from >= at)
+			continue;
+		p = pos_on_chain(s, na, g->x, g->pos);
+		if (settles(m, bv, p))
+			g->to = at;
+	}
+	if (!m->guessed)
+		return 0;
+	if (s->nr_spans == s->cap_spans) {
+		size_t cap = s->cap_spans ? 2 * s->cap_spans : 16;
+		struct guess_span *v = realloc(s->spans, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->spans = v;
+		s->cap_spans = cap;
+	}
+	s->spans[s->nr_spans++] = (struct guess_span){
+		.x = s->chain[m->sure], .pos = m->sure, .from = at, .to = OPEN};
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct span_order {
+	uint32_t depth, idx;
+};
+
+static int cmp_depth(const void *a, const void *b)
+{
+	const struct span_order *x = a, *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The first period from p on not painted yet. */
+static size_t find(uint32_t *next, size_t p)
+{
+	while (next[p] != p) {
+		next[p] = next[next[p]];
+		p = next[p];
+	}
+	return p;
+}
+
+/* The first index of the sorted t[0..n) whose value is above v. */
+static size_t upper(const uint64_t *t, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t[mid] <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The slices out[0..n), laid out anew (where[old] is an old index's new
+ * one), flagged where they overlap a span at or below its depth.  Time
+ * is cut at every span's ends into periods; each period gets the least
+ * depth guessed in it, and a slice asks for the least over the periods
+ * its life covers (a sparse table: one lookup a slice).
+ */
+int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
+	       const uint32_t *where)
+{
+	size_t nb = 0, np, levels = 1;
+	uint64_t *cut = NULL;
+	uint32_t *least = NULL, *next = NULL;
+	struct span_order *order = NULL;
+	int rc = -ENOMEM;
+
+	if (!s->nr_spans || !n)
+		return 0;
+	cut = malloc(2 * s->nr_spans * sizeof(*cut));
+	if (!cut)
+		goto out;
+	for (size_t k = 0; k < s->nr_spans; k++) {
+		cut[nb++] = s->spans[k].from;
+		if (s->spans[k].to != OPEN)
+			cut[nb++] = s->spans[k].to;
+	}
+	qsort(cut, nb, sizeof(*cut), cmp_u64);
+	np = 0;
+	for (size_t i = 0; i < nb; i++)
+		if (!np || cut[np - 1] != cut[i])
+			cut[np++] = cut[i];
+	/* period p runs from cut[p] to cut[p + 1] (the last, for ever) */
+	while ((1ul << levels) <= np)
+		levels++;
+	least = malloc(levels * np * sizeof(*least));
+	if (!least)
+		goto out;
+	for (size_t p = 0; p < np; p++)
+		least[p] = UINT32_MAX;
+	/* The shallowest spans first, each period painted once: next[p]
+	 * leads past the painted periods from p (with path halving). */
+	order = malloc(s->nr_spans * sizeof(*order));
+	next = malloc((np + 1) * sizeof(*next));
+	if (!order || !next)
+		goto out;
+	for (size_t k = 0; k < s->nr_spans; k++) {
+		const struct guess_span *g = &s->spans[k];
+
+		order[k].depth = out[where[resolve(s, g->x)]].depth;
+		order[k].idx = (uint32_t)k;
+	}
+	qsort(order, s->nr_spans, sizeof(*order), cmp_depth);
+	for (size_t p = 0; p <= np; p++)
+		next[p] = (uint32_t)p;
+	for (size_t k = 0; k < s->nr_spans; k++) {
+		const struct guess_span *g = &s->spans[order[k].idx];
+		size_t p = upper(cut, np, g->from) - 1;
+		size_t e = g->to == OPEN ? np : upper(cut, np, g->to - 1);
+
+		for (p = find(next, p); p < e; p = find(next, p)) {
+			least[p] = order[k].depth;
+			next[p] = (uint32_t)(p + 1);
+		}
+	}
+	for (size_t l = 1; l < levels; l++) {
+		uint32_t *prev = least + (l - 1) * np, *cur = least + l * np;
+
+		for (size_t p = 0; p + (1ul << l) <= np; p++) {
+			uint32_t a = prev[p], b = prev[p + (1ul << (l - 1))];
+
+			cur[p] = a < b ? a : b;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct mt_slice *x = &out[i];
+		size_t hi = upper(cut, np, end_of(x)), lo, l = 0;
+		uint32_t d;
+
+		/* (one that ends as a span begins, as a gap's slice does,
+		 * is in it) */
+		if (!hi)
+			continue; /* over before the first guess */
+		lo = upper(cut, np, x->ts);
+		lo = lo ? lo - 1 : 0;
+		/* periods lo .. hi - 1 */
+		while ((2ul << l) <= hi - lo)
+			l++;
+		d = least[l * np + lo];
+		if (least[l * np + hi - (1ul << l)] < d)
+			d = least[l * np + hi - (1ul << l)];
+		if (d <= x->depth)
+			x->flags |= MT_SLICE_DEPTH_GUESSED;
+	}
+	rc = 0;
+out:
+	free(cut);
+	free(least);
+	free(next);
+	free(order);
+	return rc;
+}
