@@ -521,12 +521,34 @@ static void inlined_at(struct sym_dwarf *w, uint64_t vaddr, uint64_t lo,
 	out->inl = out->fn_inl ? sym_inline_at(r, nr, vaddr) : NULL;
 }
 
+/*
+ * Code between two symbols (a stripped library's own functions): the
+ * function of the unwind tables that vaddr is in, within [*lo, *hi),
+ * narrows them to it.  So each such function has one name and one range
+ * wherever the trace enters it.
+ */
+static bool unnamed_function(const struct sym_file *sf, uint64_t vaddr,
+			     uint64_t *lo, uint64_t *hi)
+{
+	uint64_t start, end;
+
+	if (!sym_file_fde(sf, vaddr, &start, &end) || start < *lo)
+		return false;
+	*lo = start;
+	if (end < *hi)
+		*hi = end;
+	return true;
+}
+
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
 	struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
 	const char *base;
+	/* an unknown function is named by its start where that is known,
+	 * else by the address */
+	uint64_t named_at = ip;
 
 	out->fn_file = out->ip_file = NULL;
 	out->fn_line = out->ip_line = 0;
@@ -546,6 +568,12 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 
 		out->start = vlo + (uint64_t)m->bias;
 		out->end = vhi + (uint64_t)m->bias;
+		if (!s && unnamed_function(d->sf, ip - (uint64_t)m->bias, &vlo,
+					   &vhi)) {
+			out->start = vlo + (uint64_t)m->bias;
+			out->end = vhi + (uint64_t)m->bias;
+			named_at = out->start;
+		}
 		if (s) {
 			/* One look for the DWARF, under its lock. */
 			struct sym_dwarf *w = dwarf_of(c, d);
@@ -577,6 +605,6 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	base = d ? strrchr(d->path, '/') : NULL;
 	base = base ? base + 1 : d ? d->path : "unmapped";
 	snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx (%s)]",
-		 (unsigned long long)ip, base);
+		 (unsigned long long)named_at, base);
 	out->name = out->buf;
 }

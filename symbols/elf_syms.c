@@ -33,6 +33,8 @@ struct sym_file {
 	size_t nr_loads;
 	uint8_t build_id[SYM_BUILD_ID_MAX];
 	size_t build_id_len;
+	struct sym_fde *fdes; /* the unwind tables' functions */
+	size_t nr_fdes;
 	struct sym_arena arena;
 };
 
@@ -559,6 +561,8 @@ static int load_elf(struct loader *ld, Elf *e)
 	if (!rc)
 		rc = sym_plt_collect(e, &ld->f->arena, &ld->c, ld->raw);
 	if (!rc)
+		rc = sym_fde_collect(e, &ld->f->fdes, &ld->f->nr_fdes);
+	if (!rc)
 		rc = collect_minidebuginfo(ld, e);
 	if (!rc)
 		rc = collect_debug_file(ld, e);
@@ -684,6 +688,7 @@ void sym_file_free(struct sym_file *f)
 	free(f->syms);
 	free(f->ends);
 	free(f->loads);
+	free(f->fdes);
 	free(f);
 }
 
@@ -695,6 +700,27 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr)
 	long i = sym_search(f->syms, f->ends, f->nr_syms, vaddr);
 
 	return i < 0 ? NULL : &f->syms[i];
+}
+
+bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
+		  uint64_t *end)
+{
+	size_t lo = 0, hi = f->nr_fdes;
+
+	/* the last start at or below vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->fdes[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || vaddr >= f->fdes[lo - 1].end)
+		return false;
+	*start = f->fdes[lo - 1].start;
+	*end = f->fdes[lo - 1].end;
+	return true;
 }
 
 const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr)

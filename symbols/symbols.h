@@ -63,6 +63,13 @@ void sym_file_free(struct sym_file *f);
 
 /* The function containing vaddr, or NULL. */
 const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr);
+/*
+ * The function of the unwind tables (.eh_frame_hdr and its FDEs) that
+ * vaddr is in, for code without symbols: [*start, *end).  False when
+ * none has it (code without unwind information, or no tables).
+ */
+bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
+		  uint64_t *end);
 /* All symbols, sorted by address. */
 const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr);
 const struct sym_load *sym_file_loads(const struct sym_file *f, size_t *nr);

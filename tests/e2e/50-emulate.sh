@@ -77,6 +77,51 @@ capture() { # name program [mt-capture options...]
 	fi
 }
 
+# unnamed_by_unwind NAME: code without symbols (libgcc's unwinder,
+# libstdc++'s own functions) is named by where its function begins in the
+# library's unwind tables, one name wherever the trace entered it: each
+# "[unknown @ ADDR (lib)]" is the start of one of lib's FDEs as readelf
+# lists them, or in none of them.  (The libraries' text loads at its file
+# offsets: the address less the mapping's start plus its offset is the
+# ELF's own.)
+unnamed_by_unwind() {
+	local name=$1 bad=0 n=0 addr base start len pgoff path vaddr lo hi ok in
+	perf script -i "$W/$name.bin" --show-mmap-events 2>/dev/null |
+		sed -n 's/.*MMAP2 [^[]*\[\(0x[0-9a-f]*\)(\(0x[0-9a-f]*\)) @ \(0x[0-9a-f]*\) .*r-xp \(\/.*\)$/\1 \2 \3 \4/p' \
+		>"$W/$name.maps"
+	while read -r addr base; do
+		path=
+		while read -r start len pgoff p; do
+			if [ "${p##*/}" = "$base" ] && ((addr >= start && addr < start + len)); then
+				path=$p
+				break
+			fi
+		done <"$W/$name.maps"
+		[ -n "$path" ] || continue
+		[ -f "$W/$name.fde.$base" ] ||
+			readelf --debug-dump=frames "$path" 2>/dev/null |
+			sed -n 's/.* FDE .*pc=\([0-9a-f]*\)\.\.\([0-9a-f]*\)$/0x\1 0x\2/p' \
+				>"$W/$name.fde.$base"
+		vaddr=$((addr - start + pgoff))
+		n=$((n + 1))
+		ok=0 in=0
+		while read -r lo hi; do
+			((vaddr == lo)) && ok=1
+			((vaddr > lo && vaddr < hi)) && in=1
+		done <"$W/$name.fde.$base"
+		if [ "$ok" = 0 ] && [ "$in" = 1 ]; then
+			bad=$((bad + 1))
+			echo "    $base: $addr (vaddr $(printf %#x "$vaddr")) inside a function"
+		fi
+	done < <(cut -f3 "$W/$name.tsv" | sort -u |
+		sed -n 's/^\[unknown @ \(0x[0-9a-f]*\) (\(.*\))\]$/\1 \2/p')
+	if [ "$n" -gt 0 ] && [ "$bad" = 0 ]; then
+		echo "PASS emulate_${name}_unnamed ($n functions without symbols, each named by its start)"
+	else
+		echo "FAIL emulate_${name}_unnamed: $bad of $n named inside a function"
+	fi
+}
+
 # count FILE TID-or-any NAME: slices of that name
 count() {
 	awk -F'\t' -v t="$2" -v n="$3" '($1 == t || t == "any") && $3 == n' "$1" | wc -l
@@ -123,7 +168,7 @@ for p in longjmp signal recursion; do
 done
 if command -v c++ >/dev/null; then
 	c++ -O1 -g -o "$W/exception" "$R/tests/programs/exception.cc" &&
-		capture exception "$W/exception"
+		capture exception "$W/exception" && unnamed_by_unwind exception
 else
 	echo "SKIP emulate_exception (no c++)"
 fi

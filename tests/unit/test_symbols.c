@@ -223,6 +223,66 @@ static void test_build_id_debug_root(struct check_state *st)
 	}
 }
 
+/*
+ * A stripped program's own functions have no symbols left, but its
+ * unwind tables still say where each begins and ends: every function the
+ * compiler wrote (with CFI) is found, from any address inside it, as the
+ * symbol table before stripping had it; hand-written code without CFI is
+ * in none.
+ */
+static void test_unwind_functions(struct check_state *st)
+{
+	static const char *const fns[] = {"local_helper", "global_work",
+					  "main"};
+	char prog[300], stripped[300];
+	struct sym_file *f, *g;
+	uint64_t lo, hi;
+
+	snprintf(prog, sizeof(prog), "%s/fde", tmp);
+	snprintf(stripped, sizeof(stripped), "%s/fde.stripped", tmp);
+	if (!build_prog("fde", "-fasynchronous-unwind-tables")) {
+		CHECKF(st, 0, "cc failed");
+		return;
+	}
+	CHECK(st, sh("strip --strip-all -o %s %s", stripped, prog));
+	f = open_or_report(st, prog, &no_root);
+	g = open_or_report(st, stripped, &no_root);
+	if (!f || !g)
+		goto out;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		const struct sym *s = find_sym(f, fns[i]);
+
+		CHECKF(st, s && s->size, "%s: no sized symbol", fns[i]);
+		if (!s || !s->size)
+			continue;
+		CHECKF(st, !find_sym(g, fns[i]), "%s survived strip", fns[i]);
+		for (uint64_t at = s->addr;
+		     at<s->addr + s->size; at += s->size> 8 ? s->size / 4 : 1) {
+			bool in = sym_file_fde(g, at, &lo, &hi);
+
+			CHECKF(st,
+			       in && lo == s->addr && hi == s->addr + s->size,
+			       "%s+%#llx: [%#llx, %#llx), want [%#llx, %#llx)",
+			       fns[i], (unsigned long long)(at - s->addr),
+			       (unsigned long long)(in ? lo : 0),
+			       (unsigned long long)(in ? hi : 0),
+			       (unsigned long long)s->addr,
+			       (unsigned long long)(s->addr + s->size));
+		}
+	}
+	{
+		const struct sym *a = find_sym(f, "asm_local");
+
+		CHECK(st, a != NULL);
+		CHECKF(st, a && !sym_file_fde(g, a->addr, &lo, &hi),
+		       "asm_local (no CFI) in [%#llx, %#llx)",
+		       (unsigned long long)lo, (unsigned long long)hi);
+	}
+out:
+	sym_file_free(f);
+	sym_file_free(g);
+}
+
 static void test_debuglink(struct check_state *st)
 {
 	char prog[300], dir[300], lone[300];
@@ -352,6 +412,7 @@ int main(void)
 	RUN(&st, test_system_binaries);
 	RUN(&st, test_build_id_debug_root);
 	RUN(&st, test_debuglink);
+	RUN(&st, test_unwind_functions);
 	if (have_tool("xz"))
 		RUN(&st, test_minidebuginfo);
 	else

@@ -1,0 +1,211 @@
+/*
+ * Where functions begin in code without symbols, from .eh_frame_hdr.
+ *
+ * A stripped library keeps its unwind tables: .eh_frame has one FDE per
+ * function, and .eh_frame_hdr a table of their start addresses, sorted,
+ * for the unwinder's binary search.  That table is all that is read
+ * here, with each FDE's pc_range: the functions split the code between
+ * two symbols, so that a function without a name gets one name wherever
+ * the trace enters it (its start), not one per address it was first seen
+ * at.
+ *
+ * The header (LSB's "Exception Frame Header"): version 1, the encodings
+ * of eh_frame_ptr, fde_count and the table, then eh_frame_ptr, fde_count
+ * and fde_count pairs (initial location, FDE address).  Linkers write the
+ * table as signed 4-byte values relative to the section's start
+ * (DW_EH_PE_datarel | DW_EH_PE_sdata4); another encoding is not read.
+ * An FDE's pc_range follows its pc_begin, both in the encoding its CIE's
+ * 'R' augmentation gives; an FDE whose CIE says otherwise is left out.
+ */
+#include "symbols/sym_internal.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DW_EH_PE_omit	 0xff
+#define DW_EH_PE_udata4	 0x03
+#define DW_EH_PE_sdata4	 0x0b
+#define DW_EH_PE_udata8	 0x04
+#define DW_EH_PE_sdata8	 0x0c
+#define DW_EH_PE_datarel 0x30
+#define EH_PE_FORMAT	 0x0f
+#define EH_PE_APPLIED	 0x70
+
+/* The size of a value in encoding enc; 0 for one not read here. */
+static size_t enc_size(uint8_t enc)
+{
+	switch (enc & EH_PE_FORMAT) {
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		return 4;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t read_le(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int cmp_fde(const void *a, const void *b)
+{
+	const struct sym_fde *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* An unsigned LEB128 at p[*at], p holding len bytes; false past the end. */
+static bool uleb(const uint8_t *p, size_t len, size_t *at, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; *at < len && shift < 64; shift += 7) {
+		uint8_t b = p[(*at)++];
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The encoding of the FDE pointers that the CIE at p[at] gives (its 'R'
+ * augmentation), or DW_EH_PE_omit when it cannot be read here.
+ */
+static uint8_t cie_fde_encoding(const uint8_t *p, size_t len, size_t at)
+{
+	const char *aug;
+	uint64_t v, auglen;
+	size_t end;
+
+	if (at + 9 > len || read_le(p + at, 4) == 0xffffffffu ||
+	    read_le(p + at + 4, 4) != 0)
+		return DW_EH_PE_omit; /* a 64-bit one, or no CIE */
+	end = at + 4 + read_le(p + at, 4);
+	if (end > len)
+		return DW_EH_PE_omit;
+	at += 9; /* length, id, version */
+	aug = (const char *)p + at;
+	while (at < end && p[at])
+		at++;
+	if (at++ >= end || aug[0] != 'z')
+		return DW_EH_PE_omit; /* without 'z', the default: absptr */
+	/* code and data alignment, return address register */
+	for (int i = 0; i < 3; i++)
+		if (!uleb(p, end, &at, &v))
+			return DW_EH_PE_omit;
+	if (!uleb(p, end, &at, &auglen) || auglen > end - at)
+		return DW_EH_PE_omit;
+	for (const char *c = aug + 1; *c; c++) {
+		if (*c == 'R')
+			return at < end ? p[at] : DW_EH_PE_omit;
+		if (*c == 'L')
+			at++;
+		else if (*c == 'P') {
+			size_t n = at < end ? enc_size(p[at]) : 0;
+
+			if (!n)
+				return DW_EH_PE_omit;
+			at += 1 + n;
+		} else if (*c != 'S' && *c != 'B') {
+			return DW_EH_PE_omit;
+		}
+	}
+	return DW_EH_PE_omit;
+}
+
+/*
+ * The length of the code of the FDE at vaddr fde (its pc_range), from the
+ * .eh_frame section (its bytes p, len, at vaddr base); 0 when it cannot
+ * be read.
+ */
+static uint64_t fde_range(const uint8_t *p, size_t len, uint64_t base,
+			  uint64_t fde)
+{
+	size_t at, n;
+	uint64_t cie;
+	uint8_t enc;
+
+	if (fde < base || fde - base > len || len - (fde - base) < 8)
+		return 0;
+	at = (size_t)(fde - base);
+	if (read_le(p + at, 4) == 0xffffffffu)
+		return 0;
+	cie = read_le(p + at + 4, 4);
+	if (!cie || cie > at + 4)
+		return 0;
+	enc = cie_fde_encoding(p, len, at + 4 - (size_t)cie);
+	n = enc_size(enc);
+	if (!n || at + 8 + 2 * n > len)
+		return 0;
+	return read_le(p + at + 8 + n, n);
+}
+
+int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr)
+{
+	GElf_Shdr sh, fsh;
+	Elf_Scn *scn = sym_elf_section(e, ".eh_frame_hdr", &sh);
+	Elf_Scn *fscn = sym_elf_section(e, ".eh_frame", &fsh);
+	Elf_Data *d, *fd;
+	const uint8_t *p;
+	size_t len, at = 4, sz, n = 0;
+	uint64_t count;
+	struct sym_fde *v;
+
+	*out = NULL;
+	*nr = 0;
+	if (!scn || !fscn || sh.sh_type == SHT_NOBITS ||
+	    fsh.sh_type == SHT_NOBITS)
+		return 0;
+	d = elf_getdata(scn, NULL);
+	fd = elf_getdata(fscn, NULL);
+	if (!d || !d->d_buf || d->d_size < 4 || !fd || !fd->d_buf)
+		return 0;
+	p = d->d_buf;
+	len = d->d_size;
+	/* version, and a table that can be read */
+	if (p[0] != 1 || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return 0;
+	sz = enc_size(p[1]);
+	if (p[1] != DW_EH_PE_omit && (!sz || at + sz > len))
+		return 0;
+	at += p[1] == DW_EH_PE_omit ? 0 : sz;
+	sz = enc_size(p[2]);
+	if (p[2] == DW_EH_PE_omit || !sz || at + sz > len ||
+	    (p[2] & EH_PE_APPLIED))
+		return 0;
+	count = read_le(p + at, sz);
+	at += sz;
+	/* a count the section cannot hold is a damaged header */
+	if (count > (len - at) / 8)
+		return 0;
+	v = malloc((count ? count : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < count; i++, at += 8) {
+		int32_t lo = (int32_t)(uint32_t)read_le(p + at, 4);
+		int32_t fde = (int32_t)(uint32_t)read_le(p + at + 4, 4);
+		uint64_t range = fde_range(fd->d_buf, fd->d_size, fsh.sh_addr,
+					   sh.sh_addr + (uint64_t)(int64_t)fde);
+
+		if (!range)
+			continue;
+		v[n].start = sh.sh_addr + (uint64_t)(int64_t)lo;
+		v[n].end = v[n].start + range;
+		n++;
+	}
+	qsort(v, n, sizeof(*v), cmp_fde);
+	*out = v;
+	*nr = n;
+	return 0;
+}
