@@ -352,6 +352,17 @@ static void fuzz_section(struct check_state *st, const char *path,
 	free(d);
 }
 
+/* Damaged unwind tables (test_unwind_functions() built the program):
+ * bits flipped in them never crash the reader or read past them. */
+static void test_unwind_tables_damaged(struct check_state *st)
+{
+	char stripped[300];
+
+	snprintf(stripped, sizeof(stripped), "%s/fde.stripped", tmp);
+	fuzz_section(st, stripped, ".eh_frame_hdr");
+	fuzz_section(st, stripped, ".eh_frame");
+}
+
 static void test_minidebuginfo(struct check_state *st)
 {
 	char prog[300], mini[300];
@@ -413,6 +424,7 @@ int main(void)
 	RUN(&st, test_build_id_debug_root);
 	RUN(&st, test_debuglink);
 	RUN(&st, test_unwind_functions);
+	RUN(&st, test_unwind_tables_damaged);
 	if (have_tool("xz"))
 		RUN(&st, test_minidebuginfo);
 	else
