@@ -116,6 +116,7 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->hits);
 	free(t->ptwrites);
 	free(t->stitches);
+	free(t->guesses);
 	free(t->segments);
 	free(t->frames);
 	mt_hmap_free(&t->frame_index);
@@ -185,6 +186,16 @@ struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 		return NULL;
 	t->stitches[t->nr_stitches] = *s;
 	return &t->stitches[t->nr_stitches++];
+}
+
+struct mt_guess *mt_trace_add_guess(struct mt_trace *t,
+				    const struct mt_guess *g)
+{
+	if (mt_grow((void **)&t->guesses, &t->cap_guesses, t->nr_guesses + 1,
+		    sizeof(*t->guesses)))
+		return NULL;
+	t->guesses[t->nr_guesses] = *g;
+	return &t->guesses[t->nr_guesses++];
 }
 
 struct mt_segment *mt_trace_add_segment(struct mt_trace *t,

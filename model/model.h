@@ -128,6 +128,18 @@ struct mt_stitch {
 	uint32_t reason; /* string id */
 };
 
+/*
+ * A span of a thread's time in which the frames at depth and below were
+ * placed by a stitching guess (stitch/guess.c): the slices that overlap
+ * it at or below that depth are the thread's MT_SLICE_DEPTH_GUESSED ones
+ * from joins.  A thread's spans do not overlap and come in time order.
+ */
+struct mt_guess {
+	uint32_t tid;
+	uint32_t depth;
+	uint64_t ts, dur;
+};
+
 struct mt_trace {
 	struct mt_strtab strs;
 	struct mt_frame *frames; /* index = frame id; frame 0 is all zero */
@@ -143,6 +155,8 @@ struct mt_trace {
 	size_t nr_ptwrites, cap_ptwrites;
 	struct mt_stitch *stitches;
 	size_t nr_stitches, cap_stitches;
+	struct mt_guess *guesses; /* by thread, in time order */
+	size_t nr_guesses, cap_guesses;
 	struct mt_segment *segments; /* index = segment id */
 	size_t nr_segments, cap_segments;
 };
@@ -172,6 +186,8 @@ struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,
 				      const struct mt_stitch *s);
 struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
 					const struct mt_segment *s);
+struct mt_guess *mt_trace_add_guess(struct mt_trace *t,
+				    const struct mt_guess *g);
 /* The thread with this tid, or NULL. */
 struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
 

@@ -127,6 +127,49 @@ static void keep_marks(struct mt_trace *t, struct rg_span *const *spans,
 	t->nr_hits = k;
 }
 
+/* The guessed spans, cut to the kept spans of their thread (into as many
+ * pieces as they overlap). */
+static int keep_guesses(struct mt_trace *t, struct rg_span *const *spans,
+			const size_t *nr)
+{
+	struct mt_guess *v = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t g = 0; g < t->nr_guesses; g++) {
+		const struct mt_guess *x = &t->guesses[g];
+
+		for (size_t i = 0; i < t->nr_threads; i++) {
+			if (t->threads[i].tid != x->tid)
+				continue;
+			for (size_t j = 0; j < nr[i]; j++) {
+				uint64_t lo = spans[i][j].lo,
+					 hi = spans[i][j].hi;
+				struct mt_guess y = *x;
+
+				if (x->ts + x->dur <= lo || x->ts >= hi)
+					continue;
+				if (y.ts < lo) {
+					y.dur -= lo - y.ts;
+					y.ts = lo;
+				}
+				if (y.ts + y.dur > hi)
+					y.dur = hi - y.ts;
+				if (mt_grow((void **)&v, &cap, n + 1,
+					    sizeof(*v))) {
+					free(v);
+					return -ENOMEM;
+				}
+				v[n++] = y;
+			}
+		}
+	}
+	free(t->guesses);
+	t->guesses = v;
+	t->nr_guesses = n;
+	t->cap_guesses = cap;
+	return 0;
+}
+
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		  const size_t *nr, struct rg_stats *st)
 {
@@ -162,7 +205,7 @@ int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		st->slices_after += n[i];
 	}
 	keep_marks(t, spans, nr);
-	rc = 0;
+	rc = keep_guesses(t, spans, nr);
 out:
 	if (keep)
 		for (size_t i = 0; i < t->nr_threads; i++)

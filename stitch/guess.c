@@ -135,11 +135,42 @@ static size_t upper(const uint64_t *t, size_t n, uint64_t v)
 }
 
 /*
+ * The spans as the trace keeps them (mt_guess): each run of periods with
+ * the same least depth guessed, the last running to the thread's end.
+ */
+static int add_pieces(const struct thread_state *s, const struct mt_slice *out,
+		      size_t n, const uint64_t *cut, const uint32_t *least,
+		      size_t np)
+{
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (end_of(&out[i]) > last)
+			last = end_of(&out[i]);
+	for (size_t p = 0, q; p < np; p = q) {
+		struct mt_guess g = {.tid = s->th->tid, .depth = least[p]};
+		uint64_t to;
+
+		for (q = p + 1; q < np && least[q] == least[p]; q++)
+			;
+		to = q < np ? cut[q] : last;
+		if (least[p] == UINT32_MAX || to <= cut[p])
+			continue;
+		g.ts = cut[p];
+		g.dur = to - cut[p];
+		if (!mt_trace_add_guess(s->t, &g))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
  * The slices out[0..n), laid out anew (where[old] is an old index's new
  * one), flagged where they overlap a span at or below its depth.  Time
  * is cut at every span's ends into periods; each period gets the least
  * depth guessed in it, and a slice asks for the least over the periods
- * its life covers (a sparse table: one lookup a slice).
+ * its life covers (a sparse table: one lookup a slice).  The spans go
+ * to the trace too (add_pieces()).
  */
 int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	       const uint32_t *where)
@@ -198,6 +229,10 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 			next[p] = (uint32_t)(p + 1);
 		}
 	}
+	rc = add_pieces(s, out, n, cut, least, np);
+	if (rc)
+		goto out;
+	rc = -ENOMEM;
 	for (size_t l = 1; l < levels; l++) {
 		uint32_t *prev = least + (l - 1) * np, *cur = least + l * np;
 

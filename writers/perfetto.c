@@ -4,7 +4,8 @@
  * Layout (field numbers in tests/proto/perfetto_subset.proto):
  *
  *   sequence 1        track descriptors: processes, threads, continuation
- *                     tracks, the snapshot hit tracks (no incremental state)
+ *                     tracks, the snapshot hit tracks, the depth guessed
+ *                     tracks (no incremental state)
  *   sequence 2 + i    thread i: a first packet that clears incremental state,
  *                     sets the default track and clock 64 (incremental,
  *                     started at the thread's first timestamp by a clock
@@ -14,6 +15,8 @@
  *   sequence 2 + T    the snapshot symbol hits, the same way
  *   sequence 3 + T    the values the program wrote (PTWRITE), instants on
  *                     their threads' tracks
+ *   sequence 4 + T    where stitching guessed the depth: slices on a
+ *                     "depth guessed" child track of each such thread
  *
  * Perfetto's importer keeps 512 nesting levels per track and, past them,
  * drops BEGINs but still pops on the nameless ENDs, shortening every
@@ -561,7 +564,7 @@ static int pf_write_all(struct pf *w)
 			return pf_failed(w);
 		w->tracks++;
 	}
-	if (nth + 3 > UINT32_MAX)
+	if (nth + 4 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
@@ -570,6 +573,8 @@ static int pf_write_all(struct pf *w)
 	if (pf_hits(w, (uint32_t)(2 + nth)))
 		return pf_failed(w);
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
+		return pf_failed(w);
+	if (pf_guesses(w, (uint32_t)(4 + nth)))
 		return pf_failed(w);
 	return pf_flush(w);
 }

@@ -194,5 +194,6 @@ int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 /* pf_marks.c: the sequences after the threads'. */
 int pf_hits(struct pf *w, uint32_t seq);
 int pf_ptwrites(struct pf *w, uint32_t seq);
+int pf_guesses(struct pf *w, uint32_t seq);
 
 #endif

@@ -1,13 +1,16 @@
 /*
  * The Perfetto trace's marks: the snapshot trigger hits, on tracks of
- * their own, and the values the program wrote (PTWRITE), on their
- * threads' tracks.  Each is one sequence after the threads'.
+ * their own, the values the program wrote (PTWRITE), on their threads'
+ * tracks, and where stitching guessed the depth, on child tracks of the
+ * threads.  Each is one sequence after the threads'.
  */
 #include "writers/pf_internal.h"
 
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,4 +232,101 @@ out:
 	mt_hmap_free(&uuid);
 	free(v);
 	return rc;
+}
+
+struct pf_guessev {
+	uint64_t ts;
+	uint32_t begin; /* ENDs first at one time */
+	uint32_t idx;
+};
+
+static int pf_guessev_cmp(const void *a, const void *b)
+{
+	const struct pf_guessev *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Where stitching guessed the depth: a slice per span on a child track of
+ * its thread ("depth guessed"), named by the depth from which the frames
+ * are a guess, so that the time a user cannot trust shows beside the
+ * frames.  A thread's spans do not overlap: one track each.
+ */
+int pf_guesses(struct pf *w, uint32_t seq)
+{
+	const struct mt_trace *t = w->t;
+	size_t n = t->nr_guesses, nev = 0;
+	struct pf_guessev *ev = NULL;
+	struct mt_hmap track = {0};
+	int rc = -1;
+
+	if (!n)
+		return 0;
+	ev = malloc(2 * n * sizeof(*ev));
+	if (!ev) {
+		pf_fail(w, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		uint32_t tid = t->threads[i].tid;
+		bool has = false;
+
+		for (size_t g = 0; g < n && !has; g++)
+			has = t->guesses[g].tid == tid;
+		if (!has || mt_hmap_get(&track, tid))
+			continue;
+		if (mt_hmap_set(&track, tid, w->next_uuid)) {
+			pf_fail(w, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if (pf_desc_track(w, w->next_uuid++, 1 + t->nr_procs + i,
+				  "depth guessed", ""))
+			goto out;
+		w->tracks++;
+	}
+	for (size_t g = 0; g < n; g++) {
+		const struct mt_guess *x = &t->guesses[g];
+
+		if (!mt_hmap_get(&track, x->tid))
+			continue;
+		ev[nev++] = (struct pf_guessev){x->ts, 1, (uint32_t)g};
+		ev[nev++] = (struct pf_guessev){x->ts + x->dur, 0, (uint32_t)g};
+	}
+	if (!nev) {
+		rc = 0;
+		goto out;
+	}
+	qsort(ev, nev, sizeof(*ev), pf_guessev_cmp);
+	if (pf_seq_start(w, seq, ev[0].ts, 0))
+		goto out;
+	for (size_t i = 0; i < nev; i++) {
+		const struct mt_guess *x = &t->guesses[ev[i].idx];
+		struct pb_buf *b = &w->pk;
+		size_t pkt = pf_event_packet(w, ev[i].ts), m;
+		char name[48];
+
+		m = pb_begin(b, F_TRACK_EVENT);
+		pb_uint(b, F_TE_TYPE,
+			ev[i].begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
+		pb_uint(b, F_TE_TRACK, mt_hmap_get(&track, x->tid));
+		if (ev[i].begin) {
+			snprintf(name, sizeof(name), "depth %u and below",
+				 x->depth);
+			pb_str(b, F_TE_NAME, name);
+		}
+		pb_end(b, m);
+		if (pf_packet_end(w, pkt))
+			goto out;
+	}
+	w->slices += nev / 2;
+	rc = 0;
+out:
+	mt_hmap_free(&track);
+	free(ev);
+	return rc ? pf_failed(w) : 0;
 }

@@ -45,6 +45,7 @@ enum {
 	S_ARG,
 	S_SEGMENT,
 	S_STITCH,
+	S_GUESS,
 	S_GAP,
 	S_HIT,
 	S_PTWRITE,

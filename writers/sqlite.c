@@ -142,6 +142,12 @@ static const char schema[] =
 	"id INTEGER PRIMARY KEY, utid INTEGER, tid INTEGER,"
 	" segment_a INTEGER, segment_b INTEGER, frames_joined INTEGER,"
 	" score REAL, reason TEXT);"
+	/* Where the depth of the frames from `depth` down was a stitching
+	 * guess: a slice overlapping a row at or below its depth is
+	 * depth_guessed. */
+	"CREATE TABLE guess("
+	"id INTEGER PRIMARY KEY, utid INTEGER, tid INTEGER, ts INTEGER,"
+	" dur INTEGER, depth INTEGER);"
 	"CREATE TABLE gap("
 	"id INTEGER PRIMARY KEY, utid INTEGER, ts INTEGER, dur INTEGER,"
 	" name TEXT, reason TEXT, slice_id INTEGER, segment INTEGER);"
@@ -166,7 +172,7 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -207,6 +213,8 @@ static const char *const stmt_sql[S_NR] = {
 	[S_STITCH] = "INSERT INTO stitch(id, utid, tid, segment_a, segment_b,"
 		     " frames_joined, score, reason)"
 		     " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_GUESS] = "INSERT INTO guess(id, utid, tid, ts, dur, depth)"
+		    " VALUES(?, ?, ?, ?, ?, ?)",
 	[S_GAP] = "INSERT INTO gap(id, utid, ts, dur, name, reason, slice_id,"
 		  " segment) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_HIT] = "INSERT INTO hit(id, ts, mark_start, pid, tid, utid, ip,"
@@ -673,6 +681,19 @@ static int write_extras(struct sq *w)
 		sqlite3_bind_int64(st, 6, s->frames_joined);
 		sqlite3_bind_double(st, 7, s->score);
 		bind_str(w, st, 8, s->reason);
+		if ((rc = step(w, st)))
+			return rc;
+	}
+	st = w->stmts[S_GUESS];
+	for (size_t i = 0; i < t->nr_guesses; i++) {
+		const struct mt_guess *g = &t->guesses[i];
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
+		bind_utid(w, st, 2, g->tid);
+		sqlite3_bind_int64(st, 3, g->tid);
+		bind_u64(st, 4, g->ts);
+		bind_u64(st, 5, g->dur);
+		sqlite3_bind_int64(st, 6, g->depth);
 		if ((rc = step(w, st)))
 			return rc;
 	}

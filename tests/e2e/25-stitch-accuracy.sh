@@ -11,6 +11,7 @@
 # may glue two activations, and stitching must never do worse than
 # --no-stitch.  Structure only: no timing is asserted.
 B=${MT_BUILD:?}/bin
+: "${MT_ROOT:?}"
 W=$(mktemp -d /tmp/mt-e2e-stitch.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
@@ -123,3 +124,42 @@ for c in "${cases[@]}"; do
 		echo "    off: $off"
 	fi
 done
+
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
+
+# Where the depth was guessed, as spans (the guess table, the "depth
+# guessed" tracks in Perfetto): a thread's spans are disjoint, in time
+# order and not empty; every slice that meets one at or below its depth
+# is depth_guessed; the Perfetto trace shows the same spans; a time
+# window keeps only what lies in it.
+d="$W/spans"
+if ! "$B/mt-synth" --seed 45 --no-deep --branches 300000 --gap-every 10000 \
+	-o "$d" >/dev/null ||
+	! "$B/mt-convert" "$d/raw.bin" -o "$d/t.pftrace" --no-compress -q ||
+	! "$B/mt-convert" "$d/raw.bin" -o "$d/w.pftrace" --time 1ms..2ms -q; then
+	echo "FAIL stitch_guess_spans: synth or convert failed"
+else
+	db=$d/t.sqlite
+	rows=$(sqlite3 "$db" 'SELECT count(*) FROM guess')
+	bad_rows=$(sqlite3 "$db" 'SELECT count(*) FROM guess a JOIN guess b
+		ON a.utid = b.utid AND a.id < b.id
+		WHERE b.ts < a.ts + a.dur OR a.dur <= 0')
+	unmarked=$(sqlite3 "$db" 'SELECT count(*) FROM slice s
+		JOIN thread_track tt ON tt.id = s.track_id
+		JOIN guess g ON g.utid = tt.utid
+		WHERE s.depth >= g.depth AND s.ts < g.ts + g.dur
+		AND s.ts + s.dur >= g.ts AND NOT s.depth_guessed')
+	marked=$(sqlite3 "$db" 'SELECT count(*) FROM slice WHERE depth_guessed')
+	pf=$(pf_decode <"$d/t.pftrace" | grep -c 'name: "depth [0-9]* and below"')
+	first=$(sqlite3 "$d/w.sqlite" 'SELECT min(ts) FROM slice')
+	outside=$(sqlite3 "$d/w.sqlite" "SELECT count(*) FROM guess
+		WHERE ts < $first OR ts + dur > $first + 1000000")
+	inside=$(sqlite3 "$d/w.sqlite" 'SELECT count(*) FROM guess')
+	if [ "$rows" -gt 0 ] && [ "$bad_rows" = 0 ] && [ "$unmarked" = 0 ] &&
+		[ "$marked" -gt 0 ] && [ "$pf" = "$rows" ] && [ "$outside" = 0 ] &&
+		[ "$inside" -gt 0 ]; then
+		echo "PASS stitch_guess_spans ($rows spans, $marked slices marked, the same spans in Perfetto, $inside in a 1 ms window)"
+	else
+		echo "FAIL stitch_guess_spans: $rows spans ($bad_rows overlap or empty), $unmarked slices in them unmarked, $marked marked, $pf in Perfetto, $inside in the window and $outside outside"
+	fi
+fi

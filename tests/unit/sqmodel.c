@@ -243,6 +243,11 @@ void build_model(struct mt_trace *t)
 				exit(2);
 		if (!mt_trace_add_stitch(t, &s))
 			exit(2);
+		if (!mt_trace_add_guess(t, &(struct mt_guess){.tid = 300,
+							      .depth = 2,
+							      .ts = 120,
+							      .dur = 30}))
+			exit(2);
 		for (size_t i = 0; i < sizeof(h) / sizeof(*h); i++)
 			if (!mt_trace_add_hit(t, &h[i]))
 				exit(2);

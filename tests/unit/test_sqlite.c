@@ -518,6 +518,13 @@ static void test_roundtrip(struct check_state *cs)
 			" frames_joined = 1 AND score = 0.75 AND"
 			" reason = 'stack match' AND utid IS NOT NULL",
 			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM guess g JOIN thread t"
+			" USING(utid) WHERE g.id = 0 AND t.tid = 300 AND"
+			" g.tid = 300 AND g.ts = 120 AND g.dur = 30 AND"
+			" g.depth = 2",
+			-1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM guess", -1) == 1);
 	CHECK(cs, q_int(db, "SELECT count(*) FROM hit", -1) == 2);
 	CHECK(cs, q_int(db,
 			"SELECT count(*) FROM hit WHERE ts = 5000 AND"
@@ -536,7 +543,7 @@ static void test_roundtrip(struct check_state *cs)
 			" type = 'index' AND tbl_name = 'slice_raw'",
 			-1) == 2);
 	CHECK(cs, integrity_ok(db));
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 3);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 4);
 	sqlite3_close(db);
 out:
 	tmpdir_remove(dir);
