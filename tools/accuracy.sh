@@ -69,12 +69,14 @@ for rate in 0 100000 10000; do
 			"$(echo "$lines" | tr '\n' ' ')"
 	done
 	[ "$rate" = 0 ] && continue
-	printf "  stack%% per seed, joined:"
-	for seed in $SEEDS; do
-		judge "$W/$rate-$seed" on | sed 's/.*stack=\([0-9.]*\).*/ \1/' |
-			tr -d '\n'
+	for k in stack marked sure; do
+		printf "  %s%% per seed, joined:" "${k%ed}"
+		for seed in $SEEDS; do
+			judge "$W/$rate-$seed" on |
+				sed "s/.* $k=\\([0-9.]*\\).*/ \\1/" | tr -d '\n'
+		done
+		echo
 	done
-	echo
 done
 
 # Gaps placed where they hurt (mt-synth --gap-at), with the deep
