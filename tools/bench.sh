@@ -41,7 +41,18 @@ S=${MT_BUILD:-build}/bench/snap4
 # (about 0.95 bytes of AUX a branch at this size)
 [ -f "$S/raw.bin" ] || "$B/mt-synth" --seed 4243 --branches "$((4 * 1048576 * 100 / 95))" \
 	-o "$S" >/dev/null
-snap=$("$B/mt-bench" run "$B/mt-convert" "$S/raw.bin" -o "$S/out.pftrace" -q)
+# The runs above leave gigabytes of dirty pages that the snapshot's own
+# sync would wait for: written out first.  Best of three, as it is short.
+sync
+snap=
+for _ in 1 2 3; do
+	rm -f "$S/out.pftrace" "$S/out.sqlite"
+	r=$("$B/mt-bench" run "$B/mt-convert" "$S/raw.bin" -o "$S/out.pftrace" -q)
+	if [ -z "$snap" ] || awk -v a="$(field seconds "$r")" \
+		-v b="$(field seconds "$snap")" 'BEGIN {exit !(a < b)}'; then
+		snap=$r
+	fi
+done
 snap_mb=$(awk "BEGIN {print $(stat -c %s "$S/raw.bin") / 1048576}")
 rm -f "$S/out.pftrace" "$S/out.sqlite"
 blocks=$(field blocks "$bare")
