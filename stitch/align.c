@@ -18,6 +18,26 @@ size_t a_pos(const struct match *m, size_t i)
 	return p;
 }
 
+/*
+ * Whether A's frame p, with its call site into its child, repeats a few
+ * levels up or down: a recursion's, which confirms no particular level.
+ */
+#define RECURSION_SPAN 8
+
+static bool recursion_level(const struct mt_slice *sl,
+			    const struct mt_frame *fr, const struct chainv *a,
+			    size_t p)
+{
+	uint32_t name = fr[sl[a->sl[p]].frame].name;
+	size_t lo = p > RECURSION_SPAN ? p - RECURSION_SPAN : 0;
+
+	for (size_t q = lo; q < a->n && q <= p + RECURSION_SPAN; q++)
+		if (q != p && a->ip[q] == a->ip[p] &&
+		    fr[sl[a->sl[q]].frame].name == name)
+			return true;
+	return false;
+}
+
 struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 		       const struct chainv *a, const struct chainv *b,
 		       size_t off, size_t ahead)
@@ -27,6 +47,9 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	/* The frames of B under one a jump revealed, where in A they went,
 	 * and the frames joined and call sites confirmed before them. */
 	size_t nst = 0, st_p[MAX_STEPS], st_len[MAX_STEPS], st_conf[MAX_STEPS];
+	/* the call sites confirmed that no neighbouring level repeats, and
+	 * the frames joined that are a recursion's levels */
+	size_t own = 0, st_own[MAX_STEPS], rec = 0, st_rec[MAX_STEPS];
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -35,6 +58,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 		/* The leaf's address is where B resumed, not a return. */
 		uint64_t rb = ahead + i + 1 < nb ? b->ip[ahead + i] : 0;
 		size_t from = p; /* before any step */
+		bool level;
 
 		/* B's previous frame was revealed by a jump (no call site
 		 * into its child): its child may be further up. */
@@ -64,9 +88,13 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 		if (i && !ahead && !b->ip[i - 1] && nst < MAX_STEPS) {
 			st_p[nst] = from;
 			st_len[nst] = m.len;
+			st_own[nst] = own;
+			st_rec[nst] = rec;
 			st_conf[nst++] = m.confirmed;
 		}
 		m.len++;
+		level = recursion_level(sl, fr, a, p);
+		rec += level;
 		ra = a->ip[p];
 		/* A different call site: this frame is the same, its child
 		 * returned in the gap and it called another. */
@@ -74,6 +102,8 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 			if (ra != rb)
 				break;
 			m.confirmed++;
+			if (!level)
+				own++;
 		}
 		/*
 		 * B resumed right where A's frame gets its child's return:
@@ -92,11 +122,15 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	 * site at or below it backs it, or B's jumps landed in A's frames
 	 * down to A's leaf, names alone put it there.  B's leaf alone is not
 	 * enough: a fresh call comes back to the same places (the same
-	 * system call, say).
+	 * system call, say).  Down to A's leaf, neither a recursion's call
+	 * sites (a neighbouring level repeats them) back it, nor do the
+	 * jumps when a recursion lies below the step: the jump may have
+	 * unwound a level and the recursion made another, and the frames
+	 * below fit a level lower as well.
 	 */
 	for (size_t k = 0; k < nst; k++)
-		if (m.confirmed == st_conf[k] &&
-		    !(m.leaf && m.len - st_len[k] >= 2)) {
+		if ((m.leaf ? own == st_own[k] : m.confirmed == st_conf[k]) &&
+		    !(m.leaf && m.len - st_len[k] >= 2 && rec == st_rec[k])) {
 			if (!m.skip_guess || st_p[k] < m.skip_from) {
 				m.skip_guess = true;
 				m.skip_from = st_p[k];
