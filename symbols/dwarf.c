@@ -98,7 +98,7 @@ struct unit_slot {
 
 /* Code of a unit. */
 struct unit_range {
-	uint64_t lo, hi;
+	struct sym_range r;
 	uint32_t slot;
 };
 
@@ -160,7 +160,7 @@ static int cmp_range(const void *a, const void *b)
 {
 	const struct unit_range *x = a, *y = b;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	return x->r.lo < y->r.lo ? -1 : x->r.lo > y->r.lo;
 }
 
 static int add_range(struct sym_dwarf *d, uint64_t lo, uint64_t hi)
@@ -171,7 +171,7 @@ static int add_range(struct sym_dwarf *d, uint64_t lo, uint64_t hi)
 		    sizeof(*d->ranges)))
 		return -ENOMEM;
 	d->ranges[d->nr_ranges++] =
-		(struct unit_range){lo, hi, (uint32_t)(d->nr_slots - 1)};
+		(struct unit_range){{lo, hi}, (uint32_t)(d->nr_slots - 1)};
 	return 0;
 }
 
@@ -271,22 +271,16 @@ int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
 /* The unit of the code at vaddr, read now if it was not; NULL: none. */
 static const struct sym_unit *unit_at(struct sym_dwarf *d, uint64_t vaddr)
 {
-	size_t lo = 0, hi = d ? d->nr_ranges : 0;
+	long i = d ? sym_range_at(d->ranges, d->nr_ranges, sizeof(*d->ranges),
+				  vaddr)
+		   : -1;
 	struct unit_slot *slot;
 	struct sym_unit *u;
 	Dwarf_Die die;
 
-	while (lo < hi) { /* the last range starting at or before vaddr */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->ranges[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || vaddr >= d->ranges[lo - 1].hi)
+	if (i < 0)
 		return NULL;
-	slot = &d->slots[d->ranges[lo - 1].slot];
+	slot = &d->slots[d->ranges[i].slot];
 	u = atomic_load_explicit(&slot->unit, memory_order_acquire);
 	if (u)
 		return u == &d->none ? NULL : u;

@@ -59,9 +59,9 @@ static uint64_t read_le(const uint8_t *p, size_t n)
 
 static int cmp_fde(const void *a, const void *b)
 {
-	const struct sym_fde *x = a, *y = b;
+	const struct sym_range *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
 /* An unsigned LEB128 at p[*at], p holding len bytes; false past the end. */
@@ -151,7 +151,7 @@ static uint64_t fde_range(const uint8_t *p, size_t len, uint64_t base,
 	return read_le(p + at + 8 + n, n);
 }
 
-int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr)
+int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr)
 {
 	GElf_Shdr sh, fsh;
 	Elf_Scn *scn = sym_elf_section(e, ".eh_frame_hdr", &sh);
@@ -160,7 +160,7 @@ int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr)
 	const uint8_t *p;
 	size_t len, at = 4, sz, n = 0;
 	uint64_t count;
-	struct sym_fde *v;
+	struct sym_range *v;
 
 	*out = NULL;
 	*nr = 0;
@@ -200,8 +200,8 @@ int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr)
 
 		if (!range)
 			continue;
-		v[n].start = sh.sh_addr + (uint64_t)(int64_t)lo;
-		v[n].end = v[n].start + range;
+		v[n].lo = sh.sh_addr + (uint64_t)(int64_t)lo;
+		v[n].hi = v[n].lo + range;
 		n++;
 	}
 	qsort(v, n, sizeof(*v), cmp_fde);

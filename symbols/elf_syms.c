@@ -33,7 +33,7 @@ struct sym_file {
 	size_t nr_loads;
 	uint8_t build_id[SYM_BUILD_ID_MAX];
 	size_t build_id_len;
-	struct sym_fde *fdes; /* the unwind tables' functions */
+	struct sym_range *fdes; /* the unwind tables' functions */
 	size_t nr_fdes;
 	struct sym_arena arena;
 };
@@ -705,21 +705,12 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr)
 bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 		  uint64_t *end)
 {
-	size_t lo = 0, hi = f->nr_fdes;
+	long i = sym_range_at(f->fdes, f->nr_fdes, sizeof(*f->fdes), vaddr);
 
-	/* the last start at or below vaddr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->fdes[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || vaddr >= f->fdes[lo - 1].end)
+	if (i < 0)
 		return false;
-	*start = f->fdes[lo - 1].start;
-	*end = f->fdes[lo - 1].end;
+	*start = f->fdes[i].lo;
+	*end = f->fdes[i].hi;
 	return true;
 }
 

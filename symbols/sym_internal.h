@@ -80,17 +80,25 @@ long sym_search(const struct sym *syms, const uint64_t *ends, size_t nr,
  */
 int sym_plt_collect(Elf *e, struct sym_arena *a, struct sym_cands *c, bool raw);
 
-/* A function of the unwind tables: [start, end), ELF vaddrs. */
-struct sym_fde {
-	uint64_t start, end;
+/* Code at [lo, hi), ELF vaddrs: what the range tables searched by
+ * sym_range_at() begin their elements with. */
+struct sym_range {
+	uint64_t lo, hi;
 };
+
+/*
+ * The index of the element of v holding vaddr, or -1: v has nr elements
+ * of size bytes, each beginning with a struct sym_range, sorted by lo and
+ * disjoint.
+ */
+long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr);
 
 /*
  * The functions of e's unwind tables (.eh_frame_hdr's FDEs with their
  * ranges), sorted by start, malloc'd into *out; none when it has no such
  * table or one in an encoding not read.  Returns 0 or -ENOMEM.
  */
-int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr);
+int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr);
 
 /* The section named name, or NULL. */
 Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 int sym_cands_add(struct sym_cands *c, const struct sym_cand *s)
 {
@@ -136,6 +137,28 @@ fail:
  * sized one) are rare and shallow.
  */
 #define SYM_NEST_MAX 8
+
+long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr)
+{
+	const char *base = v;
+	size_t lo = 0, hi = nr;
+	struct sym_range r;
+
+	/* the last one starting at or below vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		memcpy(&r, base + mid * size, sizeof(r));
+		if (r.lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	memcpy(&r, base + (lo - 1) * size, sizeof(r));
+	return vaddr < r.hi ? (long)(lo - 1) : -1;
+}
 
 long sym_search(const struct sym *syms, const uint64_t *ends, size_t nr,
 		uint64_t addr)
