@@ -38,6 +38,16 @@ static bool recursion_level(const struct mt_slice *sl,
 	return false;
 }
 
+/* Whether a caller of B's chain is known from a jump landing in it, not
+ * from the call it made (no return address into its child). */
+bool jump_link(const struct chainv *b)
+{
+	for (size_t i = 0; i + 1 < b->n; i++)
+		if (!b->ip[i])
+			return true;
+	return false;
+}
+
 struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 		       const struct chainv *a, const struct chainv *b,
 		       size_t off, size_t ahead)
@@ -50,6 +60,8 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	/* the call sites confirmed that no neighbouring level repeats, and
 	 * the frames joined that are a recursion's levels */
 	size_t own = 0, st_own[MAX_STEPS], rec = 0, st_rec[MAX_STEPS];
+	/* which only a step reads: none without a caller B learnt by a jump */
+	bool steps = !ahead && jump_link(b);
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -93,7 +105,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 			st_conf[nst++] = m.confirmed;
 		}
 		m.len++;
-		level = recursion_level(sl, fr, a, p);
+		level = steps && recursion_level(sl, fr, a, p);
 		rec += level;
 		ra = a->ip[p];
 		/* A different call site: this frame is the same, its child

@@ -35,21 +35,17 @@ static size_t pos_on_chain(const struct thread_state *s, size_t na, uint32_t x,
 }
 
 /*
- * Whether join m of B's chain bv puts the frames from A's chain[p] down
- * at known depths again: it joins frames above p, nothing it joins
- * there is a guess, and B knows each of its frames' callers by the call
+ * Whether join m of B's chain (jumps: with a jump_link()) puts the frames from
+ * A's chain[p] down at known depths again: it joins frames above p, nothing it
+ * joins there is a guess, and B knows each of its frames' callers by the call
  * it made.  A caller that B learnt of from a jump landing in it (a
  * longjmp, an exception) says nothing of the frames between: in a
  * recursion, how many there were is the join's own reading.
  */
-static bool settles(const struct match *m, const struct chainv *bv, size_t p)
+static bool settles(const struct match *m, bool jumps, size_t p)
 {
-	if (m->off >= p || (m->guessed && m->sure < p) || m->nr_skips)
-		return false;
-	for (size_t i = 0; i + 1 < bv->n; i++)
-		if (!bv->ip[i])
-			return false;
-	return true;
+	return m->off < p && (!m->guessed || m->sure >= p) && !m->nr_skips &&
+	       !jumps;
 }
 
 /*
@@ -61,6 +57,7 @@ static bool settles(const struct match *m, const struct chainv *bv, size_t p)
 int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		  const struct chainv *bv, const struct match *m)
 {
+	bool jumps = jump_link(bv);
 
 	for (size_t k = 0; k < s->nr_spans; k++) {
 		struct guess_span *g = &s->spans[k];
@@ -69,7 +66,7 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		if (g->to != OPEN || g->from >= at)
 			continue;
 		p = pos_on_chain(s, na, g->x, g->pos);
-		if (settles(m, bv, p))
+		if (settles(m, jumps, p))
 			g->to = at;
 	}
 	if (!m->guessed)

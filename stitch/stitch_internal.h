@@ -194,6 +194,9 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 void align(const struct mt_slice *sl, const struct mt_frame *fr,
 	   const struct chainv *a, const struct chainv *b, struct alignment *r);
 bool at_thread_root(const struct thread_state *s, const struct chainv *a);
+/* Whether a caller in b is known from a jump landing in it (ip 0), not
+ * from the call it made. */
+bool jump_link(const struct chainv *b);
 bool weak_match(const struct thread_state *s, const struct chainv *a,
 		const struct match *m);
 
