@@ -272,13 +272,16 @@ int pf_guesses(struct pf *w, uint32_t seq)
 		pf_fail(w, -ENOMEM, "out of memory");
 		goto out;
 	}
+	/* the threads with spans first, their tracks then in thread order */
+	for (size_t g = 0; g < n; g++)
+		if (mt_hmap_set(&track, t->guesses[g].tid, UINT64_MAX)) {
+			pf_fail(w, -ENOMEM, "out of memory");
+			goto out;
+		}
 	for (size_t i = 0; i < t->nr_threads; i++) {
 		uint32_t tid = t->threads[i].tid;
-		bool has = false;
 
-		for (size_t g = 0; g < n && !has; g++)
-			has = t->guesses[g].tid == tid;
-		if (!has || mt_hmap_get(&track, tid))
+		if (mt_hmap_get(&track, tid) != UINT64_MAX)
 			continue;
 		if (mt_hmap_set(&track, tid, w->next_uuid)) {
 			pf_fail(w, -ENOMEM, "out of memory");
@@ -292,8 +295,8 @@ int pf_guesses(struct pf *w, uint32_t seq)
 	for (size_t g = 0; g < n; g++) {
 		const struct mt_guess *x = &t->guesses[g];
 
-		if (!mt_hmap_get(&track, x->tid))
-			continue;
+		if (mt_hmap_get(&track, x->tid) == UINT64_MAX)
+			continue; /* a thread the trace does not have */
 		ev[nev++] = (struct pf_guessev){x->ts, 1, (uint32_t)g};
 		ev[nev++] = (struct pf_guessev){x->ts + x->dur, 0, (uint32_t)g};
 	}
