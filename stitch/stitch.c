@@ -30,6 +30,9 @@ static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
 	return 0;
 }
 
+static const char not_ahead[] =
+	"B already hangs under a frame that began after A's root";
+
 /* Decide A -> B and join what is the same. */
 static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		       bool join)
@@ -52,6 +55,11 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return record(t, s->th->tid, ia, ib, 0, m.len ? m.score : 0,
 			      why);
+	if (join && !ahead_fits(s, &bv, &m)) {
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; not joined: %s", not_ahead);
+		return record(t, s->th->tid, ia, ib, 0, m.score, why);
+	}
 	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)m.len : 0, m.score,
 		    why);
 	if (rc || !join)
@@ -168,7 +176,8 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
 	if (x->nr_start && !handle_island(s, k, rec, x, b, &top))
 		return 0;
-	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
+	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)) ||
+	    !ahead_fits(s, &bv, &m))
 		return 0;
 	deepest = s->chain[a_pos(&m, m.len - 1)];
 	if (top != MT_NONE) {
@@ -234,7 +243,8 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		return 0;
 	av = (struct chainv){s->chain, s->rets, na};
 	bv = (struct chainv){s->xs, s->xi, nb};
-	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)))
+	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)) ||
+	    !ahead_fits(s, &bv, &m))
 		return 0;
 	snprintf(was, sizeof(was), "%s", mt_str(&t->strs, st->reason));
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),

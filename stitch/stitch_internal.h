@@ -172,6 +172,8 @@ int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
 int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
 /* x and y are one activation: y becomes x (joined). */
 int merge(struct thread_state *s, uint32_t x, uint32_t y);
+bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
+		const struct match *m);
 int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	       const struct chainv *bv, const struct match *m);
 int rebuild(struct thread_state *s);

@@ -249,30 +249,61 @@ int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags)
 	return 0;
 }
 
+/* A's root's segment's first root, when it is another slice with no
+ * parent yet: the segment's other roots share its parent (parent_of()),
+ * so it goes under B's revealed callers too. */
+static uint32_t other_root(const struct thread_state *s, uint32_t aroot)
+{
+	const struct mt_slice *sl = s->th->slices;
+	uint32_t seg = sl[aroot].segment, r0;
+
+	if (seg >= s->t->nr_segments || !ends_of(s, seg)->nr_start)
+		return MT_NONE;
+	r0 = resolve(s, ends_of(s, seg)->start_chain[0]);
+	return sl[r0].parent == MT_NONE && r0 != aroot ? r0 : MT_NONE;
+}
+
+/* When B's callers above A's root begin: with A's root, or with its
+ * segment's first root if that began earlier. */
+static uint64_t revealed_from(const struct thread_state *s)
+{
+	const struct mt_slice *sl = s->th->slices;
+	uint32_t r0 = other_root(s, s->chain[0]);
+	uint64_t from = sl[s->chain[0]].ts;
+
+	return r0 != MT_NONE && sl[r0].ts < from ? sl[r0].ts : from;
+}
+
+/*
+ * Whether B's frames ahead of A's root can become its callers: they are
+ * moved back to when A's root began (hang_under_revealed()), so whatever
+ * they hang under already (an island is hung under the frame live at its
+ * gap, by a join across it) must have begun by then, or a caller would
+ * begin after its callee.
+ */
+bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
+		const struct match *m)
+{
+	uint32_t p;
+
+	if (!m->ahead)
+		return true;
+	p = parent_of(s, resolve(s, bv->sl[0]));
+	return p == MT_NONE || s->th->slices[p].ts <= revealed_from(s);
+}
+
 /* B's callers above A's root were there before A began: they become A's
  * root's callers, from A's start. */
 static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 			       const struct match *m)
 {
-	const struct mt_slice *sl = s->th->slices;
 	uint32_t aroot = s->chain[0], up = bv->sl[m->ahead - 1];
-	uint32_t seg = sl[aroot].segment;
-	uint64_t from = sl[aroot].ts;
+	uint32_t r0 = other_root(s, aroot);
+	uint64_t from = revealed_from(s);
 
-	if (slice_set_parent(s, aroot, up))
+	if (slice_set_parent(s, aroot, up) ||
+	    (r0 != MT_NONE && slice_set_parent(s, r0, up)))
 		return -ENOMEM;
-	/* and of its segment's first root, whose parent the other roots
-	 * share (parent_of()) */
-	if (seg < s->t->nr_segments && ends_of(s, seg)->nr_start) {
-		uint32_t r0 = resolve(s, ends_of(s, seg)->start_chain[0]);
-
-		if (sl[r0].parent == MT_NONE && r0 != aroot) {
-			if (slice_set_parent(s, r0, up))
-				return -ENOMEM;
-			if (sl[r0].ts < from)
-				from = sl[r0].ts;
-		}
-	}
 	for (size_t j = 0; j < m->ahead; j++) {
 		struct mt_slice *y = slice_edit(s, bv->sl[j]);
 		uint64_t e;
@@ -477,6 +508,15 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 		rc = -EINVAL;
 		goto out;
 	}
+	/* Nor may a callee begin before its caller: a trace viewer would
+	 * nest it elsewhere, or not at all (ahead_fits() keeps the joins
+	 * from doing it; this keeps a fault of ours out of the output). */
+	for (size_t i = 0; i < at; i++)
+		if (out[i].parent != MT_NONE &&
+		    out[i].ts < out[out[i].parent].ts) {
+			rc = -EINVAL;
+			goto out;
+		}
 	/* Below a frame put at a depth nobody can tell (under the root,
 	 * across a sliver), every depth is a guess for its whole life. */
 	for (size_t i = 0; i < at; i++)

@@ -1,5 +1,5 @@
 /*
- * mt-accuracy TRUTH.tsv OURS.tsv GAPS.tsv [--tol-ns N]
+ * mt-accuracy TRUTH.tsv OURS.tsv GAPS.tsv [--tol-ns N] [--wrong]
  *
  * How much of the truth a conversion got right, as numbers:
  *
@@ -44,7 +44,9 @@
  *
  * Prints one line: "calls=P stack=P root=P shape=P marked=P sure=P
  * false=N recalled=N guessed=N false_guessed=N joined=N unjudged=N
- * rows=N".
+ * rows=N".  --wrong also lists, on stderr, each true call whose own time
+ * counts as claimed and wrong (not under a depth_guessed slice, stack
+ * not right), with the slice it paired with: where `sure` is lost.
  */
 #include "tools/treefile.h"
 #include "util/util.h"
@@ -381,19 +383,27 @@ int main(int argc, char **argv)
 	double total = 0, stack_ok = 0, root_ok = 0, shape_ok = 0;
 	double sure = 0, sure_ok = 0;
 	size_t *kids; /* scratch for own_time() */
-	bool numbered;
+	bool numbered, wrong = false;
 
 	if (argc < 4) {
-		fprintf(stderr,
-			"usage: mt-accuracy TRUTH OURS GAPS [--tol-ns N]\n");
+		fprintf(stderr, "usage: mt-accuracy TRUTH OURS GAPS [--tol-ns "
+				"N] [--wrong]\n");
 		return 2;
 	}
-	if (argc == 6 && !strcmp(argv[4], "--tol-ns")) {
+	for (int i = 4; i < argc; i++) {
 		char why[256];
 
-		if (mt_parse_arg("--tol-ns", argv[5], 10, UINT64_MAX, &tol, why,
-				 sizeof(why))) {
-			fprintf(stderr, "mt-accuracy: %s\n", why);
+		if (!strcmp(argv[i], "--wrong")) {
+			wrong = true;
+		} else if (!strcmp(argv[i], "--tol-ns") && i + 1 < argc) {
+			if (mt_parse_arg("--tol-ns", argv[++i], 10, UINT64_MAX,
+					 &tol, why, sizeof(why))) {
+				fprintf(stderr, "mt-accuracy: %s\n", why);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "mt-accuracy: unknown option %s\n",
+				argv[i]);
 			return 2;
 		}
 	}
@@ -549,6 +559,21 @@ int main(int argc, char **argv)
 		if (a->match < 0 || !ot.r[a->match].guessed) {
 			sure += (double)self;
 			sure_ok += stack ? (double)self : 0;
+			if (wrong && !stack && self && a->match < 0)
+				fprintf(stderr,
+					"wrong %u %s depth %u at %" PRIu64
+					" own %" PRIu64 " ns: not found\n",
+					a->tid, a->name, a->depth, a->start,
+					self);
+			else if (wrong && !stack && self)
+				fprintf(stderr,
+					"wrong %u %s depth %u at %" PRIu64
+					" own %" PRIu64
+					" ns: ours at depth %u from %" PRIu64
+					"\n",
+					a->tid, a->name, a->depth, a->start,
+					self, ot.r[a->match].depth,
+					ot.r[a->match].start);
 		}
 		if (a->match >= 0 && same_shape(&tt, (long)i, &ot, a->match))
 			shape_ok += (double)self;

@@ -79,6 +79,17 @@ tree "$W/o3.tsv" "1 0 main 0 1000 joined" "1 1 g 100 800 joined" \
 expect accuracy_unseen_call "$("$B/mt-accuracy" "$W/t3.tsv" "$W/o3.tsv" \
 	"$W/g3.tsv")" false=0 recalled=0 joined=4
 
+# outside TREE: the slices of a tree file (pre-order) that do not lie
+# within their parent, as a viewer nests them
+outside() {
+	awk -F'\t' 'NR > 1 && $3 !~ /decode gap/ {
+		d = $2 + 0
+		if (d > 0 && (d - 1) in s && ($4 < s[d - 1] || $5 > e[d - 1]))
+			bad++
+		s[d] = $4; e[d] = $5
+	} END { print bad + 0 }' "$1"
+}
+
 # The adversarial sets of make accuracy, shorter.
 cases=(
 	"every10k_s44|--seed 44 --no-deep --gap-every 10000"
@@ -88,6 +99,10 @@ cases=(
 	"every10k_s49|--seed 49 --no-deep --gap-every 10000"
 	"syscall_s42|--seed 42 --gap-at syscall"
 	"syscall_s46|--seed 46 --gap-at syscall --branches 1000000"
+	# Hung a segment whose root began at 8339411023559 under a frame
+	# that began at 8339411564661: an island placed by a join across
+	# it, then its roots joined to frames from before that.
+	"syscall_s43|--seed 43 --gap-at syscall --branches 1000000"
 	"longjmp_s43|--seed 43 --gap-at longjmp"
 	"longjmp_s46|--seed 46 --gap-at longjmp --branches 1000000"
 	"returns_s45|--seed 45 --gap-at returns"
@@ -111,6 +126,8 @@ for c in "${cases[@]}"; do
 	bad=
 	[ "$(field "$on" false)" -le "${known:-0}" ] || bad="$bad confident false joins;"
 	[ "$(field "$on" joined)" -gt 0 ] || bad="$bad nothing joined;"
+	n=$(outside "$d/on.tsv")
+	[ "$n" = 0 ] || bad="$bad $n slices outside their parents;"
 	for k in calls stack root; do
 		awk -v a="$(field "$on" $k)" -v b="$(field "$off" $k)" \
 			'BEGIN { exit !(a >= b) }' || bad="$bad $k below --no-stitch;"

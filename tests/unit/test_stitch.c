@@ -614,8 +614,8 @@ static void note_unstitched(void *ctx, uint32_t tid)
 
 /*
  * All or nothing: thread 1's joins are made to close a cycle (B reveals
- * f1 above A's root f2, and f1 is made a child of A's f3 beforehand, as
- * no capture would), so its tree cannot be rebuilt.  That thread comes
+ * f1 above A's root f2, and f1 is made a child of f2 beforehand, as no
+ * capture would), so its tree cannot be rebuilt.  That thread comes
  * back exactly as it was, without its decisions, and the caller hears
  * of it; thread 2, stitched alongside, stays joined.
  */
@@ -638,7 +638,7 @@ static void test_failed_thread_given_back(struct check_state *st)
 	struct seg_ends_table ends = {0};
 	struct mt_slice *was = NULL;
 	size_t nr_was = 0, ok_slices;
-	uint32_t f1, f3;
+	uint32_t f1, f2;
 	char err[128];
 
 	mt_trace_init(&t);
@@ -646,12 +646,12 @@ static void test_failed_thread_given_back(struct check_state *st)
 	CHECK(st, mt_trace_add_thread(&t, 1, 2, "t2") != NULL);
 	build_thread(st, &t, 0, &ends, cyc, sizeof(cyc) / sizeof(*cyc));
 	build_thread(st, &t, 1, &ends, ok, sizeof(ok) / sizeof(*ok));
-	f3 = slice_named(&t, &t.threads[0], "f3", 0);
+	f2 = slice_named(&t, &t.threads[0], "f2", 0);
 	f1 = slice_named(&t, &t.threads[0], "f1", 0);
-	CHECK(st, f1 != MT_NONE && f3 != MT_NONE && f3 < f1);
-	if (f1 == MT_NONE || f3 == MT_NONE)
+	CHECK(st, f1 != MT_NONE && f2 != MT_NONE && f2 < f1);
+	if (f1 == MT_NONE || f2 == MT_NONE)
 		goto out;
-	t.threads[0].slices[f1].parent = f3;
+	t.threads[0].slices[f1].parent = f2;
 	nr_was = t.threads[0].nr_slices;
 	was = malloc(nr_was * sizeof(*was));
 	CHECK(st, was != NULL);
@@ -672,6 +672,52 @@ static void test_failed_thread_given_back(struct check_state *st)
 	       "%zu decisions", t.nr_stitches);
 out:
 	free(was);
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
+/*
+ * B's revealed caller f1 would become the caller of A's root f2, from
+ * f2's start; but f1 already hangs under f3, which began after f2 (as
+ * an island hung by a join across it does).  The join would make f3
+ * begin after its callee: it is not made, and the decision says why.
+ */
+static void test_join_under_later_frame(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(2, 0x10), 0},	{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	uint32_t got[4] = {0};
+	struct stitch_opts so = {.unstitched = note_unstitched, .ctx = got};
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	uint32_t f1, f3;
+	char err[128];
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
+	f3 = slice_named(&t, &t.threads[0], "f3", 0);
+	f1 = slice_named(&t, &t.threads[0], "f1", 0);
+	CHECK(st, f1 != MT_NONE && f3 != MT_NONE && f3 < f1);
+	if (f1 == MT_NONE || f3 == MT_NONE)
+		goto out;
+	t.threads[0].slices[f1].parent = f3;
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	CHECKF(st, got[0] == 0, "%u threads given back", got[0]);
+	CHECKF(st, t.nr_stitches == 1, "%zu decisions", t.nr_stitches);
+	if (t.nr_stitches == 1) {
+		const char *why = mt_str(&t.strs, t.stitches[0].reason);
+
+		CHECK(st, t.stitches[0].frames_joined == 0);
+		CHECKF(st, strstr(why, "not joined: B already hangs under"),
+		       "reason: %s", why);
+	}
+	for (size_t i = 0; i < t.threads[0].nr_slices; i++)
+		CHECK(st, !(t.threads[0].slices[i].flags & MT_SLICE_JOINED));
+out:
 	seg_ends_free(&ends);
 	mt_trace_free(&t);
 }
@@ -702,5 +748,6 @@ int main(void)
 	RUN(&st, test_other_depth_fits);
 	RUN(&st, test_callers_above_guessed);
 	RUN(&st, test_failed_thread_given_back);
+	RUN(&st, test_join_under_later_frame);
 	return CHECK_DONE(&st);
 }
