@@ -137,7 +137,8 @@ static void stats_of(const struct strm *s, uint64_t st[NR_ST])
 /* Nothing waits for a time point: the stream's future is its state. */
 static bool settled(const struct strm *s)
 {
-	return s->synced && !s->ovf_pending && !s->nheld && !s->rc;
+	return s->synced && !s->ovf_pending && !s->unanchored && !s->nheld &&
+	       !s->rc;
 }
 
 static void key_of(const struct strm *s, struct strm_key *k)

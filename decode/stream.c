@@ -457,11 +457,14 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 			}
 			s->synced = true;
 		}
+		/* What ran before it keeps its times; what comes after may
+		 * have to move. */
+		strm_settle(s);
+		strm_overflow_unanchors(s);
 		if (t > before || !before) {
 			/* A CYC times the OVF: it covers the overflow. */
 			strm_emit(s, t, DEC_OVERFLOW, ip, before ? before : t);
 		} else {
-			strm_settle(s);
 			s->ovf_pending = true;
 			s->ovf_ip = ip;
 			s->ovf_before = before;
@@ -786,6 +789,7 @@ void strm_free(struct strm *s)
 		return;
 	free(s->held);
 	free(s->win);
+	free(s->aq);
 	if (s->cache.have_cs)
 		cs_close(&s->cache.cs);
 	free(s);
@@ -794,8 +798,8 @@ void strm_free(struct strm *s)
 void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 {
 	struct held *held = s->held;
-	struct timed *win = s->win;
-	size_t cap = s->held_cap, win_cap = s->win_cap;
+	struct timed *win = s->win, *aq = s->aq;
+	size_t cap = s->held_cap, win_cap = s->win_cap, aq_cap = s->aq_cap;
 	bool same = s->c == c;
 
 	memset(s, 0, offsetof(struct strm, cache));
@@ -803,9 +807,12 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 	s->held_cap = cap;
 	s->win = win;
 	s->win_cap = win_cap;
+	s->aq = aq;
+	s->aq_cap = aq_cap;
 	s->c = c;
 	s->cpu = k->cpu;
 	s->mtc_span = strm_mtc_span(c);
+	s->mtc_wrap = strm_mtc_wrap(c);
 	if (k->tid != (uint32_t)-1 &&
 	    !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1)) {
 		s->thread = dec_thread_get(c, (uint32_t)-1, k->tid);

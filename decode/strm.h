@@ -67,6 +67,14 @@ struct strm {
 	/* an overflow whose resume time waits for the next time point */
 	bool ovf_pending;
 	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;
+	/* Since an overflow, MTC times may be short by whole wraps of the
+	 * MTC's CTC bits (mtc_wrap ns): events wait in aq for the next TSC
+	 * (timing.c, mtc_wraps_lost_in_overflow); aq owned like held. */
+	bool unanchored;
+	uint64_t mtc_wrap; /* 0: no MTC */
+	uint64_t wrap_fix; /* wraps libipt's clock is short by */
+	struct timed *aq;
+	size_t aq_n, aq_cap;
 	bool synced;  /* SYNC emitted for this sync point */
 	bool tracing; /* between a stop and a resume: false */
 	enum pend pend;
@@ -222,6 +230,8 @@ void strm_flush(struct strm *s);
 void strm_end_gap(struct strm *s);
 /* One MTC period in ns when the capture has CYC and MTC, else 0. */
 uint64_t strm_mtc_span(const struct dec_capture *c);
+uint64_t strm_mtc_wrap(const struct dec_capture *c);
+void strm_overflow_unanchors(struct strm *s);
 /* The time of what is being decoded. */
 uint64_t strm_now(const struct strm *s);
 /* The time of an event; a time point moves the clock. */

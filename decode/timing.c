@@ -6,6 +6,7 @@
  * spread between the two points by the instructions before them.
  */
 #include "decode/strm.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -206,6 +207,21 @@ uint64_t strm_mtc_span(const struct dec_capture *c)
 	return pd_tsc_to_perf_time(tsc, pt) - pd_tsc_to_perf_time(0, pt);
 }
 
+/* How long the 8 CTC bits of an MTC packet take to wrap around, in perf
+ * ns; 0 without MTC. */
+uint64_t strm_mtc_wrap(const struct dec_capture *c)
+{
+	const struct pd_pt_info *pt = &c->pt;
+	uint64_t tsc;
+
+	/* (without TSC packets, nothing would put it right) */
+	if (!(c->pt_config & pt->mtc_bit) || !(c->pt_config & pt->tsc_bit) ||
+	    !pt->tsc_ctc_n || !pt->tsc_ctc_d || c->mtc_freq > 24)
+		return 0;
+	tsc = ((uint64_t)pt->tsc_ctc_n << (c->mtc_freq + 8)) / pt->tsc_ctc_d;
+	return pd_tsc_to_perf_time(tsc, pt) - pd_tsc_to_perf_time(0, pt);
+}
+
 static void win_deliver_first(struct strm *s)
 {
 	const struct timed *e = &s->win[s->win_head];
@@ -225,8 +241,94 @@ void strm_end_gap(struct strm *s)
 	s->sw_gap = false;
 }
 
+/* Whether an overflow's gap waits in aq: the one that began the wait
+ * (its gap begins before the wait, at a time that stays). */
+static bool aq_has_overflow(const struct strm *s)
+{
+	for (size_t i = 0; i < s->aq_n; i++)
+		if (s->aq[i].k == DEC_OVERFLOW)
+			return true;
+	return false;
+}
+
+/* What waited since the overflow goes on, later by shift; so does the
+ * start of any later overflow's gap. */
+static void aq_replay(struct strm *s, uint64_t shift)
+{
+	bool later = false;
+
+	s->unanchored = false;
+	s->wrap_fix = 0;
+	for (size_t i = 0; i < s->aq_n; i++) {
+		const struct timed *e = &s->aq[i];
+		uint64_t aux = e->aux;
+
+		if (e->k == DEC_OVERFLOW) {
+			if (later)
+				aux += shift;
+			later = true;
+		}
+		strm_emit_now(s, e->t + shift, e->k, e->ip, aux);
+	}
+	s->aq_n = 0;
+}
+
+/*
+ * An MTC packet carries 8 bits of the CTC, so the time since the last one
+ * is known modulo 256 MTC periods (mtc_wrap), and an overflow drops the
+ * MTCs that fall inside it: after one longer than that, libipt's clock
+ * runs short by whole wraps until the next TSC sets it (perf's decoder
+ * ignores MTCs after an overflow until then).  With CYC, the OVF's own
+ * cycle count times it: the first MTC after it then steps the clock back
+ * by the wraps, which are added back (wrap_fix) to every time libipt
+ * gives until the TSC.  Without CYC nothing tells until the TSC, at the
+ * next PSB: what was decoded since the overflow waits (in aq, and the
+ * transfers held for their time), and the TSC's reading ahead of the
+ * clock, to the nearest wrap, is what the overflow hid: all of it moves
+ * by that much.  Returns the time of a reading t from libipt.
+ */
+static uint64_t mtc_wraps_lost_in_overflow(struct strm *s, uint64_t t, bool tsc)
+{
+	uint64_t w = s->mtc_wrap, shift = 0;
+
+	if (!tsc) {
+		t += s->wrap_fix;
+		if (t + w / 2 < s->last_time) {
+			uint64_t k = (s->last_time - t + w / 2) / w;
+
+			s->wrap_fix += k * w;
+			t += k * w;
+		}
+		return t;
+	}
+	if (t > s->last_time)
+		shift = (t - s->last_time + w / 2) / w * w;
+	if (shift) {
+		s->last_time += shift;
+		for (size_t i = 0; i < s->nheld; i++)
+			s->held[i].t += shift;
+		if (s->pend != PEND_NONE)
+			s->pend_time += shift;
+		if (s->ovf_pending && aq_has_overflow(s))
+			s->ovf_before += shift;
+	}
+	aq_replay(s, shift);
+	return t;
+}
+
+void strm_overflow_unanchors(struct strm *s)
+{
+	if (!s->mtc_wrap || s->unanchored)
+		return;
+	s->unanchored = true;
+	s->wrap_fix = 0;
+}
+
 void strm_flush(struct strm *s)
 {
+	/* No TSC came: the clock is all there is. */
+	if (s->unanchored)
+		aq_replay(s, 0);
 	while (s->win_n)
 		win_deliver_first(s);
 }
@@ -241,6 +343,15 @@ void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 {
 	struct timed *e;
 
+	if (s->unanchored) {
+		if (mt_grow((void **)&s->aq, &s->aq_cap, s->aq_n + 1,
+			    sizeof(*s->aq))) {
+			aq_replay(s, 0);
+		} else {
+			s->aq[s->aq_n++] = (struct timed){t, ip, aux, k};
+			return;
+		}
+	}
 	if (!s->mtc_span) {
 		deliver(s, t, k, ip, aux);
 		return;
@@ -457,6 +568,9 @@ uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
 	if (!ev->has_tsc)
 		return strm_now(s);
 	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
+	/* (a PSB's status events bear the time of its TSC) */
+	if (s->unanchored)
+		t = mtc_wraps_lost_in_overflow(s, t, ev->status_update);
 	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
 	if (t < s->last_time && bound && ev->type == ptev_tick && s->mtc_span &&
 	    !s->ovf_pending)

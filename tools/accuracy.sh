@@ -16,24 +16,27 @@ ADV_SEEDS=${ADV_SEEDS:-"41 42 43 44 45 46"}
 BRANCHES=${BRANCHES:-1000000}
 
 # sum LABEL MODE LINES...: one row from mt-accuracy lines with "gaps=N":
-# percentages averaged over the lines, counts added up
+# percentages averaged over the lines, counts added up; "pool%" is sure%
+# over the claimed time of all the lines together, where a capture that
+# claims little weighs little
 sum() {
 	awk -v label="$1" -v mode="$2" -v s="$3" 'BEGIN {
 		n = split(s, f, /[ =]+/)
 		for (i = 1; i < n; i += 2) { v[f[i]] += f[i + 1]; c[f[i]]++ }
-		printf "%-24s %-4s %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6d %5d %11s %7d %6d\n",
+		pool = v["claimed_ns"] > 0 ? 100 * v["claimed_ok_ns"] / v["claimed_ns"] : 100
+		printf "%-24s %-4s %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6d %5d %11s %7d %6d\n",
 			label, mode, v["calls"] / c["calls"],
 			v["stack"] / c["stack"], v["root"] / c["root"],
 			v["shape"] / c["shape"], v["marked"] / c["marked"],
-			v["sure"] / c["sure"], v["false"], v["recalled"],
+			v["sure"] / c["sure"], pool, v["false"], v["recalled"],
 			v["false_guessed"] "/" v["guessed"], v["joined"], v["gaps"]
 	}'
 }
 
 header() {
-	printf "%-24s %-4s %7s %7s %7s %7s %6s %6s %6s %5s %11s %7s %6s\n" \
+	printf "%-24s %-4s %7s %7s %7s %7s %6s %6s %6s %6s %5s %11s %7s %6s\n" \
 		"$1" "join" "calls%" "stack%" "root%" "shape%" "mark%" \
-		"sure%" "false" "recal" \
+		"sure%" "pool%" "false" "recal" \
 		"guess f/n" "joined" "gaps"
 }
 
@@ -103,6 +106,12 @@ for kind in syscall longjmp returns recursion,back2back ring-start; do
 		done)
 		sum "$kind" "$mode" "$(echo "$lines" | tr '\n' ' ')"
 	done
+	printf "  sure%% per seed, joined:"
+	for seed in $ADV_SEEDS; do
+		judge "$W/adv-$kind-$seed" on |
+			sed "s/.* sure=\([0-9.]*\).*/ \1/" | tr -d '\n'
+	done
+	echo
 done
 
 # The emulator single-steps: its clock runs a thousand times slow, so

@@ -44,9 +44,11 @@
  *
  * Prints one line: "calls=P stack=P root=P shape=P marked=P sure=P
  * false=N recalled=N guessed=N false_guessed=N joined=N unjudged=N
- * rows=N".  --wrong also lists, on stderr, each true call whose own time
- * counts as claimed and wrong (not under a depth_guessed slice, stack
- * not right), with the slice it paired with: where `sure` is lost.
+ * rows=N claimed_ns=N claimed_ok_ns=N" (the last two: the time sure is
+ * the share of, and its right part, so that captures can be pooled).  --wrong
+ * also lists, on stderr, each true call whose own time counts as claimed and
+ * wrong (not under a depth_guessed slice, stack not right), with the slice it
+ * paired with: where `sure` is lost.
  */
 #include "tools/treefile.h"
 #include "util/util.h"
@@ -634,14 +636,16 @@ int main(int argc, char **argv)
 	}
 	printf("calls=%.2f stack=%.2f root=%.2f shape=%.2f marked=%.2f "
 	       "sure=%.2f false=%zu recalled=%zu guessed=%zu "
-	       "false_guessed=%zu joined=%zu unjudged=%zu rows=%zu\n",
+	       "false_guessed=%zu joined=%zu unjudged=%zu rows=%zu "
+	       "claimed_ns=%.0f claimed_ok_ns=%.0f\n",
 	       rows ? 100.0 * (double)right / (double)rows : 100.0,
 	       total > 0 ? 100.0 * stack_ok / total : 100.0,
 	       total > 0 ? 100.0 * root_ok / total : 100.0,
 	       total > 0 ? 100.0 * shape_ok / total : 100.0,
 	       total > 0 ? 100.0 * (total - sure) / total : 0.0,
 	       sure > 0 ? 100.0 * sure_ok / sure : 100.0, false_joins,
-	       false_recalled, guessed, false_guessed, joined, unjudged, rows);
+	       false_recalled, guessed, false_guessed, joined, unjudged, rows,
+	       sure, sure_ok);
 	free(tt.r);
 	free(ot.r);
 	free(gaps);
