@@ -49,6 +49,45 @@ static bool settles(const struct match *m, bool jumps, size_t p)
 }
 
 /*
+ * The deepest frame of A's chain (na frames) whose function B's frames
+ * below the joined ones (the calls B made in the gap, as the join reads
+ * them) run again, or SIZE_MAX.  From it down, the join cannot tell B's
+ * new frames from frames A lost to its own guess: a recursion that A's
+ * guess left too shallow looks the same to a join that matches A whole
+ * and hangs the rest of B below A's leaf.  It settles nothing there.
+ * Returns -ENOMEM into *rc when out of memory.
+ */
+static size_t rerun_below(const struct thread_state *s, size_t na,
+			  const struct chainv *bv, const struct match *m,
+			  int *rc)
+{
+	const struct mt_trace *t = s->t;
+	const struct mt_slice *sl = s->th->slices;
+	size_t from = m->ahead + m->len, n, at = SIZE_MAX;
+	uint32_t *names;
+
+	if (from >= bv->n)
+		return SIZE_MAX;
+	n = bv->n - from;
+	names = malloc(n * sizeof(*names));
+	if (!names) {
+		*rc = -ENOMEM;
+		return SIZE_MAX;
+	}
+	for (size_t i = 0; i < n; i++)
+		names[i] = mt_slice_name(t, &sl[resolve(s, bv->sl[from + i])]);
+	qsort(names, n, sizeof(*names), mt_cmp_u32);
+	for (size_t i = na; i-- > 0 && at == SIZE_MAX;) {
+		uint32_t x = mt_slice_name(t, &sl[s->chain[i]]);
+
+		if (bsearch(&x, names, n, sizeof(*names), mt_cmp_u32))
+			at = i;
+	}
+	free(names);
+	return at;
+}
+
+/*
  * B (its chain bv) joins A's chain (na frames) as m says, across the
  * gap that began at time at: the open spans that m anchors above are
  * settled there, and a guess of m's opens one.  Joins made out of time
@@ -57,8 +96,16 @@ static bool settles(const struct match *m, bool jumps, size_t p)
 int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		  const struct chainv *bv, const struct match *m)
 {
-	bool jumps = jump_link(bv);
+	bool jumps = jump_link(bv), any = false;
+	size_t rerun = SIZE_MAX;
+	int rc = 0;
 
+	for (size_t k = 0; k < s->nr_spans && !any; k++)
+		any = s->spans[k].to == OPEN && s->spans[k].from < at;
+	if (any)
+		rerun = rerun_below(s, na, bv, m, &rc);
+	if (rc)
+		return rc;
 	for (size_t k = 0; k < s->nr_spans; k++) {
 		struct guess_span *g = &s->spans[k];
 		size_t p;
@@ -66,7 +113,7 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		if (g->to != OPEN || g->from >= at)
 			continue;
 		p = pos_on_chain(s, na, g->x, g->pos);
-		if (settles(m, jumps, p))
+		if (settles(m, jumps, p) && (rerun == SIZE_MAX || rerun < p))
 			g->to = at;
 	}
 	if (!m->guessed)

@@ -67,13 +67,6 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A decision the first pass recorded, made again: now a join as m says. */
 static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
 		 const struct match *m)
@@ -234,10 +227,10 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!sorted)
 		return -ENOMEM;
 	memcpy(sorted, s->chain, na * sizeof(*sorted));
-	qsort(sorted, na, sizeof(*sorted), cmp_u32);
+	qsort(sorted, na, sizeof(*sorted), mt_cmp_u32);
 	for (size_t i = 0; i < nb && !shared; i++)
 		shared = bsearch(&s->xs[i], sorted, na, sizeof(*sorted),
-				 cmp_u32) != NULL;
+				 mt_cmp_u32) != NULL;
 	free(sorted);
 	if (shared)
 		return 0;

@@ -48,3 +48,10 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 	free(b);
 	return 0;
 }
+
+int mt_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}

@@ -25,6 +25,8 @@ int mt_grow(void **v, size_t *cap, size_t need, size_t sz);
  */
 int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
+/* qsort()/bsearch() order of uint32_t values. */
+int mt_cmp_u32(const void *a, const void *b);
 
 /*
  * The hash table (hmap.c): 64-bit keys (any but UINT64_MAX) to 64-bit

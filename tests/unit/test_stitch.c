@@ -201,6 +201,39 @@ static void test_guess_settled(struct check_state *st)
 	       "depth guessed");
 }
 
+/*
+ * The guess of the first gap (B in a recursion of f2 that A has three
+ * levels of) stands after the second: C's returns climb to f1 through
+ * the call sites A saw, but through five levels of f2, not three.  The
+ * join puts A's levels at the top and C's two others below A's leaf, as
+ * calls made in the gap; they may as well be levels A's guess left out,
+ * so what C ran is marked too (before, that join settled the guess).
+ */
+static void test_guess_stands_deeper(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_CALL, FN(6), AT(2, 0x60)},
+		{DEC_RET, AT(2, 0x60), 0},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_CALL, FN(8), AT(2, 0x80)},
+		{DEC_RET, AT(2, 0x80), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:gap:d 4:f6:d 4:gap:d "
+	       "4:f2:d 5:f2:d 6:f8:d",
+	       "depth guessed");
+}
+
 /* Three segments: the call sites A saw still confirm the frames when
  * C is compared with B, whose frames were joined to A's. */
 static void test_call_sites_carry_over(struct check_state *st)
@@ -730,6 +763,7 @@ int main(void)
 	RUN(&st, test_child_differs);
 	RUN(&st, test_recursion_ambiguous);
 	RUN(&st, test_guess_settled);
+	RUN(&st, test_guess_stands_deeper);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_call_sites_carry_over);
