@@ -110,7 +110,11 @@ static uint32_t int_type(const struct bt_file *f, int64_t v)
 	return 6;
 }
 
-/* A record of n integers and NULLs; returns its length. */
+/*
+ * A record of n integers and NULLs; returns its length.  Each value is
+ * stored as 8 big-endian bytes of which the next one overwrites all but
+ * its own: out has room for 8 bytes past the record (BT_MAX_CELL).
+ */
 static uint32_t record(const struct bt_file *f, uint8_t *out, const int64_t *v,
 		       uint32_t nulls, int n)
 {
@@ -121,12 +125,16 @@ static uint32_t record(const struct bt_file *f, uint8_t *out, const int64_t *v,
 	out[0] = (uint8_t)(n + 1);
 	for (int i = 0; i < n; i++) {
 		uint32_t t = nulls >> i & 1 ? 0 : int_type(f, v[i]);
-		uint64_t x = (uint64_t)v[i];
+		uint32_t len = type_len[t];
 
 		out[1 + i] = (uint8_t)t;
-		for (uint32_t k = type_len[t]; k > 0; k--, x >>= 8)
-			b[k - 1] = (uint8_t)x;
-		b += type_len[t];
+		if (len) {
+			uint64_t be = __builtin_bswap64((uint64_t)v[i]
+							<< (64 - 8 * len));
+
+			memcpy(b, &be, 8);
+			b += len;
+		}
 	}
 	return (uint32_t)(b - out);
 }

@@ -31,7 +31,7 @@ uint8_t *pb_grow(struct pb_buf *b, size_t n)
 	return b->p + b->len;
 }
 
-void pb_end(struct pb_buf *b, size_t mark)
+void pb_end_long(struct pb_buf *b, size_t mark)
 {
 	size_t len, n;
 
@@ -39,10 +39,6 @@ void pb_end(struct pb_buf *b, size_t mark)
 	if (b->oom)
 		return;
 	len = b->len - mark - 1;
-	if (len < 0x80) {
-		b->p[mark] = (uint8_t)len;
-		return;
-	}
 	n = pb_varint_size(len);
 	if (!pb_room(b, n - 1))
 		return;

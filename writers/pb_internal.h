@@ -38,8 +38,9 @@ void pb_init(struct pb_buf *b);
 void pb_free(struct pb_buf *b);
 /* Slow path of pb_room(): grows the buffer to hold n more bytes. */
 uint8_t *pb_grow(struct pb_buf *b, size_t n);
-/* Closes the message pb_begin() opened at mark. */
-void pb_end(struct pb_buf *b, size_t mark);
+/* pb_end() of a message of 128 bytes or more: its length needs more than
+ * the byte pb_begin() left, and the message moves up. */
+void pb_end_long(struct pb_buf *b, size_t mark);
 
 static inline void pb_reset(struct pb_buf *b)
 {
@@ -77,6 +78,14 @@ static inline size_t pb_put_varint(uint8_t *p, uint64_t v)
 	}
 	p[n++] = (uint8_t)v;
 	return n;
+}
+
+/* A varint field at p, whose room the caller made sure of; returns the
+ * end. */
+static inline uint8_t *pb_put_uint(uint8_t *p, uint32_t field, uint64_t v)
+{
+	p += pb_put_varint(p, (uint64_t)field << 3 | PB_VARINT);
+	return p + pb_put_varint(p, v);
 }
 
 static inline void pb_varint(struct pb_buf *b, uint64_t v)
@@ -146,6 +155,18 @@ static inline size_t pb_begin(struct pb_buf *b, uint32_t field)
 	if (pb_room(b, 1))
 		b->len++;
 	return mark;
+}
+
+/* Closes the message pb_begin() opened at mark: most are short, their
+ * length one byte where pb_begin() left room for it. */
+static inline void pb_end(struct pb_buf *b, size_t mark)
+{
+	size_t len = b->len - mark - 1;
+
+	if (!b->oom && len < 0x80)
+		b->p[mark] = (uint8_t)len;
+	else
+		pb_end_long(b, mark);
 }
 
 #endif

@@ -188,12 +188,17 @@ int pf_packet_end(struct pf *w, size_t m)
 /* An event packet on the current sequence, its timestamp a delta. */
 size_t pf_event_packet(struct pf *w, uint64_t ts)
 {
-	size_t m = pb_begin(&w->pk, F_TRACE_PACKET);
+	struct pb_buf *b = &w->pk;
+	size_t m = pb_begin(b, F_TRACE_PACKET);
+	uint8_t *p = pb_room(b, 6 * PB_VARINT_MAX);
 
-	pb_uint(&w->pk, F_TIMESTAMP, ts - w->clock);
+	if (!p)
+		return m;
+	p = pb_put_uint(p, F_TIMESTAMP, ts - w->clock);
+	p = pb_put_uint(p, F_SEQ_ID, w->seq);
+	p = pb_put_uint(p, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	b->len = (size_t)(p - b->p);
 	w->clock = ts;
-	pb_uint(&w->pk, F_SEQ_ID, w->seq);
-	pb_uint(&w->pk, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 	return m;
 }
 
@@ -259,13 +264,19 @@ int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 	return pf_packet_end(w, pkt);
 }
 
+/* A debug annotation: short enough that its length is one byte, so it
+ * is put down in one go. */
 void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
 {
-	size_t m = pb_begin(b, F_TE_ANNOTATION);
+	uint8_t *p = pb_room(b, 2 + 4 * PB_VARINT_MAX), *q;
 
-	pb_uint(b, F_DA_NAME_IID, an);
-	pb_uint(b, field, v);
-	pb_end(b, m);
+	if (!p)
+		return;
+	p += pb_put_varint(p, (uint64_t)F_TE_ANNOTATION << 3 | PB_LEN);
+	q = pb_put_uint(p + 1, F_DA_NAME_IID, an);
+	q = pb_put_uint(q, field, v);
+	*p = (uint8_t)(q - p - 1);
+	b->len = (size_t)(q - b->p);
 }
 
 /* An interned string value (debug_annotation_string_values). */
@@ -338,24 +349,48 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		pf_arg_uint(b, AN_SOURCE, F_DA_STR_IID, src);
 	if (site)
 		pf_arg_uint(b, AN_CALL_SITE, F_DA_STR_IID, site);
-	for (size_t i = 0; i < sizeof(flag_args) / sizeof(flag_args[0]); i++)
+	for (size_t i = 0; (s->flags & w->flag_mask) &&
+			   i < sizeof(flag_args) / sizeof(flag_args[0]);
+	     i++)
 		if (s->flags & flag_args[i].flag)
 			pf_arg_uint(b, flag_args[i].an, F_DA_BOOL, 1);
 	pb_end(b, m);
 	return pf_packet_end(w, pkt);
 }
 
+/*
+ * An END, the bytes pf_event_packet() and the encoders would write, put
+ * down at once: half the slices' events are ENDs, and they are all
+ * alike but for the time.
+ */
 static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 {
-	struct pb_buf *b = &w->pk;
-	size_t pkt = pf_event_packet(w, ts), m;
+	uint8_t te[2 * PB_VARINT_MAX + 2], head[5 * PB_VARINT_MAX], *q, *p;
+	size_t te_len, head_len, len;
 
-	m = pb_begin(b, F_TRACK_EVENT);
-	pb_uint(b, F_TE_TYPE, TYPE_SLICE_END);
+	q = pb_put_uint(te, F_TE_TYPE, TYPE_SLICE_END);
 	if (track)
-		pb_uint(b, F_TE_TRACK, track);
-	pb_end(b, m);
-	return pf_packet_end(w, pkt);
+		q = pb_put_uint(q, F_TE_TRACK, track);
+	te_len = (size_t)(q - te);
+	q = pb_put_uint(head, F_TIMESTAMP, ts - w->clock);
+	q = pb_put_uint(q, F_SEQ_ID, w->seq);
+	q = pb_put_uint(q, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	q += pb_put_varint(q, (uint64_t)F_TRACK_EVENT << 3 | PB_LEN);
+	q += pb_put_varint(q, te_len);
+	head_len = (size_t)(q - head);
+	len = head_len + te_len;
+	p = pb_room(&w->pk, 1 + PB_VARINT_MAX + len);
+	if (!p)
+		return pf_flush(w);
+	w->clock = ts;
+	p += pb_put_varint(p, (uint64_t)F_TRACE_PACKET << 3 | PB_LEN);
+	p += pb_put_varint(p, len);
+	memcpy(p, head, head_len);
+	memcpy(p + head_len, te, te_len);
+	w->pk.len = (size_t)(p + len - w->pk.p);
+	if (w->pk.len >= w->flush_at)
+		return pf_flush(w);
+	return 0;
 }
 
 /* A track descriptor with no process or thread: a named child track. */
@@ -595,6 +630,8 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	w.errlen = errlen;
 	w.fd = -1;
 	w.max_depth = o && o->max_depth ? o->max_depth : DEFAULT_MAX_DEPTH;
+	for (size_t i = 0; i < sizeof(flag_args) / sizeof(flag_args[0]); i++)
+		w.flag_mask |= flag_args[i].flag;
 	w.compress = !(o && o->no_compress);
 	w.flush_at = w.compress ? FLUSH_COMPRESSED : FLUSH_PLAIN;
 	pb_init(&w.pk);

@@ -158,8 +158,9 @@ struct pf {
 	uint32_t pos_gen; /* gen when AN_SOURCE to AN_INLINED were
 			   * interned */
 	struct pf_intern names, strs;
-	uint32_t seq;	/* current sequence id */
-	uint64_t clock; /* its clock 64, running value */
+	uint32_t flag_mask; /* the slice flags that are args */
+	uint32_t seq;	    /* current sequence id */
+	uint64_t clock;	    /* its clock 64, running value */
 
 	uint64_t next_uuid;
 	uint32_t *stack; /* open slices of the current thread */
