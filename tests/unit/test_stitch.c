@@ -168,6 +168,16 @@ static void test_recursion_ambiguous(struct check_state *st)
 	       "depth guessed");
 }
 
+/* In f2's recursion: a gap, f6 called and returned, a gap, f8 called
+ * and returned. */
+#define GAP_F6_GAP_F8                                                          \
+	{DEC_OVERFLOW, AT(2, 0x30), 0}, {DEC_CALL, FN(6), AT(2, 0x60)},        \
+		{DEC_RET, AT(2, 0x60), 0}, {DEC_OVERFLOW, AT(2, 0x30), 0},     \
+		{DEC_CALL, FN(8), AT(2, 0x80)},                                \
+	{                                                                      \
+		DEC_RET, AT(2, 0x80), 0                                        \
+	}
+
 /*
  * The mark covers the time the guess stood, not the frames' lives: f9,
  * which A saw called and return before the first gap, is known; so is
@@ -184,12 +194,7 @@ static void test_guess_settled(struct check_state *st)
 		{DEC_CALL, FN(2), AT(2, 0x55)},
 		{DEC_CALL, FN(9), AT(2, 0x70)},
 		{DEC_RET, AT(2, 0x70), 0},
-		{DEC_OVERFLOW, AT(2, 0x30), 0},
-		{DEC_CALL, FN(6), AT(2, 0x60)},
-		{DEC_RET, AT(2, 0x60), 0},
-		{DEC_OVERFLOW, AT(2, 0x30), 0},
-		{DEC_CALL, FN(8), AT(2, 0x80)},
-		{DEC_RET, AT(2, 0x80), 0},
+		GAP_F6_GAP_F8,
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(1, 0x15), 0},
@@ -215,12 +220,7 @@ static void test_guess_stands_deeper(struct check_state *st)
 		CALLS_TO_F2,
 		{DEC_CALL, FN(2), AT(2, 0x55)},
 		{DEC_CALL, FN(2), AT(2, 0x55)},
-		{DEC_OVERFLOW, AT(2, 0x30), 0},
-		{DEC_CALL, FN(6), AT(2, 0x60)},
-		{DEC_RET, AT(2, 0x60), 0},
-		{DEC_OVERFLOW, AT(2, 0x30), 0},
-		{DEC_CALL, FN(8), AT(2, 0x80)},
-		{DEC_RET, AT(2, 0x80), 0},
+		GAP_F6_GAP_F8,
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(2, 0x55), 0},
