@@ -480,25 +480,29 @@ static int place(struct bt_tree *t, const uint8_t *cell, uint32_t len, int last)
 int bt_entry(struct bt_tree *t, const int64_t *v, uint32_t nulls, int n)
 {
 	struct bt_file *f = t->f;
-	uint8_t rec[BT_MAX_CELL];
-	uint32_t rec_len, hdr;
+	uint32_t rec_len, hdr = 1;
 	int rc;
 
 	if (f->failed)
 		return -EIO;
 	if (!t->index || n < 1 || n > BT_MAX_COLS)
 		return fail(t, -EINVAL);
-	rec_len = record(f, rec, v, nulls, n);
-	/* SQLite's largest index payload kept in the page. */
-	if (rec_len > (f->usable - 12) * 64 / 255 - 23)
-		return fail(t, -E2BIG);
 	if (t->pending_len) {
 		rc = place(t, t->pending, t->pending_len, 0);
 		if (rc)
 			return rc;
 	}
-	hdr = put_varint(t->pending, rec_len);
-	memcpy(t->pending + hdr, rec, rec_len);
+	/* The record goes straight where it waits, after its length. */
+	rec_len = record(f, t->pending + 1, v, nulls, n);
+	/* SQLite's largest index payload kept in the page. */
+	if (rec_len > (f->usable - 12) * 64 / 255 - 23)
+		return fail(t, -E2BIG);
+	if (rec_len < 0x80) {
+		t->pending[0] = (uint8_t)rec_len;
+	} else {
+		memmove(t->pending + 2, t->pending + 1, rec_len);
+		hdr = put_varint(t->pending, rec_len);
+	}
 	t->pending_len = hdr + rec_len;
 	return 0;
 }

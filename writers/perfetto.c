@@ -361,33 +361,28 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 /*
  * An END, the bytes pf_event_packet() and the encoders would write, put
  * down at once: half the slices' events are ENDs, and they are all
- * alike but for the time.
+ * alike but for the time.  Under 128 bytes, each length is one byte.
  */
 static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 {
-	uint8_t te[2 * PB_VARINT_MAX + 2], head[5 * PB_VARINT_MAX], *q, *p;
-	size_t te_len, head_len, len;
+	uint8_t *p = pb_room(&w->pk, 2 + 8 * PB_VARINT_MAX), *pkt, *te;
 
-	q = pb_put_uint(te, F_TE_TYPE, TYPE_SLICE_END);
-	if (track)
-		q = pb_put_uint(q, F_TE_TRACK, track);
-	te_len = (size_t)(q - te);
-	q = pb_put_uint(head, F_TIMESTAMP, ts - w->clock);
-	q = pb_put_uint(q, F_SEQ_ID, w->seq);
-	q = pb_put_uint(q, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-	q += pb_put_varint(q, (uint64_t)F_TRACK_EVENT << 3 | PB_LEN);
-	q += pb_put_varint(q, te_len);
-	head_len = (size_t)(q - head);
-	len = head_len + te_len;
-	p = pb_room(&w->pk, 1 + PB_VARINT_MAX + len);
 	if (!p)
 		return pf_flush(w);
-	w->clock = ts;
 	p += pb_put_varint(p, (uint64_t)F_TRACE_PACKET << 3 | PB_LEN);
-	p += pb_put_varint(p, len);
-	memcpy(p, head, head_len);
-	memcpy(p + head_len, te, te_len);
-	w->pk.len = (size_t)(p + len - w->pk.p);
+	pkt = p++;
+	p = pb_put_uint(p, F_TIMESTAMP, ts - w->clock);
+	p = pb_put_uint(p, F_SEQ_ID, w->seq);
+	p = pb_put_uint(p, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	p += pb_put_varint(p, (uint64_t)F_TRACK_EVENT << 3 | PB_LEN);
+	te = p++;
+	p = pb_put_uint(p, F_TE_TYPE, TYPE_SLICE_END);
+	if (track)
+		p = pb_put_uint(p, F_TE_TRACK, track);
+	*te = (uint8_t)(p - te - 1);
+	*pkt = (uint8_t)(p - pkt - 1);
+	w->pk.len = (size_t)(p - w->pk.p);
+	w->clock = ts;
 	if (w->pk.len >= w->flush_at)
 		return pf_flush(w);
 	return 0;

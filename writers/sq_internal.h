@@ -71,6 +71,11 @@ struct sq {
 	struct frame *frames; /* by id */
 	size_t nr_frames, cap_frames;
 	struct mt_hmap frame_heads; /* arg_set_id + 1 -> frame id + 1 */
+	/* The frames last found, by (model frame, flags, call site), which
+	 * decide a frame: most slices repeat one seen a moment before. */
+	struct frame_memo {
+		uint32_t frame, flags, site, id;
+	} memo[1024];
 	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
 	uint64_t nr_slices;
 };

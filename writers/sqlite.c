@@ -560,7 +560,7 @@ static int write_strings(struct sq *w)
  * time it is seen.  Nearly every set has one name (a function's address
  * names it), so the chains are short.
  */
-static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
+static int frame_find(struct sq *w, const struct mt_slice *s, uint32_t *id)
 {
 	sqlite3_stmt *st = w->stmts[S_FRAME];
 	const struct mt_frame *fr = mt_slice_frame(w->t, s);
@@ -600,6 +600,28 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	bind_sid(st, 7, fr->source);
 	bind_sid(st, 8, set >= 0 ? w->asets[set].site : 0);
 	return step(w, st);
+}
+
+/* frame_find(), remembered: a slot per (model frame, flags, call site),
+ * the last one there.  Frame id UINT32_MAX is never handed out. */
+static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
+{
+	uint64_t h =
+		((uint64_t)s->frame * 0x9e3779b97f4a7c15ull) ^
+		((uint64_t)s->flags << 32 | s->site) * 0xc2b2ae3d27d4eb4full;
+	struct frame_memo *m =
+		&w->memo[(h >> 40) % (sizeof(w->memo) / sizeof(*w->memo))];
+	int rc;
+
+	if (m->id != UINT32_MAX && m->frame == s->frame &&
+	    m->flags == s->flags && m->site == s->site) {
+		*id = m->id;
+		return 0;
+	}
+	rc = frame_find(w, s, id);
+	if (!rc)
+		*m = (struct frame_memo){s->frame, s->flags, s->site, *id};
+	return rc;
 }
 
 /*
@@ -899,6 +921,8 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 	struct stat sb;
 	int rc;
 
+	for (size_t i = 0; i < sizeof(w.memo) / sizeof(*w.memo); i++)
+		w.memo[i].id = UINT32_MAX;
 	if (err && errlen)
 		err[0] = 0;
 	rc = build(&w, f->tmp);
