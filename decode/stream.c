@@ -57,16 +57,39 @@ uint64_t dec_aux_bytes(const struct dec_capture *c)
 	return n;
 }
 
-/* Up to n bytes of the code at ip in section isid; how many (0: none). */
-static size_t read_code(const struct strm *s, int isid, uint64_t ip, uint8_t *b,
+/*
+ * Up to n bytes of the code at ip in section isid; how many (0: none).
+ * An instruction's worth is remembered per address: libipt's read takes
+ * the image cache's and the section's locks, which the threads of a
+ * parallel decode would otherwise contend for at every system call and
+ * jump.
+ */
+static size_t read_code(struct strm *s, int isid, uint64_t ip, uint8_t *b,
 			size_t n)
 {
+	struct code_ent *e =
+		&s->cache.code[(ip ^ (ip >> 11)) & (CODE_CACHE - 1)];
 	int got;
 
 	if (isid <= 0)
 		return 0;
-	got = pt_iscache_read(s->c->iscache, b, n, isid, ip);
-	return got > 0 ? (size_t)got : 0;
+	if (n > sizeof(e->b)) {
+		got = pt_iscache_read(s->c->iscache, b, n, isid, ip);
+		return got > 0 ? (size_t)got : 0;
+	}
+	if (e->isid != isid || e->ip != ip) {
+		got = pt_iscache_read(s->c->iscache, e->b, sizeof(e->b), isid,
+				      ip);
+		if (got <= 0)
+			return 0;
+		e->ip = ip;
+		e->isid = isid;
+		e->n = (uint8_t)got;
+	}
+	if (n > e->n)
+		n = e->n;
+	memcpy(b, e->b, n);
+	return n;
 }
 
 /* The return address of the call ending at ip, 0 if unknown. */
@@ -829,6 +852,7 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 	if (!same || !s->cache.valid || s->cache.pid != s->pid) {
 		memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
 		memset(s->cache.counts, 0, sizeof(s->cache.counts));
+		memset(s->cache.code, 0, sizeof(s->cache.code));
 		for (size_t i = 0; i < RANGE_CACHE; i++)
 			s->cache.ranges[i].lo = 1; /* empty */
 		s->cache.pid = s->pid;

@@ -15,6 +15,7 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 #define LEN_CACHE   4096
 #define RANGE_CACHE 1024
 #define COUNT_CACHE 1024
+#define CODE_CACHE  512
 
 struct range_ent {
 	uint64_t ip, lo, hi;
@@ -129,6 +130,13 @@ struct strm {
 		struct count_ent {
 			uint64_t from, to, n;
 		} counts[COUNT_CACHE];
+		/* stream.c: code bytes read from the image (isid 0: empty),
+		 * which takes libipt's locks */
+		struct code_ent {
+			uint64_t ip;
+			int isid;
+			uint8_t n, b[15];
+		} code[CODE_CACHE];
 		csh cs; /* opened when first needed */
 		bool have_cs;
 	} cache;
