@@ -88,6 +88,24 @@ static inline uint8_t *pb_put_uint(uint8_t *p, uint32_t field, uint64_t v)
 	return p + pb_put_varint(p, v);
 }
 
+/*
+ * A message at p known to stay under 128 bytes: its key, and one byte for
+ * its length, set by pb_put_short_end() from where its fields end.
+ * Returns where its fields go; *len_at is the length byte.
+ */
+static inline uint8_t *pb_put_short_begin(uint8_t *p, uint32_t field,
+					  uint8_t **len_at)
+{
+	p += pb_put_varint(p, (uint64_t)field << 3 | PB_LEN);
+	*len_at = p;
+	return p + 1;
+}
+
+static inline void pb_put_short_end(uint8_t *len_at, const uint8_t *end)
+{
+	*len_at = (uint8_t)(end - len_at - 1);
+}
+
 static inline void pb_varint(struct pb_buf *b, uint64_t v)
 {
 	uint8_t *p = pb_room(b, PB_VARINT_MAX);

@@ -185,6 +185,17 @@ int pf_packet_end(struct pf *w, size_t m)
 	return 0;
 }
 
+/* An event packet's first fields at p (room made sure of): its
+ * timestamp, a delta, and its sequence.  Returns where they end. */
+static uint8_t *pf_put_event_head(struct pf *w, uint8_t *p, uint64_t ts)
+{
+	p = pb_put_uint(p, F_TIMESTAMP, ts - w->clock);
+	p = pb_put_uint(p, F_SEQ_ID, w->seq);
+	p = pb_put_uint(p, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	w->clock = ts;
+	return p;
+}
+
 /* An event packet on the current sequence, its timestamp a delta. */
 size_t pf_event_packet(struct pf *w, uint64_t ts)
 {
@@ -192,13 +203,8 @@ size_t pf_event_packet(struct pf *w, uint64_t ts)
 	size_t m = pb_begin(b, F_TRACE_PACKET);
 	uint8_t *p = pb_room(b, 6 * PB_VARINT_MAX);
 
-	if (!p)
-		return m;
-	p = pb_put_uint(p, F_TIMESTAMP, ts - w->clock);
-	p = pb_put_uint(p, F_SEQ_ID, w->seq);
-	p = pb_put_uint(p, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-	b->len = (size_t)(p - b->p);
-	w->clock = ts;
+	if (p)
+		b->len = (size_t)(pf_put_event_head(w, p, ts) - b->p);
 	return m;
 }
 
@@ -268,15 +274,15 @@ int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
  * is put down in one go. */
 void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
 {
-	uint8_t *p = pb_room(b, 2 + 4 * PB_VARINT_MAX), *q;
+	uint8_t *p = pb_room(b, 2 + 4 * PB_VARINT_MAX), *len;
 
 	if (!p)
 		return;
-	p += pb_put_varint(p, (uint64_t)F_TE_ANNOTATION << 3 | PB_LEN);
-	q = pb_put_uint(p + 1, F_DA_NAME_IID, an);
-	q = pb_put_uint(q, field, v);
-	*p = (uint8_t)(q - p - 1);
-	b->len = (size_t)(q - b->p);
+	p = pb_put_short_begin(p, F_TE_ANNOTATION, &len);
+	p = pb_put_uint(p, F_DA_NAME_IID, an);
+	p = pb_put_uint(p, field, v);
+	pb_put_short_end(len, p);
+	b->len = (size_t)(p - b->p);
 }
 
 /* An interned string value (debug_annotation_string_values). */
@@ -369,20 +375,15 @@ static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 
 	if (!p)
 		return pf_flush(w);
-	p += pb_put_varint(p, (uint64_t)F_TRACE_PACKET << 3 | PB_LEN);
-	pkt = p++;
-	p = pb_put_uint(p, F_TIMESTAMP, ts - w->clock);
-	p = pb_put_uint(p, F_SEQ_ID, w->seq);
-	p = pb_put_uint(p, F_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-	p += pb_put_varint(p, (uint64_t)F_TRACK_EVENT << 3 | PB_LEN);
-	te = p++;
+	p = pb_put_short_begin(p, F_TRACE_PACKET, &pkt);
+	p = pf_put_event_head(w, p, ts);
+	p = pb_put_short_begin(p, F_TRACK_EVENT, &te);
 	p = pb_put_uint(p, F_TE_TYPE, TYPE_SLICE_END);
 	if (track)
 		p = pb_put_uint(p, F_TE_TRACK, track);
-	*te = (uint8_t)(p - te - 1);
-	*pkt = (uint8_t)(p - pkt - 1);
+	pb_put_short_end(te, p);
+	pb_put_short_end(pkt, p);
 	w->pk.len = (size_t)(p - w->pk.p);
-	w->clock = ts;
 	if (w->pk.len >= w->flush_at)
 		return pf_flush(w);
 	return 0;
