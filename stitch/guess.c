@@ -96,16 +96,10 @@ static size_t rerun_below(const struct thread_state *s, size_t na,
 int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		  const struct chainv *bv, const struct match *m)
 {
-	bool jumps = jump_link(bv), any = false;
+	bool jumps = jump_link(bv), looked = false;
 	size_t rerun = SIZE_MAX;
 	int rc = 0;
 
-	for (size_t k = 0; k < s->nr_spans && !any; k++)
-		any = s->spans[k].to == OPEN && s->spans[k].from < at;
-	if (any)
-		rerun = rerun_below(s, na, bv, m, &rc);
-	if (rc)
-		return rc;
 	for (size_t k = 0; k < s->nr_spans; k++) {
 		struct guess_span *g = &s->spans[k];
 		size_t p;
@@ -113,7 +107,16 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		if (g->to != OPEN || g->from >= at)
 			continue;
 		p = pos_on_chain(s, na, g->x, g->pos);
-		if (settles(m, jumps, p) && (rerun == SIZE_MAX || rerun < p))
+		if (!settles(m, jumps, p))
+			continue;
+		/* looked for once, and only for a span m would settle */
+		if (!looked) {
+			rerun = rerun_below(s, na, bv, m, &rc);
+			if (rc)
+				return rc;
+			looked = true;
+		}
+		if (rerun == SIZE_MAX || rerun < p)
 			g->to = at;
 	}
 	if (!m->guessed)
