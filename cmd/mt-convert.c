@@ -283,7 +283,7 @@ static int refuse_same_files(const char *const *names, const char *const *what,
  * trace is written on the first: both only read the model. */
 struct sqlite_job {
 	const struct mt_trace *t;
-	const struct mt_outfile *f;
+	struct mt_outfile *f;
 	int rc;
 	char err[512];
 };
@@ -293,6 +293,8 @@ static void *write_sqlite(void *arg)
 	struct sqlite_job *j = arg;
 
 	j->rc = wr_sqlite_to(j->t, j->f, NULL, j->err, sizeof(j->err));
+	if (!j->rc)
+		j->rc = mt_outfile_sync(j->f, j->err, sizeof(j->err));
 	return NULL;
 }
 
@@ -716,9 +718,14 @@ int main(int argc, char **argv)
 			if (!threaded)
 				write_sqlite(&job);
 		}
+		/* Each output is synced as soon as it is written, while the
+		 * other is still being written, rather than both after. */
 		if (a.out)
 			prc = wr_perfetto_to(&t, &outs[OUT_PERFETTO], &po, NULL,
 					     err, sizeof(err));
+		if (a.out && !prc)
+			prc = mt_outfile_sync(&outs[OUT_PERFETTO], err,
+					      sizeof(err));
 		if (threaded)
 			pthread_join(th, NULL);
 		/* The outputs belong together: one that failed keeps the

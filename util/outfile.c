@@ -26,6 +26,7 @@ int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 	f->path = NULL;
 	f->tmp = NULL;
 	f->fp = NULL;
+	f->synced = false;
 	/* Found now rather than after the whole conversion, at rename. */
 	if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "%s: is a directory", path);
@@ -121,6 +122,27 @@ static int sync_file(const char *name)
 	return 0;
 }
 
+/* The stream closed and the file synced, once. */
+static int settle(struct mt_outfile *f)
+{
+	int rc = close_stream(f);
+
+	if (!rc && !f->synced)
+		rc = sync_file(f->tmp);
+	f->synced = !rc;
+	return rc;
+}
+
+int mt_outfile_sync(struct mt_outfile *f, char *err, size_t errlen)
+{
+	int rc = settle(f);
+
+	if (rc)
+		snprintf(err, errlen, "%s: cannot write: %s", f->path,
+			 strerror(-rc));
+	return rc;
+}
+
 int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen)
 {
 	int rc = close_stream(f);
@@ -131,7 +153,7 @@ int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen)
 		mt_outfile_abort(f);
 		return rc;
 	}
-	rc = sync_file(f->tmp);
+	rc = settle(f);
 	if (!rc && rename(f->tmp, f->path))
 		rc = -errno;
 	if (rc) {
@@ -144,6 +166,7 @@ int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen)
 	free(f->path);
 	f->tmp = NULL;
 	f->path = NULL;
+	f->synced = false;
 	return 0;
 }
 
@@ -154,14 +177,8 @@ int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
 
 	/* Sync them all before the first rename, so that a failure leaves
 	 * every old output in place. */
-	for (size_t i = 0; i < n && !rc; i++) {
-		rc = close_stream(&fs[i]);
-		if (!rc)
-			rc = sync_file(fs[i].tmp);
-		if (rc)
-			snprintf(err, errlen, "%s: cannot write: %s",
-				 fs[i].path, strerror(-rc));
-	}
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = mt_outfile_sync(&fs[i], err, errlen);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = mt_outfile_commit(&fs[i], err, errlen);
 	for (size_t i = 0; i < n; i++)
@@ -180,6 +197,7 @@ void mt_outfile_abort(struct mt_outfile *f)
 	free(f->path);
 	f->tmp = NULL;
 	f->path = NULL;
+	f->synced = false;
 }
 
 /* The path with its directory resolved; the last component stays as it

@@ -122,6 +122,7 @@ struct mt_outfile {
 	char *path; /* where it goes */
 	char *tmp;  /* where it is written until then */
 	FILE *fp;   /* mt_outfile_fopen's stream, or NULL */
+	bool synced; /* on disk already (mt_outfile_sync) */
 };
 
 /* Creates the (empty) temporary file; refuses a directory at path. */
@@ -134,6 +135,12 @@ int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
  */
 FILE *mt_outfile_fopen(struct mt_outfile *f, const char *path, char *err,
 		       size_t errlen);
+/*
+ * Syncs the finished temporary file now, so that the commit only renames
+ * it: a writer on a thread of its own syncs its output while the others
+ * still write theirs.  The file stays until the commit or the abort.
+ */
+int mt_outfile_sync(struct mt_outfile *f, char *err, size_t errlen);
 /* Syncs and renames it into place; on failure the temporary file goes. */
 int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen);
 /* Several outputs that belong together: all are synced before the first

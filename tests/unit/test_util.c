@@ -373,6 +373,47 @@ static void test_outfile_write_error(struct check_state *cs)
 	tmpdir_remove(dir);
 }
 
+/* An output synced as soon as it is written (by its writer's thread)
+ * stays under its temporary name until the commit, which renames it; a
+ * write error shows at the sync. */
+static void test_outfile_sync_early(struct check_state *cs)
+{
+	char dir[64], path[128], err[256];
+	struct mt_outfile f;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/out.tsv", dir);
+	CHECK(cs, spit(path, "old\n", 4) == 0);
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		fputs("new\n", o);
+		CHECKF(cs, !mt_outfile_sync(&f, err, sizeof(err)), "%s", err);
+		CHECK(cs, f.synced && !f.fp && f.tmp && has(f.tmp, "new\n"));
+		CHECK(cs, has(path, "old\n") && nr_files(dir) == 2);
+		CHECKF(cs, !mt_outfile_commit_all(&f, 1, err, sizeof(err)),
+		       "%s", err);
+	}
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+	CHECK(cs, !f.synced && !f.tmp && !f.path);
+
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECK(cs, o != NULL);
+	if (o) {
+		fputs("lost\n", o);
+		fflush(o);
+		fgetc(o); /* the stream as a full disk would leave it */
+		CHECK(cs, mt_outfile_sync(&f, err, sizeof(err)) < 0);
+		CHECKF(cs, strstr(err, path) && strstr(err, "cannot write"),
+		       "%s", err);
+		CHECK(cs, !f.synced);
+		mt_outfile_abort(&f);
+	}
+	CHECK(cs, has(path, "new\n") && nr_files(dir) == 1);
+	tmpdir_remove(dir);
+}
+
 static void test_err(struct check_state *cs)
 {
 	char buf[32], tiny[6];
@@ -411,6 +452,7 @@ int main(void)
 	RUN(&st, test_hash_bytes);
 	RUN(&st, test_outfile_stream);
 	RUN(&st, test_outfile_write_error);
+	RUN(&st, test_outfile_sync_early);
 	RUN(&st, test_err);
 	return CHECK_DONE(&st);
 }
