@@ -119,9 +119,9 @@ int mt_parse_size(const char *s, uint64_t *out);
  * errno values, with one line naming the file in err.
  */
 struct mt_outfile {
-	char *path; /* where it goes */
-	char *tmp;  /* where it is written until then */
-	FILE *fp;   /* mt_outfile_fopen's stream, or NULL */
+	char *path;  /* where it goes */
+	char *tmp;   /* where it is written until then */
+	FILE *fp;    /* mt_outfile_fopen's stream, or NULL */
 	bool synced; /* on disk already (mt_outfile_sync) */
 };
 
