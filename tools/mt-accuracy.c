@@ -24,9 +24,10 @@
  *           the "guessed" slices, those the converter marked
  *           depth_guessed (several depths fitted as well).
  *
- * Calls are paired in order: a true call pairs with the next unpaired
- * slice of the same name that starts within the tolerance, one at the
- * same depth if there is one.  Times are
+ * Calls are paired per function, keeping order: of the pairings where a
+ * call earlier than another has the earlier slice and each pair starts
+ * within the tolerance, the one with the most pairs, then the least time
+ * between them, then the most at the same depth.  Times are
  * compared only within the tolerance, so the figures measure structure,
  * not the timing resolution.  Two allowances follow from what a trace
  * can know: after an overflow the decoder has no time until the next
@@ -309,6 +310,221 @@ static uint64_t diff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
+/* ------------------------------------------------------------------ */
+/* Pairing true calls with our slices                                 */
+
+/* A name's key: every unknown-code frame is one function here. */
+static const char *name_key(const char *name)
+{
+	return strncmp(name, "[unknown", 8) ? name : "[unknown";
+}
+
+/* Rows by thread, function and start. */
+static int cmp_rows(const void *pa, const void *pb, void *ctx)
+{
+	const struct table *t = ctx;
+	const struct row *a = &t->r[*(const size_t *)pa];
+	const struct row *b = &t->r[*(const size_t *)pb];
+	int c;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	c = strcmp(name_key(a->name), name_key(b->name));
+	if (c)
+		return c;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+static int cmp_group(const struct row *a, const struct row *b)
+{
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return strcmp(name_key(a->name), name_key(b->name));
+}
+
+static size_t *by_group(struct table *t)
+{
+	size_t *v = malloc((t->n ? t->n : 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->n; i++)
+		v[i] = i;
+	qsort_r(v, t->n, sizeof(*v), cmp_rows, t);
+	return v;
+}
+
+/* What may pair: true call a (its start off by up to slack) and our
+ * slice b of the same function.  A call begun inside a gap pairs with a
+ * slice that tracing resumed in (the same gap and height when the gaps
+ * are numbered); a clipped slice pairs with a call that began before
+ * the thread's first traced moment (first) or inside a gap. */
+struct pair_rules {
+	uint64_t tol;
+	bool numbered;
+};
+
+static bool may_pair(const struct row *a, const struct row *b, uint64_t slack,
+		     uint64_t first, const struct pair_rules *pr)
+{
+	if (diff(a->start, b->start) > slack)
+		return false;
+	if (a->lost &&
+	    (!b->clipped || a->end < a->resume ||
+	     (pr->numbered ? b->gap_no != a->gap_no || b->height != a->height
+			   : b->start > a->resume + pr->tol)))
+		return false;
+	return !(b->clipped && !a->lost && !a->clipped &&
+		 a->start > first + pr->tol);
+}
+
+/* A pair on the best chain so far that ends in it. */
+struct pnode {
+	long prev;
+	size_t i, j;
+};
+
+struct fen {
+	int64_t val;
+	long node;
+};
+
+static struct fen fen_best(const struct fen *f, size_t j)
+{
+	struct fen b = {0, -1};
+
+	for (; j; j &= j - 1)
+		if (f[j].val > b.val)
+			b = f[j];
+	return b;
+}
+
+static void fen_put(struct fen *f, size_t n, size_t j, struct fen v)
+{
+	for (; j <= n; j += j & -j)
+		if (v.val > f[j].val)
+			f[j] = v;
+}
+
+/* Candidates a true call weighs on each side of its start: a recursion's
+ * neighbouring levels start a few ns apart, and the pair wanted is among
+ * the nearest. */
+#define PAIR_NEAR 64
+
+/*
+ * One function on one thread: its true calls T[0..tn) and our slices
+ * O[0..on), each by start.  Pairs keep both orders (a call earlier than
+ * another has the earlier slice): of such pairings, the one with the
+ * most pairs, then the least time between the starts paired, then the
+ * most at the same depth.  Greedy pairing (each call the first slice
+ * free within the tolerance) slips where a call has no slice: it takes
+ * the next call's, and in a recursion the slip runs on for hundreds of
+ * calls.
+ */
+static int pair_group(struct table *tt, const struct table *ot,
+		      const size_t *T, size_t tn, const size_t *O, size_t on,
+		      const uint64_t *slack, const uint64_t *first,
+		      int64_t w0, const struct pair_rules *pr)
+{
+	struct fen *fen = calloc(on + 1, sizeof(*fen));
+	struct pnode *nodes = NULL;
+	size_t nn = 0, cap = 0;
+	struct fen best;
+
+	if (!fen)
+		return -1;
+	for (size_t i = 0; i < tn; i++) {
+		const struct row *a = &tt->r[T[i]];
+		size_t lo = 0, hi = on, from, to;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (ot->r[O[mid]].start < a->start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		from = lo > PAIR_NEAR ? lo - PAIR_NEAR : 0;
+		to = lo + PAIR_NEAR < on ? lo + PAIR_NEAR : on;
+		/* from the last: a pair of this call must not extend a chain
+		 * that ends in another pair of it */
+		for (size_t j = to; j-- > from;) {
+			const struct row *b = &ot->r[O[j]];
+			struct fen prev;
+			int64_t w;
+
+			if (!may_pair(a, b, slack[T[i]], first[T[i]], pr))
+				continue;
+			w = 2 * (w0 - (int64_t)diff(a->start, b->start)) +
+			    (a->depth == b->depth);
+			prev = fen_best(fen, j);
+			if (mt_grow((void **)&nodes, &cap, nn + 1,
+				    sizeof(*nodes))) {
+				free(fen);
+				free(nodes);
+				return -1;
+			}
+			nodes[nn] = (struct pnode){prev.node, i, j};
+			fen_put(fen, on, j + 1,
+				(struct fen){prev.val + w, (long)nn});
+			nn++;
+		}
+	}
+	best = fen_best(fen, on);
+	for (long k = best.node; k >= 0; k = nodes[k].prev)
+		tt->r[T[nodes[k].i]].match = (long)O[nodes[k].j];
+	free(fen);
+	free(nodes);
+	return 0;
+}
+
+/* Every true call's slice (match), or none (-1). */
+static int pair_calls(struct table *tt, struct table *ot, const uint64_t *slack,
+		      uint64_t max_slack, uint64_t tol, bool numbered)
+{
+	size_t *T = by_group(tt), *O = by_group(ot);
+	uint64_t *first = malloc((tt->n ? tt->n : 1) * sizeof(*first));
+	struct pair_rules pr = {tol, numbered};
+	/* above any time between a pair's starts: one pair more outweighs
+	 * every saving in time */
+	int64_t w0 = 2 * (int64_t)max_slack + 2;
+	size_t i = 0, j = 0;
+	int rc = 0;
+
+	if (!T || !O || !first) {
+		rc = -1;
+		goto out;
+	}
+	/* the thread's first traced moment: its first call's start */
+	for (size_t k = 0; k < tt->n; k++)
+		first[k] = k && tt->r[k].tid == tt->r[k - 1].tid
+				   ? first[k - 1]
+				   : tt->r[k].start;
+	while (i < tt->n && !rc) {
+		const struct row *g = &tt->r[T[i]];
+		size_t ti = i, oj;
+
+		while (i < tt->n && !cmp_group(&tt->r[T[i]], g))
+			i++;
+		while (j < ot->n && cmp_group(&ot->r[O[j]], g) < 0)
+			j++;
+		oj = j;
+		while (j < ot->n && !cmp_group(&ot->r[O[j]], g))
+			j++;
+		if (j > oj)
+			rc = pair_group(tt, ot, T + ti, i - ti, O + oj, j - oj,
+					slack, first, w0, &pr);
+	}
+out:
+	free(T);
+	free(O);
+	free(first);
+	return rc;
+}
+
 static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
 	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
@@ -424,12 +640,8 @@ int main(int argc, char **argv)
 	{
 		uint64_t *slack = calloc(tt.n ? tt.n : 1, sizeof(*slack));
 		uint64_t max_slack = tol;
-		size_t j = 0;
-		unsigned tid = tt.n ? tt.r[0].tid : 0;
-		uint64_t first = 0; /* the thread's first traced moment */
-		bool *used = calloc(ot.n ? ot.n : 1, 1);
 
-		if (!slack || !used)
+		if (!slack)
 			return 2;
 		for (size_t i = 0; i < tt.n; i++) {
 			slack[i] = tol;
@@ -458,62 +670,9 @@ int main(int argc, char **argv)
 			if (slack[i] > max_slack)
 				max_slack = slack[i];
 		}
-		/* Pair in order, per thread: both tables are in pre-order,
-		 * which is start order.  The search starts at the first of
-		 * ours not yet paired that a call this late could still
-		 * pair with, and stops past the tolerance; a pair far ahead
-		 * does not move the start, so one wrong pair stays local. */
-		for (size_t i = 0; i < tt.n; i++) {
-			struct row *a = &tt.r[i];
-
-			if (a->tid != tid || !i) {
-				tid = a->tid;
-				first = a->start;
-				j = 0;
-			}
-			while (j < ot.n &&
-			       (ot.r[j].tid < a->tid ||
-				(ot.r[j].tid == a->tid &&
-				 (used[j] ||
-				  ot.r[j].start + max_slack < a->start))))
-				j++;
-			/* Timing packets are coarse, so calls of one function
-			 * may share a start: of those that share the first's,
-			 * the one at the same depth, else the first.  (Not
-			 * any at the same depth within the tolerance: in a
-			 * recursion whose depth we got wrong that takes a
-			 * later call's slice, and the pairs after it slip.) */
-			for (size_t k = j; k < ot.n && k < j + 4096; k++) {
-				const struct row *b = &ot.r[k];
-
-				if (b->tid != a->tid ||
-				    b->start > a->start + slack[i])
-					break;
-				if (used[k] ||
-				    !tf_same_name(a->name, b->name) ||
-				    diff(a->start, b->start) > slack[i] ||
-				    (a->lost &&
-				     (!b->clipped || a->end < a->resume ||
-				      (numbered ? b->gap_no != a->gap_no ||
-							  b->height != a->height
-						: b->start >
-							  a->resume + tol))) ||
-				    (b->clipped && !a->lost && !a->clipped &&
-				     a->start > first + tol))
-					continue;
-				if (a->match < 0)
-					a->match = (long)k;
-				else if (b->start != ot.r[a->match].start)
-					break;
-				if (b->depth == a->depth) {
-					a->match = (long)k;
-					break;
-				}
-			}
-			if (a->match >= 0)
-				used[a->match] = true;
-		}
-		free(used);
+		/* Each true call and the slice of ours it is. */
+		if (pair_calls(&tt, &ot, slack, max_slack, tol, numbered))
+			return 2;
 		free(slack);
 	}
 

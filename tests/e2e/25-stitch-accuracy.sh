@@ -79,6 +79,17 @@ tree "$W/o3.tsv" "1 0 main 0 1000 joined" "1 1 g 100 800 joined" \
 expect accuracy_unseen_call "$("$B/mt-accuracy" "$W/t3.tsv" "$W/o3.tsv" \
 	"$W/g3.tsv")" false=0 recalled=0 joined=4
 
+# A call we lost (f at 50) must not take the next call's slice: in a
+# recursion each pair after it would slip a level, and the stack of all
+# of them would count as wrong.  Our slices start 3 ns early.
+echo "$GAPS_HDR" >"$W/g0.tsv"
+tree "$W/t4.tsv" "1 0 main 0 1000 -" "1 1 f 50 60 -" "1 1 f 100 200 -" \
+	"1 2 f 107 190 -" "1 3 f 114 180 -"
+tree "$W/o4.tsv" "1 0 main 0 1000 -" "1 1 f 97 197 -" \
+	"1 2 f 104 187 -" "1 3 f 111 177 -"
+expect accuracy_no_slip "$("$B/mt-accuracy" "$W/t4.tsv" "$W/o4.tsv" \
+	"$W/g0.tsv")" calls=80.00 stack=99.00 sure=99.00
+
 # outside TREE: the slices of a tree file (pre-order) that do not lie
 # within their parent, as a viewer nests them
 outside() {
