@@ -376,6 +376,13 @@ static uint32_t top_of(const struct thread_state *s, uint32_t i)
  * then it was no root (a trace that began deep, whose true roots the
  * stack unwound at the end gave).
  */
+/* parent_of(i) != MT_NONE, without resolving a parent it has itself
+ * (pass_root() asks it of every slice). */
+static bool has_parent(const struct thread_state *s, uint32_t i)
+{
+	return s->th->slices[i].parent != MT_NONE || parent_of(s, i) != MT_NONE;
+}
+
 static int pass_root(struct thread_state *s)
 {
 	const struct mt_trace *t = s->t;
@@ -392,7 +399,7 @@ static int pass_root(struct thread_state *s)
 	for (size_t i = 0; i < n; i++)
 		if (s->alias[i] == i &&
 		    mt_slice_name(t, &sl[i]) == s->root_name &&
-		    parent_of(s, (uint32_t)i) != MT_NONE &&
+		    has_parent(s, (uint32_t)i) &&
 		    top_of(s, (uint32_t)i) != root)
 			return 0;
 	for (int same = 1; same >= 0; same--)
@@ -400,8 +407,7 @@ static int pass_root(struct thread_state *s)
 			uint32_t x = (uint32_t)i;
 
 			if (s->alias[i] != i || x == root ||
-			    sl[i].ts < sl[root].ts ||
-			    parent_of(s, x) != MT_NONE ||
+			    sl[i].ts < sl[root].ts || has_parent(s, x) ||
 			    (mt_slice_name(t, &sl[i]) == s->root_name) != same)
 				continue;
 			s->joins++;

@@ -423,10 +423,10 @@ static void fen_put(struct fen *f, size_t n, size_t j, struct fen v)
  * the next call's, and in a recursion the slip runs on for hundreds of
  * calls.
  */
-static int pair_group(struct table *tt, const struct table *ot,
-		      const size_t *T, size_t tn, const size_t *O, size_t on,
-		      const uint64_t *slack, const uint64_t *first,
-		      int64_t w0, const struct pair_rules *pr)
+static int pair_group(struct table *tt, const struct table *ot, const size_t *T,
+		      size_t tn, const size_t *O, size_t on,
+		      const uint64_t *slack, const uint64_t *first, int64_t w0,
+		      const struct pair_rules *pr)
 {
 	struct fen *fen = calloc(on + 1, sizeof(*fen));
 	struct pnode *nodes = NULL;

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
+int mt_grow_to(void **v, size_t *cap, size_t need, size_t sz)
 {
 	size_t c = *cap ? *cap : 16;
 	void *n;

@@ -17,7 +17,13 @@
  * when out of memory or when the size would overflow; *v is untouched
  * then.
  */
-int mt_grow(void **v, size_t *cap, size_t need, size_t sz);
+int mt_grow_to(void **v, size_t *cap, size_t need, size_t sz);
+
+/* Inline, since most calls (an append per slice) find room already. */
+static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
+{
+	return need <= *cap ? 0 : mt_grow_to(v, cap, need, sz);
+}
 
 /*
  * A stable merge sort (qsort is not stable): returns 0, or -ENOMEM when
