@@ -270,19 +270,26 @@ int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 	return pf_packet_end(w, pkt);
 }
 
-/* A debug annotation: short enough that its length is one byte, so it
- * is put down in one go. */
-void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
+/* A debug annotation at p (room made sure of) under 128 bytes. */
+static uint8_t *pf_put_arg(uint8_t *p, uint32_t an, uint32_t field, uint64_t v)
 {
-	uint8_t *p = pb_room(b, 2 + 4 * PB_VARINT_MAX), *len;
+	uint8_t *len;
 
-	if (!p)
-		return;
 	p = pb_put_short_begin(p, F_TE_ANNOTATION, &len);
 	p = pb_put_uint(p, F_DA_NAME_IID, an);
 	p = pb_put_uint(p, field, v);
 	pb_put_short_end(len, p);
-	b->len = (size_t)(p - b->p);
+	return p;
+}
+
+/* A debug annotation: short enough that its length is one byte, so it
+ * is put down in one go. */
+void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v)
+{
+	uint8_t *p = pb_room(b, 2 + 4 * PB_VARINT_MAX);
+
+	if (p)
+		b->len = (size_t)(pf_put_arg(p, an, field, v) - b->p);
 }
 
 /* An interned string value (debug_annotation_string_values). */
@@ -293,6 +300,37 @@ static void pf_intern_value(struct pb_buf *b, uint32_t iid, const char *str)
 	pb_uint(b, F_IID, iid);
 	pb_str(b, F_INTERNED_NAME, str);
 	pb_end(b, e);
+}
+
+/*
+ * The usual BEGIN, of a frame whose strings are interned already, with
+ * no source, call site or flag: the bytes the encoders would write, put
+ * down at once, as an END is.  Under 128 bytes, each length is one byte.
+ */
+static int pf_slice_begin_plain(struct pf *w, uint64_t ts, uint64_t track,
+				uint32_t name, uint64_t addr, uint32_t dso)
+{
+	uint8_t *p = pb_room(&w->pk, 4 + 14 * PB_VARINT_MAX), *pkt, *te;
+
+	if (!p)
+		return pf_flush(w);
+	p = pb_put_short_begin(p, F_TRACE_PACKET, &pkt);
+	p = pf_put_event_head(w, p, ts);
+	p = pb_put_short_begin(p, F_TRACK_EVENT, &te);
+	p = pb_put_uint(p, F_TE_TYPE, TYPE_SLICE_BEGIN);
+	p = pb_put_uint(p, F_TE_NAME_IID, name);
+	if (track)
+		p = pb_put_uint(p, F_TE_TRACK, track);
+	if (addr)
+		p = pf_put_arg(p, AN_ADDRESS, F_DA_POINTER, addr);
+	if (dso)
+		p = pf_put_arg(p, AN_DSO, F_DA_STR_IID, dso);
+	pb_put_short_end(te, p);
+	pb_put_short_end(pkt, p);
+	w->pk.len = (size_t)(p - w->pk.p);
+	if (w->pk.len >= w->flush_at)
+		return pf_flush(w);
+	return 0;
 }
 
 static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
@@ -316,6 +354,9 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		  w->pos_gen != w->gen;
 	if (pos_new)
 		w->pos_gen = w->gen;
+	if (!(name_new | dso_new | src | site | pos_new) &&
+	    !(s->flags & w->flag_mask))
+		return pf_slice_begin_plain(w, ts, track, name, fr->addr, dso);
 
 	pkt = pf_event_packet(w, ts);
 	if (name_new || dso_new || src_new || site_new || pos_new) {
