@@ -303,9 +303,34 @@ static void pf_intern_value(struct pb_buf *b, uint32_t iid, const char *str)
 }
 
 /*
+ * A BEGIN's or an END's packet at p (room made sure of), up to its track
+ * event's type; *pkt and *te are their length bytes for pf_event_close().
+ * Under 128 bytes, each length is one byte.
+ */
+static uint8_t *pf_event_open(struct pf *w, uint8_t *p, uint64_t ts,
+			      uint32_t type, uint8_t **pkt, uint8_t **te)
+{
+	p = pb_put_short_begin(p, F_TRACE_PACKET, pkt);
+	p = pf_put_event_head(w, p, ts);
+	p = pb_put_short_begin(p, F_TRACK_EVENT, te);
+	return pb_put_uint(p, F_TE_TYPE, type);
+}
+
+/* The packet opened by pf_event_open() ends at p. */
+static int pf_event_close(struct pf *w, uint8_t *p, uint8_t *pkt, uint8_t *te)
+{
+	pb_put_short_end(te, p);
+	pb_put_short_end(pkt, p);
+	w->pk.len = (size_t)(p - w->pk.p);
+	if (w->pk.len >= w->flush_at)
+		return pf_flush(w);
+	return 0;
+}
+
+/*
  * The usual BEGIN, of a frame whose strings are interned already, with
  * no source, call site or flag: the bytes the encoders would write, put
- * down at once, as an END is.  Under 128 bytes, each length is one byte.
+ * down at once, as an END is.
  */
 static int pf_slice_begin_plain(struct pf *w, uint64_t ts, uint64_t track,
 				uint32_t name, uint64_t addr, uint32_t dso)
@@ -314,10 +339,7 @@ static int pf_slice_begin_plain(struct pf *w, uint64_t ts, uint64_t track,
 
 	if (!p)
 		return pf_flush(w);
-	p = pb_put_short_begin(p, F_TRACE_PACKET, &pkt);
-	p = pf_put_event_head(w, p, ts);
-	p = pb_put_short_begin(p, F_TRACK_EVENT, &te);
-	p = pb_put_uint(p, F_TE_TYPE, TYPE_SLICE_BEGIN);
+	p = pf_event_open(w, p, ts, TYPE_SLICE_BEGIN, &pkt, &te);
 	p = pb_put_uint(p, F_TE_NAME_IID, name);
 	if (track)
 		p = pb_put_uint(p, F_TE_TRACK, track);
@@ -325,12 +347,7 @@ static int pf_slice_begin_plain(struct pf *w, uint64_t ts, uint64_t track,
 		p = pf_put_arg(p, AN_ADDRESS, F_DA_POINTER, addr);
 	if (dso)
 		p = pf_put_arg(p, AN_DSO, F_DA_STR_IID, dso);
-	pb_put_short_end(te, p);
-	pb_put_short_end(pkt, p);
-	w->pk.len = (size_t)(p - w->pk.p);
-	if (w->pk.len >= w->flush_at)
-		return pf_flush(w);
-	return 0;
+	return pf_event_close(w, p, pkt, te);
 }
 
 static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
@@ -416,18 +433,10 @@ static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 
 	if (!p)
 		return pf_flush(w);
-	p = pb_put_short_begin(p, F_TRACE_PACKET, &pkt);
-	p = pf_put_event_head(w, p, ts);
-	p = pb_put_short_begin(p, F_TRACK_EVENT, &te);
-	p = pb_put_uint(p, F_TE_TYPE, TYPE_SLICE_END);
+	p = pf_event_open(w, p, ts, TYPE_SLICE_END, &pkt, &te);
 	if (track)
 		p = pb_put_uint(p, F_TE_TRACK, track);
-	pb_put_short_end(te, p);
-	pb_put_short_end(pkt, p);
-	w->pk.len = (size_t)(p - w->pk.p);
-	if (w->pk.len >= w->flush_at)
-		return pf_flush(w);
-	return 0;
+	return pf_event_close(w, p, pkt, te);
 }
 
 /* A track descriptor with no process or thread: a named child track. */
