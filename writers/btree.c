@@ -95,13 +95,19 @@ static const uint8_t type_len[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
 static uint32_t int_type(const struct bt_file *f, int64_t v)
 {
 	uint64_t u = v < 0 ? ~(uint64_t)v : (uint64_t)v;
-	/* the bytes that hold u and a sign bit: 1 to 4, 6 or 8 */
-	uint32_t bytes = u ? (uint32_t)(64 - __builtin_clzll(u) + 8) >> 3 : 1;
 
-	if (bytes == 1)
+	if (u <= 127)
 		return (v == 0 || v == 1) && f->small_ints ? 8 + (uint32_t)v
 							   : 1;
-	return bytes <= 4 ? bytes : bytes <= 6 ? 5 : 6;
+	if (u <= 32767)
+		return 2;
+	if (u <= 8388607)
+		return 3;
+	if (u <= 2147483647)
+		return 4;
+	if (u <= 140737488355327)
+		return 5;
+	return 6;
 }
 
 /*
