@@ -361,6 +361,13 @@ static uint32_t top_of(const struct thread_state *s, uint32_t i)
 	return up;
 }
 
+/* parent_of(i) != MT_NONE, without resolving a parent it has itself
+ * (pass_root() asks it of every slice). */
+static bool has_parent(const struct thread_state *s, uint32_t i)
+{
+	return s->th->slices[i].parent != MT_NONE || parent_of(s, i) != MT_NONE;
+}
+
 /*
  * Last, the thread's root: the function the trace began under (its first
  * segment's top, when that segment ended with it open), which returns
@@ -376,13 +383,6 @@ static uint32_t top_of(const struct thread_state *s, uint32_t i)
  * then it was no root (a trace that began deep, whose true roots the
  * stack unwound at the end gave).
  */
-/* parent_of(i) != MT_NONE, without resolving a parent it has itself
- * (pass_root() asks it of every slice). */
-static bool has_parent(const struct thread_state *s, uint32_t i)
-{
-	return s->th->slices[i].parent != MT_NONE || parent_of(s, i) != MT_NONE;
-}
-
 static int pass_root(struct thread_state *s)
 {
 	const struct mt_trace *t = s->t;
