@@ -180,6 +180,15 @@ void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last);
  * makes the pattern begin early: the PSB is the run's last 16 bytes.
  */
 bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at);
+/*
+ * The address of the TIP that is the last control-flow packet (TNT, TIP,
+ * FUP, TIP.PGE/PGD) before the last OVF of buf at or before offset end
+ * (where libipt stands when it reports that overflow), in *ip; false when
+ * a TNT, another IP packet or a PSB came between, or no OVF is found
+ * within a few PSBs back.
+ */
+bool dec_tip_before_overflow(const uint8_t *buf, size_t len, uint64_t end,
+			     uint64_t *ip);
 
 /* What dec_symbolize() says about an address. */
 struct dec_sym {

@@ -370,6 +370,41 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
 }
 
 /*
+ * An overflow right after a call, return or jump: the transfer ran, but
+ * libipt reports the overflow before any block at its destination.  A
+ * direct call or jump says where
+ * it went in its bytes; an indirect one's TIP, read again from the
+ * packets, when it is the last before the OVF; a return is a return
+ * wherever it went.  Dropped, a function entered by a tail jump through
+ * a register as the packets ran out would be missing from the tree.
+ */
+static void libipt_hides_target_at_overflow(struct strm *s)
+{
+	uint64_t dest = 0, off;
+	uint8_t b[15];
+	size_t n;
+
+	if (!s->synced || !s->tracing || s->pend == PEND_NONE || s->last_far)
+		return;
+	if (s->pend == PEND_RET) {
+		if (pt_blk_get_offset(s->dec, &off) >= 0)
+			dec_tip_before_overflow(s->buf, s->len, off, &dest);
+		arrive(s, dest);
+		return;
+	}
+	if (direct_target(s, s->last_ip, &dest)) {
+		arrive(s, dest);
+		return;
+	}
+	n = read_code(s, s->last_isid, s->last_ip, b, sizeof(b));
+	if (s->pend == PEND_JUMP && !dec_is_indirect_jump(b, n))
+		return;
+	if (pt_blk_get_offset(s->dec, &off) >= 0 &&
+	    dec_tip_before_overflow(s->buf, s->len, off, &dest))
+		arrive(s, dest);
+}
+
+/*
  * libipt proceeds to a PTWRITE that its FUP names across a direct call or
  * jump, and then past the PTWRITE, so the block ends at the PTWRITE and
  * the branch before it (end_on_call, end_on_jump) is inside the block:
@@ -424,8 +459,13 @@ static void ptwrite_after_branch(struct strm *s, uint64_t ptw)
 static void on_event(struct strm *s, const struct pt_event *ev)
 {
 	uint64_t before = s->last_time, before_pos = s->mark_pos;
-	uint64_t t = strm_event_time(s, ev), ip;
+	uint64_t t, ip;
 	bool off;
+
+	/* Before the clock moves to the overflow's end. */
+	if (ev->type == ptev_overflow)
+		libipt_hides_target_at_overflow(s);
+	t = strm_event_time(s, ev);
 
 	switch (ev->type) {
 	case ptev_enabled:
@@ -660,6 +700,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 	int status;
 
 	config_for(s, &cfg, buf, len);
+	s->buf = buf;
+	s->len = len;
 	s->dec = pt_blk_alloc_decoder(&cfg);
 	if (!s->dec)
 		return -ENOMEM;

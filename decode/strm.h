@@ -40,6 +40,8 @@ struct prun; /* parallel.c: a run of a buffer decoded in pieces */
 struct strm {
 	struct dec_capture *c;
 	struct pt_block_decoder *dec;
+	const uint8_t *buf; /* what dec decodes, while strm_decode() runs */
+	size_t len;
 	uint32_t pid;
 	/* where events go: a thread, or a CPU's switch timeline */
 	struct dec_thread *thread;
