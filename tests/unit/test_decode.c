@@ -60,7 +60,7 @@ static void test_find_psb_payload_before(struct check_state *cs)
 static struct ptenc *tip_trace(void)
 {
 	static const struct ptenc_cfg cfg = {.timing = PTENC_MTC,
-					     .psb_period = 4096,
+					     .psb_period = 1, /* 4 KiB */
 					     .mtc_period = 3,
 					     .tsc_ctc_ratio = 2,
 					     .cbr = 20,
