@@ -180,6 +180,10 @@ void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last);
  * makes the pattern begin early: the PSB is the run's last 16 bytes.
  */
 bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at);
+/* The offset of the last PSB of buf that begins at or before end (as
+ * dec_find_psb() tells a PSB from a payload ending in 02 82). */
+bool dec_find_psb_before(const uint8_t *buf, size_t len, uint64_t end,
+			 uint64_t *at);
 /*
  * The address of the TIP that is the last control-flow packet (TNT, TIP,
  * FUP, TIP.PGE/PGD) before the last OVF of buf at or before offset end

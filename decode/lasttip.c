@@ -14,32 +14,6 @@
 
 #include <intel-pt.h>
 
-#include <string.h>
-
-/* Where the last PSB at or before end begins, if any. */
-static bool psb_before(const uint8_t *buf, uint64_t size, uint64_t end,
-		       uint64_t *at)
-{
-	static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					0x02, 0x82, 0x02, 0x82};
-
-	if (size < sizeof(psb))
-		return false;
-	if (end > size - sizeof(psb))
-		end = size - sizeof(psb);
-	for (uint64_t i = end + 1; i-- > 0;)
-		if (buf[i] == 0x02 && !memcmp(buf + i, psb, sizeof(psb))) {
-			/* A longer run of 02 82 ends in the PSB. */
-			while (i >= 2 && buf[i - 2] == 0x02 &&
-			       buf[i - 1] == 0x82)
-				i -= 2;
-			*at = i;
-			return true;
-		}
-	return false;
-}
-
 /* The IP packet's address, from the last one (Intel SDM 33.4.2.2). */
 static uint64_t last_ip_update(uint64_t last, const struct pt_packet_ip *p)
 {
@@ -124,7 +98,7 @@ bool dec_tip_before_overflow(const uint8_t *buf, size_t len, uint64_t end,
 			     uint64_t *ip)
 {
 	struct pt_config config, *cfg = &config;
-	uint64_t size = len, at = end;
+	uint64_t at = end;
 
 	pt_config_init(cfg);
 	cfg->begin = (uint8_t *)buf;
@@ -134,7 +108,7 @@ bool dec_tip_before_overflow(const uint8_t *buf, size_t len, uint64_t end,
 	for (int tries = 0; tries < 3 && at > 0; tries++) {
 		uint64_t psb;
 
-		if (!psb_before(cfg->begin, size, at - 1, &psb))
+		if (!dec_find_psb_before(buf, len, at - 1, &psb))
 			return false;
 		switch (scan(cfg, psb, end, ip)) {
 		case SCAN_FOUND:

@@ -55,6 +55,13 @@ static void test_find_psb_payload_before(struct check_state *cs)
 	CHECK(cs, dec_find_psb(buf, sizeof(buf), 0, &at) && at == 22);
 	/* The run reaching the buffer's end: its last 16 bytes. */
 	CHECK(cs, dec_find_psb(buf, 38, 0, &at) && at == 22);
+	/* Searched backwards: the same PSB, never the payload's bytes,
+	 * and none that begins after end. */
+	at = 0;
+	CHECK(cs, dec_find_psb_before(buf, sizeof(buf), 63, &at) && at == 22);
+	CHECK(cs, dec_find_psb_before(buf, sizeof(buf), 22, &at) && at == 22);
+	CHECK(cs, !dec_find_psb_before(buf, sizeof(buf), 21, &at));
+	CHECK(cs, !dec_find_psb_before(buf, 8, 8, &at));
 }
 
 static struct ptenc *tip_trace(void)
