@@ -542,6 +542,13 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 
 enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };
 
+/* Stitching asks the decoder's code whether a frame can be seen again. */
+static bool never_reaches(void *capture, uint32_t pid, uint64_t from,
+			  uint64_t to, bool ret_to)
+{
+	return dec_never_reaches(capture, pid, from, to, ret_to);
+}
+
 /* Joins that do not make a tree are our fault, not the capture's: the
  * thread is shown unstitched rather than the conversion failed. */
 static void warn_unstitched(void *capture, uint32_t tid)
@@ -676,7 +683,9 @@ int main(int argc, char **argv)
 	segs = NULL;
 	if (!a.no_stitch) {
 		struct stitch_opts so = {.unstitched = warn_unstitched,
-					 .ctx = (void *)a.capture};
+					 .ctx = (void *)a.capture,
+					 .never_reaches = never_reaches,
+					 .code_ctx = dc};
 
 		if (stitch_trace(&t, &ends, &so, err, sizeof(err)))
 			goto fail;

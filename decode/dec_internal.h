@@ -44,6 +44,10 @@ struct dec_map {
 	uint32_t dso; /* index in dsos */
 	int64_t bias; /* runtime = ELF vaddr + bias */
 	bool have_bias;
+	/* its first executable part in the section cache (runtime
+	 * [code_lo, code_hi)); isid 0 when none was added */
+	int isid;
+	uint64_t code_lo, code_hi;
 };
 
 struct dec_proc {
@@ -105,13 +109,14 @@ struct dec_capture {
 	 * (segments/pipe.c) both add to them. */
 	pthread_mutex_t note_lock;
 	pthread_mutex_t dwarf_lock; /* the dsos' dwarf */
-	/* capstone_counts_serialized(): capstone, used by the decoding
+	/* dec_capstone_serialized(): capstone, used by the decoding
 	 * threads (inline.c), is used one at a time. */
 	pthread_mutex_t cs_lock;
 
 	struct pt_image_section_cache *iscache;
-	uint64_t base;	      /* perf time that event times count from */
-	uint64_t first, last; /* span of decoded events */
+	struct dec_reach_ent *reach; /* reach.c's answers, NULL until asked */
+	uint64_t base;		     /* perf time that event times count from */
+	uint64_t first, last;	     /* span of decoded events */
 	struct dec_stats stats;
 };
 
@@ -147,6 +152,24 @@ int dec_add_missing(struct dec_capture *c, const char *line);
 /* The process whose mappings pid uses: itself, or the parent it forked
  * from when it has none of its own. */
 uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid);
+
+/*
+ * The code of the 64-bit function (a symbol with its size) that ip is in, as
+ * reach.c reads it: runtime [lo, hi) in section isid, and whether it has
+ * landing pads (sym_file_landing_pads(): 1, 0, or -1 unknown).  False
+ * when there is no such function or its code is not in the image.
+ */
+struct dec_fn_code {
+	uint64_t lo, hi;
+	int isid;
+	int landing_pads;
+};
+bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
+		 struct dec_fn_code *out);
+
+/* inline.c: capstone 4.0's first use of a table races between threads:
+ * start true takes the turn, false gives it back. */
+void dec_capstone_serialized(struct dec_capture *c, bool start);
 
 /* filter.c: the capture's address filter for pid's mappings (all ranges
  * off when there is none). */

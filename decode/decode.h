@@ -215,6 +215,17 @@ struct dec_sym {
 void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		   struct dec_sym *out);
 
+/*
+ * Whether the code proves that the function around from (pid's), with
+ * control at from, can never get to to in the same activation: every
+ * path from from that stays in it was followed, and none arrives at to
+ * (ret_to: none makes a call that returns to to, a return address).
+ * False whenever that is not proven (reach.c says where a walk stops
+ * proving).  For stitching (stitch_opts.never_reaches); after dec_run().
+ */
+bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
+		       uint64_t to, bool ret_to);
+
 /* Snapshot trigger hits recorded in the capture. */
 struct dec_hit {
 	uint32_t pid, tid;
@@ -254,5 +265,16 @@ bool dec_is_syscall(const uint8_t *b, size_t n);
 bool dec_is_far_return(const uint8_t *b, size_t n);
 /* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
 unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
+/*
+ * dec_never_reaches()'s walk over a function's code (n bytes at runtime
+ * address lo): true when no path from from that stays in it arrives at
+ * to, or with ret_to, makes a call that returns to to.  twice(ctx,
+ * target) (may be NULL) says whether a direct call's target returns
+ * twice (setjmp).
+ */
+bool dec_code_never_reaches(const uint8_t *code, size_t n, uint64_t lo,
+			    uint64_t from, uint64_t to, bool ret_to,
+			    bool (*twice)(void *ctx, uint64_t target),
+			    void *ctx);
 
 #endif

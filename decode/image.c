@@ -231,6 +231,11 @@ static int add_map_sections(struct dec_capture *c, struct dec_map *m,
 					   m->start + (lo - m->pgoff));
 		if (isid < 0)
 			return isid;
+		if (!m->isid) {
+			m->isid = isid;
+			m->code_lo = m->start + (lo - m->pgoff);
+			m->code_hi = m->code_lo + (hi - lo);
+		}
 		rc = pt_image_add_cached(img, c->iscache, isid, NULL);
 		if (rc < 0)
 			return rc;
@@ -435,6 +440,29 @@ static void inlines_in(struct dec_capture *c, const struct dec_map *m,
 	out->to = to;
 	if (out->from >= out->to)
 		out->tab = NULL;
+}
+
+bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
+		 struct dec_fn_code *out)
+{
+	const struct dec_map *m = find_map(c, pid, ip);
+	const struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+	const struct sym *s;
+	uint64_t v;
+
+	if (!d || !d->sf || !m->have_bias || !m->isid ||
+	    !sym_file_is_64bit(d->sf))
+		return false;
+	v = ip - (uint64_t)m->bias;
+	s = sym_file_lookup(d->sf, v);
+	if (!s || !s->size)
+		return false;
+	out->lo = s->addr + (uint64_t)m->bias;
+	out->hi = out->lo + s->size;
+	out->isid = m->isid;
+	out->landing_pads = sym_file_landing_pads(d->sf, v);
+	return out->lo >= m->code_lo && out->hi <= m->code_hi &&
+	       out->lo < out->hi;
 }
 
 bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,

@@ -57,12 +57,12 @@ static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
  * handle, but only one decodes at a time; a count is made once for each
  * pair of addresses, so they seldom wait.
  */
-static void capstone_counts_serialized(struct strm *s, bool start)
+void dec_capstone_serialized(struct dec_capture *c, bool start)
 {
 	if (start)
-		pthread_mutex_lock(&s->c->cs_lock);
+		pthread_mutex_lock(&c->cs_lock);
 	else
-		pthread_mutex_unlock(&s->c->cs_lock);
+		pthread_mutex_unlock(&c->cs_lock);
 }
 
 /*
@@ -92,7 +92,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 			return b->ninsn - 1;
 		c->have_cs = true;
 	}
-	capstone_counts_serialized(s, true);
+	dec_capstone_serialized(s->c, true);
 	cs_option(c->cs, CS_OPT_MODE,
 		  b->mode == ptem_32bit ? CS_MODE_32 : CS_MODE_64);
 	in = cs_malloc(c->cs);
@@ -113,7 +113,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 	}
 	if (in)
 		cs_free(in, 1);
-	capstone_counts_serialized(s, false);
+	dec_capstone_serialized(s->c, false);
 	if (at != ip || n >= b->ninsn)
 		return b->ninsn - 1; /* not an instruction of b: the last */
 	*e = (struct count_ent){b->ip, ip, n};

@@ -527,6 +527,7 @@ void dec_free(struct dec_capture *c)
 	for (size_t i = 0; i < c->nr_missing; i++)
 		free(c->missing[i]);
 	dec_kernel_free(c);
+	free(c->reach);
 	if (c->iscache)
 		pt_iscache_free(c->iscache);
 	free(c->missing);

@@ -34,6 +34,7 @@ struct frame {
 	uint32_t slice;
 	int32_t level;
 	uint64_t ret;	 /* return address, 0 if unknown */
+	uint64_t at;	 /* where control last came into it (inl_at()) */
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
 	uint8_t kind;
 	bool async;    /* entered by the kernel (a signal handler) */
@@ -392,6 +393,10 @@ static int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
 	const struct sym_ent *e;
 	size_t h = host_at(b);
 
+	/* Every arrival in a function passes here: its entry, a return
+	 * into it, a resume. */
+	if (h < b->depth)
+		b->stack[h].at = ip;
 	/* Most code has nothing inlined: no lookup there. */
 	if (h == b->depth || (h + 1 == b->depth && !b->stack[h].inl_code))
 		return 0;
@@ -765,6 +770,7 @@ static int keep_chains(struct seg_builder *b, size_t n)
 			i < k ? b->reveal_ips[k - 1 - i] : b->sync_ip;
 	}
 	e->nr_start = (uint32_t)at;
+	e->end_at = 0;
 	at = 0;
 	for (size_t i = 0; i < b->depth; i++) {
 		const struct frame *f = &b->stack[i];
@@ -776,6 +782,7 @@ static int keep_chains(struct seg_builder *b, size_t n)
 		e->end_rets[at] = 0;
 		if (at > 0)
 			e->end_rets[at - 1] = f->ret;
+		e->end_at = f->at;
 		at++;
 	}
 	e->nr_end = (uint32_t)at;

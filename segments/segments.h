@@ -40,6 +40,10 @@ struct seg_ends {
 	uint32_t *start_chain, *end_chain;
 	uint64_t *start_ips, *end_rets;
 	uint32_t nr_start, nr_end;
+	/* where control last came into the end chain's leaf (its entry, a
+	 * return from its child, a resume); from there it ran only its
+	 * own code until the segment ended.  0: unknown */
+	uint64_t end_at;
 };
 
 /*

@@ -148,6 +148,34 @@ static void handle_longjmp_step(struct match *m)
 	}
 }
 
+/*
+ * The code's word on the deepest pair: from where A's frame was (back
+ * at the call site of its open child, or for A's leaf, where control
+ * last came into it), can the function make the call whose return B saw
+ * land in its frame (B's frame with a child), or arrive where B resumed
+ * (B's leaf)?  When no path does, B's frame is another activation: the
+ * function returned in the gap and was called again, as an event loop
+ * calls its handler.  It keeps A's frame's depth, beside it, so that
+ * the alignment (and any guess it made) stays as it was.
+ */
+static void handle_other_activation(const struct thread_state *s,
+				    const struct chainv *av,
+				    const struct chainv *bv, struct match *m)
+{
+	const struct stitch_opts *o = s->o;
+	size_t p = a_pos(m, m->len - 1), i = m->ahead + m->len - 1;
+	bool leaf = p + 1 == av->n, ret_to = i + 1 < bv->n;
+	uint64_t from = leaf ? av->at : av->ip[p], to = bv->ip[i];
+
+	/* The same place is no evidence (the same call site; B resuming
+	 * where A's leaf was), but a leaf back from a child at to must call
+	 * it again for another return to land there. */
+	if (!o || !o->never_reaches || !from || !to ||
+	    (from == to && !(leaf && ret_to)))
+		return;
+	m->split = o->never_reaches(o->code_ctx, s->th->pid, from, to, ret_to);
+}
+
 /* How the depth was settled, for the reason. */
 static void depth_note(const struct verdict *v, char *how, size_t len)
 {
@@ -182,6 +210,10 @@ static void join_reason(const struct verdict *v, char *why, size_t len)
 		 m->len, m->len == 1 ? "" : "s", m->confirmed, m->off,
 		 m->off == 1 ? "" : "s", m->ahead, how,
 		 longjmp_note[m->nr_skips != 0][m->skip_guess]);
+	if (m->split)
+		snprintf(why + strlen(why), len - strlen(why),
+			 "; the deepest is another call (its code cannot "
+			 "get back there)");
 }
 
 /*
@@ -239,7 +271,15 @@ int decide(struct thread_state *s, const struct chainv *av,
 	if (!v.pinned)
 		handle_other_depth(s, av, ib, &r, &v);
 	handle_longjmp_step(&v.m);
+	handle_other_activation(s, av, bv, &v.m);
 	*m = v.m;
+	if (m->split && join_deepest(s, bv, m) == MT_NONE) {
+		snprintf(
+			why, len,
+			"another activation: the code cannot get back to where "
+			"B's frame is");
+		return 0;
+	}
 	join_reason(&v, why, len);
 	return 1;
 }

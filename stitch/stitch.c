@@ -50,7 +50,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!na || !b->nr_start)
 		return record(t, s->th->tid, ia, ib, 0, 0,
 			      "no frames on one side");
-	av = (struct chainv){s->chain, s->rets, na};
+	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return record(t, s->th->tid, ia, ib, 0, m.len ? m.score : 0,
@@ -60,8 +60,8 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			 "; not joined: %s", not_ahead);
 		return record(t, s->th->tid, ia, ib, 0, m.score, why);
 	}
-	rc = record(t, s->th->tid, ia, ib, join ? (uint32_t)m.len : 0, m.score,
-		    why);
+	rc = record(t, s->th->tid, ia, ib,
+		    join ? (uint32_t)(m.len - m.split) : 0, m.score, why);
 	if (rc || !join)
 		return rc;
 	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
@@ -74,7 +74,7 @@ static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
 	st->reason = mt_str_intern(&t->strs, why);
 	if (st->reason == MT_NONE)
 		return -ENOMEM;
-	st->frames_joined = (uint32_t)m->len;
+	st->frames_joined = (uint32_t)(m->len - m->split);
 	st->score = m->score;
 	return 0;
 }
@@ -165,14 +165,14 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 
 	if (rc || !na || !b->nr_start)
 		return rc;
-	av = (struct chainv){s->chain, s->rets, na};
+	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
 	if (x->nr_start && !handle_island(s, k, rec, x, b, &top))
 		return 0;
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)) ||
 	    !ahead_fits(s, &bv, &m))
 		return 0;
-	deepest = s->chain[a_pos(&m, m.len - 1)];
+	deepest = join_deepest(s, &bv, &m);
 	if (top != MT_NONE) {
 		/* X ran while the joined frames were live, somewhere under
 		 * the deepest of them: at a depth nobody can tell.  Unless
@@ -234,7 +234,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	free(sorted);
 	if (shared)
 		return 0;
-	av = (struct chainv){s->chain, s->rets, na};
+	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){s->xs, s->xi, nb};
 	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)) ||
 	    !ahead_fits(s, &bv, &m))
@@ -434,7 +434,7 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 			 struct mt_thread *th, const struct stitch_opts *o)
 {
 	struct thread_state s = {
-		.t = t, .ends = ends, .th = th, .root_name = MT_NONE};
+		.t = t, .o = o, .ends = ends, .th = th, .root_name = MT_NONE};
 	bool join = !(o && o->record_only);
 	size_t first_rec = t->nr_stitches;
 	int rc = thread_init(&s);

@@ -19,6 +19,7 @@
 #ifndef MT_STITCH_H
 #define MT_STITCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,18 @@ struct stitch_opts {
 	 */
 	void (*unstitched)(void *ctx, uint32_t tid);
 	void *ctx;
+	/*
+	 * Whether the code proves that the function around from, with
+	 * control at from, can never get to to in the same activation (with
+	 * ret_to: never make the call that returns to to): no path leads
+	 * there that stays in the function.  A frame of A that was at from
+	 * and a frame of B that was at to (whose child returned to to) are
+	 * then two activations, whatever their names.  May be NULL: nothing
+	 * proven.
+	 */
+	bool (*never_reaches)(void *ctx, uint32_t pid, uint64_t from,
+			      uint64_t to, bool ret_to);
+	void *code_ctx;
 };
 
 /* ends: the frames open at each segment's two ends, as the segment

@@ -15,6 +15,7 @@
 
 #include "model/model.h"
 #include "segments/segments.h"
+#include "stitch/stitch.h"
 #include "util/util.h"
 
 #include <stdbool.h>
@@ -51,6 +52,7 @@ struct guess_span {
 
 struct thread_state {
 	struct mt_trace *t;
+	const struct stitch_opts *o; /* may be NULL */
 	/* The side table of segments: the frames open at each one's ends,
 	 * by segment id, as segments/ handed them over (ends_of()). */
 	const struct seg_ends_table *ends;
@@ -88,6 +90,7 @@ struct chainv {
 	const uint32_t *sl;
 	const uint64_t *ip;
 	size_t n;
+	uint64_t at; /* A: where control last came into its leaf, 0 unknown */
 };
 
 /*
@@ -122,6 +125,11 @@ struct match {
 	uint32_t skip_at[MAX_SKIPS], skip_len[MAX_SKIPS];
 	bool skip_guess;
 	size_t skip_from;
+	/* The deepest pair it puts together, the same function at the same
+	 * depth, is two activations by the code's word (decide.c,
+	 * handle_other_activation()): B's frame is a new call beside A's,
+	 * not A's frame again.  Joined are len - split frames. */
+	bool split;
 };
 
 /* Alignments that explain as many frames, and confirm about as many
@@ -176,6 +184,10 @@ bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 		const struct match *m);
 int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	       const struct chainv *bv, const struct match *m);
+/* The deepest frame m keeps joined (B's first frame then hangs under
+ * it), MT_NONE when none. */
+uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
+		      const struct match *m);
 int rebuild(struct thread_state *s);
 void undo_edits(struct thread_state *s);
 void undo_free(struct undo_log *u);

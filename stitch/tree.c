@@ -322,19 +322,37 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 	return 0;
 }
 
+uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
+		      const struct match *m)
+{
+	size_t p;
+
+	if (m->len > m->split)
+		return s->chain[a_pos(m, m->len - m->split - 1)];
+	p = a_pos(m, 0);
+	if (p)
+		return s->chain[p - 1];
+	return m->ahead ? bv->sl[m->ahead - 1] : MT_NONE;
+}
+
 /* Join B (segment ib, its frames bv, root first) to A (s->chain, na
  * frames) as m says, across the gap that began at time at. */
 int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	       const struct chainv *bv, const struct match *m)
 {
 	const struct seg_ends *b = ends_of(s, ib);
-	uint32_t deepest = s->chain[a_pos(m, m->len - 1)];
+	uint32_t deepest = join_deepest(s, bv, m);
 	uint32_t gap = gap_before(s, b);
+	size_t nj = m->len - m->split;
 	int rc = 0;
 
 	s->joins++;
-	for (size_t i = 0; i < m->len && !rc; i++)
+	for (size_t i = 0; i < nj && !rc; i++)
 		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
+	/* B's other activation hangs beside A's: under its caller, which
+	 * is B's too once joined, else A's. */
+	if (!rc && m->split && !nj && !m->ahead)
+		rc = slice_set_parent(s, bv->sl[0], deepest);
 	/* A's callers above the join live at least as long. */
 	if (!rc)
 		rc = live_through(s, ib, b->start_chain[0], 0, m->off);

@@ -16,6 +16,9 @@
  * (DW_EH_PE_datarel | DW_EH_PE_sdata4); another encoding is not read.
  * An FDE's pc_range follows its pc_begin, both in the encoding its CIE's
  * 'R' augmentation gives; an FDE whose CIE says otherwise is left out.
+ * Its augmentation data holds the LSDA pointer when the CIE has an 'L':
+ * the function has landing pads, where control arrives from an
+ * exception rather than from any instruction of the function.
  */
 #include "symbols/sym_internal.h"
 
@@ -59,9 +62,9 @@ static uint64_t read_le(const uint8_t *p, size_t n)
 
 static int cmp_fde(const void *a, const void *b)
 {
-	const struct sym_range *x = a, *y = b;
+	const struct sym_fde *x = a, *y = b;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	return x->r.lo < y->r.lo ? -1 : x->r.lo > y->r.lo;
 }
 
 /* An unsigned LEB128 at p[*at], p holding len bytes; false past the end. */
@@ -78,80 +81,103 @@ static bool uleb(const uint8_t *p, size_t len, size_t *at, uint64_t *v)
 	return false;
 }
 
+/* What a CIE says of its FDEs: how their pointers are encoded (its 'R'
+ * augmentation), and the LSDA pointer's encoding (its 'L'), each
+ * DW_EH_PE_omit when absent or not readable here. */
+struct cie_info {
+	uint8_t fde_enc, lsda_enc;
+};
+
 /*
- * The encoding of the FDE pointers that the CIE at p[at] gives (its 'R'
- * augmentation), or DW_EH_PE_omit when it cannot be read here.
+ * The CIE at p[at]; false when it cannot be read here.
  */
-static uint8_t cie_fde_encoding(const uint8_t *p, size_t len, size_t at)
+static bool cie_read(const uint8_t *p, size_t len, size_t at,
+		     struct cie_info *ci)
 {
 	const char *aug;
 	uint64_t v, auglen;
 	size_t end;
 
+	ci->fde_enc = ci->lsda_enc = DW_EH_PE_omit;
 	if (at + 9 > len || read_le(p + at, 4) == 0xffffffffu ||
 	    read_le(p + at + 4, 4) != 0)
-		return DW_EH_PE_omit; /* a 64-bit one, or no CIE */
+		return false; /* a 64-bit one, or no CIE */
 	end = at + 4 + read_le(p + at, 4);
 	if (end > len)
-		return DW_EH_PE_omit;
+		return false;
 	at += 9; /* length, id, version */
 	aug = (const char *)p + at;
 	while (at < end && p[at])
 		at++;
 	if (at++ >= end || aug[0] != 'z')
-		return DW_EH_PE_omit; /* without 'z', the default: absptr */
+		return false; /* without 'z', the default: absptr */
 	/* code and data alignment, return address register */
 	for (int i = 0; i < 3; i++)
 		if (!uleb(p, end, &at, &v))
-			return DW_EH_PE_omit;
+			return false;
 	if (!uleb(p, end, &at, &auglen) || auglen > end - at)
-		return DW_EH_PE_omit;
+		return false;
 	for (const char *c = aug + 1; *c; c++) {
-		if (*c == 'R')
-			return at < end ? p[at] : DW_EH_PE_omit;
-		if (*c == 'L')
-			at++;
-		else if (*c == 'P') {
-			size_t n = at < end ? enc_size(p[at]) : 0;
+		if (*c != 'S' && *c != 'B' && at >= end)
+			return false;
+		if (*c == 'R') {
+			ci->fde_enc = p[at++];
+		} else if (*c == 'L') {
+			ci->lsda_enc = p[at++];
+		} else if (*c == 'P') {
+			size_t n = enc_size(p[at]);
 
 			if (!n)
-				return DW_EH_PE_omit;
+				return false;
 			at += 1 + n;
 		} else if (*c != 'S' && *c != 'B') {
-			return DW_EH_PE_omit;
+			return false;
 		}
 	}
-	return DW_EH_PE_omit;
+	return ci->fde_enc != DW_EH_PE_omit;
 }
 
 /*
- * The length of the code of the FDE at vaddr fde (its pc_range), from the
- * .eh_frame section (its bytes p, len, at vaddr base); 0 when it cannot
- * be read.
+ * The FDE at vaddr fde, from the .eh_frame section (its bytes p, len, at
+ * vaddr base): the length of its code (its pc_range) into *range, and
+ * whether it points to an LSDA (the function has landing pads: code that
+ * only an exception enters).  False when it cannot be read.
  */
-static uint64_t fde_range(const uint8_t *p, size_t len, uint64_t base,
-			  uint64_t fde)
+static bool fde_read(const uint8_t *p, size_t len, uint64_t base, uint64_t fde,
+		     uint64_t *range, bool *lsda)
 {
-	size_t at, n;
-	uint64_t cie;
-	uint8_t enc;
+	struct cie_info ci;
+	size_t at, n, ln;
+	uint64_t cie, auglen;
 
 	if (fde < base || fde - base > len || len - (fde - base) < 8)
-		return 0;
+		return false;
 	at = (size_t)(fde - base);
 	if (read_le(p + at, 4) == 0xffffffffu)
-		return 0;
+		return false;
 	cie = read_le(p + at + 4, 4);
-	if (!cie || cie > at + 4)
-		return 0;
-	enc = cie_fde_encoding(p, len, at + 4 - (size_t)cie);
-	n = enc_size(enc);
+	if (!cie || cie > at + 4 ||
+	    !cie_read(p, len, at + 4 - (size_t)cie, &ci))
+		return false;
+	n = enc_size(ci.fde_enc);
 	if (!n || at + 8 + 2 * n > len)
-		return 0;
-	return read_le(p + at + 8 + n, n);
+		return false;
+	*range = read_le(p + at + 8 + n, n);
+	*lsda = false;
+	if (ci.lsda_enc == DW_EH_PE_omit)
+		return *range != 0;
+	/* a pointer to the LSDA after the augmentation length; an LSDA
+	 * in an encoding not read here is taken to be there */
+	at += 8 + 2 * n;
+	ln = enc_size(ci.lsda_enc);
+	if (!uleb(p, len, &at, &auglen) || !ln || at + ln > len)
+		*lsda = true;
+	else
+		*lsda = read_le(p + at, ln) != 0;
+	return *range != 0;
 }
 
-int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr)
+int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr)
 {
 	GElf_Shdr sh, fsh;
 	Elf_Scn *scn = sym_elf_section(e, ".eh_frame_hdr", &sh);
@@ -160,7 +186,7 @@ int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr)
 	const uint8_t *p;
 	size_t len, at = 4, sz, n = 0;
 	uint64_t count;
-	struct sym_range *v;
+	struct sym_fde *v;
 
 	*out = NULL;
 	*nr = 0;
@@ -195,13 +221,16 @@ int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr)
 	for (uint64_t i = 0; i < count; i++, at += 8) {
 		int32_t lo = (int32_t)(uint32_t)read_le(p + at, 4);
 		int32_t fde = (int32_t)(uint32_t)read_le(p + at + 4, 4);
-		uint64_t range = fde_range(fd->d_buf, fd->d_size, fsh.sh_addr,
-					   sh.sh_addr + (uint64_t)(int64_t)fde);
+		uint64_t range;
+		bool lsda;
 
-		if (!range)
+		if (!fde_read(fd->d_buf, fd->d_size, fsh.sh_addr,
+			      sh.sh_addr + (uint64_t)(int64_t)fde, &range,
+			      &lsda))
 			continue;
-		v[n].lo = sh.sh_addr + (uint64_t)(int64_t)lo;
-		v[n].hi = v[n].lo + range;
+		v[n].r.lo = sh.sh_addr + (uint64_t)(int64_t)lo;
+		v[n].r.hi = v[n].r.lo + range;
+		v[n].lsda = lsda;
 		n++;
 	}
 	qsort(v, n, sizeof(*v), cmp_fde);

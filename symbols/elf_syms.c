@@ -33,8 +33,10 @@ struct sym_file {
 	size_t nr_loads;
 	uint8_t build_id[SYM_BUILD_ID_MAX];
 	size_t build_id_len;
-	struct sym_range *fdes; /* the unwind tables' functions */
+	struct sym_fde *fdes; /* the unwind tables' functions */
 	size_t nr_fdes;
+	bool eh_frame; /* it has unwind tables, read or not */
+	bool elf64;
 	struct sym_arena arena;
 };
 
@@ -560,8 +562,13 @@ static int load_elf(struct loader *ld, Elf *e)
 				elf_errmsg(-1));
 	if (!rc)
 		rc = sym_plt_collect(e, &ld->f->arena, &ld->c, ld->raw);
-	if (!rc)
+	if (!rc) {
+		GElf_Shdr sh;
+
+		ld->f->eh_frame = sym_elf_section(e, ".eh_frame", &sh) != NULL;
+		ld->f->elf64 = gelf_getclass(e) == ELFCLASS64;
 		rc = sym_fde_collect(e, &ld->f->fdes, &ld->f->nr_fdes);
+	}
 	if (!rc)
 		rc = collect_minidebuginfo(ld, e);
 	if (!rc)
@@ -709,9 +716,24 @@ bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 
 	if (i < 0)
 		return false;
-	*start = f->fdes[i].lo;
-	*end = f->fdes[i].hi;
+	*start = f->fdes[i].r.lo;
+	*end = f->fdes[i].r.hi;
 	return true;
+}
+
+bool sym_file_is_64bit(const struct sym_file *f)
+{
+	return f->elf64;
+}
+
+int sym_file_landing_pads(const struct sym_file *f, uint64_t vaddr)
+{
+	long i;
+
+	if (!f->nr_fdes)
+		return f->eh_frame ? -1 : 0;
+	i = sym_range_at(f->fdes, f->nr_fdes, sizeof(*f->fdes), vaddr);
+	return i >= 0 && f->fdes[i].lsda;
 }
 
 const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr)

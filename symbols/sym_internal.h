@@ -93,12 +93,18 @@ struct sym_range {
  */
 long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr);
 
+/* A function of the unwind tables, and whether it has landing pads. */
+struct sym_fde {
+	struct sym_range r;
+	bool lsda;
+};
+
 /*
  * The functions of e's unwind tables (.eh_frame_hdr's FDEs with their
  * ranges), sorted by start, malloc'd into *out; none when it has no such
  * table or one in an encoding not read.  Returns 0 or -ENOMEM.
  */
-int sym_fde_collect(Elf *e, struct sym_range **out, size_t *nr);
+int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr);
 
 /* The section named name, or NULL. */
 Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);

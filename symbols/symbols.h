@@ -70,6 +70,16 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr);
  */
 bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 		  uint64_t *end);
+/*
+ * Whether the function at vaddr has landing pads (its FDE points to an
+ * LSDA: an exception may arrive in it at code no instruction of it leads
+ * to): 1 or 0; -1 when its unwind tables could not be read.  Code
+ * without an FDE (or a file without .eh_frame) has none: no unwinder
+ * passes through it.
+ */
+int sym_file_landing_pads(const struct sym_file *f, uint64_t vaddr);
+/* Whether it is a 64-bit ELF file (its code 64-bit code). */
+bool sym_file_is_64bit(const struct sym_file *f);
 /* All symbols, sorted by address. */
 const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr);
 const struct sym_load *sym_file_loads(const struct sym_file *f, size_t *nr);

@@ -190,3 +190,54 @@ else
 		echo "FAIL stitch_guess_spans: $rows spans ($bad_rows overlap or empty), $unmarked slices in them unmarked, $marked marked, $pf in Perfetto, $inside in the window and $outside outside"
 	fi
 fi
+
+# An event loop: main calls handle() again and again from one call
+# site, and handle() calls parse(), then respond().  A gap that our trace
+# enters in respond() and leaves in the next request's parse() looks,
+# by names and main's call site, like one handle() across the gap; the
+# code says otherwise (after respond() returns, handle() returns: it never
+# calls parse() again).  No handle() slice may span such a gap.  The
+# emulator drops packets at fixed branch counts, so the gaps fall at the
+# same places each run.
+cc -O1 -g -no-pie -o "$W/eventloop" "$MT_ROOT/tests/programs/eventloop.c"
+if "$B/mt-capture" --emulate --drop-every 300 --gaps "$W/el.gaps" \
+	-o "$W/el.bin" -- "$W/eventloop" >/dev/null 2>"$W/el.err" &&
+	"$B/mt-convert" "$W/el.bin" --text "$W/el.tsv" -q --no-sqlite \
+		-o "$W/el.pftrace" 2>>"$W/el.err"; then
+	got=$(awk -F'\t' '
+	NR == 1 { next }
+	{ n++; name[n] = $3; st[n] = $4; en[n] = $5; fl[n] = $6 }
+	END {
+		for (i = 1; i <= n; i++) {
+			if (name[i] !~ /^\[decode gap/)
+				continue
+			a = b = 0
+			for (j = 1; j <= n; j++) {
+				if (name[j] == "respond" && en[j] == st[i] &&
+				    fl[j] ~ /clipped_end/)
+					a = 1
+				if (name[j] == "parse" && st[j] == en[i] &&
+				    fl[j] ~ /clipped_start/)
+					b = 1
+			}
+			if (!a || !b)
+				continue
+			tested++
+			for (j = 1; j <= n; j++)
+				if (name[j] == "handle" && st[j] < st[i] &&
+				    en[j] > en[i]) {
+					bad++
+					break
+				}
+		}
+		printf "%d %d\n", tested, bad
+	}' "$W/el.tsv")
+	if [ "${got% *}" -gt 0 ] && [ "${got#* }" = 0 ]; then
+		echo "PASS stitch_event_loop (${got% *} gaps from respond() into the next parse(), no handle() across them)"
+	else
+		echo "FAIL stitch_event_loop: of ${got% *} gaps from respond() into the next parse(), ${got#* } inside one handle() slice"
+	fi
+else
+	echo "FAIL stitch_event_loop: capture or convert failed"
+	sed 's/^/    /' "$W/el.err" | tail -3
+fi

@@ -131,6 +131,116 @@ static void test_tip_before_overflow(struct check_state *cs)
 	ptenc_free(g);
 }
 
+/* A direct call's target at 0x4000 returns twice (a setjmp). */
+static bool twice_at_4000(void *ctx, uint64_t target)
+{
+	(void)ctx;
+	return target == 0x4000;
+}
+
+/*
+ * The walk of a function's code from one call site's return address:
+ * whether another call site can be reached in the same activation.
+ * Hand-assembled, at 0x1000.
+ */
+static void test_never_reaches(struct check_state *cs)
+{
+	/* handle(): call parse; mov %eax,%edi; call respond; ret */
+	static const uint8_t straight[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0x89, 0xc7,		      /* 1005 mov */
+		0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
+		0xc3,			      /* 100c ret */
+	};
+	/* the same in a loop: jne back to the first call */
+	static const uint8_t loop[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+		0x75, 0xf4,		      /* 100a jne 1000 */
+		0xc3,			      /* 100c ret */
+	};
+	/* after the second call, a jump through a register */
+	static const uint8_t indirect[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+		0xff, 0xe0,		      /* 100a jmp *%rax */
+	};
+	/* after the second call, a jump out of the function (a cold
+	 * part), and a conditional one */
+	static const uint8_t out[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+		0x74, 0x01,		      /* 100a je 100d */
+		0xc3,			      /* 100c ret */
+		0xe9, 0xee, 0x4f, 0x00, 0x00, /* 100d jmp 6000 */
+	};
+	/* a setjmp before both calls: a longjmp comes back after it */
+	static const uint8_t sj[] = {
+		0xe8, 0xfb, 0x2f, 0x00, 0x00, /* 1000 call 4000 */
+		0xe8, 0xf6, 0x0f, 0x00, 0x00, /* 1005 call 2000 */
+		0xe8, 0xf1, 0x1f, 0x00, 0x00, /* 100a call 3000 */
+		0xc3,			      /* 100f ret */
+	};
+	/* the same, the setjmp called through a GOT slot (-fno-plt) */
+	static const uint8_t sj_got[] = {
+		0xff, 0x15, 0x00, 0x10, 0x00,
+		0x00,			      /* 1000 call *0x1000(%rip) */
+		0xe8, 0xf5, 0x0f, 0x00, 0x00, /* 1006 call 2000 */
+		0xe8, 0xf0, 0x1f, 0x00, 0x00, /* 100b call 3000 */
+		0xc3,			      /* 1010 ret */
+	};
+	/* a conditional branch over the second call, both ways followed */
+	static const uint8_t cond[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0x74, 0x05,		      /* 1005 je 100c */
+		0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
+		0xc3,			      /* 100c ret */
+	};
+
+	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					 0x100c, 0x1005, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					  0x1005, 0x100c, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(loop, sizeof(loop), 0x1000, 0x100a,
+					  0x1005, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(indirect, sizeof(indirect), 0x1000,
+					  0x100a, 0x1005, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(out, sizeof(out), 0x1000, 0x100a,
+					  0x1005, true, NULL, NULL));
+	CHECK(cs, dec_code_never_reaches(sj, sizeof(sj), 0x1000, 0x100f, 0x100a,
+					 true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(sj, sizeof(sj), 0x1000, 0x100f,
+					  0x100a, true, twice_at_4000, NULL));
+	CHECK(cs,
+	      !dec_code_never_reaches(sj_got, sizeof(sj_got), 0x1000, 0x1010,
+				      0x100b, true, twice_at_4000, NULL));
+	CHECK(cs, dec_code_never_reaches(sj_got, sizeof(sj_got), 0x1000, 0x1010,
+					 0x100b, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(cond, sizeof(cond), 0x1000, 0x1005,
+					  0x100c, true, NULL, NULL));
+	CHECK(cs, dec_code_never_reaches(cond, sizeof(cond), 0x1000, 0x100c,
+					 0x1005, true, NULL, NULL));
+	/* A's leaf, back from parse() where B's parse() returned to: it
+	 * goes on to respond() and returns, and never calls parse() */
+	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					 0x1005, 0x1005, true, NULL, NULL));
+	/* where control arrives, not a call's return */
+	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					 0x100c, 0x1005, false, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					  0x1005, 0x1007, false, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(loop, sizeof(loop), 0x1000, 0x100a,
+					  0x1000, false, NULL, NULL));
+	/* no call ends at 1007: a return landing there was a jump */
+	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					  0x100c, 0x1007, true, NULL, NULL));
+	/* from outside the code, or bytes that are no instruction */
+	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
+					  0x2000, 0x1005, true, NULL, NULL));
+	CHECK(cs, !dec_code_never_reaches(straight, 3, 0x1000, 0x1000, 0x1005,
+					  true, NULL, NULL));
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -138,5 +248,6 @@ int main(void)
 	RUN(&st, test_find_psb);
 	RUN(&st, test_find_psb_payload_before);
 	RUN(&st, test_tip_before_overflow);
+	RUN(&st, test_never_reaches);
 	return CHECK_DONE(&st);
 }

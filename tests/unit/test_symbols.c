@@ -404,6 +404,65 @@ static void test_minidebuginfo(struct check_state *st)
 	fuzz_section(st, mini, ".symtab");
 }
 
+/*
+ * Landing pads: a function whose cleanup runs when an exception passes
+ * (C with -fexceptions) has an LSDA; one without has none; a file
+ * without unwind tables has none anywhere, and one whose tables cannot
+ * be read cannot tell.
+ */
+static void test_landing_pads(struct check_state *st)
+{
+	static const char src[] =
+		"volatile int sink;\n"
+		"static void release(int *p) { sink += *p; }\n"
+		"static void bump(int *x) { *x += 1; }\n"
+		"void (*volatile hook)(int *) = bump;\n"
+		"__attribute__((noinline)) int with_cleanup(int v)\n"
+		"{ int x __attribute__((cleanup(release))) = v; hook(&x);"
+		" return x; }\n"
+		"__attribute__((noinline)) int plain(int v) { return v * 3; }\n"
+		"int main(int c, char **a) { (void)a; return with_cleanup(c) +"
+		" plain(c); }\n";
+	char path[300], cfile[300], bare[300], nohdr[300];
+	struct sym_file *f = NULL, *g = NULL, *h = NULL;
+	const struct sym *w, *p;
+
+	snprintf(cfile, sizeof(cfile), "%s/lsda.c", tmp);
+	snprintf(path, sizeof(path), "%s/lsda", tmp);
+	snprintf(bare, sizeof(bare), "%s/lsda.bare", tmp);
+	snprintf(nohdr, sizeof(nohdr), "%s/lsda.nohdr", tmp);
+	if (spit(cfile, src, sizeof(src) - 1) ||
+	    !sh("cc -O1 -fexceptions -o %s %s", path, cfile)) {
+		CHECKF(st, 0, "cc failed");
+		return;
+	}
+	CHECK(st, sh("objcopy --remove-section=.eh_frame "
+		     "--remove-section=.eh_frame_hdr %s %s",
+		     path, bare));
+	CHECK(st,
+	      sh("objcopy --remove-section=.eh_frame_hdr %s %s", path, nohdr));
+	f = open_or_report(st, path, &no_root);
+	g = open_or_report(st, bare, &no_root);
+	h = open_or_report(st, nohdr, &no_root);
+	if (!f || !g || !h)
+		goto out;
+	w = find_sym(f, "with_cleanup");
+	p = find_sym(f, "plain");
+	CHECK(st, w && p);
+	if (!w || !p)
+		goto out;
+	CHECK(st, sym_file_is_64bit(f));
+	CHECK(st, sym_file_landing_pads(f, w->addr + 1) == 1);
+	CHECK(st, sym_file_landing_pads(f, p->addr) == 0);
+	CHECK(st, sym_file_landing_pads(g, w->addr + 1) == 0);
+	CHECK(st, sym_file_landing_pads(h, w->addr + 1) == -1);
+	CHECK(st, sym_file_landing_pads(h, p->addr) == -1);
+out:
+	sym_file_free(f);
+	sym_file_free(g);
+	sym_file_free(h);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -425,6 +484,7 @@ int main(void)
 	RUN(&st, test_debuglink);
 	RUN(&st, test_unwind_functions);
 	RUN(&st, test_unwind_tables_damaged);
+	RUN(&st, test_landing_pads);
 	if (have_tool("xz"))
 		RUN(&st, test_minidebuginfo);
 	else

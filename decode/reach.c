@@ -1,0 +1,321 @@
+/*
+ * Whether a function, with control at one place, can get to another in
+ * the same activation: a walk of its control flow graph from its code.
+ *
+ * A gap hides what a thread did; stitching then asks whether a frame
+ * open before it and a frame of the same name after it are one
+ * activation.  The first was at from: the return address its open child
+ * comes back to, or where control last came into it.  The second was at
+ * to: where its child's return landed (ret_to), or where it resumed.  One
+ * activation must go from from to a call that returns to to, or to to
+ * itself.  The walk follows every edge of the function's code from from,
+ * both ways of a conditional branch, over calls (as if each returned);
+ * not one path getting there proves them two activations.  It proves
+ * nothing, and says so, wherever the code might go where the walk cannot
+ * follow: a jump through a register or memory, a jump out of the function
+ * (a cold part, a tail call), bytes it cannot decode, code too large to
+ * walk, and the two ways of arriving at code no instruction leads to, an
+ * exception's landing pad (the function's FDE points to an LSDA, or the
+ * binary's unwind tables cannot be read) and a second return from setjmp
+ * and its kin.
+ */
+#include "decode/dec_internal.h"
+
+#include <capstone/capstone.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Larger functions are not walked (a few in a thousand). */
+#define REACH_MAX_CODE (64u << 10)
+#define REACH_CACHE    4096
+
+struct dec_reach_ent {
+	uint64_t from, to;
+	uint32_t pid;
+	bool used, ret_to, never;
+};
+
+/*
+ * Functions that return more than once (GCC's special_function_p(): the
+ * names after up to two leading underscores, or "__x"): a longjmp back
+ * lands after their call, where no edge of the function leads.
+ */
+static bool returns_twice(const char *name)
+{
+	static const char *const twice[] = {"setjmp", "sigsetjmp",  "savectx",
+					    "vfork",  "getcontext", "qsetjmp"};
+	size_t n;
+
+	if (!strncmp(name, "__x", 3))
+		name += 3;
+	else if (!strncmp(name, "__", 2))
+		name += 2;
+	else if (name[0] == '_')
+		name++;
+	n = strcspn(name, "@");
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++)
+		if (strlen(twice[i]) == n && !strncmp(name, twice[i], n))
+			return true;
+	return false;
+}
+
+struct named {
+	struct dec_capture *c;
+	uint32_t pid;
+};
+
+static bool calls_returns_twice(void *ctx, uint64_t target)
+{
+	const struct named *nm = ctx;
+	struct dec_sym ds;
+
+	dec_symbolize(nm->c, nm->pid, target, &ds);
+	return ds.known && returns_twice(ds.name);
+}
+
+/* The direct target of a branch, or false for one through a register or
+ * memory. */
+static bool branch_target(const cs_insn *in, uint64_t *to)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+		return false;
+	*to = (uint64_t)x->operands[0].imm;
+	return true;
+}
+
+enum walk { WALK_NEVER, WALK_MAYBE };
+
+struct walker {
+	bool (*twice)(void *ctx, uint64_t target);
+	void *ctx;
+	uint64_t lo, hi; /* the function's code, at code */
+	const uint8_t *code;
+	uint64_t to;
+	bool ret_to; /* to is reached by a call returning there */
+	uint8_t *seen;
+	uint64_t *work;
+	size_t nw;
+	csh cs;
+	cs_insn *in;
+};
+
+/*
+ * One instruction at pc: where the path goes on (*next, or nowhere when
+ * it ends there), and any other way a conditional branch goes is pushed.
+ */
+static enum walk step(struct walker *w, uint64_t pc, uint64_t *next, bool *ends)
+{
+	const uint8_t *p = w->code + (pc - w->lo);
+	size_t left = w->hi - pc;
+	uint64_t addr = pc, to;
+	cs_insn *in = w->in;
+
+	*ends = false;
+	if (!cs_disasm_iter(w->cs, &p, &left, &addr, in))
+		return WALK_MAYBE;
+	*next = addr;
+	if (cs_insn_group(w->cs, in, CS_GRP_RET) ||
+	    cs_insn_group(w->cs, in, CS_GRP_IRET) || in->id == X86_INS_HLT ||
+	    in->id == X86_INS_UD2 || in->id == X86_INS_INT3) {
+		*ends = true;
+		return WALK_NEVER;
+	}
+	if (cs_insn_group(w->cs, in, CS_GRP_CALL))
+		return w->ret_to && addr == w->to ? WALK_MAYBE : WALK_NEVER;
+	/* a transaction's abort goes to XBEGIN's operand */
+	if (in->id == X86_INS_XBEGIN) {
+		if (!branch_target(in, &to))
+			return WALK_MAYBE;
+		w->work[w->nw++] = to;
+		return WALK_NEVER;
+	}
+	if (!cs_insn_group(w->cs, in, CS_GRP_JUMP))
+		return WALK_NEVER;
+	if (!branch_target(in, &to))
+		return WALK_MAYBE;
+	if (in->id == X86_INS_JMP || in->id == X86_INS_LJMP)
+		*next = to;
+	else
+		w->work[w->nw++] = to;
+	return WALK_NEVER;
+}
+
+/*
+ * Whether the function calls, anywhere, one that returns twice: a
+ * longjmp may come back after that call at any time after it, whether
+ * the walk from from passes it or not (it may have run before).  Found
+ * by decoding the code from its start in a line, which is how compilers
+ * lay out x86-64 functions (their tables live elsewhere); a call through
+ * a GOT slot (-fno-plt) could be to anything, and so could bytes that
+ * are no instruction.
+ */
+static enum walk any_returns_twice(struct walker *w)
+{
+	const uint8_t *p = w->code;
+	size_t left = w->hi - w->lo;
+	uint64_t addr = w->lo, to;
+
+	while (left) {
+		const cs_x86 *x = &w->in->detail->x86;
+
+		if (!cs_disasm_iter(w->cs, &p, &left, &addr, w->in))
+			return WALK_MAYBE;
+		if (!cs_insn_group(w->cs, w->in, CS_GRP_CALL))
+			continue;
+		if (branch_target(w->in, &to)
+			    ? w->twice(w->ctx, to)
+			    : x->op_count == 1 &&
+				      x->operands[0].type == X86_OP_MEM &&
+				      x->operands[0].mem.base == X86_REG_RIP)
+			return WALK_MAYBE;
+	}
+	return WALK_NEVER;
+}
+
+/*
+ * Whether a call ends right before to, so that a return can land there
+ * from a call: some decoding of the bytes before it is a call that ends
+ * at to.  A return that lands anywhere else was no return to a call
+ * (a ret used as a jump), and the walk does not look for one.
+ */
+static bool call_ends_at(struct walker *w, uint64_t to)
+{
+	for (uint64_t k = 1; k <= 15 && k <= to - w->lo; k++) {
+		const uint8_t *p = w->code + (to - k - w->lo);
+		size_t left = (size_t)k;
+		uint64_t addr = to - k;
+
+		if (cs_disasm_iter(w->cs, &p, &left, &addr, w->in) &&
+		    addr == to && cs_insn_group(w->cs, w->in, CS_GRP_CALL))
+			return true;
+	}
+	return false;
+}
+
+/* Every path from from, until one reaches to or leaves what can be
+ * followed. */
+static enum walk walk(struct walker *w, uint64_t from)
+{
+	w->work[w->nw++] = from;
+	while (w->nw) {
+		uint64_t pc = w->work[--w->nw], next;
+		bool ends;
+
+		for (;;) {
+			if ((!w->ret_to && pc == w->to) || pc < w->lo ||
+			    pc >= w->hi)
+				return WALK_MAYBE;
+			if (w->seen[pc - w->lo])
+				break;
+			w->seen[pc - w->lo] = 1;
+			if (step(w, pc, &next, &ends) == WALK_MAYBE)
+				return WALK_MAYBE;
+			if (ends)
+				break;
+			pc = next;
+		}
+	}
+	return WALK_NEVER;
+}
+
+static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
+		     uint8_t *buf)
+{
+	uint64_t n = f->hi - f->lo, got = 0;
+
+	while (got < n) {
+		int r = pt_iscache_read(c->iscache, buf + got, n - got, f->isid,
+					f->lo + got);
+
+		if (r <= 0)
+			return false;
+		got += (uint64_t)r;
+	}
+	return true;
+}
+
+bool dec_code_never_reaches(const uint8_t *code, size_t n, uint64_t lo,
+			    uint64_t from, uint64_t to, bool ret_to,
+			    bool (*twice)(void *ctx, uint64_t target),
+			    void *ctx)
+{
+	struct walker w = {.twice = twice,
+			   .ctx = ctx,
+			   .lo = lo,
+			   .hi = lo + n,
+			   .code = code,
+			   .to = to,
+			   .ret_to = ret_to};
+	enum walk r = WALK_MAYBE;
+
+	if (from < lo || from - lo >= n || to < lo || to - lo >= n ||
+	    n > REACH_MAX_CODE)
+		return false;
+	w.seen = calloc(n, 1);
+	/* each instruction pushes at most one other way */
+	w.work = malloc((n + 1) * sizeof(*w.work));
+	if (!w.seen || !w.work ||
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &w.cs) != CS_ERR_OK)
+		goto out;
+	cs_option(w.cs, CS_OPT_DETAIL, CS_OPT_ON);
+	w.in = cs_malloc(w.cs);
+	if (w.in) {
+		r = twice ? any_returns_twice(&w) : WALK_NEVER;
+		if (r == WALK_NEVER && ret_to && !call_ends_at(&w, to))
+			r = WALK_MAYBE;
+		if (r == WALK_NEVER)
+			r = walk(&w, from);
+		cs_free(w.in, 1);
+	}
+	cs_close(&w.cs);
+out:
+	free(w.seen);
+	free(w.work);
+	return r == WALK_NEVER;
+}
+
+static bool prove_never(struct dec_capture *c, uint32_t pid, uint64_t from,
+			uint64_t to, bool ret_to)
+{
+	struct named nm = {c, pid};
+	struct dec_fn_code f;
+	uint8_t *code;
+	bool never = false;
+
+	if (!dec_fn_code(c, pid, from, &f) || to < f.lo || to >= f.hi ||
+	    f.landing_pads != 0 || f.hi - f.lo > REACH_MAX_CODE)
+		return false;
+	code = malloc((size_t)(f.hi - f.lo));
+	if (code && read_all(c, &f, code)) {
+		dec_capstone_serialized(c, true);
+		never = dec_code_never_reaches(code, (size_t)(f.hi - f.lo),
+					       f.lo, from, to, ret_to,
+					       calls_returns_twice, &nm);
+		dec_capstone_serialized(c, false);
+	}
+	free(code);
+	return never;
+}
+
+bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
+		       uint64_t to, bool ret_to)
+{
+	struct dec_reach_ent *e;
+	size_t h = (size_t)((from * 0x9e3779b97f4a7c15ull) ^ (to >> 1) ^
+			    ((uint64_t)pid << 17)) &
+		   (REACH_CACHE - 1);
+	bool never;
+
+	if (!c->reach)
+		c->reach = calloc(REACH_CACHE, sizeof(*c->reach));
+	e = c->reach ? &c->reach[h] : NULL;
+	if (e && e->used && e->from == from && e->to == to && e->pid == pid &&
+	    e->ret_to == ret_to)
+		return e->never;
+	never = prove_never(c, pid, from, to, ret_to);
+	if (e)
+		*e = (struct dec_reach_ent){from, to, pid, 1, ret_to, never};
+	return never;
+}
