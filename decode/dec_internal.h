@@ -155,14 +155,18 @@ uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid);
 
 /*
  * The code of the 64-bit function (a symbol with its size) that ip is in, as
- * reach.c reads it: runtime [lo, hi) in section isid, and whether it has
- * landing pads (sym_file_landing_pads(): 1, 0, or -1 unknown).  False
- * when there is no such function or its code is not in the image.
+ * reach.c reads it: runtime [lo, hi) in section isid, and its call sites
+ * with a landing pad (ELF vaddrs: runtime = vaddr + bias), eh_known
+ * false when they cannot be told.  False when there is no such function
+ * or its code is not in the image.
  */
 struct dec_fn_code {
 	uint64_t lo, hi;
 	int isid;
-	int landing_pads;
+	bool eh_known;
+	const struct sym_lp *lps;
+	size_t nr_lps;
+	uint64_t bias;
 };
 bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
 		 struct dec_fn_code *out);

@@ -265,16 +265,28 @@ bool dec_is_syscall(const uint8_t *b, size_t n);
 bool dec_is_far_return(const uint8_t *b, size_t n);
 /* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
 unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
-/*
- * dec_never_reaches()'s walk over a function's code (n bytes at runtime
- * address lo): true when no path from from that stays in it arrives at
- * to, or with ret_to, makes a call that returns to to.  twice(ctx,
- * target) (may be NULL) says whether a direct call's target returns
- * twice (setjmp).
- */
-bool dec_code_never_reaches(const uint8_t *code, size_t n, uint64_t lo,
-			    uint64_t from, uint64_t to, bool ret_to,
-			    bool (*twice)(void *ctx, uint64_t target),
-			    void *ctx);
+/* Where an exception out of the code [lo, hi) lands (runtime). */
+struct dec_lp {
+	uint64_t lo, hi, pad;
+};
+
+/* A function's code as dec_never_reaches() walks it: n bytes at runtime
+ * address lo, its landing pads (sorted, disjoint), and twice(ctx,
+ * target) (may be NULL): whether a direct call's target returns twice
+ * (setjmp). */
+struct dec_code {
+	const uint8_t *bytes;
+	size_t n;
+	uint64_t lo;
+	const struct dec_lp *lps;
+	size_t nr_lps;
+	bool (*twice)(void *ctx, uint64_t target);
+	void *ctx;
+};
+
+/* The walk itself: true when no path from from that stays in the code
+ * arrives at to, or with ret_to, makes a call that returns to to. */
+bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
+			    uint64_t to, bool ret_to);
 
 #endif

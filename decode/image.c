@@ -460,7 +460,9 @@ bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	out->lo = s->addr + (uint64_t)m->bias;
 	out->hi = out->lo + s->size;
 	out->isid = m->isid;
-	out->landing_pads = sym_file_landing_pads(d->sf, v);
+	out->bias = (uint64_t)m->bias;
+	out->eh_known = !sym_file_landing_pads(
+		d->sf, s->addr, s->addr + s->size, &out->lps, &out->nr_lps);
 	return out->lo >= m->code_lo && out->hi <= m->code_hi &&
 	       out->lo < out->hi;
 }

@@ -14,10 +14,10 @@
  * nothing, and says so, wherever the code might go where the walk cannot
  * follow: a jump through a register or memory, a jump out of the function
  * (a cold part, a tail call), bytes it cannot decode, code too large to
- * walk, and the two ways of arriving at code no instruction leads to, an
- * exception's landing pad (the function's FDE points to an LSDA, or the
- * binary's unwind tables cannot be read) and a second return from setjmp
- * and its kin.
+ * walk, an exception's landing pads where they cannot be read (the
+ * binary's unwind tables or the function's LSDA; where they can, an
+ * exception is one more edge, to the pad), and a second return from
+ * setjmp and its kin, which arrives where no edge leads.
  */
 #include "decode/dec_internal.h"
 
@@ -88,8 +88,7 @@ static bool branch_target(const cs_insn *in, uint64_t *to)
 enum walk { WALK_NEVER, WALK_MAYBE };
 
 struct walker {
-	bool (*twice)(void *ctx, uint64_t target);
-	void *ctx;
+	const struct dec_code *c;
 	uint64_t lo, hi; /* the function's code, at code */
 	const uint8_t *code;
 	uint64_t to;
@@ -122,8 +121,14 @@ static enum walk step(struct walker *w, uint64_t pc, uint64_t *next, bool *ends)
 		*ends = true;
 		return WALK_NEVER;
 	}
-	if (cs_insn_group(w->cs, in, CS_GRP_CALL))
-		return w->ret_to && addr == w->to ? WALK_MAYBE : WALK_NEVER;
+	if (cs_insn_group(w->cs, in, CS_GRP_CALL)) {
+		if (w->ret_to && addr == w->to)
+			return WALK_MAYBE;
+		/* the function's last instruction: a call that never
+		 * returns (abort, _Unwind_Resume) */
+		*ends = addr == w->hi;
+		return WALK_NEVER;
+	}
 	/* a transaction's abort goes to XBEGIN's operand */
 	if (in->id == X86_INS_XBEGIN) {
 		if (!branch_target(in, &to))
@@ -165,7 +170,7 @@ static enum walk any_returns_twice(struct walker *w)
 		if (!cs_insn_group(w->cs, w->in, CS_GRP_CALL))
 			continue;
 		if (branch_target(w->in, &to)
-			    ? w->twice(w->ctx, to)
+			    ? w->c->twice(w->c->ctx, to)
 			    : x->op_count == 1 &&
 				      x->operands[0].type == X86_OP_MEM &&
 				      x->operands[0].mem.base == X86_REG_RIP)
@@ -194,11 +199,37 @@ static bool call_ends_at(struct walker *w, uint64_t to)
 	return false;
 }
 
-/* Every path from from, until one reaches to or leaves what can be
- * followed. */
+/* The landing pad an exception out of the instruction at pc goes to, or
+ * 0. */
+static uint64_t pad_of(const struct dec_code *c, uint64_t pc)
+{
+	size_t a = 0, b = c->nr_lps;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (c->lps[m].hi <= pc)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a < c->nr_lps && c->lps[a].lo <= pc ? c->lps[a].pad : 0;
+}
+
+/*
+ * Every path from from, until one reaches to or leaves what can be
+ * followed.  An exception is one more way on: out of any instruction
+ * that its call site's range covers (a call's callee throws; with
+ * -fnon-call-exceptions, the instruction itself), to its landing pad,
+ * and so out of the call whose return from is, the child open there.
+ */
 static enum walk walk(struct walker *w, uint64_t from)
 {
+	uint64_t pad = pad_of(w->c, from - 1);
+
 	w->work[w->nw++] = from;
+	if (pad)
+		w->work[w->nw++] = pad;
 	while (w->nw) {
 		uint64_t pc = w->work[--w->nw], next;
 		bool ends;
@@ -210,6 +241,9 @@ static enum walk walk(struct walker *w, uint64_t from)
 			if (w->seen[pc - w->lo])
 				break;
 			w->seen[pc - w->lo] = 1;
+			pad = pad_of(w->c, pc);
+			if (pad)
+				w->work[w->nw++] = pad;
 			if (step(w, pc, &next, &ends) == WALK_MAYBE)
 				return WALK_MAYBE;
 			if (ends)
@@ -236,33 +270,32 @@ static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
 	return true;
 }
 
-bool dec_code_never_reaches(const uint8_t *code, size_t n, uint64_t lo,
-			    uint64_t from, uint64_t to, bool ret_to,
-			    bool (*twice)(void *ctx, uint64_t target),
-			    void *ctx)
+bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
+			    uint64_t to, bool ret_to)
 {
-	struct walker w = {.twice = twice,
-			   .ctx = ctx,
-			   .lo = lo,
-			   .hi = lo + n,
-			   .code = code,
+	size_t n = c->n;
+	struct walker w = {.c = c,
+			   .lo = c->lo,
+			   .hi = c->lo + n,
+			   .code = c->bytes,
 			   .to = to,
 			   .ret_to = ret_to};
 	enum walk r = WALK_MAYBE;
 
-	if (from < lo || from - lo >= n || to < lo || to - lo >= n ||
+	if (from < w.lo || from - w.lo >= n || to < w.lo || to - w.lo >= n ||
 	    n > REACH_MAX_CODE)
 		return false;
 	w.seen = calloc(n, 1);
-	/* each instruction pushes at most one other way */
-	w.work = malloc((n + 1) * sizeof(*w.work));
+	/* each instruction pushes at most two other ways (a branch's, a
+	 * landing pad), and the walk starts with two */
+	w.work = malloc((2 * n + 2) * sizeof(*w.work));
 	if (!w.seen || !w.work ||
 	    cs_open(CS_ARCH_X86, CS_MODE_64, &w.cs) != CS_ERR_OK)
 		goto out;
 	cs_option(w.cs, CS_OPT_DETAIL, CS_OPT_ON);
 	w.in = cs_malloc(w.cs);
 	if (w.in) {
-		r = twice ? any_returns_twice(&w) : WALK_NEVER;
+		r = c->twice ? any_returns_twice(&w) : WALK_NEVER;
 		if (r == WALK_NEVER && ret_to && !call_ends_at(&w, to))
 			r = WALK_MAYBE;
 		if (r == WALK_NEVER)
@@ -281,21 +314,33 @@ static bool prove_never(struct dec_capture *c, uint32_t pid, uint64_t from,
 {
 	struct named nm = {c, pid};
 	struct dec_fn_code f;
-	uint8_t *code;
+	struct dec_code code = {.twice = calls_returns_twice, .ctx = &nm};
+	uint8_t *bytes = NULL;
+	struct dec_lp *lps = NULL;
 	bool never = false;
 
 	if (!dec_fn_code(c, pid, from, &f) || to < f.lo || to >= f.hi ||
-	    f.landing_pads != 0 || f.hi - f.lo > REACH_MAX_CODE)
+	    !f.eh_known || f.hi - f.lo > REACH_MAX_CODE)
 		return false;
-	code = malloc((size_t)(f.hi - f.lo));
-	if (code && read_all(c, &f, code)) {
-		dec_capstone_serialized(c, true);
-		never = dec_code_never_reaches(code, (size_t)(f.hi - f.lo),
-					       f.lo, from, to, ret_to,
-					       calls_returns_twice, &nm);
-		dec_capstone_serialized(c, false);
-	}
-	free(code);
+	code.n = (size_t)(f.hi - f.lo);
+	code.lo = f.lo;
+	bytes = malloc(code.n);
+	lps = malloc((f.nr_lps ? f.nr_lps : 1) * sizeof(*lps));
+	if (!bytes || !lps || !read_all(c, &f, bytes))
+		goto out;
+	for (size_t i = 0; i < f.nr_lps; i++)
+		lps[i] = (struct dec_lp){f.lps[i].lo + f.bias,
+					 f.lps[i].hi + f.bias,
+					 f.lps[i].pad + f.bias};
+	code.bytes = bytes;
+	code.lps = lps;
+	code.nr_lps = f.nr_lps;
+	dec_capstone_serialized(c, true);
+	never = dec_code_never_reaches(&code, from, to, ret_to);
+	dec_capstone_serialized(c, false);
+out:
+	free(bytes);
+	free(lps);
 	return never;
 }
 

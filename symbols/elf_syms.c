@@ -33,9 +33,7 @@ struct sym_file {
 	size_t nr_loads;
 	uint8_t build_id[SYM_BUILD_ID_MAX];
 	size_t build_id_len;
-	struct sym_fde *fdes; /* the unwind tables' functions */
-	size_t nr_fdes;
-	bool eh_frame; /* it has unwind tables, read or not */
+	struct sym_eh eh; /* the unwind tables */
 	bool elf64;
 	struct sym_arena arena;
 };
@@ -562,13 +560,9 @@ static int load_elf(struct loader *ld, Elf *e)
 				elf_errmsg(-1));
 	if (!rc)
 		rc = sym_plt_collect(e, &ld->f->arena, &ld->c, ld->raw);
-	if (!rc) {
-		GElf_Shdr sh;
-
-		ld->f->eh_frame = sym_elf_section(e, ".eh_frame", &sh) != NULL;
-		ld->f->elf64 = gelf_getclass(e) == ELFCLASS64;
-		rc = sym_fde_collect(e, &ld->f->fdes, &ld->f->nr_fdes);
-	}
+	ld->f->elf64 = gelf_getclass(e) == ELFCLASS64;
+	if (!rc)
+		rc = sym_fde_collect(e, &ld->f->eh);
 	if (!rc)
 		rc = collect_minidebuginfo(ld, e);
 	if (!rc)
@@ -695,7 +689,8 @@ void sym_file_free(struct sym_file *f)
 	free(f->syms);
 	free(f->ends);
 	free(f->loads);
-	free(f->fdes);
+	free(f->eh.fdes);
+	free(f->eh.lps);
 	free(f);
 }
 
@@ -712,12 +707,13 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr)
 bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 		  uint64_t *end)
 {
-	long i = sym_range_at(f->fdes, f->nr_fdes, sizeof(*f->fdes), vaddr);
+	long i = sym_range_at(f->eh.fdes, f->eh.nr_fdes, sizeof(*f->eh.fdes),
+			      vaddr);
 
 	if (i < 0)
 		return false;
-	*start = f->fdes[i].r.lo;
-	*end = f->fdes[i].r.hi;
+	*start = f->eh.fdes[i].r.lo;
+	*end = f->eh.fdes[i].r.hi;
 	return true;
 }
 
@@ -726,14 +722,43 @@ bool sym_file_is_64bit(const struct sym_file *f)
 	return f->elf64;
 }
 
-int sym_file_landing_pads(const struct sym_file *f, uint64_t vaddr)
+int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
+			  const struct sym_lp **out, size_t *n)
 {
-	long i;
+	const struct sym_eh *eh = &f->eh;
+	size_t a = 0, b = eh->nr_fdes;
 
-	if (!f->nr_fdes)
-		return f->eh_frame ? -1 : 0;
-	i = sym_range_at(f->fdes, f->nr_fdes, sizeof(*f->fdes), vaddr);
-	return i >= 0 && f->fdes[i].lsda;
+	*out = NULL;
+	*n = 0;
+	if (!eh->nr_fdes)
+		return eh->have ? -1 : 0;
+	/* the FDEs that [lo, hi) overlaps: any LSDA unread leaves it
+	 * unknown */
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (eh->fdes[m].r.hi <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (; a < eh->nr_fdes && eh->fdes[a].r.lo < hi; a++)
+		if (eh->fdes[a].eh == SYM_EH_UNREAD)
+			return -1;
+	a = 0;
+	b = eh->nr_lps;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (eh->lps[m].lo < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*out = eh->lps + a;
+	while (a + *n < eh->nr_lps && eh->lps[a + *n].lo < hi)
+		(*n)++;
+	return 0;
 }
 
 const struct sym *sym_file_syms(const struct sym_file *f, size_t *nr)

@@ -93,18 +93,31 @@ struct sym_range {
  */
 long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr);
 
-/* A function of the unwind tables, and whether it has landing pads. */
+/* What an exception may do in a function of the unwind tables. */
+enum { SYM_EH_NONE, SYM_EH_PADS, SYM_EH_UNREAD };
+
 struct sym_fde {
 	struct sym_range r;
-	bool lsda;
+	uint8_t eh;
+};
+
+/* The unwind tables: their functions, sorted, and the call sites with a
+ * landing pad, sorted (struct sym_lp, symbols.h). */
+struct sym_eh {
+	bool have; /* .eh_frame is there, read or not */
+	struct sym_fde *fdes;
+	size_t nr_fdes;
+	struct sym_lp *lps;
+	size_t nr_lps;
 };
 
 /*
  * The functions of e's unwind tables (.eh_frame_hdr's FDEs with their
- * ranges), sorted by start, malloc'd into *out; none when it has no such
+ * ranges), sorted by start, and the landing pads of their LSDAs
+ * (.gcc_except_table), malloc'd into *out; none when it has no such
  * table or one in an encoding not read.  Returns 0 or -ENOMEM.
  */
-int sym_fde_collect(Elf *e, struct sym_fde **out, size_t *nr);
+int sym_fde_collect(Elf *e, struct sym_eh *out);
 
 /* The section named name, or NULL. */
 Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);

@@ -70,14 +70,21 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr);
  */
 bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 		  uint64_t *end);
+/* A call site of a function's LSDA that has a landing pad (ELF vaddrs):
+ * an exception out of [lo, hi) lands at pad, where no instruction of the
+ * function may lead. */
+struct sym_lp {
+	uint64_t lo, hi, pad;
+};
+
 /*
- * Whether the function at vaddr has landing pads (its FDE points to an
- * LSDA: an exception may arrive in it at code no instruction of it leads
- * to): 1 or 0; -1 when its unwind tables could not be read.  Code
- * without an FDE (or a file without .eh_frame) has none: no unwinder
- * passes through it.
+ * The call sites with a landing pad in the code [lo, hi), sorted, in
+ * *out (f's memory) and *n: 0; -1 when that cannot be told (the unwind
+ * tables, or an LSDA there, could not be read).  Code without an FDE (or
+ * a file without .eh_frame) has none: no unwinder passes through it.
  */
-int sym_file_landing_pads(const struct sym_file *f, uint64_t vaddr);
+int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
+			  const struct sym_lp **out, size_t *n);
 /* Whether it is a 64-bit ELF file (its code 64-bit code). */
 bool sym_file_is_64bit(const struct sym_file *f);
 /* All symbols, sorted by address. */

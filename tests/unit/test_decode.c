@@ -131,6 +131,15 @@ static void test_tip_before_overflow(struct check_state *cs)
 	ptenc_free(g);
 }
 
+/* The walk over code at 0x1000 without landing pads. */
+static bool never(const uint8_t *b, size_t n, uint64_t from, uint64_t to,
+		  bool ret_to, bool (*twice)(void *ctx, uint64_t target))
+{
+	struct dec_code c = {.bytes = b, .n = n, .lo = 0x1000, .twice = twice};
+
+	return dec_code_never_reaches(&c, from, to, ret_to);
+}
+
 /* A direct call's target at 0x4000 returns twice (a setjmp). */
 static bool twice_at_4000(void *ctx, uint64_t target)
 {
@@ -197,48 +206,72 @@ static void test_never_reaches(struct check_state *cs)
 		0xc3,			      /* 100c ret */
 	};
 
-	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					 0x100c, 0x1005, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					  0x1005, 0x100c, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(loop, sizeof(loop), 0x1000, 0x100a,
-					  0x1005, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(indirect, sizeof(indirect), 0x1000,
-					  0x100a, 0x1005, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(out, sizeof(out), 0x1000, 0x100a,
-					  0x1005, true, NULL, NULL));
-	CHECK(cs, dec_code_never_reaches(sj, sizeof(sj), 0x1000, 0x100f, 0x100a,
-					 true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(sj, sizeof(sj), 0x1000, 0x100f,
-					  0x100a, true, twice_at_4000, NULL));
 	CHECK(cs,
-	      !dec_code_never_reaches(sj_got, sizeof(sj_got), 0x1000, 0x1010,
-				      0x100b, true, twice_at_4000, NULL));
-	CHECK(cs, dec_code_never_reaches(sj_got, sizeof(sj_got), 0x1000, 0x1010,
-					 0x100b, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(cond, sizeof(cond), 0x1000, 0x1005,
-					  0x100c, true, NULL, NULL));
-	CHECK(cs, dec_code_never_reaches(cond, sizeof(cond), 0x1000, 0x100c,
-					 0x1005, true, NULL, NULL));
+	      never(straight, sizeof(straight), 0x100c, 0x1005, true, NULL));
+	CHECK(cs,
+	      !never(straight, sizeof(straight), 0x1005, 0x100c, true, NULL));
+	CHECK(cs, !never(loop, sizeof(loop), 0x100a, 0x1005, true, NULL));
+	CHECK(cs,
+	      !never(indirect, sizeof(indirect), 0x100a, 0x1005, true, NULL));
+	CHECK(cs, !never(out, sizeof(out), 0x100a, 0x1005, true, NULL));
+	CHECK(cs, never(sj, sizeof(sj), 0x100f, 0x100a, true, NULL));
+	CHECK(cs, !never(sj, sizeof(sj), 0x100f, 0x100a, true, twice_at_4000));
+	CHECK(cs, !never(sj_got, sizeof(sj_got), 0x1010, 0x100b, true,
+			 twice_at_4000));
+	CHECK(cs, never(sj_got, sizeof(sj_got), 0x1010, 0x100b, true, NULL));
+	CHECK(cs, !never(cond, sizeof(cond), 0x1005, 0x100c, true, NULL));
+	CHECK(cs, never(cond, sizeof(cond), 0x100c, 0x1005, true, NULL));
 	/* A's leaf, back from parse() where B's parse() returned to: it
 	 * goes on to respond() and returns, and never calls parse() */
-	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					 0x1005, 0x1005, true, NULL, NULL));
+	CHECK(cs,
+	      never(straight, sizeof(straight), 0x1005, 0x1005, true, NULL));
 	/* where control arrives, not a call's return */
-	CHECK(cs, dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					 0x100c, 0x1005, false, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					  0x1005, 0x1007, false, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(loop, sizeof(loop), 0x1000, 0x100a,
-					  0x1000, false, NULL, NULL));
+	CHECK(cs,
+	      never(straight, sizeof(straight), 0x100c, 0x1005, false, NULL));
+	CHECK(cs,
+	      !never(straight, sizeof(straight), 0x1005, 0x1007, false, NULL));
+	CHECK(cs, !never(loop, sizeof(loop), 0x100a, 0x1000, false, NULL));
 	/* no call ends at 1007: a return landing there was a jump */
-	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					  0x100c, 0x1007, true, NULL, NULL));
+	CHECK(cs,
+	      !never(straight, sizeof(straight), 0x100c, 0x1007, true, NULL));
+	/* The last instruction a call: one that never returns (abort) */
+	{
+		static const uint8_t noret[] = {
+			0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+			0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+			0xe8, 0xf1, 0x2f, 0x00, 0x00, /* 100a call 4000 */
+		};
+
+		CHECK(cs,
+		      never(noret, sizeof(noret), 0x100a, 0x1005, true, NULL));
+	}
+	/* An exception out of respond() lands at 100b, which calls parse()
+	 * again: only the landing pad leads there. */
+	{
+		static const uint8_t eh[] = {
+			0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+			0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+			0xc3,			      /* 100a ret */
+			0xe8, 0xf0, 0x0f, 0x00, 0x00, /* 100b call 2000 */
+			0xc3,			      /* 1010 ret */
+		};
+		static const struct dec_lp pad = {0x1005, 0x100a, 0x100b};
+		struct dec_code c = {
+			.bytes = eh, .n = sizeof(eh), .lo = 0x1000};
+
+		CHECK(cs, dec_code_never_reaches(&c, 0x100a, 0x1010, true));
+		c.lps = &pad;
+		c.nr_lps = 1;
+		CHECK(cs, !dec_code_never_reaches(&c, 0x100a, 0x1010, true));
+		CHECK(cs, dec_code_never_reaches(&c, 0x100a, 0x1005, true));
+		/* a pad out of the code: a cold part, not followed */
+		c.lps = &(const struct dec_lp){0x1005, 0x100a, 0x5000};
+		CHECK(cs, !dec_code_never_reaches(&c, 0x100a, 0x1005, true));
+	}
 	/* from outside the code, or bytes that are no instruction */
-	CHECK(cs, !dec_code_never_reaches(straight, sizeof(straight), 0x1000,
-					  0x2000, 0x1005, true, NULL, NULL));
-	CHECK(cs, !dec_code_never_reaches(straight, 3, 0x1000, 0x1000, 0x1005,
-					  true, NULL, NULL));
+	CHECK(cs,
+	      !never(straight, sizeof(straight), 0x2000, 0x1005, true, NULL));
+	CHECK(cs, !never(straight, 3, 0x1000, 0x1005, true, NULL));
 }
 
 int main(void)
