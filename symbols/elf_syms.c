@@ -726,7 +726,8 @@ int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
 			  const struct sym_lp **out, size_t *n)
 {
 	const struct sym_eh *eh = &f->eh;
-	size_t a = 0, b = eh->nr_fdes;
+	long at = sym_range_at(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes), lo);
+	size_t a;
 
 	*out = NULL;
 	*n = 0;
@@ -734,27 +735,14 @@ int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
 		return eh->have ? -1 : 0;
 	/* the FDEs that [lo, hi) overlaps: any LSDA unread leaves it
 	 * unknown */
-	while (a < b) {
-		size_t m = a + (b - a) / 2;
-
-		if (eh->fdes[m].r.hi <= lo)
-			a = m + 1;
-		else
-			b = m;
-	}
+	a = at >= 0 ? (size_t)at
+		    : sym_range_from(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes),
+				     lo);
 	for (; a < eh->nr_fdes && eh->fdes[a].r.lo < hi; a++)
 		if (eh->fdes[a].eh == SYM_EH_UNREAD)
 			return -1;
-	a = 0;
-	b = eh->nr_lps;
-	while (a < b) {
-		size_t m = a + (b - a) / 2;
-
-		if (eh->lps[m].lo < lo)
-			a = m + 1;
-		else
-			b = m;
-	}
+	/* a landing pad's call site begins like a struct sym_range */
+	a = sym_range_from(eh->lps, eh->nr_lps, sizeof(*eh->lps), lo);
 	*out = eh->lps + a;
 	while (a + *n < eh->nr_lps && eh->lps[a + *n].lo < hi)
 		(*n)++;

@@ -92,6 +92,9 @@ struct sym_range {
  * disjoint.
  */
 long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr);
+/* The index of the first element of v (as above) that starts at or after
+ * vaddr (nr when none does). */
+size_t sym_range_from(const void *v, size_t nr, size_t size, uint64_t vaddr);
 
 /* What an exception may do in a function of the unwind tables. */
 enum { SYM_EH_NONE, SYM_EH_PADS, SYM_EH_UNREAD };
