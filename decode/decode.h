@@ -265,6 +265,10 @@ bool dec_is_syscall(const uint8_t *b, size_t n);
 bool dec_is_far_return(const uint8_t *b, size_t n);
 /* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
 unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
+
+/*
+ * dec_never_reaches()'s walk (reach.c), exposed for its unit test.
+ */
 /* Where an exception out of the code [lo, hi) lands (runtime). */
 struct dec_lp {
 	uint64_t lo, hi, pad;
