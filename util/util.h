@@ -169,6 +169,25 @@ struct mt_writeback {
 void mt_writeback(struct mt_writeback *wb, int fd, uint64_t end);
 
 /*
+ * Jobs run in order on a thread of their own (jobs.c): run(ctx, job) for
+ * each job put, so that a writer can fill its next buffer while the last
+ * one goes out.  The caller owns every job and what it points to; a job
+ * is the caller's again once mt_jobs_wait() has seen it run.  After a
+ * job fails the later ones are skipped, and every call returns that
+ * first error.  When no thread can be started, each job runs as it is
+ * put.  Errors are negative errno values.
+ */
+#define MT_JOBS_DEPTH 4 /* jobs queued at most; mt_jobs_put() waits */
+struct mt_jobs;
+int mt_jobs_start(struct mt_jobs **q, int (*run)(void *ctx, void *job),
+		  void *ctx);
+int mt_jobs_put(struct mt_jobs *q, void *job);
+/* Waits until the first n jobs put have run (or been skipped). */
+int mt_jobs_wait(struct mt_jobs *q, uint64_t n);
+/* Waits for every job, ends the thread and frees q (NULL: nothing). */
+int mt_jobs_end(struct mt_jobs *q);
+
+/*
  * a and b name the same file: the same inode when both exist (links
  * followed, hard links too), otherwise the same path once the
  * directories are resolved.

@@ -158,20 +158,40 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, off_t off)
 	return 0;
 }
 
+/* A chunk's pages into the file, on the jobs' thread. */
+static int write_chunk(void *ctx, void *job)
+{
+	struct bt_file *f = ctx;
+	const struct bt_chunk *c = job;
+	int rc = pwrite_all(f->fd, c->p, (size_t)c->nr * f->page_size,
+			    (off_t)(c->first - 1) * f->page_size);
+
+	/* Pages are appended: the file so far is what to write back. */
+	if (!rc)
+		mt_writeback(&f->wb, f->fd,
+			     (uint64_t)(c->first - 1 + c->nr) * f->page_size);
+	return rc;
+}
+
+/* Hands the pages appended so far to the jobs' thread and goes on in
+ * the next buffer, once the job that last had it has run. */
 static int flush(struct bt_file *f)
 {
+	struct bt_chunk *c;
 	int rc;
 
 	if (!f->chunk_nr)
 		return 0;
-	rc = pwrite_all(f->fd, f->chunk, (size_t)f->chunk_nr * f->page_size,
-			(off_t)(f->chunk_first - 1) * f->page_size);
-	/* Pages are appended: the file so far is what to write back. */
-	if (!rc)
-		mt_writeback(&f->wb, f->fd,
-			     (uint64_t)(f->chunk_first - 1 + f->chunk_nr) *
-				     f->page_size);
+	c = &f->jobs[f->nr_put % BT_NR_CHUNKS];
+	c->p = f->chunk;
+	c->first = f->chunk_first;
+	c->nr = f->chunk_nr;
 	f->chunk_nr = 0;
+	rc = mt_jobs_put(f->writer, c);
+	f->nr_put++;
+	if (!rc && f->nr_put >= BT_NR_CHUNKS)
+		rc = mt_jobs_wait(f->writer, f->nr_put - BT_NR_CHUNKS + 1);
+	f->chunk = f->bufs[f->nr_put % BT_NR_CHUNKS];
 	return rc;
 }
 
@@ -244,13 +264,21 @@ int bt_open(struct bt_file *f, const char *path)
 	f->lock_page = PENDING_BYTE / f->page_size + 1;
 	f->chunk_cap =
 		CHUNK_BYTES / f->page_size ? CHUNK_BYTES / f->page_size : 1;
-	f->chunk = malloc((size_t)f->chunk_cap * f->page_size);
-	if (!f->chunk) {
-		rc = -ENOMEM;
-		goto fail;
+	for (int i = 0; i < BT_NR_CHUNKS; i++) {
+		f->bufs[i] = malloc((size_t)f->chunk_cap * f->page_size);
+		if (!f->bufs[i]) {
+			rc = -ENOMEM;
+			goto fail;
+		}
 	}
+	f->chunk = f->bufs[0];
+	rc = mt_jobs_start(&f->writer, write_chunk, f);
+	if (rc)
+		goto fail;
 	return 0;
 fail:
+	for (int i = 0; i < BT_NR_CHUNKS; i++)
+		free(f->bufs[i]);
 	close(f->fd);
 	f->fd = -1;
 	return rc;
@@ -259,13 +287,20 @@ fail:
 int bt_close(struct bt_file *f, int abort)
 {
 	uint8_t h[100];
-	int rc = 0;
+	int rc = 0, jrc;
 
 	if (f->fd < 0)
 		return 0;
-	if (!abort && !f->failed) {
+	if (!abort && !f->failed)
 		rc = flush(f);
-		if (!rc && pread(f->fd, h, sizeof(h), 0) != sizeof(h))
+	/* Every chunk is written (or skipped, after a failure) before the
+	 * header says how many pages there are, and before the close. */
+	jrc = mt_jobs_end(f->writer);
+	f->writer = NULL;
+	if (!rc && !abort && !f->failed)
+		rc = jrc;
+	if (!abort && !f->failed && !rc) {
+		if (pread(f->fd, h, sizeof(h), 0) != sizeof(h))
 			rc = -EIO;
 		if (!rc) {
 			/* A new change counter, with the page count valid for
@@ -281,7 +316,10 @@ int bt_close(struct bt_file *f, int abort)
 	if (close(f->fd) && !rc)
 		rc = -errno;
 	f->fd = -1;
-	free(f->chunk);
+	for (int i = 0; i < BT_NR_CHUNKS; i++) {
+		free(f->bufs[i]);
+		f->bufs[i] = NULL;
+	}
 	f->chunk = NULL;
 	return rc;
 }

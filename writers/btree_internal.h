@@ -31,6 +31,13 @@
 #define BT_MAX_COLS 16
 #define BT_MAX_CELL (9 + 9 + 1 + BT_MAX_COLS * 9)
 
+#define BT_NR_CHUNKS 3
+
+struct bt_chunk {
+	const uint8_t *p;
+	uint32_t first, nr; /* pages first .. first + nr - 1 */
+};
+
 struct bt_file {
 	int fd;
 	uint32_t page_size;
@@ -39,9 +46,15 @@ struct bt_file {
 	uint32_t lock_page; /* the page at 1 GiB, which SQLite never uses */
 	int small_ints;	    /* schema format 4: 0 and 1 take no bytes */
 	int failed;
-	uint8_t *chunk; /* appended pages not yet written */
+	uint8_t *chunk; /* appended pages not yet written: one of bufs */
 	uint32_t chunk_first, chunk_nr, chunk_cap;
-	struct mt_writeback wb;
+	/* Full chunks go out on a thread of their own (writer) while the
+	 * next fills: chunk k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...]. */
+	uint8_t *bufs[BT_NR_CHUNKS];
+	struct bt_chunk jobs[BT_NR_CHUNKS];
+	uint64_t nr_put;
+	struct mt_jobs *writer;
+	struct mt_writeback wb; /* the writer's */
 };
 
 /* A page being filled: cells from the end backwards, their pointers

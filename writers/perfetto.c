@@ -107,6 +107,7 @@ int pf_failed(const struct pf *w)
 	return w->code ? w->code : -EIO;
 }
 
+/* n bytes at p to the file: 0 or -errno (on the jobs' thread). */
 static int pf_write(struct pf *w, const uint8_t *p, size_t n)
 {
 	while (n) {
@@ -115,7 +116,8 @@ static int pf_write(struct pf *w, const uint8_t *p, size_t n)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return pf_fail(w, -errno, "write: %s", strerror(errno));
+			w->io_what = "write";
+			return -errno;
 		}
 		p += r;
 		n -= (size_t)r;
@@ -125,34 +127,34 @@ static int pf_write(struct pf *w, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int pf_flush(struct pf *w)
+/*
+ * A batch of packets into the file, as one zlib stream in a
+ * compressed_packets packet or plainly: run on the jobs' thread, which
+ * alone touches the compressor, its output and the file.
+ */
+static int pf_batch_out(void *ctx, void *job)
 {
+	struct pf *w = ctx;
+	const struct pb_buf *pk = job;
 	uint8_t hdr[2 + 2 * PB_VARINT_MAX], *out;
 	size_t hl, clen, bound;
-	int rc;
 
-	if (w->pk.oom)
-		return pf_fail(w, -ENOMEM, "out of memory");
-	if (!w->pk.len)
-		return 0;
-	if (!w->compress) {
-		rc = pf_write(w, w->pk.p, w->pk.len);
-		pb_reset(&w->pk);
-		return rc;
-	}
-	if (w->pk.len > UINT32_MAX)
-		return pf_fail(w, -EFBIG, "packet batch too large to compress");
-
+	if (!w->compress)
+		return pf_write(w, pk->p, pk->len);
 	/* Room for the longest header in front of the stream, so that
 	 * header and stream go out in one write. */
-	bound = libdeflate_zlib_compress_bound(w->z, w->pk.len) + sizeof(hdr);
-	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1))
-		return pf_fail(w, -ENOMEM, "out of memory");
-	clen = libdeflate_zlib_compress(w->z, w->pk.p, w->pk.len,
+	bound = libdeflate_zlib_compress_bound(w->z, pk->len) + sizeof(hdr);
+	if (mt_grow((void **)&w->zout, &w->zcap, bound, 1)) {
+		w->io_what = "deflate";
+		return -ENOMEM;
+	}
+	clen = libdeflate_zlib_compress(w->z, pk->p, pk->len,
 					w->zout + sizeof(hdr),
 					bound - sizeof(hdr));
-	if (!clen)
-		return pf_fail(w, -EIO, "deflate: no room for the stream");
+	if (!clen) {
+		w->io_what = "deflate: no room for the stream";
+		return -EIO;
+	}
 
 	/* Trace.packet { compressed_packets = stream }: the key of field 50
 	 * is two bytes, 0x92 0x03. */
@@ -163,8 +165,46 @@ static int pf_flush(struct pf *w)
 	hl += pb_put_varint(hdr + hl, clen);
 	out = w->zout + sizeof(hdr) - hl;
 	memcpy(out, hdr, hl);
-	pb_reset(&w->pk);
 	return pf_write(w, out, hl + clen);
+}
+
+/* What the jobs' thread said of a failure, as one line. */
+static int pf_fail_out(struct pf *w, int rc)
+{
+	if (rc == -EIO && w->io_what && strchr(w->io_what, ':'))
+		return pf_fail(w, rc, "%s", w->io_what);
+	return pf_fail(w, rc, "%s: %s", w->io_what ? w->io_what : "write",
+		       strerror(-rc));
+}
+
+/*
+ * The packets so far go out on the jobs' thread; the next ones fill the
+ * buffer of the batch PF_NR_BATCHES before, which has gone out by then.
+ */
+static int pf_flush(struct pf *w)
+{
+	struct pb_buf *b, full;
+	int rc;
+
+	if (w->pk.oom)
+		return pf_fail(w, -ENOMEM, "out of memory");
+	if (!w->pk.len)
+		return 0;
+	if (w->compress && w->pk.len > UINT32_MAX)
+		return pf_fail(w, -EFBIG, "packet batch too large to compress");
+	if (w->nr_put >= PF_NR_BATCHES) {
+		rc = mt_jobs_wait(w->out, w->nr_put - PF_NR_BATCHES + 1);
+		if (rc)
+			return pf_fail_out(w, rc);
+	}
+	b = &w->batch[w->nr_put % PF_NR_BATCHES];
+	full = w->pk;
+	w->pk = *b;
+	*b = full;
+	pb_reset(&w->pk);
+	rc = mt_jobs_put(w->out, b);
+	w->nr_put++;
+	return rc ? pf_fail_out(w, rc) : 0;
 }
 
 static size_t pf_packet(struct pf *w, uint32_t flags)
@@ -702,8 +742,21 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 			goto fail;
 		}
 	}
-	if (pf_open(&w, f->tmp) || pf_write_all(&w))
+	if (pf_open(&w, f->tmp))
 		goto fail;
+	rc = mt_jobs_start(&w.out, pf_batch_out, &w);
+	if (rc) {
+		pf_fail(&w, rc, "out of memory");
+		goto fail;
+	}
+	if (pf_write_all(&w))
+		goto fail;
+	rc = mt_jobs_end(w.out);
+	w.out = NULL;
+	if (rc) {
+		pf_fail_out(&w, rc);
+		goto fail;
+	}
 	if (close(w.fd)) {
 		w.fd = -1;
 		pf_fail(&w, -errno, "close: %s", strerror(errno));
@@ -718,10 +771,16 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	rc = 0;
 	goto out;
 fail:
+	/* The jobs' thread writes into w.err only through what it returns,
+	 * and must be done with the buffers before they go. */
+	mt_jobs_end(w.out);
+	w.out = NULL;
 	rc = pf_failed(&w);
 	if (w.fd >= 0)
 		close(w.fd);
 out:
+	for (size_t i = 0; i < PF_NR_BATCHES; i++)
+		pb_free(&w.batch[i]);
 	if (w.z)
 		libdeflate_free_compressor(w.z);
 	free(w.zout);

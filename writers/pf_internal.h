@@ -121,6 +121,8 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
+/* batches in the jobs' queue, at most; the next fills the fourth buffer */
+#define PF_NR_BATCHES 3
 
 #define HITS_TRACK_NAME "Snapshot symbol hits"
 
@@ -150,6 +152,12 @@ struct pf {
 
 	struct pb_buf pk; /* packets not yet written */
 	size_t flush_at;
+	/* Full batches go out on a thread of their own (out), which alone
+	 * touches what follows: the compressor, its output, the file. */
+	struct pb_buf batch[PF_NR_BATCHES];
+	uint64_t nr_put;
+	struct mt_jobs *out;
+	const char *io_what;		 /* what failed there */
 	struct libdeflate_compressor *z; /* NULL: plain */
 	uint8_t *zout;
 	size_t zcap;

@@ -11,9 +11,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define NCOLS 10 /* t's columns besides id */
 
@@ -440,6 +444,43 @@ static void test_refusals(struct check_state *cs)
 	tmpdir_remove(dir);
 }
 
+/*
+ * Pages go out a chunk at a time on a thread of their own: a write that
+ * fails there (a file that may not grow past 2 MiB) still fails the
+ * trees.  In a child, as the limit is the process's.
+ */
+static void test_write_error(struct check_state *cs)
+{
+	char dir[64], path[128];
+	uint32_t root[3];
+	size_t n = 200000; /* about 20 MB of pages */
+	struct row *r = gen_rows(n, 7, 0);
+	pid_t pid;
+	int status = 0;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.sqlite", dir);
+	CHECK(cs, make_db(path, 4096, root) == 0);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit lim = {2u << 20, 2u << 20};
+		int rc;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &lim))
+			_exit(100);
+		rc = write_trees(path, root, r, n);
+		if (rc != -EFBIG)
+			fprintf(stderr, "# write_trees: %d\n", rc);
+		_exit(rc == -EFBIG ? 0 : 1);
+	}
+	CHECK(cs, pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECKF(cs, WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d",
+	       status);
+	tmpdir_remove(dir);
+	free(r);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -448,5 +489,6 @@ int main(void)
 	RUN(&st, test_boundaries);
 	RUN(&st, test_every_count);
 	RUN(&st, test_refusals);
+	RUN(&st, test_write_error);
 	return CHECK_DONE(&st);
 }

@@ -13,10 +13,13 @@
 #include "writers/writers.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -466,6 +469,60 @@ static void test_errors(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/*
+ * A file that cannot grow past 1 MiB (a full disk, a quota): the write
+ * that fails is one of many batches, done on the writer's own thread
+ * while the next fills.  The error still comes back as one line naming
+ * the file, and nothing is left behind.  In a child, as the limit is the
+ * process's.
+ */
+static int write_limited(const struct mt_trace *t, const char *dir,
+			 int no_compress)
+{
+	struct wr_perfetto_opts o = {.no_compress = no_compress};
+	struct rlimit lim = {1u << 20, 1u << 20};
+	char path[160], err[512] = "";
+	int bad = 0, rc;
+
+	snprintf(path, sizeof(path), "%s/limited%d.pftrace", dir, no_compress);
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &lim))
+		return 100;
+	rc = wr_perfetto(t, path, &o, NULL, err, sizeof(err));
+	if (rc != -EFBIG)
+		bad |= 1;
+	if (!strstr(err, path) || !strstr(err, "write: ") ||
+	    !strstr(err, strerror(EFBIG)) || strchr(err, '\n'))
+		bad |= 2;
+	if (access(path, F_OK) == 0 || count_files(dir, ".tmp.") != 0)
+		bad |= 4;
+	if (bad)
+		fprintf(stderr, "# rc %d, message: %s\n", rc, err);
+	return bad;
+}
+
+static void test_write_error(struct check_state *st)
+{
+	struct mt_trace t;
+	char dir[64];
+
+	tmpdir_make(dir, sizeof(dir));
+	/* about 12 MB plain, 1.5 MB compressed: several batches */
+	model_random(&t, 300000, 2, 42);
+	for (int nc = 0; nc < 2; nc++) {
+		pid_t pid = fork();
+		int status = 0;
+
+		if (pid == 0)
+			_exit(write_limited(&t, dir, nc));
+		CHECK(st, pid > 0 && waitpid(pid, &status, 0) == pid);
+		CHECKF(st, WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		       "%s: status %d", nc ? "plain" : "compressed", status);
+	}
+	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
 static int run_protoc(const char *proto_dir, const char *in, const char *out)
 {
 	char cmd[1024];
@@ -600,6 +657,7 @@ int main(void)
 	RUN(&st, test_empty);
 	RUN(&st, test_bad_model);
 	RUN(&st, test_errors);
+	RUN(&st, test_write_error);
 	if (system("command -v protoc >/dev/null 2>&1") == 0)
 		RUN(&st, test_protoc_decode);
 	else

@@ -1,7 +1,8 @@
 /*
  * util/: the checked number parsers (parse.c), the hash table (hmap.c),
  * output files that appear whole or not at all (outfile.c), and the ids
- * of /proc (procmaps.c).
+ * of /proc (procmaps.c), and jobs run in order on a thread of their
+ * own (jobs.c).
  */
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
@@ -430,6 +431,93 @@ static void test_err(struct check_state *cs)
 	CHECK(cs, mt_err(NULL, 0, -ENOENT, "nowhere") == -ENOENT);
 }
 
+/* What the jobs' function saw: the order of the jobs it ran. */
+struct jobs_log {
+	int ran[64];
+	int nr;
+	int fail_at; /* this job fails with -ENOSPC; -1: none */
+	int slow;    /* each job sleeps this many microseconds */
+};
+
+static int log_job(void *ctx, void *job)
+{
+	struct jobs_log *l = ctx;
+	int id = *(int *)job;
+
+	if (l->slow)
+		usleep((useconds_t)l->slow);
+	l->ran[l->nr++] = id;
+	return id == l->fail_at ? -ENOSPC : 0;
+}
+
+static void test_jobs_order(struct check_state *cs)
+{
+	struct jobs_log l = {.fail_at = -1, .slow = 200};
+	int ids[40];
+	struct mt_jobs *q;
+
+	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	if (!q)
+		return;
+	/* More jobs than the queue holds: a put waits for room. */
+	for (int i = 0; i < 40; i++) {
+		ids[i] = i;
+		CHECK(cs, mt_jobs_put(q, &ids[i]) == 0);
+	}
+	CHECK(cs, mt_jobs_end(q) == 0);
+	CHECK(cs, l.nr == 40);
+	for (int i = 0; i < l.nr; i++)
+		CHECKF(cs, l.ran[i] == i, "job %d ran as the %dth", l.ran[i],
+		       i);
+	CHECK(cs, mt_jobs_end(NULL) == 0);
+}
+
+static void test_jobs_wait(struct check_state *cs)
+{
+	struct jobs_log l = {.fail_at = -1, .slow = 20000};
+	int ids[3] = {0, 1, 2};
+	struct mt_jobs *q;
+
+	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	if (!q)
+		return;
+	for (int i = 0; i < 3; i++)
+		CHECK(cs, mt_jobs_put(q, &ids[i]) == 0);
+	/* Each job takes 20 ms: without the wait, none would have run. */
+	CHECK(cs, mt_jobs_wait(q, 2) == 0);
+	CHECKF(cs, l.nr >= 2, "%d jobs run after waiting for 2", l.nr);
+	/* Asking for more than was put waits for what was put. */
+	CHECK(cs, mt_jobs_wait(q, 10) == 0);
+	CHECK(cs, l.nr == 3);
+	CHECK(cs, mt_jobs_end(q) == 0);
+}
+
+static void test_jobs_error(struct check_state *cs)
+{
+	struct jobs_log l = {.fail_at = 3, .slow = 0};
+	int ids[10];
+	struct mt_jobs *q;
+	int rc = 0;
+
+	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	if (!q)
+		return;
+	for (int i = 0; i < 10; i++) {
+		ids[i] = i;
+		if (!rc)
+			rc = mt_jobs_put(q, &ids[i]);
+		else
+			CHECK(cs, mt_jobs_put(q, &ids[i]) == -ENOSPC);
+	}
+	/* The first error is what every later call says, and the jobs
+	 * after the failed one never ran. */
+	CHECK(cs, mt_jobs_wait(q, 10) == -ENOSPC);
+	CHECK(cs, mt_jobs_end(q) == -ENOSPC);
+	CHECKF(cs, l.nr == 4, "%d jobs ran", l.nr);
+	for (int i = 0; i < l.nr; i++)
+		CHECK(cs, l.ran[i] == i);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -448,5 +536,8 @@ int main(void)
 	RUN(&st, test_outfile_write_error);
 	RUN(&st, test_outfile_sync_early);
 	RUN(&st, test_err);
+	RUN(&st, test_jobs_order);
+	RUN(&st, test_jobs_wait);
+	RUN(&st, test_jobs_error);
 	return CHECK_DONE(&st);
 }
