@@ -42,6 +42,7 @@
 #define CP_MAX	      512
 #define MAX_JOBS      64
 #define EV_BLOCK      2048 /* events a block of a run's output */
+#define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
 
 struct run_ev {
 	uint64_t t, ip, aux;
@@ -125,6 +126,11 @@ struct par {
 	size_t fed;    /* pieces handed over */
 	unsigned busy; /* runs going on */
 	int rc;	       /* a run's error */
+	/* Blocks handed over, for the runs to fill again: fresh memory
+	 * costs a page fault a 4 KiB, and a block freed to the allocator
+	 * goes back to the system. */
+	struct ev_block *spare;
+	size_t nr_spare;
 };
 
 static void stats_of(const struct strm *s, uint64_t st[NR_ST])
@@ -405,6 +411,23 @@ bool prun_check(struct strm *s)
 	return false;
 }
 
+/* Blocks read whole back to the spares, under the lock. */
+static void blocks_put(struct par *p, struct ev_block *b)
+{
+	while (b) {
+		struct ev_block *next = b->next;
+
+		if (p->nr_spare < SPARE_BLOCKS) {
+			b->next = p->spare;
+			p->spare = b;
+			p->nr_spare++;
+		} else {
+			free(b);
+		}
+		b = next;
+	}
+}
+
 int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
 		 uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux)
 {
@@ -412,8 +435,21 @@ int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
 	size_t n = atomic_load_explicit(&pc->nev, memory_order_relaxed);
 
 	if (n % EV_BLOCK == 0) {
-		struct ev_block *b = malloc(sizeof(*b));
+		struct par *p = r->p;
+		struct ev_block *b;
 
+		pthread_mutex_lock(&p->lock);
+		b = p->spare;
+		if (b) {
+			p->spare = b->next;
+			p->nr_spare--;
+		}
+		/* Whoever hands the events over may be waiting. */
+		if (n)
+			pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		if (!b)
+			b = malloc(sizeof(*b));
 		if (!b)
 			return -ENOMEM;
 		b->next = NULL;
@@ -422,12 +458,6 @@ int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
 		else
 			pc->ev_first = b;
 		pc->ev_last = b;
-		/* Whoever hands the events over may be waiting. */
-		if (n) {
-			pthread_mutex_lock(&r->p->lock);
-			pthread_cond_broadcast(&r->p->cond);
-			pthread_mutex_unlock(&r->p->lock);
-		}
 	}
 	pc->ev_last->e[n % EV_BLOCK] =
 		(struct run_ev){t, ip, aux, th, k, counted};
@@ -577,6 +607,12 @@ void par_free(struct par *p)
 		pthread_join(p->th[i], NULL);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
+	while (p->spare) {
+		struct ev_block *b = p->spare;
+
+		p->spare = b->next;
+		free(b);
+	}
 	free(p->pc);
 	free(p->th);
 	free(p);
@@ -652,6 +688,7 @@ static int start_threads(struct par *p)
 static int hand_over(struct par *p, struct piece *pc)
 {
 	struct dec_capture *c = p->c;
+	struct ev_block *read = NULL; /* blocks read whole */
 	size_t pos = 0;
 
 	for (;;) {
@@ -676,7 +713,8 @@ static int hand_over(struct par *p, struct piece *pc)
 				struct ev_block *b = pc->ev_first;
 
 				pc->ev_first = b->next;
-				free(b);
+				b->next = read;
+				read = b;
 			}
 			if (pos < pc->from)
 				continue;
@@ -691,10 +729,13 @@ static int hand_over(struct par *p, struct piece *pc)
 				rc = 0;
 			if (rc) {
 				pthread_mutex_lock(&p->lock);
+				blocks_put(p, read);
 				return rc;
 			}
 		}
 		pthread_mutex_lock(&p->lock);
+		blocks_put(p, read);
+		read = NULL;
 	}
 	if (p->rc)
 		return p->rc;
