@@ -105,6 +105,8 @@ for part in 16 4 1; do
 			--branches "$((MB * 1048576 * 10 / 6 / part))" -o "$p" >/dev/null
 	fi
 	pb=$(stat -c %s "$p/raw.bin")
+	# (the run before left its outputs to write back, as above)
+	sync
 	pt=$(field seconds "$("$B/mt-bench" run "$B/mt-convert" "$p/raw.bin" \
 		-o "$p/lin.pftrace" --sqlite "$p/lin.sqlite" -q)")
 	awk -v part="$part" -v b="$pb" -v t="$pt" 'BEGIN {
