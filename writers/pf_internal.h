@@ -169,6 +169,7 @@ struct pf {
 	uint32_t flag_mask; /* the slice flags that are args */
 	uint32_t seq;	    /* current sequence id */
 	uint64_t clock;	    /* its clock 64, running value */
+	uint64_t ev_ts;	    /* the open event packet's time */
 
 	uint64_t next_uuid;
 	uint32_t *stack; /* open slices of the current thread */
@@ -188,8 +189,10 @@ int pf_fail(struct pf *w, int code, const char *fmt, ...)
 /* The failure below, for callers that only learn that something failed. */
 int pf_failed(const struct pf *w);
 /* A packet of the current sequence at ts (clock 64, deltas), with what
- * it needs of the incremental state; pf_packet_end() closes it. */
+ * it needs of the incremental state; pf_event_end() puts the time down,
+ * last, and closes it (pf_packet_end() closes any other packet). */
 size_t pf_event_packet(struct pf *w, uint64_t ts);
+int pf_event_end(struct pf *w, size_t m);
 int pf_packet_end(struct pf *w, size_t m);
 /* Starts sequence seq: clears its incremental state, clock 64 from t0,
  * track (if non-zero) the default track, the argument names interned. */

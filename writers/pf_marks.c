@@ -79,7 +79,7 @@ static int pf_hit_event(struct pf *w, const struct pf_hitev *e,
 		pf_arg_uint(b, AN_TID, F_DA_INT, h->tid);
 	}
 	pb_end(b, m);
-	return pf_packet_end(w, pkt);
+	return pf_event_end(w, pkt);
 }
 
 int pf_hits(struct pf *w, uint32_t seq)
@@ -226,7 +226,7 @@ int pf_ptwrites(struct pf *w, uint32_t seq)
 		if (v[i]->ip)
 			pf_arg_uint(b, AN_IP, F_DA_POINTER, v[i]->ip);
 		pb_end(b, m);
-		rc = pf_packet_end(w, pkt);
+		rc = pf_event_end(w, pkt);
 	}
 out:
 	mt_hmap_free(&uuid);
@@ -323,7 +323,7 @@ int pf_guesses(struct pf *w, uint32_t seq)
 			pb_str(b, F_TE_NAME, name);
 		}
 		pb_end(b, m);
-		if (pf_packet_end(w, pkt))
+		if (pf_event_end(w, pkt))
 			goto out;
 	}
 	w->slices += nev / 2;
