@@ -154,6 +154,12 @@ int dec_open(struct dec_capture **out, const char *path,
 int dec_run(struct dec_capture *c, char *err, size_t errlen);
 /* Set before dec_run(). */
 void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx);
+/*
+ * Whether dec_run() decodes on threads of its own, the caller's thread
+ * only handing their events to the sink in order (more than one core, or
+ * the jobs asked for): a sink then has that thread to itself.
+ */
+bool dec_runs_aside(const struct dec_capture *c);
 void dec_free(struct dec_capture *c);
 
 /*

@@ -558,16 +558,27 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int par_new(struct par **out, struct dec_capture *c)
+/* Threads to decode on: the option's, else one a core. */
+static unsigned nr_jobs(const struct dec_capture *c)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned n =
 		c->opts.jobs ? c->opts.jobs : (cores > 0 ? (unsigned)cores : 1);
+
+	return n > MAX_JOBS ? MAX_JOBS : n;
+}
+
+bool dec_runs_aside(const struct dec_capture *c)
+{
+	return nr_jobs(c) >= 2;
+}
+
+int par_new(struct par **out, struct dec_capture *c)
+{
+	unsigned n = nr_jobs(c);
 	struct par *p;
 
 	*out = NULL;
-	if (n > MAX_JOBS)
-		n = MAX_JOBS;
 	if (n < 2)
 		return 0;
 	p = calloc(1, sizeof(*p));
