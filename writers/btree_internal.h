@@ -32,6 +32,7 @@
 #define BT_MAX_CELL (9 + 9 + 1 + BT_MAX_COLS * 9)
 
 #define BT_NR_CHUNKS 3
+#define BT_ALIGN     4096 /* of the chunks' buffers, for direct writes */
 
 struct bt_chunk {
 	const uint8_t *p;
@@ -40,6 +41,7 @@ struct bt_chunk {
 
 struct bt_file {
 	int fd;
+	int dfd; /* the same file for direct writes, or -1 (the writer's) */
 	uint32_t page_size;
 	uint32_t usable;    /* page_size less SQLite's reserved bytes */
 	uint32_t nr_pages;  /* pages in the file */
