@@ -1,24 +1,26 @@
 /*
  * The builders on a thread of their own, fed while the decoder goes on.
  *
- * The decoder's sink fills a batch of events; full batches go through a
- * short queue to the builder thread, which hands each event to
+ * The decoder's sink fills a batch of events; full batches go to the
+ * builders' thread (util's jobs, in order), which hands each event to
  * seg_all_sink() in the order it came, so the model is the one the
  * decoder's own thread would have built.  Decoding and building then
- * take a core each (on a 6M-slice capture, 2.6 s and 1.2 s).
+ * take a core each (on a 6M-slice capture, 2.6 s and 1.2 s).  After a
+ * builder's error the batches still queued are skipped, and the sink
+ * passes the error back to the decoder at its next batch.
  *
  * What both threads touch of the decoding session (a missing binary's
  * note) is locked there; the builders own the model until the end.
  */
 #include "segments/segments.h"
+#include "util/util.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 #define PIPE_BATCH 8192 /* events a batch */
-#define PIPE_DEPTH 4	/* batches queued, at most */
+/* batches: as many as the jobs' queue holds, and the one being filled */
+#define PIPE_NR (MT_JOBS_DEPTH + 1)
 
 struct pipe_ev {
 	struct dec_thread *t;
@@ -26,67 +28,41 @@ struct pipe_ev {
 	enum dec_kind kind;
 };
 
-struct seg_pipe {
-	struct seg_all *all;
-	pthread_t th;
-	pthread_mutex_t lock;
-	pthread_cond_t changed;
-	/* Batches: PIPE_DEPTH + 1 of them, each in the queue, free, or
-	 * being filled (cur) or built from. */
-	struct pipe_ev *batch[PIPE_DEPTH + 1];
-	size_t len[PIPE_DEPTH + 1];
-	size_t queue[PIPE_DEPTH + 1], q_head, q_n;
-	size_t free_[PIPE_DEPTH + 1], nr_free;
-	size_t cur, cur_n;
-	bool done; /* the decoder has finished */
-	int rc;	   /* the builders' first error, 0 */
+struct pipe_batch {
+	struct pipe_ev *ev;
+	size_t n;
 };
 
-static void *builder_main(void *arg)
+struct seg_pipe {
+	struct seg_all *all;
+	struct mt_jobs *builder;
+	/* Batch k is batch[k % PIPE_NR]; nr_put of them went to the
+	 * builder, the next one fills. */
+	struct pipe_batch batch[PIPE_NR];
+	uint64_t nr_put;
+	struct pipe_batch *cur;
+};
+
+static int build_batch(void *ctx, void *job)
 {
-	struct seg_pipe *p = arg;
+	struct seg_pipe *p = ctx;
+	const struct pipe_batch *b = job;
 
-	for (;;) {
-		size_t b;
-		int rc;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct pipe_ev *e = &b->ev[i];
+		int rc = seg_all_sink(p->all, e->t, e->time, e->kind, e->ip,
+				      e->aux);
 
-		pthread_mutex_lock(&p->lock);
-		while (!p->q_n && !p->done)
-			pthread_cond_wait(&p->changed, &p->lock);
-		if (!p->q_n) {
-			pthread_mutex_unlock(&p->lock);
-			return NULL;
-		}
-		b = p->queue[p->q_head];
-		p->q_head = (p->q_head + 1) % (PIPE_DEPTH + 1);
-		p->q_n--;
-		rc = p->rc;
-		pthread_mutex_unlock(&p->lock);
-
-		/* After an error the rest is drained unbuilt, so that the
-		 * decoder never waits for a batch that does not come. */
-		for (size_t i = 0; i < p->len[b] && !rc; i++) {
-			const struct pipe_ev *e = &p->batch[b][i];
-
-			rc = seg_all_sink(p->all, e->t, e->time, e->kind, e->ip,
-					  e->aux);
-		}
-
-		pthread_mutex_lock(&p->lock);
-		if (rc && !p->rc)
-			p->rc = rc;
-		p->free_[p->nr_free++] = b;
-		pthread_cond_broadcast(&p->changed);
-		pthread_mutex_unlock(&p->lock);
+		if (rc)
+			return rc;
 	}
+	return 0;
 }
 
 static void pipe_free(struct seg_pipe *p)
 {
-	for (size_t i = 0; i <= PIPE_DEPTH; i++)
-		free(p->batch[i]);
-	pthread_cond_destroy(&p->changed);
-	pthread_mutex_destroy(&p->lock);
+	for (size_t i = 0; i < PIPE_NR; i++)
+		free(p->batch[i].ev);
 	free(p);
 }
 
@@ -99,51 +75,34 @@ int seg_pipe_start(struct seg_pipe **out, struct seg_all *a)
 	if (!p)
 		return -ENOMEM;
 	p->all = a;
-	if (pthread_mutex_init(&p->lock, NULL)) {
-		free(p);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&p->changed, NULL)) {
-		pthread_mutex_destroy(&p->lock);
-		free(p);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i <= PIPE_DEPTH; i++) {
-		p->batch[i] = malloc(PIPE_BATCH * sizeof(*p->batch[i]));
-		if (!p->batch[i]) {
+	for (size_t i = 0; i < PIPE_NR; i++) {
+		p->batch[i].ev = malloc(PIPE_BATCH * sizeof(*p->batch[i].ev));
+		if (!p->batch[i].ev) {
 			pipe_free(p);
 			return -ENOMEM;
 		}
-		if (i)
-			p->free_[p->nr_free++] = i;
 	}
-	p->cur = 0;
-	rc = pthread_create(&p->th, NULL, builder_main, p);
+	p->cur = &p->batch[0];
+	rc = mt_jobs_start(&p->builder, build_batch, p);
 	if (rc) {
 		pipe_free(p);
-		return -rc;
+		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-/* The batch being filled goes to the builder; the next one to fill is a
- * free one, once there is one. */
+/* The batch being filled goes to the builder; the next one to fill is
+ * the one PIPE_NR before, once it has been built from. */
 static int submit(struct seg_pipe *p)
 {
-	int rc;
+	int rc = mt_jobs_put(p->builder, p->cur);
 
-	pthread_mutex_lock(&p->lock);
-	p->len[p->cur] = p->cur_n;
-	p->queue[(p->q_head + p->q_n) % (PIPE_DEPTH + 1)] = p->cur;
-	p->q_n++;
-	pthread_cond_broadcast(&p->changed);
-	while (!p->nr_free)
-		pthread_cond_wait(&p->changed, &p->lock);
-	p->cur = p->free_[--p->nr_free];
-	p->cur_n = 0;
-	rc = p->rc;
-	pthread_mutex_unlock(&p->lock);
+	p->nr_put++;
+	if (!rc && p->nr_put >= PIPE_NR)
+		rc = mt_jobs_wait(p->builder, p->nr_put - PIPE_NR + 1);
+	p->cur = &p->batch[p->nr_put % PIPE_NR];
+	p->cur->n = 0;
 	return rc;
 }
 
@@ -151,9 +110,10 @@ int seg_pipe_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		  enum dec_kind kind, uint64_t ip, uint64_t aux)
 {
 	struct seg_pipe *p = ctx;
+	struct pipe_batch *b = p->cur;
 
-	p->batch[p->cur][p->cur_n++] = (struct pipe_ev){t, time, ip, aux, kind};
-	return p->cur_n == PIPE_BATCH ? submit(p) : 0;
+	b->ev[b->n++] = (struct pipe_ev){t, time, ip, aux, kind};
+	return b->n == PIPE_BATCH ? submit(p) : 0;
 }
 
 int seg_pipe_end(struct seg_pipe *p)
@@ -162,14 +122,11 @@ int seg_pipe_end(struct seg_pipe *p)
 
 	if (!p)
 		return 0;
-	if (p->cur_n)
-		submit(p);
-	pthread_mutex_lock(&p->lock);
-	p->done = true;
-	pthread_cond_broadcast(&p->changed);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->th, NULL);
-	rc = p->rc;
+	if (p->cur->n)
+		mt_jobs_put(p->builder, p->cur);
+	/* Every batch is built (or skipped after an error) before the
+	 * model is the caller's again; the first error is the one. */
+	rc = mt_jobs_end(p->builder);
 	pipe_free(p);
 	return rc;
 }

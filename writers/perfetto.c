@@ -153,8 +153,8 @@ static int pf_batch_out(void *ctx, void *job)
 					w->zout + sizeof(hdr),
 					bound - sizeof(hdr));
 	if (!clen) {
-		w->io_what = "deflate: no room for the stream";
-		return -EIO;
+		w->io_what = "deflate"; /* no room for the stream */
+		return -ENOBUFS;
 	}
 
 	/* Trace.packet { compressed_packets = stream }: the key of field 50
@@ -172,8 +172,6 @@ static int pf_batch_out(void *ctx, void *job)
 /* What the jobs' thread said of a failure, as one line. */
 static int pf_fail_out(struct pf *w, int rc)
 {
-	if (rc == -EIO && w->io_what && strchr(w->io_what, ':'))
-		return pf_fail(w, rc, "%s", w->io_what);
 	return pf_fail(w, rc, "%s: %s", w->io_what ? w->io_what : "write",
 		       strerror(-rc));
 }
