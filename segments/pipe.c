@@ -19,8 +19,8 @@
 #include <stdlib.h>
 
 #define PIPE_BATCH 8192 /* events a batch */
-/* batches: as many as the jobs' queue holds, and the one being filled */
-#define PIPE_NR (MT_JOBS_DEPTH + 1)
+/* batches: the builder's queue holds all but the one being filled */
+#define PIPE_NR 5
 
 struct pipe_ev {
 	struct dec_thread *t;
@@ -83,7 +83,7 @@ int seg_pipe_start(struct seg_pipe **out, struct seg_all *a)
 		}
 	}
 	p->cur = &p->batch[0];
-	rc = mt_jobs_start(&p->builder, build_batch, p);
+	rc = mt_jobs_start(&p->builder, build_batch, p, PIPE_NR - 1);
 	if (rc) {
 		pipe_free(p);
 		return rc;
@@ -93,14 +93,12 @@ int seg_pipe_start(struct seg_pipe **out, struct seg_all *a)
 }
 
 /* The batch being filled goes to the builder; the next one to fill is
- * the one PIPE_NR before, once it has been built from. */
+ * the one PIPE_NR before, which has been built from by then. */
 static int submit(struct seg_pipe *p)
 {
 	int rc = mt_jobs_put(p->builder, p->cur);
 
 	p->nr_put++;
-	if (!rc && p->nr_put >= PIPE_NR)
-		rc = mt_jobs_wait(p->builder, p->nr_put - PIPE_NR + 1);
 	p->cur = &p->batch[p->nr_put % PIPE_NR];
 	p->cur->n = 0;
 	return rc;

@@ -5,8 +5,8 @@
  * write's copy into the page cache (on the database of a 24M-slice
  * capture, a third of the writer's time) or the compression of a batch
  * happens beside the encoding instead of after it.  The caller owns the
- * jobs and their buffers; the queue only holds pointers, and
- * mt_jobs_wait() says when a job's buffer is free again.
+ * jobs and their buffers; the queue only holds pointers, and its depth
+ * bounds how many buffers are out at once.
  */
 #include "util/util.h"
 
@@ -22,8 +22,8 @@ struct mt_jobs {
 	bool threaded; /* else each job runs when it is put */
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
-	void *ring[MT_JOBS_DEPTH];
-	size_t head;	    /* the next job to run, in ring */
+	void **ring;	    /* depth of them */
+	size_t depth, head; /* head: the next job to run, in ring */
 	uint64_t put, done; /* jobs queued, jobs run (or skipped) */
 	bool quit;
 	int rc; /* the first failed job's error */
@@ -52,7 +52,7 @@ static void *jobs_main(void *arg)
 		pthread_mutex_lock(&q->lock);
 		if (rc && !q->rc)
 			q->rc = rc;
-		q->head = (q->head + 1) % MT_JOBS_DEPTH;
+		q->head = (q->head + 1) % q->depth;
 		q->done++;
 		pthread_cond_broadcast(&q->changed);
 	}
@@ -61,7 +61,7 @@ static void *jobs_main(void *arg)
 }
 
 int mt_jobs_start(struct mt_jobs **out, int (*run)(void *ctx, void *job),
-		  void *ctx)
+		  void *ctx, unsigned depth)
 {
 	struct mt_jobs *q = calloc(1, sizeof(*q));
 
@@ -70,19 +70,25 @@ int mt_jobs_start(struct mt_jobs **out, int (*run)(void *ctx, void *job),
 		return -ENOMEM;
 	q->run = run;
 	q->ctx = ctx;
-	if (pthread_mutex_init(&q->lock, NULL)) {
-		free(q);
-		return -ENOMEM;
-	}
-	if (pthread_cond_init(&q->changed, NULL)) {
-		pthread_mutex_destroy(&q->lock);
-		free(q);
-		return -ENOMEM;
-	}
+	q->depth = depth ? depth : 1;
+	q->ring = calloc(q->depth, sizeof(*q->ring));
+	if (!q->ring)
+		goto no_ring;
+	if (pthread_mutex_init(&q->lock, NULL))
+		goto no_lock;
+	if (pthread_cond_init(&q->changed, NULL))
+		goto no_cond;
 	/* Without a thread the work is the same, only not side by side. */
 	q->threaded = !pthread_create(&q->th, NULL, jobs_main, q);
 	*out = q;
 	return 0;
+no_cond:
+	pthread_mutex_destroy(&q->lock);
+no_lock:
+	free(q->ring);
+no_ring:
+	free(q);
+	return -ENOMEM;
 }
 
 int mt_jobs_put(struct mt_jobs *q, void *job)
@@ -97,28 +103,12 @@ int mt_jobs_put(struct mt_jobs *q, void *job)
 		return q->rc;
 	}
 	pthread_mutex_lock(&q->lock);
-	while (q->put - q->done == MT_JOBS_DEPTH)
+	while (q->put - q->done == q->depth)
 		pthread_cond_wait(&q->changed, &q->lock);
-	q->ring[(q->head + (q->put - q->done)) % MT_JOBS_DEPTH] = job;
+	q->ring[(q->head + (q->put - q->done)) % q->depth] = job;
 	q->put++;
 	rc = q->rc;
 	pthread_cond_broadcast(&q->changed);
-	pthread_mutex_unlock(&q->lock);
-	return rc;
-}
-
-int mt_jobs_wait(struct mt_jobs *q, uint64_t n)
-{
-	int rc;
-
-	if (!q->threaded)
-		return q->rc;
-	pthread_mutex_lock(&q->lock);
-	if (n > q->put)
-		n = q->put;
-	while (q->done < n)
-		pthread_cond_wait(&q->changed, &q->lock);
-	rc = q->rc;
 	pthread_mutex_unlock(&q->lock);
 	return rc;
 }
@@ -139,6 +129,7 @@ int mt_jobs_end(struct mt_jobs *q)
 	rc = q->rc;
 	pthread_cond_destroy(&q->changed);
 	pthread_mutex_destroy(&q->lock);
+	free(q->ring);
 	free(q);
 	return rc;
 }

@@ -171,19 +171,19 @@ void mt_writeback(struct mt_writeback *wb, int fd, uint64_t end);
 /*
  * Jobs run in order on a thread of their own (jobs.c): run(ctx, job) for
  * each job put, so that a writer can fill its next buffer while the last
- * one goes out.  The caller owns every job and what it points to; a job
- * is the caller's again once mt_jobs_wait() has seen it run.  After a
- * job fails the later ones are skipped, and every call returns that
- * first error.  When no thread can be started, each job runs as it is
- * put.  Errors are negative errno values.
+ * one goes out.  At most depth jobs (1 or more) are queued or running:
+ * mt_jobs_put() waits for room.  So a caller that fills depth + 1
+ * buffers in turn, job k in buffer k % (depth + 1), may fill the next as
+ * soon as mt_jobs_put() returns: the job that had it has run.  The
+ * caller owns every job and what it points to.  After a job fails the
+ * later ones are skipped, and every call returns that first error.  When
+ * no thread can be started, each job runs as it is put.  Errors are
+ * negative errno values.
  */
-#define MT_JOBS_DEPTH 4 /* jobs queued at most; mt_jobs_put() waits */
 struct mt_jobs;
 int mt_jobs_start(struct mt_jobs **q, int (*run)(void *ctx, void *job),
-		  void *ctx);
+		  void *ctx, unsigned depth);
 int mt_jobs_put(struct mt_jobs *q, void *job);
-/* Waits until the first n jobs put have run (or been skipped). */
-int mt_jobs_wait(struct mt_jobs *q, uint64_t n);
 /* Waits for every job, ends the thread and frees q (NULL: nothing). */
 int mt_jobs_end(struct mt_jobs *q);
 

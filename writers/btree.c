@@ -200,7 +200,8 @@ static int write_chunk(void *ctx, void *job)
 }
 
 /* Hands the pages appended so far to the jobs' thread and goes on in
- * the next buffer, once the job that last had it has run. */
+ * the next buffer, which the job before has written by then (the queue
+ * holds BT_NR_CHUNKS - 1). */
 static int flush(struct bt_file *f)
 {
 	struct bt_chunk *c;
@@ -215,8 +216,6 @@ static int flush(struct bt_file *f)
 	f->chunk_nr = 0;
 	rc = mt_jobs_put(f->writer, c);
 	f->nr_put++;
-	if (!rc && f->nr_put >= BT_NR_CHUNKS)
-		rc = mt_jobs_wait(f->writer, f->nr_put - BT_NR_CHUNKS + 1);
 	f->chunk = f->bufs[f->nr_put % BT_NR_CHUNKS];
 	return rc;
 }
@@ -304,7 +303,7 @@ int bt_open(struct bt_file *f, const char *path)
 	}
 	f->chunk = f->bufs[0];
 	f->dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	rc = mt_jobs_start(&f->writer, write_chunk, f);
+	rc = mt_jobs_start(&f->writer, write_chunk, f, BT_NR_CHUNKS - 1);
 	if (rc)
 		goto fail;
 	return 0;
@@ -321,20 +320,21 @@ fail:
 
 int bt_close(struct bt_file *f, int abort)
 {
+	int keep = !abort && !f->failed; /* the trees go in the file */
 	uint8_t h[100];
 	int rc = 0, jrc;
 
 	if (f->fd < 0)
 		return 0;
-	if (!abort && !f->failed)
+	if (keep)
 		rc = flush(f);
 	/* Every chunk is written (or skipped, after a failure) before the
 	 * header says how many pages there are, and before the close. */
 	jrc = mt_jobs_end(f->writer);
 	f->writer = NULL;
-	if (!rc && !abort && !f->failed)
+	if (keep && !rc)
 		rc = jrc;
-	if (!abort && !f->failed && !rc) {
+	if (keep && !rc) {
 		if (pread(f->fd, h, sizeof(h), 0) != sizeof(h))
 			rc = -EIO;
 		if (!rc) {

@@ -178,7 +178,8 @@ static int pf_fail_out(struct pf *w, int rc)
 
 /*
  * The packets so far go out on the jobs' thread; the next ones fill the
- * buffer of the batch PF_NR_BATCHES before, which has gone out by then.
+ * buffer of the batch PF_NR_BATCHES before, which has gone out by then
+ * (the queue holds PF_NR_BATCHES - 1).
  */
 static int pf_flush(struct pf *w)
 {
@@ -191,11 +192,6 @@ static int pf_flush(struct pf *w)
 		return 0;
 	if (w->compress && w->pk.len > UINT32_MAX)
 		return pf_fail(w, -EFBIG, "packet batch too large to compress");
-	if (w->nr_put >= PF_NR_BATCHES) {
-		rc = mt_jobs_wait(w->out, w->nr_put - PF_NR_BATCHES + 1);
-		if (rc)
-			return pf_fail_out(w, rc);
-	}
 	b = &w->batch[w->nr_put % PF_NR_BATCHES];
 	full = w->pk;
 	w->pk = *b;
@@ -767,7 +763,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	}
 	if (pf_open(&w, f->tmp))
 		goto fail;
-	rc = mt_jobs_start(&w.out, pf_batch_out, &w);
+	rc = mt_jobs_start(&w.out, pf_batch_out, &w, PF_NR_BATCHES - 1);
 	if (rc) {
 		pf_fail(&w, rc, "out of memory");
 		goto fail;

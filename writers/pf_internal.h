@@ -121,7 +121,7 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
-/* batches in the jobs' queue, at most; the next fills the fourth buffer */
+/* buffers of full batches: all but one may wait in the jobs' queue */
 #define PF_NR_BATCHES 3
 
 #define HITS_TRACK_NAME "Snapshot symbol hits"

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,9 +435,9 @@ static void test_err(struct check_state *cs)
 /* What the jobs' function saw: the order of the jobs it ran. */
 struct jobs_log {
 	int ran[64];
-	int nr;
-	int fail_at; /* this job fails with -ENOSPC; -1: none */
-	int slow;    /* each job sleeps this many microseconds */
+	atomic_int nr; /* read while jobs run */
+	int fail_at;   /* this job fails with -ENOSPC; -1: none */
+	int slow;      /* each job sleeps this many microseconds */
 };
 
 static int log_job(void *ctx, void *job)
@@ -446,7 +447,7 @@ static int log_job(void *ctx, void *job)
 
 	if (l->slow)
 		usleep((useconds_t)l->slow);
-	l->ran[l->nr++] = id;
+	l->ran[atomic_fetch_add(&l->nr, 1)] = id;
 	return id == l->fail_at ? -ENOSPC : 0;
 }
 
@@ -456,7 +457,7 @@ static void test_jobs_order(struct check_state *cs)
 	int ids[40];
 	struct mt_jobs *q;
 
-	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	CHECK(cs, mt_jobs_start(&q, log_job, &l, 4) == 0 && q);
 	if (!q)
 		return;
 	/* More jobs than the queue holds: a put waits for room. */
@@ -472,24 +473,28 @@ static void test_jobs_order(struct check_state *cs)
 	CHECK(cs, mt_jobs_end(NULL) == 0);
 }
 
-static void test_jobs_wait(struct check_state *cs)
+/* With depth 2 and three buffers in turn, the job that had the next
+ * buffer has run when mt_jobs_put() returns, however slow the jobs. */
+static void test_jobs_reuse(struct check_state *cs)
 {
 	struct jobs_log l = {.fail_at = -1, .slow = 20000};
-	int ids[3] = {0, 1, 2};
+	int ids[6];
 	struct mt_jobs *q;
 
-	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	CHECK(cs, mt_jobs_start(&q, log_job, &l, 2) == 0 && q);
 	if (!q)
 		return;
-	for (int i = 0; i < 3; i++)
-		CHECK(cs, mt_jobs_put(q, &ids[i]) == 0);
-	/* Each job takes 20 ms: without the wait, none would have run. */
-	CHECK(cs, mt_jobs_wait(q, 2) == 0);
-	CHECKF(cs, l.nr >= 2, "%d jobs run after waiting for 2", l.nr);
-	/* Asking for more than was put waits for what was put. */
-	CHECK(cs, mt_jobs_wait(q, 10) == 0);
-	CHECK(cs, l.nr == 3);
+	for (int k = 0; k < 6; k++) {
+		ids[k] = k;
+		CHECK(cs, mt_jobs_put(q, &ids[k]) == 0);
+		/* Each job takes 20 ms: without the wait for room, none
+		 * would have run yet. */
+		CHECKF(cs, atomic_load(&l.nr) >= k - 1,
+		       "%d jobs run when job %d was put", atomic_load(&l.nr),
+		       k);
+	}
 	CHECK(cs, mt_jobs_end(q) == 0);
+	CHECK(cs, l.nr == 6);
 }
 
 static void test_jobs_error(struct check_state *cs)
@@ -499,7 +504,7 @@ static void test_jobs_error(struct check_state *cs)
 	struct mt_jobs *q;
 	int rc = 0;
 
-	CHECK(cs, mt_jobs_start(&q, log_job, &l) == 0 && q);
+	CHECK(cs, mt_jobs_start(&q, log_job, &l, 4) == 0 && q);
 	if (!q)
 		return;
 	for (int i = 0; i < 10; i++) {
@@ -511,7 +516,6 @@ static void test_jobs_error(struct check_state *cs)
 	}
 	/* The first error is what every later call says, and the jobs
 	 * after the failed one never ran. */
-	CHECK(cs, mt_jobs_wait(q, 10) == -ENOSPC);
 	CHECK(cs, mt_jobs_end(q) == -ENOSPC);
 	CHECKF(cs, l.nr == 4, "%d jobs ran", l.nr);
 	for (int i = 0; i < l.nr; i++)
@@ -537,7 +541,7 @@ int main(void)
 	RUN(&st, test_outfile_sync_early);
 	RUN(&st, test_err);
 	RUN(&st, test_jobs_order);
-	RUN(&st, test_jobs_wait);
+	RUN(&st, test_jobs_reuse);
 	RUN(&st, test_jobs_error);
 	return CHECK_DONE(&st);
 }
