@@ -325,18 +325,34 @@ static int pass_pairs(struct thread_state *s, size_t first_rec, bool join)
 	return rc;
 }
 
-/* The pairs left apart, again, knowing what the first pass joined; then
- * runs of segments joined to one another that still join neither side:
- * across them, as across a single one. */
+/*
+ * The pairs left apart, again, knowing what the first pass joined, until
+ * a sweep joins none: a pair joined now may be what reveals the callers
+ * of an earlier pair's B (two gaps in a row inside code called in them,
+ * the lazy binding of a function that then ran long).  Then runs of
+ * segments joined to one another that still join neither side: across
+ * them, as across a single one.  Each sweep but the last joined a pair;
+ * the sweeps are bounded all the same, since each costs an alignment per
+ * pair left apart, and a capture may have thousands.
+ */
+#define MAX_SWEEPS 16
+
 static int pass_rejoin(struct thread_state *s, size_t first_rec)
 {
 	struct mt_trace *t = s->t;
 	int rc = 0;
 
-	for (size_t k = first_rec; !rc && k < t->nr_stitches; k++)
-		if (!t->stitches[k].frames_joined)
+	for (size_t sweep = 0, again = 1; again && !rc && sweep < MAX_SWEEPS;
+	     sweep++) {
+		again = 0;
+		for (size_t k = first_rec; !rc && k < t->nr_stitches; k++) {
+			if (t->stitches[k].frames_joined)
+				continue;
 			rc = rejoin_pair(s, t->stitches[k].seg_a,
 					 t->stitches[k].seg_b, k);
+			again += t->stitches[k].frames_joined != 0;
+		}
+	}
 	for (size_t r = first_rec + 1; !rc && r < t->nr_stitches; r++) {
 		size_t k = r - 1;
 

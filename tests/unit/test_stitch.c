@@ -324,6 +324,37 @@ static void test_rejoin_with_later_callers(struct check_state *st)
 }
 
 /*
+ * As above, but what reveals B's callers is two segments on: C too began
+ * in code called in its gap (f8, which jumped on to f5), and only D
+ * returns above C's roots, through f4 and f3 (B's) to f2 and f1 (A's).
+ * The second pass joins B -> C first; that is what tells B's callers,
+ * so A -> B, tried before it, is tried again.
+ */
+static void test_rejoin_until_settled(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_JUMP, FN(3), AT(9, 0x40)},
+		{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_OVERFLOW, AT(8, 0x30), 0},
+		{DEC_JUMP, FN(5), AT(8, 0x40)},
+		{DEC_CALL, FN(6), AT(5, 0x15)},
+		{DEC_OVERFLOW, AT(6, 0x30), 0},
+		{DEC_RET, AT(5, 0x15), 0},
+		{DEC_RET, AT(4, 0x25), 0},
+		{DEC_RET, AT(3, 0x15), 0},
+		{DEC_RET, AT(2, 0x25), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j 2:gap 2:f9 2:f3:j 3:f4:j 4:gap "
+	       "4:f8 4:f5:j 5:f6:j 6:gap",
+	       "later segments revealed (first: no common frames)");
+}
+
+/*
  * B knows one frame, f2, and no call site: but it resumed at the return
  * address of A's f2's call into f3, so f3 returned in the gap and B's f2
  * is A's.  Resuming anywhere else in f2 proves nothing (B goes under
@@ -770,6 +801,7 @@ int main(void)
 	RUN(&st, test_tail_from_root);
 	RUN(&st, test_depth_from_later_segment);
 	RUN(&st, test_rejoin_with_later_callers);
+	RUN(&st, test_rejoin_until_settled);
 	RUN(&st, test_resume_at_return_site);
 	RUN(&st, test_longjmp_steps_over);
 	RUN(&st, test_longjmp_step_unbacked);
