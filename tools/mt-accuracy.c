@@ -159,7 +159,9 @@ static bool same_shape(const struct table *tt, long x, const struct table *ot,
 /* What loading a table knows of the rows before the next one. */
 struct loading {
 	struct table *t;
-	long stack[4096]; /* the last row at each depth */
+	long *stack; /* the last row at each depth (a recursion may be
+		      * thousands deep) */
+	size_t cap, top; /* stack[0 .. top) are the last row's */
 	unsigned gap_tid;
 	uint64_t gap_end; /* the last gap row's end, on gap_tid */
 	size_t gap_no;	  /* gap rows seen on gap_tid */
@@ -193,12 +195,17 @@ static int add_row(const struct tf_row *x, void *arg)
 		fprintf(stderr, "mt-accuracy: out of memory\n");
 		return -1;
 	}
+	if (mt_grow((void **)&l->stack, &l->cap, (size_t)r.depth + 1,
+		    sizeof(*l->stack))) {
+		fprintf(stderr, "mt-accuracy: out of memory\n");
+		return -1;
+	}
 	/* pre-order: the parent is the last row one level up */
-	if (r.depth > 0 && r.depth < 4096 && t->n &&
+	if (r.depth > 0 && r.depth <= l->top && t->n &&
 	    t->r[t->n - 1].tid == r.tid)
 		r.parent = l->stack[r.depth - 1];
-	if (r.depth < 4096)
-		l->stack[r.depth] = (long)t->n;
+	l->stack[r.depth] = (long)t->n;
+	l->top = (size_t)r.depth + 1;
 	t->r[t->n++] = r;
 	return 0;
 }
@@ -212,6 +219,7 @@ static int load(const char *path, struct table *t)
 		return -1;
 	l->t = t;
 	rc = tf_load(path, add_row, l);
+	free(l->stack);
 	free(l);
 	if (rc)
 		return rc;
