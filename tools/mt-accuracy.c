@@ -159,9 +159,10 @@ static bool same_shape(const struct table *tt, long x, const struct table *ot,
 /* What loading a table knows of the rows before the next one. */
 struct loading {
 	struct table *t;
-	long *stack; /* the last row at each depth (a recursion may be
-		      * thousands deep) */
-	size_t cap, top; /* stack[0 .. top) are the last row's */
+	/* the last row at each depth (a recursion may be thousands deep):
+	 * stack[0 .. top) are the last row's ancestors and itself */
+	long *stack;
+	size_t cap, top;
 	unsigned gap_tid;
 	uint64_t gap_end; /* the last gap row's end, on gap_tid */
 	size_t gap_no;	  /* gap rows seen on gap_tid */
