@@ -20,6 +20,7 @@
  * setjmp and its kin, which arrives where no edge leads.
  */
 #include "decode/dec_internal.h"
+#include "util/util.h"
 
 #include <capstone/capstone.h>
 #include <stdlib.h>
@@ -200,20 +201,13 @@ static bool call_ends_at(struct walker *w, uint64_t to)
 }
 
 /* The landing pad an exception out of the instruction at pc goes to, or
- * 0. */
+ * 0.  A call site's range begins its struct dec_lp as a struct mt_range
+ * does. */
 static uint64_t pad_of(const struct dec_code *c, uint64_t pc)
 {
-	size_t a = 0, b = c->nr_lps;
+	long i = mt_range_at(c->lps, c->nr_lps, sizeof(*c->lps), pc);
 
-	while (a < b) {
-		size_t m = a + (b - a) / 2;
-
-		if (c->lps[m].hi <= pc)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a < c->nr_lps && c->lps[a].lo <= pc ? c->lps[a].pad : 0;
+	return i < 0 ? 0 : c->lps[i].pad;
 }
 
 /*

@@ -98,7 +98,7 @@ struct unit_slot {
 
 /* Code of a unit. */
 struct unit_range {
-	struct sym_range r;
+	struct mt_range r;
 	uint32_t slot;
 };
 
@@ -271,8 +271,8 @@ int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
 /* The unit of the code at vaddr, read now if it was not; NULL: none. */
 static const struct sym_unit *unit_at(struct sym_dwarf *d, uint64_t vaddr)
 {
-	long i = d ? sym_range_at(d->ranges, d->nr_ranges, sizeof(*d->ranges),
-				  vaddr)
+	long i = d ? mt_range_at(d->ranges, d->nr_ranges, sizeof(*d->ranges),
+				 vaddr)
 		   : -1;
 	struct unit_slot *slot;
 	struct sym_unit *u;

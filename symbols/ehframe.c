@@ -281,8 +281,8 @@ static int lsda_read(const uint8_t *p, size_t len, uint64_t base, uint64_t lsda,
 		    !read_enc(p, end, &at, cs_enc, &pad) ||
 		    !uleb(p, end, &at, &action))
 			return 1;
-		if (!pad)
-			continue;
+		if (!pad || !n)
+			continue; /* no landing pad, or covers nothing */
 		if (mt_grow((void **)v, cap, *nr + 1, sizeof(**v)))
 			return -ENOMEM;
 		(*v)[(*nr)++] = (struct sym_lp){.lo = fn + start,

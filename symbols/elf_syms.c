@@ -707,8 +707,8 @@ const struct sym *sym_file_lookup(const struct sym_file *f, uint64_t vaddr)
 bool sym_file_fde(const struct sym_file *f, uint64_t vaddr, uint64_t *start,
 		  uint64_t *end)
 {
-	long i = sym_range_at(f->eh.fdes, f->eh.nr_fdes, sizeof(*f->eh.fdes),
-			      vaddr);
+	long i = mt_range_at(f->eh.fdes, f->eh.nr_fdes, sizeof(*f->eh.fdes),
+			     vaddr);
 
 	if (i < 0)
 		return false;
@@ -726,7 +726,7 @@ int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
 			  const struct sym_lp **out, size_t *n)
 {
 	const struct sym_eh *eh = &f->eh;
-	long at = sym_range_at(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes), lo);
+	long at = mt_range_at(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes), lo);
 	size_t a;
 
 	*out = NULL;
@@ -736,13 +736,13 @@ int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
 	/* the FDEs that [lo, hi) overlaps: any LSDA unread leaves it
 	 * unknown */
 	a = at >= 0 ? (size_t)at
-		    : sym_range_from(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes),
-				     lo);
+		    : mt_range_from(eh->fdes, eh->nr_fdes, sizeof(*eh->fdes),
+				    lo);
 	for (; a < eh->nr_fdes && eh->fdes[a].r.lo < hi; a++)
 		if (eh->fdes[a].eh == SYM_EH_UNREAD)
 			return -1;
-	/* a landing pad's call site begins like a struct sym_range */
-	a = sym_range_from(eh->lps, eh->nr_lps, sizeof(*eh->lps), lo);
+	/* a landing pad's call site begins like a struct mt_range */
+	a = mt_range_from(eh->lps, eh->nr_lps, sizeof(*eh->lps), lo);
 	*out = eh->lps + a;
 	while (a + *n < eh->nr_lps && eh->lps[a + *n].lo < hi)
 		(*n)++;

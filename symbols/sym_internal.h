@@ -80,27 +80,11 @@ long sym_search(const struct sym *syms, const uint64_t *ends, size_t nr,
  */
 int sym_plt_collect(Elf *e, struct sym_arena *a, struct sym_cands *c, bool raw);
 
-/* Code at [lo, hi), ELF vaddrs: what the range tables searched by
- * sym_range_at() begin their elements with. */
-struct sym_range {
-	uint64_t lo, hi;
-};
-
-/*
- * The index of the element of v holding vaddr, or -1: v has nr elements
- * of size bytes, each beginning with a struct sym_range, sorted by lo and
- * disjoint.
- */
-long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr);
-/* The index of the first element of v (as above) that starts at or after
- * vaddr (nr when none does). */
-size_t sym_range_from(const void *v, size_t nr, size_t size, uint64_t vaddr);
-
 /* What an exception may do in a function of the unwind tables. */
 enum { SYM_EH_NONE, SYM_EH_PADS, SYM_EH_UNREAD };
 
 struct sym_fde {
-	struct sym_range r;
+	struct mt_range r; /* ELF vaddrs */
 	uint8_t eh;
 };
 

@@ -138,41 +138,6 @@ fail:
  */
 #define SYM_NEST_MAX 8
 
-/* How many elements of v start at or below vaddr. */
-static size_t starting_by(const void *v, size_t nr, size_t size, uint64_t vaddr)
-{
-	const char *base = v;
-	size_t lo = 0, hi = nr;
-	struct sym_range r;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		memcpy(&r, base + mid * size, sizeof(r));
-		if (r.lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-long sym_range_at(const void *v, size_t nr, size_t size, uint64_t vaddr)
-{
-	size_t n = starting_by(v, nr, size, vaddr);
-	struct sym_range r;
-
-	if (!n)
-		return -1;
-	memcpy(&r, (const char *)v + (n - 1) * size, sizeof(r));
-	return vaddr < r.hi ? (long)(n - 1) : -1;
-}
-
-size_t sym_range_from(const void *v, size_t nr, size_t size, uint64_t vaddr)
-{
-	return vaddr ? starting_by(v, nr, size, vaddr - 1) : 0;
-}
-
 long sym_search(const struct sym *syms, const uint64_t *ends, size_t nr,
 		uint64_t addr)
 {

@@ -1,7 +1,8 @@
 /*
- * Bottom-up merge sort over bytes: stable, O(n log n), one scratch
- * buffer.  Used where equal keys must keep their order (events of one
- * thread that share a timestamp).
+ * Sorted arrays: a bottom-up merge sort over bytes (stable, O(n log n),
+ * one scratch buffer: used where equal keys must keep their order, events
+ * of one thread that share a timestamp), and the search of sorted tables
+ * of address ranges.
  */
 #include "util/util.h"
 
@@ -54,4 +55,39 @@ int mt_cmp_u32(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* How many elements of v start at or below at. */
+static size_t starting_by(const void *v, size_t nr, size_t size, uint64_t at)
+{
+	const char *base = v;
+	size_t lo = 0, hi = nr;
+	struct mt_range r;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		memcpy(&r, base + mid * size, sizeof(r));
+		if (r.lo <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+long mt_range_at(const void *v, size_t nr, size_t size, uint64_t at)
+{
+	size_t n = starting_by(v, nr, size, at);
+	struct mt_range r;
+
+	if (!n)
+		return -1;
+	memcpy(&r, (const char *)v + (n - 1) * size, sizeof(r));
+	return at < r.hi ? (long)(n - 1) : -1;
+}
+
+size_t mt_range_from(const void *v, size_t nr, size_t size, uint64_t at)
+{
+	return at ? starting_by(v, nr, size, at - 1) : 0;
 }

@@ -34,6 +34,22 @@ int mt_stable_sort(void *base, size_t n, size_t sz,
 /* qsort()/bsearch() order of uint32_t values. */
 int mt_cmp_u32(const void *a, const void *b);
 
+/* Addresses [lo, hi): what the tables mt_range_at() searches begin their
+ * elements with. */
+struct mt_range {
+	uint64_t lo, hi;
+};
+
+/*
+ * The index of the element of v holding at, or -1: v has nr elements of
+ * size bytes, each beginning with a struct mt_range, sorted by lo and
+ * disjoint.
+ */
+long mt_range_at(const void *v, size_t nr, size_t size, uint64_t at);
+/* The index of the first element of v (as above) that starts at or after
+ * at (nr when none does). */
+size_t mt_range_from(const void *v, size_t nr, size_t size, uint64_t at);
+
 /*
  * The hash table (hmap.c): 64-bit keys (any but UINT64_MAX) to 64-bit
  * values, by open addressing, at most half full.  Zero-initialised it is

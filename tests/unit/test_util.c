@@ -451,6 +451,32 @@ static int log_job(void *ctx, void *job)
 	return id == l->fail_at ? -ENOSPC : 0;
 }
 
+/* Ranges in a table whose elements carry more than the range (a landing
+ * pad, say): found by address, holes and ends excluded. */
+static void test_range_at(struct check_state *st)
+{
+	struct padded {
+		struct mt_range r;
+		uint64_t pad;
+	} v[] = {{{0x100, 0x110}, 1}, {{0x110, 0x120}, 2}, {{0x200, 0x280}, 3}};
+	size_t n = sizeof(v) / sizeof(v[0]);
+
+	CHECK(st, mt_range_at(v, 0, sizeof(*v), 0x100) == -1);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0xff) == -1);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x100) == 0);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x10f) == 0);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x110) == 1);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x120) == -1);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x1ff) == -1);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x27f) == 2);
+	CHECK(st, mt_range_at(v, n, sizeof(*v), 0x280) == -1);
+	CHECK(st, mt_range_from(v, n, sizeof(*v), 0) == 0);
+	CHECK(st, mt_range_from(v, n, sizeof(*v), 0x100) == 0);
+	CHECK(st, mt_range_from(v, n, sizeof(*v), 0x101) == 1);
+	CHECK(st, mt_range_from(v, n, sizeof(*v), 0x200) == 2);
+	CHECK(st, mt_range_from(v, n, sizeof(*v), 0x201) == n);
+}
+
 static void test_jobs_order(struct check_state *cs)
 {
 	struct jobs_log l = {.fail_at = -1, .slow = 200};
@@ -540,6 +566,7 @@ int main(void)
 	RUN(&st, test_outfile_write_error);
 	RUN(&st, test_outfile_sync_early);
 	RUN(&st, test_err);
+	RUN(&st, test_range_at);
 	RUN(&st, test_jobs_order);
 	RUN(&st, test_jobs_reuse);
 	RUN(&st, test_jobs_error);
