@@ -258,7 +258,7 @@ static long leaf_depth(const struct table *tt, unsigned tid, uint64_t at)
 	/* the last call begun by then that is still live is the leaf: any
 	 * live call begun later would be its descendant */
 	while (lo-- > 0 && tt->r[lo].tid == tid)
-		if (tt->r[lo].end >= at)
+		if (tt->r[lo].end > at)
 			return tt->r[lo].depth;
 	return -1;
 }

@@ -79,6 +79,19 @@ tree "$W/o3.tsv" "1 0 main 0 1000 joined" "1 1 g 100 800 joined" \
 expect accuracy_unseen_call "$("$B/mt-accuracy" "$W/t3.tsv" "$W/o3.tsv" \
 	"$W/g3.tsv")" false=0 recalled=0 joined=4
 
+# Inside the gap f called g, which made a system call that returned as
+# tracing resumed (500): g is the leaf where tracing resumed, the slice
+# we resume under f, and h under it is right.  (The yardstick once took
+# the system call ending at 500 for the leaf there, so g was sought a
+# level above our leaf and h counted wrong: stack 83.33.)
+tree "$W/t6.tsv" "1 0 main 0 1000 -" "1 1 f 100 900 -" "1 2 g 350 800 -" \
+	"1 3 [syscall] 480 500 syscall" "1 3 h 600 700 -"
+tree "$W/o6.tsv" "1 0 main 0 1000 joined" "1 1 f 100 900 joined" \
+	"1 2 [decode_gap] 300 500 gap" "1 2 g 500 800 clipped_start" \
+	"1 3 h 600 700 -"
+expect accuracy_resume_leaf "$("$B/mt-accuracy" "$W/t6.tsv" "$W/o6.tsv" \
+	"$W/g1.tsv")" stack=100.00 false=0
+
 # A call we lost (f at 50) must not take the next call's slice: in a
 # recursion each pair after it would slip a level, and the stack of all
 # of them would count as wrong.  Our slices start 3 ns early.
