@@ -580,9 +580,10 @@ out:
  * The thread's slices as the joins left them, in pre-order.  Parents are
  * all settled before any is rewritten (parent_of() reads a root's
  * start-chain root, which may come later), and kept aside until the tree
- * is known to be one: -EINVAL leaves the slices for undo_edits().  Past
- * that, there is nothing to undo, and the log's memory goes before the
- * new layout's.
+ * is known to be one.  Any failure (a cycle, a callee that would begin
+ * before its caller, out of memory) leaves the slices as the joins left
+ * them, for undo_edits(): the log goes only once the new layout is in
+ * place.
  */
 int rebuild(struct thread_state *s)
 {
@@ -596,10 +597,10 @@ int rebuild(struct thread_state *s)
 		if (s->alias[i] == i)
 			par[i] = parent_of(s, (uint32_t)i);
 	rc = reaches_roots(s, par);
-	if (!rc) {
-		undo_free(&s->undo);
+	if (!rc)
 		rc = lay_out(s, par);
-	}
+	if (!rc)
+		undo_free(&s->undo);
 	free(par);
 	return rc;
 }

@@ -741,6 +741,64 @@ out:
 }
 
 /*
+ * All or nothing, when the fault shows only as the tree is laid out: the
+ * joins make a tree, but one whose callee begins before its caller (A's
+ * f4, which returned before the gap, is made a child of f6, which begins
+ * after it, as no capture would).  The thread comes back exactly as it
+ * was, joins undone, and the caller hears of it.
+ */
+static void test_unlaid_thread_given_back(struct check_state *st)
+{
+	const struct ev evs[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(4), AT(2, 0x35)},
+		{DEC_RET, AT(2, 0x35), 0},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_RET, AT(7, 0x15), 0},
+		{DEC_CALL, FN(6), AT(7, 0x25)},
+		{DEC_RET, AT(7, 0x25), 0},
+	};
+	uint32_t got[4] = {0};
+	struct stitch_opts so = {.unstitched = note_unstitched, .ctx = got};
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	struct mt_slice *was = NULL;
+	size_t nr_was = 0;
+	uint32_t f4, f6;
+	char err[128];
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
+	f4 = slice_named(&t, &t.threads[0], "f4", 0);
+	f6 = slice_named(&t, &t.threads[0], "f6", 0);
+	CHECK(st, f4 != MT_NONE && f6 != MT_NONE);
+	if (f4 == MT_NONE || f6 == MT_NONE)
+		goto out;
+	CHECK(st, t.threads[0].slices[f4].ts < t.threads[0].slices[f6].ts);
+	t.threads[0].slices[f4].parent = f6;
+	nr_was = t.threads[0].nr_slices;
+	was = malloc(nr_was * sizeof(*was));
+	CHECK(st, was != NULL);
+	if (!was)
+		goto out;
+	memcpy(was, t.threads[0].slices, nr_was * sizeof(*was));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	CHECKF(st, got[0] == 1 && got[1] == 1, "%u threads given back", got[0]);
+	CHECK(st,
+	      t.threads[0].nr_slices == nr_was &&
+		      !memcmp(was, t.threads[0].slices, nr_was * sizeof(*was)));
+	CHECKF(st, t.nr_stitches == 0, "%zu decisions", t.nr_stitches);
+out:
+	free(was);
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
+/*
  * B's revealed caller f1 would become the caller of A's root f2, from
  * f2's start; but f1 already hangs under f3, which began after f2 (as
  * an island hung by a join across it does).  The join would make f3
@@ -814,6 +872,7 @@ int main(void)
 	RUN(&st, test_other_depth_fits);
 	RUN(&st, test_callers_above_guessed);
 	RUN(&st, test_failed_thread_given_back);
+	RUN(&st, test_unlaid_thread_given_back);
 	RUN(&st, test_join_under_later_frame);
 	return CHECK_DONE(&st);
 }
