@@ -10,14 +10,19 @@
  * activation must go from from to a call that returns to to, or to to
  * itself.  The walk follows every edge of the function's code from from,
  * both ways of a conditional branch, over calls (as if each returned);
- * not one path getting there proves them two activations.  It proves
- * nothing, and says so, wherever the code might go where the walk cannot
- * follow: a jump through a register or memory, a jump out of the function
- * (a cold part, a tail call), bytes it cannot decode, code too large to
- * walk, an exception's landing pads where they cannot be read (the
- * binary's unwind tables or the function's LSDA; where they can, an
- * exception is one more edge, to the pad), and a second return from
- * setjmp and its kin, which arrives where no edge leads.
+ * not one path getting there proves them two activations.  A path ends
+ * at a return, and at a direct jump out of the function: a tail call, a
+ * jump to a cold part or into a frame below; in the trace each of those
+ * is another slice (segments/ takes the frame's place with the target,
+ * and a jump back into the function from there is another slice again),
+ * so the activation a slice stands for has ended.  The walk proves
+ * nothing, and says so, wherever the code might go where it cannot
+ * follow: a jump through a register or memory, bytes it cannot decode,
+ * code too large to walk, an exception's landing pads where they cannot
+ * be read (the binary's unwind tables or the function's LSDA; where they
+ * can, an exception is one more edge, to the pad, unless the pad lies
+ * out of the function), and a second return from setjmp and its kin,
+ * which arrives where no edge leads.
  */
 #include "decode/dec_internal.h"
 #include "util/util.h"
@@ -141,6 +146,11 @@ static enum walk step(struct walker *w, uint64_t pc, uint64_t *next, bool *ends)
 		return WALK_NEVER;
 	if (!branch_target(in, &to))
 		return WALK_MAYBE;
+	if (to < w->lo || to >= w->hi) {
+		/* out of the function: that way, the slice has ended */
+		*ends = in->id == X86_INS_JMP || in->id == X86_INS_LJMP;
+		return WALK_NEVER;
+	}
 	if (in->id == X86_INS_JMP || in->id == X86_INS_LJMP)
 		*next = to;
 	else

@@ -292,8 +292,32 @@ bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 	return p == MT_NONE || s->th->slices[p].ts <= revealed_from(s);
 }
 
-/* B's callers above A's root were there before A began: they become A's
- * root's callers, from A's start. */
+/* Slice i, one of B's callers above A's root, begins by from: joined,
+ * and guessed if it is. */
+static int move_back(struct thread_state *s, uint32_t i, uint64_t from,
+		     bool guessed)
+{
+	struct mt_slice *y = slice_edit(s, i);
+	uint64_t e;
+
+	if (!y)
+		return -ENOMEM;
+	e = end_of(y);
+	if (from < y->ts) {
+		y->ts = from;
+		y->dur = e - y->ts;
+	}
+	y->flags |= MT_SLICE_JOINED | (guessed ? MT_SLICE_DEPTH_GUESSED : 0);
+	return 0;
+}
+
+/*
+ * B's callers above A's root were there before A began: they become A's
+ * root's callers, from A's start.  So do the calls inlined in them that
+ * were open when they made their calls (a caller comes with them): what
+ * B's frame next down hangs under, up to B's frame above.  A's root goes
+ * where B's frame it is hung: under the innermost of them.
+ */
 static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 			       const struct match *m)
 {
@@ -301,24 +325,30 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 	uint32_t r0 = other_root(s, aroot);
 	uint64_t from = revealed_from(s);
 
+	for (size_t j = 0; j < m->ahead; j++) {
+		bool guessed = j + m->bguess >= m->ahead;
+		uint32_t p = parent_of(s, bv->sl[j + 1]);
+
+		if (move_back(s, bv->sl[j], from, guessed))
+			return -ENOMEM;
+		for (size_t n = 0;
+		     p != MT_NONE && p != resolve(s, bv->sl[j]) &&
+		     (s->th->slices[p].flags & MT_SLICE_INLINED) &&
+		     n < s->th->nr_slices;
+		     p = parent_of(s, p), n++)
+			if (move_back(s, p, from, guessed))
+				return -ENOMEM;
+	}
+	{
+		uint32_t p = parent_of(s, bv->sl[m->ahead]);
+
+		if (p != MT_NONE && p != aroot &&
+		    (s->th->slices[p].flags & MT_SLICE_INLINED))
+			up = p;
+	}
 	if (slice_set_parent(s, aroot, up) ||
 	    (r0 != MT_NONE && slice_set_parent(s, r0, up)))
 		return -ENOMEM;
-	for (size_t j = 0; j < m->ahead; j++) {
-		struct mt_slice *y = slice_edit(s, bv->sl[j]);
-		uint64_t e;
-
-		if (!y)
-			return -ENOMEM;
-		e = end_of(y);
-		if (from < y->ts) {
-			y->ts = from;
-			y->dur = e - y->ts;
-		}
-		y->flags |= MT_SLICE_JOINED;
-		if (j + m->bguess >= m->ahead)
-			y->flags |= MT_SLICE_DEPTH_GUESSED;
-	}
 	return 0;
 }
 

@@ -641,6 +641,26 @@ static void test_inlined_call_open(struct check_state *st)
 	       "by call site");
 }
 
+/*
+ * B reveals callers above A's root f3: f5, then f12, which made its call
+ * from code it inlined (g), then f1.  They were there before A began,
+ * and so was g, open between f12 and f5: it moves back with them, or f5
+ * would begin before its caller g.
+ */
+static void test_revealed_through_inlined(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(3, 0x10), 0},	{DEC_CALL, FN(4), AT(3, 0x15)},
+		{DEC_OVERFLOW, AT(4, 0x30), 0}, {DEC_RET, AT(3, 0x15), 0},
+		{DEC_RET, AT(5, 0x15), 0},	{DEC_RET, AT(12, 0x150), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f12:j 2:g:j 3:f5:j 4:f3:j 5:f4:j 6:gap",
+	       "3 revealed");
+}
+
 /* Feed events to thread th of t as one builder; the segments' ends go
  * to ends. */
 static void build_thread(struct check_state *st, struct mt_trace *t, size_t th,
@@ -855,6 +875,7 @@ int main(void)
 	RUN(&st, test_guess_stands_deeper);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_inlined_call_open);
+	RUN(&st, test_revealed_through_inlined);
 	RUN(&st, test_call_sites_carry_over);
 	RUN(&st, test_tail_from_root);
 	RUN(&st, test_depth_from_later_segment);
