@@ -542,11 +542,25 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 
 enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };
 
-/* Stitching asks the decoder's code whether a frame can be seen again. */
+/* Stitching asks the decoder's code whether a frame can be seen again,
+ * and whether it can make a call. */
 static bool never_reaches(void *capture, uint32_t pid, uint64_t from,
 			  uint64_t to, bool ret_to)
 {
 	return dec_never_reaches(capture, pid, from, to, ret_to);
+}
+
+static enum stitch_calls calls_to(void *capture, uint32_t pid, uint64_t from,
+				  uint64_t callee)
+{
+	switch (dec_calls_to(capture, pid, from, callee)) {
+	case DEC_CALLS_NEVER:
+		return STITCH_CALLS_NEVER;
+	case DEC_CALLS_SURE:
+		return STITCH_CALLS_SURE;
+	default:
+		return STITCH_CALLS_MAYBE;
+	}
 }
 
 /* Joins that do not make a tree are our fault, not the capture's: the
@@ -689,6 +703,7 @@ int main(int argc, char **argv)
 		struct stitch_opts so = {.unstitched = warn_unstitched,
 					 .ctx = (void *)a.capture,
 					 .never_reaches = never_reaches,
+					 .calls_to = calls_to,
 					 .code_ctx = dc};
 
 		if (stitch_trace(&t, &ends, &so, err, sizeof(err)))

@@ -231,6 +231,19 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
  */
 bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
 		       uint64_t to, bool ret_to);
+/*
+ * Whether the function around from, with control at from, can call the
+ * function at callee in the same activation.  SURE: a path from from
+ * makes a direct call to it.  NEVER: every path from from that stays in
+ * the function was followed, and every call on them goes to another
+ * function by name.  MAYBE otherwise: a call through a register or
+ * memory or a PLT stub could be to callee, or a path went where the walk
+ * cannot follow (reach.c).
+ */
+enum dec_calls { DEC_CALLS_NEVER, DEC_CALLS_MAYBE, DEC_CALLS_SURE };
+
+enum dec_calls dec_calls_to(struct dec_capture *c, uint32_t pid, uint64_t from,
+			    uint64_t callee);
 
 /* Snapshot trigger hits recorded in the capture. */
 struct dec_hit {
@@ -281,9 +294,11 @@ struct dec_lp {
 };
 
 /* A function's code as dec_never_reaches() walks it: n bytes at runtime
- * address lo, its landing pads (sorted, disjoint), and twice(ctx,
- * target) (may be NULL): whether a direct call's target returns twice
- * (setjmp). */
+ * address lo, its landing pads (sorted, disjoint), twice(ctx, target)
+ * (may be NULL): whether a direct call's target returns twice (setjmp),
+ * and other_fn(ctx, target, callee) (may be NULL: never): whether a
+ * direct call's target is surely not callee (another function by name,
+ * no PLT stub). */
 struct dec_code {
 	const uint8_t *bytes;
 	size_t n;
@@ -291,6 +306,7 @@ struct dec_code {
 	const struct dec_lp *lps;
 	size_t nr_lps;
 	bool (*twice)(void *ctx, uint64_t target);
+	bool (*other_fn)(void *ctx, uint64_t target, uint64_t callee);
 	void *ctx;
 };
 
@@ -298,5 +314,8 @@ struct dec_code {
  * arrives at to, or with ret_to, makes a call that returns to to. */
 bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
 			    uint64_t to, bool ret_to);
+/* The same walk, to the calls to callee (dec_calls_to()). */
+enum dec_calls dec_code_calls_to(const struct dec_code *c, uint64_t from,
+				 uint64_t callee);
 
 #endif

@@ -35,10 +35,13 @@
 #define REACH_MAX_CODE (64u << 10)
 #define REACH_CACHE    4096
 
+/* One answer: to is the callee for a walk that looks for calls; the
+ * answer is an enum walk. */
 struct dec_reach_ent {
 	uint64_t from, to;
 	uint32_t pid;
-	bool used, ret_to, never;
+	bool used, ret_to, calls;
+	uint8_t answer;
 };
 
 /*
@@ -79,6 +82,19 @@ static bool calls_returns_twice(void *ctx, uint64_t target)
 	return ds.known && returns_twice(ds.name);
 }
 
+/* A direct call's target is another function than callee: the start of
+ * one with a name, and not a PLT stub (which may lead anywhere). */
+static bool calls_other_fn(void *ctx, uint64_t target, uint64_t callee)
+{
+	const struct named *nm = ctx;
+	struct dec_sym ds;
+
+	if (target == callee)
+		return false;
+	dec_symbolize(nm->c, nm->pid, target, &ds);
+	return ds.known && ds.start == target && !strstr(ds.name, "@plt");
+}
+
 /* The direct target of a branch, or false for one through a register or
  * memory. */
 static bool branch_target(const cs_insn *in, uint64_t *to)
@@ -91,7 +107,8 @@ static bool branch_target(const cs_insn *in, uint64_t *to)
 	return true;
 }
 
-enum walk { WALK_NEVER, WALK_MAYBE };
+/* SURE only where calls are looked for: a direct call to the callee. */
+enum walk { WALK_NEVER, WALK_MAYBE, WALK_SURE };
 
 struct walker {
 	const struct dec_code *c;
@@ -99,6 +116,8 @@ struct walker {
 	const uint8_t *code;
 	uint64_t to;
 	bool ret_to; /* to is reached by a call returning there */
+	bool calls;  /* to is a callee: reached by a call that may be to it */
+	bool unsure; /* (calls) a path went where it could not be followed */
 	uint8_t *seen;
 	uint64_t *work;
 	size_t nw;
@@ -128,7 +147,15 @@ static enum walk step(struct walker *w, uint64_t pc, uint64_t *next, bool *ends)
 		return WALK_NEVER;
 	}
 	if (cs_insn_group(w->cs, in, CS_GRP_CALL)) {
-		if (w->ret_to && addr == w->to)
+		bool direct = branch_target(in, &to);
+
+		if (w->calls && direct && to == w->to)
+			return WALK_SURE;
+		/* a call that could be to the callee: the path goes on */
+		if (w->calls && (!direct || !w->c->other_fn ||
+				 !w->c->other_fn(w->c->ctx, to, w->to)))
+			w->unsure = true;
+		if (!w->calls && w->ret_to && addr == w->to)
 			return WALK_MAYBE;
 		/* the function's last instruction: a call that never
 		 * returns (abort, _Unwind_Resume) */
@@ -239,23 +266,35 @@ static enum walk walk(struct walker *w, uint64_t from)
 		bool ends;
 
 		for (;;) {
-			if ((!w->ret_to && pc == w->to) || pc < w->lo ||
-			    pc >= w->hi)
-				return WALK_MAYBE;
-			if (w->seen[pc - w->lo])
+			enum walk r;
+
+			if ((!w->ret_to && !w->calls && pc == w->to) ||
+			    pc < w->lo || pc >= w->hi) {
+				r = WALK_MAYBE;
+			} else if (w->seen[pc - w->lo]) {
 				break;
-			w->seen[pc - w->lo] = 1;
-			pad = pad_of(w->c, pc);
-			if (pad)
-				w->work[w->nw++] = pad;
-			if (step(w, pc, &next, &ends) == WALK_MAYBE)
-				return WALK_MAYBE;
+			} else {
+				w->seen[pc - w->lo] = 1;
+				pad = pad_of(w->c, pc);
+				if (pad)
+					w->work[w->nw++] = pad;
+				r = step(w, pc, &next, &ends);
+			}
+			/* Looking for a call to the callee, a path that
+			 * cannot be followed ends there; the others may
+			 * still make one for sure. */
+			if (r == WALK_MAYBE && w->calls) {
+				w->unsure = true;
+				break;
+			}
+			if (r != WALK_NEVER)
+				return r;
 			if (ends)
 				break;
 			pc = next;
 		}
 	}
-	return WALK_NEVER;
+	return w->unsure ? WALK_MAYBE : WALK_NEVER;
 }
 
 static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
@@ -274,8 +313,10 @@ static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
 	return true;
 }
 
-bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
-			    uint64_t to, bool ret_to)
+/* The walk of either kind: to a place (to, ret_to), or to a call that
+ * may be to the function at to (calls). */
+static enum walk run_walk(const struct dec_code *c, uint64_t from, uint64_t to,
+			  bool ret_to, bool calls)
 {
 	size_t n = c->n;
 	struct walker w = {.c = c,
@@ -283,12 +324,13 @@ bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
 			   .hi = c->lo + n,
 			   .code = c->bytes,
 			   .to = to,
-			   .ret_to = ret_to};
+			   .ret_to = ret_to && !calls,
+			   .calls = calls};
 	enum walk r = WALK_MAYBE;
 
-	if (from < w.lo || from - w.lo >= n || to < w.lo || to - w.lo >= n ||
-	    n > REACH_MAX_CODE)
-		return false;
+	if (from < w.lo || from - w.lo >= n || n > REACH_MAX_CODE ||
+	    (!calls && (to < w.lo || to - w.lo >= n)))
+		return WALK_MAYBE;
 	w.seen = calloc(n, 1);
 	/* each instruction pushes at most two other ways (a branch's, a
 	 * landing pad), and the walk starts with two */
@@ -300,32 +342,61 @@ bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
 	w.in = cs_malloc(w.cs);
 	if (w.in) {
 		r = c->twice ? any_returns_twice(&w) : WALK_NEVER;
-		if (r == WALK_NEVER && ret_to && !call_ends_at(&w, to))
+		if (r == WALK_NEVER && w.ret_to && !call_ends_at(&w, to))
 			r = WALK_MAYBE;
-		if (r == WALK_NEVER)
+		/* a longjmp back may go on anywhere: never is not proven,
+		 * but a sure call still is */
+		if (calls) {
+			w.unsure = r == WALK_MAYBE;
 			r = walk(&w, from);
+		} else if (r == WALK_NEVER) {
+			r = walk(&w, from);
+		}
 		cs_free(w.in, 1);
 	}
 	cs_close(&w.cs);
 out:
 	free(w.seen);
 	free(w.work);
-	return r == WALK_NEVER;
+	return r;
 }
 
-static bool prove_never(struct dec_capture *c, uint32_t pid, uint64_t from,
-			uint64_t to, bool ret_to)
+bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
+			    uint64_t to, bool ret_to)
+{
+	return run_walk(c, from, to, ret_to, false) == WALK_NEVER;
+}
+
+static enum dec_calls calls_of(enum walk r)
+{
+	return r == WALK_SURE	 ? DEC_CALLS_SURE
+	       : r == WALK_NEVER ? DEC_CALLS_NEVER
+				 : DEC_CALLS_MAYBE;
+}
+
+enum dec_calls dec_code_calls_to(const struct dec_code *c, uint64_t from,
+				 uint64_t callee)
+{
+	return calls_of(run_walk(c, from, callee, false, true));
+}
+
+/* The walk over the code of the function around from. */
+static enum walk walk_fn(struct dec_capture *c, uint32_t pid, uint64_t from,
+			 uint64_t to, bool ret_to, bool calls)
 {
 	struct named nm = {c, pid};
 	struct dec_fn_code f;
-	struct dec_code code = {.twice = calls_returns_twice, .ctx = &nm};
+	struct dec_code code = {.twice = calls_returns_twice,
+				.other_fn = calls_other_fn,
+				.ctx = &nm};
 	uint8_t *bytes = NULL;
 	struct dec_lp *lps = NULL;
-	bool never = false;
+	enum walk r = WALK_MAYBE;
 
-	if (!dec_fn_code(c, pid, from, &f) || to < f.lo || to >= f.hi ||
-	    !f.eh_known || f.hi - f.lo > REACH_MAX_CODE)
-		return false;
+	if (!dec_fn_code(c, pid, from, &f) ||
+	    (!calls && (to < f.lo || to >= f.hi)) || !f.eh_known ||
+	    f.hi - f.lo > REACH_MAX_CODE)
+		return WALK_MAYBE;
 	code.n = (size_t)(f.hi - f.lo);
 	code.lo = f.lo;
 	bytes = malloc(code.n);
@@ -340,31 +411,50 @@ static bool prove_never(struct dec_capture *c, uint32_t pid, uint64_t from,
 	code.lps = lps;
 	code.nr_lps = f.nr_lps;
 	dec_capstone_serialized(c, true);
-	never = dec_code_never_reaches(&code, from, to, ret_to);
+	r = run_walk(&code, from, to, ret_to, calls);
 	dec_capstone_serialized(c, false);
 out:
 	free(bytes);
 	free(lps);
-	return never;
+	return r;
 }
 
-bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
-		       uint64_t to, bool ret_to)
+/* A walk's answer, from the cache of the last ones when it holds it. */
+static enum walk cached_walk(struct dec_capture *c, uint32_t pid, uint64_t from,
+			     uint64_t to, bool ret_to, bool calls)
 {
 	struct dec_reach_ent *e;
 	size_t h = (size_t)((from * 0x9e3779b97f4a7c15ull) ^ (to >> 1) ^
-			    ((uint64_t)pid << 17)) &
+			    ((uint64_t)pid << 17) ^ calls) &
 		   (REACH_CACHE - 1);
-	bool never;
+	enum walk r;
 
 	if (!c->reach)
 		c->reach = calloc(REACH_CACHE, sizeof(*c->reach));
 	e = c->reach ? &c->reach[h] : NULL;
 	if (e && e->used && e->from == from && e->to == to && e->pid == pid &&
-	    e->ret_to == ret_to)
-		return e->never;
-	never = prove_never(c, pid, from, to, ret_to);
+	    e->ret_to == ret_to && e->calls == calls)
+		return (enum walk)e->answer;
+	r = walk_fn(c, pid, from, to, ret_to, calls);
 	if (e)
-		*e = (struct dec_reach_ent){from, to, pid, 1, ret_to, never};
-	return never;
+		*e = (struct dec_reach_ent){.from = from,
+					    .to = to,
+					    .pid = pid,
+					    .used = true,
+					    .ret_to = ret_to,
+					    .calls = calls,
+					    .answer = (uint8_t)r};
+	return r;
+}
+
+bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
+		       uint64_t to, bool ret_to)
+{
+	return cached_walk(c, pid, from, to, ret_to, false) == WALK_NEVER;
+}
+
+enum dec_calls dec_calls_to(struct dec_capture *c, uint32_t pid, uint64_t from,
+			    uint64_t callee)
+{
+	return calls_of(cached_walk(c, pid, from, callee, false, true));
 }

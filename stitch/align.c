@@ -200,8 +200,20 @@ static void keep_backed(struct alignment *r, const struct match *m)
 		r->backed[r->nr_backed++] = *m;
 }
 
-void align(const struct mt_slice *sl, const struct mt_frame *fr,
-	   const struct chainv *a, const struct chainv *b, struct alignment *r)
+/* Whether the alignment at off, ahead is one of the nskip in skip. */
+static bool skipped(const struct align_at *skip, size_t nskip, size_t off,
+		    size_t ahead)
+{
+	for (size_t k = 0; k < nskip; k++)
+		if (skip[k].off == off && skip[k].ahead == ahead)
+			return true;
+	return false;
+}
+
+void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
+		  const struct chainv *a, const struct chainv *b,
+		  const struct align_at *skip, size_t nskip,
+		  struct alignment *r)
 {
 	struct match m;
 
@@ -210,6 +222,8 @@ void align(const struct mt_slice *sl, const struct mt_frame *fr,
 		for (size_t ahead = 0; ahead < b->n; ahead++) {
 			if (off && ahead)
 				break; /* one side starts at its root */
+			if (skipped(skip, nskip, off, ahead))
+				continue;
 			m = try_align(sl, fr, a, b, off, ahead);
 			if (!m.len)
 				continue;
@@ -228,6 +242,8 @@ void align(const struct mt_slice *sl, const struct mt_frame *fr,
 	       r->cand[r->nr_cand - 1].score < r->best.score - CAND_MARGIN)
 		r->nr_cand--;
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
+		if (skipped(skip, nskip, off, 0))
+			continue;
 		m = try_align(sl, fr, a, b, off, 0);
 		/* one call site more or less: B's leaf resuming at the
 		 * return site confirms every level of a recursion through
@@ -237,6 +253,12 @@ void align(const struct mt_slice *sl, const struct mt_frame *fr,
 		    m.confirmed + 1 >= r->best.confirmed)
 			r->near[r->nr_near++] = m;
 	}
+}
+
+void align(const struct mt_slice *sl, const struct mt_frame *fr,
+	   const struct chainv *a, const struct chainv *b, struct alignment *r)
+{
+	align_except(sl, fr, a, b, NULL, 0, r);
 }
 
 /*

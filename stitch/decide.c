@@ -174,6 +174,58 @@ static void handle_other_activation(const struct thread_state *s,
 	    (from == to && !(leaf && ret_to)))
 		return;
 	m->split = o->never_reaches(o->code_ctx, s->th->pid, from, to, ret_to);
+	/*
+	 * B's frame is another slice than A's: a new call, made by A's
+	 * frame above it once A's frame there returned (from the call site
+	 * they share, the same call again), or A's frame's successor by
+	 * tail calls in the same place.  Where the code cannot make the
+	 * call again (no loop around it), B's frame above is likely a new
+	 * call too, beside A's, and so on up: the depths stay, fewer frames
+	 * are joined, and since tail calls could have done it, that is a
+	 * guess from the first such frame down.
+	 */
+	while (m->split && m->len >= 2) {
+		size_t pp = a_pos(m, m->len - 2);
+		uint64_t site = av->ip[pp];
+
+		if (pp + 1 != a_pos(m, m->len - 1) || !site ||
+		    site != bv->ip[m->ahead + m->len - 2] ||
+		    !o->never_reaches(o->code_ctx, s->th->pid, site, site,
+				      true))
+			break;
+		m->len--;
+		m->recalled++;
+		if (!m->guessed || a_pos(m, m->len - 1) < m->sure) {
+			m->guessed = true;
+			m->sure = a_pos(m, m->len - 1);
+		}
+	}
+}
+
+/*
+ * When no frame is left joined, B's first frame is beside A's: a new call
+ * made by A's frame above it once A's frame returned, or A's frame's
+ * successor by tail calls.  What the code says of a call to B's function
+ * from A's frame above: SURE (a direct call is on a path), NEVER, or
+ * MAYBE (only through a call it cannot name, a pointer, or code it cannot
+ * follow); SURE too where something joins.
+ */
+static enum stitch_calls new_call(const struct thread_state *s,
+				  const struct chainv *av,
+				  const struct chainv *bv,
+				  const struct match *m)
+{
+	const struct stitch_opts *o = s->o;
+	size_t p;
+	uint64_t callee;
+
+	if (!m->split || m->len != 1 || m->ahead || !o || !o->calls_to)
+		return STITCH_CALLS_SURE;
+	p = a_pos(m, 0);
+	callee = s->t->frames[s->th->slices[bv->sl[0]].frame].addr;
+	if (!p || !av->ip[p - 1] || !callee)
+		return STITCH_CALLS_SURE;
+	return o->calls_to(o->code_ctx, s->th->pid, av->ip[p - 1], callee);
 }
 
 /* How the depth was settled, for the reason. */
@@ -214,6 +266,11 @@ static void join_reason(const struct verdict *v, char *why, size_t len)
 		snprintf(why + strlen(why), len - strlen(why),
 			 "; the deepest is another call (its code cannot "
 			 "get back there)");
+	if (m->recalled)
+		snprintf(why + strlen(why), len - strlen(why),
+			 "; %zu above it another call too (no loop makes "
+			 "the call again)",
+			 m->recalled);
 }
 
 /*
@@ -251,28 +308,69 @@ static int settle_locally(struct thread_state *s, const struct chainv *av,
  * whose later segments may settle a recursion's depth (MT_NONE: bv
  * already holds what they revealed).
  */
+/* Alignments the code rules out, at most, before a pair is left apart. */
+#define MAX_RULED_OUT 4
+
 int decide(struct thread_state *s, const struct chainv *av,
 	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
 	   size_t len)
 {
+	struct align_at out[MAX_RULED_OUT] = {{0, 0}};
+	size_t nout = 0, part = SIZE_MAX;
+	bool strict = true;
 	struct alignment r;
-	struct verdict v = {.gain = 0};
+	struct verdict v;
 
-	align(s->th->slices, s->t->frames, av, bv, &r);
-	*m = r.best;
-	if (!m->len) {
-		snprintf(why, len, "no common frames");
-		return 0;
+	/*
+	 * An alignment of which nothing is left joined puts B's first frame
+	 * beside A's.  Unless A's frame above makes a direct call to B's
+	 * function, it gives way to another alignment that stands on such
+	 * a call or on joined frames: the other is likelier (tail calls
+	 * could have put B's frame there all the same, so it is a guess).
+	 * Failing any, it stands.
+	 */
+	for (;;) {
+		align_except(s->th->slices, s->t->frames, av, bv, out, nout,
+			     &r);
+		*m = r.best;
+		if (!m->len && nout) {
+			strict = false;
+			nout = 0;
+			continue;
+		}
+		if (!m->len) {
+			snprintf(why, len, "no common frames");
+			return 0;
+		}
+		v = (struct verdict){.m = r.best};
+		if (!handle_tie_by_rollout(s, av, ib, &r, &v) &&
+		    !settle_locally(s, av, ib, &r, &v, why, len))
+			return 0;
+		if (!v.pinned)
+			handle_other_depth(s, av, ib, &r, &v);
+		handle_longjmp_step(&v.m);
+		handle_other_activation(s, av, bv, &v.m);
+		*m = v.m;
+		if (!strict || nout == MAX_RULED_OUT ||
+		    new_call(s, av, bv, m) == STITCH_CALLS_SURE)
+			break;
+		out[nout++] = (struct align_at){m->off, m->ahead};
+		if (a_pos(m, 0) < part)
+			part = a_pos(m, 0);
 	}
-	v.m = r.best;
-	if (!handle_tie_by_rollout(s, av, ib, &r, &v) &&
-	    !settle_locally(s, av, ib, &r, &v, why, len))
-		return 0;
-	if (!v.pinned)
-		handle_other_depth(s, av, ib, &r, &v);
-	handle_longjmp_step(&v.m);
-	handle_other_activation(s, av, bv, &v.m);
-	*m = v.m;
+	if (nout) {
+		/* another depth, not ruled out, fits: the frames from the
+		 * caller of the shallower of B's first frames are a guess */
+		if (a_pos(&v.m, 0) < part)
+			part = a_pos(&v.m, 0);
+		part = part ? part - 1 : 0;
+		if (!v.m.guessed || part < v.m.sure)
+			v.m.sure = part;
+		v.m.guessed = true;
+		v.shifted = true;
+		*m = v.m;
+		snprintf(why, len, "; %zu likelier by the code", nout);
+	}
 	if (m->split && join_deepest(s, bv, m) == MT_NONE) {
 		snprintf(
 			why, len,
@@ -280,6 +378,12 @@ int decide(struct thread_state *s, const struct chainv *av,
 			"B's frame is");
 		return 0;
 	}
-	join_reason(&v, why, len);
+	{
+		char ruled[96];
+
+		snprintf(ruled, sizeof(ruled), "%s", nout ? why : "");
+		join_reason(&v, why, len);
+		snprintf(why + strlen(why), len - strlen(why), "%s", ruled);
+	}
 	return 1;
 }

@@ -27,6 +27,9 @@
 
 struct seg_ends_table; /* segments/segments.h */
 
+/* What the code says of a call a frame could make (calls_to below). */
+enum stitch_calls { STITCH_CALLS_NEVER, STITCH_CALLS_MAYBE, STITCH_CALLS_SURE };
+
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
 	/*
@@ -48,6 +51,12 @@ struct stitch_opts {
 	 */
 	bool (*never_reaches)(void *ctx, uint32_t pid, uint64_t from,
 			      uint64_t to, bool ret_to);
+	/* Whether the function around from, with control at from, can
+	 * call the function at callee: STITCH_CALLS_SURE when a direct call
+	 * to it is on a path, NEVER when the code proves no call can be,
+	 * MAYBE otherwise.  May be NULL (MAYBE). */
+	enum stitch_calls (*calls_to)(void *ctx, uint32_t pid, uint64_t from,
+				      uint64_t callee);
 	void *code_ctx;
 };
 

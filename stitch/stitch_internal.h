@@ -128,8 +128,10 @@ struct match {
 	/* The deepest pair it puts together, the same function at the same
 	 * depth, is two activations by the code's word (decide.c,
 	 * handle_other_activation()): B's frame is a new call beside A's,
-	 * not A's frame again.  Joined are len - split frames. */
+	 * not A's frame again.  Joined are len - split frames; the
+	 * recalled frames above it were dropped from len, new calls too. */
 	bool split;
+	size_t recalled;
 };
 
 /* Alignments that explain as many frames, and confirm about as many
@@ -207,6 +209,16 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 		       size_t off, size_t ahead);
 void align(const struct mt_slice *sl, const struct mt_frame *fr,
 	   const struct chainv *a, const struct chainv *b, struct alignment *r);
+/* An alignment by where it puts B (struct match's off and ahead). */
+struct align_at {
+	size_t off, ahead;
+};
+/* The same but for the nskip alignments in skip, which the code ruled
+ * out. */
+void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
+		  const struct chainv *a, const struct chainv *b,
+		  const struct align_at *skip, size_t nskip,
+		  struct alignment *r);
 bool at_thread_root(const struct thread_state *s, const struct chainv *a);
 /* Whether a caller in b is known from a jump landing in it (ip 0), not
  * from the call it made. */

@@ -276,6 +276,65 @@ static void test_never_reaches(struct check_state *cs)
 	CHECK(cs, !never(straight, 3, 0x1000, 0x1005, true, NULL));
 }
 
+/* A direct call's target is another function than callee, by name. */
+static bool named_other(void *ctx, uint64_t target, uint64_t callee)
+{
+	(void)ctx;
+	return target != callee;
+}
+
+/*
+ * The walk for a call to a function: sure where a direct call to it is on
+ * a path, never where every call on every path is to another by name,
+ * maybe where a call or a jump could go anywhere.  At 0x1000.
+ */
+static void test_calls_to(struct check_state *cs)
+{
+	/* call parse; mov; call respond; ret */
+	static const uint8_t straight[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0x89, 0xc7,		      /* 1005 mov */
+		0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
+		0xc3,			      /* 100c ret */
+	};
+	/* both calls in a loop */
+	static const uint8_t loop[] = {
+		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+		0x75, 0xf4,		      /* 100a jne 1000 */
+		0xc3,			      /* 100c ret */
+	};
+	/* a call through a register, then a direct one, or a jump through
+	 * one */
+	static const uint8_t ptr[] = {
+		0xff, 0xd0,		      /* 1000 call *%rax */
+		0x74, 0x05,		      /* 1002 je 1009 */
+		0xe8, 0xf7, 0x1f, 0x00, 0x00, /* 1004 call 3000 */
+		0xff, 0xe0,		      /* 1009 jmp *%rax */
+	};
+	struct dec_code c = {.bytes = straight,
+			     .n = sizeof(straight),
+			     .lo = 0x1000,
+			     .other_fn = named_other};
+
+	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x3000) == DEC_CALLS_SURE);
+	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x2000) == DEC_CALLS_NEVER);
+	CHECK(cs, dec_code_calls_to(&c, 0x100c, 0x3000) == DEC_CALLS_NEVER);
+	c.other_fn = NULL; /* no names: any call could be to it */
+	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x2000) == DEC_CALLS_MAYBE);
+	c.other_fn = named_other;
+	c.bytes = loop;
+	c.n = sizeof(loop);
+	CHECK(cs, dec_code_calls_to(&c, 0x100a, 0x2000) == DEC_CALLS_SURE);
+	c.bytes = ptr;
+	c.n = sizeof(ptr);
+	/* past the pointer, a direct call to 3000 on one way: sure */
+	CHECK(cs, dec_code_calls_to(&c, 0x1002, 0x3000) == DEC_CALLS_SURE);
+	/* to another: the pointer and the jump could be to it */
+	CHECK(cs, dec_code_calls_to(&c, 0x1000, 0x4000) == DEC_CALLS_MAYBE);
+	CHECK(cs, dec_code_calls_to(&c, 0x1002, 0x4000) == DEC_CALLS_MAYBE);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -284,5 +343,6 @@ int main(void)
 	RUN(&st, test_find_psb_payload_before);
 	RUN(&st, test_tip_before_overflow);
 	RUN(&st, test_never_reaches);
+	RUN(&st, test_calls_to);
 	return CHECK_DONE(&st);
 }

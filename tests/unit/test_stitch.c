@@ -677,6 +677,140 @@ static void build_thread(struct check_state *st, struct mt_trace *t, size_t th,
 	seg_builder_free(b);
 }
 
+/* The code, as a test says it is: f1 calls f2 in a loop, nothing else
+ * gets back anywhere. */
+static bool f1_loops(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
+		     bool ret_to)
+{
+	(void)ctx;
+	(void)pid;
+	(void)ret_to;
+	return !(from == AT(1, 0x15) && to == AT(1, 0x15));
+}
+
+/* Nothing gets back anywhere; f5 calls f5 for sure from its call at
+ * 0x10 (return 0x15) on, and maybe (a pointer) from 0x25. */
+static bool nothing_back(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
+			 bool ret_to)
+{
+	(void)ctx;
+	(void)pid;
+	(void)from;
+	(void)to;
+	(void)ret_to;
+	return true;
+}
+
+static enum stitch_calls f5_calls(void *ctx, uint32_t pid, uint64_t from,
+				  uint64_t callee)
+{
+	(void)ctx;
+	(void)pid;
+	return callee == FN(5) && from == AT(5, 0x15) ? STITCH_CALLS_SURE
+						      : STITCH_CALLS_MAYBE;
+}
+
+/*
+ * A recursion through f5, as a merge sort's: A's f5s called from 0x25
+ * then 0x15; B's two callers were called from 0x15.  Aligned at A's
+ * second f5, B's first would be A's, its child a new call from 0x15:
+ * but no frame gets back where B's are, so nothing of it joins, and
+ * its first frame would be a new call of A's first f5, which calls f5
+ * again only through a pointer.  A's second f5 calls f5 for sure: B's
+ * first frame is a new call of it, beside A's leaf, a guess.
+ */
+static void test_new_call_likelier(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},	{DEC_CALL, FN(5), AT(1, 0x15)},
+		{DEC_CALL, FN(5), AT(5, 0x25)}, {DEC_CALL, FN(5), AT(5, 0x15)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0}, {DEC_RESUME, AT(5, 0x40), 0},
+		{DEC_RET, AT(5, 0x15), 0},	{DEC_RET, AT(5, 0x15), 0},
+	};
+	struct stitch_opts so = {.never_reaches = nothing_back,
+				 .calls_to = f5_calls};
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	char err[128], buf[512] = "";
+	size_t at = 0;
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
+		const struct mt_slice *x = &t.threads[0].slices[i];
+
+		at += (size_t)snprintf(
+			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
+			x->depth,
+			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
+			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
+			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
+	}
+	CHECKF(st,
+	       !strcmp(buf, "0:f1:j 1:f5:j:d 2:f5:j:d 3:f5:d 3:gap:d 3:f5:d "
+			    "4:f5:d 5:f5:d"),
+	       "got %s", buf);
+	CHECKF(st,
+	       t.nr_stitches == 1 &&
+		       strstr(mt_str(&t.strs, t.stitches[0].reason),
+			      "1 likelier by the code"),
+	       "%s",
+	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
+/*
+ * Every frame on both sides alike (f1 > f2 > f3, the same call sites),
+ * but by the code B's f3 cannot be A's (A's f3 cannot get to where B's
+ * resumed), and f2 does not call f3 again once it returned (no loop
+ * around the call): B's f2 is another call of f2 too, made by f1, which
+ * loops.  Joined: f1 alone; B's f2 beside A's, a guess from there down
+ * (tail calls could have put f3 there again).
+ */
+static void test_new_calls_up_to_a_loop(struct check_state *st)
+{
+	const struct ev evs[] = {
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RESUME, AT(3, 0x40), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	struct stitch_opts so = {.never_reaches = f1_loops};
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	char err[128], buf[512] = "";
+	size_t at = 0;
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
+		const struct mt_slice *x = &t.threads[0].slices[i];
+
+		at += (size_t)snprintf(
+			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
+			x->depth,
+			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
+			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
+			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
+	}
+	CHECKF(st, !strcmp(buf, "0:f1:j 1:f2:d 2:f3:d 1:gap:d 1:f2:d 2:f3:d"),
+	       "got %s", buf);
+	CHECKF(st,
+	       t.nr_stitches == 1 &&
+		       strstr(mt_str(&t.strs, t.stitches[0].reason),
+			      "1 above it another call too"),
+	       "%s",
+	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
 /* The first slice of th named name, from index from on. */
 static uint32_t slice_named(const struct mt_trace *t,
 			    const struct mt_thread *th, const char *name,
@@ -894,6 +1028,8 @@ int main(void)
 	RUN(&st, test_callers_above_guessed);
 	RUN(&st, test_failed_thread_given_back);
 	RUN(&st, test_unlaid_thread_given_back);
+	RUN(&st, test_new_calls_up_to_a_loop);
+	RUN(&st, test_new_call_likelier);
 	RUN(&st, test_join_under_later_frame);
 	return CHECK_DONE(&st);
 }
