@@ -302,20 +302,20 @@ static int settle_locally(struct thread_state *s, const struct chainv *av,
 	return 1;
 }
 
+/* Alignments that give way to likelier ones, at most. */
+#define MAX_GIVE_WAY 4
+
 /*
  * Whether B's chain bv joins A's (s->chain): 1 with m and why filled, 0
  * with why saying why not (m the best alignment, if any).  ib is B,
  * whose later segments may settle a recursion's depth (MT_NONE: bv
  * already holds what they revealed).
  */
-/* Alignments the code rules out, at most, before a pair is left apart. */
-#define MAX_RULED_OUT 4
-
 int decide(struct thread_state *s, const struct chainv *av,
 	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
 	   size_t len)
 {
-	struct align_at out[MAX_RULED_OUT] = {{0, 0}};
+	struct align_at out[MAX_GIVE_WAY] = {{0, 0}};
 	size_t nout = 0, part = SIZE_MAX;
 	bool strict = true;
 	struct alignment r;
@@ -327,31 +327,33 @@ int decide(struct thread_state *s, const struct chainv *av,
 	 * function, it gives way to another alignment that stands on such
 	 * a call or on joined frames: the other is likelier (tail calls
 	 * could have put B's frame there all the same, so it is a guess).
-	 * Failing any, it stands.
+	 * Failing any (none is left, or what is left does not join), it
+	 * stands.
 	 */
 	for (;;) {
+		bool ok;
+
 		align_except(s->th->slices, s->t->frames, av, bv, out, nout,
 			     &r);
 		*m = r.best;
-		if (!m->len && nout) {
+		v = (struct verdict){.m = r.best};
+		ok = m->len && (handle_tie_by_rollout(s, av, ib, &r, &v) ||
+				settle_locally(s, av, ib, &r, &v, why, len));
+		if (!ok && nout) {
 			strict = false;
 			nout = 0;
 			continue;
 		}
-		if (!m->len) {
+		if (!m->len)
 			snprintf(why, len, "no common frames");
-			return 0;
-		}
-		v = (struct verdict){.m = r.best};
-		if (!handle_tie_by_rollout(s, av, ib, &r, &v) &&
-		    !settle_locally(s, av, ib, &r, &v, why, len))
+		if (!ok)
 			return 0;
 		if (!v.pinned)
 			handle_other_depth(s, av, ib, &r, &v);
 		handle_longjmp_step(&v.m);
 		handle_other_activation(s, av, bv, &v.m);
 		*m = v.m;
-		if (!strict || nout == MAX_RULED_OUT ||
+		if (!strict || nout == MAX_GIVE_WAY ||
 		    new_call(s, av, bv, m) == STITCH_CALLS_SURE)
 			break;
 		out[nout++] = (struct align_at){m->off, m->ahead};
@@ -369,7 +371,6 @@ int decide(struct thread_state *s, const struct chainv *av,
 		v.m.guessed = true;
 		v.shifted = true;
 		*m = v.m;
-		snprintf(why, len, "; %zu likelier by the code", nout);
 	}
 	if (m->split && join_deepest(s, bv, m) == MT_NONE) {
 		snprintf(
@@ -378,12 +379,10 @@ int decide(struct thread_state *s, const struct chainv *av,
 			"B's frame is");
 		return 0;
 	}
-	{
-		char ruled[96];
-
-		snprintf(ruled, sizeof(ruled), "%s", nout ? why : "");
-		join_reason(&v, why, len);
-		snprintf(why + strlen(why), len - strlen(why), "%s", ruled);
-	}
+	join_reason(&v, why, len);
+	if (nout)
+		snprintf(why + strlen(why), len - strlen(why),
+			 "; %zu other%s, likelier by the code", nout,
+			 nout == 1 ? "" : "s");
 	return 1;
 }

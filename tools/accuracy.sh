@@ -123,11 +123,13 @@ echo
 echo "Emulated programs (tests/programs, examples/demo.c), packets dropped:"
 header "program, drop every"
 cc -O1 -g -I"$R" -o "$W/demo" "$R/examples/demo.c"
+# and as a user's build is: -O2 inlines, splits and tail-calls
+cc -O2 -g -I"$R" -o "$W/demo-O2" "$R/examples/demo.c"
 for p in longjmp signal threads recursion; do
 	cc -O1 -g -pthread -o "$W/$p" "$R/tests/programs/$p.c"
 done
 c++ -O1 -g -o "$W/exception" "$R/tests/programs/exception.cc"
-for p in demo longjmp signal threads exception recursion; do
+for p in demo demo-O2 longjmp signal threads exception recursion; do
 	for every in 10000 1000; do
 		d=$W/$p-$every
 		"$B/mt-capture" --emulate --drop-every "$every" --gaps "$d.gaps" \

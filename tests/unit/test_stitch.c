@@ -755,7 +755,7 @@ static void test_new_call_likelier(struct check_state *st)
 	CHECKF(st,
 	       t.nr_stitches == 1 &&
 		       strstr(mt_str(&t.strs, t.stitches[0].reason),
-			      "1 likelier by the code"),
+			      "1 other, likelier by the code"),
 	       "%s",
 	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
 	seg_ends_free(&ends);
