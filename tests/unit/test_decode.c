@@ -147,6 +147,21 @@ static bool twice_at_4000(void *ctx, uint64_t target)
 	return target == 0x4000;
 }
 
+/* handle(): call parse; mov %eax,%edi; call respond; ret (at 0x1000) */
+static const uint8_t straight[] = {
+	0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+	0x89, 0xc7,		      /* 1005 mov */
+	0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
+	0xc3,			      /* 100c ret */
+};
+/* the same in a loop: jne back to the first call */
+static const uint8_t loop[] = {
+	0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
+	0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
+	0x75, 0xf4,		      /* 100a jne 1000 */
+	0xc3,			      /* 100c ret */
+};
+
 /*
  * The walk of a function's code from one call site's return address:
  * whether another call site can be reached in the same activation.
@@ -154,20 +169,6 @@ static bool twice_at_4000(void *ctx, uint64_t target)
  */
 static void test_never_reaches(struct check_state *cs)
 {
-	/* handle(): call parse; mov %eax,%edi; call respond; ret */
-	static const uint8_t straight[] = {
-		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
-		0x89, 0xc7,		      /* 1005 mov */
-		0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
-		0xc3,			      /* 100c ret */
-	};
-	/* the same in a loop: jne back to the first call */
-	static const uint8_t loop[] = {
-		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
-		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
-		0x75, 0xf4,		      /* 100a jne 1000 */
-		0xc3,			      /* 100c ret */
-	};
 	/* after the second call, a jump through a register */
 	static const uint8_t indirect[] = {
 		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
@@ -290,20 +291,6 @@ static bool named_other(void *ctx, uint64_t target, uint64_t callee)
  */
 static void test_calls_to(struct check_state *cs)
 {
-	/* call parse; mov; call respond; ret */
-	static const uint8_t straight[] = {
-		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
-		0x89, 0xc7,		      /* 1005 mov */
-		0xe8, 0xf4, 0x1f, 0x00, 0x00, /* 1007 call 3000 */
-		0xc3,			      /* 100c ret */
-	};
-	/* both calls in a loop */
-	static const uint8_t loop[] = {
-		0xe8, 0xfb, 0x0f, 0x00, 0x00, /* 1000 call 2000 */
-		0xe8, 0xf6, 0x1f, 0x00, 0x00, /* 1005 call 3000 */
-		0x75, 0xf4,		      /* 100a jne 1000 */
-		0xc3,			      /* 100c ret */
-	};
 	/* a call through a register, then a direct one, or a jump through
 	 * one */
 	static const uint8_t ptr[] = {

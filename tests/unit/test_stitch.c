@@ -688,6 +688,42 @@ static bool f1_loops(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
 	return !(from == AT(1, 0x15) && to == AT(1, 0x15));
 }
 
+/* Build one thread from events, stitch it with the code callbacks of
+ * so, and hold its tree ("depth:name" with j joined, d depth guessed)
+ * and its one decision's reason to want and reason. */
+static void run_code(struct check_state *st, const struct ev *e, size_t n,
+		     const struct stitch_opts *so, const char *want,
+		     const char *reason)
+{
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	char err[128], buf[512] = "";
+	size_t at = 0;
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, e, n);
+	CHECK(st, !stitch_trace(&t, &ends, so, err, sizeof(err)));
+	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
+		const struct mt_slice *x = &t.threads[0].slices[i];
+
+		at += (size_t)snprintf(
+			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
+			x->depth,
+			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
+			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
+			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
+	}
+	CHECKF(st, !strcmp(buf, want), "\n    got  %s\n    want %s", buf, want);
+	CHECKF(st,
+	       t.nr_stitches == 1 &&
+		       strstr(mt_str(&t.strs, t.stitches[0].reason), reason),
+	       "%s",
+	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
 /* Nothing gets back anywhere; f5 calls f5 for sure from its call at
  * 0x10 (return 0x15) on, and maybe (a pointer) from 0x25. */
 static bool nothing_back(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
@@ -727,39 +763,12 @@ static void test_new_call_likelier(struct check_state *st)
 		{DEC_OVERFLOW, AT(5, 0x30), 0}, {DEC_RESUME, AT(5, 0x40), 0},
 		{DEC_RET, AT(5, 0x15), 0},	{DEC_RET, AT(5, 0x15), 0},
 	};
-	struct stitch_opts so = {.never_reaches = nothing_back,
-				 .calls_to = f5_calls};
-	struct mt_trace t;
-	struct seg_ends_table ends = {0};
-	char err[128], buf[512] = "";
-	size_t at = 0;
+	const struct stitch_opts so = {.never_reaches = nothing_back,
+				       .calls_to = f5_calls};
 
-	mt_trace_init(&t);
-	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
-	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
-	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
-	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
-		const struct mt_slice *x = &t.threads[0].slices[i];
-
-		at += (size_t)snprintf(
-			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
-			x->depth,
-			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
-			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
-			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
-	}
-	CHECKF(st,
-	       !strcmp(buf, "0:f1:j 1:f5:j:d 2:f5:j:d 3:f5:d 3:gap:d 3:f5:d "
-			    "4:f5:d 5:f5:d"),
-	       "got %s", buf);
-	CHECKF(st,
-	       t.nr_stitches == 1 &&
-		       strstr(mt_str(&t.strs, t.stitches[0].reason),
-			      "1 other, likelier by the code"),
-	       "%s",
-	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
-	seg_ends_free(&ends);
-	mt_trace_free(&t);
+	run_code(st, evs, sizeof(evs) / sizeof(*evs), &so,
+		 "0:f1:j 1:f5:j:d 2:f5:j:d 3:f5:d 3:gap:d 3:f5:d 4:f5:d 5:f5:d",
+		 "1 other, likelier by the code");
 }
 
 /*
@@ -779,36 +788,11 @@ static void test_new_calls_up_to_a_loop(struct check_state *st)
 		{DEC_RET, AT(2, 0x15), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
-	struct stitch_opts so = {.never_reaches = f1_loops};
-	struct mt_trace t;
-	struct seg_ends_table ends = {0};
-	char err[128], buf[512] = "";
-	size_t at = 0;
+	const struct stitch_opts so = {.never_reaches = f1_loops};
 
-	mt_trace_init(&t);
-	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
-	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
-	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
-	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
-		const struct mt_slice *x = &t.threads[0].slices[i];
-
-		at += (size_t)snprintf(
-			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
-			x->depth,
-			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
-			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
-			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
-	}
-	CHECKF(st, !strcmp(buf, "0:f1:j 1:f2:d 2:f3:d 1:gap:d 1:f2:d 2:f3:d"),
-	       "got %s", buf);
-	CHECKF(st,
-	       t.nr_stitches == 1 &&
-		       strstr(mt_str(&t.strs, t.stitches[0].reason),
-			      "1 above it another call too"),
-	       "%s",
-	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
-	seg_ends_free(&ends);
-	mt_trace_free(&t);
+	run_code(st, evs, sizeof(evs) / sizeof(*evs), &so,
+		 "0:f1:j 1:f2:d 2:f3:d 1:gap:d 1:f2:d 2:f3:d",
+		 "1 above it another call too");
 }
 
 /* The first slice of th named name, from index from on. */
