@@ -23,6 +23,13 @@
  * can, an exception is one more edge, to the pad, unless the pad lies
  * out of the function), and a second return from setjmp and its kin,
  * which arrives where no edge leads.
+ *
+ * The same walk answers whether the function, from from, can call a given
+ * one (dec_calls_to()): for sure where a direct call to it is on a path;
+ * never where every path was followed and every call on them is to
+ * another function by name; maybe where a call through a register, a
+ * memory slot or a PLT stub could be to it, or a path went where the
+ * walk cannot follow.
  */
 #include "decode/dec_internal.h"
 #include "util/util.h"
