@@ -38,16 +38,16 @@ struct ev {
 	uint64_t ip, aux;
 };
 
-/* Build one thread from events, stitch it (unless record_only), and
- * render the tree as "depth:name:flags": j joined, e inferred end, d
- * depth guessed; "gap" for gaps. */
-static void run(struct check_state *st, const struct ev *e, size_t n,
-		bool record_only, const char *want, const char *reason)
+/* Build one thread from events, stitch it as so says, and render the
+ * tree as "depth:name:flags": j joined, e inferred end, d depth guessed;
+ * "gap" for gaps. */
+static void run_with(struct check_state *st, const struct ev *e, size_t n,
+		     const struct stitch_opts *so, const char *want,
+		     const char *reason)
 {
 	struct mt_trace t;
 	struct seg_ends_table ends = {0};
 	struct seg_builder *b;
-	struct stitch_opts so = {.record_only = record_only};
 	char buf[1024] = "", err[128];
 	size_t at = 0;
 
@@ -59,7 +59,7 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 		      !seg_feed(b, 100 + 10 * i, e[i].kind, e[i].ip, e[i].aux));
 	CHECK(st, !seg_finish(b, NULL));
 	seg_builder_free(b);
-	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	CHECK(st, !stitch_trace(&t, &ends, so, err, sizeof(err)));
 	seg_ends_free(&ends);
 	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
 		const struct mt_slice *s = &t.threads[0].slices[i];
@@ -106,6 +106,15 @@ static void run(struct check_state *st, const struct ev *e, size_t n,
 		       mt_str(&t.strs, t.stitches[t.nr_stitches - 1].reason));
 	}
 	mt_trace_free(&t);
+}
+
+/* The same, with no code to read, joining unless record_only. */
+static void run(struct check_state *st, const struct ev *e, size_t n,
+		bool record_only, const char *want, const char *reason)
+{
+	struct stitch_opts so = {.record_only = record_only};
+
+	run_with(st, e, n, &so, want, reason);
 }
 
 /* A's stack f1 > f2 > ... : the sync in f1, each frame called from 0x15
@@ -688,42 +697,6 @@ static bool f1_loops(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
 	return !(from == AT(1, 0x15) && to == AT(1, 0x15));
 }
 
-/* Build one thread from events, stitch it with the code callbacks of
- * so, and hold its tree ("depth:name" with j joined, d depth guessed)
- * and its one decision's reason to want and reason. */
-static void run_code(struct check_state *st, const struct ev *e, size_t n,
-		     const struct stitch_opts *so, const char *want,
-		     const char *reason)
-{
-	struct mt_trace t;
-	struct seg_ends_table ends = {0};
-	char err[128], buf[512] = "";
-	size_t at = 0;
-
-	mt_trace_init(&t);
-	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
-	build_thread(st, &t, 0, &ends, e, n);
-	CHECK(st, !stitch_trace(&t, &ends, so, err, sizeof(err)));
-	for (size_t i = 0; i < t.threads[0].nr_slices; i++) {
-		const struct mt_slice *x = &t.threads[0].slices[i];
-
-		at += (size_t)snprintf(
-			buf + at, sizeof(buf) - at, "%s%u:%s%s%s", i ? " " : "",
-			x->depth,
-			(x->flags & MT_SLICE_GAP) ? "gap" : mt_slice_str(&t, x),
-			(x->flags & MT_SLICE_JOINED) ? ":j" : "",
-			(x->flags & MT_SLICE_DEPTH_GUESSED) ? ":d" : "");
-	}
-	CHECKF(st, !strcmp(buf, want), "\n    got  %s\n    want %s", buf, want);
-	CHECKF(st,
-	       t.nr_stitches == 1 &&
-		       strstr(mt_str(&t.strs, t.stitches[0].reason), reason),
-	       "%s",
-	       t.nr_stitches ? mt_str(&t.strs, t.stitches[0].reason) : "");
-	seg_ends_free(&ends);
-	mt_trace_free(&t);
-}
-
 /* Nothing gets back anywhere; f5 calls f5 for sure from its call at
  * 0x10 (return 0x15) on, and maybe (a pointer) from 0x25. */
 static bool nothing_back(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
@@ -766,8 +739,9 @@ static void test_new_call_likelier(struct check_state *st)
 	const struct stitch_opts so = {.never_reaches = nothing_back,
 				       .calls_to = f5_calls};
 
-	run_code(st, evs, sizeof(evs) / sizeof(*evs), &so,
-		 "0:f1:j 1:f5:j:d 2:f5:j:d 3:f5:d 3:gap:d 3:f5:d 4:f5:d 5:f5:d",
+	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
+		 "0:f1:j:e 1:f5:j:e:d 2:f5:j:e:d 3:f5:e:d 3:gap:d "
+		 "3:f5:e:d 4:f5:d 5:f5:d",
 		 "1 other, likelier by the code");
 }
 
@@ -790,8 +764,8 @@ static void test_new_calls_up_to_a_loop(struct check_state *st)
 	};
 	const struct stitch_opts so = {.never_reaches = f1_loops};
 
-	run_code(st, evs, sizeof(evs) / sizeof(*evs), &so,
-		 "0:f1:j 1:f2:d 2:f3:d 1:gap:d 1:f2:d 2:f3:d",
+	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
+		 "0:f1:j:e 1:f2:e:d 2:f3:e:d 1:gap:d 1:f2:d 2:f3:d",
 		 "1 above it another call too");
 }
 
