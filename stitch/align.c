@@ -56,7 +56,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	size_t na = a->n, nb = b->n, change, p = off;
 	/* The frames of B under one a jump revealed, where in A they went,
 	 * and the frames joined and call sites confirmed before them. */
-	size_t nst = 0, st_p[MAX_STEPS], st_len[MAX_STEPS], st_conf[MAX_STEPS];
+	size_t nst = 0, st_p[MAX_STEPS], st_len[MAX_STEPS];
 	/* the call sites confirmed that no neighbouring level repeats, and
 	 * the frames joined that are a recursion's levels */
 	size_t own = 0, st_own[MAX_STEPS], rec = 0, st_rec[MAX_STEPS];
@@ -102,7 +102,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 			st_len[nst] = m.len;
 			st_own[nst] = own;
 			st_rec[nst] = rec;
-			st_conf[nst++] = m.confirmed;
+			nst++;
 		}
 		m.len++;
 		level = steps && recursion_level(sl, fr, a, p);
@@ -134,14 +134,15 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	 * site at or below it backs it, or B's jumps landed in A's frames
 	 * down to A's leaf, names alone put it there.  B's leaf alone is not
 	 * enough: a fresh call comes back to the same places (the same
-	 * system call, say).  Down to A's leaf, neither a recursion's call
-	 * sites (a neighbouring level repeats them) back it, nor do the
-	 * jumps when a recursion lies below the step: the jump may have
-	 * unwound a level and the recursion made another, and the frames
-	 * below fit a level lower as well.
+	 * system call, say).  Nor is a recursion's call site (a neighbouring
+	 * level repeats it, so a level up or down fits it as well).  And
+	 * down to A's leaf, the jumps do not back it when a recursion lies
+	 * below the step: the jump may have unwound a level and the
+	 * recursion made another, and the frames below fit a level lower as
+	 * well.
 	 */
 	for (size_t k = 0; k < nst; k++)
-		if ((m.leaf ? own == st_own[k] : m.confirmed == st_conf[k]) &&
+		if (own == st_own[k] &&
 		    !(m.leaf && m.len - st_len[k] >= 2 && rec == st_rec[k])) {
 			if (!m.skip_guess || st_p[k] < m.skip_from) {
 				m.skip_guess = true;

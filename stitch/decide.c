@@ -137,17 +137,6 @@ static void handle_other_depth(const struct thread_state *s,
 	}
 }
 
-/* The longjmp step: a frame of B under one a jump revealed may sit
- * higher in A than where it was put (try_align()); from skip_from up,
- * the depth is a guess. */
-static void handle_longjmp_step(struct match *m)
-{
-	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure)) {
-		m->guessed = true;
-		m->sure = m->skip_from;
-	}
-}
-
 /*
  * The code's word on the deepest pair: from where A's frame was (back
  * at the call site of its open child, or for A's leaf, where control
@@ -350,7 +339,6 @@ int decide(struct thread_state *s, const struct chainv *av,
 			return 0;
 		if (!v.pinned)
 			handle_other_depth(s, av, ib, &r, &v);
-		handle_longjmp_step(&v.m);
 		handle_other_activation(s, av, bv, &v.m);
 		*m = v.m;
 		if (!strict || nout == MAX_GIVE_WAY ||

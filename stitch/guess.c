@@ -87,6 +87,42 @@ static size_t rerun_below(const struct thread_state *s, size_t na,
 	return at;
 }
 
+static int add_span(struct thread_state *s, size_t pos, uint64_t at,
+		    uint32_t until)
+{
+	if (s->nr_spans == s->cap_spans) {
+		size_t cap = s->cap_spans ? 2 * s->cap_spans : 16;
+		struct guess_span *v = realloc(s->spans, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->spans = v;
+		s->cap_spans = cap;
+	}
+	s->spans[s->nr_spans++] = (struct guess_span){.x = s->chain[pos],
+						      .until = until,
+						      .pos = pos,
+						      .from = at,
+						      .to = OPEN};
+	return 0;
+}
+
+/*
+ * A longjmp step's guess (try_align()) is where B's frames under the
+ * caller a jump revealed sit, how many of A's frames lie between.  The
+ * jump unwinds them all into that caller, whose depth the join knows
+ * (it sits above skip_from): from then on, its new calls are at known
+ * depths.  So the guess lasts as long as the first of B's frames placed
+ * at skip_from or below: returns that frame, MT_NONE for none.
+ */
+static uint32_t jump_guess_until(const struct chainv *bv, const struct match *m)
+{
+	for (size_t i = 0; m->ahead + i < bv->n; i++)
+		if (a_pos(m, i) >= m->skip_from)
+			return bv->sl[m->ahead + i];
+	return MT_NONE;
+}
+
 /*
  * B (its chain bv) joins A's chain (na frames) as m says, across the
  * gap that began at time at: the open spans that m anchors above are
@@ -119,20 +155,11 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 		if (rerun == SIZE_MAX || rerun < p)
 			g->to = at;
 	}
-	if (!m->guessed)
-		return 0;
-	if (s->nr_spans == s->cap_spans) {
-		size_t cap = s->cap_spans ? 2 * s->cap_spans : 16;
-		struct guess_span *v = realloc(s->spans, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->spans = v;
-		s->cap_spans = cap;
-	}
-	s->spans[s->nr_spans++] = (struct guess_span){
-		.x = s->chain[m->sure], .pos = m->sure, .from = at, .to = OPEN};
-	return 0;
+	if (m->guessed && (rc = add_span(s, m->sure, at, MT_NONE)) != 0)
+		return rc;
+	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure))
+		rc = add_span(s, m->skip_from, at, jump_guess_until(bv, m));
+	return rc;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -223,7 +250,7 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	       const uint32_t *where)
 {
 	size_t nb = 0, np, levels = 1;
-	uint64_t *cut = NULL;
+	uint64_t *cut = NULL, *to = NULL;
 	uint32_t *least = NULL, *next = NULL;
 	struct span_order *order = NULL;
 	int rc = -ENOMEM;
@@ -231,12 +258,22 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	if (!s->nr_spans || !n)
 		return 0;
 	cut = malloc(2 * s->nr_spans * sizeof(*cut));
-	if (!cut)
+	to = malloc(s->nr_spans * sizeof(*to));
+	if (!cut || !to)
 		goto out;
 	for (size_t k = 0; k < s->nr_spans; k++) {
-		cut[nb++] = s->spans[k].from;
-		if (s->spans[k].to != OPEN)
-			cut[nb++] = s->spans[k].to;
+		const struct guess_span *g = &s->spans[k];
+
+		to[k] = g->to;
+		if (g->until != MT_NONE) {
+			uint64_t e = end_of(&out[where[resolve(s, g->until)]]);
+
+			if (e < to[k])
+				to[k] = e > g->from ? e : g->from + 1;
+		}
+		cut[nb++] = g->from;
+		if (to[k] != OPEN)
+			cut[nb++] = to[k];
 	}
 	qsort(cut, nb, sizeof(*cut), cmp_u64);
 	np = 0;
@@ -268,8 +305,9 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 		next[p] = (uint32_t)p;
 	for (size_t k = 0; k < s->nr_spans; k++) {
 		const struct guess_span *g = &s->spans[order[k].idx];
+		uint64_t end = to[order[k].idx];
 		size_t p = upper(cut, np, g->from) - 1;
-		size_t e = g->to == OPEN ? np : upper(cut, np, g->to - 1);
+		size_t e = end == OPEN ? np : upper(cut, np, end - 1);
 
 		for (p = find(next, p); p < e; p = find(next, p)) {
 			least[p] = order[k].depth;
@@ -312,6 +350,7 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	rc = 0;
 out:
 	free(cut);
+	free(to);
 	free(least);
 	free(next);
 	free(order);

@@ -43,9 +43,10 @@ struct undo_log {
 
 /* From B's start (from) until a later join settled it (to, or
  * UINT64_MAX), the depth of x (a frame of A's chain, at pos on it when
- * the guess was made) and below was a guess. */
+ * the guess was made) and below was a guess; when until is a slice, only
+ * as long as that slice lived, too. */
 struct guess_span {
-	uint32_t x;
+	uint32_t x, until;
 	size_t pos;
 	uint64_t from, to;
 };
@@ -119,7 +120,9 @@ struct match {
 	 * and the next, so B's next frame may sit higher in A.  B frame
 	 * skip_at[k] (counted from ahead) sits skip_len[k] frames higher
 	 * than it would; skip_guess when a later frame of A would have
-	 * fitted as well (from A frame skip_from up).
+	 * fitted as well (from A frame skip_from up): a guess apart from
+	 * guessed, which lasts only until the jump unwinds those frames
+	 * (guess.c).
 	 */
 	size_t nr_skips, skipped;
 	uint32_t skip_at[MAX_SKIPS], skip_len[MAX_SKIPS];

@@ -464,6 +464,59 @@ static void test_longjmp_no_step_unbacked(struct check_state *st)
 }
 
 /*
+ * As above, and after the jump f3 calls f5.  What the guess was about,
+ * how many frames lay between f3 and B's f4, ended with the jump: f3's
+ * depth is known, and so is f5's.  Only what lived in the gap's wake,
+ * up to the jump, is marked.
+ */
+static void test_longjmp_guess_ends_with_jump(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F4,
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_IJUMP, AT(3, 0x60), AT(4, 0x40)},
+		{DEC_CALL, FN(5), AT(3, 0x65)},
+		{DEC_RET, AT(3, 0x6a), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j:d 4:gap:d 3:f5",
+	       "below a longjmp target (guessed)");
+}
+
+/*
+ * A recursion f2 > f2 > f2 through one call site, under f1, and f3 at
+ * the bottom; B resumes in an f5 the deepest f2 called in the gap,
+ * returns to it, then twice to the recursion's call site, and a longjmp
+ * lands in f1.  Those call sites are every level's: they would confirm
+ * B's f2s a level lower, or fresh ones f1 called after a longjmp in the
+ * gap, as well.  A guess, though B does not reach A's leaf; it ends with
+ * the jump, and f1's next call is sure.
+ */
+static void test_longjmp_step_recursion_sites(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_CALL, FN(3), AT(2, 0x25)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0},
+		{DEC_RET, AT(2, 0x35), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_IJUMP, AT(1, 0x60), AT(2, 0x30)},
+		{DEC_CALL, FN(4), AT(1, 0x65)},
+		{DEC_RET, AT(1, 0x6a), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:f3:e:d 4:gap:d 4:f5:d "
+	       "1:f4",
+	       "below a longjmp target (guessed)");
+}
+
+/*
  * Recursion through two call sites, x and y: B's two frames fit A's f2s
  * at two depths (B's root called from x both times).  Where the depth
  * changes least is wrong.  C returns through all of it into f1, and only
@@ -978,6 +1031,8 @@ int main(void)
 	RUN(&st, test_longjmp_step_unbacked);
 	RUN(&st, test_longjmp_step_leaf_only);
 	RUN(&st, test_longjmp_no_step_unbacked);
+	RUN(&st, test_longjmp_guess_ends_with_jump);
+	RUN(&st, test_longjmp_step_recursion_sites);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
 	RUN(&st, test_join_across_island);
