@@ -475,6 +475,30 @@ void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
 	h->aux = aux;
 }
 
+/*
+ * A time point that is no tick (a PSB's, a stop's) binds to where the
+ * decoder stands, which may be far from where the time was taken: after
+ * a call into a spin loop (`jmp .`, which needs no packet, so libipt
+ * never walks it), the next PSB comes when the loop has filled the PSB
+ * period with MTCs, tens of milliseconds on, and the stop at the end of
+ * the capture seconds on.  A transfer right before such a point is
+ * placed no later than the pace of the last stretch between ticks, this
+ * many times over, would put it.
+ */
+#define UNWALKED_PACE 8
+
+static uint64_t spin_after(const struct strm *s, uint64_t t0, uint64_t p0,
+			   uint64_t pos, uint64_t t)
+{
+	uint64_t most;
+
+	if (!s->rate_dp)
+		return t;
+	most = t0 + (uint64_t)((unsigned __int128)s->rate_dt * UNWALKED_PACE *
+			       (pos - p0) / s->rate_dp);
+	return most < t ? most : t;
+}
+
 /* The clock reads t1 at the current instruction; bound: the reading
  * belongs there (not the first after lost trace). */
 static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
@@ -487,11 +511,15 @@ static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 		const struct held *h = &s->held[i];
 		uint64_t t = h->t;
 
-		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 && h->pos <= p1)
+		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 &&
+		    h->pos <= p1) {
 			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
 					    (h->pos - p0) / (p1 - p0));
-		else if (t < t0)
+			if (!tick && h->pos == p1)
+				t = spin_after(s, t0, p0, h->pos, t);
+		} else if (t < t0) {
 			t = t0;
+		}
 		strm_emit_now(s, t, h->k, h->ip, h->aux);
 	}
 	if (tick && s->mark_tick && t1 > t0 && p1 > p0) {
