@@ -178,7 +178,8 @@ static void key_of(const struct strm *s, struct strm_key *k)
 	k->flags = (uint32_t)s->have_mark | (uint32_t)s->mark_tick << 1 |
 		   (uint32_t)s->synced << 2 | (uint32_t)s->tracing << 3 |
 		   (uint32_t)s->last_far << 4 | (uint32_t)s->tsx_aborted << 5 |
-		   (uint32_t)(s->lost != 0) << 6 | (uint32_t)s->inl_told << 7;
+		   (uint32_t)(s->lost != 0) << 6 | (uint32_t)s->inl_told << 7 |
+		   (uint32_t)s->pend_fixed << 8;
 }
 
 static bool same_win(const struct strm *s, const struct ckpt *cp)

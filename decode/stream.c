@@ -211,6 +211,7 @@ static void pend_set(struct strm *s, enum pend p, bool far)
 {
 	s->pend = p;
 	s->pend_time = strm_now(s);
+	s->pend_fixed = false;
 	s->pend_pos = s->icount;
 	s->last_far = far;
 }
@@ -370,24 +371,6 @@ static void settle_at_stop(struct strm *s, const struct pt_event *ev)
 }
 
 /*
- * A time point right after a direct call or jump (a tick, a PSB's
- * status, a stop): the transfer ran before it, though libipt reports it
- * before any block at the destination.  Settled now, it is timed
- * against this point (timing.c); left until its block, by the last of
- * the points in between, which is seconds later for a call into a spin
- * loop (`jmp .` needs no packet, so libipt never walks it, and PSBs and
- * the stop at the end come all the same).
- */
-static void settle_before_time(struct strm *s)
-{
-	uint64_t dest;
-
-	if ((s->pend == PEND_CALL || s->pend == PEND_JUMP) && !s->last_far &&
-	    direct_target(s, s->last_ip, &dest))
-		arrive(s, dest);
-}
-
-/*
  * An overflow right after a call, return or jump: the transfer ran, but
  * libipt reports the overflow before any block at its destination.  A
  * direct call or jump says where
@@ -483,9 +466,19 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	/* Before the clock moves to the overflow's end. */
 	if (ev->type == ptev_overflow)
 		libipt_hides_target_at_overflow(s);
-	if (ev->has_tsc && ev->type != ptev_overflow && s->synced && s->tracing)
-		settle_before_time(s);
 	t = strm_event_time(s, ev);
+	/*
+	 * A time point right after a call, return or jump (a tick, a PSB's
+	 * status, a stop): the transfer ran before it, though libipt
+	 * reports it before any block at the destination.  Timed now, not
+	 * by the last of the points before that block, which is seconds
+	 * later for one into a spin loop (`jmp .` needs no packet, so
+	 * libipt never walks it, and PSBs and the stop come all the same).
+	 */
+	if (ev->has_tsc && ev->type != ptev_overflow && s->synced &&
+	    s->tracing && s->pend != PEND_NONE && !s->pend_fixed)
+		strm_pend_timed(s, before, before_pos, t,
+				ev->type == ptev_tick);
 
 	switch (ev->type) {
 	case ptev_enabled:

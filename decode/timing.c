@@ -442,7 +442,13 @@ void strm_emit(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		    uint64_t aux)
 {
+	size_t n = s->nheld;
+
 	strm_held_push_at(s, s->pend_pos, t, k, ip, aux);
+	if (s->nheld > n && s->pend_fixed) {
+		s->held[n].fixed = true;
+		s->held[n].t = t;
+	}
 }
 
 void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
@@ -473,6 +479,7 @@ void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
 	h->k = k;
 	h->ip = ip;
 	h->aux = aux;
+	h->fixed = false;
 }
 
 /*
@@ -481,9 +488,9 @@ void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
  * a call into a spin loop (`jmp .`, which needs no packet, so libipt
  * never walks it), the next PSB comes when the loop has filled the PSB
  * period with MTCs, tens of milliseconds on, and the stop at the end of
- * the capture seconds on.  A transfer right before such a point is
- * placed no later than the pace of the last stretch between ticks, this
- * many times over, would put it.
+ * the capture seconds on.  What waits for such a point is placed no
+ * later than the pace of the last stretch between ticks, this many times
+ * over, would put it.
  */
 #define UNWALKED_PACE 8
 
@@ -499,6 +506,21 @@ static uint64_t spin_after(const struct strm *s, uint64_t t0, uint64_t p0,
 	return most < t ? most : t;
 }
 
+void strm_pend_timed(struct strm *s, uint64_t t0, uint64_t p0, uint64_t t1,
+		     bool tick)
+{
+	uint64_t p1 = s->icount, t = t1;
+
+	if (t1 > t0 && p1 > p0 && s->pend_pos >= p0 && s->pend_pos <= p1) {
+		t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
+				    (s->pend_pos - p0) / (p1 - p0));
+		if (!tick)
+			t = spin_after(s, t0, p0, s->pend_pos, t);
+	}
+	s->pend_time = t;
+	s->pend_fixed = true;
+}
+
 /* The clock reads t1 at the current instruction; bound: the reading
  * belongs there (not the first after lost trace). */
 static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
@@ -511,11 +533,13 @@ static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 		const struct held *h = &s->held[i];
 		uint64_t t = h->t;
 
-		if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 &&
-		    h->pos <= p1) {
+		if (h->fixed) {
+			/* timed by the point that came before its block */
+		} else if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 &&
+			   h->pos <= p1) {
 			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
 					    (h->pos - p0) / (p1 - p0));
-			if (!tick && h->pos == p1)
+			if (!tick)
 				t = spin_after(s, t0, p0, h->pos, t);
 		} else if (t < t0) {
 			t = t0;
