@@ -494,12 +494,16 @@ void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
  */
 #define UNWALKED_PACE 8
 
-static uint64_t spin_after(const struct strm *s, uint64_t t0, uint64_t p0,
-			   uint64_t pos, uint64_t t)
+/* Where between the time points t0 (at instruction p0) and t1 (at p1,
+ * a tick or not) the transfer at instruction pos goes. */
+static uint64_t placed(const struct strm *s, uint64_t t0, uint64_t p0,
+		       uint64_t t1, uint64_t p1, uint64_t pos, bool tick)
 {
+	uint64_t t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) * (pos - p0) /
+				     (p1 - p0));
 	uint64_t most;
 
-	if (!s->rate_dp)
+	if (tick || !s->rate_dp)
 		return t;
 	most = t0 + (uint64_t)((unsigned __int128)s->rate_dt * UNWALKED_PACE *
 			       (pos - p0) / s->rate_dp);
@@ -509,15 +513,11 @@ static uint64_t spin_after(const struct strm *s, uint64_t t0, uint64_t p0,
 void strm_pend_timed(struct strm *s, uint64_t t0, uint64_t p0, uint64_t t1,
 		     bool tick)
 {
-	uint64_t p1 = s->icount, t = t1;
+	uint64_t p1 = s->icount, pos = s->pend_pos;
 
-	if (t1 > t0 && p1 > p0 && s->pend_pos >= p0 && s->pend_pos <= p1) {
-		t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
-				    (s->pend_pos - p0) / (p1 - p0));
-		if (!tick)
-			t = spin_after(s, t0, p0, s->pend_pos, t);
-	}
-	s->pend_time = t;
+	s->pend_time = t1 > t0 && p1 > p0 && pos >= p0 && pos <= p1
+			       ? placed(s, t0, p0, t1, p1, pos, tick)
+			       : t1;
 	s->pend_fixed = true;
 }
 
@@ -537,10 +537,7 @@ static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 			/* timed by the point that came before its block */
 		} else if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 &&
 			   h->pos <= p1) {
-			t = t0 + (uint64_t)((unsigned __int128)(t1 - t0) *
-					    (h->pos - p0) / (p1 - p0));
-			if (!tick)
-				t = spin_after(s, t0, p0, h->pos, t);
+			t = placed(s, t0, p0, t1, p1, h->pos, tick);
 		} else if (t < t0) {
 			t = t0;
 		}
