@@ -467,18 +467,6 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	if (ev->type == ptev_overflow)
 		libipt_hides_target_at_overflow(s);
 	t = strm_event_time(s, ev);
-	/*
-	 * A time point right after a call, return or jump (a tick, a PSB's
-	 * status, a stop): the transfer ran before it, though libipt
-	 * reports it before any block at the destination.  Timed now, not
-	 * by the last of the points before that block, which is seconds
-	 * later for one into a spin loop (`jmp .` needs no packet, so
-	 * libipt never walks it, and PSBs and the stop come all the same).
-	 */
-	if (ev->has_tsc && ev->type != ptev_overflow && s->synced &&
-	    s->tracing && s->pend != PEND_NONE && !s->pend_fixed)
-		strm_pend_timed(s, before, before_pos, t,
-				ev->type == ptev_tick);
 
 	switch (ev->type) {
 	case ptev_enabled:

@@ -27,7 +27,7 @@ struct held {
 	uint64_t pos; /* instructions decoded up to the transfer */
 	uint64_t t, ip, aux;
 	enum dec_kind k;
-	bool fixed; /* t is final (strm_pend_timed()) */
+	bool fixed; /* t is final (pend_timed()) */
 };
 
 /* An event timed but not yet delivered (timing.c's step window). */
@@ -233,11 +233,6 @@ void strm_held_push(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
  * pending is at s->pend_pos). */
 void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
 		       enum dec_kind k, uint64_t ip, uint64_t aux);
-/* A time point (t1, a tick or not) came while a transfer waits for its
- * destination: the transfer ran before it, and is timed now against the
- * mark that was (t0 at instruction p0) and this point. */
-void strm_pend_timed(struct strm *s, uint64_t t0, uint64_t p0, uint64_t t1,
-		     bool tick);
 /* Whatever waits goes out with the last time known. */
 void strm_settle(struct strm *s);
 /* Everything timed goes to its thread: at a sync point and at the end. */

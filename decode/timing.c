@@ -510,10 +510,18 @@ static uint64_t placed(const struct strm *s, uint64_t t0, uint64_t p0,
 	return most < t ? most : t;
 }
 
-void strm_pend_timed(struct strm *s, uint64_t t0, uint64_t p0, uint64_t t1,
-		     bool tick)
+/*
+ * A time point (t1, a tick or not) right after a call, return or jump:
+ * the transfer ran before it, though libipt reports it before any block
+ * at the destination.  Timed now, between the last point and this one,
+ * not by the last of the points before that block, which is seconds
+ * later for one into a spin loop (`jmp .` needs no packet, so libipt
+ * never walks it, and PSBs and the stop come all the same).
+ */
+static void pend_timed(struct strm *s, uint64_t t1, bool tick)
 {
-	uint64_t p1 = s->icount, pos = s->pend_pos;
+	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
+	uint64_t pos = s->pend_pos;
 
 	s->pend_time = t1 > t0 && p1 > p0 && pos >= p0 && pos <= p1
 			       ? placed(s, t0, p0, t1, p1, pos, tick)
@@ -630,6 +638,8 @@ uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
 		ovf_resolve(s, t, bound);
 	if (s->nheld)
 		held_release(s, t, bound, ev->type == ptev_tick);
+	if (bound && s->pend != PEND_NONE && !s->pend_fixed)
+		pend_timed(s, t, ev->type == ptev_tick);
 	s->mark_tick = ev->type == ptev_tick;
 	s->last_time = t;
 	s->mark_pos = s->icount;
