@@ -14,6 +14,7 @@
  * ancestors.
  */
 #include "stitch/stitch_internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -87,53 +88,62 @@ static size_t rerun_below(const struct thread_state *s, size_t na,
 	return at;
 }
 
-static int add_span(struct thread_state *s, size_t pos, uint64_t at,
+/*
+ * Whether join m stands on the thread's root by B's own evidence: B's
+ * first frame joins A's root, which is the thread's (at_root), and each
+ * of B's frames below knows its caller by the call it made.  Every depth
+ * B places is then its own count of returns up from its leaf, whatever A's
+ * chain held.
+ */
+static bool own_depths(const struct match *m, bool jumps, bool at_root)
+{
+	return at_root && m->len && !m->off && !m->ahead && !m->nr_skips &&
+	       !jumps;
+}
+
+/* The first of B's frames that m places at A's chain[pos] or below,
+ * MT_NONE for none. */
+static uint32_t first_from(const struct thread_state *s,
+			   const struct chainv *bv, const struct match *m,
+			   size_t pos)
+{
+	for (size_t i = 0; m->ahead + i < bv->n; i++)
+		if (a_pos(m, i) >= pos)
+			return resolve(s, bv->sl[m->ahead + i]);
+	return MT_NONE;
+}
+
+/* A guess from x (at pos on A's chain) down, from at, for as long as
+ * until lives (MT_NONE: until a join settles it). */
+static int add_span(struct thread_state *s, uint32_t x, size_t pos, uint64_t at,
 		    uint32_t until)
 {
-	if (s->nr_spans == s->cap_spans) {
-		size_t cap = s->cap_spans ? 2 * s->cap_spans : 16;
-		struct guess_span *v = realloc(s->spans, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->spans = v;
-		s->cap_spans = cap;
-	}
-	s->spans[s->nr_spans++] = (struct guess_span){.x = s->chain[pos],
-						      .until = until,
-						      .pos = pos,
-						      .from = at,
-						      .to = OPEN};
+	if (mt_grow((void **)&s->spans, &s->cap_spans, s->nr_spans + 1,
+		    sizeof(*s->spans)))
+		return -ENOMEM;
+	s->spans[s->nr_spans++] = (struct guess_span){
+		.x = x, .until = until, .pos = pos, .from = at, .to = OPEN};
 	return 0;
 }
 
 /*
- * A longjmp step's guess (try_align()) is where B's frames under the
- * caller a jump revealed sit, how many of A's frames lie between.  The
- * jump unwinds them all into that caller, whose depth the join knows
- * (it sits above skip_from): from then on, its new calls are at known
- * depths.  So the guess lasts as long as the first of B's frames placed
- * at skip_from or below: returns that frame, MT_NONE for none.
- */
-static uint32_t jump_guess_until(const struct chainv *bv, const struct match *m)
-{
-	for (size_t i = 0; m->ahead + i < bv->n; i++)
-		if (a_pos(m, i) >= m->skip_from)
-			return bv->sl[m->ahead + i];
-	return MT_NONE;
-}
-
-/*
- * B (its chain bv) joins A's chain (na frames) as m says, across the
- * gap that began at time at: the open spans that m anchors above are
- * settled there, and a guess of m's opens one.  Joins made out of time
- * order (the later passes) settle only spans that began before.
+ * B (its chain bv, the last nr_own of its frames B's own start chain)
+ * joins A's chain (na frames) as m says, across the gap that began at
+ * time at: the open spans that m anchors above are settled there (all
+ * of them, where m stands on the thread's root by B's own evidence), and
+ * what m guesses or doubts opens one.  Joins made out of time order (the
+ * later passes) settle only spans that began before.
  */
 int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
-		  const struct chainv *bv, const struct match *m)
+		  const struct chainv *bv, size_t nr_own, const struct match *m)
 {
+	struct chainv av = {s->chain, s->rets, na, 0};
 	bool jumps = jump_link(bv), looked = false;
-	size_t rerun = SIZE_MAX;
+	bool at_root = na && at_thread_root(s, &av);
+	bool own = own_depths(m, jumps, at_root), rooted = own && !m->guessed;
+	size_t rerun = SIZE_MAX, nb = m->ahead + m->len, q = SIZE_MAX;
+	bool new_doubt = false;
+	uint32_t root = s->chain[0];
 	int rc = 0;
 
 	for (size_t k = 0; k < s->nr_spans; k++) {
@@ -142,8 +152,10 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 
 		if (g->to != OPEN || g->from >= at)
 			continue;
-		p = pos_on_chain(s, na, g->x, g->pos);
-		if (!settles(m, jumps, p))
+		if (rooted && resolve(s, g->x) == root)
+			continue;
+		p = pos_on_chain(s, na, g->x, rooted ? SIZE_MAX : g->pos);
+		if (!rooted && !settles(m, jumps, p))
 			continue;
 		/* looked for once, and only for a span m would settle */
 		if (!looked) {
@@ -152,13 +164,63 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 				return rc;
 			looked = true;
 		}
-		if (rerun == SIZE_MAX || rerun < p)
+		if (rooted) {
+			/* q: the shallowest guess still on A's chain that B's
+			 * new frames run functions at or below; new_doubt:
+			 * one whose frame has ended */
 			g->to = at;
+			if (rerun != SIZE_MAX && p == SIZE_MAX)
+				new_doubt = true;
+			else if (rerun != SIZE_MAX && rerun >= p && p < q)
+				q = p;
+		} else if (rerun == SIZE_MAX || rerun < p) {
+			g->to = at;
+		}
 	}
-	if (m->guessed && (rc = add_span(s, m->sure, at, MT_NONE)) != 0)
+	/*
+	 * Standing on the root, the join knows every depth, but where B's
+	 * new frames run functions that A's chain has at or below a guess
+	 * (rerun_below()), not which frames are which: they may be calls
+	 * made in the gap or frames the guess placed elsewhere, and then the
+	 * frames of B's joined to A's from the guessed one on (q) may be
+	 * other calls too.  That doubt lasts as long as the frame it is
+	 * about.
+	 */
+	if (rooted && q < m->len)
+		rc = add_span(s, s->chain[q], q, at, s->chain[q]);
+	else if (rooted && (q != SIZE_MAX || new_doubt) && nb < bv->n)
+		rc = add_span(s, resolve(s, bv->sl[nb]), m->len, at,
+			      resolve(s, bv->sl[nb]));
+	if (rc)
+		return rc;
+	/*
+	 * A caller that a jump revealed (a longjmp, an exception landing in
+	 * it) says nothing of the frames the jump unwound between it and
+	 * B's frame under it (such links are B's own: above them, B's
+	 * callers that later segments revealed may have ip 0 too, where B's
+	 * root never returned).  Where that frame joins none of A's (which
+	 * would place it), its depth, and its callees', is a guess until it
+	 * ends (the jump ends it, back at a known depth).
+	 */
+	for (size_t i = bv->n - nr_own; i + 1 < bv->n; i++)
+		if (!bv->ip[i]) {
+			uint32_t x = resolve(s, bv->sl[i + 1]);
+
+			if (i + 1 >= nb &&
+			    (rc = add_span(s, x, a_pos(m, i + 1 - m->ahead), at,
+					   x)) != 0)
+				return rc;
+			break;
+		}
+	/* A guess of a join that knows every depth is of which frames are
+	 * A's: it lasts as long as the first of them. */
+	if (m->guessed &&
+	    (rc = add_span(s, s->chain[m->sure], m->sure, at,
+			   own ? first_from(s, bv, m, m->sure) : MT_NONE)) != 0)
 		return rc;
 	if (m->skip_guess && (!m->guessed || m->skip_from < m->sure))
-		rc = add_span(s, m->skip_from, at, jump_guess_until(bv, m));
+		rc = add_span(s, s->chain[m->skip_from], m->skip_from, at,
+			      first_from(s, bv, m, m->skip_from));
 	return rc;
 }
 

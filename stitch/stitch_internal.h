@@ -199,7 +199,8 @@ void undo_free(struct undo_log *u);
 
 /* guess.c */
 int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
-		  const struct chainv *bv, const struct match *m);
+		  const struct chainv *bv, size_t nr_own,
+		  const struct match *m);
 int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	       const uint32_t *where);
 

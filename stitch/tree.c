@@ -395,7 +395,7 @@ int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	}
 	/* From here, a guess's depth, or none that this join settled. */
 	if (!rc)
-		rc = guess_at_join(s, at, na, bv, m);
+		rc = guess_at_join(s, at, na, bv, b->nr_start, m);
 	if (!rc && m->ahead)
 		rc = hang_under_revealed(s, bv, m);
 	/* The gap between sits under the deepest joined frame. */

@@ -243,6 +243,34 @@ static void test_guess_stands_deeper(struct check_state *st)
 	       "depth guessed");
 }
 
+/*
+ * As above, and then f1 calls f7.  C stands on the thread's root (its
+ * returns climb to f1, the first segment's), so every depth it places
+ * is its own count; what it cannot tell is which f2s are A's, and that
+ * doubt ends with them: f7 is known.
+ */
+static void test_doubt_ends_with_frame(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		{DEC_CALL, FN(2), AT(2, 0x55)},
+		GAP_F6_GAP_F8,
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(2, 0x55), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_CALL, FN(7), AT(1, 0x25)},
+		{DEC_RET, AT(1, 0x25), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:gap:d 4:f6:d 4:gap:d "
+	       "4:f2:d 5:f2:d 6:f8:d 1:f7",
+	       "depth guessed");
+}
+
 /* Three segments: the call sites A saw still confirm the frames when
  * C is compared with B, whose frames were joined to A's. */
 static void test_call_sites_carry_over(struct check_state *st)
@@ -486,6 +514,29 @@ static void test_longjmp_guess_ends_with_jump(struct check_state *st)
 }
 
 /*
+ * B resumes in f5, and a longjmp lands in f3, which returns to f2 and
+ * f2 to f1, through the call sites A saw: f1 and f2 are A's, f3 a call
+ * made in the gap.  How many frames the jump unwound between f3 and f5
+ * nothing says: f5's depth is a guess, until the jump ends it; f3's
+ * next call, f6, is known.
+ */
+static void test_jump_revealed_caller(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_OVERFLOW, AT(5, 0x30), 0},
+		{DEC_IJUMP, AT(3, 0x60), AT(5, 0x40)},
+		{DEC_CALL, FN(6), AT(3, 0x65)},
+		{DEC_RET, AT(3, 0x6a), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:gap 2:f3 3:f5:d 3:f6",
+	       "2 frames");
+}
+
+/*
  * A recursion f2 > f2 > f2 through one call site, under f1, and f3 at
  * the bottom; B resumes in an f5 the deepest f2 called in the gap,
  * returns to it, then twice to the recursion's call site, and a longjmp
@@ -564,6 +615,29 @@ static void test_join_across_sliver(struct check_state *st)
 
 	RUN_EV(st, e, false,
 	       "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:gap:d 3:f9:e:d 3:gap:d",
+	       "across 1, which joins neither (a guess below the first "
+	       "frame)");
+}
+
+/*
+ * As above, and then f1 calls f4.  B's returns climb to f1, the thread's
+ * root: the guess is of which frames are A's, not of their depths, and
+ * it lasts as long as they do.
+ */
+static void test_sliver_guess_ends_with_frame(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(9, 0x30), 0},
+		{DEC_OVERFLOW, AT(3, 0x40), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_CALL, FN(4), AT(1, 0x25)},
+		{DEC_RET, AT(1, 0x25), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j:e 1:f2:j:d 2:f3:j:d 3:gap:d 3:f9:e:d 3:gap:d 1:f4",
 	       "across 1, which joins neither (a guess below the first "
 	       "frame)");
 }
@@ -1018,6 +1092,7 @@ int main(void)
 	RUN(&st, test_recursion_ambiguous);
 	RUN(&st, test_guess_settled);
 	RUN(&st, test_guess_stands_deeper);
+	RUN(&st, test_doubt_ends_with_frame);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_revealed_through_inlined);
@@ -1032,9 +1107,11 @@ int main(void)
 	RUN(&st, test_longjmp_step_leaf_only);
 	RUN(&st, test_longjmp_no_step_unbacked);
 	RUN(&st, test_longjmp_guess_ends_with_jump);
+	RUN(&st, test_jump_revealed_caller);
 	RUN(&st, test_longjmp_step_recursion_sites);
 	RUN(&st, test_next_segment_decides);
 	RUN(&st, test_join_across_sliver);
+	RUN(&st, test_sliver_guess_ends_with_frame);
 	RUN(&st, test_join_across_island);
 	RUN(&st, test_one_site_recursion_guessed);
 	RUN(&st, test_other_depth_fits);
