@@ -90,15 +90,16 @@ static size_t rerun_below(const struct thread_state *s, size_t na,
 
 /*
  * Whether join m stands on the thread's root by B's own evidence: B's
- * first frame joins A's root, which is the thread's (at_root), and each
+ * first frame joins A's root (av), which is the thread's, and each
  * of B's frames below knows its caller by the call it made.  Every depth
  * B places is then its own count of returns up from its leaf, whatever A's
  * chain held.
  */
-static bool own_depths(const struct match *m, bool jumps, bool at_root)
+static bool own_depths(const struct thread_state *s, const struct chainv *av,
+		       const struct match *m, bool jumps)
 {
-	return at_root && m->len && !m->off && !m->ahead && !m->nr_skips &&
-	       !jumps;
+	return m->len && !m->off && !m->ahead && !m->nr_skips && !jumps &&
+	       at_thread_root(s, av);
 }
 
 /* The first of B's frames that m places at A's chain[pos] or below,
@@ -139,8 +140,7 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 {
 	struct chainv av = {s->chain, s->rets, na, 0};
 	bool jumps = jump_link(bv), looked = false;
-	bool at_root = na && at_thread_root(s, &av);
-	bool own = own_depths(m, jumps, at_root), rooted = own && !m->guessed;
+	bool own = own_depths(s, &av, m, jumps), rooted = own && !m->guessed;
 	size_t rerun = SIZE_MAX, nb = m->ahead + m->len, q = SIZE_MAX;
 	bool new_doubt = false;
 	uint32_t root = s->chain[0];

@@ -235,36 +235,18 @@ static void test_guess_stands_deeper(struct check_state *st)
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(2, 0x55), 0},
 		{DEC_RET, AT(1, 0x15), 0},
-	};
-
-	RUN_EV(st, e, false,
-	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:gap:d 4:f6:d 4:gap:d "
-	       "4:f2:d 5:f2:d 6:f8:d",
-	       "depth guessed");
-}
-
-/*
- * As above, and then f1 calls f7.  C stands on the thread's root (its
- * returns climb to f1, the first segment's), so every depth it places
- * is its own count; what it cannot tell is which f2s are A's, and that
- * doubt ends with them: f7 is known.
- */
-static void test_doubt_ends_with_frame(struct check_state *st)
-{
-	const struct ev e[] = {
-		CALLS_TO_F2,
-		{DEC_CALL, FN(2), AT(2, 0x55)},
-		{DEC_CALL, FN(2), AT(2, 0x55)},
-		GAP_F6_GAP_F8,
-		{DEC_RET, AT(2, 0x55), 0},
-		{DEC_RET, AT(2, 0x55), 0},
-		{DEC_RET, AT(2, 0x55), 0},
-		{DEC_RET, AT(2, 0x55), 0},
-		{DEC_RET, AT(1, 0x15), 0},
 		{DEC_CALL, FN(7), AT(1, 0x25)},
 		{DEC_RET, AT(1, 0x25), 0},
 	};
 
+	run(st, e, sizeof(e) / sizeof(*e) - 2, false,
+	    "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:gap:d 4:f6:d 4:gap:d "
+	    "4:f2:d 5:f2:d 6:f8:d",
+	    "depth guessed");
+	/* and then f1 calls f7: C stands on the thread's root (its returns
+	 * climb to f1, the first segment's), so every depth it places is
+	 * its own count; what it cannot tell is which f2s are A's, and that
+	 * doubt ends with them: f7 is known */
 	RUN_EV(st, e, false,
 	       "0:f1:j:e 1:f2:j:d 2:f2:j:d 3:f2:j:d 4:gap:d 4:f6:d 4:gap:d "
 	       "4:f2:d 5:f2:d 6:f8:d 1:f7",
@@ -491,6 +473,15 @@ static void test_longjmp_no_step_unbacked(struct check_state *st)
 	       "below a longjmp target (guessed)");
 }
 
+/* A longjmp from src lands in f3, which calls fk, and returns to f2 and
+ * f2 to f1 through the call sites CALLS_TO_F* make. */
+#define LONGJMP_INTO_F3(src, k)                                                \
+	{DEC_IJUMP, AT(3, 0x60), (src)}, {DEC_CALL, FN(k), AT(3, 0x65)},       \
+		{DEC_RET, AT(3, 0x6a), 0}, {DEC_RET, AT(2, 0x15), 0},          \
+	{                                                                      \
+		DEC_RET, AT(1, 0x15), 0                                        \
+	}
+
 /*
  * As above, and after the jump f3 calls f5.  What the guess was about,
  * how many frames lay between f3 and B's f4, ended with the jump: f3's
@@ -502,11 +493,7 @@ static void test_longjmp_guess_ends_with_jump(struct check_state *st)
 	const struct ev e[] = {
 		CALLS_TO_F4,
 		{DEC_OVERFLOW, AT(4, 0x30), 0},
-		{DEC_IJUMP, AT(3, 0x60), AT(4, 0x40)},
-		{DEC_CALL, FN(5), AT(3, 0x65)},
-		{DEC_RET, AT(3, 0x6a), 0},
-		{DEC_RET, AT(2, 0x15), 0},
-		{DEC_RET, AT(1, 0x15), 0},
+		LONGJMP_INTO_F3(AT(4, 0x40), 5),
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:f3:j 3:f4:j:d 4:gap:d 3:f5",
@@ -525,11 +512,7 @@ static void test_jump_revealed_caller(struct check_state *st)
 	const struct ev e[] = {
 		CALLS_TO_F2,
 		{DEC_OVERFLOW, AT(5, 0x30), 0},
-		{DEC_IJUMP, AT(3, 0x60), AT(5, 0x40)},
-		{DEC_CALL, FN(6), AT(3, 0x65)},
-		{DEC_RET, AT(3, 0x6a), 0},
-		{DEC_RET, AT(2, 0x15), 0},
-		{DEC_RET, AT(1, 0x15), 0},
+		LONGJMP_INTO_F3(AT(5, 0x40), 6),
 	};
 
 	RUN_EV(st, e, false, "0:f1:j:e 1:f2:j 2:gap 2:f3 3:f5:d 3:f6",
@@ -1092,7 +1075,6 @@ int main(void)
 	RUN(&st, test_recursion_ambiguous);
 	RUN(&st, test_guess_settled);
 	RUN(&st, test_guess_stands_deeper);
-	RUN(&st, test_doubt_ends_with_frame);
 	RUN(&st, test_nothing_common);
 	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_revealed_through_inlined);
