@@ -55,6 +55,7 @@ struct dec_proc {
 	char *comm;
 	struct pt_image *image;
 	struct sym_map *jit; /* /tmp/perf-PID.map, when there is one */
+	bool jit_tried;	     /* jit read (under jit_lock) */
 };
 
 struct dec_chunk { /* one AUXTRACE record */
@@ -109,6 +110,7 @@ struct dec_capture {
 	 * (segments/pipe.c) both add to them. */
 	pthread_mutex_t note_lock;
 	pthread_mutex_t dwarf_lock; /* the dsos' dwarf */
+	pthread_mutex_t jit_lock;   /* the procs' jit */
 	/* dec_capstone_serialized(): capstone, used by the decoding
 	 * threads (inline.c), is used one at a time. */
 	pthread_mutex_t cs_lock;

@@ -13,6 +13,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,20 +63,63 @@ static bool has_code(const struct sym_file *sf)
 	return false;
 }
 
-/* Try one candidate file: 1 if it is the binary, 0 if not, <0 on OOM. */
+/*
+ * Whether the file ends before its code does (a copy cut short): libipt
+ * would refuse the code, or read part of it, with no name to the file.
+ * Says so in why[], when nothing went there before.
+ */
+static bool code_cut(const struct sym_file *sf, const char *file,
+		     const struct dec_dso *d, char *why, size_t whylen)
+{
+	uint64_t size = sym_file_size(sf);
+	size_t n;
+	const struct sym_load *l = sym_file_loads(sf, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(l[i].flags & PF_X) || !l[i].filesz ||
+		    (l[i].offset <= size && l[i].filesz <= size - l[i].offset))
+			continue;
+		if (!why[0])
+			snprintf(why, whylen,
+				 "%s%struncated ELF (%" PRIu64
+				 " bytes; its code at offset %#" PRIx64
+				 " has %" PRIu64 ")",
+				 strcmp(file, d->path) ? file : "",
+				 strcmp(file, d->path) ? ": " : "", size,
+				 l[i].offset, l[i].filesz);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Try one candidate file: 1 if it is the binary, 0 if not, <0 on OOM.
+ * Why a file that is there cannot be used (not a regular file, a cut or
+ * corrupt ELF) goes to why[] when nothing went there before.
+ */
 static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
-		    bool *mismatch)
+		    bool *mismatch, char *why, size_t whylen)
 {
 	struct sym_opts so = {.debug_root = c->opts.debug_root};
 	struct sym_file *sf;
-	char err[256];
-	size_t n;
+	char err[PATH_MAX + 256];
+	size_t n, fl = strlen(file);
 	const uint8_t *id;
+	int rc;
 
-	if (access(file, R_OK))
+	rc = sym_file_open(file, &so, &sf, err, sizeof(err));
+	if (rc) {
+		/* The line names the file first: the one the capture
+		 * names is named by the caller already. */
+		const char *what = err;
+
+		if (!strcmp(file, d->path) && !strncmp(err, file, fl) &&
+		    !strncmp(err + fl, ": ", 2))
+			what = err + fl + 2;
+		if (rc != -ENOENT && rc != -ENOTDIR && !why[0])
+			snprintf(why, whylen, "%s", what);
 		return 0;
-	if (sym_file_open(file, &so, &sf, err, sizeof(err)))
-		return 0;
+	}
 	id = sym_file_build_id(sf, &n);
 	/* A file without a build id cannot be checked; one with another
 	 * id is another build. */
@@ -85,7 +129,12 @@ static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
 		sym_file_free(sf);
 		return 0;
 	}
-	if (!has_code(sf)) {
+	if (!has_code(sf) && !why[0])
+		snprintf(why, whylen,
+			 "%s%sno code in it (no executable segment)",
+			 strcmp(file, d->path) ? file : "",
+			 strcmp(file, d->path) ? ": " : "");
+	if (!has_code(sf) || code_cut(sf, file, d, why, whylen)) {
 		sym_file_free(sf);
 		return 0;
 	}
@@ -101,7 +150,8 @@ static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
 static int find_dso(struct dec_capture *c, struct dec_dso *d)
 {
 	const char *base = strrchr(d->path, '/');
-	char buf[PATH_MAX + 64], id[48], line[PATH_MAX + 128];
+	char buf[PATH_MAX + 64], id[48], line[3 * PATH_MAX];
+	char why[PATH_MAX + 256] = "";
 	bool mismatch = false;
 	int rc = 0;
 
@@ -118,7 +168,8 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 				write(fd, v->bytes, v->len) == (ssize_t)v->len;
 
 			close(fd);
-			if (ok && (rc = try_file(c, d, tmp, &mismatch)) > 0) {
+			if (ok && (rc = try_file(c, d, tmp, &mismatch, why,
+						 sizeof(why))) > 0) {
 				d->tmp = true;
 				return 0;
 			}
@@ -131,15 +182,17 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 		const char *dir = c->opts.binary_dirs[i];
 
 		snprintf(buf, sizeof(buf), "%s/%s", dir, base);
-		if ((rc = try_file(c, d, buf, &mismatch)))
+		if ((rc = try_file(c, d, buf, &mismatch, why, sizeof(why))))
 			return rc < 0 ? rc : 0;
 		if (d->path[0] == '/') {
 			snprintf(buf, sizeof(buf), "%s%s", dir, d->path);
-			if ((rc = try_file(c, d, buf, &mismatch)))
+			if ((rc = try_file(c, d, buf, &mismatch, why,
+					   sizeof(why))))
 				return rc < 0 ? rc : 0;
 		}
 	}
-	if (d->path[0] == '/' && (rc = try_file(c, d, d->path, &mismatch)))
+	if (d->path[0] == '/' &&
+	    (rc = try_file(c, d, d->path, &mismatch, why, sizeof(why))))
 		return rc < 0 ? rc : 0;
 	if (d->build_id_len) {
 		const char *root = c->opts.debug_root ? c->opts.debug_root
@@ -149,7 +202,8 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 		if (*root) {
 			snprintf(buf, sizeof(buf), "%s/.build-id/%.2s/%s", root,
 				 id, id + 2);
-			if ((rc = try_file(c, d, buf, &mismatch)))
+			if ((rc = try_file(c, d, buf, &mismatch, why,
+					   sizeof(why))))
 				return rc < 0 ? rc : 0;
 		}
 	} else {
@@ -164,6 +218,11 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 			 "%s: the capture has no [vdso] image: vDSO code "
 			 "shows as [unknown]",
 			 c->path);
+	else if (why[0])
+		snprintf(line, sizeof(line),
+			 "%s: binary %s (build id %s) cannot be used: %s: its "
+			 "code shows as [unknown]",
+			 c->path, d->path, id, why);
 	else
 		snprintf(line, sizeof(line),
 			 "%s: binary %s (build id %s) %s: its code shows as "
@@ -194,6 +253,25 @@ static int apply_buildids(struct dec_capture *c)
 			memcpy(d->build_id, b[i].id, d->build_id_len);
 		}
 	return 0;
+}
+
+/*
+ * libipt refused d's code although the file was read whole a moment
+ * before: it changed since (cut short, replaced).  Its code shows as a
+ * missing binary's does, with a note, rather than fail the conversion.
+ */
+static int code_unreadable(struct dec_capture *c, struct dec_dso *d, int status)
+{
+	char line[3 * PATH_MAX];
+
+	if (d->missing)
+		return 0;
+	snprintf(line, sizeof(line),
+		 "%s: binary %s changed while being read (libipt: %s): its "
+		 "code shows as [unknown]",
+		 c->path, d->found, pt_errstr(pt_errcode(status)));
+	d->missing = strdup(line);
+	return d->missing ? 0 : -pte_nomem;
 }
 
 static int add_map_sections(struct dec_capture *c, struct dec_map *m,
@@ -229,6 +307,8 @@ static int add_map_sections(struct dec_capture *c, struct dec_map *m,
 		}
 		isid = pt_iscache_add_file(c->iscache, d->found, lo, hi - lo,
 					   m->start + (lo - m->pgoff));
+		if (isid < 0 && pt_errcode(isid) != pte_nomem)
+			return code_unreadable(c, d, isid);
 		if (isid < 0)
 			return isid;
 		if (!m->isid) {
@@ -285,19 +365,6 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 		rc = dec_kernel_image(c, proc->image);
 		if (rc < 0)
 			return dec_pt_error(rc, err, errlen, c->path, "image");
-		{
-			/* JIT symbols: names for code no binary holds. */
-			char path[4096], jerr[256];
-
-			snprintf(path, sizeof(path), "%s/perf-%u.map",
-				 c->opts.jit_dir ? c->opts.jit_dir : "/tmp",
-				 proc->pid);
-			if (!access(path, R_OK) &&
-			    sym_map_open(path, &proc->jit, jerr,
-					 sizeof(jerr)) &&
-			    c->opts.warn)
-				fprintf(c->opts.warn, "%s\n", jerr);
-		}
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			if (c->maps[i].pid != owner)
 				continue;
@@ -383,14 +450,45 @@ static const struct sym *around(const struct sym_file *sf, uint64_t vaddr,
 	return NULL;
 }
 
+/*
+ * p's JIT symbols, from perf-PID.map in the JIT directory, read when code
+ * that no binary holds first asks for them: anyone can put a file at
+ * /tmp/perf-PID.map, and a capture without such code never looks.
+ */
+static void jit_load(struct dec_capture *c, struct dec_proc *p)
+{
+	char path[4096], err[4352];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/perf-%u.map",
+		 c->opts.jit_dir ? c->opts.jit_dir : "/tmp", p->pid);
+	rc = sym_map_open(path, &p->jit, err, sizeof(err));
+	if (rc && rc != -ENOENT && c->opts.warn)
+		fprintf(c->opts.warn, "%s: %s: JIT symbols not used\n", c->path,
+			err);
+}
+
 /* A JIT symbol of pid's perf map at ip, or NULL. */
-static const struct sym *jit_sym(const struct dec_capture *c, uint32_t pid,
+static const struct sym *jit_sym(struct dec_capture *c, uint32_t pid,
 				 uint64_t ip)
 {
-	for (size_t i = 0; i < c->nr_procs; i++)
-		if (c->procs[i].pid == pid && c->procs[i].jit)
-			return sym_map_lookup(c->procs[i].jit, ip);
-	return NULL;
+	const struct sym_map *m = NULL;
+
+	for (size_t i = 0; i < c->nr_procs; i++) {
+		struct dec_proc *p = &c->procs[i];
+
+		if (p->pid != pid)
+			continue;
+		pthread_mutex_lock(&c->jit_lock);
+		if (!p->jit_tried) {
+			p->jit_tried = true;
+			jit_load(c, p);
+		}
+		m = p->jit;
+		pthread_mutex_unlock(&c->jit_lock);
+		break;
+	}
+	return m ? sym_map_lookup(m, ip) : NULL;
 }
 
 /* d's DWARF, NULL when it has none. */
@@ -471,7 +569,6 @@ bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
 	       uint64_t *hi, struct dec_inl_span *inl)
 {
 	const struct dec_map *m = find_map(c, pid, ip);
-	const struct sym *j = jit_sym(c, pid, ip);
 	const struct dec_dso *d;
 	uint64_t vlo, vhi;
 
@@ -480,10 +577,14 @@ bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
 		return true;
 	*lo = ip;
 	*hi = ip + 1;
-	if (j && j->size && (!m || !c->dsos[m->dso].sf)) {
-		*lo = j->addr;
-		*hi = j->addr + j->size;
-		return true;
+	if (!m || !c->dsos[m->dso].sf) {
+		const struct sym *j = jit_sym(c, pid, ip);
+
+		if (j && j->size) {
+			*lo = j->addr;
+			*hi = j->addr + j->size;
+			return true;
+		}
 	}
 	if (!m)
 		return false;
@@ -619,7 +720,8 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 			return;
 		}
 	}
-	{
+	/* JIT code lies outside the binaries. */
+	if (!d || !d->sf) {
 		const struct sym *j = jit_sym(c, pid, ip);
 
 		if (j) {

@@ -426,6 +426,8 @@ int dec_open(struct dec_capture **out, const char *path,
 		goto no_dwarf_lock;
 	if (pthread_mutex_init(&c->cs_lock, NULL))
 		goto no_cs_lock;
+	if (pthread_mutex_init(&c->jit_lock, NULL))
+		goto no_jit_lock;
 	if (o)
 		c->opts = *o;
 	rc = pd_open(&c->pd, path, &perr);
@@ -445,6 +447,8 @@ fail:
 	dec_free(c);
 	return rc < 0 ? rc : -EINVAL;
 	/* Before the capture's state exists, only what was made goes. */
+no_jit_lock:
+	pthread_mutex_destroy(&c->cs_lock);
 no_cs_lock:
 	pthread_mutex_destroy(&c->dwarf_lock);
 no_dwarf_lock:
@@ -505,6 +509,7 @@ void dec_free(struct dec_capture *c)
 	pthread_mutex_destroy(&c->note_lock);
 	pthread_mutex_destroy(&c->dwarf_lock);
 	pthread_mutex_destroy(&c->cs_lock);
+	pthread_mutex_destroy(&c->jit_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);

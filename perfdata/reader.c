@@ -8,9 +8,9 @@
  */
 #include "perfdata/pd_internal.h"
 #include "util/err.h"
+#include "util/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,21 +377,16 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
 		goto fail;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot open: %s",
-			     strerror(errno));
-		goto fail;
-	}
-	if (fstat(fd, &st)) {
-		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot stat: %s",
-			     strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	fd = mt_open_regular(path, &st);
+	if (fd == -EINVAL) {
 		rc = pd_fail(err, -EIO, path, UINT64_MAX,
 			     "not a regular file (to read a pipe, save it to "
 			     "a file first)");
+		goto fail;
+	}
+	if (fd < 0) {
+		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot open: %s",
+			     strerror(-fd));
 		goto fail;
 	}
 	f->size = (size_t)st.st_size;

@@ -10,6 +10,7 @@
  */
 #include "symbols/sym_internal.h"
 #include "util/err.h"
+#include "util/util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Collapse "." and "dir/.." in path, in place: compilers write a header's
@@ -67,15 +69,24 @@ int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
 	Dwfl *dwfl = dwfl_begin(&offline_cb);
 	Dwfl_Module *mod;
 	Dwarf_Addr bias;
+	int fd;
 
 	*dwflp = dwfl;
 	if (!dwfl) {
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		return -ENOMEM;
 	}
-	mod = dwfl_report_offline(dwfl, path, path, -1);
+	fd = mt_open_regular(path, NULL);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path,
+			 fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		return fd;
+	}
+	/* Taken over by libdwfl when it succeeds. */
+	mod = dwfl_report_offline(dwfl, path, path, fd);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (!mod) {
+		close(fd);
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		return -EINVAL;
 	}

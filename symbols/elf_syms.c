@@ -11,7 +11,6 @@
 #include "util/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <lzma.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@ struct sym_file {
 	size_t nr_loads;
 	uint8_t build_id[SYM_BUILD_ID_MAX];
 	size_t build_id_len;
+	uint64_t size;	  /* of the file or the image in memory */
 	struct sym_eh eh; /* the unwind tables */
 	bool elf64;
 	struct sym_arena arena;
@@ -47,6 +47,7 @@ struct loader {
 	bool raw;
 	bool have_stat;
 	struct stat st; /* of path, to not take the file for its own debug */
+	uint64_t size;	/* of the image */
 	struct sym_cands c;
 	char *err;
 	size_t errlen;
@@ -149,12 +150,14 @@ static void read_build_id(Elf *e, uint8_t *out, size_t *len)
 
 int sym_build_id(const char *path, uint8_t *id, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 1;
+	int fd = mt_open_regular(path, NULL), rc = 1;
 	Elf *e;
 
 	*len = 0;
-	if (fd < 0)
+	if (fd < 0) {
+		errno = -fd;
 		return -1;
+	}
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		goto out;
 	e = elf_begin(fd, ELF_C_READ, NULL);
@@ -411,11 +414,9 @@ static int try_debug_file(struct loader *ld, const char *path)
 	Elf *e = NULL;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = mt_open_regular(path, &st);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		goto out;
 	/* A debuglink that names the file itself is no help. */
 	if (ld->have_stat && st.st_dev == ld->st.st_dev &&
 	    st.st_ino == ld->st.st_ino)
@@ -549,6 +550,7 @@ static int load_elf(struct loader *ld, Elf *e)
 				"%s)",
 				elf_errmsg(-1));
 	ld->f->type = eh.e_type;
+	ld->f->size = ld->size;
 	rc = collect_loads(ld, e);
 	if (rc)
 		return rc;
@@ -620,20 +622,17 @@ int sym_file_open(const char *path, const struct sym_opts *o,
 	rc = loader_init(&ld, path, path, o, err, errlen);
 	if (rc)
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = mt_open_regular(path, &ld.st);
+	if (fd == -EINVAL) {
+		rc = fail_msg(&ld, fd, "not a regular file");
+		goto out;
+	}
 	if (fd < 0) {
-		rc = fail_msg(&ld, -errno, "%s", strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &ld.st)) {
-		rc = fail_msg(&ld, -errno, "%s", strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(ld.st.st_mode)) {
-		rc = fail_msg(&ld, -EINVAL, "not a regular file");
+		rc = fail_msg(&ld, fd, "%s", strerror(-fd));
 		goto out;
 	}
 	ld.have_stat = true;
+	ld.size = (uint64_t)ld.st.st_size;
 	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
 	    memcmp(magic, ELFMAG, SELFMAG)) {
 		rc = fail_msg(&ld, -ENOEXEC, "not an ELF file");
@@ -666,6 +665,7 @@ int sym_file_open_mem(const void *buf, size_t len, const char *name,
 		goto out;
 	}
 	/* libelf wants a writable image; the caller's stays untouched. */
+	ld.size = len;
 	copy = malloc(len ? len : 1);
 	if (!copy) {
 		rc = fail_msg(&ld, -ENOMEM, "out of memory");
@@ -765,6 +765,11 @@ const uint8_t *sym_file_build_id(const struct sym_file *f, size_t *len)
 {
 	*len = f->build_id_len;
 	return f->build_id_len ? f->build_id : NULL;
+}
+
+uint64_t sym_file_size(const struct sym_file *f)
+{
+	return f->size;
 }
 
 int sym_file_type(const struct sym_file *f)

@@ -8,11 +8,13 @@
  */
 #include "symbols/sym_internal.h"
 #include "util/err.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sym_map {
 	struct sym *syms;
@@ -104,16 +106,22 @@ int sym_map_open(const char *path, struct sym_map **out, char *err,
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	FILE *fp = NULL;
-	int rc;
+	int fd, rc;
 
 	*out = NULL;
 	if (err && errlen)
 		err[0] = '\0';
-	fp = fopen(path, "re");
-	if (!fp) {
-		rc = mt_err(err, errlen, -errno, "%s: %s", path,
-			    strerror(errno));
+	fd = mt_open_regular(path, NULL);
+	if (fd < 0) {
+		rc = mt_err(err, errlen, fd, "%s: %s", path,
+			    fd == -EINVAL ? "not a regular file"
+					  : strerror(-fd));
 		goto fail;
+	}
+	fp = fdopen(fd, "r");
+	if (!fp) {
+		close(fd);
+		goto nomem;
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m)

@@ -100,6 +100,9 @@ const uint8_t *sym_file_build_id(const struct sym_file *f, size_t *len);
  * opened (errno says why).
  */
 int sym_build_id(const char *path, uint8_t *id, size_t *len);
+/* The size of the file (of the image, for sym_file_open_mem()): where
+ * its segments' bytes must end. */
+uint64_t sym_file_size(const struct sym_file *f);
 /* ELF e_type: ET_EXEC, ET_DYN, ... */
 int sym_file_type(const struct sym_file *f);
 /* A file offset to the vaddr it is loaded at; -1 when no segment has it. */
@@ -108,7 +111,9 @@ int sym_file_off_to_vaddr(const struct sym_file *f, uint64_t off,
 
 /*
  * JIT symbols from a perf map file (/tmp/perf-PID.map: "START SIZE name"
- * per line, hex).  Addresses are runtime addresses.
+ * per line, hex).  Addresses are runtime addresses.  Returns 0, or a
+ * negative errno with one line in err: -ENOENT when there is no such
+ * file, -EINVAL when it is no regular file or a line is malformed.
  */
 struct sym_map;
 int sym_map_open(const char *path, struct sym_map **out, char *err,

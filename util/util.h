@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -202,6 +203,16 @@ int mt_jobs_start(struct mt_jobs **q, int (*run)(void *ctx, void *job),
 int mt_jobs_put(struct mt_jobs *q, void *job);
 /* Waits for every job, ends the thread and frees q (NULL: nothing). */
 int mt_jobs_end(struct mt_jobs *q);
+
+/*
+ * Opens path to read when it is a regular file, and never blocks: a
+ * FIFO, a device, a socket or a directory is not opened (or not kept
+ * open, when the path changed under us), whatever it leads to.  Returns
+ * the descriptor (O_CLOEXEC, O_NONBLOCK: the same as none for a file on
+ * disk), with the file's stat in *st when st is not NULL; -EINVAL when path is
+ * no regular file; else -errno of the stat or the open (infile.c).
+ */
+int mt_open_regular(const char *path, struct stat *st);
 
 /*
  * a and b name the same file: the same inode when both exist (links

@@ -53,6 +53,45 @@ for cut in 0 7 8 100 104 500 1000 2000 $((size / 2)) $((size - 8)) $((size - 1))
 done
 [ $bad -eq 0 ] && echo "PASS convert_errors_truncated" || echo "FAIL convert_errors_truncated"
 
+# A binary cut short, or whose headers point past its end, is one that
+# cannot be used: the conversion succeeds, says once what is wrong with
+# it, and names its code as a missing binary's.  Cut at every kind of
+# place: in the ELF header, in the program headers, before its code, in
+# it, and headers that point past the end of the whole file.
+cp "$W/s/prog" "$W/prog.orig"
+size=$(stat -c %s "$W/prog.orig")
+# put64 FILE OFFSET VALUE: a little-endian 64-bit field
+put64() {
+	printf "$(printf '%016x' "$3" | sed 's/\(..\)/\1 /g' |
+		awk '{for (i = NF; i > 0; i--) printf "\\x%s", $i}')" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+# the program header of the code
+xhdr=$(readelf -lW "$W/prog.orig" | awk '/^  [A-Z]/ && $1 != "Type" { n++ }
+	$1 == "LOAD" && $0 ~ / R E / { print n - 1; exit }')
+bad=0
+for cut in 40 64 100 300 1000 2000 4095 4096 5000 phoff code_offset code_size; do
+	case $cut in
+	phoff) cp "$W/prog.orig" "$W/s/prog"; put64 "$W/s/prog" 32 $((size + 4096)) ;;
+	code_offset) cp "$W/prog.orig" "$W/s/prog"
+		put64 "$W/s/prog" $((64 + 56 * xhdr + 8)) $((size + 4096)) ;;
+	code_size) cp "$W/prog.orig" "$W/s/prog"
+		put64 "$W/s/prog" $((64 + 56 * xhdr + 32)) $((1 << 62)) ;;
+	*) head -c "$cut" "$W/prog.orig" >"$W/s/prog" ;;
+	esac
+	timeout 60 "$B/mt-convert" "$W/s/raw.bin" -o "$W/c.pftrace" --text "$W/c.tsv" \
+		-q >"$W/stdout" 2>"$W/stderr"
+	rc=$?
+	if [ $rc -ne 0 ] || [ "$(wc -l <"$W/stderr")" -ne 1 ] ||
+		! grep -q "binary $W/s/prog .*cannot be used: [a-z]" "$W/stderr" ||
+		! grep -q 'unknown @' "$W/c.tsv"; then
+		echo "    $cut: exit $rc"; sed 's/^/    /' "$W/stderr" | head -3
+		bad=1
+	fi
+done
+cp "$W/prog.orig" "$W/s/prog"
+[ $bad -eq 0 ] && echo "PASS convert_errors_cut_binary" || echo "FAIL convert_errors_cut_binary"
+
 # A binary that is missing: the conversion succeeds, says so once, and
 # names the code it cannot decode.
 mv "$W/s/prog" "$W/s/prog.away"

@@ -37,6 +37,82 @@ refuse hardlink raw.bin --text hard.bin
 refuse two_outputs raw.bin -o x.pftrace --sqlite ../s/x.pftrace
 refuse text_and_trace raw.bin -o x.pftrace --text x.pftrace
 
+# Inputs that are not regular files are never opened to wait on: a FIFO
+# (nobody writing) as the capture is refused in one line, for --info too;
+# one in a binary's place, found through --binaries or at the path the
+# capture names, is a binary that cannot be used (said once, its code
+# unknown); one at perf-PID.map is not read when no code needs JIT
+# names, and is passed over with a line when some does.
+mkfifo "$W/fifo.bin"
+mkdir -p "$W/fo"
+for info in "" --info; do
+	name=convert_fifo_capture${info:+_info}
+	if [ -n "$info" ]; then
+		timeout 10 "$B/mt-convert" --info "$W/fifo.bin" >"$W/stdout" 2>"$W/stderr"
+	else
+		timeout 10 "$B/mt-convert" "$W/fifo.bin" -o "$W/fo/t.pftrace" >"$W/stdout" 2>"$W/stderr"
+	fi
+	rc=$?
+	if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+		echo "FAIL $name: exit status $rc"
+	elif [ "$(wc -l <"$W/stderr")" -ne 1 ] || ! grep -q "fifo.bin: not a regular file" "$W/stderr"; then
+		echo "FAIL $name: message:"; sed 's/^/    /' "$W/stderr" | head -3
+	elif [ -n "$(ls -A "$W/fo")" ]; then
+		echo "FAIL $name: left $(ls "$W/fo")"
+	else
+		echo "PASS $name"
+	fi
+done
+"$B/mt-synth" --seed 3 --branches 3000 -o "$W/ff" >/dev/null
+mkdir -p "$W/ff/bins" "$W/ff/jit"
+mkfifo "$W/ff/bins/prog" "$W/ff/jit/perf-4242.map"
+# fifo_convert NAME ARGS...: the conversion of $W/ff's capture ends, with
+# exit 0, its errors in $W/ff/err and its slices in $W/ff/t.tsv.
+fifo_convert() {
+	local name=$1; shift
+	rm -f "$W/ff/t.tsv"
+	timeout 10 "$B/mt-convert" "$W/ff/raw.bin" -o "$W/ff/t.pftrace" \
+		--text "$W/ff/t.tsv" -q "$@" >/dev/null 2>"$W/ff/err"
+	rc=$?
+	[ $rc -eq 0 ] && return 0
+	echo "FAIL $name: exit status $rc"; sed 's/^/    /' "$W/ff/err" | head -3
+	return 1
+}
+if fifo_convert convert_fifo_binaries_dir --binaries "$W/ff/bins"; then
+	# the file the capture names is there, and used
+	if [ -s "$W/ff/err" ] || grep -q 'unknown @' "$W/ff/t.tsv"; then
+		echo "FAIL convert_fifo_binaries_dir:"; sed 's/^/    /' "$W/ff/err" | head -3
+	else
+		echo "PASS convert_fifo_binaries_dir"
+	fi
+fi
+if fifo_convert convert_fifo_jit_unneeded --jit-dir "$W/ff/jit"; then
+	if [ -s "$W/ff/err" ] || grep -q 'unknown @' "$W/ff/t.tsv"; then
+		echo "FAIL convert_fifo_jit_unneeded:"; sed 's/^/    /' "$W/ff/err" | head -3
+	else
+		echo "PASS convert_fifo_jit_unneeded"
+	fi
+fi
+mv "$W/ff/prog" "$W/ff/prog.away"
+mkfifo "$W/ff/prog"
+if fifo_convert convert_fifo_binary; then
+	if [ "$(wc -l <"$W/ff/err")" -ne 1 ] ||
+		! grep -q "binary $W/ff/prog .*not a regular file" "$W/ff/err" ||
+		! grep -q 'unknown @' "$W/ff/t.tsv"; then
+		echo "FAIL convert_fifo_binary:"; sed 's/^/    /' "$W/ff/err" | head -3
+	else
+		echo "PASS convert_fifo_binary"
+	fi
+fi
+if fifo_convert convert_fifo_jit_needed --jit-dir "$W/ff/jit"; then
+	if [ "$(grep -c 'perf-4242.map: not a regular file' "$W/ff/err")" -ne 1 ] ||
+		[ "$(wc -l <"$W/ff/err")" -ne 2 ] || ! grep -q 'unknown @' "$W/ff/t.tsv"; then
+		echo "FAIL convert_fifo_jit_needed:"; sed 's/^/    /' "$W/ff/err" | head -3
+	else
+		echo "PASS convert_fifo_jit_needed"
+	fi
+fi
+
 # A binary whose code is a jump cycle that needs no packets (jmp . and
 # l1: call l1 everywhere): the decode stops each run after a bounded
 # amount of work, says why in a gap, and goes on at the next PSB.
