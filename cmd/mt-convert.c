@@ -83,6 +83,7 @@ struct args {
 	uint64_t piece_size; /* 0: the decoder's default */
 	bool have_window;
 	struct rg_window window;
+	const char *time; /* --time as given */
 	const char *between, *until;
 };
 
@@ -112,6 +113,62 @@ static int parse_tids(const char *v, struct args *a)
 			return 0;
 		p++;
 	}
+}
+
+/*
+ * Every --tid names a thread of the capture: one that is not there would
+ * make an empty trace of a typo.  The line names those it has.
+ */
+static int check_tids(struct dec_capture *dc, const struct args *a, char *err,
+		      size_t errlen)
+{
+	size_t n = dec_nr_threads(dc), nr = 0, at;
+	uint32_t *have = malloc((n ? n : 1) * sizeof(*have));
+
+	if (!have) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* A thread may be there twice: seen by its trace before its
+	 * process was known. */
+	for (size_t k = 0; k < n; k++)
+		if (dec_thread_at(dc, k)->tid != (uint32_t)-1)
+			have[nr++] = dec_thread_at(dc, k)->tid;
+	qsort(have, nr, sizeof(*have), mt_cmp_u32);
+	for (size_t i = 0; i < a->nr_tids; i++) {
+		if (nr &&
+		    bsearch(&a->tids[i], have, nr, sizeof(*have), mt_cmp_u32))
+			continue;
+		at = (size_t)snprintf(err, errlen,
+				      "%s: --tid %u: no such thread in the "
+				      "capture; its threads:",
+				      a->capture, a->tids[i]);
+		for (size_t k = 0, shown = 0; k < nr && at < errlen; k++) {
+			if (k && have[k] == have[k - 1])
+				continue;
+			if (shown++ == 20) {
+				snprintf(err + at, errlen - at, " ...");
+				break;
+			}
+			at += (size_t)snprintf(err + at, errlen - at, " %u",
+					       have[k]);
+		}
+		if (!nr && at < errlen)
+			snprintf(err + at, errlen - at, " none");
+		free(have);
+		return -ENOENT;
+	}
+	free(have);
+	return 0;
+}
+
+/* The trace has a slice of a thread --tid chose. */
+static bool any_slice(const struct mt_trace *t)
+{
+	for (size_t i = 0; i < t->nr_threads; i++)
+		if (t->threads[i].nr_slices)
+			return true;
+	return false;
 }
 
 /*
@@ -356,6 +413,7 @@ static int parse(int argc, char **argv, struct args *a)
 				return -1;
 			}
 			a->have_window = true;
+			a->time = v;
 		} else if (!strcmp(s, "--between")) {
 			NEED_ARG;
 			a->between = v;
@@ -669,6 +727,8 @@ int main(int argc, char **argv)
 
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
 		goto fail;
+	if (check_tids(dc, &a, err, sizeof(err)))
+		goto fail;
 	if (check_memory(dc, &a, err, sizeof(err)))
 		goto fail;
 	/* The segments' ends are kept for stitching only. */
@@ -712,15 +772,52 @@ int main(int argc, char **argv)
 	}
 	if (seg_add_hits(dc, &t))
 		goto oom;
-	if (a.have_window && rg_keep_time(&t, &a.window, &rg))
-		goto oom;
-	if (a.between) {
-		if (rg_keep_between(&t, a.between, a.until, &rg))
+	/* A filter that leaves nothing says why, rather than replace the
+	 * outputs with an empty trace. */
+	if (a.nr_tids && !any_slice(&t)) {
+		int at = snprintf(err, sizeof(err), "%s: --tid", a.capture);
+
+		for (size_t i = 0; i < a.nr_tids && at < (int)sizeof(err); i++)
+			at += snprintf(err + at, sizeof(err) - (size_t)at,
+				       "%s%u", i ? "," : " ", a.tids[i]);
+		if (at < (int)sizeof(err))
+			snprintf(err + at, sizeof(err) - (size_t)at,
+				 ": the capture has no trace of th%s",
+				 a.nr_tids == 1 ? "at thread" : "ose threads");
+		goto fail;
+	}
+	if (a.have_window) {
+		if (rg_keep_time(&t, &a.window, &rg))
 			goto oom;
+		if (!rg.regions && rg.slices_before) {
+			snprintf(err, sizeof(err),
+				 "%s: --time %s: the window starts after the "
+				 "trace ends (it lasts %.3f ms)",
+				 a.capture, a.time,
+				 (double)(rg.end - rg.first) / 1e6);
+			goto fail;
+		}
 		if (!rg.regions) {
 			snprintf(err, sizeof(err),
-				 "%s: --between %s: no call of %s in the trace",
-				 a.capture, a.between, a.between);
+				 "%s: --time %s: the trace has no slices",
+				 a.capture, a.time);
+			goto fail;
+		}
+	}
+	if (a.between) {
+		/* The name the trace lacks, START or STOP. */
+		bool stop = false;
+
+		if (rg_keep_between(&t, a.between, a.until, &rg))
+			goto oom;
+		stop = rg.start_calls && !rg.stop_calls;
+		if (!rg.regions) {
+			snprintf(err, sizeof(err),
+				 "%s: %s %s: no call of %s in the trace%s",
+				 a.capture, stop ? "--until" : "--between",
+				 stop ? a.until : a.between,
+				 stop ? a.until : a.between,
+				 a.nr_tids ? " of the threads chosen" : "");
 			goto fail;
 		}
 	}

@@ -88,7 +88,17 @@ int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 	if (!spans || !nr)
 		goto out;
 	for (size_t i = 0; i < t->nr_threads; i++) {
-		if (a == MT_NONE || b == MT_NONE)
+		const struct mt_thread *th = &t->threads[i];
+
+		for (k = 0; k < th->nr_slices; k++) {
+			uint32_t name = mt_slice_name(t, &th->slices[k]);
+
+			st->start_calls += name == a && a != MT_NONE;
+			st->stop_calls += name == b && b != MT_NONE;
+		}
+	}
+	for (size_t i = 0; i < t->nr_threads; i++) {
+		if (!st->start_calls || !st->stop_calls)
 			continue;
 		if (thread_regions(&t->threads[i], t->frames, a, b, &spans[i],
 				   &nr[i]))

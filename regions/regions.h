@@ -32,6 +32,9 @@ struct rg_stats {
 	uint64_t kept_ns;    /* their total length */
 	uint64_t first;	     /* the trace's first slice, perf time */
 	uint64_t start, end; /* the window in perf time, clipped to the trace */
+	/* rg_keep_between(): the calls of START and of STOP in the trace
+	 * before the cut; where either has none, nothing is kept */
+	uint64_t start_calls, stop_calls;
 };
 
 /*
@@ -48,8 +51,9 @@ int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
  * when stop is NULL: each outermost call of start), as magic-trace's
  * -filter does.  The stack at each region's entry is kept, clipped and
  * flagged inferred; a region whose stop never returns runs to the
- * thread's last slice.  Hits inside a region stay.  Returns 0, or -ENOMEM
- * (t is then unchanged).
+ * thread's last slice.  Hits inside a region stay.  A trace without a
+ * call of start, or of stop, keeps nothing (st says which).  Returns 0, or
+ * -ENOMEM (t is then unchanged).
  */
 int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 		    struct rg_stats *st);

@@ -106,3 +106,24 @@ if [ $rc -ne 0 ] && [ "$(wc -l <"$W/n.err")" = 1 ] && grep -q "no call of no_suc
 else
 	echo "FAIL convert_between_unknown: rc $rc: $(head -2 "$W/n.err")"
 fi
+# A cut that keeps nothing says which name or window is at fault, in one
+# line, and leaves the earlier output as it was: a STOP never called is
+# not START's fault, and a window after the trace is no empty trace.
+cp "$W/b.pftrace" "$W/keep.pftrace"
+for case in until time; do
+	if [ $case = until ]; then
+		set -- --between "$f" --until no_such_stop
+		want="--until no_such_stop: no call of no_such_stop"
+	else
+		set -- --time 100s..
+		want="--time 100s..: the window starts after the trace ends"
+	fi
+	"$B/mt-convert" "$W/c/raw.bin" -o "$W/b.pftrace" --no-sqlite "$@" 2>"$W/n.err" >/dev/null
+	rc=$?
+	if [ $rc -ne 0 ] && [ "$(wc -l <"$W/n.err")" = 1 ] && grep -q -- "$want" "$W/n.err" &&
+		cmp -s "$W/b.pftrace" "$W/keep.pftrace"; then
+		echo "PASS convert_cut_nothing_$case"
+	else
+		echo "FAIL convert_cut_nothing_$case: rc $rc: $(head -2 "$W/n.err")"
+	fi
+done

@@ -141,6 +141,23 @@ for f in "${MT_SHARED:-/nonexistent}"/testdata/perf.data.intel_pt-4.14 \
 	fi
 done
 
+# Its thread 0 (the idle task, known from the switch records) has no
+# trace: --tid 0 says so instead of writing an empty trace.
+f="${MT_SHARED:-/nonexistent}"/testdata/perf.data.intel_pt-4.14
+if [ ! -f "$f" ]; then
+	echo "SKIP convert_errors_tid_no_trace (no ../shared/testdata)"
+else
+	rm -rf "$W/out"; mkdir -p "$W/out"
+	"$B/mt-convert" "$f" -o "$W/out/t.pftrace" --tid 0 -q >"$W/stdout" 2>"$W/stderr"
+	rc=$?
+	if [ $rc -ne 0 ] && tail -1 "$W/stderr" | grep -q -- '--tid 0: the capture has no trace' &&
+		[ -z "$(ls -A "$W/out")" ]; then
+		echo "PASS convert_errors_tid_no_trace"
+	else
+		echo "FAIL convert_errors_tid_no_trace: exit $rc: $(tail -1 "$W/stderr")"
+	fi
+fi
+
 # Its per-CPU trace, where the command shares CPU 3 with other tasks: perf
 # names tid 1760 for stretches around context switches (the
 # SWITCH_CPU_WIDE records' next task), and those stretches are 1760's in

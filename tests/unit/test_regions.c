@@ -200,6 +200,16 @@ static void test_keep_between(struct check_state *st)
 	CHECK(st, !rg_keep_between(&t, "nosuch", NULL, &rs));
 	CHECK(st,
 	      !rs.regions && !t.threads[0].nr_slices && rs.slices_before == 7);
+	CHECK(st, !rs.start_calls);
+	mt_trace_free(&t);
+
+	/* A STOP the trace never calls keeps nothing either, and the
+	 * counts say which name is the one missing. */
+	build_between(&t, n);
+	CHECK(st, !rg_keep_between(&t, "f", "nosuch", &rs));
+	CHECK(st, !rs.regions && !t.threads[0].nr_slices);
+	CHECKF(st, rs.start_calls == 3 && !rs.stop_calls, "%llu calls of f",
+	       (unsigned long long)rs.start_calls);
 	mt_trace_free(&t);
 }
 
