@@ -16,12 +16,14 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -56,9 +58,75 @@ void sym_path_normalize(char *path, size_t size)
 				       i ? "/" : "", seg[i]);
 }
 
+/* Something is at path, and it is no regular file. */
+static bool not_regular(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && !S_ISREG(st.st_mode);
+}
+
+/*
+ * libdwfl opens the places it looks for a separate debug file with a
+ * plain open(), which a FIFO there blocks for ever: where one of them
+ * holds something that is no regular file, the binary's own DWARF is
+ * all there is.  The places are those of its default search path
+ * (":.debug:/usr/lib/debug") and of the build id.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	static const char root[] = "/usr/lib/debug";
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char p[3 * PATH_MAX], dir[PATH_MAX], link[PATH_MAX];
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	size_t at;
+
+	if (n >= 2) {
+		at = (size_t)snprintf(p, sizeof(p), "%s/.build-id/%02x/", root,
+				      bits[0]);
+		for (int i = 1; i < n && at + 3 < sizeof(p); i++)
+			at += (size_t)snprintf(p + at, sizeof(p) - at, "%02x",
+					       bits[i]);
+		snprintf(p + at, sizeof(p) - at, ".debug");
+		if (not_regular(p))
+			return -1;
+	}
+	if (file_name) {
+		const char *slash = strrchr(file_name, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s",
+			 slash ? (int)(slash - file_name) : 1,
+			 slash ? file_name : ".");
+		if (debuglink_file)
+			snprintf(link, sizeof(link), "%s", debuglink_file);
+		else
+			snprintf(link, sizeof(link), "%s.debug",
+				 slash ? slash + 1 : file_name);
+		snprintf(p, sizeof(p), "%s/%s", dir, link);
+		if (not_regular(p))
+			return -1;
+		snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
+		if (not_regular(p))
+			return -1;
+		snprintf(p, sizeof(p), "%s%s/%s", root, dir, link);
+		if (not_regular(p))
+			return -1;
+		snprintf(p, sizeof(p), "%s/%s", root, link);
+		if (not_regular(p))
+			return -1;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
+					    file_name, debuglink_file,
+					    debuglink_crc, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks offline_cb = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 

@@ -41,7 +41,8 @@ refuse text_and_trace raw.bin -o x.pftrace --text x.pftrace
 # (nobody writing) as the capture is refused in one line, for --info too;
 # one in a binary's place, found through --binaries or at the path the
 # capture names, is a binary that cannot be used (said once, its code
-# unknown); one at perf-PID.map is not read when no code needs JIT
+# unknown); one in its debug file's place is no debug file; one at
+# perf-PID.map is not read when no code needs JIT
 # names, and is passed over with a line when some does.
 mkfifo "$W/fifo.bin"
 mkdir -p "$W/fo"
@@ -91,6 +92,23 @@ if fifo_convert convert_fifo_jit_unneeded --jit-dir "$W/ff/jit"; then
 		echo "FAIL convert_fifo_jit_unneeded:"; sed 's/^/    /' "$W/ff/err" | head -3
 	else
 		echo "PASS convert_fifo_jit_unneeded"
+	fi
+fi
+# (the debug file that .gnu_debuglink names, beside the binary, too: the
+# binary's own symbols serve)
+if ! command -v objcopy >/dev/null; then
+	echo "SKIP convert_fifo_debuglink (no objcopy)"
+else
+	cp "$W/ff/prog" "$W/ff/prog.debug"
+	objcopy --add-gnu-debuglink="$W/ff/prog.debug" "$W/ff/prog"
+	rm "$W/ff/prog.debug"
+	mkfifo "$W/ff/prog.debug"
+	if fifo_convert convert_fifo_debuglink; then
+		if [ -s "$W/ff/err" ] || grep -q 'unknown @' "$W/ff/t.tsv"; then
+			echo "FAIL convert_fifo_debuglink:"; sed 's/^/    /' "$W/ff/err" | head -3
+		else
+			echo "PASS convert_fifo_debuglink"
+		fi
 	fi
 fi
 mv "$W/ff/prog" "$W/ff/prog.away"
