@@ -453,6 +453,35 @@ static int log_job(void *ctx, void *job)
 
 /* Ranges in a table whose elements carry more than the range (a landing
  * pad, say): found by address, holes and ends excluded. */
+/* Only a regular file is opened: a FIFO nobody writes to, a directory
+ * and a device are refused at once, never waited on. */
+static void test_open_regular(struct check_state *cs)
+{
+	char dir[64], fifo[96], file[96];
+	struct stat st;
+	int fd;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	CHECK(cs, !mkfifo(fifo, 0600));
+	CHECK(cs, !spit(file, "abc", 3));
+	fd = mt_open_regular(file, &st);
+	CHECKF(cs, fd >= 0 && st.st_size == 3, "fd %d", fd);
+	if (fd >= 0) {
+		char b[4];
+
+		CHECK(cs, read(fd, b, sizeof(b)) == 3);
+		close(fd);
+	}
+	CHECK(cs, mt_open_regular(fifo, NULL) == -EINVAL);
+	CHECK(cs, mt_open_regular(dir, NULL) == -EINVAL);
+	CHECK(cs, mt_open_regular("/dev/null", NULL) == -EINVAL);
+	snprintf(file, sizeof(file), "%s/none", dir);
+	CHECK(cs, mt_open_regular(file, NULL) == -ENOENT);
+	tmpdir_remove(dir);
+}
+
 static void test_range_at(struct check_state *st)
 {
 	struct padded {
@@ -553,6 +582,7 @@ int main(void)
 	struct check_state st = {0};
 
 	RUN(&st, test_parse_u64);
+	RUN(&st, test_open_regular);
 	RUN(&st, test_parse_i64);
 	RUN(&st, test_scan_u64);
 	RUN(&st, test_parse_size);
