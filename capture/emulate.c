@@ -100,6 +100,125 @@ static uint64_t get_ip(pid_t tid)
 				offsetof(struct user_regs_struct, rip), NULL);
 }
 
+/* What /proc/PID/task/TID/status says of a thread. */
+struct task_state {
+	char state;	   /* R, S, Z... */
+	pid_t tracer;	   /* 0: none */
+	bool trap_pending; /* a SIGTRAP queued for it (SigPnd) */
+};
+
+/* 0, or -ENOENT when the thread is gone. */
+static int task_state(pid_t pid, pid_t tid, struct task_state *ts)
+{
+	char path[96], line[256];
+	unsigned long long mask = 0;
+	int tracer = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	memset(ts, 0, sizeof(*ts));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "State: %c", &ts->state) == 1 ||
+		    sscanf(line, "TracerPid: %d", &tracer) == 1)
+			continue;
+		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
+			break;
+	}
+	fclose(f);
+	ts->tracer = tracer;
+	ts->trap_pending = mask & (1ull << (SIGTRAP - 1));
+	return 0;
+}
+
+/*
+ * The signal that thread tid, if in a ptrace stop, stopped with and is to
+ * be given when let go: 0 for a SIGTRAP (a step's trap, or one of
+ * ptrace's own stops) or a group-stop, where PTRACE_GETSIGINFO says
+ * EINVAL.  -1 when it is not stopped.
+ */
+static int stop_signal(pid_t tid)
+{
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0)
+		return errno == EINVAL ? 0 : -1;
+	return si.si_signo == SIGTRAP ? 0 : si.si_signo;
+}
+
+/*
+ * Let thread tid of e->pid go, to run on untraced.  It must be stopped
+ * for that: one still single-stepping stops within an instruction, one
+ * in a long system call (the stop flag broke the loop's wait) is stopped
+ * by PTRACE_INTERRUPT, which only a seized (-p) thread accepts.  A
+ * SIGTRAP queued behind its stop (a step just done, or the system call
+ * it broke off ending, behind the interrupt's stop) would kill it once
+ * let go: it is taken first.  Bounded: a thread that keeps changing is
+ * let go as it is.  first: the thread is at its first stop, whose
+ * SIGSTOP (a new thread's, or ours that stopped run_to()) is not the
+ * program's.
+ */
+static void let_go(struct emu *e, pid_t tid, bool first)
+{
+	for (int round = 0; round < 8; round++) {
+		struct task_state ts;
+		int status, sig = stop_signal(tid);
+
+		if (first && sig == SIGSTOP)
+			sig = 0;
+		if (sig < 0) {
+			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+			if (wait_for(tid, &status, __WALL) != tid ||
+			    !WIFSTOPPED(status))
+				return; /* gone */
+			continue;
+		}
+		if (round < 7 && !task_state(e->pid, tid, &ts) &&
+		    ts.trap_pending) {
+			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
+				    0 ||
+			    wait_for(tid, &status, __WALL) != tid ||
+			    !WIFSTOPPED(status))
+				return;
+			continue;
+		}
+		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
+		return;
+	}
+}
+
+/*
+ * Leave the target running on its own (or let it finish): every thread
+ * known, then any other still ours, at its first stop: one whose
+ * creation the step loop had not seen yet, or all of them when the start
+ * was never reached.
+ */
+static void detach_all(struct emu *e)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (!e->thr[i].exited)
+			let_go(e, e->thr[i].tid, e->thr[i].new_thread);
+	snprintf(path, sizeof(path), "/proc/%d/task", e->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		pid_t tid = mt_proc_id(d->d_name);
+		struct task_state ts;
+
+		if (tid && !task_state(e->pid, tid, &ts) &&
+		    ts.tracer == getpid())
+			let_go(e, tid, true);
+	}
+	closedir(dir);
+}
+
 /* The instruction at ip, decoded once. */
 static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 {
@@ -353,12 +472,60 @@ static uint64_t exe_object(struct emu *e, const char *name)
 	return symaddr_object(e->pid, e->exe, name);
 }
 
-/* Run the target to the first instruction of symbol sym in the
- * executable, with a breakpoint there. */
+/* The options of a program started under ptrace: its threads are traced
+ * (and it is killed should mt-capture die: it is ours). */
+#define LAUNCH_OPTS                                                            \
+	(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)
+
+/*
+ * A child forked before the start is reached holds a copy of the start's
+ * breakpoint (fork copies the int3 with the rest of memory) and is not
+ * traced: it would die of the SIGTRAP on reaching the start.  The kernel
+ * attached it to us (PTRACE_O_TRACEFORK) before it ran; the start's code
+ * is put back in its memory and it is let go, to run on untraced.
+ */
+static void release_forked(pid_t parent, uint64_t addr, uint64_t word)
+{
+	unsigned long msg;
+	pid_t child;
+	int status;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent, NULL, &msg) < 0)
+		return;
+	child = (pid_t)msg;
+	/* Its first stop (its SIGSTOP) may come after the fork's event. */
+	if (wait_for(child, &status, __WALL) != child || !WIFSTOPPED(status))
+		return;
+	ptrace(PTRACE_POKETEXT, child, (void *)addr, (void *)word);
+	ptrace(PTRACE_DETACH, child, NULL, NULL);
+}
+
+/* The target is stopped at the start's breakpoint, which has run: back to
+ * the start's first byte. */
+static int rewind_to(struct emu *e, uint64_t addr)
+{
+	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
+		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+	r.rip = addr;
+	if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
+		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * Run the target to the first instruction of symbol sym in the
+ * executable, with a breakpoint there.  Told to stop (Ctrl-C, SIGTERM)
+ * before it gets there, the target is stopped by a SIGSTOP of ours (taken
+ * back before it is let go), its code put back and it runs on untraced:
+ * -EINTR, with why in err.
+ */
 static int run_to(struct emu *e, const char *sym)
 {
 	uint64_t addr, word;
 	int status, rc = exe_symbol(e, sym, &addr);
+	bool stopping = false;
 
 	if (rc == -ENOENT) {
 		size_t len = strlen(e->err);
@@ -374,41 +541,64 @@ static int run_to(struct emu *e, const char *sym)
 	if (errno)
 		return emu_fail(e, -errno, "reading %s at %#llx: %s", sym,
 				(unsigned long long)addr, strerror(errno));
-	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
+	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
+		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK)) < 0 ||
+	    ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
 		   (void *)((word & ~0xffull) | 0xcc)) < 0 ||
 	    ptrace(PTRACE_CONT, e->pid, NULL, NULL) < 0)
 		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
 	for (;;) {
-		if (wait_for(e->pid, &status, __WALL) < 0)
-			return emu_fail(e, -errno, "waitpid: %s",
-					strerror(errno));
+		int sig, event;
+
+		if (!stopping && *e->o->cap.stop) {
+			stopping = true;
+			if (kill(e->pid, SIGSTOP) < 0)
+				return emu_fail(e, -errno, "kill: %s",
+						strerror(errno));
+		}
+		/* A signal to mt-capture breaks the wait to be seen. */
+		if (waitpid(e->pid, &status, __WALL) < 0) {
+			if (errno != EINTR)
+				return emu_fail(e, -errno, "waitpid: %s",
+						strerror(errno));
+			continue;
+		}
 		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return emu_fail(e, -ESRCH,
+			return emu_fail(e, stopping ? -EINTR : -ESRCH,
 					"%s exited before reaching %s", e->exe,
 					sym);
-		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
-			break;
+		sig = WSTOPSIG(status);
+		event = status >> 16;
+		if (event == PTRACE_EVENT_FORK)
+			release_forked(e->pid, addr, word);
+		if (sig == SIGTRAP && !event) {
+			/* The breakpoint: the start is reached. */
+			if ((rc = rewind_to(e, addr)))
+				return rc;
+			if (!stopping)
+				break;
+		} else if (stopping && sig == SIGSTOP && !event) {
+			break; /* ours */
+		}
 		/* Other stops before it: pass signals on. */
-		ptrace(PTRACE_CONT, e->pid, NULL,
-		       (void *)(long)(WSTOPSIG(status) == SIGTRAP ||
-						      (status >> 16)
-					      ? 0
-					      : WSTOPSIG(status)));
-	}
-	{
-		struct user_regs_struct r;
-
-		if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
-			   (void *)word) < 0 ||
-		    ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
-			return emu_fail(e, -errno, "ptrace: %s",
-					strerror(errno));
-		r.rip = addr;
-		if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
+		if (ptrace(PTRACE_CONT, e->pid, NULL,
+			   (void *)(long)(sig == SIGTRAP || event ? 0 : sig)) <
+			    0 &&
+		    errno != ESRCH)
 			return emu_fail(e, -errno, "ptrace: %s",
 					strerror(errno));
 	}
-	return 0;
+	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr, (void *)word) < 0 ||
+	    ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS) <
+		    0)
+		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+	if (!stopping)
+		return 0;
+	detach_all(e);
+	return emu_fail(e, -EINTR,
+			"stopped before %s reached %s: nothing traced (it runs "
+			"on)",
+			e->exe, sym);
 }
 
 static int launch(struct emu *e, char *const argv[])
@@ -417,6 +607,12 @@ static int launch(struct emu *e, char *const argv[])
 	ssize_t n;
 	char link[64];
 
+	/* Told to stop already: better never started than started and let
+	 * go at once. */
+	if (*e->o->cap.stop)
+		return emu_fail(e, -EINTR,
+				"stopped before %s was started: nothing traced",
+				argv[0]);
 	e->pid = fork();
 	if (e->pid < 0)
 		return emu_fail(e, -errno, "fork: %s", strerror(errno));
@@ -432,9 +628,7 @@ static int launch(struct emu *e, char *const argv[])
 	if (!WIFSTOPPED(status))
 		return emu_fail(e, -ENOEXEC, "%s: could not be started",
 				argv[0]);
-	ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
-	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
-			      PTRACE_O_EXITKILL));
+	ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS);
 	snprintf(link, sizeof(link), "/proc/%d/exe", e->pid);
 	n = readlink(link, e->exe, sizeof(e->exe) - 1);
 	if (n <= 0)
@@ -448,14 +642,86 @@ static int launch(struct emu *e, char *const argv[])
 	return 0;
 }
 
-/* Seize every thread of a running process and stop it. */
+/*
+ * A thread that could not be seized because it is ending (ESRCH, or EPERM
+ * for one already a zombie), or because the seize of a thread in clone()
+ * already made its new thread ours (EPERM, its tracer us): either way no
+ * reason to give up the capture.  Returns 1 when tid is ours already, 0
+ * when it is gone or going, -1 when the error stands.
+ */
+static int seize_refused_benignly(pid_t pid, pid_t tid, int err)
+{
+	struct task_state ts;
+
+	if (err == ESRCH)
+		return 0;
+	if (err != EPERM)
+		return -1;
+	if (task_state(pid, tid, &ts))
+		return 0;
+	if (ts.tracer == getpid())
+		return 1;
+	return ts.state == 'Z' || ts.state == 'X' ? 0 : -1;
+}
+
+/* Seize thread tid of e->pid and stop it where it is: 0 (also when it
+ * ended meanwhile: then it is not traced), or a negative code. */
+static int seize_thread(struct emu *e, pid_t tid)
+{
+	struct thr *t;
+	int status, ours = 0;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL,
+		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT)) <
+	    0) {
+		int err = errno;
+
+		ours = seize_refused_benignly(e->pid, tid, err);
+		if (ours < 0)
+			return emu_fail(
+				e, -err, "cannot attach to %d: %s%s", tid,
+				strerror(err),
+				err == EPERM ? " (see /proc/sys/kernel/yama/"
+					       "ptrace_scope, or run as root)"
+					     : "");
+		if (!ours)
+			return 0;
+	}
+	t = thr_get(e, tid);
+	if (!t)
+		return emu_fail(e, -ENOMEM, "out of memory");
+	/* A thread the kernel attached for us stops by itself; its first
+	 * stop, in the step loop, starts it. */
+	if (ours)
+		return 0;
+	/* Stop it where it is; from there it is single-stepped. */
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno != ESRCH)
+		return emu_fail(e, -errno, "cannot stop thread %d: %s", tid,
+				strerror(errno));
+	if (wait_for(tid, &status, __WALL) != tid) {
+		if (errno != ECHILD)
+			return emu_fail(e, -errno, "cannot stop thread %d: %s",
+					tid, strerror(errno));
+		status = 0; /* reaped already: gone */
+	}
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		t->exited = true;
+		e->live--;
+	}
+	return 0;
+}
+
+/*
+ * Seize every thread of a running process and stop it.  Threads come and
+ * go meanwhile: one that ends first is simply not traced, and one that a
+ * thread not yet stopped creates shows in the next reading of the task
+ * list, so it is read until a reading finds none new.
+ */
 static int attach(struct emu *e, int pid)
 {
 	char path[64], link[64];
-	struct dirent *d;
-	DIR *dir;
 	ssize_t n;
-	int status;
+	bool found;
 
 	e->pid = pid;
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
@@ -470,42 +736,32 @@ static int attach(struct emu *e, int pid)
 		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : e->exe);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return emu_fail(e, -errno, "%s: %s", path, strerror(errno));
-	while ((d = readdir(dir))) {
-		pid_t tid = mt_proc_id(d->d_name);
-		struct thr *t;
+	do {
+		struct dirent *d;
+		DIR *dir = opendir(path);
+		int rc = 0;
 
-		if (!tid)
-			continue;
-		if (ptrace(PTRACE_SEIZE, tid, NULL,
-			   (void *)(long)(PTRACE_O_TRACECLONE |
-					  PTRACE_O_TRACEEXIT)) < 0) {
-			int err = errno;
+		if (!dir)
+			return emu_fail(e, -errno, "%s: %s", path,
+					strerror(errno));
+		found = false;
+		while (!rc && (d = readdir(dir))) {
+			pid_t tid = mt_proc_id(d->d_name);
+			bool known = false;
 
-			closedir(dir);
-			return emu_fail(
-				e, -err, "cannot attach to %d: %s%s", tid,
-				strerror(err),
-				err == EPERM ? " (see /proc/sys/kernel/yama/"
-					       "ptrace_scope, or run as root)"
-					     : "");
+			for (size_t i = 0; tid && i < e->nr_thr; i++)
+				known |= e->thr[i].tid == tid;
+			if (!tid || known)
+				continue;
+			found = true;
+			rc = seize_thread(e, tid);
 		}
-		t = thr_get(e, tid);
-		if (!t) {
-			closedir(dir);
-			return emu_fail(e, -ENOMEM, "out of memory");
-		}
-		/* Stop it where it is; from there it is single-stepped. */
-		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
-		    wait_for(tid, &status, __WALL) != tid) {
-			closedir(dir);
-			return emu_fail(e, -errno, "cannot stop thread %d: %s",
-					tid, strerror(errno));
-		}
-	}
-	closedir(dir);
+		closedir(dir);
+		if (rc)
+			return rc;
+	} while (found);
+	if (!e->live)
+		return emu_fail(e, -ESRCH, "no process %d (it ended)", pid);
 	return 0;
 }
 
@@ -790,63 +1046,6 @@ static int trace(struct emu *e)
 	return 0;
 }
 
-/* Is a SIGTRAP queued for thread tid of pid (SigPnd in its status)? */
-static bool trap_pending(pid_t pid, pid_t tid)
-{
-	char path[96], line[256];
-	unsigned long long mask = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
-			break;
-	fclose(f);
-	return mask & (1ull << (SIGTRAP - 1));
-}
-
-/* Leave the target running on its own (or let it finish). */
-static void detach_all(struct emu *e)
-{
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		int status;
-
-		if (t->exited)
-			continue;
-		/* A tracee must be stopped to be let go; one that is still
-		 * single-stepping stops within an instruction.  One in a
-		 * long system call (the stop flag broke the loop's wait) is
-		 * stopped by PTRACE_INTERRUPT, which only a seized (-p)
-		 * thread accepts. */
-		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) == 0 ||
-		    errno != ESRCH)
-			continue;
-		ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
-		if (wait_for(t->tid, &status, __WALL) != t->tid ||
-		    !WIFSTOPPED(status))
-			continue;
-		/* The interrupt's stop comes before a step's trap already
-		 * queued (a step just done, or the system call it broke off
-		 * ending): let go, the thread would die of that SIGTRAP, so
-		 * it is taken first. */
-		if ((status >> 16) == PTRACE_EVENT_STOP &&
-		    trap_pending(e->pid, t->tid) &&
-		    (ptrace(PTRACE_CONT, t->tid, NULL, NULL) < 0 ||
-		     wait_for(t->tid, &status, __WALL) != t->tid ||
-		     !WIFSTOPPED(status)))
-			continue;
-		ptrace(PTRACE_DETACH, t->tid, NULL,
-		       (void *)(long)(WSTOPSIG(status) == SIGTRAP ||
-						      (status >> 16)
-					      ? 0
-					      : WSTOPSIG(status)));
-	}
-}
-
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen)
 {
@@ -864,7 +1063,12 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		return emu_fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (o->cap.pid > 0) {
+	if (o->cap.pid > 0 && *o->cap.stop) {
+		rc = emu_fail(&e, -EINTR,
+			      "stopped before attaching to process %d: nothing "
+			      "traced",
+			      o->cap.pid);
+	} else if (o->cap.pid > 0) {
 		rc = attach(&e, o->cap.pid);
 	} else {
 		rc = launch(&e, argv);

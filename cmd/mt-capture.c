@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
@@ -127,11 +129,18 @@ static int parse_size(const char *s, uint64_t *out)
 
 /* Set by Ctrl-C, SIGTERM or SIGHUP; read by the backends between steps. */
 static volatile sig_atomic_t stop_requested;
+/* --emulate -p: the tracer, a child (run_tracer_apart), which those
+ * signals are passed on to. */
+static volatile sig_atomic_t stop_forward_to;
 
 static void on_stop_signal(int sig)
 {
-	(void)sig;
+	int saved = errno;
+
 	stop_requested = 1;
+	if (stop_forward_to > 0)
+		kill((pid_t)stop_forward_to, sig);
+	errno = saved;
 }
 
 /*
@@ -146,17 +155,24 @@ static int catch_stop_signals(bool restart)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	struct sigaction sa;
+	sigset_t set;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop_signal;
 	sa.sa_flags = restart ? SA_RESTART : 0;
 	sigemptyset(&sa.sa_mask);
-	for (size_t k = 0; k < sizeof(sigs) / sizeof(*sigs); k++)
+	sigemptyset(&set);
+	for (size_t k = 0; k < sizeof(sigs) / sizeof(*sigs); k++) {
 		if (sigaction(sigs[k], &sa, NULL)) {
 			fprintf(stderr, "mt-capture: sigaction: %s\n",
 				strerror(errno));
 			return -1;
 		}
+		sigaddset(&set, sigs[k]);
+	}
+	/* Blocked by whoever started us (the mask survives exec), they
+	 * would never stop the capture; one sent already is taken now. */
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	return 0;
 }
 
@@ -422,17 +438,23 @@ static const char *const signames[] = {
 	[SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",
 };
 
+/* "SIGSEGV", or "signal 42". */
+static void signal_name(int sig, char *name, size_t len)
+{
+	if (sig > 0 && (size_t)sig < sizeof(signames) / sizeof(*signames) &&
+	    signames[sig])
+		snprintf(name, len, "%s", signames[sig]);
+	else
+		snprintf(name, len, "signal %d", sig);
+}
+
 /* The program (prog, or process pid) died of signal sig: the capture
  * holds its trace up to there, but the user should know. */
 static void report_killed(const char *prog, int pid, int sig)
 {
 	char name[32];
 
-	if (sig > 0 && (size_t)sig < sizeof(signames) / sizeof(*signames) &&
-	    signames[sig])
-		snprintf(name, sizeof(name), "%s", signames[sig]);
-	else
-		snprintf(name, sizeof(name), "signal %d", sig);
+	signal_name(sig, name, sizeof(name));
 	if (prog)
 		fprintf(stderr, "mt-capture: %s killed by %s\n", prog, name);
 	else
@@ -471,8 +493,6 @@ static int run_hw(char *const argv[], const struct hw_opts *h)
 			"mt-capture: --snapshot-size rounded up to %llu bytes "
 			"(a power of two of pages)\n",
 			(unsigned long long)size);
-	if (catch_stop_signals(true))
-		return 1;
 	rc = hw_run(argv, h, &st, err, sizeof(err));
 	if (!rc && st.kernel_note[0])
 		fprintf(stderr, "mt-capture: %s\n", st.kernel_note);
@@ -485,6 +505,68 @@ static int run_hw(char *const argv[], const struct hw_opts *h)
 		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
 		(unsigned long long)st.hits, st.hits == 1 ? "" : "s");
 	return 0;
+}
+
+/*
+ * --emulate -p: the tracer is a child of mt-capture that outlives it.  A
+ * single-stepped thread whose tracer dies dies too, of SIGTRAP: the
+ * kernel lets go a thread stopped after a step with the step's SIGTRAP
+ * to deliver, and one mid-step takes the step's trap untraced.  Nothing
+ * done after the tracer's death can save it, so mt-capture's SIGKILL
+ * (kill -9, timeout -s KILL, which kills its process group too, the OOM
+ * killer should it pick mt-capture) must not reach the tracer, which
+ * holds the trace and so remains exposed to the OOM killer itself:
+ * it lives in a process group of
+ * its own, learns of mt-capture's death (PR_SET_PDEATHSIG) and stops as
+ * for SIGTERM, letting the process go and writing the capture.
+ * mt-capture passes its stop signals on, waits and exits as the tracer
+ * does.  Returns true in the tracer, which goes on to trace; false in
+ * mt-capture once the tracer has ended, with its exit status in *status.
+ */
+static bool run_tracer_apart(int *status)
+{
+	pid_t parent = getpid(), child;
+	char name[32];
+	int ws;
+
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		fprintf(stderr, "mt-capture: fork: %s\n", strerror(errno));
+		*status = 1;
+		return false;
+	}
+	if (child == 0) {
+		setpgid(0, 0);
+		/* Its messages go to the terminal from outside the
+		 * foreground group: with TOSTOP that would stop it. */
+		signal(SIGTTOU, SIG_IGN);
+		/* mt-capture may have died before the request was made. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
+			stop_requested = 1;
+		return true;
+	}
+	stop_forward_to = child;
+	/* A signal between the fork and the line above was not passed on. */
+	if (stop_requested)
+		kill(child, SIGTERM);
+	while (waitpid(child, &ws, 0) < 0)
+		if (errno != EINTR) {
+			fprintf(stderr, "mt-capture: waitpid: %s\n",
+				strerror(errno));
+			*status = 1;
+			return false;
+		}
+	if (WIFEXITED(ws)) {
+		*status = WEXITSTATUS(ws);
+		return false;
+	}
+	signal_name(WTERMSIG(ws), name, sizeof(name));
+	fprintf(stderr,
+		"mt-capture: the tracer (process %d) was killed by %s\n",
+		(int)child, name);
+	*status = 1;
+	return false;
 }
 
 int main(int argc, char **argv)
@@ -688,6 +770,10 @@ int main(int argc, char **argv)
 			   sizeof(trigger)))
 		return 2;
 	o.cap = cap;
+	/* From here on a stop signal ends the capture: caught before the
+	 * program starts, it is said instead of a silent death. */
+	if (catch_stop_signals(!emulate))
+		return 1;
 	if ((!check || emulate) && i >= argc && !cap.pid) {
 		fprintf(stderr,
 			"mt-capture: no program to run (mt-capture%s -- PROG "
@@ -742,8 +828,8 @@ int main(int argc, char **argv)
 	}
 	if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))
 		return 2;
-	if (catch_stop_signals(false))
-		return 1;
+	if (cap.pid && !run_tracer_apart(&rc))
+		return rc;
 	fputs("mt-capture: emulating Intel PT by single-stepping: about 1000x "
 	      "slower than hardware\n",
 	      stderr);

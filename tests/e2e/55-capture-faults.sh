@@ -2,9 +2,11 @@
 # mt-capture when things go wrong: an output that is the traced program,
 # SIGTERM and SIGHUP, absurd snapshot sizes, a program that dies of a
 # signal, an output that cannot be written, an option's value that is an
-# option, and -p on mt-capture itself or on its ancestors.  Bad use is
-# refused in one line with exit 2 before anything runs; a stopped capture
-# is written and the target runs on.
+# option, -p on mt-capture itself or on its ancestors, SIGKILL to
+# mt-capture -p, a fork reaching --start-at first, SIGTERM during the
+# launch, threads that end during -p's attach.  Bad use is refused in one
+# line with exit 2 before anything runs; a stopped capture is written and
+# the target runs on.
 R=${MT_ROOT:?}
 B=${MT_BUILD:?}/bin
 W=$(mktemp -d /tmp/mt-e2e-cfault.XXXXXX)
@@ -14,10 +16,12 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 # The segfaulting program's core would only cost time.
 ulimit -c 0
 
-for p in ticker segv signal; do
+for p in ticker segv signal forker; do
 	cc -O1 -g -o "$W/$p" "$R/tests/programs/$p.c" ||
 		{ echo "FAIL capture_faults: cc $p"; exit 0; }
 done
+cc -O1 -g -pthread -o "$W/churn" "$R/tests/programs/churn.c" ||
+	{ echo "FAIL capture_faults: cc churn"; exit 0; }
 mkdir -p "$W/run"
 # The hardware backend on a machine without Intel PT: a software event
 # stands in for intel_pt, described by a fake sysfs tree (as in
@@ -222,3 +226,165 @@ self attach_grandparent "-p [0-9]* is an ancestor of mt-capture" \
 	'sh -c "\"\$MTC\" --emulate -p $$; exit \$?"; exit $?'
 self attach_parent_hw "-p [0-9]* is an ancestor of mt-capture" \
 	'MT_INTEL_PT_SYSFS='"$W"'/pmu MT_TEST_SIDEBAND_ONLY=1 "$MTC" --timing low -p $$; exit $?'
+
+# caught PID: wait (bounded) until mt-capture PID catches SIGTERM, which
+# it does once its options are read: the moments after are the launch's.
+caught() {
+	local m
+	for _ in $(seq 1000); do
+		m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+		[ -n "$m" ] && (( 0x$m & 0x4000 )) && return 0
+		sleep 0.002
+	done
+	return 1
+}
+
+# 8. SIGKILL to mt-capture -p (kill -9, timeout -s KILL, the OOM killer)
+# at any moment: before the attach, during it, mid-trace.  The process
+# attached to runs on to its normal end; single-stepped threads whose
+# tracer died would die of SIGTRAP.  Each moment is a separate try, on
+# one thread (ticker) and on threads that come and go (churn).
+bad=
+for try in ticker:0 ticker:0.002 ticker:0.01 ticker:0.05 ticker:0.15 ticker:0.3 \
+	churn:0.01 churn:0.2 timeout:0.2; do
+	prog=${try%:*} d=${try#*:}
+	rm -f "$W/done"
+	"$W/${prog/timeout/ticker}" 0.8 "$W/done" & T=$!
+	if [ "$prog" = timeout ]; then
+		# (a subshell: the shell's "Killed" for timeout goes nowhere)
+		(timeout -s KILL "$d" "$B/mt-capture" --emulate -p "$T" \
+			-o "$W/k.bin" >/dev/null 2>&1; :) 2>/dev/null
+	else
+		"$B/mt-capture" --emulate -p "$T" -o "$W/k.bin" >/dev/null 2>&1 & C=$!
+		caught "$C"
+		sleep "$d"
+		kill -KILL "$C"
+		wait "$C" 2>/dev/null
+	fi
+	wait "$T" 2>/dev/null; trc=$?
+	[ $trc = 0 ] && [ -s "$W/done" ] || bad="$bad $try(target exit $trc)"
+done
+if [ -z "$bad" ]; then
+	echo "PASS capture_faults_sigkill_attach"
+else
+	echo "FAIL capture_faults_sigkill_attach: the target died:$bad"
+fi
+
+# 9. --start-at reached first by a fork()ed child: the child, which
+# fork gave a copy of the start's breakpoint, runs on untraced; the
+# parent's arrival starts the trace.
+"$B/mt-capture" --emulate --start-at late -o "$W/fork.bin" -- "$W/forker" \
+	>"$W/fork.out" 2>"$W/fork.err"
+rc=$?
+if [ $rc = 0 ] && grep -qx "child ok" "$W/fork.out" &&
+	"$B/mt-convert" "$W/fork.bin" -o "$W/fork.pftrace" --text "$W/fork.tsv" -q &&
+	grep -q 'late' "$W/fork.tsv"; then
+	echo "PASS capture_faults_start_in_forked_child"
+else
+	echo "FAIL capture_faults_start_in_forked_child: exit $rc, $(cat "$W/fork.out")"
+	sed 's/^/    /' "$W/fork.err" | tail -2
+fi
+
+# 10. SIGTERM during the launch.  Before the program starts (here a
+# SIGTERM waiting, blocked, since before mt-capture ran): one line, no
+# program, no file.  While the program runs to --start-at (finish, at its
+# end): one line, nothing traced, and the program runs on to its end.
+# At any moment: a capture written and exit 0, or that line and exit 1;
+# never a program left stopped or killed.
+cat >"$W/pending.c" <<'EOC'
+#include <signal.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	sigset_t s;
+
+	(void)argc;
+	sigemptyset(&s);
+	sigaddset(&s, SIGTERM);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	kill(getpid(), SIGTERM);
+	execv(argv[1], argv + 1);
+	return 127;
+}
+EOC
+cc -o "$W/pending" "$W/pending.c" || { echo "FAIL capture_faults: cc pending"; exit 0; }
+rm -rf "$W/run" "$W/ran"; mkdir -p "$W/run"
+(cd "$W/run" && timeout 30 "$W/pending" "$B/mt-capture" --emulate -o t.bin -- \
+	"$W/ticker" 0 "$W/ran") >/dev/null 2>"$W/t.err"
+rc=$?
+if [ $rc = 1 ] && grep -q "stopped before $W/ticker was started: nothing traced" "$W/t.err" &&
+	[ "$(grep -vc emulating "$W/t.err")" = 1 ] && [ -z "$(ls -A "$W/run")" ] &&
+	[ ! -e "$W/ran" ]; then
+	echo "PASS capture_faults_sigterm_before_start"
+else
+	echo "FAIL capture_faults_sigterm_before_start: exit $rc, left '$(ls -A "$W/run")'"
+	sed 's/^/    /' "$W/t.err" | tail -2
+fi
+rm -f "$W/done"
+"$B/mt-capture" --emulate --start-at finish -o "$W/late.bin" -- "$W/ticker" 1.5 "$W/done" \
+	>/dev/null 2>"$W/late.err" & C=$!
+caught "$C"
+sleep 0.3
+kill -TERM "$C"; wait "$C"; rc=$?
+for _ in $(seq 150); do [ -s "$W/done" ] && break; sleep 0.02; done
+if [ $rc = 1 ] && grep -q "stopped before .*ticker reached finish: nothing traced" "$W/late.err" &&
+	[ ! -e "$W/late.bin" ] && [ -s "$W/done" ]; then
+	echo "PASS capture_faults_sigterm_before_start_at"
+else
+	echo "FAIL capture_faults_sigterm_before_start_at: exit $rc, done '$(cat "$W/done" 2>/dev/null)'"
+	sed 's/^/    /' "$W/late.err" | tail -2
+fi
+bad=
+for d in 0 0 0.001 0.002 0.004 0.008 0.015 0.03; do
+	rm -f "$W/done" "$W/l.bin"
+	"$B/mt-capture" --emulate -o "$W/l.bin" -- "$W/ticker" 0.1 "$W/done" \
+		>/dev/null 2>"$W/l.err" & C=$!
+	caught "$C"
+	sleep "$d"
+	kill -TERM "$C"; wait "$C"; rc=$?
+	if [ $rc = 0 ]; then
+		for _ in $(seq 150); do [ -s "$W/done" ] && break; sleep 0.02; done
+		[ -s "$W/l.bin" ] && [ -s "$W/done" ] || bad="$bad $d(exit 0, no capture or program)"
+	elif [ $rc = 1 ] && grep -q "was started: nothing traced" "$W/l.err"; then
+		[ ! -e "$W/l.bin" ] || bad="$bad $d(a capture)"
+	elif [ $rc = 1 ] && grep -q "reached main: nothing traced" "$W/l.err"; then
+		for _ in $(seq 150); do [ -s "$W/done" ] && break; sleep 0.02; done
+		[ ! -e "$W/l.bin" ] && [ -s "$W/done" ] || bad="$bad $d(no program)"
+	else
+		bad="$bad $d(exit $rc: $(tail -1 "$W/l.err"))"
+	fi
+done
+if [ -z "$bad" ]; then
+	echo "PASS capture_faults_sigterm_launch"
+else
+	echo "FAIL capture_faults_sigterm_launch:$bad"
+fi
+
+# 11. -p on a process whose threads come and go: a thread that ends
+# before it is attached is not traced, one created meanwhile is; each
+# attach succeeds, and the process runs on through several.  SIGTERM
+# during the attach lets every thread go too (one stopped by the attach
+# can hold a step's SIGTRAP behind that stop), or comes before it.
+rm -f "$W/done"
+"$W/churn" 30 "$W/done" & T=$!
+bad=
+for d in 0.2 0 0.2 0.001 0.2 0.01 0.2 0; do
+	"$B/mt-capture" --emulate -p "$T" -o "$W/ch.bin" >/dev/null 2>"$W/ch.err" & C=$!
+	caught "$C"
+	sleep "$d"
+	kill -TERM "$C"; wait "$C"; rc=$?
+	if [ $rc = 1 ] && grep -q "stopped before attaching" "$W/ch.err"; then
+		:
+	elif [ $rc != 0 ] || [ ! -s "$W/ch.bin" ]; then
+		bad="$bad $d(exit $rc: $(tail -1 "$W/ch.err"))"
+	fi
+	kill -0 "$T" 2>/dev/null || { bad="$bad $d(target died)"; break; }
+	rm -f "$W/ch.bin"
+done
+state=$(awk '/^State:/ {print $2}' "/proc/$T/status" 2>/dev/null)
+kill "$T"; wait "$T" 2>/dev/null
+if [ -z "$bad" ] && alive "$state"; then
+	echo "PASS capture_faults_attach_threads_come_and_go"
+else
+	echo "FAIL capture_faults_attach_threads_come_and_go: target '$state';$bad"
+fi
