@@ -489,6 +489,15 @@ void ptenc_force_psb(struct ptenc *g)
 	g->next_psb = g->len;
 }
 
+void ptenc_discard(struct ptenc *g, size_t n)
+{
+	if (n > g->len)
+		n = g->len;
+	memmove(g->buf, g->buf + n, g->len - n);
+	g->len -= n;
+	g->next_psb = g->next_psb > n ? g->next_psb - n : 0;
+}
+
 int ptenc_finish(struct ptenc *g, uint64_t tsc)
 {
 	(void)tsc;
