@@ -80,8 +80,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 /*
  * The same, the program (argv, not -p) run under Valgrind with the tool
  * of vgtool/ (vg_capture.c): every option of emu_opts but drop_every,
- * and triggers that are functions.  The "TSC" is virtual: instructions at
- * 4 a nanosecond, plus the wall time of system calls.
+ * and triggers that are functions.  The "TSC" is virtual: one
+ * instruction a nanosecond, plus the wall time of system calls.
  */
 int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	   char *err, size_t errlen);

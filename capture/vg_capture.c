@@ -13,9 +13,9 @@
  * code (emu_capture.c, emu_truth.c): the two backends' captures differ
  * only in their clock.
  *
- * The clock is virtual: the tool counts instructions, 4 to the
- * nanosecond, and adds the wall time each system call took (see
- * vgtool/mtpt.c); the "TSC" is that, from CLOCK_MONOTONIC at start.
+ * The clock is virtual: the tool counts instructions, one a nanosecond,
+ * and adds the wall time each system call took (see vgtool/mtpt.c); the
+ * "TSC" is that, from CLOCK_MONOTONIC at start.
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
@@ -72,7 +72,7 @@ struct vg {
 	size_t len, cap;
 	uint64_t now; /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
-	struct thr *cur;
+	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
 	uint64_t *sys_next; /* per thread: where its system call returns */
 };
 
@@ -122,7 +122,8 @@ static uint64_t rd_time(struct vg *v, struct rd *r)
 	return r->bad ? v->now : v->now + dt;
 }
 
-static struct thr *vg_thr(struct vg *v, pid_t tid)
+/* Thread tid's index, made if new (e->thr may move), or SIZE_MAX. */
+static size_t vg_thr(struct vg *v, pid_t tid)
 {
 	struct emu *e = &v->e;
 	struct thr *t;
@@ -136,16 +137,16 @@ static struct thr *vg_thr(struct vg *v, pid_t tid)
 
 	for (size_t i = 0; i < e->nr_thr; i++)
 		if (e->thr[i].tid == tid)
-			return &e->thr[i];
+			return i;
 	if (mt_grow((void **)&e->thr, &e->cap_thr, e->nr_thr + 1,
 		    sizeof(*e->thr)))
-		return NULL;
+		return SIZE_MAX;
 	{
 		size_t cap = e->cap_thr;
 		uint64_t *n = realloc(v->sys_next, cap * sizeof(*n));
 
 		if (!n)
-			return NULL;
+			return SIZE_MAX;
 		v->sys_next = n;
 	}
 	t = &e->thr[e->nr_thr];
@@ -153,11 +154,10 @@ static struct thr *vg_thr(struct vg *v, pid_t tid)
 	t->tid = tid;
 	t->enc = ptenc_new(&cfg, (uint64_t)tid);
 	if (!t->enc)
-		return NULL;
+		return SIZE_MAX;
 	v->sys_next[e->nr_thr] = 0;
-	e->nr_thr++;
 	e->live++;
-	return t;
+	return e->nr_thr++;
 }
 
 /* A file mapping of the program, as a /proc/PID/maps line (what
@@ -382,7 +382,7 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 static int vg_record(struct vg *v, struct rd *r)
 {
 	struct emu *e = &v->e;
-	struct thr *t = v->cur;
+	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
 	int type = (int)rd_n(r, 1);
 	uint64_t ip = 0, a, b;
 	int rc = 0;
@@ -412,8 +412,9 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		v->cur = vg_thr(v, (pid_t)a);
-		if (!v->cur)
+		if (v->cur == SIZE_MAX)
 			return -ENOMEM;
+		t = &e->thr[v->cur];
 		break;
 	case R_BEGIN:
 		v->now = rd_time(v, r);
@@ -846,7 +847,8 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 {
 	struct vg v = {.e = {.o = o, .st = st, .err = err, .errlen = errlen},
 		       .sock = -1,
-		       .child = -1};
+		       .child = -1,
+		       .cur = SIZE_MAX};
 	uint64_t t_start = mono_ns();
 	int rc = 0, wrc, status;
 

@@ -24,8 +24,9 @@
  *  - taken bits are packed here, 64 to a record; calls, returns,
  *    indirect branches, system calls, signals, thread switches, mappings
  *    and hits are records of their own;
- *  - time is virtual: TIME_SHIFT instructions per nanosecond, plus the
- *    wall time a system call took (see vt_now()).
+ *  - time is virtual: one instruction a nanosecond (a 1 GHz CPU that
+ *    retires one instruction a cycle), plus the wall time a system call
+ *    took (see vt_now()): every instruction has a time of its own.
  *
  * Valgrind runs one thread at a time and calls a tool without a closure,
  * so the state is global; the thread that runs owns g_pend and the TNT
@@ -77,7 +78,7 @@ enum {
 	R_END = 'E',	 /* dt, u64 instructions */
 };
 #define MAGIC	   0x6d747074u /* "mtpt" */
-#define TIME_SHIFT 2	       /* 4 instructions a nanosecond */
+#define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
 #define MAX_FRAMES 256
 
 enum { K_PLAIN, K_COND, K_JMP, K_CALL, K_ICALL, K_IJMP, K_RET, K_SYSCALL };
