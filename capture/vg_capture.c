@@ -332,15 +332,21 @@ static int vg_hit(struct vg *v, struct thr *t, struct rd *r)
 }
 
 /* The thread's signal is delivered: FUP and TIP.PGD where user code was
- * interrupted (the truth's "[untraced]" row, as the ptrace emulator
- * keeps it). */
-static int vg_async(struct vg *v, struct thr *t, uint64_t ip)
+ * interrupted (user), and the truth's "[untraced]" row, as the ptrace
+ * emulator keeps it; or nothing when it was in a system call. */
+static int vg_async(struct vg *v, struct thr *t, bool user, uint64_t ip)
 {
 	struct emu *e = &v->e;
 
+	t->async = true;
+	if (!user) {
+		/* The system call's row runs on to the handler, where the
+		 * trace resumes: nothing untraced of its own. */
+		t->untraced_row = UINT32_MAX;
+		return 0;
+	}
 	if (ptenc_async_pgd(t->enc, v->now, ip))
 		return -ENOMEM;
-	t->async = true;
 	if (e->o->truth &&
 	    trow_add(t, v->now, "[untraced]",
 		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX, 0))
@@ -530,10 +536,11 @@ static int vg_record(struct vg *v, struct rd *r)
 		break;
 	case R_ASYNC:
 		v->now = rd_time(v, r);
+		a = rd_n(r, 1);
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = vg_async(v, t, ip);
+		rc = vg_async(v, t, a != 0, ip);
 		ip = 0;
 		break;
 	case R_ENABLE:

@@ -69,7 +69,7 @@ enum {
 	R_IJMP = 'j',	 /* dt, u64 target */
 	R_RET = 'r',	 /* dt, u64 target */
 	R_SYSCALL = 'y', /* dt, u64 next */
-	R_ASYNC = 'a',	 /* dt, u64 ip: a signal interrupts at ip */
+	R_ASYNC = 'a',	 /* dt, u8 user, u64 ip: a signal is delivered */
 	R_ENABLE = 'e',	 /* dt, u64 ip: tracing resumes at ip */
 	R_EXIT = 'x',	 /* dt: the thread is gone */
 	R_MMAP = 'm',	 /* dt, u64 addr, len, pgoff, u8 prot, u16 n, path */
@@ -739,12 +739,13 @@ static void on_signal(ThreadId tid, Int sig, Bool alt)
 	(void)alt;
 	if (!g_tracing || g_dead || !g_th[tid].started)
 		return;
-	/* Interrupted in user code (not in a system call, where tracing
-	 * had stopped already): FUP and TIP.PGD there. */
-	if (!(p & (P_ENABLE | P_BEGIN))) {
-		rec(R_ASYNC, tid);
-		put64(VG_(get_IP)(tid));
-	}
+	if (p & P_BEGIN)
+		return;
+	/* Interrupted in user code: FUP and TIP.PGD there (1); or in a
+	 * system call, where tracing had stopped already (0). */
+	rec(R_ASYNC, tid);
+	put8(!(p & P_ENABLE));
+	put64(VG_(get_IP)(tid));
 	pend(tid, P_ENABLE);
 }
 
