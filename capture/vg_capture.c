@@ -283,6 +283,19 @@ static int vg_snapshot(struct vg *v, uint64_t when)
 	return 0;
 }
 
+/* Is ip in an executable mapping of the program? */
+static bool in_code(const struct emu *e, uint64_t ip)
+{
+	for (size_t i = 0; i < e->nr_maps; i++) {
+		unsigned long long lo, hi;
+
+		if (sscanf(e->maps[i], "%llx-%llx", &lo, &hi) == 2 &&
+		    ip >= lo && ip < hi)
+			return true;
+	}
+	return false;
+}
+
 /* The trigger was reached: whether it snapshots (--duration-thresh), and
  * what it keeps.  Returns 1 when the capture ends here. */
 static int vg_hit(struct vg *v, struct thr *t, struct rd *r)
@@ -325,6 +338,17 @@ static int vg_hit(struct vg *v, struct thr *t, struct rd *r)
 		return -ENOMEM;
 	memcpy(ips, r->p, n * 8);
 	r->p += n * 8;
+	/* Valgrind names a caller by its call instruction (the return
+	 * address less one); the capture, as the unwinder, by the return
+	 * address.  Its walk may go on past the outermost frame: the
+	 * stack ends at the first address no executable mapping holds. */
+	for (uint64_t i = 0; i < n; i++) {
+		ips[i] += i ? 1 : 0;
+		if (!in_code(e, ips[i])) {
+			n = i;
+			break;
+		}
+	}
 	free(t->unwound);
 	t->unwound = ips;
 	t->nr_unwound = n;
@@ -851,6 +875,20 @@ static int vg_loop(struct vg *v)
 		if (rc)
 			return rc;
 	}
+	/* Told to stop: what the tool sent before is in the capture. */
+	while (*v->e.o->cap.stop && !v->ended && !v->hit) {
+		ssize_t n;
+
+		if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1))
+			return emu_fail(&v->e, -ENOMEM, "out of memory");
+		n = recv(v->sock, v->buf + v->len, v->cap - v->len,
+			 MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		v->len += (size_t)n;
+		if (vg_parse(v))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -896,7 +934,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	 * stops when it finds the socket closed. */
 	if (v.sock >= 0)
 		close(v.sock);
-	if (v.child > 0 && (v.ended || rc || !v.hello)) {
+	if (v.child > 0 && !*o->cap.stop && (v.ended || rc || !v.hello)) {
 		if (waitpid(v.child, &status, 0) == v.child) {
 			if (WIFSIGNALED(status))
 				st->killed_by = WTERMSIG(status);

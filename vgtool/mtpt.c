@@ -115,7 +115,9 @@ static UInt g_tnt_n;
 static ULong g_tnt_t0, g_tnt_t1;
 static ULong g_tnt_ip;
 static struct th *g_th; /* VG_N_THREADS of them */
-static UChar g_buf[1 << 20];
+/* What is not sent yet: a buffer small enough that a reader stopped
+ * at any moment (Ctrl-C) misses little. */
+static UChar g_buf[1 << 16];
 static UInt g_len;
 
 static ULong wall_ns(void)
@@ -712,6 +714,11 @@ static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 	(void)nargs;
 	g_th[tid].sys_vt = vt_now();
 	g_th[tid].sys_wall = untimed(sysno) ? 0 : wall_ns();
+	/* It may block: what happened so far is sent first. */
+	if (g_th[tid].sys_wall && g_len) {
+		flush_tnt();
+		flush_out();
+	}
 }
 
 /* The call took w ns of wall time: the clock shows at least that much
@@ -834,6 +841,7 @@ static void mt_post_clo_init(void)
 	put32(MAGIC);
 	put32(pid);
 	put64(g_t0);
+	flush_out();
 	if (!o_start[0])
 		g_tracing = True;
 }
