@@ -938,7 +938,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		if (waitpid(v.child, &status, 0) == v.child) {
 			if (WIFSIGNALED(status))
 				st->killed_by = WTERMSIG(status);
-			else if (!v.hello && !rc && WIFEXITED(status) &&
+			else if (!v.e.nr_thr && !rc && WIFEXITED(status) &&
 				 WEXITSTATUS(status))
 				rc = emu_fail(&v.e, -ECHILD,
 					      "%s: Valgrind could not run it "
@@ -964,7 +964,10 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	} else if (!rc && v.hello) {
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",
-			      argv[0], o->start_at ? o->start_at : "main");
+			      argv[0],
+			      !o->start_at     ? "main"
+			      : o->start_at[0] ? o->start_at
+					       : "its first instruction");
 	}
 	for (size_t i = 0; i < v.e.nr_thr; i++) {
 		ptenc_free(v.e.thr[i].enc);

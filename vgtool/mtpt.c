@@ -110,8 +110,11 @@ static ULong g_last_vt;	    /* the time of the last record */
 static UWord g_pend;	    /* the running thread's P_* */
 static ThreadId g_cur;	    /* the running thread */
 static ThreadId g_said;	    /* the thread the last R_SWITCH named */
-static ULong g_tnt_bits;    /* the running thread's pending bits */
-static UInt g_tnt_n;
+/* The running thread's pending bits, packed by the instrumented code
+ * itself (see add_tnt()): the bits, how many, g_icount at the first and
+ * the last, and where the last branch went. */
+static ULong g_tnt_bits;
+static ULong g_tnt_n;
 static ULong g_tnt_t0, g_tnt_t1;
 static ULong g_tnt_ip;
 static struct th *g_th; /* VG_N_THREADS of them */
@@ -208,29 +211,41 @@ static void put_time(ULong vt)
 		g_last_vt = vt;
 }
 
+static void say_thread(ThreadId tid)
+{
+	if (tid == g_said)
+		return;
+	g_said = tid;
+	put8(R_SWITCH);
+	put32((UInt)g_th[tid].lwp);
+}
+
+/* The pack of the running thread's bits as a record, if it is traced
+ * (bits packed before tracing began are dropped). */
 static void flush_tnt(void)
 {
+	ULong base = g_t0 + g_extra;
+
 	if (!g_tnt_n)
 		return;
-	put8(R_TNT);
-	put8((UChar)g_tnt_n);
-	put64(g_tnt_bits);
-	put_time(g_tnt_t0);
-	put_leb(g_tnt_t1 - g_tnt_t0);
-	put64(g_tnt_ip);
+	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
+		say_thread(g_cur);
+		put8(R_TNT);
+		put8((UChar)g_tnt_n);
+		put64(g_tnt_bits);
+		put_time(base + (g_tnt_t0 >> TIME_SHIFT));
+		put_leb((g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+		put64(g_tnt_ip);
+	}
 	g_tnt_n = 0;
 	g_tnt_bits = 0;
 }
 
-/* Records of thread tid follow: the TNT pack of the one before ends. */
+/* Records of thread tid follow. */
 static void to_thread(ThreadId tid)
 {
-	if (tid == g_said)
-		return;
 	flush_tnt();
-	g_said = tid;
-	put8(R_SWITCH);
-	put32((UInt)g_th[tid].lwp);
+	say_thread(tid);
 }
 
 /* A record of the running thread starts: type, then its time. */
@@ -249,33 +264,24 @@ static Bool live(void)
 
 /* ---- helpers called from the instrumented code ---- */
 
-/* A conditional branch went (taken) to target or fell through to next.
- * Without --mt-truth only its bit is kept, in the pack, with where it
- * went: a PSB written after it needs the IP. */
+/* With --mt-truth, a conditional branch went (taken) to target or fell
+ * through to next: a record of its own. */
 static void h_cond(ULong guard, ULong sense, ULong target, ULong next)
 {
 	Bool taken = (guard != 0) == (sense != 0);
-	ULong t;
 
 	if (!live())
 		return;
-	if (o_truth) {
-		rec(R_COND, g_cur);
-		put8(taken);
-		put64(target);
-		put64(next);
-		return;
-	}
-	t = vt_now();
-	to_thread(g_cur);
-	if (!g_tnt_n)
-		g_tnt_t0 = t;
-	g_tnt_t1 = t;
-	g_tnt_bits |= (ULong)taken << g_tnt_n;
-	g_tnt_n++;
-	g_tnt_ip = taken ? target : next;
-	if (g_tnt_n == 64)
-		flush_tnt();
+	rec(R_COND, g_cur);
+	put8(taken);
+	put64(target);
+	put64(next);
+}
+
+/* The pack holds 64 bits. */
+static void h_tnt_full(void)
+{
+	flush_tnt();
 }
 
 static VG_REGPARM(2) void h_call(ULong ret, ULong target)
@@ -339,6 +345,8 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (!g_tracing || g_dead)
 		return;
 	if (p & P_BEGIN) {
+		g_tnt_n = 0;
+		g_tnt_bits = 0;
 		g_th[g_cur].started = True;
 		rec(R_BEGIN, g_cur);
 		put64(ip);
@@ -359,6 +367,8 @@ static VG_REGPARM(1) void h_start(ULong ip)
 		if (g_th[t].lwp && !g_th[t].exited && t != g_cur)
 			g_th[t].pend |= P_BEGIN;
 	g_pend = 0;
+	g_tnt_n = 0;
+	g_tnt_bits = 0;
 	g_th[g_cur].started = True;
 	rec(R_BEGIN, g_cur);
 	put64(ip);
@@ -482,6 +492,62 @@ static IRExpr *as_tmp(IRSB *sb, IRExpr *e)
 	return IRExpr_RdTmp(t);
 }
 
+static IRExpr *ld64(IRSB *sb, void *addr)
+{
+	return as_tmp(sb, IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
+}
+
+static void st64(IRSB *sb, void *addr, IRExpr *e)
+{
+	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, c64((ULong)(Addr)addr), e));
+}
+
+/*
+ * The bit of a conditional branch into the pack, by the instrumented
+ * code itself (a helper call for each branch would cost more than the
+ * rest): taken is guard, or its negation when the exit is the fall
+ * through.  A full pack calls h_tnt_full().
+ */
+static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
+		    ULong next)
+{
+	IRTemp tk = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp first = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp full = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp sh;
+	IRExpr *n, *bits, *b64, *n1, *ic, *t0;
+	IRDirty *d;
+
+	addStmtToIRSB(sb, IRStmt_WrTmp(tk, exit_taken ? guard
+						      : IRExpr_Unop(Iop_Not1,
+								    guard)));
+	n = ld64(sb, &g_tnt_n);
+	bits = ld64(sb, &g_tnt_bits);
+	b64 = as_tmp(sb, IRExpr_Unop(Iop_1Uto64, IRExpr_RdTmp(tk)));
+	sh = newIRTemp(sb->tyenv, Ity_I8);
+	addStmtToIRSB(sb, IRStmt_WrTmp(sh, IRExpr_Unop(Iop_64to8, n)));
+	b64 = as_tmp(sb, IRExpr_Binop(Iop_Shl64, b64, IRExpr_RdTmp(sh)));
+	st64(sb, &g_tnt_bits, as_tmp(sb, IRExpr_Binop(Iop_Or64, bits, b64)));
+	n1 = as_tmp(sb, IRExpr_Binop(Iop_Add64, n, c64(1)));
+	st64(sb, &g_tnt_n, n1);
+	st64(sb, &g_tnt_ip,
+	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(tk), c64(target), c64(next))));
+	ic = ld64(sb, &g_icount);
+	t0 = ld64(sb, &g_tnt_t0);
+	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n,
+							    c64(0))));
+	st64(sb, &g_tnt_t0,
+	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(first), ic, t0)));
+	st64(sb, &g_tnt_t1, ic);
+	addStmtToIRSB(sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1,
+							   c64(64))));
+	d = unsafeIRDirty_0_N(0, "h_tnt_full",
+			      VG_(fnptr_to_fnentry)(h_tnt_full),
+			      mkIRExprVec_0());
+	d->guard = IRExpr_RdTmp(full);
+	addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
 /* Is a the first instruction of function name (Valgrind's symbols)? */
 static Bool entry_of(Addr a, const HChar *name)
 {
@@ -587,14 +653,21 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			ULong dst = st->Ist.Exit.dst->Ico.U64;
 			ULong next = cur + cur_len;
 			Bool exit_taken = dst != next;
-			IRExpr *g = as_tmp(out, IRExpr_Unop(Iop_1Uto64,
-							    st->Ist.Exit.guard));
 			ULong target = exit_taken ? dst : jcc_target(cur,
 								     cur_len);
 
-			dirty(out, "h_cond", h_cond, 0,
-			      mkIRExprVec_4(g, c64(exit_taken), c64(target),
-					    c64(next)));
+			if (o_truth)
+				dirty(out, "h_cond", h_cond, 0,
+				      mkIRExprVec_4(
+					      as_tmp(out,
+						     IRExpr_Unop(
+							     Iop_1Uto64,
+							     st->Ist.Exit.guard)),
+					      c64(exit_taken), c64(target),
+					      c64(next)));
+			else
+				add_tnt(out, st->Ist.Exit.guard, exit_taken,
+					target, next);
 			cur_kind = K_PLAIN; /* one bit per branch */
 		}
 		addStmtToIRSB(out, st);
@@ -643,6 +716,7 @@ static void on_start_client(ThreadId tid, ULong blocks)
 	(void)blocks;
 	if (tid == g_cur)
 		return;
+	flush_tnt();
 	if (g_cur)
 		g_th[g_cur].pend = g_pend;
 	g_cur = tid;
