@@ -80,6 +80,28 @@ if command -v c++ >/dev/null; then
 fi
 cc -O1 -g -I"$R" -o "$W/demo" "$R/examples/demo.c" && capture demo "$W/demo"
 cc -O1 -g -I"$R" -o "$W/stub" "$R/tests/programs/stub.c" && capture stub "$W/stub"
+if [ -s "$W/stub.tsv" ] && hit=$(sqlite3 "$W/stub.sqlite" "SELECT name, arg FROM hit" 2>&1) &&
+	[ "$hit" = "mt_snapshot_point|19" ] &&
+	[ "$(awk -F'\t' '$3 == "step"' "$W/stub.tsv" | wc -l)" = 20 ]; then
+	echo "PASS vg_stub_trigger (20 calls of step, hit arg 19)"
+else
+	echo "FAIL vg_stub_trigger: hit '$hit'"
+fi
+# A library loaded by dlopen() after the start: its mapping is in the
+# capture and its code decodes.
+printf '#include <dlfcn.h>\nint main(void)\n{\n\tvoid *h = dlopen("libz.so.1", RTLD_NOW);\n\tconst char *(*v)(void) = h ? (const char *(*)(void))dlsym(h, "zlibVersion") : 0;\n\treturn v ? v()[0] != 0x31 : 1;\n}\n' >"$W/dl.c"
+# (Its tree is not held to the log yet: they name the code around
+# dlopen() differently.)
+if cc -O1 -g -o "$W/dl" "$W/dl.c" -ldl &&
+	"$B/mt-capture" --emulate=valgrind -o "$W/dl.bin" -- "$W/dl" 2>"$W/dl.err" &&
+	! perf script -i "$W/dl.bin" --itrace=cre 2>&1 | grep -q 'trace error' &&
+	"$B/mt-convert" "$W/dl.bin" -o "$W/dl.pftrace" --text "$W/dl.tsv" -q &&
+	grep -q 'zlibVersion' "$W/dl.tsv"; then
+	echo "PASS vg_dlopen (zlibVersion traced, no decode error)"
+else
+	echo "FAIL vg_dlopen"
+	sed 's/^/    /' "$W/dl.err" | tail -3
+fi
 # Debian's programs, stripped, traced from exec: perf decodes them
 # without an error and mt-convert converts them.  (Their trees are not
 # held to the log: the dynamic loader's entry has two names, which the
