@@ -123,3 +123,29 @@ real seq seq 100
 printf 'b\na\nc\n' >"$W/in.txt"
 real sort sort "$W/in.txt"
 real gzip gzip -c "$R/README.md"
+
+# Bad use, one line each and no capture: what this backend does not do,
+# a missing tool, a program that does not exist.
+bad() { # name expected-text mt-capture-args...
+	local name=$1 want=$2
+	shift 2
+	if ! "$@" >/dev/null 2>"$W/$name.err" && [ ! -e "$W/$name.bin" ] &&
+		grep -q "$want" "$W/$name.err" && [ "$(grep -c . "$W/$name.err")" -le 3 ]; then
+		echo "PASS vg_bad_$name"
+	else
+		echo "FAIL vg_bad_$name"
+		sed 's/^/    /' "$W/$name.err" | tail -3
+	fi
+}
+sleep 30 &
+sleeper=$!
+bad attach "needs --emulate=ptrace" "$B/mt-capture" --emulate=valgrind -p "$sleeper" -o "$W/attach.bin"
+kill "$sleeper"
+wait "$sleeper" 2>/dev/null
+bad line "takes a function as --trigger" "$B/mt-capture" --emulate=valgrind \
+	--trigger stub.c:3 -o "$W/line.bin" -- "$W/stub"
+bad notool "the Valgrind tool is not built" env MT_VALGRIND_LIB="$W/none" \
+	"$B/mt-capture" --emulate=valgrind -o "$W/notool.bin" -- "$W/stub"
+bad noprog "could not run it" "$B/mt-capture" --emulate=valgrind --start-at '' \
+	-o "$W/noprog.bin" -- "$W/nope"
+bad nomain "no symbol 'main'" "$B/mt-capture" --emulate=valgrind -o "$W/nomain.bin" -- "$(command -v seq)" 1
