@@ -58,6 +58,7 @@ enum {
 	R_HIT = 'h',
 	R_PTW = 'w',
 	R_END = 'E',
+	R_EXEC = 'X',
 };
 #define VG_MAGIC 0x6d747074u
 
@@ -72,6 +73,7 @@ struct vg {
 	size_t len, cap;
 	uint64_t now; /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
+	char exec[256];	    /* what the program last tried to exec, or "" */
 	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
 	uint64_t *sys_next; /* per thread: where its system call returns */
 };
@@ -425,7 +427,7 @@ static int vg_record(struct vg *v, struct rd *r)
 				"the Valgrind tool's stream does "
 				"not begin as it should");
 	if (!t && type != R_HELLO && type != R_SWITCH && type != R_MMAP &&
-	    type != R_END)
+	    type != R_END && type != R_EXEC)
 		return emu_fail(e, -EPROTO,
 				"the Valgrind tool's stream names no thread");
 	switch (type) {
@@ -630,6 +632,18 @@ static int vg_record(struct vg *v, struct rd *r)
 			break;
 		rc = ptenc_ptwrite(t->enc, v->now, a, ip);
 		break;
+	case R_EXEC: {
+		uint64_t n = rd_n(r, 2);
+
+		if (r->bad || (size_t)(r->end - r->p) < n) {
+			r->bad = true;
+			break;
+		}
+		snprintf(v->exec, sizeof(v->exec), "%.*s", (int)n,
+			 (const char *)r->p);
+		r->p += n;
+		break;
+	}
 	case R_END:
 		v->now = rd_time(v, r);
 		e->st->insns = rd_n(r, 8);
@@ -926,7 +940,12 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc)
 		rc = vg_loop(&v);
 	st->seconds = (double)(mono_ns() - t_start) / 1e9;
-	if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.hello)
+	if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.exec[0])
+		snprintf(st->warning, sizeof(st->warning),
+			 "%s runs %s by exec: the trace ends there "
+			 "(--emulate=valgrind does not follow exec)",
+			 argv[0], v.exec);
+	else if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.hello)
 		snprintf(st->warning, sizeof(st->warning),
 			 "the Valgrind tool's stream ended early (Valgrind "
 			 "failed?)");

@@ -76,6 +76,7 @@ enum {
 	R_HIT = 'h',	 /* dt, u64 ip, arg, mark, wall, u16 n, u64 ips[n] */
 	R_PTW = 'w',	 /* dt, u64 value, u64 ip */
 	R_END = 'E',	 /* dt, u64 instructions */
+	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
 };
 #define MAGIC	   0x6d747074u /* "mtpt" */
 #define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
@@ -784,10 +785,21 @@ static Bool untimed(UInt sysno)
 
 static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 {
-	(void)args;
 	(void)nargs;
 	g_th[tid].sys_vt = vt_now();
 	g_th[tid].sys_wall = untimed(sysno) ? 0 : wall_ns();
+	/* Valgrind runs what the program execs without us, and the socket
+	 * closes with the exec: mt-capture says why the trace ends. */
+	if (sysno == __NR_execve && args[0] && !g_dead) {
+		const HChar *path = (const HChar *)args[0];
+		UInt n = VG_(strlen)(path);
+
+		flush_tnt();
+		put8(R_EXEC);
+		put16((UShort)(n > 4095 ? 4095 : n));
+		put(path, n > 4095 ? 4095 : n);
+		flush_out();
+	}
 	/* It may block: what happened so far is sent first. */
 	if (g_th[tid].sys_wall && g_len) {
 		flush_tnt();
@@ -920,6 +932,19 @@ static void mt_post_clo_init(void)
 		g_tracing = True;
 }
 
+/* A child the program forks runs on untraced: the socket and what is
+ * not sent yet are the parent's. */
+static void on_fork_child(ThreadId tid)
+{
+	(void)tid;
+	g_len = 0;
+	g_tnt_n = 0;
+	g_dead = True;
+	if (g_fd >= 0)
+		VG_(close)(g_fd);
+	g_fd = -1;
+}
+
 static void mt_fini(Int exitcode)
 {
 	(void)exitcode;
@@ -948,6 +973,7 @@ static void mt_pre_clo_init(void)
 	VG_(track_pre_deliver_signal)(on_signal);
 	VG_(track_new_mem_startup)(on_startup_map);
 	VG_(track_new_mem_mmap)(on_map);
+	VG_(atfork)(NULL, NULL, on_fork_child);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(mt_pre_clo_init)
