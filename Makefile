@@ -41,12 +41,28 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
          $(BUILD)/bin/mt-accuracy $(BUILD)/bin/mt-ptt-wrap \
          $(BUILD)/bin/mt-ptt-check
 
+# The Valgrind tool of --emulate=valgrind (vgtool/, GPL-2.0-or-later): a
+# program of its own that mt-capture runs, linked with Valgrind's libraries
+# as Valgrind links its tools (static, text at 0x58000000), beside links
+# to Valgrind's own files (VALGRIND_LIB).  Built where Debian's valgrind
+# package put the headers; elsewhere --emulate=valgrind says it is missing.
+VG_INC  := /usr/include/valgrind
+VG_LIBS := /usr/lib/x86_64-linux-gnu/valgrind
+VG_EXEC := /usr/libexec/valgrind
+ifneq ($(wildcard $(VG_INC)/pub_tool_basics.h),)
+VGTOOL  := $(BUILD)/lib/valgrind/mtpt-amd64-linux
+endif
+VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
+           -DVGA_amd64=1 -DVGO_linux=1 -DVGP_amd64_linux=1 \
+           -DVGPV_amd64_linux_vanilla=1 -I$(VG_INC) -fno-stack-protector \
+           -fno-builtin -fno-strict-aliasing -fno-pie
+
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
 .PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz
 
-all: $(BINS)
+all: $(BINS) $(VGTOOL)
 
 deps:
 	@sh tools/deps.sh
@@ -54,6 +70,20 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/vgtool/mtpt.o: vgtool/mtpt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(VGTOOL_CFLAGS) -c $< -o $@
+
+$(BUILD)/lib/valgrind/mtpt-amd64-linux: $(BUILD)/obj/vgtool/mtpt.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -static -nodefaultlibs -nostartfiles -u _start \
+		-Wl,--build-id=none -Wl,-Ttext-segment=0x58000000 \
+		$(VG_LIBS)/libcoregrind-amd64-linux.a \
+		$(VG_LIBS)/libvex-amd64-linux.a \
+		$(VG_LIBS)/libgcc-sup-amd64-linux.a -lgcc
+	@for f in $(VG_EXEC)/*; do \
+		[ -e "$(dir $@)$${f##*/}" ] || ln -s "$$f" "$(dir $@)"; done
 
 $(BUILD)/libmt.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -117,7 +147,7 @@ test:
 	@$(MAKE) --no-print-directory MODE=asan asan-build
 	@sh tests/run build/asan
 
-asan-build: $(BINS) $(TESTS) $(TOOLS)
+asan-build: $(BINS) $(TESTS) $(TOOLS) $(VGTOOL)
 
 unit: $(BINS) $(TESTS) $(TOOLS)
 

@@ -77,6 +77,15 @@ struct emu_stats {
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen);
 
+/*
+ * The same, the program (argv, not -p) run under Valgrind with the tool
+ * of vgtool/ (vg_capture.c): every option of emu_opts but drop_every,
+ * and triggers that are functions.  The "TSC" is virtual: one
+ * instruction a nanosecond, plus the wall time of system calls.
+ */
+int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
+	   char *err, size_t errlen);
+
 /* The hardware backend (hwpt.c). */
 struct hw_opts {
 	struct capture_opts cap;

@@ -76,7 +76,8 @@ static const char usage[] =
 	"  --stop-at-trigger  the CPU stops tracing at the trigger itself\n"
 	"  --check            show this machine's intel_pt PMU and the config\n"
 	"\n"
-	"Emulation (--emulate: ptrace, any x86-64 Linux, ~1000x slower):\n"
+	"Emulation (--emulate: ptrace, any x86-64 Linux, ~1000x slower;\n"
+	"--emulate=valgrind: under Valgrind, ~10x slower, a virtual clock):\n"
 	"  --start-at SYMBOL  begin tracing at SYMBOL (default main; '' at "
 	"exec)\n"
 	"  --noretcomp        no compressed returns (a TIP for every ret)\n"
@@ -592,8 +593,11 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage, stdout);
 			return 0;
-		} else if (!strcmp(a, "--emulate")) {
+		} else if (!strcmp(a, "--emulate") ||
+			   !strcmp(a, "--emulate=ptrace")) {
 			emulate = 1;
+		} else if (!strcmp(a, "--emulate=valgrind")) {
+			emulate = 2;
 		} else if (!strcmp(a, "--check")) {
 			check = 1;
 		} else if (!strcmp(a, "--timing") && i + 1 < argc) {
@@ -828,12 +832,16 @@ int main(int argc, char **argv)
 	}
 	if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))
 		return 2;
-	if (cap.pid && !run_tracer_apart(&rc))
+	if (cap.pid && emulate == 1 && !run_tracer_apart(&rc))
 		return rc;
-	fputs("mt-capture: emulating Intel PT by single-stepping: about 1000x "
-	      "slower than hardware\n",
-	      stderr);
-	rc = emu_run(argv + i, &o, &st, err, sizeof(err));
+	if (emulate == 2) {
+		rc = vg_run(argv + i, &o, &st, err, sizeof(err));
+	} else {
+		fputs("mt-capture: emulating Intel PT by single-stepping: "
+		      "about 1000x slower than hardware\n",
+		      stderr);
+		rc = emu_run(argv + i, &o, &st, err, sizeof(err));
+	}
 	if (report_run(&cap, argv[i], rc, st.killed_by, err, st.warning))
 		return 1;
 	fprintf(stderr,

@@ -52,6 +52,9 @@ struct ptenc {
 
 	size_t next_psb;
 	uint64_t mtc_last_period;
+	/* The TSCs of mtc_last_period, once known: an event in them needs
+	 * no MTC, without the division that says so (0, 0: unknown). */
+	uint64_t mtc_lo, mtc_hi;
 	uint64_t cyc_last;
 };
 
@@ -152,11 +155,17 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 	struct pt_packet pk = {.type = ppt_mtc};
 	uint64_t period;
 
-	if (!has_mtc(g))
+	if (!has_mtc(g) || (tsc >= g->mtc_lo && tsc < g->mtc_hi))
 		return 0;
 	period = mtc_period_of(g, tsc);
-	if (period == g->mtc_last_period)
+	if (period == g->mtc_last_period) {
+		g->mtc_lo =
+			(period << g->cfg.mtc_period) * g->cfg.tsc_ctc_ratio;
+		g->mtc_hi = ((period + 1) << g->cfg.mtc_period) *
+			    g->cfg.tsc_ctc_ratio;
 		return 0;
+	}
+	g->mtc_lo = g->mtc_hi = 0;
 	if (flush_tnt(g))
 		return -ENOMEM;
 	/*
@@ -265,6 +274,7 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 		if (put(g, &pk))
 			return -ENOMEM;
 		g->mtc_last_period = mtc_period_of(g, tsc);
+		g->mtc_lo = g->mtc_hi = 0;
 	}
 	memset(&pk, 0, sizeof(pk));
 	pk.type = ppt_cbr;
@@ -463,6 +473,7 @@ int ptenc_overflow(struct ptenc *g, uint64_t tsc, uint64_t resume_ip)
 		return -ENOMEM;
 	if (has_mtc(g))
 		g->mtc_last_period = mtc_period_of(g, tsc);
+	g->mtc_lo = g->mtc_hi = 0;
 	if (cyc(g, tsc) || put(g, &pk))
 		return -ENOMEM;
 	rs_clear(g);
@@ -487,6 +498,15 @@ int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip)
 void ptenc_force_psb(struct ptenc *g)
 {
 	g->next_psb = g->len;
+}
+
+void ptenc_discard(struct ptenc *g, size_t n)
+{
+	if (n > g->len)
+		n = g->len;
+	memmove(g->buf, g->buf + n, g->len - n);
+	g->len -= n;
+	g->next_psb = g->next_psb > n ? g->next_psb - n : 0;
 }
 
 int ptenc_finish(struct ptenc *g, uint64_t tsc)

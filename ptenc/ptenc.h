@@ -64,6 +64,9 @@ int ptenc_maybe_psb(struct ptenc *g, uint64_t tsc, uint64_t ip);
 /* The next ptenc_maybe_psb() writes PSB+ whatever the period: a new
  * snapshot chunk must start at a sync point. */
 void ptenc_force_psb(struct ptenc *g);
+/* Forget the oldest n bytes written (at most all of them), as a ring
+ * that keeps the newest does: ptenc_data() then starts n bytes later. */
+void ptenc_discard(struct ptenc *g, size_t n);
 /* Flush pending TNT bits at the end. */
 int ptenc_finish(struct ptenc *g, uint64_t tsc);
 

@@ -2,10 +2,10 @@
 # Make sure the Debian packages the build and the tests need are installed.
 # As root, install what is missing; otherwise say what to install.
 set -e
-need="gcc make libc6-dev libipt-dev libelf-dev libdw-dev libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev libiberty-dev liblzma-dev libcapstone-dev linux-perf binutils"
+need="gcc make libc6-dev libipt-dev libelf-dev libdw-dev libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev libiberty-dev liblzma-dev libcapstone-dev linux-perf binutils valgrind"
 # clang and its runtimes (libFuzzer, ASan, UBSan) build the fuzz targets;
 # clang-format is the format check CI runs.
-[ "$1" = "--test" ] && need="$need valgrind protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format"
+[ "$1" = "--test" ] && need="$need protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format"
 missing=""
 for p in $need; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,0 +1,979 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * mtpt: a Valgrind tool that reports a program's control flow, the
+ * events Intel PT hardware turns into packets, to mt-capture.
+ *
+ * Copyright (C) the mt authors.
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or (at
+ * your option) any later version.  See vgtool/COPYING.
+ *
+ * It runs inside Valgrind (linked with its libraries, hence the GPL) and
+ * talks to mt-capture only through the socket named by --mt-fd: a stream
+ * of records whose layout docs/capture.md describes.  mt-capture encodes
+ * the packets; this side only says what happened, as cheaply as it can:
+ *
+ *  - each superblock is one straight run of guest instructions ending at
+ *    its first control transfer (mt-capture runs Valgrind with
+ *    --vex-guest-chase=no, so no branch is folded into a block), and the
+ *    last instruction's bytes say what that transfer is: only a real
+ *    conditional branch (Jcc, JrCXZ, LOOP) gives a taken/not-taken bit,
+ *    whatever exits Valgrind made for rep prefixes or other idioms;
+ *  - taken bits are packed here, 64 to a record; calls, returns,
+ *    indirect branches, system calls, signals, thread switches, mappings
+ *    and hits are records of their own;
+ *  - time is virtual: one instruction a nanosecond (a 1 GHz CPU that
+ *    retires one instruction a cycle), plus the wall time a system call
+ *    took (see vt_now()): every instruction has a time of its own.
+ *
+ * Valgrind runs one thread at a time and calls a tool without a closure,
+ * so the state is global; the thread that runs owns g_pend and the TNT
+ * pack.
+ */
+#include "pub_tool_basics.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
+#include "pub_tool_aspacemgr.h"
+#include "pub_tool_debuginfo.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_stacktrace.h"
+#include "pub_tool_threadstate.h"
+#include "pub_tool_tooliface.h"
+#include "libvex_guest_offsets.h"
+
+/* Valgrind's core offers these to its own parts; a tool may call them. */
+extern Int VG_(safe_fd)(Int oldfd);
+extern SysRes VG_(do_syscall)(UWord sysno, RegWord a1, RegWord a2, RegWord a3,
+			      RegWord a4, RegWord a5, RegWord a6, RegWord a7,
+			      RegWord a8);
+
+/* The records (docs/capture.md, "The stream of the Valgrind tool"). */
+enum {
+	R_HELLO = 'H',	 /* u32 magic, u32 pid, u64 t0 */
+	R_SWITCH = 'S',	 /* u32 tid: the records after are its own */
+	R_BEGIN = 'B',	 /* dt, u64 ip: tracing begins for the thread */
+	R_TNT = 'N',	 /* u8 n, u64 bits, dt, dt2, u64 ip */
+	R_COND = 'C',	 /* dt, u8 taken, u64 target, u64 next (--mt-truth) */
+	R_JMP = 'J',	 /* dt, u64 target: a direct jump (--mt-truth) */
+	R_CALL = 'c',	 /* dt, u64 ret, u64 target */
+	R_ICALL = 'i',	 /* dt, u64 ret, u64 target */
+	R_IJMP = 'j',	 /* dt, u64 target */
+	R_RET = 'r',	 /* dt, u64 target */
+	R_SYSCALL = 'y', /* dt, u64 next */
+	R_ASYNC = 'a',	 /* dt, u8 user, u64 ip: a signal is delivered */
+	R_ENABLE = 'e',	 /* dt, u64 ip: tracing resumes at ip */
+	R_EXIT = 'x',	 /* dt: the thread is gone */
+	R_MMAP = 'm',	 /* dt, u64 addr, len, pgoff, u8 prot, u16 n, path */
+	R_HIT = 'h',	 /* dt, u64 ip, arg, mark, wall, u16 n, u64 ips[n] */
+	R_PTW = 'w',	 /* dt, u64 value, u64 ip */
+	R_END = 'E',	 /* dt, u64 instructions */
+	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
+};
+#define MAGIC	   0x6d747074u /* "mtpt" */
+#define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
+#define MAX_FRAMES 256
+
+enum { K_PLAIN, K_COND, K_JMP, K_CALL, K_ICALL, K_IJMP, K_RET, K_SYSCALL };
+
+/* Why a thread's next block must say where it is (g_pend bits). */
+enum { P_BEGIN = 1, P_ENABLE = 2 };
+
+struct th {
+	Int lwp;
+	Bool started, exited;
+	UWord pend;
+	ULong sys_vt, sys_wall; /* at the last system call's entry */
+};
+
+/* Options. */
+static Int o_fd = -1;
+static const HChar *o_start = "main";
+static const HChar *o_trigger = "mt_snapshot_point";
+static const HChar *o_ptwrite = NULL;
+static Bool o_truth = False;
+
+static Int g_fd = -1;
+static Bool g_tracing;	    /* the start symbol was reached */
+static Bool g_dead;	    /* mt-capture went away: say nothing more */
+static ULong g_icount;	    /* guest instructions run, all threads */
+static ULong g_extra;	    /* ns added for system calls */
+static ULong g_t0;	    /* CLOCK_MONOTONIC at start */
+static ULong g_last_vt;	    /* the time of the last record */
+static UWord g_pend;	    /* the running thread's P_* */
+static ThreadId g_cur;	    /* the running thread */
+static ThreadId g_said;	    /* the thread the last R_SWITCH named */
+/* The running thread's pending bits, packed by the instrumented code
+ * itself (see add_tnt()): the bits, how many, g_icount at the first and
+ * the last, and where the last branch went. */
+static ULong g_tnt_bits;
+static ULong g_tnt_n;
+static ULong g_tnt_t0, g_tnt_t1;
+static ULong g_tnt_ip;
+static struct th *g_th; /* VG_N_THREADS of them */
+/* What is not sent yet: a buffer small enough that a reader stopped
+ * at any moment (Ctrl-C) misses little. */
+static UChar g_buf[1 << 16];
+static UInt g_len;
+
+static ULong wall_ns(void)
+{
+	struct vki_timespec ts;
+
+	VG_(clock_gettime)(&ts, VKI_CLOCK_MONOTONIC);
+	return (ULong)ts.tv_sec * 1000000000ull + (ULong)ts.tv_nsec;
+}
+
+/* The virtual clock: instructions at the nominal rate, plus the wall
+ * time system calls took. */
+static ULong vt_now(void)
+{
+	return g_t0 + (g_icount >> TIME_SHIFT) + g_extra;
+}
+
+static void flush_out(void)
+{
+	UInt off = 0;
+
+	while (off < g_len && !g_dead) {
+		/* MSG_NOSIGNAL: a write to a closed socket must not raise
+		 * SIGPIPE, which would be delivered to the program. */
+		SysRes r = VG_(do_syscall)(__NR_sendto, g_fd,
+					   (RegWord)(g_buf + off), g_len - off,
+					   VKI_MSG_NOSIGNAL, 0, 0, 0, 0);
+
+		if (sr_isError(r)) {
+			if (sr_Err(r) == VKI_EINTR || sr_Err(r) == VKI_EAGAIN)
+				continue;
+			g_dead = True;
+			break;
+		}
+		off += (UInt)sr_Res(r);
+	}
+	g_len = 0;
+}
+
+static void put(const void *p, UInt n)
+{
+	if (g_len + n > sizeof(g_buf))
+		flush_out();
+	VG_(memcpy)(g_buf + g_len, p, n);
+	g_len += n;
+}
+
+static void put8(UChar v)
+{
+	put(&v, 1);
+}
+
+static void put16(UShort v)
+{
+	put(&v, 2);
+}
+
+static void put32(UInt v)
+{
+	put(&v, 4);
+}
+
+static void put64(ULong v)
+{
+	put(&v, 8);
+}
+
+static void put_leb(ULong v)
+{
+	UChar b[10];
+	UInt n = 0;
+
+	do {
+		b[n] = (UChar)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	put(b, n);
+}
+
+/* The time field of a record: nanoseconds since the previous one. */
+static void put_time(ULong vt)
+{
+	put_leb(vt >= g_last_vt ? vt - g_last_vt : 0);
+	if (vt > g_last_vt)
+		g_last_vt = vt;
+}
+
+static void say_thread(ThreadId tid)
+{
+	if (tid == g_said)
+		return;
+	g_said = tid;
+	put8(R_SWITCH);
+	put32((UInt)g_th[tid].lwp);
+}
+
+/* The pack of the running thread's bits as a record, if it is traced
+ * (bits packed before tracing began are dropped). */
+static void flush_tnt(void)
+{
+	ULong base = g_t0 + g_extra;
+
+	if (!g_tnt_n)
+		return;
+	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
+		say_thread(g_cur);
+		put8(R_TNT);
+		put8((UChar)g_tnt_n);
+		put64(g_tnt_bits);
+		put_time(base + (g_tnt_t0 >> TIME_SHIFT));
+		put_leb((g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+		put64(g_tnt_ip);
+	}
+	g_tnt_n = 0;
+	g_tnt_bits = 0;
+}
+
+/* Records of thread tid follow. */
+static void to_thread(ThreadId tid)
+{
+	flush_tnt();
+	say_thread(tid);
+}
+
+/* A record of the running thread starts: type, then its time. */
+static void rec(UChar type, ThreadId tid)
+{
+	to_thread(tid);
+	flush_tnt();
+	put8(type);
+	put_time(vt_now());
+}
+
+static Bool live(void)
+{
+	return g_tracing && !g_dead && g_th[g_cur].started;
+}
+
+/* ---- helpers called from the instrumented code ---- */
+
+/* With --mt-truth, a conditional branch went (taken) to target or fell
+ * through to next: a record of its own. */
+static void h_cond(ULong guard, ULong sense, ULong target, ULong next)
+{
+	Bool taken = (guard != 0) == (sense != 0);
+
+	if (!live())
+		return;
+	rec(R_COND, g_cur);
+	put8(taken);
+	put64(target);
+	put64(next);
+}
+
+/* The pack holds 64 bits. */
+static void h_tnt_full(void)
+{
+	flush_tnt();
+}
+
+static VG_REGPARM(2) void h_call(ULong ret, ULong target)
+{
+	if (!live())
+		return;
+	rec(R_CALL, g_cur);
+	put64(ret);
+	put64(target);
+}
+
+static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
+{
+	if (!live())
+		return;
+	rec(R_ICALL, g_cur);
+	put64(ret);
+	put64(target);
+}
+
+static VG_REGPARM(1) void h_ijmp(ULong target)
+{
+	if (!live())
+		return;
+	rec(R_IJMP, g_cur);
+	put64(target);
+}
+
+static VG_REGPARM(1) void h_jmp(ULong target)
+{
+	if (!live())
+		return;
+	rec(R_JMP, g_cur);
+	put64(target);
+}
+
+static VG_REGPARM(1) void h_ret(ULong target)
+{
+	if (!live())
+		return;
+	rec(R_RET, g_cur);
+	put64(target);
+}
+
+static VG_REGPARM(1) void h_syscall(ULong next)
+{
+	if (!live())
+		return;
+	rec(R_SYSCALL, g_cur);
+	put64(next);
+	g_pend |= P_ENABLE;
+}
+
+/* A block of a thread that had stopped being traced (a system call, a
+ * signal) or has not begun: it says where it is. */
+static VG_REGPARM(1) void h_enter(ULong ip)
+{
+	UWord p = g_pend;
+
+	g_pend = 0;
+	if (!g_tracing || g_dead)
+		return;
+	if (p & P_BEGIN) {
+		g_tnt_n = 0;
+		g_tnt_bits = 0;
+		g_th[g_cur].started = True;
+		rec(R_BEGIN, g_cur);
+		put64(ip);
+	} else if (p & P_ENABLE) {
+		rec(R_ENABLE, g_cur);
+		put64(ip);
+	}
+}
+
+/* The start symbol's first instruction: tracing begins, for this thread
+ * here and for every other at its next block. */
+static VG_REGPARM(1) void h_start(ULong ip)
+{
+	if (g_tracing || g_dead)
+		return;
+	g_tracing = True;
+	for (ThreadId t = 1; t < VG_N_THREADS; t++)
+		if (g_th[t].lwp && !g_th[t].exited && t != g_cur)
+			g_th[t].pend |= P_BEGIN;
+	g_pend = 0;
+	g_tnt_n = 0;
+	g_tnt_bits = 0;
+	g_th[g_cur].started = True;
+	rec(R_BEGIN, g_cur);
+	put64(ip);
+}
+
+static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)
+{
+	Addr ips[MAX_FRAMES];
+	UInt n;
+
+	if (!live())
+		return;
+	n = VG_(get_StackTrace)(g_cur, ips, MAX_FRAMES, NULL, NULL, 0);
+	rec(R_HIT, g_cur);
+	put64(ip);
+	put64(arg);
+	put64(mark);
+	put64(wall_ns());
+	put16((UShort)n);
+	for (UInt i = 0; i < n; i++)
+		put64(ips[i]);
+	/* mt-capture decides at once whether this ends the capture. */
+	flush_out();
+}
+
+static VG_REGPARM(2) void h_ptw(ULong value, ULong ip)
+{
+	if (!live())
+		return;
+	rec(R_PTW, g_cur);
+	put64(value);
+	put64(ip);
+}
+
+/* ---- instrumentation ---- */
+
+/* What the instruction at p (len bytes) does to control flow. */
+static Int classify(const UChar *p, UInt len)
+{
+	UInt i = 0;
+
+	while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e ||
+			   p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 ||
+			   p[i] == 0x64 || p[i] == 0x65 || p[i] == 0xf0 ||
+			   p[i] == 0xf2 || p[i] == 0xf3 || (p[i] & 0xf0) == 0x40))
+		i++;
+	if (i >= len)
+		return K_PLAIN;
+	switch (p[i]) {
+	case 0x70 ... 0x7f:
+	case 0xe0 ... 0xe3: /* loopne, loope, loop, jrcxz */
+		return K_COND;
+	case 0xe9:
+	case 0xeb:
+		return K_JMP;
+	case 0xe8:
+		return K_CALL;
+	case 0xc2:
+	case 0xc3:
+		return K_RET;
+	case 0xcd:
+		return K_SYSCALL;
+	case 0xff:
+		if (i + 1 < len)
+			switch ((p[i + 1] >> 3) & 7) {
+			case 2:
+			case 3:
+				return K_ICALL;
+			case 4:
+			case 5:
+				return K_IJMP;
+			}
+		return K_PLAIN;
+	case 0x0f:
+		if (i + 1 < len) {
+			if (p[i + 1] >= 0x80 && p[i + 1] <= 0x8f)
+				return K_COND;
+			if (p[i + 1] == 0x05 || p[i + 1] == 0x34)
+				return K_SYSCALL;
+		}
+		return K_PLAIN;
+	default:
+		return K_PLAIN;
+	}
+}
+
+/* The target of the conditional branch at p (len bytes): rel8 or
+ * rel32 after the opcode. */
+static ULong jcc_target(Addr p, UInt len)
+{
+	const UChar *b = (const UChar *)p;
+
+	if (len >= 6 && b[len - 6] == 0x0f)
+		return p + len + (ULong)(Long)(Int)(b[len - 4] |
+						 b[len - 3] << 8 |
+						 b[len - 2] << 16 |
+						 (UInt)b[len - 1] << 24);
+	return p + len + (ULong)(Long)(signed char)b[len - 1];
+}
+
+static IRExpr *c64(ULong v)
+{
+	return IRExpr_Const(IRConst_U64(v));
+}
+
+static void dirty(IRSB *sb, const HChar *name, void *fn, Int regparms,
+		  IRExpr **args)
+{
+	IRDirty *d = unsafeIRDirty_0_N(regparms, name,
+				       VG_(fnptr_to_fnentry)(fn), args);
+
+	addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
+/* An expression of sb as a 64-bit temporary. */
+static IRExpr *as_tmp(IRSB *sb, IRExpr *e)
+{
+	IRTemp t = newIRTemp(sb->tyenv, Ity_I64);
+
+	addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
+	return IRExpr_RdTmp(t);
+}
+
+static IRExpr *ld64(IRSB *sb, void *addr)
+{
+	return as_tmp(sb, IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
+}
+
+static void st64(IRSB *sb, void *addr, IRExpr *e)
+{
+	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, c64((ULong)(Addr)addr), e));
+}
+
+/*
+ * The bit of a conditional branch into the pack, by the instrumented
+ * code itself (a helper call for each branch would cost more than the
+ * rest): taken is guard, or its negation when the exit is the fall
+ * through.  A full pack calls h_tnt_full().
+ */
+static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
+		    ULong next)
+{
+	IRTemp tk = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp first = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp full = newIRTemp(sb->tyenv, Ity_I1);
+	IRTemp sh;
+	IRExpr *n, *bits, *b64, *n1, *ic, *t0;
+	IRDirty *d;
+
+	addStmtToIRSB(sb, IRStmt_WrTmp(tk, exit_taken ? guard
+						      : IRExpr_Unop(Iop_Not1,
+								    guard)));
+	n = ld64(sb, &g_tnt_n);
+	bits = ld64(sb, &g_tnt_bits);
+	b64 = as_tmp(sb, IRExpr_Unop(Iop_1Uto64, IRExpr_RdTmp(tk)));
+	sh = newIRTemp(sb->tyenv, Ity_I8);
+	addStmtToIRSB(sb, IRStmt_WrTmp(sh, IRExpr_Unop(Iop_64to8, n)));
+	b64 = as_tmp(sb, IRExpr_Binop(Iop_Shl64, b64, IRExpr_RdTmp(sh)));
+	st64(sb, &g_tnt_bits, as_tmp(sb, IRExpr_Binop(Iop_Or64, bits, b64)));
+	n1 = as_tmp(sb, IRExpr_Binop(Iop_Add64, n, c64(1)));
+	st64(sb, &g_tnt_n, n1);
+	st64(sb, &g_tnt_ip,
+	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(tk), c64(target), c64(next))));
+	ic = ld64(sb, &g_icount);
+	t0 = ld64(sb, &g_tnt_t0);
+	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n,
+							    c64(0))));
+	st64(sb, &g_tnt_t0,
+	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(first), ic, t0)));
+	st64(sb, &g_tnt_t1, ic);
+	addStmtToIRSB(sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1,
+							   c64(64))));
+	d = unsafeIRDirty_0_N(0, "h_tnt_full",
+			      VG_(fnptr_to_fnentry)(h_tnt_full),
+			      mkIRExprVec_0());
+	d->guard = IRExpr_RdTmp(full);
+	addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
+/* Is a the first instruction of function name (Valgrind's symbols)? */
+static Bool entry_of(Addr a, const HChar *name)
+{
+	const HChar *fn;
+
+	return name && name[0] &&
+	       VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &fn) &&
+	       !VG_(strcmp)(fn, name);
+}
+
+static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
+			   const VexGuestLayout *layout,
+			   const VexGuestExtents *vge,
+			   const VexArchInfo *archinfo_host, IRType gWordTy,
+			   IRType hWordTy)
+{
+	IRSB *out;
+	Int i = 0, ninsn = 0, kind = K_PLAIN, cur_kind = K_PLAIN;
+	Addr last = 0, first = 0, cur = 0;
+	UInt last_len = 0, cur_len = 0;
+
+	(void)closure;
+	(void)layout;
+	(void)vge;
+	(void)archinfo_host;
+	(void)gWordTy;
+	(void)hWordTy;
+	if (gWordTy != Ity_I64)
+		VG_(tool_panic)("mtpt: 64-bit guests only");
+	out = deepCopyIRSBExceptStmts(in);
+	while (i < in->stmts_used && in->stmts[i]->tag != Ist_IMark)
+		addStmtToIRSB(out, in->stmts[i++]);
+	for (Int k = i; k < in->stmts_used; k++)
+		if (in->stmts[k]->tag == Ist_IMark) {
+			ninsn++;
+			if (!first)
+				first = (Addr)in->stmts[k]->Ist.IMark.addr;
+			last = (Addr)in->stmts[k]->Ist.IMark.addr;
+			last_len = in->stmts[k]->Ist.IMark.len;
+		}
+	if (first) {
+		/* if (g_pend) h_enter(first); g_icount += ninsn */
+		IRExpr *p = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
+						    c64((ULong)(Addr)&g_pend)));
+		IRTemp c = newIRTemp(out->tyenv, Ity_I1);
+		IRDirty *d = unsafeIRDirty_0_N(
+			1, "h_enter", VG_(fnptr_to_fnentry)(h_enter),
+			mkIRExprVec_1(c64(first)));
+		IRExpr *n;
+
+		addStmtToIRSB(out, IRStmt_WrTmp(c, IRExpr_Binop(Iop_CmpNE64, p,
+							 c64(0))));
+		d->guard = IRExpr_RdTmp(c);
+		addStmtToIRSB(out, IRStmt_Dirty(d));
+		n = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
+					    c64((ULong)(Addr)&g_icount)));
+		n = as_tmp(out, IRExpr_Binop(Iop_Add64, n, c64((ULong)ninsn)));
+		addStmtToIRSB(out,
+			      IRStmt_Store(Iend_LE, c64((ULong)(Addr)&g_icount),
+					   n));
+	}
+	for (; i < in->stmts_used; i++) {
+		IRStmt *st = in->stmts[i];
+
+		if (st->tag == Ist_IMark) {
+			Addr a = (Addr)st->Ist.IMark.addr;
+
+			addStmtToIRSB(out, st);
+			cur = a;
+			cur_len = st->Ist.IMark.len;
+			cur_kind = classify((const UChar *)a, cur_len);
+			if (!g_tracing && entry_of(a, o_start))
+				dirty(out, "h_start", h_start, 1,
+				      mkIRExprVec_1(c64(a)));
+			if (entry_of(a, o_trigger))
+				dirty(out, "h_hit", h_hit, 3,
+				      mkIRExprVec_3(
+					      c64(a),
+					      as_tmp(out,
+						     IRExpr_Get(OFFSET_amd64_RDI,
+								Ity_I64)),
+					      as_tmp(out,
+						     IRExpr_Get(OFFSET_amd64_RSI,
+								Ity_I64))));
+			if (entry_of(a, o_ptwrite))
+				dirty(out, "h_ptw", h_ptw, 2,
+				      mkIRExprVec_2(
+					      as_tmp(out,
+						     IRExpr_Get(OFFSET_amd64_RDI,
+								Ity_I64)),
+					      c64(a)));
+			continue;
+		}
+		/* A conditional branch's exit (not the exit to itself of a
+		 * rep-prefixed instruction, nor one of Valgrind's own):
+		 * which way it went, before the exit that may leave the
+		 * block.  Its other way is the block's end, or, when
+		 * Valgrind unrolled a loop, the next copy of it. */
+		if (st->tag == Ist_Exit && cur_kind == K_COND &&
+		    st->Ist.Exit.jk == Ijk_Boring &&
+		    st->Ist.Exit.dst->tag == Ico_U64 &&
+		    st->Ist.Exit.dst->Ico.U64 != cur) {
+			ULong dst = st->Ist.Exit.dst->Ico.U64;
+			ULong next = cur + cur_len;
+			Bool exit_taken = dst != next;
+			ULong target = exit_taken ? dst : jcc_target(cur,
+								     cur_len);
+
+			if (o_truth)
+				dirty(out, "h_cond", h_cond, 0,
+				      mkIRExprVec_4(
+					      as_tmp(out,
+						     IRExpr_Unop(
+							     Iop_1Uto64,
+							     st->Ist.Exit.guard)),
+					      c64(exit_taken), c64(target),
+					      c64(next)));
+			else
+				add_tnt(out, st->Ist.Exit.guard, exit_taken,
+					target, next);
+			cur_kind = K_PLAIN; /* one bit per branch */
+		}
+		addStmtToIRSB(out, st);
+	}
+	kind = cur == last ? cur_kind : K_PLAIN;
+	switch (kind) {
+	case K_CALL:
+		if (in->next->tag == Iex_Const)
+			dirty(out, "h_call", h_call, 2,
+			      mkIRExprVec_2(c64(last + last_len), in->next));
+		else
+			dirty(out, "h_icall", h_icall, 2,
+			      mkIRExprVec_2(c64(last + last_len), in->next));
+		break;
+	case K_ICALL:
+		dirty(out, "h_icall", h_icall, 2,
+		      mkIRExprVec_2(c64(last + last_len), in->next));
+		break;
+	case K_RET:
+		dirty(out, "h_ret", h_ret, 1, mkIRExprVec_1(in->next));
+		break;
+	case K_IJMP:
+		dirty(out, "h_ijmp", h_ijmp, 1, mkIRExprVec_1(in->next));
+		break;
+	case K_JMP:
+		if (o_truth && in->next->tag == Iex_Const)
+			dirty(out, "h_jmp", h_jmp, 1, mkIRExprVec_1(in->next));
+		break;
+	case K_SYSCALL:
+		if (in->jumpkind == Ijk_Sys_syscall ||
+		    in->jumpkind == Ijk_Sys_int128 ||
+		    in->jumpkind == Ijk_Sys_sysenter)
+			dirty(out, "h_syscall", h_syscall, 1,
+			      mkIRExprVec_1(c64(last + last_len)));
+		break;
+	default:
+		break;
+	}
+	return out;
+}
+
+/* ---- events Valgrind reports ---- */
+
+static void on_start_client(ThreadId tid, ULong blocks)
+{
+	(void)blocks;
+	if (tid == g_cur)
+		return;
+	flush_tnt();
+	if (g_cur)
+		g_th[g_cur].pend = g_pend;
+	g_cur = tid;
+	g_pend = g_th[tid].pend;
+	g_th[tid].pend = 0;
+	if (!g_th[tid].lwp)
+		g_th[tid].lwp = VG_(gettid)();
+}
+
+/* Set why for tid, the running thread or another. */
+static void pend(ThreadId tid, UWord why)
+{
+	if (tid == g_cur)
+		g_pend |= why;
+	else
+		g_th[tid].pend |= why;
+}
+
+static void on_first_insn(ThreadId tid)
+{
+	g_th[tid].lwp = VG_(gettid)();
+	g_th[tid].exited = False;
+	g_th[tid].started = False;
+	if (g_tracing)
+		pend(tid, P_BEGIN);
+}
+
+static void on_thread_exit(ThreadId tid)
+{
+	if (g_tracing && !g_dead && g_th[tid].started) {
+		rec(R_EXIT, tid);
+	}
+	g_th[tid].exited = True;
+	g_th[tid].started = False;
+	g_th[tid].pend = 0;
+	if (tid == g_cur)
+		g_pend = 0;
+}
+
+/* System calls whose time is Valgrind's, not the kernel's: mapping
+ * memory (Valgrind reads the debug information of each file mapped
+ * then), creating processes and threads.  They take no time. */
+static Bool untimed(UInt sysno)
+{
+	switch (sysno) {
+	case __NR_mmap:
+	case __NR_mprotect:
+	case __NR_munmap:
+	case __NR_brk:
+	case __NR_mremap:
+	case __NR_madvise:
+	case __NR_shmat:
+	case __NR_shmdt:
+	case __NR_clone:
+	case __NR_fork:
+	case __NR_vfork:
+	case __NR_execve:
+	case __NR_arch_prctl:
+	case __NR_set_tid_address:
+		return True;
+	default:
+		return False;
+	}
+}
+
+static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
+{
+	(void)nargs;
+	g_th[tid].sys_vt = vt_now();
+	g_th[tid].sys_wall = untimed(sysno) ? 0 : wall_ns();
+	/* Valgrind runs what the program execs without us, and the socket
+	 * closes with the exec: mt-capture says why the trace ends. */
+	if (sysno == __NR_execve && args[0] && !g_dead) {
+		const HChar *path = (const HChar *)args[0];
+		UInt n = VG_(strlen)(path);
+
+		flush_tnt();
+		put8(R_EXEC);
+		put16((UShort)(n > 4095 ? 4095 : n));
+		put(path, n > 4095 ? 4095 : n);
+		flush_out();
+	}
+	/* It may block: what happened so far is sent first. */
+	if (g_th[tid].sys_wall && g_len) {
+		flush_tnt();
+		flush_out();
+	}
+}
+
+/* The call took w ns of wall time: the clock shows at least that much
+ * since it began (other threads may have moved it on meanwhile). */
+static void on_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs,
+			    SysRes res)
+{
+	ULong w = wall_ns() - g_th[tid].sys_wall;
+	ULong want = g_th[tid].sys_vt + w, now = vt_now();
+
+	(void)sysno;
+	(void)args;
+	(void)nargs;
+	(void)res;
+	if (g_th[tid].sys_wall && want > now)
+		g_extra += want - now;
+	g_th[tid].sys_wall = 0;
+}
+
+static void on_signal(ThreadId tid, Int sig, Bool alt)
+{
+	UWord p = tid == g_cur ? g_pend : g_th[tid].pend;
+
+	(void)sig;
+	(void)alt;
+	if (!g_tracing || g_dead || !g_th[tid].started)
+		return;
+	if (p & P_BEGIN)
+		return;
+	/* Interrupted in user code: FUP and TIP.PGD there (1); or in a
+	 * system call, where tracing had stopped already (0). */
+	rec(R_ASYNC, tid);
+	put8(!(p & P_ENABLE));
+	put64(VG_(get_IP)(tid));
+	pend(tid, P_ENABLE);
+}
+
+/* An executable file mapping, for mt-capture's MMAP2 records (the page
+ * of Valgrind's own text the program runs to return from a signal
+ * handler included). */
+static void on_map(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULong di)
+{
+	NSegment const *seg = VG_(am_find_nsegment)(a);
+	const HChar *path = seg ? VG_(am_get_filename)(seg) : NULL;
+	UInt n;
+
+	(void)di;
+	if (!xx || g_dead)
+		return;
+	/* Valgrind gives the program no vDSO: code mapped without a file
+	 * is generated code, which no trace of ours decodes. */
+	if (!path || !VG_IS_PAGE_ALIGNED(a))
+		return;
+	n = VG_(strlen)(path);
+	if (n > 4095)
+		n = 4095;
+	flush_tnt();
+	put8(R_MMAP);
+	put_time(vt_now());
+	put64(a);
+	put64(len);
+	put64((ULong)seg->offset + (a - seg->start));
+	put8((rr ? 1 : 0) | (ww ? 2 : 0) | (xx ? 4 : 0));
+	put16((UShort)n);
+	put(path, n);
+}
+
+static void on_startup_map(Addr a, SizeT len, Bool rr, Bool ww, Bool xx,
+			   ULong di)
+{
+	on_map(a, len, rr, ww, xx, di);
+}
+
+/* ---- options and the tool's life ---- */
+
+static Bool mt_option(const HChar *arg)
+{
+	const HChar *s;
+
+	if VG_INT_CLO (arg, "--mt-fd", o_fd) {
+	} else if VG_STR_CLO (arg, "--mt-start", s) {
+		o_start = s;
+	} else if VG_STR_CLO (arg, "--mt-trigger", s) {
+		o_trigger = s;
+	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
+		o_ptwrite = s;
+	} else if VG_BOOL_CLO (arg, "--mt-truth", o_truth) {
+	} else
+		return False;
+	return True;
+}
+
+static void mt_usage(void)
+{
+	VG_(printf)("    --mt-fd=N             the socket to mt-capture\n"
+		    "    --mt-start=SYMBOL     begin tracing there ('' at "
+		    "once) [main]\n"
+		    "    --mt-trigger=SYMBOL   report reaching it "
+		    "[mt_snapshot_point]\n"
+		    "    --mt-ptwrite=SYMBOL   report its argument\n"
+		    "    --mt-truth=yes|no     also report direct jumps\n");
+}
+
+static void mt_debug_usage(void)
+{
+}
+
+static void mt_post_clo_init(void)
+{
+	UInt pid = (UInt)VG_(getpid)();
+
+	if (o_fd < 0)
+		VG_(fmsg_bad_option)("--mt-fd", "mtpt talks to mt-capture\n");
+	/* Out of the program's reach: it may close or reuse low fds. */
+	g_fd = VG_(safe_fd)(o_fd);
+	g_th = VG_(calloc)("mtpt.threads", VG_N_THREADS, sizeof(*g_th));
+	g_t0 = wall_ns();
+	g_last_vt = g_t0;
+	put8(R_HELLO);
+	put32(MAGIC);
+	put32(pid);
+	put64(g_t0);
+	flush_out();
+	if (!o_start[0])
+		g_tracing = True;
+}
+
+/* A child the program forks runs on untraced: the socket and what is
+ * not sent yet are the parent's. */
+static void on_fork_child(ThreadId tid)
+{
+	(void)tid;
+	g_len = 0;
+	g_tnt_n = 0;
+	g_dead = True;
+	if (g_fd >= 0)
+		VG_(close)(g_fd);
+	g_fd = -1;
+}
+
+static void mt_fini(Int exitcode)
+{
+	(void)exitcode;
+	if (!g_dead) {
+		flush_tnt();
+		put8(R_END);
+		put_time(vt_now());
+		put64(g_icount);
+		flush_out();
+	}
+}
+
+static void mt_pre_clo_init(void)
+{
+	VG_(details_name)("mtpt");
+	VG_(details_version)(NULL);
+	VG_(details_description)("Intel PT events for mt-capture");
+	VG_(details_copyright_author)("Copyright (C) the mt authors.");
+	VG_(details_bug_reports_to)("the mt project");
+	VG_(basic_tool_funcs)(mt_post_clo_init, mt_instrument, mt_fini);
+	VG_(needs_command_line_options)(mt_option, mt_usage, mt_debug_usage);
+	VG_(needs_syscall_wrapper)(on_pre_syscall, on_post_syscall);
+	VG_(track_start_client_code)(on_start_client);
+	VG_(track_pre_thread_first_insn)(on_first_insn);
+	VG_(track_pre_thread_ll_exit)(on_thread_exit);
+	VG_(track_pre_deliver_signal)(on_signal);
+	VG_(track_new_mem_startup)(on_startup_map);
+	VG_(track_new_mem_mmap)(on_map);
+	VG_(atfork)(NULL, NULL, on_fork_child);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(mt_pre_clo_init)
