@@ -66,7 +66,7 @@ struct strm_key {
 	uint64_t pend_time, pend_since, pend_from, pend_ret;
 	uint64_t last_ip, blk_ip, cur_lo, cur_hi;
 	uint64_t prog_off, prev_off, win_n;
-	uint64_t psb_next, hold_from, hold_back, hold_until;
+	uint64_t hold_from, hold_back, hold_until;
 	uint64_t inl_top, inl_told_ip;
 	uint32_t nth, blk_ninsn, stuck_blocks, stuck_calls;
 	int32_t last_isid;
@@ -159,7 +159,7 @@ static void key_of(const struct strm *s, struct strm_key *k)
 	k->rate_dp = s->rate_dp;
 	k->win_floor = s->win_floor;
 	k->win_n = s->win_n;
-	k->psb_next = s->psb_next;
+	/* (psb_next is the first PSB at or after off, whoever looks) */
 	if (s->hold_until) {
 		k->hold_from = s->hold_from;
 		k->hold_back = s->hold_back;
