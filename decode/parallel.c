@@ -66,6 +66,7 @@ struct strm_key {
 	uint64_t pend_time, pend_since, pend_from, pend_ret;
 	uint64_t last_ip, blk_ip, cur_lo, cur_hi;
 	uint64_t prog_off, prev_off, win_n;
+	uint64_t hold_from, hold_back, hold_until;
 	uint64_t inl_top, inl_told_ip;
 	uint32_t nth, blk_ninsn, stuck_blocks, stuck_calls;
 	int32_t last_isid;
@@ -158,6 +159,12 @@ static void key_of(const struct strm *s, struct strm_key *k)
 	k->rate_dp = s->rate_dp;
 	k->win_floor = s->win_floor;
 	k->win_n = s->win_n;
+	/* (psb_next is the first PSB at or after off, whoever looks) */
+	if (s->hold_until) {
+		k->hold_from = s->hold_from;
+		k->hold_back = s->hold_back;
+		k->hold_until = s->hold_until;
+	}
 	k->pend = (uint32_t)s->pend;
 	k->pend_time = s->pend_time;
 	k->pend_since = s->icount - s->pend_pos;

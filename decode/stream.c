@@ -770,6 +770,7 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 		s->stuck_calls = 0;
 		pt_blk_get_offset(s->dec, &s->prog_off);
 		pt_blk_get_sync_offset(s->dec, &s->prev_off);
+		s->psb_next = s->prev_off;
 		if (!s->have_first) {
 			s->first_off = s->prog_off;
 			s->have_first = true;

@@ -68,6 +68,12 @@ struct strm {
 	size_t win_head, win_n, win_cap;
 	uint64_t win_floor; /* time of the last event delivered */
 	uint64_t mtc_span;  /* one MTC period in ns; 0: no window */
+	/* After a PSB libipt's clock may run many times too fast for an
+	 * MTC period (timing.c, psb_hold_scan): until it reads hold_until, or
+	 * steps back at hold_back or later, the window keeps every event
+	 * after hold_from, the PSB's time.  hold_until 0: no hold. */
+	uint64_t psb_next; /* offset of the next PSB to look at */
+	uint64_t hold_from, hold_back, hold_until;
 	/* an overflow whose resume time waits for the next time point */
 	bool ovf_pending;
 	uint64_t ovf_ip, ovf_before, ovf_pos, ovf_fwd;

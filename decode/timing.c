@@ -326,6 +326,7 @@ void strm_overflow_unanchors(struct strm *s)
 
 void strm_flush(struct strm *s)
 {
+	s->hold_until = 0;
 	/* No TSC came: the clock is all there is. */
 	if (s->unanchored)
 		aq_replay(s, 0);
@@ -356,8 +357,10 @@ void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		deliver(s, t, k, ip, aux);
 		return;
 	}
-	while (s->win_n && (s->win_n >= WIN_MAX ||
-			    s->win[s->win_head].t + 2 * s->mtc_span < t))
+	while (s->win_n &&
+	       (s->win_n >= WIN_MAX ||
+		(s->win[s->win_head].t + 2 * s->mtc_span < t &&
+		 !(s->hold_until && s->win[s->win_head].t > s->hold_from))))
 		win_deliver_first(s);
 	if (s->win_head + s->win_n == s->win_cap) {
 		if (s->win_head) {
@@ -418,6 +421,110 @@ static uint64_t cyc_rate_after_psb(struct strm *s, uint64_t t)
 			s->held[i].t = to;
 	s->last_time = to;
 	return to;
+}
+
+/* Packets looked at after a PSB for the MTCs that set libipt's rate. */
+#define PSB_SCAN_MAX 4096
+
+/*
+ * At the first MTC after a PSB that follows some cycles, libipt sets its
+ * rate from the CTC time since the MTC before the PSB over the cycles
+ * counted since then, which leave out those run between the PSB's
+ * previous CYC and the PSB: when the PSB came late in its MTC period, the
+ * rate is many times too fast (32 times, for a PSB 25 cycles before the
+ * MTC), and until the next MTC the clock runs that much ahead,
+ * microseconds, before it steps back (cyc_rate_after_psb).  By then the
+ * step window, which keeps two periods by the times the clock gave, has
+ * let go of the events the step back would put right.  perf's decoder
+ * looks ahead to the next MTC for its rate; here the packets after the
+ * PSB tell how far the clock can run ahead: the MTC where libipt sets
+ * the rate (the j-th, at most j periods after the PSB's TSC), the cycles
+ * counted before it and those in the period after it.  The window keeps
+ * what comes after the PSB until the clock steps back after that MTC's
+ * next one, or reads past the most the fast rate can reach.
+ */
+static void psb_hold_scan(struct strm *s, uint64_t at)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *d;
+	struct pt_packet p;
+	uint64_t tsc = 0, cyc = 0, before = 0, span = s->mtc_span, t, reach;
+	unsigned mtcs = 0, j = 0, periods = 0;
+	uint8_t ctc0 = 0;
+	bool have_tsc = false, done = false;
+
+	s->hold_until = 0;
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)s->buf;
+	cfg.end = (uint8_t *)s->buf + s->len;
+	d = pt_pkt_alloc_decoder(&cfg);
+	if (!d)
+		return;
+	if (pt_pkt_sync_set(d, at) < 0)
+		done = true;
+	for (int n = 0; n < PSB_SCAN_MAX && !done; n++) {
+		if (pt_pkt_next(d, &p, sizeof(p)) < 0)
+			break;
+		switch (p.type) {
+		case ppt_psb:
+			done = n > 0;
+			break;
+		case ppt_ovf:
+			/* libipt calibrates afresh after it */
+			done = true;
+			break;
+		case ppt_tsc:
+			tsc = p.payload.tsc.tsc;
+			have_tsc = true;
+			break;
+		case ppt_tma:
+			/* the CTC of the last MTC before the TSC */
+			ctc0 = (uint8_t)(p.payload.tma.ctc >> s->c->mtc_freq);
+			break;
+		case ppt_cyc:
+			cyc += p.payload.cyc.value;
+			break;
+		case ppt_mtc:
+			mtcs++;
+			if (before) {
+				done = true;
+			} else if (cyc) {
+				j = mtcs;
+				before = cyc;
+				periods = (uint8_t)(p.payload.mtc.ctc - ctc0);
+				if (!periods)
+					periods = 256;
+				cyc = 0;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	pt_pkt_free_decoder(d);
+	if (!have_tsc || !before)
+		return;
+	t = pd_tsc_to_perf_time(tsc, &s->c->pt);
+	reach = (uint64_t)((unsigned __int128)span * periods * cyc / before);
+	s->hold_from = t;
+	s->hold_back = t + j * span;
+	s->hold_until = t + (j + 1) * span + reach;
+}
+
+/* Past a PSB the decoder has read since the last look, its hold. */
+static void psb_look(struct strm *s)
+{
+	uint64_t off, at = UINT64_MAX;
+
+	if (!s->mtc_span || !s->dec || pt_blk_get_offset(s->dec, &off) < 0)
+		return;
+	while (s->psb_next < off) {
+		at = s->psb_next;
+		if (!dec_find_psb(s->buf, s->len, at + 16, &s->psb_next))
+			s->psb_next = UINT64_MAX;
+	}
+	if (at != UINT64_MAX)
+		psb_hold_scan(s, at);
 }
 
 /* An event that is no transfer: what waits goes first, as it was. */
@@ -624,16 +731,22 @@ uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
 
 	if (!ev->has_tsc)
 		return strm_now(s);
+	psb_look(s);
 	t = pd_tsc_to_perf_time(ev->tsc, &s->c->pt);
 	/* (a PSB's status events bear the time of its TSC) */
 	if (s->unanchored)
 		t = mtc_wraps_lost_in_overflow(s, t, ev->status_update);
 	bound = ev->type != ptev_overflow && ev->type != ptev_enabled;
 	if (t < s->last_time && bound && ev->type == ptev_tick && s->mtc_span &&
-	    !s->ovf_pending)
+	    !s->ovf_pending) {
+		if (t >= s->hold_back)
+			s->hold_until = 0;
 		t = cyc_rate_after_psb(s, t);
+	}
 	if (t < s->last_time)
 		t = s->last_time;
+	if (t >= s->hold_until)
+		s->hold_until = 0;
 	if (s->ovf_pending)
 		ovf_resolve(s, t, bound);
 	if (s->nheld)

@@ -304,6 +304,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ot.n; i++) {
 		bool known = false;
 
+		/* (a thread's rows come together: one look each) */
+		if (i && ot.r[i].tid == ot.r[i - 1].tid)
+			continue;
 		for (size_t j = 0; j < tt.n && !known; j++)
 			known = tt.r[j].tid == ot.r[i].tid;
 		if (!known) {
