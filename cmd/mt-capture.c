@@ -144,6 +144,29 @@ static void on_stop_signal(int sig)
 	errno = saved;
 }
 
+/* Set when a write went past the file size limit (ulimit -f).  Caught,
+ * the signal makes the write fail with EFBIG, which the writer reports
+ * and cleans up after, where its default would kill mt-capture with the
+ * capture's temporary file left.  A handler rather than SIG_IGN: the
+ * program traced starts with the default action again (execve). */
+static volatile sig_atomic_t over_file_limit;
+
+static void on_file_limit(int sig)
+{
+	(void)sig;
+	over_file_limit = 1;
+}
+
+static void catch_file_limit(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_file_limit;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGXFSZ, &sa, NULL);
+}
+
 /*
  * SIGTERM and SIGHUP (kill, a closed terminal) end the capture as Ctrl-C
  * does: dying of them would leave an attached process single-stepping
@@ -238,6 +261,12 @@ static int check_writable(const char *opt, const char *out)
 	if (rc == -EISDIR) {
 		fprintf(stderr, "mt-capture: %s %s: is a directory\n", opt,
 			out);
+		return -1;
+	}
+	/* A device, a FIFO or a socket: the capture is written with
+	 * seeks, and is never put in a special file's place. */
+	if (rc == -ESPIPE) {
+		fprintf(stderr, "mt-capture: %s %s\n", opt, err);
 		return -1;
 	}
 	if (rc) {
@@ -474,7 +503,10 @@ static int report_run(const struct capture_opts *cap, const char *prog, int rc,
 	if (killed_by)
 		report_killed(cap->pid ? NULL : prog, cap->pid, killed_by);
 	if (rc) {
-		fprintf(stderr, "mt-capture: %s\n", err);
+		fprintf(stderr, "mt-capture: %s%s\n", err,
+			over_file_limit
+				? " (over the file size limit, ulimit -f)"
+				: "");
 		return 1;
 	}
 	if (warning[0])
@@ -583,6 +615,9 @@ int main(int argc, char **argv)
 	const char *emu_opt = NULL, *hw_opt = NULL;
 	int emulate = 0, check = 0, timing_given = 0, i, rc;
 
+	/* A capture over ulimit -f is an error said in one line, its
+	 * temporary file removed. */
+	catch_file_limit();
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,7 +281,58 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
-static const int fatal_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/*
+ * The capture as it was when it was opened, for a SIGBUS: the decoder
+ * reads it mapped, and a capture truncated meanwhile by another process
+ * faults there.  Set before the handler is installed, never changed.
+ */
+static const char *sig_capture;
+static struct stat sig_capture_st;
+
+static void say(const char *s)
+{
+	ssize_t n = write(STDERR_FILENO, s, strlen(s));
+
+	(void)n;
+}
+
+/* A fault reading a capture that changed is the capture's doing, said
+ * in one line; any other stays a crash. */
+static void on_bus_error(int sig)
+{
+	struct stat now;
+
+	if (sig_capture &&
+	    (stat(sig_capture, &now) || now.st_size != sig_capture_st.st_size ||
+	     now.st_mtim.tv_sec != sig_capture_st.st_mtim.tv_sec ||
+	     now.st_mtim.tv_nsec != sig_capture_st.st_mtim.tv_nsec)) {
+		for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
+			if (sig_outs[i].tmp)
+				unlink(sig_outs[i].tmp);
+		say("mt-convert: ");
+		say(sig_capture);
+		say(": the capture changed (shrank) while it was being read; "
+		    "no output was written\n");
+		_exit(1);
+	}
+	on_fatal_signal(sig);
+}
+
+/* Set when a write went past the file size limit (ulimit -f): it fails
+ * with EFBIG then, which the writer reports, instead of killing the
+ * process with its temporary files left; the message says why. */
+static volatile sig_atomic_t over_file_limit;
+
+static void on_file_limit(int sig)
+{
+	(void)sig;
+	over_file_limit = 1;
+}
+
+/* SIGPIPE: a reader of standard output (--text -, -o /dev/stdout) that
+ * went away, as head does; the conversion ends quietly, as a pipeline's
+ * tools do. */
+static const int fatal_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 static void fatal_signal_set(sigset_t *set)
 {
@@ -306,6 +358,10 @@ static void catch_fatal_signals(void)
 			continue;
 		sigaction(sigs[i], &sa, NULL);
 	}
+	sa.sa_handler = on_bus_error;
+	sigaction(SIGBUS, &sa, NULL);
+	sa.sa_handler = on_file_limit;
+	sigaction(SIGXFSZ, &sa, NULL);
 }
 
 /*
@@ -696,16 +752,46 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	{
+		struct stat sb;
+
+		/* A database named after a pipe or a device would land
+		 * beside it (/dev/stdout.sqlite): asked for instead. */
+		if (a.out && !a.sqlite && !a.no_sqlite && !stat(a.out, &sb) &&
+		    !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+			fprintf(stderr,
+				"mt-convert: -o %s is not a regular file: name "
+				"the database with --sqlite PATH, or give "
+				"--no-sqlite\n",
+				a.out);
+			rc = 2;
+			goto out;
+		}
+	}
 	/* Every output is created (empty, under its temporary name) before
 	 * the conversion, so that one that cannot be written is found now,
 	 * and a signal from here on takes them away. */
 	sig_outs = outs;
+	if (!stat(a.capture, &sig_capture_st) &&
+	    S_ISREG(sig_capture_st.st_mode))
+		sig_capture = a.capture;
 	catch_fatal_signals();
 	for (size_t i = 0; i < NR_OUTS; i++) {
+		int brc;
+
 		if (!out_names[i])
 			continue;
-		if (mt_outfile_begin(&outs[i], out_names[i], err, sizeof(err)))
+		/* The database is written with seeks; the trace and the
+		 * text go out in order, into a pipe or a device too. */
+		brc = i == OUT_SQLITE
+			      ? mt_outfile_begin(&outs[i], out_names[i], err,
+						 sizeof(err))
+			      : mt_outfile_begin_stream(&outs[i], out_names[i],
+							err, sizeof(err));
+		if (brc) {
+			rc = brc == -ESPIPE ? 2 : 1;
 			goto fail;
+		}
 		nr_outs = i + 1;
 		sig_nr_outs = (sig_atomic_t)nr_outs;
 	}
@@ -871,7 +957,7 @@ int main(int argc, char **argv)
 		int crc;
 
 		for (size_t i = 0; i < nr_outs; i++)
-			if (outs[i].tmp)
+			if (outs[i].path)
 				done[n++] = outs[i];
 		/* A signal now would find some outputs renamed and others
 		 * not: it waits until all are in place (or all gone). */
@@ -894,7 +980,9 @@ oom:
 fail:
 	if (prog.shown)
 		fputc('\n', stderr);
-	fprintf(stderr, "mt-convert: %s\n", err);
+	fprintf(stderr, "mt-convert: %s%s\n", err,
+		over_file_limit ? " (over the file size limit, ulimit -f)"
+				: "");
 out:
 	sig_nr_outs = 0;
 	for (size_t i = 0; i < nr_outs; i++)

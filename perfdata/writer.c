@@ -166,7 +166,10 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 	rc = mt_outfile_begin(&w->out, path, why, sizeof(why));
 	if (rc) {
 		rc = pd_fail(err, rc == -ENOMEM ? -ENOMEM : -EIO, path,
-			     UINT64_MAX, "cannot create: %s", strerror(-rc));
+			     UINT64_MAX, "cannot create: %s",
+			     rc == -ESPIPE ? "a special file (device, FIFO, "
+					     "socket) cannot take a capture"
+					   : strerror(-rc));
 		goto fail;
 	}
 	w->fd = open(w->out.tmp, O_WRONLY | O_CLOEXEC);

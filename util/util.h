@@ -138,23 +138,46 @@ int mt_parse_size(const char *s, uint64_t *out);
 
 /*
  * An output file written under a temporary name beside its path and put
- * in place by a rename when complete (outfile.c).  Errors are negative
- * errno values, with one line naming the file in err.
+ * in place by a rename when complete (outfile.c).  A symbolic link is
+ * followed (the file it names is replaced, not the link); a special file
+ * (device, FIFO, socket, or a link to one) is never replaced.  Errors are
+ * negative errno values, with one line naming the file in err.
  */
 struct mt_outfile {
-	char *path;  /* where it goes */
-	char *tmp;   /* where it is written until then */
+	char *path;  /* where it goes, as given */
+	char *dest;  /* path with a link followed: what the rename replaces */
+	char *tmp;   /* where it is written until then; NULL for a stream */
 	FILE *fp;    /* mt_outfile_fopen's stream, or NULL */
+	int fd;	     /* the temporary file (locked), or the stream */
 	bool synced; /* on disk already (mt_outfile_sync) */
+	bool stream; /* path is a special file, written into directly */
 };
 
-/* Creates the (empty) temporary file; refuses a directory at path. */
+/*
+ * Creates the (empty) temporary file, first removing those of this
+ * output that runs killed outright left.  Refuses a directory at path
+ * (-EISDIR) and a special file (-ESPIPE: the output is written with
+ * seeks, or read back).
+ */
 int mt_outfile_begin(struct mt_outfile *f, const char *path, char *err,
 		     size_t errlen);
 /*
- * The same, and the temporary file opened as a stream to write to (also
- * in f->fp), which the commit or the abort closes: a write error on it
- * fails the commit.  NULL (with nothing left behind) on failure.
+ * The same for an output written from its start to its end and never
+ * read back, which a special file at path (standard output, a pipe, a
+ * terminal, /dev/null) takes as a stream: opened now (a FIFO waits for
+ * its reader), nothing to sync or rename at the commit, and nothing an
+ * abort can take back.
+ */
+int mt_outfile_begin_stream(struct mt_outfile *f, const char *path, char *err,
+			    size_t errlen);
+/* A descriptor of the caller's own to write the output through from its
+ * start (the temporary file, truncated, or the stream), or -errno. */
+int mt_outfile_open(const struct mt_outfile *f);
+/*
+ * The same as mt_outfile_begin, and the temporary file opened as a
+ * stream to write to (also in f->fp), which the commit or the abort
+ * closes: a write error on it fails the commit.  NULL (with nothing left
+ * behind) on failure.
  */
 FILE *mt_outfile_fopen(struct mt_outfile *f, const char *path, char *err,
 		       size_t errlen);
@@ -170,7 +193,8 @@ int mt_outfile_commit(struct mt_outfile *f, char *err, size_t errlen);
  * is renamed.  On failure every temporary file left goes. */
 int mt_outfile_commit_all(struct mt_outfile *fs, size_t n, char *err,
 			  size_t errlen);
-/* Removes the temporary file; path keeps its old content.  Idempotent. */
+/* Removes the temporary file; path keeps its old content.  Idempotent;
+ * a zeroed mt_outfile may be aborted too. */
 void mt_outfile_abort(struct mt_outfile *f);
 
 /*

@@ -678,11 +678,16 @@ static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
 	return 0;
 }
 
-static int pf_open(struct pf *w, const char *tmp)
+/* Only ever written forwards: a special file takes it as a stream. */
+static int pf_open(struct pf *w, const struct mt_outfile *f)
 {
-	w->fd = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (w->fd < 0)
-		return pf_fail(w, -errno, "cannot write: %s", strerror(errno));
+	w->fd = mt_outfile_open(f);
+	if (w->fd < 0) {
+		int e = w->fd;
+
+		w->fd = -1;
+		return pf_fail(w, e, "cannot write: %s", strerror(-e));
+	}
 	return 0;
 }
 
@@ -761,7 +766,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 			goto fail;
 		}
 	}
-	if (pf_open(&w, f->tmp))
+	if (pf_open(&w, f))
 		goto fail;
 	rc = mt_jobs_start(&w.out, pf_batch_out, &w, PF_NR_BATCHES - 1);
 	if (rc) {
@@ -818,7 +823,7 @@ int wr_perfetto(const struct mt_trace *t, const char *path,
 		char *err, size_t errlen)
 {
 	struct mt_outfile f;
-	int rc = mt_outfile_begin(&f, path, err, errlen);
+	int rc = mt_outfile_begin_stream(&f, path, err, errlen);
 
 	if (rc)
 		return rc;

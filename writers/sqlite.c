@@ -925,6 +925,10 @@ int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		w.memo[i].id = UINT32_MAX;
 	if (err && errlen)
 		err[0] = 0;
+	/* Written with seeks and read back: never to a stream (util's
+	 * mt_outfile_begin refuses a special file for it). */
+	if (!f->tmp)
+		return sq_fail(&w, -ESPIPE, "cannot be written as a stream");
 	rc = build(&w, f->tmp);
 	if (rc)
 		close_db(&w);

@@ -93,13 +93,16 @@ static int text_write(const struct mt_trace *t, FILE *o, const char *path,
 int wr_text_to(const struct mt_trace *t, const struct mt_outfile *f,
 	       struct wr_stats *st, char *err, size_t errlen)
 {
-	FILE *o = fopen(f->tmp, "w");
-	int rc;
+	int fd = mt_outfile_open(f), rc;
+	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
 
 	if (!o) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
 		snprintf(err, errlen, "%s: cannot write: %s", f->path,
-			 strerror(errno));
-		return -errno;
+			 strerror(-rc));
+		return rc;
 	}
 	rc = text_write(t, o, f->path, st, err, errlen);
 	if (fclose(o) && !rc) {
@@ -119,7 +122,7 @@ int wr_text(const struct mt_trace *t, const char *path, struct wr_stats *st,
 	if (!strcmp(path, "-"))
 		return text_write(t, stdout, "standard output", st, err,
 				  errlen);
-	rc = mt_outfile_begin(&f, path, err, errlen);
+	rc = mt_outfile_begin_stream(&f, path, err, errlen);
 	if (rc)
 		return rc;
 	rc = wr_text_to(t, &f, st, err, errlen);

@@ -230,6 +230,188 @@ for sig in INT TERM HUP; do
 	done
 done
 
+# clean NAME: no temporary file left in $W/b, and the earlier outputs
+# as they were (0), or put back.
+clean() {
+	local left
+	left=$(ls "$W/b" | grep '\.tmp\.')
+	if [ -n "$left" ]; then
+		echo "FAIL $1: left $left"
+		rm -f "$W"/b/*.tmp.*
+	elif ! (cd "$W/b" && md5sum --quiet -c before.md5 >/dev/null 2>&1); then
+		echo "FAIL $1: an earlier output was replaced"
+	else
+		return 0
+	fi
+	cp "$W/b/keep.pftrace" "$W/b/t.pftrace"
+	cp "$W/b/keep.sqlite" "$W/b/t.sqlite"
+	return 1
+}
+
+# A file size limit, SIGXFSZ at its default: one line naming the output
+# and the limit, not a death by the signal.
+(ulimit -f $(((pf + db) / 2 / 1024))
+ "$B/mt-convert" "$W/b/raw.bin" -o "$W/b/t.pftrace" -q 2>"$W/b/err")
+rc=$?
+if [ $rc -eq 0 ] || [ $rc -gt 128 ]; then
+	echo "FAIL convert_file_limit: exit status $rc"
+elif [ "$(wc -l <"$W/b/err")" -ne 1 ] ||
+	! grep -q "t\.\(sqlite\|pftrace\).*file size limit" "$W/b/err"; then
+	echo "FAIL convert_file_limit: message:"; sed 's/^/    /' "$W/b/err" | head -3
+elif clean convert_file_limit; then
+	echo "PASS convert_file_limit (exit $rc)"
+fi
+
+# The reader of --text - goes away (head): the conversion ends (quietly,
+# by SIGPIPE, or saying so) with no temporary file left.
+"$B/mt-convert" "$W/b/raw.bin" -o "$W/b/t.pftrace" --text - -q 2>"$W/b/err" |
+	head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+if [ $rc -eq 0 ]; then
+	echo "FAIL convert_text_reader_gone: exit status 0"
+elif clean convert_text_reader_gone; then
+	echo "PASS convert_text_reader_gone (exit $rc)"
+fi
+
+# The capture truncated by another process while it is read (mapped):
+# one line naming it, no crash, no temporary file.  The conversion is
+# stopped once the capture is mapped, which is before its trace is
+# decoded; a machine fast enough to finish first is given another try.
+for try in 1 2 3; do
+	cp "$W/b/raw.bin" "$W/b/cap.bin"
+	"$B/mt-convert" "$W/b/cap.bin" -o "$W/b/t.pftrace" -q 2>"$W/b/err" &
+	pid=$!
+	for _ in $(seq 1 2000); do
+		grep -qF "$W/b/cap.bin" "/proc/$pid/maps" 2>/dev/null && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.01
+	done
+	kill -STOP $pid 2>/dev/null
+	: >"$W/b/cap.bin"
+	kill -CONT $pid 2>/dev/null
+	wait $pid
+	rc=$?
+	[ $rc -ne 0 ] && break
+	clean convert_capture_shrank >/dev/null
+done
+if [ $rc -eq 0 ]; then
+	echo "FAIL convert_capture_shrank: converted each time before it was cut"
+elif [ $rc -gt 128 ]; then
+	echo "FAIL convert_capture_shrank: exit status $rc"; sed 's/^/    /' "$W/b/err" | head -3
+elif [ "$(wc -l <"$W/b/err")" -ne 1 ] || ! grep -q "cap\.bin: .*changed" "$W/b/err"; then
+	echo "FAIL convert_capture_shrank: message:"; sed 's/^/    /' "$W/b/err" | head -3
+elif clean convert_capture_shrank; then
+	echo "PASS convert_capture_shrank (exit $rc, try $try)"
+fi
+rm -f "$W/b/cap.bin"
+
+# A run killed outright (SIGKILL) leaves its temporary files; the next
+# run for the same outputs removes them.
+for try in 1 2 3; do
+	"$B/mt-convert" "$W/b/raw.bin" -o "$W/b/t.pftrace" -q 2>/dev/null &
+	pid=$!
+	for _ in $(seq 1 600); do
+		[ -n "$(find "$W/b" -name 't.sqlite.tmp.*' -size +0 2>/dev/null)" ] && break
+		sleep 0.05
+	done
+	kill -KILL $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	left=$(ls "$W/b" | grep '\.tmp\.')
+	[ -n "$left" ] && break
+	clean convert_killed_leftovers >/dev/null
+done
+"$B/mt-convert" "$W/s/raw.bin" -o "$W/b/t.pftrace" -q 2>"$W/b/err"
+rc=$?
+cp "$W/b/keep.pftrace" "$W/b/t.pftrace"
+cp "$W/b/keep.sqlite" "$W/b/t.sqlite"
+if [ -z "$left" ]; then
+	echo "FAIL convert_killed_leftovers: the killed run left nothing to remove"
+elif [ $rc -ne 0 ]; then
+	echo "FAIL convert_killed_leftovers: the next run: exit $rc"; sed 's/^/    /' "$W/b/err" | head -3
+elif clean convert_killed_leftovers; then
+	echo "PASS convert_killed_leftovers (removed $(echo $left))"
+fi
+
+# Special files are never replaced.  The trace, written in order, goes
+# into a link to /dev/null, a FIFO, or a link to standard output (a pipe
+# or a file) as a stream; the database, written with seeks, is refused
+# in one line before any work, and so is a database named after a
+# device.  The links stay links, the FIFO a FIFO, /dev/null a device.
+P=$W/sp
+mkdir -p "$P"
+ln -s /dev/null "$P/null.pftrace"
+mkfifo "$P/fifo.pftrace"
+ln -s /proc/self/fd/1 "$P/stdout.pftrace"
+"$B/mt-convert" "$W/s/raw.bin" -o "$P/ref.pftrace" --no-sqlite -q
+# special NAME RC WANT ARGS...: mt-convert ARGS (stdout to $P/got)
+# exits RC, with no message (WANT empty) or one line matching WANT, and
+# leaves every special file as it was and nothing else behind.
+special() {
+	local name=$1 want_rc=$2 want=$3 rc
+	shift 3
+	(cd "$P" && timeout 60 "$B/mt-convert" "$W/s/raw.bin" "$@" -q >"$P/got" 2>"$P/err")
+	rc=$?
+	if [ $rc -ne "$want_rc" ]; then
+		echo "FAIL convert_special_$name: exit status $rc"; sed 's/^/    /' "$P/err" | head -3
+	elif { [ -z "$want" ] && [ -s "$P/err" ]; } ||
+		{ [ -n "$want" ] && { [ "$(wc -l <"$P/err")" -ne 1 ] || ! grep -q -- "$want" "$P/err"; }; }; then
+		echo "FAIL convert_special_$name: message:"; sed 's/^/    /' "$P/err" | head -3
+	elif ! [ -c /dev/null ] || ! [ -L "$P/null.pftrace" ] || ! [ -p "$P/fifo.pftrace" ] ||
+		! [ -L "$P/stdout.pftrace" ]; then
+		echo "FAIL convert_special_$name: a special file was replaced"
+	elif [ -n "$(ls "$P" | grep -v '^\(null\|fifo\|stdout\|ref\)\.pftrace$\|^got$\|^err$\|^fifo\.got$')" ]; then
+		echo "FAIL convert_special_$name: left $(ls "$P" | tr '\n' ' ')"
+	else
+		return 0
+	fi
+	return 1
+}
+special null 0 "" -o null.pftrace --no-sqlite && echo "PASS convert_special_null"
+special text_null 0 "" -o "$W/tn.pftrace" --no-sqlite --text null.pftrace &&
+	echo "PASS convert_special_text_null"
+special sqlite 2 "null.pftrace: is a character device" \
+	-o t.pftrace --sqlite null.pftrace && echo "PASS convert_special_sqlite"
+special sqlite_fifo 2 "fifo.pftrace: is a FIFO" \
+	-o t.pftrace --sqlite fifo.pftrace && echo "PASS convert_special_sqlite_fifo"
+special default_sqlite 2 "--no-sqlite" -o null.pftrace &&
+	echo "PASS convert_special_default_sqlite"
+timeout 60 cat "$P/fifo.pftrace" >"$P/fifo.got" &
+cat_pid=$!
+if special fifo 0 "" -o fifo.pftrace --no-sqlite; then
+	wait $cat_pid
+	if cmp -s "$P/fifo.got" "$P/ref.pftrace"; then
+		echo "PASS convert_special_fifo"
+	else
+		echo "FAIL convert_special_fifo: the reader got $(stat -c %s "$P/fifo.got") bytes"
+	fi
+fi
+kill $cat_pid 2>/dev/null
+wait $cat_pid 2>/dev/null
+rm -f "$P/fifo.got"
+# Standard output a file, then a pipe.
+special stdout_file 0 "" -o stdout.pftrace --no-sqlite &&
+	{ cmp -s "$P/got" "$P/ref.pftrace" && echo "PASS convert_special_stdout_file" ||
+		echo "FAIL convert_special_stdout_file: standard output got $(stat -c %s "$P/got") bytes"; }
+(cd "$P" && "$B/mt-convert" "$W/s/raw.bin" -o stdout.pftrace --no-sqlite -q 2>"$P/err" |
+	cat >"$P/got")
+if [ -L "$P/stdout.pftrace" ] && cmp -s "$P/got" "$P/ref.pftrace" && ! [ -s "$P/err" ]; then
+	echo "PASS convert_special_stdout_pipe"
+else
+	echo "FAIL convert_special_stdout_pipe: the pipe got $(stat -c %s "$P/got") bytes"
+fi
+
+# An output's name as long as a name may be (255 bytes, the database's
+# 254): the temporary names are cut to fit.
+n=$(printf 'n%.0s' $(seq 1 247))
+mkdir -p "$W/long"
+if ! "$B/mt-convert" "$W/s/raw.bin" -o "$W/long/$n.pftrace" -q 2>"$W/long.err"; then
+	echo "FAIL convert_long_name:"; sed 's/^/    /' "$W/long.err" | head -3
+elif [ "$(ls "$W/long" | sort | tr '\n' ' ')" != "$n.pftrace $n.sqlite " ]; then
+	echo "FAIL convert_long_name: made $(ls "$W/long" | wc -l) files"
+else
+	echo "PASS convert_long_name"
+fi
+
 # A program that ends spinning in jmp .: its last call (spin, reached by
 # a direct call no packet follows) is in the trace, at its time, with
 # work returned before it: not before the last branch perf's decode of

@@ -194,6 +194,44 @@ refuse truth_unwritable "--truth $W/nodir/t.tsv: cannot write there" \
 MT_INTEL_PT_SYSFS=$W/pmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cannot write there" \
 	--timing low -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
 
+# A special file is never replaced (the capture is written with seeks):
+# a link to /dev/null and a FIFO are refused before the program runs,
+# and stay as they were.
+ln -s /dev/null "$W/null.bin"
+mkfifo "$W/fifo.bin"
+refuse output_dev_null "-o $W/null.bin: is a character device" \
+	--emulate -o "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
+refuse output_fifo "-o $W/fifo.bin: is a FIFO" \
+	--emulate -o "$W/fifo.bin" -- "$W/ticker" 0 "$W/ran"
+refuse truth_dev_null "--truth $W/null.bin: is a character device" \
+	--emulate -o raw.bin --truth "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
+if [ -c /dev/null ] && [ -L "$W/null.bin" ] && [ -p "$W/fifo.bin" ] &&
+	[ -z "$(ls "$W" | grep '\.tmp\.')" ]; then
+	echo "PASS capture_faults_special_untouched"
+else
+	echo "FAIL capture_faults_special_untouched: $(ls -l /dev/null "$W/null.bin" "$W/fifo.bin" 2>&1 | tr '\n' ' ')"
+fi
+rm -f "$W/null.bin" "$W/fifo.bin"
+
+# A capture over the file size limit (ulimit -f), SIGXFSZ at its
+# default: said in one line naming it, the earlier capture kept, no
+# temporary file left.
+mkdir -p "$W/lim"
+echo earlier >"$W/lim/cap.bin"
+(ulimit -f 4; "$B/mt-capture" --emulate -o "$W/lim/cap.bin" -- "$W/ticker" 0) \
+	>/dev/null 2>"$W/lim.err"
+rc=$?
+if [ $rc -ne 1 ]; then
+	echo "FAIL capture_faults_file_limit: exit status $rc"; sed 's/^/    /' "$W/lim.err" | tail -3
+elif [ "$(grep -c -v 'emulating Intel PT' "$W/lim.err")" -ne 1 ] ||
+	! grep -q "cap\.bin.*file size limit" "$W/lim.err"; then
+	echo "FAIL capture_faults_file_limit: message:"; sed 's/^/    /' "$W/lim.err" | tail -3
+elif [ "$(ls "$W/lim")" != cap.bin ] || [ "$(cat "$W/lim/cap.bin")" != earlier ]; then
+	echo "FAIL capture_faults_file_limit: left $(ls "$W/lim" | tr '\n' ' ')"
+else
+	echo "PASS capture_faults_file_limit"
+fi
+
 # 6. An option's value that is an option: "-o --" would write a file
 # named "--" and take the program for an option.
 refuse output_dashdash "-o wants a file name, not '--'" \

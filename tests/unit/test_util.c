@@ -11,10 +11,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void test_parse_u64(struct check_state *cs)
@@ -410,6 +417,199 @@ static void test_outfile_sync_early(struct check_state *cs)
 	tmpdir_remove(dir);
 }
 
+/*
+ * Outputs that belong together appear together or not at all: when the
+ * second cannot be flushed (a file size limit its buffered bytes pass),
+ * the first, written and syncable, keeps its old content too.
+ */
+static void test_outfile_all_or_none(struct check_state *cs)
+{
+	char dir[64], p0[128], p1[128], err[256], big[16384], vbuf[32768];
+	struct mt_outfile fs[2];
+	struct rlimit old, lim;
+	void (*old_xfsz)(int);
+	int rc;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(p0, sizeof(p0), "%s/a.tsv", dir);
+	snprintf(p1, sizeof(p1), "%s/b.tsv", dir);
+	CHECK(cs, spit(p0, "old0\n", 5) == 0 && spit(p1, "old1\n", 5) == 0);
+	CHECK(cs, mt_outfile_fopen(&fs[0], p0, err, sizeof(err)) != NULL);
+	CHECK(cs, mt_outfile_fopen(&fs[1], p1, err, sizeof(err)) != NULL);
+	if (!fs[0].fp || !fs[1].fp || getrlimit(RLIMIT_FSIZE, &old)) {
+		mt_outfile_abort(&fs[0]);
+		mt_outfile_abort(&fs[1]);
+		tmpdir_remove(dir);
+		return;
+	}
+	fputs("new0\n", fs[0].fp);
+	/* All of it in the stream's buffer until the commit flushes it. */
+	setvbuf(fs[1].fp, vbuf, _IOFBF, sizeof(vbuf));
+	memset(big, 'x', sizeof(big));
+	fwrite(big, 1, sizeof(big), fs[1].fp);
+	lim = old;
+	lim.rlim_cur = 4096;
+	old_xfsz = signal(SIGXFSZ, SIG_IGN);
+	CHECK(cs, !setrlimit(RLIMIT_FSIZE, &lim));
+	rc = mt_outfile_commit_all(fs, 2, err, sizeof(err));
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, old_xfsz);
+	CHECK(cs, rc < 0);
+	CHECKF(cs, strstr(err, p1) != NULL, "%s", err);
+	CHECK(cs, has(p0, "old0\n") && has(p1, "old1\n"));
+	CHECK(cs, nr_files(dir) == 2);
+	tmpdir_remove(dir);
+}
+
+/* A name as long as a name may be (255 bytes) is written, through a
+ * temporary name cut to fit beside it. */
+static void test_outfile_long_name(struct check_state *cs)
+{
+	char dir[64], path[512], err[512];
+	struct mt_outfile f;
+	size_t dlen;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	dlen = (size_t)snprintf(path, sizeof(path), "%s/", dir);
+	memset(path + dlen, 'n', NAME_MAX);
+	path[dlen + NAME_MAX] = 0;
+	o = mt_outfile_fopen(&f, path, err, sizeof(err));
+	CHECKF(cs, o != NULL, "%s", err);
+	if (o) {
+		const char *base = strrchr(f.tmp, '/') + 1;
+
+		CHECK(cs, strlen(base) <= NAME_MAX && strstr(base, ".tmp."));
+		fputs("long\n", o);
+		CHECKF(cs, !mt_outfile_commit(&f, err, sizeof(err)), "%s", err);
+	}
+	CHECK(cs, has(path, "long\n") && nr_files(dir) == 1);
+	tmpdir_remove(dir);
+}
+
+/*
+ * The temporary files a run killed outright left (its PID gone, no lock
+ * held on them) go when the next run begins the same output; those of a
+ * live run (its PID, or its lock) and other files stay.
+ */
+static void test_outfile_stale(struct check_state *cs)
+{
+	char dir[64], path[128], dead[160], live[160], locked[160], other[160],
+		err[256];
+	struct mt_outfile f;
+	pid_t child = fork();
+	int lfd;
+
+	if (child == 0)
+		_exit(0);
+	CHECK(cs, child > 0 && waitpid(child, NULL, 0) == child);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.pftrace", dir);
+	snprintf(dead, sizeof(dead), "%s.tmp.%ld.0", path, (long)child);
+	snprintf(live, sizeof(live), "%s.tmp.%ld.7", path, (long)getppid());
+	snprintf(locked, sizeof(locked), "%s.tmp.%ld.1", path, (long)child);
+	snprintf(other, sizeof(other), "%s.tmp.%ldx", path, (long)child);
+	CHECK(cs, spit(dead, "x", 1) == 0 && spit(live, "x", 1) == 0);
+	CHECK(cs, spit(locked, "x", 1) == 0 && spit(other, "x", 1) == 0);
+	/* A run of another PID namespace, whose PID means nothing here:
+	 * its lock shows it lives. */
+	lfd = open(locked, O_RDONLY | O_CLOEXEC);
+	CHECK(cs, lfd >= 0 && !flock(lfd, LOCK_EX));
+	CHECKF(cs, !mt_outfile_begin(&f, path, err, sizeof(err)), "%s", err);
+	CHECK(cs, access(dead, F_OK) != 0);
+	CHECK(cs, !access(live, F_OK) && !access(locked, F_OK) &&
+			  !access(other, F_OK));
+	mt_outfile_abort(&f);
+	if (lfd >= 0)
+		close(lfd);
+	CHECK(cs, nr_files(dir) == 3);
+	tmpdir_remove(dir);
+}
+
+/*
+ * A special file is never replaced: an output written in order goes
+ * into it as a stream (a link to /dev/null, a FIFO); any other is
+ * refused before anything is made.
+ */
+static void test_outfile_special(struct check_state *cs)
+{
+	char dir[64], null[128], fifo[128], err[256];
+	struct mt_outfile f;
+	struct stat sb;
+	int fd;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(null, sizeof(null), "%s/null.tsv", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.tsv", dir);
+	CHECK(cs, !symlink("/dev/null", null) && !mkfifo(fifo, 0600));
+	CHECK(cs, mt_outfile_begin(&f, null, err, sizeof(err)) == -ESPIPE);
+	CHECKF(cs, strstr(err, null) && strstr(err, "character device"), "%s",
+	       err);
+	CHECK(cs, !mt_outfile_fopen(&f, fifo, err, sizeof(err)));
+	CHECKF(cs, strstr(err, "a FIFO") != NULL, "%s", err);
+	CHECK(cs, nr_files(dir) == 2);
+
+	CHECKF(cs, !mt_outfile_begin_stream(&f, null, err, sizeof(err)), "%s",
+	       err);
+	fd = mt_outfile_open(&f);
+	CHECK(cs, f.stream && !f.tmp && fd >= 0);
+	if (fd >= 0) {
+		CHECK(cs, write(fd, "x\n", 2) == 2);
+		close(fd);
+	}
+	CHECKF(cs, !mt_outfile_commit_all(&f, 1, err, sizeof(err)), "%s", err);
+	CHECK(cs, !f.path && !f.stream);
+
+	/* The FIFO's reader: open before the writer, which waits for one. */
+	fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	CHECK(cs, fd >= 0);
+	if (fd >= 0) {
+		char buf[8] = {0};
+		int wfd;
+
+		CHECKF(cs, !mt_outfile_begin_stream(&f, fifo, err, sizeof(err)),
+		       "%s", err);
+		wfd = mt_outfile_open(&f);
+		CHECK(cs, wfd >= 0 && write(wfd, "fifo\n", 5) == 5);
+		if (wfd >= 0)
+			close(wfd);
+		CHECKF(cs, !mt_outfile_commit(&f, err, sizeof(err)), "%s", err);
+		CHECK(cs, read(fd, buf, sizeof(buf)) == 5 &&
+				  !strcmp(buf, "fifo\n"));
+		close(fd);
+	}
+	CHECK(cs, !lstat(null, &sb) && S_ISLNK(sb.st_mode));
+	CHECK(cs, !stat("/dev/null", &sb) && S_ISCHR(sb.st_mode));
+	CHECK(cs, !lstat(fifo, &sb) && S_ISFIFO(sb.st_mode));
+	CHECK(cs, nr_files(dir) == 2);
+	tmpdir_remove(dir);
+}
+
+/* A link to a regular file is followed: the file is replaced, the link
+ * stays. */
+static void test_outfile_link(struct check_state *cs)
+{
+	char dir[64], real[128], link[128], err[256];
+	struct mt_outfile f;
+	struct stat sb;
+	FILE *o;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(real, sizeof(real), "%s/real.tsv", dir);
+	snprintf(link, sizeof(link), "%s/link.tsv", dir);
+	CHECK(cs, spit(real, "old\n", 4) == 0 && !symlink("real.tsv", link));
+	o = mt_outfile_fopen(&f, link, err, sizeof(err));
+	CHECKF(cs, o != NULL, "%s", err);
+	if (o) {
+		fputs("new\n", o);
+		CHECKF(cs, !mt_outfile_commit(&f, err, sizeof(err)), "%s", err);
+	}
+	CHECK(cs,
+	      has(real, "new\n") && !lstat(link, &sb) && S_ISLNK(sb.st_mode));
+	CHECK(cs, nr_files(dir) == 2);
+	tmpdir_remove(dir);
+}
+
 static void test_err(struct check_state *cs)
 {
 	char buf[32], tiny[6];
@@ -595,6 +795,11 @@ int main(void)
 	RUN(&st, test_outfile_stream);
 	RUN(&st, test_outfile_write_error);
 	RUN(&st, test_outfile_sync_early);
+	RUN(&st, test_outfile_all_or_none);
+	RUN(&st, test_outfile_long_name);
+	RUN(&st, test_outfile_stale);
+	RUN(&st, test_outfile_special);
+	RUN(&st, test_outfile_link);
 	RUN(&st, test_err);
 	RUN(&st, test_range_at);
 	RUN(&st, test_jobs_order);
