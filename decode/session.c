@@ -4,7 +4,8 @@
  * per-CPU streams left, dec_free() ends it; and the getters.
  *
  * Records are read once, in file order.  Threads are known from COMM,
- * FORK, ITRACE_START, SWITCH and AUXTRACE records; a thread named only by
+ * FORK, ITRACE_START, SWITCH and AUXTRACE records (a COMM record with
+ * the exec flag also dates an exec of the thread); a thread named only by
  * an AUXTRACE record still gets its events.  Times of events are kept
  * relative to one base for the whole capture (the earliest sideband time),
  * so that a thread whose trace comes from several CPUs sorts in one array.
@@ -97,6 +98,26 @@ static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
 		free(p->comm);
 		p->comm = ps;
 	}
+	return 0;
+}
+
+/* An exec, dated: segments/ ends the old program's frames there.  One
+ * without a time cannot be placed among the thread's events.  Kept in
+ * time order: each CPU's sideband comes as a run of its own. */
+static int add_exec(struct dec_capture *c, const struct pd_event *ev)
+{
+	struct dec_thread *t;
+	size_t i;
+
+	if (!ev->u.comm.exec || !ev->sid.have_time)
+		return 0;
+	t = dec_thread_get(c, ev->u.comm.pid, ev->u.comm.tid);
+	if (!t || mt_grow((void **)&t->execs, &t->cap_execs, t->nr_execs + 1,
+			  sizeof(*t->execs)))
+		return -ENOMEM;
+	for (i = t->nr_execs++; i > 0 && t->execs[i - 1] > ev->sid.time; i--)
+		t->execs[i] = t->execs[i - 1];
+	t->execs[i] = ev->sid.time;
 	return 0;
 }
 
@@ -309,6 +330,8 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 		case PERF_RECORD_COMM:
 			rc = set_comm(c, ev.u.comm.pid, ev.u.comm.tid,
 				      ev.u.comm.comm);
+			if (!rc)
+				rc = add_exec(c, &ev);
 			break;
 		case PERF_RECORD_FORK: {
 			struct dec_proc *p;
@@ -513,6 +536,7 @@ void dec_free(struct dec_capture *c)
 	for (size_t i = 0; i < c->nr_threads; i++) {
 		free(c->threads[i].ev);
 		free(c->threads[i].final.ips);
+		free(c->threads[i].execs);
 		free(c->comms[i]);
 	}
 	for (size_t i = 0; i < c->nr_dsos; i++) {
