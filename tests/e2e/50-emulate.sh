@@ -164,6 +164,21 @@ if capture threads "$W/threads"; then
 	fi
 fi
 
+# A tail call into the next function in the text: tail_from() ends with
+# a direct jump to the first byte past its own end, where tail_to()
+# begins.  That is a jump out of the function, not within it: each of the
+# three calls shows tail_to() in tail_from()'s place.
+cc -O1 -g -o "$W/tailnext" "$R/tests/programs/tailnext.c" ||
+	{ echo "FAIL emulate: cc tailnext"; exit 0; }
+if capture tailnext "$W/tailnext"; then
+	tails=$(awk -F'\t' '$3 == "tail_to" && $2 == 2 && $6 ~ /tail/' "$W/tailnext.tsv" | wc -l)
+	if [ "$(count "$W/tailnext.tsv" any tail_from)" = 3 ] && [ "$tails" = 3 ]; then
+		echo "PASS emulate_tail_to_next (3 tail calls into the next function)"
+	else
+		echo "FAIL emulate_tail_to_next: $(count "$W/tailnext.tsv" any tail_from) calls of tail_from, $tails tail calls of tail_to"
+	fi
+fi
+
 # An exec: the program execs itself.  The old program's frames end at the
 # exec (its COMM record with the exec flag), not clipped, and the new
 # program begins at depth 0 with its entry, in SQLite and in Perfetto: no
