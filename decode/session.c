@@ -102,12 +102,11 @@ static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
 }
 
 /* An exec, dated: segments/ ends the old program's frames there.  One
- * without a time cannot be placed among the thread's events.  Kept in
- * time order: each CPU's sideband comes as a run of its own. */
+ * without a time cannot be placed among the thread's events.  Sorted
+ * once all are read (sort_execs()). */
 static int add_exec(struct dec_capture *c, const struct pd_event *ev)
 {
 	struct dec_thread *t;
-	size_t i;
 
 	if (!ev->u.comm.exec || !ev->sid.have_time)
 		return 0;
@@ -115,10 +114,18 @@ static int add_exec(struct dec_capture *c, const struct pd_event *ev)
 	if (!t || mt_grow((void **)&t->execs, &t->cap_execs, t->nr_execs + 1,
 			  sizeof(*t->execs)))
 		return -ENOMEM;
-	for (i = t->nr_execs++; i > 0 && t->execs[i - 1] > ev->sid.time; i--)
-		t->execs[i] = t->execs[i - 1];
-	t->execs[i] = ev->sid.time;
+	t->execs[t->nr_execs++] = ev->sid.time;
 	return 0;
+}
+
+/* Each CPU's sideband comes as a run of its own: a thread's execs in
+ * time order. */
+static void sort_execs(struct dec_capture *c)
+{
+	for (size_t i = 0; i < c->nr_threads; i++)
+		if (c->threads[i].nr_execs > 1)
+			qsort(c->threads[i].execs, c->threads[i].nr_execs,
+			      sizeof(*c->threads[i].execs), mt_cmp_u64);
 }
 
 static int add_map(struct dec_capture *c, const struct pd_event *ev)
@@ -430,6 +437,7 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 					__builtin_ctzll(mask));
 	}
 	parse_cpuid(c);
+	sort_execs(c);
 	return read_stacks(c, err, errlen);
 }
 
