@@ -50,6 +50,10 @@ enum dec_kind {
 			 0: none), ip: the first instruction in it.  (After
 			 any other event with an ip, the open ones are
 			 those at that ip: sym_inline_at().) */
+	DEC_EXEC,     /* the thread's process ran execve(): the program and
+			 its stack are gone, the next one begins afresh.
+			 Not the decoder's: segments/ puts the execs the
+			 sideband dated (dec_thread.execs) among the events */
 };
 
 /*
@@ -100,6 +104,10 @@ struct dec_thread {
 	struct dec_event *ev;
 	size_t nr, cap;
 	struct dec_stack final; /* nr = 0 when the capture has none */
+	/* The perf times of its execs (COMM records with the exec flag), in
+	 * file order */
+	uint64_t *execs;
+	size_t nr_execs, cap_execs;
 };
 
 struct dec_stats {

@@ -4,7 +4,8 @@
  * per-CPU streams left, dec_free() ends it; and the getters.
  *
  * Records are read once, in file order.  Threads are known from COMM,
- * FORK, ITRACE_START, SWITCH and AUXTRACE records; a thread named only by
+ * FORK, ITRACE_START, SWITCH and AUXTRACE records (a COMM record with
+ * the exec flag also dates an exec of the thread); a thread named only by
  * an AUXTRACE record still gets its events.  Times of events are kept
  * relative to one base for the whole capture (the earliest sideband time),
  * so that a thread whose trace comes from several CPUs sorts in one array.
@@ -98,6 +99,33 @@ static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
 		p->comm = ps;
 	}
 	return 0;
+}
+
+/* An exec, dated: segments/ ends the old program's frames there.  One
+ * without a time cannot be placed among the thread's events.  Sorted
+ * once all are read (sort_execs()). */
+static int add_exec(struct dec_capture *c, const struct pd_event *ev)
+{
+	struct dec_thread *t;
+
+	if (!ev->u.comm.exec || !ev->sid.have_time)
+		return 0;
+	t = dec_thread_get(c, ev->u.comm.pid, ev->u.comm.tid);
+	if (!t || mt_grow((void **)&t->execs, &t->cap_execs, t->nr_execs + 1,
+			  sizeof(*t->execs)))
+		return -ENOMEM;
+	t->execs[t->nr_execs++] = ev->sid.time;
+	return 0;
+}
+
+/* Each CPU's sideband comes as a run of its own: a thread's execs in
+ * time order. */
+static void sort_execs(struct dec_capture *c)
+{
+	for (size_t i = 0; i < c->nr_threads; i++)
+		if (c->threads[i].nr_execs > 1)
+			qsort(c->threads[i].execs, c->threads[i].nr_execs,
+			      sizeof(*c->threads[i].execs), mt_cmp_u64);
 }
 
 static int add_map(struct dec_capture *c, const struct pd_event *ev)
@@ -309,6 +337,8 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 		case PERF_RECORD_COMM:
 			rc = set_comm(c, ev.u.comm.pid, ev.u.comm.tid,
 				      ev.u.comm.comm);
+			if (!rc)
+				rc = add_exec(c, &ev);
 			break;
 		case PERF_RECORD_FORK: {
 			struct dec_proc *p;
@@ -407,6 +437,7 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 					__builtin_ctzll(mask));
 	}
 	parse_cpuid(c);
+	sort_execs(c);
 	return read_stacks(c, err, errlen);
 }
 
@@ -518,6 +549,7 @@ void dec_free(struct dec_capture *c)
 	for (size_t i = 0; i < c->nr_threads; i++) {
 		free(c->threads[i].ev);
 		free(c->threads[i].final.ips);
+		free(c->threads[i].execs);
 		free(c->comms[i]);
 	}
 	for (size_t i = 0; i < c->nr_dsos; i++) {

@@ -12,6 +12,7 @@
 
 #include "util/util.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -117,6 +118,9 @@ struct mt_segment {
 	uint32_t end_reason; /* string id: why it ended ("end of trace",
 				"overflow", "decode error: ...") */
 	uint64_t end_ip;     /* where decoding stopped, 0 if unknown */
+	/* It began in a program an exec started after the thread's last
+	 * segment: no frame of an earlier one can be its caller */
+	bool exec;
 };
 
 /* A stitch decision, kept for the audit table. */

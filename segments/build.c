@@ -5,7 +5,8 @@
  * (per-thread streams: nothing but the slices is kept), or from the
  * decoder's per-thread arrays after dec_run() (per-CPU streams, which
  * must be merged by time first).  Builders are made on a thread's first
- * event; threads that never had one leave no trace in the model.
+ * event; threads that never had one leave no trace in the model.  The
+ * thread's execs, which the sideband dates, go in among its events.
  */
 #include "segments/segments.h"
 #include "util/util.h"
@@ -20,6 +21,7 @@ struct seg_one {
 	uint32_t pid;
 	struct seg_builder *b;
 	struct seg_all *all;
+	size_t next_exec; /* d->execs before it are fed */
 };
 
 struct seg_all {
@@ -108,6 +110,27 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	return a->last = o;
 }
 
+/*
+ * One event, after the thread's execs up to its time: an exec goes in
+ * where the trace passes it, and one after the thread's last event is
+ * not fed at all (the trace ended before it: its frames end with the
+ * trace, not at an exec the trace never reached).
+ */
+static int feed(struct seg_one *o, uint64_t time, enum dec_kind kind,
+		uint64_t ip, uint64_t aux)
+{
+	const struct dec_thread *d = o->d;
+
+	for (; o->next_exec < d->nr_execs && d->execs[o->next_exec] <= time;
+	     o->next_exec++) {
+		int rc = seg_feed(o->b, d->execs[o->next_exec], DEC_EXEC, 0, 0);
+
+		if (rc)
+			return rc;
+	}
+	return seg_feed(o->b, time, kind, ip, aux);
+}
+
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux)
 {
@@ -115,7 +138,7 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 
 	if (!o)
 		return -ENOMEM;
-	return seg_feed(o->b, time, kind, ip, aux);
+	return feed(o, time, kind, ip, aux);
 }
 
 int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
@@ -136,9 +159,9 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
 			break;
 		}
 		for (size_t k = 0; k < d->nr && !rc; k++)
-			rc = seg_feed(o->b, dec_event_time(&d->ev[k], d->base),
-				      dec_event_kind(&d->ev[k]), d->ev[k].ip,
-				      d->ev[k].aux);
+			rc = feed(o, dec_event_time(&d->ev[k], d->base),
+				  dec_event_kind(&d->ev[k]), d->ev[k].ip,
+				  d->ev[k].aux);
 		dec_thread_free_events(d);
 	}
 	for (size_t i = 0; i < a->nr && !rc; i++)

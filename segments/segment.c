@@ -79,6 +79,9 @@ struct seg_builder {
 	size_t nr_reveals, cap_reveals;
 	uint64_t sync_ip; /* where the segment began */
 
+	bool exec_next; /* an exec since the last segment: the next one
+			   begins in another program */
+
 	bool have_gap; /* a gap is pending since gap_start */
 	uint64_t gap_start;
 	uint32_t gap_reason;
@@ -578,10 +581,15 @@ static int gap_ends(struct seg_builder *b, uint64_t time)
 	return 0;
 }
 
-static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
+/* A segment begins at ip.  resumed: tracing started there (TIP.PGE);
+ * after an exec that is the new program's first instruction, so its
+ * first frame begins there, not before. */
+static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
+			bool resumed)
 {
 	struct mt_thread *th = thr(b);
 	struct mt_segment seg = {.tid = th->tid, .start = time};
+	uint32_t first = resumed && b->exec_next ? 0 : MT_SLICE_INFERRED_START;
 
 	b->paused = MT_NONE;
 	if (gap_ends(b, time))
@@ -589,6 +597,8 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	if (!mt_trace_add_segment(b->t, &seg))
 		return -ENOMEM;
 	b->seg_id = (uint32_t)(b->t->nr_segments - 1);
+	b->t->segments[b->seg_id].exec = b->exec_next;
+	b->exec_next = false;
 	b->any = true;
 	b->open = true;
 	b->ended = false;
@@ -599,8 +609,7 @@ static int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip)
 	b->nr_reveals = 0;
 	b->depth = 0;
 	b->sync_ip = ip;
-	return then_inl(b, push_fn(b, time, 0, ip, 0, MT_SLICE_INFERRED_START),
-			time, ip, MT_SLICE_INFERRED_START);
+	return then_inl(b, push_fn(b, time, 0, ip, 0, first), time, ip, first);
 }
 
 /* Reveal callers that no return showed from the stack unwound at the end
@@ -789,10 +798,10 @@ static int keep_chains(struct seg_builder *b, size_t n)
 	return 0;
 }
 
-/* Close the open segment at time: open frames end there (inferred), the
- * revealed callers move in front, levels become depths. */
-static int close_segment(struct seg_builder *b, uint64_t time,
-			 const char *reason, uint64_t ip)
+/* Close the open segment at time: open frames end there (with
+ * end_flags), the revealed callers move in front, levels become depths. */
+static int end_segment(struct seg_builder *b, uint64_t time, const char *reason,
+		       uint64_t ip, uint32_t end_flags)
 {
 	struct mt_thread *th = thr(b);
 	struct mt_segment *seg;
@@ -807,7 +816,7 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	if (keep_chains(b, n))
 		return -ENOMEM;
 	while (b->depth) {
-		end_frame(b, top(b), time, MT_SLICE_INFERRED_END);
+		end_frame(b, top(b), time, end_flags);
 		b->depth--;
 	}
 	r = mt_str_intern(&b->t->strs, reason);
@@ -828,6 +837,36 @@ static int close_segment(struct seg_builder *b, uint64_t time,
 	b->gap_start = time;
 	b->gap_reason = r;
 	return 0;
+}
+
+/* The trace stops there: where the open frames went is unknown. */
+static int close_segment(struct seg_builder *b, uint64_t time,
+			 const char *reason, uint64_t ip)
+{
+	return end_segment(b, time, reason, ip, MT_SLICE_INFERRED_END);
+}
+
+/*
+ * An exec replaced the program: every frame of the old one ends at time,
+ * known (its stack is gone), and the new program begins a segment of its
+ * own at its first event, with a new root.  No gap joins the two, and
+ * stitching joins nothing across (the segment's exec flag).  A trace
+ * that had ended before says nothing of how far the frames ran.
+ */
+static int on_exec(struct seg_builder *b, uint64_t time)
+{
+	int rc;
+
+	if (b->open && b->ended)
+		rc = close_segment(b, time, "end of trace", 0);
+	else if (b->open)
+		rc = end_segment(b, time, "exec", 0, 0);
+	else
+		rc = gap_ends(b, time);
+	b->have_gap = false;
+	b->paused = MT_NONE;
+	b->exec_next = b->any;
+	return rc;
 }
 
 static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
@@ -1034,6 +1073,8 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	struct frame *f;
 
 	b->last_time = time;
+	if (kind == DEC_EXEC)
+		return on_exec(b, time);
 	if (b->ended && kind != DEC_SYNC && kind != DEC_LOST) {
 		int rc = close_segment(b, time, "end of trace", ip);
 
@@ -1051,7 +1092,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 			if (rc)
 				return rc;
 		}
-		return open_segment(b, time, ip);
+		return open_segment(b, time, ip, false);
 	case DEC_OVERFLOW: {
 		/* The gap runs from the last instruction traced to the
 		 * resume; before any segment it is a gap all the same.  No
@@ -1066,7 +1107,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		rc = close_segment(b, aux, "overflow", ip);
 		if (rc || !ip)
 			return rc;
-		return open_segment(b, time, ip);
+		return open_segment(b, time, ip, false);
 	}
 	case DEC_ERROR:
 		return close_segment(b, time,
@@ -1095,7 +1136,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		 * back to user space (TIP.PGE), after its first sync point
 		 * or its last gap. */
 		if (kind == DEC_RESUME)
-			return open_segment(b, time, ip);
+			return open_segment(b, time, ip, true);
 		return 0; /* nothing before the first sync point */
 	}
 	f = top(b);

@@ -10,7 +10,9 @@
  * recursion, longjmp, exceptions and trampolines straight.  Tracing that
  * stops shows as a [syscall] or [untraced] frame; an error, an overflow or
  * lost data closes the segment, its open frames end there (flagged
- * inferred end), and a [decode gap: reason] slice covers the gap.
+ * inferred end), and a [decode gap: reason] slice covers the gap.  An
+ * exec (DEC_EXEC) ends every open frame at its time, and the new program
+ * begins a segment of its own (flagged exec) with a new root.
  *
  * The stack unwound when the capture stopped (when the capture has one)
  * anchors the last segment's roots: ancestors that no return revealed.

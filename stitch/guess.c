@@ -224,13 +224,6 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 	return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct span_order {
 	uint32_t depth, idx;
 };
@@ -337,7 +330,7 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 		if (to[k] != OPEN)
 			cut[nb++] = to[k];
 	}
-	qsort(cut, nb, sizeof(*cut), cmp_u64);
+	qsort(cut, nb, sizeof(*cut), mt_cmp_u64);
 	np = 0;
 	for (size_t i = 0; i < nb; i++)
 		if (!np || cut[np - 1] != cut[i])

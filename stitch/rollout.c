@@ -50,7 +50,6 @@ static int pick_near(const struct mt_slice *sl, const struct mt_frame *fr,
  * then B's start chain: e + nr_start frames.
  */
 struct ext_walk {
-	uint32_t tid; /* B's thread */
 	const struct seg_ends *b, *cur;
 	size_t next, steps;
 	long level; /* of cur's roots, B's being 0 */
@@ -63,7 +62,6 @@ static void ext_init(struct ext_walk *w, const struct thread_state *s,
 		     uint32_t ib)
 {
 	memset(w, 0, sizeof(*w));
-	w->tid = s->t->segments[ib].tid;
 	w->b = w->cur = ends_of(s, ib);
 	w->next = ib + 1;
 }
@@ -81,8 +79,7 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
 	const struct mt_slice *sl = s->th->slices;
 	const struct seg_ends *b = w->b;
 
-	for (; w->next < s->t->nr_segments && w->steps < LOOK_AHEAD;
-	     w->next++) {
+	for (; w->next < s->run_hi && w->steps < LOOK_AHEAD; w->next++) {
 		const struct seg_ends *c = ends_of(s, (uint32_t)w->next);
 		struct chainv cl = {w->cur->end_chain, w->cur->end_rets,
 				    w->cur->nr_end};
@@ -90,7 +87,7 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
 		struct alignment rc;
 		long top;
 
-		if (s->t->segments[w->next].tid != w->tid)
+		if (!in_run(s, w->next))
 			continue;
 		w->steps++;
 		align(sl, s->t->frames, &cl, &cv, &rc);
@@ -301,12 +298,12 @@ int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
 			goto out;
 	}
 	for (size_t i = ib + 1;
-	     i < s->t->nr_segments && left > 1 && done < ROLL_SEGMENTS; i++) {
+	     i < s->run_hi && left > 1 && done < ROLL_SEGMENTS; i++) {
 		const struct seg_ends *c = ends_of(s, (uint32_t)i);
 		struct chainv cv = {c->start_chain, c->start_ips, c->nr_start};
 		double lead = -1e300;
 
-		if (s->t->segments[i].tid != s->th->tid)
+		if (!in_run(s, i))
 			continue;
 		done++;
 		if (!c->nr_start || !c->nr_end)

@@ -1,8 +1,9 @@
 /*
- * Stitching, one thread at a time: each pair of neighbours decided and
- * joined, then the pairs left apart again with what the joins revealed,
- * then across segments that joined neither side.  A thread whose joins
- * do not make a tree is given back as it was.
+ * Stitching, one thread at a time and one program of it at a time (an
+ * exec begins another run of segments): each pair of neighbours decided
+ * and joined, then the pairs left apart again with what the joins
+ * revealed, then across segments that joined neither side.  A thread
+ * whose joins do not make a tree is given back as it was.
  *
  * A segment joined to its predecessor still offers its end chain to its
  * successor: the chain is rebuilt by walking parents through the aliases.
@@ -293,10 +294,10 @@ static int pass_pairs(struct thread_state *s, size_t first_rec, bool join)
 	uint32_t prev = MT_NONE;
 	int rc = 0;
 
-	for (size_t i = 0; i < t->nr_segments && !rc; i++) {
+	for (size_t i = s->run_lo; i < s->run_hi && !rc; i++) {
 		const struct seg_ends *g = ends_of(s, (uint32_t)i);
 
-		if (t->segments[i].tid != s->th->tid)
+		if (!in_run(s, i))
 			continue;
 		if (prev != MT_NONE) {
 			size_t rec = t->nr_stitches;
@@ -413,7 +414,7 @@ static int pass_root(struct thread_state *s)
 	if (mt_slice_name(t, &sl[root]) != s->root_name)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (s->alias[i] == i &&
+		if (s->alias[i] == i && in_run(s, sl[i].segment) &&
 		    mt_slice_name(t, &sl[i]) == s->root_name &&
 		    has_parent(s, (uint32_t)i) &&
 		    top_of(s, (uint32_t)i) != root)
@@ -423,6 +424,7 @@ static int pass_root(struct thread_state *s)
 			uint32_t x = (uint32_t)i;
 
 			if (s->alias[i] != i || x == root ||
+			    !in_run(s, sl[i].segment) ||
 			    sl[i].ts < sl[root].ts || has_parent(s, x) ||
 			    (mt_slice_name(t, &sl[i]) == s->root_name) != same)
 				continue;
@@ -441,6 +443,27 @@ static int pass_root(struct thread_state *s)
 }
 
 /*
+ * The run from segment lo: up to the thread's next segment that began in
+ * a program an exec started.  The program before the exec is gone with
+ * its stack, so no frame of it is a caller of the new one's: each run
+ * is stitched apart, with a root of its own.
+ */
+static void next_run(struct thread_state *s, uint32_t lo)
+{
+	const struct mt_trace *t = s->t;
+	uint32_t hi = lo + 1;
+
+	while (hi < t->nr_segments &&
+	       !(t->segments[hi].tid == s->th->tid && t->segments[hi].exec))
+		hi++;
+	s->run_lo = lo;
+	s->run_hi = hi;
+	s->first_segment = MT_NONE;
+	s->root_name = MT_NONE;
+	s->root_open = false;
+}
+
+/*
  * All or nothing: a thread whose joins do not make a tree (-EINVAL from
  * rebuild(), a fault of ours, not of the capture) is given back as it
  * was, without its decisions, and the caller told.  Out of memory, the
@@ -455,12 +478,16 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 	size_t first_rec = t->nr_stitches;
 	int rc = thread_init(&s);
 
-	if (!rc)
-		rc = pass_pairs(&s, first_rec, join);
-	if (!rc && join)
-		rc = pass_rejoin(&s, first_rec);
-	if (!rc && join)
-		rc = pass_root(&s);
+	for (uint32_t lo = 0; !rc && lo < t->nr_segments; lo = s.run_hi) {
+		size_t run_rec = t->nr_stitches;
+
+		next_run(&s, lo);
+		rc = pass_pairs(&s, run_rec, join);
+		if (!rc && join)
+			rc = pass_rejoin(&s, run_rec);
+		if (!rc && join)
+			rc = pass_root(&s);
+	}
 	if (!rc && s.joins)
 		rc = rebuild(&s);
 	if (rc) {

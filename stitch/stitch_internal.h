@@ -72,7 +72,11 @@ struct thread_state {
 	uint64_t *xi;
 	size_t cap_xs;
 	size_t cap_chain;
-	uint32_t first_segment; /* the thread's first */
+	/* The run being stitched, segment ids [run_lo, run_hi): one
+	 * program's, since an exec begins another run (the segment's exec
+	 * flag) and nothing joins across it */
+	uint32_t run_lo, run_hi;
+	uint32_t first_segment; /* the run's first of the thread's */
 	uint32_t root_name;	/* its root's function, MT_NONE if none */
 	bool root_open;		/* which was still open when it ended */
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
@@ -170,6 +174,13 @@ static inline const struct seg_ends *ends_of(const struct thread_state *s,
 	static const struct seg_ends none;
 
 	return s->ends && i < s->ends->nr ? &s->ends->v[i] : &none;
+}
+
+/* Whether segment i is one of the thread's in the run being stitched. */
+static inline bool in_run(const struct thread_state *s, size_t i)
+{
+	return i >= s->run_lo && i < s->run_hi &&
+	       s->t->segments[i].tid == s->th->tid;
 }
 
 /* tree.c */

@@ -172,13 +172,6 @@ static int cmp_lrow(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static struct sym_src *src_of(struct sym_src **v, size_t *n, size_t *cap,
 			      const char *file)
 {
@@ -364,7 +357,7 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	for (size_t i = 0; i < s.nr_rows; i++)
 		if (!i || s.rows[i].fn != s.rows[i - 1].fn)
 			out[nr++] = s.rows[i].addr;
-	qsort(out, nr, sizeof(*out), cmp_u64);
+	qsort(out, nr, sizeof(*out), mt_cmp_u64);
 	*addrs = out;
 	rc = (int)nr;
 	goto done;

@@ -32,8 +32,9 @@ static size_t leading_underscores(const char *s)
  * Which of two symbols at one address names it: a global over a local
  * (the local is usually a compiler-private alias), a sized one over a bare
  * label, a strong one over a weak alias, a real symbol over a PLT name,
- * then the name with fewer leading underscores (puts over _IO_puts), and
- * finally the first seen.  Negative when a is better.
+ * then the name with fewer leading underscores (puts over _IO_puts when
+ * both are strong; glibc's puts is weak, so _IO_puts names it there, as
+ * in perf), and finally the first seen.  Negative when a is better.
  */
 static int cand_rank(const struct sym_cand *a, const struct sym_cand *b)
 {

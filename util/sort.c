@@ -57,6 +57,13 @@ int mt_cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int mt_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* How many elements of v start at or below at. */
 static size_t starting_by(const void *v, size_t nr, size_t size, uint64_t at)
 {

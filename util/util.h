@@ -32,8 +32,9 @@ static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
  */
 int mt_stable_sort(void *base, size_t n, size_t sz,
 		   int (*cmp)(const void *, const void *));
-/* qsort()/bsearch() order of uint32_t values. */
+/* qsort()/bsearch() order of uint32_t and of uint64_t values. */
 int mt_cmp_u32(const void *a, const void *b);
+int mt_cmp_u64(const void *a, const void *b);
 
 /* Addresses [lo, hi): what the tables mt_range_at() searches begin their
  * elements with. */

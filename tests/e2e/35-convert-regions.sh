@@ -43,6 +43,52 @@ if grep -q clipped_start "$W/w.tsv" && grep -q clipped_end "$W/w.tsv"; then
 else
 	echo "FAIL convert_time_clipped: no clipped slice"
 fi
+# Each slice the window cut says so, in every output: one that ends at the
+# window's end is flagged inferred_end (clipped_end in the text) unless
+# the full conversion has it ending there too, and one that starts at the
+# window's start inferred_start.  The database and the Perfetto trace's
+# args carry the same flags.
+out=$(awk -F'\t' -v lo="$lo" -v hi="$hi" '
+	FNR == 1 { next }
+	NR == FNR {
+		if ($5 == hi) ends[$1, $2, $3] = 1
+		if ($4 == lo) starts[$1, $2, $3] = 1
+		next
+	}
+	$5 == hi { ne++; if ($6 ~ /clipped_end/) fe++; else if (!ends[$1, $2, $3]) bad++ }
+	$4 == lo { ns++; if ($6 ~ /clipped_start/) fs++; else if (!starts[$1, $2, $3]) bad++ }
+	END { print ne + 0, fe + 0, ns + 0, fs + 0, bad + 0 }' "$W/all.tsv" "$W/w.tsv")
+read -r ne fe ns fs bad <<<"$out"
+sq=$(sqlite3 "$W/w.sqlite" "SELECT (SELECT count(*) FROM slice
+	WHERE ts + dur = $hi AND inferred_end) || ' ' || (SELECT count(*)
+	FROM slice WHERE ts = $lo AND inferred_start) || ' ' || (SELECT
+	count(*) FROM slice WHERE inferred_end)")
+read -r sqe sqs sqall <<<"$sq"
+. "$MT_ROOT/tests/e2e/pf_decode.sh"
+if ! command -v protoc >/dev/null; then
+	pf=$sqall
+elif "$B/mt-convert" "$W/c/raw.bin" -o "$W/wp.pftrace" --time 0.2ms..350us \
+	--no-sqlite --no-compress -q 2>/dev/null; then
+	# BEGIN events with the arg inferred_end true
+	pf=$(pf_decode <"$W/wp.pftrace" | awk '
+		/^    debug_annotation_names \{/ { dn = 1 }
+		dn && /^      iid:/ { iid = $2 }
+		dn && /^      name:/ { if ($2 == "\"inferred_end\"") ie = iid; dn = 0 }
+		/^    debug_annotations \{/ { da = 1; nid = "" }
+		da && /^      name_iid:/ { nid = $2 }
+		da && /^      bool_value: true/ && nid == ie { n++ }
+		/^    \}/ { da = 0 }
+		END { print n + 0 }')
+else
+	pf=none
+fi
+if [ "$ne" -gt 0 ] && [ "$ns" -gt 0 ] && [ "$fe" -gt 0 ] && [ "$fs" -gt 0 ] &&
+	[ "$bad" = 0 ] && [ "$sqe" = "$fe" ] && [ "$sqs" = "$fs" ] &&
+	[ "$pf" = "$sqall" ]; then
+	echo "PASS convert_time_clipped_flags ($fe cut at the end, $fs at the start, flagged in text, SQLite and Perfetto)"
+else
+	echo "FAIL convert_time_clipped_flags: at the end $ne slices ($fe flagged, SQLite $sqe), at the start $ns ($fs, SQLite $sqs), $bad cut but not flagged; inferred_end: SQLite $sqall, Perfetto $pf"
+fi
 # The database holds the same slices, each parent one of its thread's.
 if [ "$(sqlite3 "$W/w.sqlite" 'SELECT count(*) FROM slice')" = "$n" ] &&
 	[ "$(sqlite3 "$W/w.sqlite" 'SELECT count(*) FROM slice s

@@ -164,6 +164,79 @@ if capture threads "$W/threads"; then
 	fi
 fi
 
+# A tail call into the next function in the text: tail_from() ends with
+# a direct jump to the first byte past its own end, where tail_to()
+# begins.  That is a jump out of the function, not within it: each of the
+# three calls shows tail_to() in tail_from()'s place.
+cc -O1 -g -o "$W/tailnext" "$R/tests/programs/tailnext.c" ||
+	{ echo "FAIL emulate: cc tailnext"; exit 0; }
+if capture tailnext "$W/tailnext"; then
+	tails=$(awk -F'\t' '$3 == "tail_to" && $2 == 2 && $6 ~ /tail/' "$W/tailnext.tsv" | wc -l)
+	if [ "$(count "$W/tailnext.tsv" any tail_from)" = 3 ] && [ "$tails" = 3 ]; then
+		echo "PASS emulate_tail_to_next (3 tail calls into the next function)"
+	else
+		echo "FAIL emulate_tail_to_next: $(count "$W/tailnext.tsv" any tail_from) calls of tail_from, $tails tail calls of tail_to"
+	fi
+fi
+
+# An exec: the program execs itself.  The old program's frames end at the
+# exec (its COMM record with the exec flag), not clipped, and the new
+# program begins at depth 0 with its entry, in SQLite and in Perfetto: no
+# slice spans the exec, and child_work() runs under the new _start.
+if ! cc -O1 -g -static -o "$W/exec" "$R/tests/programs/exec.c" 2>/dev/null; then
+	echo "SKIP emulate_exec (no static libc)"
+elif ! "$B/mt-capture" --emulate -o "$W/exec.bin" -- "$W/exec" \
+	>/dev/null 2>"$W/exec.err" ||
+	! "$B/mt-convert" "$W/exec.bin" -o "$W/exec.pftrace" --no-compress \
+		-q 2>>"$W/exec.err"; then
+	echo "FAIL emulate_exec: capture or convert failed"
+	sed 's/^/    /' "$W/exec.err" | tail -3
+else
+	db=$W/exec.sqlite
+	# the new program's entry (tracing began in the old one's main)
+	at=$(sqlite3 "$db" "SELECT min(ts) FROM slice WHERE name = '_start'")
+	at=${at:-0}
+	first=$(sqlite3 "$db" "SELECT name || ':' || depth || ':' || inferred_start
+		FROM slice WHERE ts >= $at ORDER BY ts, depth LIMIT 1")
+	spanning=$(sqlite3 "$db" "SELECT count(*) FROM slice
+		WHERE ts < $at AND ts + dur > $at")
+	# ended together at the exec, which the segment table names
+	ended=$(sqlite3 "$db" "SELECT group_concat(name, ' ') FROM (SELECT name
+		FROM slice WHERE ts < $at AND NOT inferred_end AND ts + dur =
+		(SELECT ts + dur FROM segment WHERE end_reason = 'exec')
+		AND name IN ('main', 'run_exec', 'execl') ORDER BY depth)")
+	root=$(sqlite3 "$db" "SELECT r.name FROM slice w JOIN slice r
+		ON r.track_id = w.track_id AND r.depth = 0 AND r.ts <= w.ts
+		AND r.ts + r.dur >= w.ts + w.dur WHERE w.name = 'child_work'")
+	. "$MT_ROOT/tests/e2e/pf_decode.sh"
+	if command -v protoc >/dev/null; then
+		# the open slices when the first _start begins
+		pf=$(pf_decode <"$W/exec.pftrace" | awk '
+			/^packet \{/ { type = ""; nid = "" }
+			/^    type: TYPE_SLICE_BEGIN/ { type = "B" }
+			/^    type: TYPE_SLICE_END/ { type = "E" }
+			/^    name_iid:/ { nid = $2 }
+			/^    event_names \{/ { inev = 1 }
+			inev && /^      iid:/ { iid = $2 }
+			inev && /^      name:/ { names[iid] = $2; inev = 0 }
+			/^\}/ {
+				if (type == "B" && names[nid] == "\"_start\"" && !seen) {
+					seen = 1; print open
+				}
+				open += type == "B" ? 1 : type == "E" ? -1 : 0
+			}')
+	else
+		pf=0
+	fi
+	if [ "$at" != 0 ] && [ "$first" = "_start:0:0" ] && [ "$spanning" = 0 ] &&
+		[ "$ended" = "main run_exec execl" ] && [ "$root" = _start ] &&
+		[ "$pf" = 0 ]; then
+		echo "PASS emulate_exec (the old frames end at the exec, _start a new root)"
+	else
+		echo "FAIL emulate_exec: exec at '$at', first after it '$first', $spanning slices span it, ended there '$ended', child_work under '$root', $pf open in Perfetto at _start"
+	fi
+fi
+
 # setjmp/longjmp, a signal handler, mutual and 5000-deep recursion, a C++
 # exception: each tree must equal the emulator's own log (capture checks).
 for p in longjmp signal recursion; do

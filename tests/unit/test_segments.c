@@ -436,6 +436,60 @@ static void test_error_and_gap(struct check_state *st)
 	teardown(&f);
 }
 
+/*
+ * An exec: the old program's frames end at its time (known, not
+ * clipped), and the new program's first instruction is a new root in a
+ * segment flagged as begun by the exec, with no gap between.  A return
+ * above the new program's roots reveals a caller of its own, never an
+ * old frame.  An exec while a gap is open ends the gap.
+ */
+static void test_exec(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
+		{DEC_SYSCALL, AT(3, 0x30), 0, "f1 f2 f3 [syscall]"},
+		{DEC_EXEC, 0, 0, ""},
+		{DEC_RESUME, FN(60), 0, "f60"},
+		{DEC_CALL, FN(61), AT(60, 0x15), "f60 f61"},
+		{DEC_RET, AT(60, 0x15), 0, "f60"},
+		{DEC_ERROR, AT(60, 0x20), pte_bad_query, ""},
+		{DEC_EXEC, 0, 0, ""},
+		{DEC_SYNC, AT(70, 0x10), 0, "f70"},
+		{DEC_RET, AT(71, 0x10), 0, "f71"},
+	};
+	const struct mt_thread *th;
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:s 1:f2: 2:f3: 3:[syscall]: 0:f60:e 1:f61: "
+		   "0:[decode gap: decode error: trace stream does not match "
+		   "query]:g 0:f71:se 1:f70:s");
+	th = &f.t.threads[0];
+	CHECK(st, f.t.nr_segments == 3);
+	CHECK(st, th->nr_slices == 9);
+	if (f.t.nr_segments == 3 && th->nr_slices == 9) {
+		/* the old frames end at the exec (step 4, time 140) */
+		for (size_t i = 0; i < 4; i++)
+			CHECKF(st, th->slices[i].ts + th->slices[i].dur == 140,
+			       "slice %zu ends at %" PRIu64, i,
+			       th->slices[i].ts + th->slices[i].dur);
+		CHECK(st, !f.t.segments[0].exec && f.t.segments[1].exec &&
+				  f.t.segments[2].exec);
+		CHECK(st, !strcmp(mt_str(&f.t.strs, f.t.segments[0].end_reason),
+				  "exec"));
+		CHECK(st, f.t.segments[1].start == 150);
+		/* the gap after the error ends at the second exec */
+		CHECK(st, th->slices[6].ts == 180 && th->slices[6].dur == 10);
+		CHECK(st, th->slices[7].parent == MT_NONE &&
+				  th->slices[8].parent == 7);
+	}
+	teardown(&f);
+}
+
 static void test_final_stack_anchors_roots(struct check_state *st)
 {
 	struct fixture f;
@@ -643,6 +697,7 @@ int main(void)
 	RUN(&st, test_unwind_to_unseen_caller);
 	RUN(&st, test_indirect_jump_to_unknown);
 	RUN(&st, test_error_and_gap);
+	RUN(&st, test_exec);
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
 	RUN(&st, test_inlined);

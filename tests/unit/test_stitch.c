@@ -739,6 +739,30 @@ static void test_nothing_common(struct check_state *st)
 }
 
 /*
+ * A program that execs itself: the new f1 is the root of another program,
+ * not the old f1 found again (both at the thread's root, they would join
+ * on that alone), and nothing of the new program goes under the old
+ * root.  A gap in each program joins its own frames.
+ */
+static void test_exec_not_joined(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F2,
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_SYSCALL, AT(1, 0x40), 0},
+		{DEC_EXEC, 0, 0},
+		{DEC_RESUME, FN(1), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(2, 0x30), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f1:j 1:f2:j 2:gap 1:[syscall] 0:f1:j:e 1:f2:j 2:gap", "");
+}
+
+/*
  * A gap while f3, called from code f12 inlined (g), runs: the inlined
  * call is no frame of its own to stitching (segments' chains leave it
  * out), so f1 > f12 > f3 join as without it, by the call site in g; g
@@ -1076,6 +1100,7 @@ int main(void)
 	RUN(&st, test_guess_settled);
 	RUN(&st, test_guess_stands_deeper);
 	RUN(&st, test_nothing_common);
+	RUN(&st, test_exec_not_joined);
 	RUN(&st, test_inlined_call_open);
 	RUN(&st, test_revealed_through_inlined);
 	RUN(&st, test_call_sites_carry_over);

@@ -70,6 +70,54 @@ static void test_cxx(struct check_state *st)
 	sym_file_free(fr);
 }
 
+/*
+ * Several names at one address, as glibc gives puts and _IO_puts: with
+ * both as strong, the name with fewer leading underscores names the
+ * function (put1, not _IO_put1); a weak alias gives way to the strong
+ * name (libc's puts is weak: _IO_puts, as perf says too).
+ */
+static const char alias_src[] =
+	"int _IO_put1(int x) { return x + 1; }\n"
+	"int put1(int x) __attribute__((alias(\"_IO_put1\")));\n"
+	"int _IO_put2(int x) { return x + 2; }\n"
+	"int put2(int x) __attribute__((weak, alias(\"_IO_put2\")));\n"
+	"int main(int argc, char **argv)\n"
+	"{ (void)argv; return put1(argc) + put2(argc); }\n";
+
+static void test_aliases(struct check_state *st)
+{
+	static const struct {
+		const char *any, *want;
+	} at[] = {{"_IO_put1", "put1"},
+		  {"put1", "put1"},
+		  {"_IO_put2", "_IO_put2"},
+		  {"put2", "_IO_put2"}};
+	char src[300], prog[300];
+	struct sym_file *f;
+	struct ents e;
+
+	snprintf(src, sizeof(src), "%s/alias.c", tmp);
+	snprintf(prog, sizeof(prog), "%s/alias", tmp);
+	CHECK(st, spit(src, alias_src, sizeof(alias_src) - 1) == 0);
+	if (!sh("cc -O1 -o %s %s", prog, src)) {
+		CHECKF(st, 0, "cc failed");
+		return;
+	}
+	f = open_or_report(st, prog, &no_root);
+	e = nm_funcs("", prog);
+	for (size_t i = 0; f && i < sizeof(at) / sizeof(at[0]); i++) {
+		const struct ent *n = ents_find(&e, at[i].any);
+		const struct sym *s = n ? sym_file_lookup(f, n->addr) : NULL;
+
+		CHECKF(st, n, "nm has no %s", at[i].any);
+		CHECKF(st, s && !strcmp(s->name, at[i].want),
+		       "at %s: %s, want %s", at[i].any, s ? s->name : "(none)",
+		       at[i].want);
+	}
+	free(e.v);
+	sym_file_free(f);
+}
+
 static void test_demangle_strings(struct check_state *st)
 {
 	static const struct {
@@ -167,6 +215,10 @@ int main(void)
 		RUN(&st, test_cxx);
 	else
 		printf("SKIP test_cxx (no c++)\n");
+	if (symtest_have_cc())
+		RUN(&st, test_aliases);
+	else
+		printf("SKIP test_aliases (no cc)\n");
 	RUN(&st, test_demangle_strings);
 	RUN(&st, test_perf_map);
 	symtest_end();
