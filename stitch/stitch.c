@@ -469,7 +469,8 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 	}
 	thread_free(&s);
 	if (rc == -EINVAL && o && o->unstitched)
-		o->unstitched(o->ctx, th->tid);
+		o->unstitched(o->ctx, th->tid,
+			      s.fault ? s.fault : "the joins make no tree");
 	return rc == -EINVAL ? 0 : rc;
 }
 

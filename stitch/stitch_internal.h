@@ -79,6 +79,8 @@ struct thread_state {
 	struct guess_span *spans;
 	size_t nr_spans, cap_spans;
 	struct undo_log undo;
+	/* why rebuild() refused the joins' tree (-EINVAL), for the caller */
+	const char *fault;
 };
 
 /*
