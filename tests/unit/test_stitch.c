@@ -1006,6 +1006,55 @@ static void test_across_island_callers_known(struct check_state *st)
 }
 
 /*
+ * f2 tail-calls f4 in B, and f4 tail-calls f6 in C: each is a second
+ * root of its segment, under its first root's parent.  C's first root
+ * (f4) is joined to B's second root, so f6's caller is found two steps
+ * away: f1, which D returns to.  D joins there (one step found none:
+ * f1 came back as a caller revealed above f6, a second f1 beside A's,
+ * through the same time).
+ */
+static void test_second_roots_chained(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(8, 0x10), 0},	{DEC_CALL, FN(1), AT(8, 0x15)},
+		{DEC_CALL, FN(2), AT(1, 0x15)}, {DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_JUMP, FN(4), AT(2, 0x40)}, {DEC_CALL, FN(5), AT(4, 0x15)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0}, {DEC_RET, AT(4, 0x15), 0},
+		{DEC_JUMP, FN(6), AT(4, 0x40)}, {DEC_CALL, FN(7), AT(6, 0x15)},
+		{DEC_OVERFLOW, AT(7, 0x30), 0}, {DEC_RET, AT(6, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f8:j:e 1:f1:j:e 2:f2:j 3:f3:j 4:gap 2:f4:j 3:f5:j 4:gap "
+	       "2:f6:j 3:f7:j 4:gap",
+	       "3 frames by name, 1 by call site, 1 ancestor kept");
+}
+
+/*
+ * B resumes in f4 and longjmps into f1, stepping over A's f2 and f3;
+ * but by the code B's f4 cannot be A's (A's f4 cannot get to where B
+ * resumed): it is another call, made by f3, which lived until the jump.
+ * It and the gap go under f3, not beside it under f1.
+ */
+static void test_longjmp_step_other_call(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F5,
+		{DEC_OVERFLOW, AT(4, 0x50), 0},
+		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
+	};
+	const struct stitch_opts so = {.never_reaches = nothing_back};
+
+	run_with(
+		st, e, sizeof(e) / sizeof(*e), &so,
+		"0:f1:j:e 1:f2:j:d 2:f3:j:d 3:f4:e:d 4:f5:e:d 3:gap:d 3:f4:d",
+		"stepped over below a longjmp target (guessed); the deepest is "
+		"another call");
+}
+
+/*
  * All or nothing: thread 1's joins are made to close a cycle (B reveals
  * f1 above A's root f2, and f1 is made a child of f2 beforehand, as no
  * capture would), so its tree cannot be rebuilt.  That thread comes
@@ -1281,5 +1330,7 @@ int main(void)
 	RUN(&st, test_join_under_later_frame);
 	RUN(&st, test_inlined_caller_learnt_later);
 	RUN(&st, test_across_island_callers_known);
+	RUN(&st, test_second_roots_chained);
+	RUN(&st, test_longjmp_step_other_call);
 	return CHECK_DONE(&st);
 }
