@@ -189,6 +189,8 @@ int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
 int merge(struct thread_state *s, uint32_t x, uint32_t y);
 bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 		const struct match *m);
+bool callers_fit(const struct thread_state *s, const struct chainv *bv,
+		 const struct match *m);
 int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	       const struct chainv *bv, const struct match *m);
 /* The deepest frame m keeps joined (B's first frame then hangs under

@@ -300,6 +300,42 @@ bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 	return p == MT_NONE || s->th->slices[p].ts <= revealed_from(s);
 }
 
+/*
+ * Whether B's first frame's callers of its own, if it has any, can be
+ * A's frames where m puts it: the same functions going up, as far as
+ * both go (above A's root, they become its callers).  Later segments
+ * may have revealed them before a join across an island came back to A
+ * with B's start chain; a join that puts B's frame under other callers
+ * (a recursion's depth guessed otherwise, say) is wrong on their word,
+ * and would leave them a tree of their own beside A's, through the same
+ * time.
+ */
+bool callers_fit(const struct thread_state *s, const struct chainv *bv,
+		 const struct match *m)
+{
+	size_t nj = m->len - m->split;
+	uint32_t px, py;
+
+	if (m->ahead || (!nj && !m->split))
+		return true;
+	px = nj ? parent_of(s, s->chain[a_pos(m, 0)]) : join_deepest(s, bv, m);
+	py = parent_of(s, bv->sl[0]);
+	for (size_t n = 0;
+	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
+	     n++) {
+		const struct mt_slice *a = &s->th->slices[px],
+				      *b = &s->th->slices[py];
+
+		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
+		    (a->flags & MT_SLICE_INLINED) !=
+			    (b->flags & MT_SLICE_INLINED))
+			return false;
+		px = parent_of(s, px);
+		py = parent_of(s, py);
+	}
+	return true;
+}
+
 /* Slice i, one of B's callers above A's root, begins by from: joined,
  * and guessed if it is. */
 static int move_back(struct thread_state *s, uint32_t i, uint64_t from,
@@ -428,17 +464,17 @@ static int merge_inlined(struct thread_state *s, uint32_t x, uint32_t y)
 }
 
 /*
- * B's first joined frame y may have callers of its own already: later
- * segments revealed them before a join across a sliver, or the second
- * pass, came back to A with B's start chain.  They are x's callers.
- * Those that match A's, going up from x, are merged; what is left above
- * A's root becomes its callers from its start, as B's revealed callers
- * do (hang_under_revealed()).  Left alone, they would stay a tree of
- * their own beside A's root, through the same time.
+ * A's frames from px up and B's from py up are the same callers: B's
+ * were revealed by later segments before a join across an island, or
+ * the second pass, came back to A with B's own start chain.  Those that
+ * match, going up, are merged; what is left of B's above A's root
+ * (top, the last of A's so far) becomes its callers from its start, as
+ * B's revealed callers do (hang_under_revealed()).  Left alone, they
+ * would stay a tree of their own beside A's, through the same time.
  */
-static int join_callers(struct thread_state *s, uint32_t x, uint32_t y)
+static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
+			 uint32_t top)
 {
-	uint32_t px = parent_of(s, x), py = parent_of(s, y), top = x;
 	size_t n = 0;
 
 	for (;
@@ -447,7 +483,8 @@ static int join_callers(struct thread_state *s, uint32_t x, uint32_t y)
 		const struct mt_slice *a = &s->th->slices[px],
 				      *b = &s->th->slices[py];
 
-		/* not the same callers: left as they are */
+		/* not the same callers (callers_fit() keeps the joins
+		 * from it): left as they are */
 		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
 		    (a->flags & MT_SLICE_INLINED) !=
 			    (b->flags & MT_SLICE_INLINED))
@@ -458,7 +495,7 @@ static int join_callers(struct thread_state *s, uint32_t x, uint32_t y)
 		px = parent_of(s, px);
 		py = parent_of(s, py);
 	}
-	if (px != MT_NONE || py == MT_NONE || py == px)
+	if (px != MT_NONE || py == MT_NONE || top == MT_NONE)
 		return 0;
 	for (uint32_t p = py; p != MT_NONE && n < s->th->nr_slices;
 	     p = parent_of(s, p), n++)
@@ -501,14 +538,20 @@ int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	s->joins++;
 	for (size_t i = 0; i < nj && !rc; i++)
 		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
+	/* B's first frame, joined, may have callers of its own already */
 	if (!rc && nj && !m->ahead)
-		rc = join_callers(s, s->chain[a_pos(m, 0)], bv->sl[0]);
+		rc = merge_callers(s, parent_of(s, s->chain[a_pos(m, 0)]),
+				   parent_of(s, bv->sl[0]),
+				   s->chain[a_pos(m, 0)]);
 	for (size_t i = 0; i < nj && !rc; i++)
 		rc = merge_inlined(s, s->chain[a_pos(m, i)],
 				   bv->sl[m->ahead + i]);
 	/* B's other activation hangs beside A's: under its caller, which
 	 * is B's too once joined (but where a step lies between), else
 	 * A's. */
+	if (!rc && m->split && !nj && !m->ahead)
+		rc = merge_callers(s, deepest, parent_of(s, bv->sl[0]),
+				   MT_NONE);
 	if (!rc && m->split &&
 	    ((!nj && !m->ahead) ||
 	     (nj && a_pos(m, nj) - 1 != a_pos(m, nj - 1))))

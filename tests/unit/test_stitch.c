@@ -1006,6 +1006,36 @@ static void test_across_island_callers_known(struct check_state *st)
 }
 
 /*
+ * The same, but A's f1 was called by f8, and C says B's f1 was called
+ * by f7: across the island, B's f1 is not A's, whatever B's own chain
+ * says (joined, f7 would be left a tree of its own beside A's f1,
+ * through the same time).  Not joined.
+ */
+static void test_across_island_callers_differ(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(8, 0x10), 0},
+		{DEC_CALL, FN(1), AT(8, 0x15)},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(9, 0x10), 0},
+		{DEC_CALL, FN(10), AT(9, 0x15)},
+		{DEC_OVERFLOW, AT(10, 0x40), 0},
+		{DEC_RET, AT(9, 0x15), 0},
+		{DEC_OVERFLOW, AT(2, 0x40), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_CALL, FN(3), AT(1, 0x25)},
+		{DEC_OVERFLOW, AT(3, 0x40), 0},
+		{DEC_RET, AT(1, 0x25), 0},
+		{DEC_RET, AT(7, 0x15), 0},
+	};
+
+	RUN_EV(st, evs, false,
+	       "0:f8:e 1:f1:e 2:f2:e 1:gap 1:f9:j:e:d 2:f10:j:d 3:gap:d 1:gap "
+	       "1:f7:j:e:d 2:f1:j:d 3:f2:d 3:f3:j:d 4:gap:d",
+	       "1 revealed");
+}
+
+/*
  * f2 tail-calls f4 in B, and f4 tail-calls f6 in C: each is a second
  * root of its segment, under its first root's parent.  C's first root
  * (f4) is joined to B's second root, so f6's caller is found two steps
@@ -1330,6 +1360,7 @@ int main(void)
 	RUN(&st, test_join_under_later_frame);
 	RUN(&st, test_inlined_caller_learnt_later);
 	RUN(&st, test_across_island_callers_known);
+	RUN(&st, test_across_island_callers_differ);
 	RUN(&st, test_second_roots_chained);
 	RUN(&st, test_longjmp_step_other_call);
 	return CHECK_DONE(&st);
