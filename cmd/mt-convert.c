@@ -679,12 +679,12 @@ static enum stitch_calls calls_to(void *capture, uint32_t pid, uint64_t from,
 
 /* Joins that do not make a tree are our fault, not the capture's: the
  * thread is shown unstitched rather than the conversion failed. */
-static void warn_unstitched(void *capture, uint32_t tid)
+static void warn_unstitched(void *capture, uint32_t tid, const char *why)
 {
 	fprintf(stderr,
-		"mt-convert: %s: stitching made an inconsistent tree (a bug "
-		"worth reporting); thread %u left unstitched\n",
-		(const char *)capture, tid);
+		"mt-convert: %s: stitching made an inconsistent tree (%s: a "
+		"bug worth reporting); thread %u left unstitched\n",
+		(const char *)capture, why, tid);
 }
 
 int main(int argc, char **argv)

@@ -33,6 +33,8 @@ static int record(struct mt_trace *t, uint32_t tid, uint32_t a, uint32_t b,
 
 static const char not_ahead[] =
 	"B already hangs under a frame that began after A's root";
+static const char not_callers[] =
+	"B's callers, which later segments revealed, are not A's";
 
 /* Decide A -> B and join what is the same. */
 static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
@@ -56,9 +58,10 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return record(t, s->th->tid, ia, ib, 0, m.len ? m.score : 0,
 			      why);
-	if (join && !ahead_fits(s, &bv, &m)) {
+	if (join && (!ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))) {
 		snprintf(why + strlen(why), sizeof(why) - strlen(why),
-			 "; not joined: %s", not_ahead);
+			 "; not joined: %s",
+			 ahead_fits(s, &bv, &m) ? not_callers : not_ahead);
 		return record(t, s->th->tid, ia, ib, 0, m.score, why);
 	}
 	rc = record(t, s->th->tid, ia, ib,
@@ -171,7 +174,7 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	if (x->nr_start && !handle_island(s, k, rec, x, b, &top))
 		return 0;
 	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)) ||
-	    !ahead_fits(s, &bv, &m))
+	    !ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))
 		return 0;
 	deepest = join_deepest(s, &bv, &m);
 	if (top != MT_NONE) {
@@ -238,7 +241,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){s->xs, s->xi, nb};
 	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)) ||
-	    !ahead_fits(s, &bv, &m))
+	    !ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))
 		return 0;
 	snprintf(was, sizeof(was), "%s", mt_str(&t->strs, st->reason));
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),
@@ -496,7 +499,8 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 	}
 	thread_free(&s);
 	if (rc == -EINVAL && o && o->unstitched)
-		o->unstitched(o->ctx, th->tid);
+		o->unstitched(o->ctx, th->tid,
+			      s.fault ? s.fault : "the joins make no tree");
 	return rc == -EINVAL ? 0 : rc;
 }
 

@@ -34,11 +34,11 @@ struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
 	/*
 	 * Called for each thread whose joins did not make a tree (a fault
-	 * of ours, not of the capture): the thread is given back as it was
-	 * before stitching, without its decisions; the other threads stay
-	 * stitched.  May be NULL.
+	 * of ours, not of the capture), with what was wrong with it: the
+	 * thread is given back as it was before stitching, without its
+	 * decisions; the other threads stay stitched.  May be NULL.
 	 */
-	void (*unstitched)(void *ctx, uint32_t tid);
+	void (*unstitched)(void *ctx, uint32_t tid, const char *why);
 	void *ctx;
 	/*
 	 * Whether the code proves that the function around from, with

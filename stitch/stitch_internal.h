@@ -83,6 +83,8 @@ struct thread_state {
 	struct guess_span *spans;
 	size_t nr_spans, cap_spans;
 	struct undo_log undo;
+	/* why rebuild() refused the joins' tree (-EINVAL), for the caller */
+	const char *fault;
 };
 
 /*
@@ -198,6 +200,8 @@ int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
 int merge(struct thread_state *s, uint32_t x, uint32_t y);
 bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 		const struct match *m);
+bool callers_fit(const struct thread_state *s, const struct chainv *bv,
+		 const struct match *m);
 int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	       const struct chainv *bv, const struct match *m);
 /* The deepest frame m keeps joined (B's first frame then hangs under

@@ -96,22 +96,30 @@ uint32_t resolve(const struct thread_state *s, uint32_t i)
  * The parent of slice i, through aliases.  A segment's roots share one
  * unknown parent: a tail call from the topmost frame makes a second root
  * beside the first (the segment's start chain root), so once that first
- * root is joined, all of them hang under its parent.
+ * root is joined, all of them hang under its parent.  That first root
+ * may have been joined to another segment's second root, which hangs
+ * under its own first root's parent, and so on: followed to the first
+ * that has a parent (one step was not enough: a root found so would
+ * have been a root of the tree, beside the frames it ran under).
  */
 uint32_t parent_of(const struct thread_state *s, uint32_t i)
 {
-	const struct mt_slice *x = &s->th->slices[i];
-	uint32_t r;
+	for (size_t n = 0; n < s->th->nr_slices; n++) {
+		const struct mt_slice *x = &s->th->slices[i];
+		uint32_t r;
 
-	if (x->parent != MT_NONE)
-		return resolve(s, x->parent);
-	if (x->flags & MT_SLICE_GAP || x->segment >= s->t->nr_segments ||
-	    !ends_of(s, x->segment)->nr_start)
-		return MT_NONE;
-	r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
-	if (r == i || s->th->slices[r].parent == MT_NONE)
-		return MT_NONE;
-	return resolve(s, s->th->slices[r].parent);
+		if (x->parent != MT_NONE)
+			return resolve(s, x->parent);
+		if (x->flags & MT_SLICE_GAP ||
+		    x->segment >= s->t->nr_segments ||
+		    !ends_of(s, x->segment)->nr_start)
+			return MT_NONE;
+		r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
+		if (r == i)
+			return MT_NONE;
+		i = r;
+	}
+	return MT_NONE;
 }
 
 /*
@@ -292,6 +300,42 @@ bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 	return p == MT_NONE || s->th->slices[p].ts <= revealed_from(s);
 }
 
+/*
+ * Whether B's first frame's callers of its own, if it has any, can be
+ * A's frames where m puts it: the same functions going up, as far as
+ * both go (above A's root, they become its callers).  Later segments
+ * may have revealed them before a join across an island came back to A
+ * with B's start chain; a join that puts B's frame under other callers
+ * (a recursion's depth guessed otherwise, say) is wrong on their word,
+ * and would leave them a tree of their own beside A's, through the same
+ * time.
+ */
+bool callers_fit(const struct thread_state *s, const struct chainv *bv,
+		 const struct match *m)
+{
+	size_t nj = m->len - m->split;
+	uint32_t px, py;
+
+	if (m->ahead || (!nj && !m->split))
+		return true;
+	px = nj ? parent_of(s, s->chain[a_pos(m, 0)]) : join_deepest(s, bv, m);
+	py = parent_of(s, bv->sl[0]);
+	for (size_t n = 0;
+	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
+	     n++) {
+		const struct mt_slice *a = &s->th->slices[px],
+				      *b = &s->th->slices[py];
+
+		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
+		    (a->flags & MT_SLICE_INLINED) !=
+			    (b->flags & MT_SLICE_INLINED))
+			return false;
+		px = parent_of(s, px);
+		py = parent_of(s, py);
+	}
+	return true;
+}
+
 /* Slice i, one of B's callers above A's root, begins by from: joined,
  * and guessed if it is. */
 static int move_back(struct thread_state *s, uint32_t i, uint64_t from,
@@ -352,14 +396,129 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 	return 0;
 }
 
+/* Most calls inlined around one another that are told apart: deeper
+ * nests are left as they are. */
+#define MAX_INLINED 64
+
+/*
+ * The calls inlined in i's caller that i was made from, innermost first,
+ * into in (MAX_INLINED at most); *caller: the frame they are inlined in.
+ */
+static size_t inlined_around(const struct thread_state *s, uint32_t i,
+			     uint32_t *in, uint32_t *caller)
+{
+	size_t n = 0;
+	uint32_t p = parent_of(s, i);
+
+	while (p != MT_NONE && (s->th->slices[p].flags & MT_SLICE_INLINED) &&
+	       n < MAX_INLINED) {
+		in[n++] = p;
+		p = parent_of(s, p);
+	}
+	*caller = p;
+	return n;
+}
+
+/* Whether inlined calls a and b are the same call: the same function,
+ * from the same line where both know it. */
+static bool same_inlined(const struct thread_state *s, uint32_t a, uint32_t b)
+{
+	const struct mt_slice *x = &s->th->slices[a], *y = &s->th->slices[b];
+
+	return mt_slice_name(s->t, x) == mt_slice_name(s->t, y) &&
+	       (!x->site || !y->site || x->site == y->site);
+}
+
+/*
+ * Frames x (A's) and y (B's) were just joined.  The calls their caller
+ * inlined, open around the call that made them, are one activation on
+ * both sides too (the call site that placed x there placed y): left
+ * apart, A's would stretch with x across the gap while B's began after
+ * it, two siblings at once under the caller.  Merged from the caller
+ * down, as far as both sides hang under the same frame and agree; what
+ * is left of B's then begins after the gap, beside A's that ended there.
+ */
+static int merge_inlined(struct thread_state *s, uint32_t x, uint32_t y)
+{
+	uint32_t ia[MAX_INLINED], ib[MAX_INLINED], ca, cb;
+	size_t na = inlined_around(s, x, ia, &ca);
+	size_t nb = inlined_around(s, y, ib, &cb);
+
+	if (ca != cb)
+		return 0;
+	while (na && nb && same_inlined(s, ia[na - 1], ib[nb - 1])) {
+		uint32_t a = ia[--na], b = ib[--nb];
+
+		if (a != b && merge(s, a, b))
+			return -ENOMEM;
+	}
+	if (na || !nb)
+		return 0;
+	/* B saw calls inlined around y that A did not around x (an earlier
+	 * join hung x under its caller, not knowing them): they were open
+	 * when x began. */
+	for (size_t k = nb; k-- > 0;)
+		if (move_back(s, ib[k], s->th->slices[x].ts, false))
+			return -ENOMEM;
+	return slice_set_parent(s, x, ib[0]);
+}
+
+/*
+ * A's frames from px up and B's from py up are the same callers: B's
+ * were revealed by later segments before a join across an island, or
+ * the second pass, came back to A with B's own start chain.  Those that
+ * match, going up, are merged; what is left of B's above A's root
+ * (top, the last of A's so far) becomes its callers from its start, as
+ * B's revealed callers do (hang_under_revealed()).  Left alone, they
+ * would stay a tree of their own beside A's, through the same time.
+ */
+static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
+			 uint32_t top)
+{
+	size_t n = 0;
+
+	for (;
+	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
+	     n++) {
+		const struct mt_slice *a = &s->th->slices[px],
+				      *b = &s->th->slices[py];
+
+		/* not the same callers (callers_fit() keeps the joins
+		 * from it): left as they are */
+		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
+		    (a->flags & MT_SLICE_INLINED) !=
+			    (b->flags & MT_SLICE_INLINED))
+			return 0;
+		if (merge(s, px, py))
+			return -ENOMEM;
+		top = px;
+		px = parent_of(s, px);
+		py = parent_of(s, py);
+	}
+	if (px != MT_NONE || py == MT_NONE || top == MT_NONE)
+		return 0;
+	for (uint32_t p = py; p != MT_NONE && n < s->th->nr_slices;
+	     p = parent_of(s, p), n++)
+		if (move_back(s, p, s->th->slices[top].ts, false))
+			return -ENOMEM;
+	return slice_set_parent(s, top, py);
+}
+
+/*
+ * The deepest frame of A's live through the gap.  B's other activation
+ * goes beside A's frame, under its caller: the frame above it in A,
+ * which is B's frame above, joined, unless a longjmp's step lies between
+ * them (the frames stepped over lived until the jump, and B's new call
+ * was made by the last of them).
+ */
 uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
 		      const struct match *m)
 {
 	size_t p;
 
-	if (m->len > m->split)
-		return s->chain[a_pos(m, m->len - m->split - 1)];
-	p = a_pos(m, 0);
+	if (m->len && !m->split)
+		return s->chain[a_pos(m, m->len - 1)];
+	p = a_pos(m, m->len ? m->len - 1 : 0);
 	if (p)
 		return s->chain[p - 1];
 	return m->ahead ? bv->sl[m->ahead - 1] : MT_NONE;
@@ -379,10 +538,24 @@ int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
 	s->joins++;
 	for (size_t i = 0; i < nj && !rc; i++)
 		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
+	/* B's first frame, joined, may have callers of its own already */
+	if (!rc && nj && !m->ahead)
+		rc = merge_callers(s, parent_of(s, s->chain[a_pos(m, 0)]),
+				   parent_of(s, bv->sl[0]),
+				   s->chain[a_pos(m, 0)]);
+	for (size_t i = 0; i < nj && !rc; i++)
+		rc = merge_inlined(s, s->chain[a_pos(m, i)],
+				   bv->sl[m->ahead + i]);
 	/* B's other activation hangs beside A's: under its caller, which
-	 * is B's too once joined, else A's. */
+	 * is B's too once joined (but where a step lies between), else
+	 * A's. */
 	if (!rc && m->split && !nj && !m->ahead)
-		rc = slice_set_parent(s, bv->sl[0], deepest);
+		rc = merge_callers(s, deepest, parent_of(s, bv->sl[0]),
+				   MT_NONE);
+	if (!rc && m->split &&
+	    ((!nj && !m->ahead) ||
+	     (nj && a_pos(m, nj) - 1 != a_pos(m, nj - 1))))
+		rc = slice_set_parent(s, bv->sl[m->ahead + nj], deepest);
 	/* A's callers above the join live at least as long. */
 	if (!rc)
 		rc = live_through(s, ib, b->start_chain[0], 0, m->off);
@@ -484,6 +657,29 @@ static int reaches_roots(const struct thread_state *s, const uint32_t *par)
 }
 
 /*
+ * Whether two slices with one parent (or two roots) overlap in time,
+ * out[0..n) in pre-order (children after their parent, in start order);
+ * last (n + 1 slots) is scratch.  A call tree has no such pair: a trace
+ * viewer would cut one short to nest them, and the database would
+ * disagree with it.
+ */
+static bool siblings_overlap(const struct mt_slice *out, size_t n,
+			     uint32_t *last)
+{
+	/* last[p]: the latest child of p so far, p == n for the roots */
+	for (size_t i = 0; i <= n; i++)
+		last[i] = MT_NONE;
+	for (size_t i = 0; i < n; i++) {
+		size_t p = out[i].parent == MT_NONE ? n : out[i].parent;
+
+		if (last[p] != MT_NONE && out[i].ts < end_of(&out[last[p]]))
+			return true;
+		last[p] = (uint32_t)i;
+	}
+	return false;
+}
+
+/*
  * Lay the kept slices out again, their parents in newidx (which it
  * reuses): the tree from its roots, children by start time (then by
  * their old order), depths from the parents.
@@ -496,7 +692,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 	uint32_t *first = malloc((n + 1) * sizeof(*first));
 	uint32_t *kids = malloc((n ? n : 1) * sizeof(*kids));
 	uint32_t *fill = calloc(n + 1, sizeof(*fill));
-	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
+	uint32_t *stack = malloc((n + 1) * sizeof(*stack));
 	struct mt_slice *out = malloc((n ? n : 1) * sizeof(*out));
 	/* where each kept slice goes, for the guessed spans */
 	uint32_t *where =
@@ -553,6 +749,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 	if (at != kept) {
 		/* A cycle would leave slices unreached (reaches_roots()
 		 * rules it out): keep the old array rather than lose them. */
+		s->fault = "joins close a cycle";
 		rc = -EINVAL;
 		goto out;
 	}
@@ -562,6 +759,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 	for (size_t i = 0; i < at; i++)
 		if (out[i].parent != MT_NONE &&
 		    out[i].ts < out[out[i].parent].ts) {
+			s->fault = "a callee begins before its caller";
 			rc = -EINVAL;
 			goto out;
 		}
@@ -588,6 +786,11 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 			p->flags = (p->flags & ~MT_SLICE_INFERRED_END) |
 				   (x->flags & MT_SLICE_INFERRED_END);
 		}
+	}
+	if (siblings_overlap(out, at, stack)) {
+		s->fault = "two calls under one caller overlap in time";
+		rc = -EINVAL;
+		goto out;
 	}
 	/* and what ran at a guessed depth, as long as the guess stood */
 	if (where && guess_mark(s, out, at, where))
@@ -627,6 +830,8 @@ int rebuild(struct thread_state *s)
 		if (s->alias[i] == i)
 			par[i] = parent_of(s, (uint32_t)i);
 	rc = reaches_roots(s, par);
+	if (rc == -EINVAL)
+		s->fault = "joins close a cycle";
 	if (!rc)
 		rc = lay_out(s, par);
 	if (!rc)

@@ -38,6 +38,34 @@ struct ev {
 	uint64_t ip, aux;
 };
 
+/* Children of one parent (or roots) one after another, never at once:
+ * a trace viewer would cut one short to nest them. */
+static void check_no_overlap(struct check_state *st, const struct mt_thread *th)
+{
+	size_t n = th->nr_slices;
+	uint32_t *last = malloc((n + 1) * sizeof(*last));
+
+	CHECK(st, last != NULL);
+	if (!last)
+		return;
+	for (size_t i = 0; i <= n; i++)
+		last[i] = MT_NONE;
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_slice *x = &th->slices[i];
+		size_t p = x->parent == MT_NONE ? n : x->parent;
+
+		if (last[p] != MT_NONE) {
+			const struct mt_slice *y = &th->slices[last[p]];
+
+			CHECKF(st, y->ts + y->dur <= x->ts,
+			       "slices %u and %zu overlap under one parent",
+			       last[p], i);
+		}
+		last[p] = (uint32_t)i;
+	}
+	free(last);
+}
+
 /* Build one thread from events, stitch it as so says, and render the
  * tree as "depth:name:flags": j joined, e inferred end, d depth guessed;
  * "gap" for gaps. */
@@ -87,6 +115,7 @@ static void run_with(struct check_state *st, const struct ev *e, size_t n,
 		}
 	}
 	CHECKF(st, !strcmp(buf, want), "\n    got  %s\n    want %s", buf, want);
+	check_no_overlap(st, &t.threads[0]);
 	{
 		size_t gaps = 0;
 
@@ -765,8 +794,9 @@ static void test_exec_not_joined(struct check_state *st)
 /*
  * A gap while f3, called from code f12 inlined (g), runs: the inlined
  * call is no frame of its own to stitching (segments' chains leave it
- * out), so f1 > f12 > f3 join as without it, by the call site in g; g
- * shows on both sides of the gap.
+ * out), so f1 > f12 > f3 join as without it, by the call site in g.  g
+ * is one call across the gap too: f3 ran in it on both sides (two g's,
+ * the first stretched with f3 across the gap, would overlap).
  */
 static void test_inlined_call_open(struct check_state *st)
 {
@@ -780,7 +810,7 @@ static void test_inlined_call_open(struct check_state *st)
 		{DEC_RET, AT(1, 0x15), 0},
 	};
 
-	RUN_EV(st, e, false, "0:f1:j:e 1:f12:j 2:g 3:f3:j 4:gap 2:g",
+	RUN_EV(st, e, false, "0:f1:j:e 1:f12:j 2:g:j 3:f3:j 4:gap",
 	       "by call site");
 }
 
@@ -914,12 +944,168 @@ static uint32_t slice_named(const struct mt_trace *t,
 	return MT_NONE;
 }
 
-static void note_unstitched(void *ctx, uint32_t tid)
+static void note_unstitched(void *ctx, uint32_t tid, const char *why)
 {
 	uint32_t *got = ctx;
 
+	(void)why;
 	got[got[0] + 1] = tid;
 	got[0]++;
+}
+
+/* f1 calls f12 in a loop, and f2 goes on past its call, but does not
+ * make it again; nothing else gets back anywhere. */
+static bool f2_goes_on(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
+		       bool ret_to)
+{
+	(void)ctx;
+	(void)pid;
+	(void)ret_to;
+	if (from == AT(1, 0x15) && to == AT(1, 0x15))
+		return false;
+	return from / 0x1000 != 2 || to == AT(2, 0x15);
+}
+
+/*
+ * f12 calls f2 from the code it inlined (g).  After the first gap, B's
+ * f2 is another call (A's f3 cannot get back to where B's resumed, nor
+ * f2 make its call again), made by f12: it hangs under f12, the only
+ * caller anyone saw.  The second gap's B returns from f2 into g, then
+ * into f1: f2 is joined, and g, which it was called from, began before
+ * it (not with B, beside an f2 that ran on into it).
+ */
+static void test_inlined_caller_learnt_later(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(12), AT(1, 0x15)},
+		{DEC_INLINE, AT(12, 0x100), (uintptr_t)&inl_g},
+		{DEC_CALL, FN(2), AT(12, 0x120)},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RESUME, AT(3, 0x40), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_OVERFLOW, AT(2, 0x20), 0},
+		{DEC_RESUME, AT(2, 0x40), 0},
+		{DEC_RET, AT(12, 0x120), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	const struct stitch_opts so = {.never_reaches = f2_goes_on};
+
+	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
+		 "0:f1:j:e 1:f12:j 2:g:e 3:f2:e:d 4:f3:e:d 2:gap "
+		 "2:g:j 3:f2:j:d 4:f3:d 4:gap",
+		 "the deepest is another call");
+}
+
+/*
+ * An island between A and B: X1 and X2 (f9 > f10) join each other but
+ * neither side.  B's root f1 learns its caller f7 from C, the segment
+ * after it, before the second pass joins A to B across the island, by
+ * B's start chain (f1 > f2, f2 returning to A's call site).  f7 was B's
+ * f1's caller, so it is A's f1's: it comes with it, from A's start (not
+ * a tree of its own, from B's, beside A's f1 through the same time).
+ */
+static void test_across_island_callers_known(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(1, 0x10), 0},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(9, 0x10), 0},
+		{DEC_CALL, FN(10), AT(9, 0x15)},
+		{DEC_OVERFLOW, AT(10, 0x40), 0},
+		{DEC_RET, AT(9, 0x15), 0},
+		{DEC_OVERFLOW, AT(2, 0x40), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_CALL, FN(3), AT(1, 0x25)},
+		{DEC_OVERFLOW, AT(3, 0x40), 0},
+		{DEC_RET, AT(1, 0x25), 0},
+		{DEC_RET, AT(7, 0x15), 0},
+	};
+
+	RUN_EV(st, evs, false,
+	       "0:f7:j:e 1:f1:j 2:f2:j:d 3:gap:d 3:f9:j:e:d 4:f10:j:d 5:gap:d "
+	       "3:gap:d 2:f3:j 3:gap",
+	       "across 1 to 2, which join neither");
+}
+
+/*
+ * The same, but A's f1 was called by f8, and C says B's f1 was called
+ * by f7: across the island, B's f1 is not A's, whatever B's own chain
+ * says (joined, f7 would be left a tree of its own beside A's f1,
+ * through the same time).  Not joined.
+ */
+static void test_across_island_callers_differ(struct check_state *st)
+{
+	const struct ev evs[] = {
+		{DEC_SYNC, AT(8, 0x10), 0},
+		{DEC_CALL, FN(1), AT(8, 0x15)},
+		{DEC_CALL, FN(2), AT(1, 0x15)},
+		{DEC_OVERFLOW, AT(9, 0x10), 0},
+		{DEC_CALL, FN(10), AT(9, 0x15)},
+		{DEC_OVERFLOW, AT(10, 0x40), 0},
+		{DEC_RET, AT(9, 0x15), 0},
+		{DEC_OVERFLOW, AT(2, 0x40), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+		{DEC_CALL, FN(3), AT(1, 0x25)},
+		{DEC_OVERFLOW, AT(3, 0x40), 0},
+		{DEC_RET, AT(1, 0x25), 0},
+		{DEC_RET, AT(7, 0x15), 0},
+	};
+
+	RUN_EV(st, evs, false,
+	       "0:f8:e 1:f1:e 2:f2:e 1:gap 1:f9:j:e:d 2:f10:j:d 3:gap:d 1:gap "
+	       "1:f7:j:e:d 2:f1:j:d 3:f2:d 3:f3:j:d 4:gap:d",
+	       "1 revealed");
+}
+
+/*
+ * f2 tail-calls f4 in B, and f4 tail-calls f6 in C: each is a second
+ * root of its segment, under its first root's parent.  C's first root
+ * (f4) is joined to B's second root, so f6's caller is found two steps
+ * away: f1, which D returns to.  D joins there (one step found none:
+ * f1 came back as a caller revealed above f6, a second f1 beside A's,
+ * through the same time).
+ */
+static void test_second_roots_chained(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(8, 0x10), 0},	{DEC_CALL, FN(1), AT(8, 0x15)},
+		{DEC_CALL, FN(2), AT(1, 0x15)}, {DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_JUMP, FN(4), AT(2, 0x40)}, {DEC_CALL, FN(5), AT(4, 0x15)},
+		{DEC_OVERFLOW, AT(5, 0x30), 0}, {DEC_RET, AT(4, 0x15), 0},
+		{DEC_JUMP, FN(6), AT(4, 0x40)}, {DEC_CALL, FN(7), AT(6, 0x15)},
+		{DEC_OVERFLOW, AT(7, 0x30), 0}, {DEC_RET, AT(6, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	RUN_EV(st, e, false,
+	       "0:f8:j:e 1:f1:j:e 2:f2:j 3:f3:j 4:gap 2:f4:j 3:f5:j 4:gap "
+	       "2:f6:j 3:f7:j 4:gap",
+	       "3 frames by name, 1 by call site, 1 ancestor kept");
+}
+
+/*
+ * B resumes in f4 and longjmps into f1, stepping over A's f2 and f3;
+ * but by the code B's f4 cannot be A's (A's f4 cannot get to where B
+ * resumed): it is another call, made by f3, which lived until the jump.
+ * It and the gap go under f3, not beside it under f1.
+ */
+static void test_longjmp_step_other_call(struct check_state *st)
+{
+	const struct ev e[] = {
+		CALLS_TO_F5,
+		{DEC_OVERFLOW, AT(4, 0x50), 0},
+		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
+	};
+	const struct stitch_opts so = {.never_reaches = nothing_back};
+
+	run_with(
+		st, e, sizeof(e) / sizeof(*e), &so,
+		"0:f1:j:e 1:f2:j:d 2:f3:j:d 3:f4:e:d 4:f5:e:d 3:gap:d 3:f4:d",
+		"stepped over below a longjmp target (guessed); the deepest is "
+		"another call");
 }
 
 /*
@@ -1044,6 +1230,71 @@ out:
 	mt_trace_free(&t);
 }
 
+/* What was wrong with the last thread given back. */
+static void note_why(void *ctx, uint32_t tid, const char *why)
+{
+	const char **got = ctx;
+
+	(void)tid;
+	*got = why;
+}
+
+/*
+ * All or nothing, when two calls under one caller would overlap in time
+ * (A's f4 is made to run past the start of f3, its caller's next call,
+ * as no capture would): a trace viewer would cut one short to nest them,
+ * so the database and the trace would disagree.  The thread comes back
+ * as it was, and the caller hears why.
+ */
+static void test_overlap_given_back(struct check_state *st)
+{
+	const struct ev evs[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(4), AT(2, 0x35)},
+		{DEC_RET, AT(2, 0x35), 0},
+		{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	const char *why = NULL;
+	struct stitch_opts so = {.unstitched = note_why, .ctx = &why};
+	struct mt_trace t;
+	struct seg_ends_table ends = {0};
+	struct mt_slice *was = NULL;
+	size_t nr_was = 0;
+	uint32_t f4, f3;
+	char err[128];
+
+	mt_trace_init(&t);
+	CHECK(st, mt_trace_add_thread(&t, 1, 1, "t1") != NULL);
+	build_thread(st, &t, 0, &ends, evs, sizeof(evs) / sizeof(*evs));
+	f4 = slice_named(&t, &t.threads[0], "f4", 0);
+	f3 = slice_named(&t, &t.threads[0], "f3", 0);
+	CHECK(st, f4 != MT_NONE && f3 != MT_NONE);
+	if (f4 == MT_NONE || f3 == MT_NONE)
+		goto out;
+	t.threads[0].slices[f4].dur =
+		t.threads[0].slices[f3].ts + 5 - t.threads[0].slices[f4].ts;
+	nr_was = t.threads[0].nr_slices;
+	was = malloc(nr_was * sizeof(*was));
+	CHECK(st, was != NULL);
+	if (!was)
+		goto out;
+	memcpy(was, t.threads[0].slices, nr_was * sizeof(*was));
+	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
+	CHECKF(st, why && strstr(why, "overlap"), "given back: %s",
+	       why ? why : "no");
+	CHECK(st,
+	      t.threads[0].nr_slices == nr_was &&
+		      !memcmp(was, t.threads[0].slices, nr_was * sizeof(*was)));
+	CHECKF(st, t.nr_stitches == 0, "%zu decisions", t.nr_stitches);
+out:
+	free(was);
+	seg_ends_free(&ends);
+	mt_trace_free(&t);
+}
+
 /*
  * B's revealed caller f1 would become the caller of A's root f2, from
  * f2's start; but f1 already hangs under f3, which began after f2 (as
@@ -1072,7 +1323,10 @@ static void test_join_under_later_frame(struct check_state *st)
 	CHECK(st, f1 != MT_NONE && f3 != MT_NONE && f3 < f1);
 	if (f1 == MT_NONE || f3 == MT_NONE)
 		goto out;
+	/* and so does the gap before it, as that join would have hung it */
+	CHECK(st, t.threads[0].slices[f1 - 1].flags & MT_SLICE_GAP);
 	t.threads[0].slices[f1].parent = f3;
+	t.threads[0].slices[f1 - 1].parent = f3;
 	CHECK(st, !stitch_trace(&t, &ends, &so, err, sizeof(err)));
 	CHECKF(st, got[0] == 0, "%u threads given back", got[0]);
 	CHECKF(st, t.nr_stitches == 1, "%zu decisions", t.nr_stitches);
@@ -1125,8 +1379,14 @@ int main(void)
 	RUN(&st, test_callers_above_guessed);
 	RUN(&st, test_failed_thread_given_back);
 	RUN(&st, test_unlaid_thread_given_back);
+	RUN(&st, test_overlap_given_back);
 	RUN(&st, test_new_calls_up_to_a_loop);
 	RUN(&st, test_new_call_likelier);
 	RUN(&st, test_join_under_later_frame);
+	RUN(&st, test_inlined_caller_learnt_later);
+	RUN(&st, test_across_island_callers_known);
+	RUN(&st, test_across_island_callers_differ);
+	RUN(&st, test_second_roots_chained);
+	RUN(&st, test_longjmp_step_other_call);
 	return CHECK_DONE(&st);
 }
