@@ -45,7 +45,7 @@ TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
 .SECONDARY:
 
 .PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz \
-        mutate
+        mutate progs
 
 all: $(BINS)
 
@@ -119,6 +119,10 @@ test:
 	@sh tests/run build/asan
 
 asan-build: $(BINS) $(TESTS) $(TOOLS)
+
+# The programs the end-to-end tests run (what tools/mutate.sh rebuilds
+# for them).
+progs: $(BINS) $(TOOLS)
 
 unit: $(BINS) $(TESTS) $(TOOLS)
 

@@ -17,7 +17,8 @@
 # bug is planted (then nothing it says about a mutant means anything).
 #
 # MUTATE_FILE      the mutants (default tests/mutants.txt)
-# MUTATE_TIMEOUT   seconds one test may run under a mutant (default 300);
+# MUTATE_TIMEOUT   seconds one test may run under a mutant (default 300,
+#                  or 5 times what it took unmutated when that is more);
 #                  past it the test is killed and the mutant counts as
 #                  caught, "by timeout"
 # MUTATE_JOBS      make -j (default 2)
@@ -29,8 +30,9 @@
 # The working tree is never written: the copy is made with tar (the
 # working tree as it is, uncommitted changes included, without .git and
 # build/), its build starts from a copy of build/asan when there is one,
-# and each mutated file is put back before the next mutant, so only the
-# mutated object and the links rebuild.
+# and each mutated file is put back before the next mutant.  For each
+# mutant only the mutated object and what its tests run are rebuilt (the
+# unit test programs it names; for an end-to-end script, make progs).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FILE=${MUTATE_FILE:-$ROOT/tests/mutants.txt}
@@ -204,9 +206,26 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The fuzzing script replays its inputs only.
 export MT_FUZZ_SECONDS=0
 
-build() { # log
-	(cd "$C" && nice make -j"$JOBS" --no-print-directory MODE=asan \
-		asan-build) >"$1" 2>&1
+build() { # LOG TARGET...
+	local log=$1
+	shift
+	(cd "$C" && nice make -j"$JOBS" --no-print-directory MODE=asan "$@") \
+		>"$log" 2>&1
+}
+
+# What mutant I needs built: its own object (so that it must compile
+# whatever its tests link) and the programs its tests run.
+targets() {
+	local t f=${files[$1]} out=""
+	case $f in *.c) out="build/asan/obj/${f%.c}.o" ;; esac
+	for t in ${tests[$1]}; do
+		t=${t#e2e/}
+		case $t in
+		test_*) out="$out build/asan/tests/$t" ;;
+		*) out="$out progs" ;;
+		esac
+	done
+	echo "$out"
 }
 
 # A test's command: test_NAME is a unit test program, NN-name (or
@@ -220,11 +239,19 @@ test_cmd() {
 	esac
 }
 
+# How long test T may run: MUTATE_TIMEOUT, or 5 times what it took
+# unmutated (a loaded machine may be that much slower).
+declare -A base_s=()
+limit_of() {
+	local b=${base_s[$1]:-0}
+	[ $((5 * b)) -gt "$TIMEOUT" ] && echo $((5 * b)) || echo "$TIMEOUT"
+}
+
 # run_test NAME LOG: 0 passed, 1 failed, 2 timed out.
 run_test() {
 	local cmd rc
 	cmd=$(test_cmd "$1")
-	(cd "$C" && timeout -k 10 "$TIMEOUT" nice $cmd) >"$2" 2>&1
+	(cd "$C" && timeout -k 10 "$(limit_of "$1")" nice $cmd) >"$2" 2>&1
 	rc=$?
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		return 2
@@ -237,7 +264,7 @@ run_test() {
 
 # Every test named must exist and pass before a bug is planted.
 echo "mutate: building the copy in $C" >&2
-build "$S/build.log" || {
+build "$S/build.log" asan-build || {
 	tail -20 "$S/build.log" >&2
 	die "the unmutated tree does not build"
 }
@@ -250,11 +277,14 @@ for i in "${sel[@]}"; do
 done
 if [ "${MUTATE_NO_BASELINE:-0}" != 1 ]; then
 	for t in "${!all_tests[@]}"; do
+		t0=$(date +%s)
 		run_test "$t" "$S/base.log"
-		case $? in
+		rc=$?
+		base_s[$t]=$(($(date +%s) - t0))
+		case $rc in
 		1) grep '^FAIL' "$S/base.log" | head -3 >&2
 		   die "$t fails with no mutant planted" ;;
-		2) die "$t ran past ${TIMEOUT}s with no mutant planted" ;;
+		2) die "$t ran past $(limit_of "$t")s with no mutant planted" ;;
 		esac
 	done
 	echo "mutate: ${#all_tests[@]} tests pass unmutated" >&2
@@ -282,8 +312,8 @@ for i in "${sel[@]}"; do
 		cp -p "$S/orig" "$C/$f"
 		die "mutant '$id': cannot plant it in $f" ;;
 	esac
-	if ! build "$S/build.log"; then
-		msg=$(grep -m1 -E 'error|Error' "$S/build.log")
+	if ! build "$S/build.log" $(targets "$i"); then
+		msg=$(grep -m1 -E 'error:|Error [0-9]' "$S/build.log")
 		printf '%s  %s:%s  %s  DID NOT COMPILE: %s\n' "$id" "$f" "$where" \
 			"$change" "$msg"
 		bad=$((bad + 1))
@@ -295,7 +325,8 @@ for i in "${sel[@]}"; do
 			case $? in
 			1) first=$(grep -m1 '^FAIL' "$S/test.log")
 			   by="$by $t" how=${how:-${first:-exit status non-zero}} ;;
-			2) by="$by $t" how=${how:-"timeout ${TIMEOUT}s"} ;;
+			2) by="$by $t"
+			   how=${how:-"timeout: killed after $(limit_of "$t")s, ${base_s[$t]:-?}s unmutated"} ;;
 			*) continue ;;
 			esac
 			[ "${MUTATE_ALL:-0}" = 1 ] || break
