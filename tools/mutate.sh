@@ -49,10 +49,14 @@ command -v timeout >/dev/null || die "timeout (coreutils) is needed"
 start=$(date +%s)
 S=$(mktemp -d /tmp/mt-mutate.XXXXXX) || die "cannot make a scratch directory"
 C=$S/tree
+# timeout passes a TERM on to the test's whole process group.
+stop_test() {
+	[ -z "${child:-}" ] || { kill -TERM "$child" && wait "$child"; } 2>/dev/null
+}
 if [ "${MUTATE_KEEP:-0}" = 1 ]; then
-	trap 'echo "mutate: the scratch copy is $S" >&2' EXIT
+	trap 'stop_test; echo "mutate: the scratch copy is $S" >&2' EXIT
 else
-	trap 'rm -rf "$S"' EXIT
+	trap 'stop_test; rm -rf "$S"' EXIT
 fi
 trap 'exit 130' INT TERM HUP
 
@@ -247,16 +251,24 @@ limit_of() {
 	[ $((5 * b)) -gt "$TIMEOUT" ] && echo $((5 * b)) || echo "$TIMEOUT"
 }
 
-# run_test NAME LOG: 0 passed, 1 failed, 2 timed out.
+# run_test NAME LOG: 0 passed, 1 failed, 2 timed out; test_rc is its
+# exit status.  In the background, so that a signal to this script is
+# not held until the test ends (timeout runs it in a process group of
+# its own, which the terminal's Ctrl-C does not reach).
+child=""
 run_test() {
-	local cmd rc
+	local cmd
 	cmd=$(test_cmd "$1")
-	(cd "$C" && timeout -k 10 "$(limit_of "$1")" nice $cmd) >"$2" 2>&1
-	rc=$?
-	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	(cd "$C" && exec timeout -k 10 "$(limit_of "$1")" nice $cmd) \
+		>"$2" 2>&1 </dev/null &
+	child=$!
+	wait "$child"
+	test_rc=$?
+	child=""
+	if [ $test_rc -eq 124 ] || [ $test_rc -eq 137 ]; then
 		return 2
 	fi
-	if [ $rc -ne 0 ] || grep -q '^FAIL' "$2"; then
+	if [ $test_rc -ne 0 ] || grep -q '^FAIL' "$2"; then
 		return 1
 	fi
 	return 0
@@ -324,7 +336,7 @@ for i in "${sel[@]}"; do
 			run_test "$t" "$S/test.log"
 			case $? in
 			1) first=$(grep -m1 '^FAIL' "$S/test.log")
-			   by="$by $t" how=${how:-${first:-exit status non-zero}} ;;
+			   by="$by $t" how=${how:-${first:-exit status $test_rc}} ;;
 			2) by="$by $t"
 			   how=${how:-"timeout: killed after $(limit_of "$t")s, ${base_s[$t]:-?}s unmutated"} ;;
 			*) continue ;;
