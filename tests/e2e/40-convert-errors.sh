@@ -189,3 +189,19 @@ elif "$B/mt-convert" "$f" -o "$W/s.pftrace" --no-sqlite --text "$W/s.tsv" \
 else
 	echo "FAIL convert_real_percpu_switches: ${out:-conversion or perf failed}"
 fi
+
+# A standard output that cannot take the text (a full disk): the text is
+# flushed before its errors are checked, so the run fails in one line.
+rm -rf "$W/out"; mkdir -p "$W/out"
+(cd "$W/out" && timeout 60 "$B/mt-convert" "$W/s/raw.bin" --no-sqlite -q \
+	--text - >/dev/full 2>"$W/stderr")
+rc=$?
+if [ $rc -ne 1 ]; then
+	echo "FAIL convert_errors_text_stdout_full: exit status $rc"
+elif [ "$(grep -c 'standard output: cannot write: No space left' \
+	"$W/stderr")" -ne 1 ]; then
+	echo "FAIL convert_errors_text_stdout_full: message:"
+	sed 's/^/    /' "$W/stderr" | head -5
+else
+	echo "PASS convert_errors_text_stdout_full"
+fi
