@@ -385,16 +385,12 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		/* The bits' times: spread between the first and the last
-		 * (in 1/65536 ns, one division a record). */
-		{
-			uint64_t step = n > 1 ? (dt << 16) / (n - 1) : 0;
-			uint64_t at = 0;
-
-			for (unsigned k = 0; k < n && !rc; k++, at += step)
-				rc = ptenc_cond(t->enc, t0 + (at >> 16),
-						bits >> k & 1);
-		}
+		if (n > 64)
+			return emu_fail(e, -EPROTO,
+					"the Valgrind tool's stream has a run "
+					"of %u branches (at most 64)",
+					n);
+		rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		v->now = t0 + dt;
 		e->st->branches += n;
 		psb = true;
