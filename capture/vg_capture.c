@@ -76,6 +76,9 @@ struct vg {
 	char exec[256];	    /* what the program last tried to exec, or "" */
 	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
 	uint64_t *sys_next; /* per thread: where its system call returns */
+	/* A program without a "main" symbol: main's file and offset. */
+	char start_file[PATH_MAX];
+	uint64_t start_off;
 };
 
 /* A cursor over one record. */
@@ -641,8 +644,8 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 
 /* Is there a function sym in the executable prog (as execvp finds it)?
  * The ptrace emulator says the same when there is none. */
-static int check_start(const char *prog, const char *sym, char *err,
-		       size_t errlen)
+static int check_start(struct vg *v, const char *prog, const char *sym,
+		       char *err, size_t errlen)
 {
 	char path[PATH_MAX], why[256];
 	struct sym_file *sf = NULL;
@@ -677,6 +680,12 @@ static int check_start(const char *prog, const char *sym, char *err,
 	for (size_t i = 0; i < n && !found; i++)
 		found = !strcmp(s[i].name, sym);
 	sym_file_free(sf);
+	/* Stripped: main is what _start hands to __libc_start_main. */
+	if (!found && !strcmp(sym, "main") &&
+	    !symaddr_main_vaddr(path, &(uint64_t){0}, &v->start_off, why,
+				sizeof(why)) &&
+	    realpath(path, v->start_file))
+		return 0;
 	if (!found)
 		return mt_err(err, errlen, -ENOENT,
 			      "%s: no symbol '%s'; --start-at '' traces from "
@@ -689,7 +698,8 @@ static int check_start(const char *prog, const char *sym, char *err,
 static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
-	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64];
+	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64],
+		sfile[PATH_MAX + 32], soff[48];
 	int sv[2], argc = 0, rc;
 	char **args;
 
@@ -701,7 +711,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 				strerror(errno));
 	while (argv[argc])
 		argc++;
-	args = calloc((size_t)argc + 16, sizeof(*args));
+	args = calloc((size_t)argc + 20, sizeof(*args));
 	if (!args) {
 		close(sv[0]);
 		close(sv[1]);
@@ -729,6 +739,14 @@ static int vg_launch(struct vg *v, char *const argv[])
 		args[k++] = "--run-cxx-freeres=no";
 		args[k++] = fdopt;
 		args[k++] = start;
+		if (v->start_file[0]) {
+			snprintf(sfile, sizeof(sfile), "--mt-start-file=%s",
+				 v->start_file);
+			snprintf(soff, sizeof(soff), "--mt-start-off=%#llx",
+				 (unsigned long long)v->start_off);
+			args[k++] = sfile;
+			args[k++] = soff;
+		}
 		args[k++] = trig;
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
@@ -846,8 +864,9 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 				"takes it)",
 				o->cap.trigger);
 	if (!o->start_at || o->start_at[0])
-		rc = check_start(argv[0], o->start_at ? o->start_at : "main",
-				 err, errlen);
+		rc = check_start(&v, argv[0],
+				 o->start_at ? o->start_at : "main", err,
+				 errlen);
 	if (!rc)
 		rc = vg_launch(&v, argv);
 	if (!rc)

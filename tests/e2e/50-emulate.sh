@@ -382,3 +382,27 @@ if ! "$B/mt-capture" --emulate --start-at no_such_symbol -o "$W/y.bin" -- \
 else
 	echo "FAIL emulate_missing_symbol"; sed 's/^/    /' "$W/y.err" | head -3
 fi
+
+# A stripped program starts at main all the same, on both emulate
+# backends: what its _start hands to __libc_start_main.  It branches as
+# the program with symbols does from main on, and perf decodes it.
+cc -O1 -g -o "$W/rec" "$R/tests/programs/recursion.c" && strip -o "$W/rec-stripped" "$W/rec"
+for be in ptrace valgrind; do
+	if [ $be = valgrind ] && { ! command -v valgrind >/dev/null ||
+		[ ! -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; }; then
+		echo "SKIP emulate_stripped_main_$be (valgrind or its tool not built)"
+		continue
+	fi
+	for f in rec rec-stripped; do
+		"$B/mt-capture" --emulate=$be -o "$W/$f.bin" -- "$W/$f" >/dev/null 2>"$W/$f.err"
+	done
+	a=$(grep -o '[0-9]* branches' "$W/rec.err")
+	b=$(grep -o '[0-9]* branches' "$W/rec-stripped.err")
+	if [ -n "$a" ] && [ "$a" = "$b" ] &&
+		! perf script -i "$W/rec-stripped.bin" --itrace=cre 2>&1 | grep -q 'trace error'; then
+		echo "PASS emulate_stripped_main_$be ($b from main)"
+	else
+		echo "FAIL emulate_stripped_main_$be: '$a' with symbols, '$b' stripped"
+		sed 's/^/    /' "$W/rec-stripped.err" | tail -3
+	fi
+done
