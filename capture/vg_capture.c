@@ -647,7 +647,7 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 static int check_start(struct vg *v, const char *prog, const char *sym,
 		       char *err, size_t errlen)
 {
-	char path[PATH_MAX], why[256];
+	char path[PATH_MAX], why[PATH_MAX + 256];
 	struct sym_file *sf = NULL;
 	const struct sym *s;
 	size_t n;
@@ -681,11 +681,17 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 		found = !strcmp(s[i].name, sym);
 	sym_file_free(sf);
 	/* Stripped: main is what _start hands to __libc_start_main. */
-	if (!found && !strcmp(sym, "main") &&
-	    !symaddr_main_vaddr(path, &(uint64_t){0}, &v->start_off, why,
-				sizeof(why)) &&
-	    realpath(path, v->start_file))
+	if (!found && !strcmp(sym, "main")) {
+		if (symaddr_main_vaddr(path, &(uint64_t){0}, &v->start_off, why,
+				       sizeof(why)))
+			return mt_err(err, errlen, -ENOENT,
+				      "%s; --start-at '' traces from exec",
+				      why);
+		if (!realpath(path, v->start_file))
+			return mt_err(err, errlen, -errno, "%s: %s", path,
+				      strerror(errno));
 		return 0;
+	}
 	if (!found)
 		return mt_err(err, errlen, -ENOENT,
 			      "%s: no symbol '%s'; --start-at '' traces from "

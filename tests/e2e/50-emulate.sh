@@ -406,3 +406,14 @@ for be in ptrace valgrind; do
 		sed 's/^/    /' "$W/rec-stripped.err" | tail -3
 	fi
 done
+# No main symbol, and a _start of its own that hands __libc_start_main
+# nothing: one line, no capture.
+printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/nomain.c"
+cc -O1 -nostdlib -static -o "$W/nomain" "$W/nomain.c" && strip "$W/nomain"
+if ! "$B/mt-capture" --emulate -o "$W/nomain.bin" -- "$W/nomain" 2>"$W/nomain.err" &&
+	[ ! -e "$W/nomain.bin" ] && [ "$(grep -vc single-stepping "$W/nomain.err")" = 1 ] &&
+	grep -q "no symbol 'main', and its entry point does not hand one" "$W/nomain.err"; then
+	echo "PASS emulate_stripped_nomain"
+else
+	echo "FAIL emulate_stripped_nomain"; sed 's/^/    /' "$W/nomain.err" | head -3
+fi

@@ -152,4 +152,4 @@ bad noprog "could not run it" "$B/mt-capture" --emulate=valgrind --start-at '' \
 # nothing.
 printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/nomain.c"
 cc -O1 -nostdlib -static -o "$W/nomain" "$W/nomain.c" && strip "$W/nomain"
-bad nomain "no symbol 'main'" "$B/mt-capture" --emulate=valgrind -o "$W/nomain.bin" -- "$W/nomain"
+bad nomain "no symbol 'main', and its entry point does not hand one" "$B/mt-capture" --emulate=valgrind -o "$W/nomain.bin" -- "$W/nomain"
