@@ -173,6 +173,26 @@ struct emu {
 int emu_fail(struct emu *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* emu_state.c: what both emulate backends keep the same way. */
+/* Thread tid, or NULL when it has none yet. */
+struct thr *emu_thr_find(struct emu *e, pid_t tid);
+/* A new thread with its encoder (e->thr may move), or NULL: no memory. */
+struct thr *emu_thr_add(struct emu *e, pid_t tid);
+/* A call's return address on the thread's return stack. */
+int emu_shadow_push(struct thr *t, uint64_t ret);
+/* --multi-snapshot: keep what each thread's ring holds now (what it
+ * gained since the last snapshot, at most the ring's size), and go on. */
+int emu_snapshot(struct emu *e, uint64_t when);
+/* A binary of the target, for naming functions in the truth. */
+int emu_edso_add(struct emu *e, uint64_t lo, uint64_t hi, uint64_t off,
+		 const char *path);
+/* The capture and, as asked, the truth and the gaps, all ending at end,
+ * after a run that returned rc: rc when that failed (its error stays in
+ * e->err), else 0 or -EIO with why in e->err. */
+int emu_write_all(struct emu *e, uint64_t end, int rc);
+/* Everything e owns. */
+void emu_free(struct emu *e);
+
 /* emu_capture.c */
 /*
  * The target's executable mappings, read while it lives (after reaching

@@ -85,25 +85,14 @@ int edsos_from_maps(struct emu *e)
 
 	for (size_t i = 0; i < e->nr_maps; i++) {
 		unsigned long long lo, hi, off;
-		struct edso *d;
 
 		path[0] = 0;
 		if (sscanf(e->maps[i], "%llx-%llx %*s %llx %*s %*s %4095s", &lo,
 			   &hi, &off, path) < 3 ||
 		    !path[0])
 			continue;
-		if (mt_grow((void **)&e->edsos, &e->cap_edsos, e->nr_edsos + 1,
-			    sizeof(*e->edsos)))
+		if (emu_edso_add(e, lo, hi, off, path))
 			return -ENOMEM;
-		d = &e->edsos[e->nr_edsos];
-		memset(d, 0, sizeof(*d));
-		d->lo = lo;
-		d->hi = hi;
-		d->pgoff = off;
-		d->path = strdup(path);
-		if (!d->path)
-			return -ENOMEM;
-		e->nr_edsos++;
 	}
 	return 0;
 }

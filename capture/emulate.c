@@ -270,48 +270,19 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 	return c;
 }
 
+/* Thread tid, made if new (e->thr may move), or NULL: no memory. */
 static struct thr *thr_get(struct emu *e, pid_t tid)
 {
-	struct thr *t;
+	struct thr *t = emu_thr_find(e, tid);
 
-	for (size_t i = 0; i < e->nr_thr; i++)
-		if (e->thr[i].tid == tid)
-			return &e->thr[i];
-	if (mt_grow((void **)&e->thr, &e->cap_thr, e->nr_thr + 1,
-		    sizeof(*e->thr)))
-		return NULL;
-	t = &e->thr[e->nr_thr++];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	t->new_thread = true;
-	{
-		struct ptenc_cfg cfg = {.timing = PTENC_MTC,
-					.noretcomp = e->o->noretcomp,
-					.psb_period = 1, /* 4 KiB */
-					.mtc_period = EMU_MTC_PERIOD,
-					.tsc_ctc_ratio = EMU_TSC_CTC,
-					.cbr = EMU_NONTURBO,
-					.tnt_max = 6};
-		t->enc = ptenc_new(&cfg, (uint64_t)tid);
-		if (!t->enc) {
-			e->nr_thr--;
-			return NULL;
-		}
-	}
-	e->live++;
+	if (t)
+		return t;
+	t = emu_thr_add(e, tid);
+	if (t)
+		t->new_thread = true;
 	return t;
 }
 
-static int shadow_push(struct thr *t, uint64_t ret)
-{
-	if (mt_grow((void **)&t->shadow, &t->cap_shadow, t->depth + 1,
-		    sizeof(*t->shadow)))
-		return -ENOMEM;
-	t->shadow[t->depth++] = ret;
-	return 0;
-}
-
-/* The packets for a branch of class cls that went to `to`. */
 static int packets(struct thr *t, uint8_t cls, uint64_t to, uint64_t next,
 		   uint64_t tsc)
 {
@@ -382,7 +353,7 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 	if (in->cls == IC_PLAIN)
 		return 0;
 	if (in->cls == IC_CALL || in->cls == IC_ICALL) {
-		rc = shadow_push(t, next);
+		rc = emu_shadow_push(t, next);
 	} else if (in->cls == IC_RET) {
 		/* Pop to the frame it returns into (longjmp-like returns
 		 * skip several). */
@@ -765,46 +736,6 @@ static int attach(struct emu *e, int pid)
 	return 0;
 }
 
-/* --multi-snapshot: keep what each thread's ring holds now (what it
- * gained since the last snapshot, at most the ring's size), and go on. */
-static int take_snapshot(struct emu *e, uint64_t when)
-{
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		const uint8_t *d;
-		size_t len, from;
-		struct snap *sn;
-
-		if (!t->started || t->exited)
-			continue;
-		if (ptenc_finish(t->enc, when))
-			return -ENOMEM;
-		d = ptenc_data(t->enc, &len);
-		from = t->snap_end;
-		if (e->o->cap.snapshot_size &&
-		    len - from > e->o->cap.snapshot_size)
-			from = len - e->o->cap.snapshot_size;
-		if (from >= len)
-			continue;
-		if (mt_grow((void **)&e->snaps, &e->cap_snaps, e->nr_snaps + 1,
-			    sizeof(*e->snaps)))
-			return -ENOMEM;
-		sn = &e->snaps[e->nr_snaps];
-		sn->data = malloc(len - from);
-		if (!sn->data)
-			return -ENOMEM;
-		memcpy(sn->data, d + from, len - from);
-		sn->len = len - from;
-		sn->thread = i;
-		sn->time = when;
-		e->nr_snaps++;
-		t->snap_end = len;
-		/* The next chunk must start at a sync point to decode. */
-		ptenc_force_psb(t->enc);
-	}
-	return 0;
-}
-
 /*
  * mt_ptwrite(value) is entered: its value (in rdi) goes into the trace
  * where the hardware's PTWRITE in it would put it.  The CPU here may have
@@ -988,7 +919,7 @@ static int trace(struct emu *e)
 							    &e->cap_hits,
 							    e->nr_hits + 1,
 							    sizeof(*e->hits)) ||
-						    take_snapshot(e, when))
+						    emu_snapshot(e, when))
 							return emu_fail(
 								e, -ENOMEM,
 								"out of "
@@ -1051,7 +982,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 {
 	struct emu e = {.o = o, .st = st, .err = err, .errlen = errlen};
 	const char *start = o->start_at ? o->start_at : "main";
-	int rc, wrc;
+	int rc;
 
 	memset(st, 0, sizeof(*st));
 	e.rng = o->drop_seed ? o->drop_seed : 1;
@@ -1122,55 +1053,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (e.pid > 0)
 		detach_all(&e);
 	/* Whatever was traced is written, even after an error. */
-	if (e.nr_thr) {
-		char werr[512] = "";
-		char *keep = e.err;
-
-		e.err = werr;
-		e.errlen = sizeof(werr);
-		wrc = emu_write_capture(&e, e.hit_time ? e.hit_time : now_ns());
-		if (!wrc && o->truth)
-			wrc = write_truth(&e,
-					  e.hit_time ? e.hit_time : now_ns());
-		if (!wrc && o->gaps)
-			wrc = emu_write_gaps(&e);
-		e.err = keep;
-		e.errlen = errlen;
-		if (wrc && !rc) {
-			snprintf(err, errlen, "%s", werr);
-			rc = -EIO;
-		}
-	}
+	if (e.nr_thr)
+		rc = emu_write_all(&e, e.hit_time ? e.hit_time : now_ns(), rc);
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);
-	for (size_t i = 0; i < e.nr_thr; i++) {
-		ptenc_free(e.thr[i].enc);
-		free(e.thr[i].shadow);
-		free(e.thr[i].unwound);
-		free(e.thr[i].rows);
-		free(e.thr[i].tstack);
-	}
-	for (size_t i = 0; i < e.nr_edsos; i++) {
-		free(e.edsos[i].path);
-		sym_file_free(e.edsos[i].sf);
-	}
-	free(e.edsos);
-	free(e.gaps);
-	for (size_t k = 0; k < e.nr_snaps; k++)
-		free(e.snaps[k].data);
-	free(e.snaps);
-	free(e.hits);
-	free(e.triggers);
-	for (int c = 0; c < e.nr_sb; c++)
-		sb_close(&e.sb[c]);
-	free(e.sb);
-	free(e.sb_ids);
-	for (size_t i = 0; i < e.nr_maps; i++)
-		free(e.maps[i]);
-	free(e.maps);
-	free(e.vdso);
-	free(e.thr);
-	free(e.icache);
-	cs_close(&e.cs);
+	emu_free(&e);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "util/util.h"
 
+#include <capstone/capstone.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +150,121 @@ static int runtime_bias(pid_t pid, const char *exe, const struct sym_file *sf,
 	return 0;
 }
 
+/*
+ * glibc's x86-64 _start hands main to __libc_start_main in %rdi: "lea
+ * main(%rip),%rdi" (PIE) or "mov $main,%rdi" before the call.  Decoding
+ * the few instructions at the entry point finds it without symbols.
+ */
+static bool rdi_before_call(const uint8_t *code, size_t len, uint64_t at,
+			    uint64_t *main)
+{
+	csh cs;
+	cs_insn *in = NULL;
+	size_t n;
+	bool known = false, found = false;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return false;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	n = cs_disasm(cs, code, len, at, 32, &in);
+	for (size_t i = 0; i < n && !found; i++) {
+		const cs_x86 *x = &in[i].detail->x86;
+		bool to_rdi = x->op_count == 2 &&
+			      x->operands[0].type == X86_OP_REG &&
+			      (x->operands[0].reg == X86_REG_RDI ||
+			       x->operands[0].reg == X86_REG_EDI);
+
+		if (in[i].id == X86_INS_CALL || in[i].id == X86_INS_JMP ||
+		    in[i].id == X86_INS_HLT) {
+			found = in[i].id == X86_INS_CALL && known;
+			break;
+		}
+		if (!to_rdi) {
+			/* Anything else that writes %rdi: main unknown. */
+			for (uint8_t k = 0; k < x->op_count; k++)
+				if (x->operands[k].type == X86_OP_REG &&
+				    (x->operands[k].reg == X86_REG_RDI ||
+				     x->operands[k].reg == X86_REG_EDI) &&
+				    (x->operands[k].access & CS_AC_WRITE))
+					known = false;
+			continue;
+		}
+		known = false;
+		if (in[i].id == X86_INS_LEA &&
+		    x->operands[1].type == X86_OP_MEM &&
+		    x->operands[1].mem.base == X86_REG_RIP &&
+		    x->operands[1].mem.index == X86_REG_INVALID) {
+			*main = in[i].address + in[i].size +
+				(uint64_t)x->operands[1].mem.disp;
+			known = true;
+		} else if (in[i].id == X86_INS_MOV &&
+			   x->operands[1].type == X86_OP_IMM) {
+			*main = (uint64_t)x->operands[1].imm;
+			known = true;
+		}
+	}
+	cs_free(in, n);
+	cs_close(&cs);
+	return found && *main;
+}
+
+int symaddr_main_vaddr(const char *exe, uint64_t *vaddr, uint64_t *off,
+		       char *err, size_t errlen)
+{
+	uint8_t code[128];
+	GElf_Ehdr eh;
+	Elf *elf = NULL;
+	size_t nph = 0;
+	ssize_t got = -1;
+	int fd = open(exe, O_RDONLY | O_CLOEXEC), rc = -ENOENT;
+
+	if (fd < 0)
+		return mt_err(err, errlen, -errno, "%s: %s", exe,
+			      strerror(errno));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    elf_getphdrnum(elf, &nph))
+		goto out;
+	for (size_t i = 0; i < nph && got < 0; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (ph.p_flags & PF_X) && eh.e_entry >= ph.p_vaddr &&
+		    eh.e_entry < ph.p_vaddr + ph.p_filesz) {
+			uint64_t left = ph.p_vaddr + ph.p_filesz - eh.e_entry;
+
+			got = pread(
+				fd, code,
+				left < sizeof(code) ? left : sizeof(code),
+				(off_t)(ph.p_offset + eh.e_entry - ph.p_vaddr));
+		}
+	}
+	if (got > 0 && rdi_before_call(code, (size_t)got, eh.e_entry, vaddr))
+		for (size_t i = 0; i < nph && rc; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) &&
+			    ph.p_type == PT_LOAD && *vaddr >= ph.p_vaddr &&
+			    *vaddr < ph.p_vaddr + ph.p_filesz) {
+				if (off)
+					*off = *vaddr - ph.p_vaddr +
+					       ph.p_offset;
+				rc = 0;
+			}
+		}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (rc)
+		return mt_err(err, errlen, rc,
+			      "%s: no symbol 'main', and its entry point does "
+			      "not hand one to __libc_start_main",
+			      exe);
+	return 0;
+}
+
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen)
 {
@@ -173,6 +289,9 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		rc = find_function(sf, exe, sym, bias, &s, err, errlen);
 	if (!rc)
 		*out = s->addr + bias;
+	else if (rc == -ENOENT && !strcmp(sym, "main") &&
+		 !symaddr_main_vaddr(exe, out, NULL, err, errlen))
+		rc = 0, *out += bias;
 	sym_file_free(sf);
 	return rc;
 }

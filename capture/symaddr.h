@@ -21,6 +21,15 @@
  */
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen);
+/*
+ * Where main is in exe (an ELF vaddr) when no symbol says: what its entry
+ * point (_start) hands __libc_start_main, and its file offset (off may be
+ * NULL).  -ENOENT with one line in err
+ * when it hands none we can see.  symaddr_resolve() falls back on it for
+ * "main".
+ */
+int symaddr_main_vaddr(const char *exe, uint64_t *vaddr, uint64_t *off,
+		       char *err, size_t errlen);
 /* The runtime address of data object name of exe in pid, or 0. */
 uint64_t symaddr_object(pid_t pid, const char *exe, const char *name);
 /*

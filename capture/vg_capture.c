@@ -76,6 +76,9 @@ struct vg {
 	char exec[256];	    /* what the program last tried to exec, or "" */
 	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
 	uint64_t *sys_next; /* per thread: where its system call returns */
+	/* A program without a "main" symbol: main's file and offset. */
+	char start_file[PATH_MAX];
+	uint64_t start_off;
 };
 
 /* A cursor over one record. */
@@ -128,38 +131,20 @@ static uint64_t rd_time(struct vg *v, struct rd *r)
 static size_t vg_thr(struct vg *v, pid_t tid)
 {
 	struct emu *e = &v->e;
-	struct thr *t;
-	struct ptenc_cfg cfg = {.timing = PTENC_MTC,
-				.noretcomp = e->o->noretcomp,
-				.psb_period = 1, /* 4 KiB */
-				.mtc_period = EMU_MTC_PERIOD,
-				.tsc_ctc_ratio = EMU_TSC_CTC,
-				.cbr = EMU_NONTURBO,
-				.tnt_max = 6};
+	struct thr *t = emu_thr_find(e, tid);
+	uint64_t *n;
 
-	for (size_t i = 0; i < e->nr_thr; i++)
-		if (e->thr[i].tid == tid)
-			return i;
-	if (mt_grow((void **)&e->thr, &e->cap_thr, e->nr_thr + 1,
-		    sizeof(*e->thr)))
+	if (t)
+		return (size_t)(t - e->thr);
+	t = emu_thr_add(e, tid);
+	if (!t)
 		return SIZE_MAX;
-	{
-		size_t cap = e->cap_thr;
-		uint64_t *n = realloc(v->sys_next, cap * sizeof(*n));
-
-		if (!n)
-			return SIZE_MAX;
-		v->sys_next = n;
-	}
-	t = &e->thr[e->nr_thr];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	t->enc = ptenc_new(&cfg, (uint64_t)tid);
-	if (!t->enc)
+	n = realloc(v->sys_next, e->cap_thr * sizeof(*n));
+	if (!n)
 		return SIZE_MAX;
-	v->sys_next[e->nr_thr] = 0;
-	e->live++;
-	return e->nr_thr++;
+	v->sys_next = n;
+	v->sys_next[e->nr_thr - 1] = 0;
+	return e->nr_thr - 1;
 }
 
 /* A file mapping of the program, as a /proc/PID/maps line (what
@@ -170,7 +155,6 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 {
 	struct emu *e = &v->e;
 	char *line;
-	struct edso *d;
 
 	if (asprintf(&line, "%llx-%llx %c%c%cp %08llx 00:00 0 %s",
 		     (unsigned long long)lo, (unsigned long long)(lo + len),
@@ -190,30 +174,7 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 		snprintf(e->exe, sizeof(e->exe), "%s", path);
 		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : path);
 	}
-	if (!e->o->truth)
-		return 0;
-	if (mt_grow((void **)&e->edsos, &e->cap_edsos, e->nr_edsos + 1,
-		    sizeof(*e->edsos)))
-		return -ENOMEM;
-	d = &e->edsos[e->nr_edsos];
-	memset(d, 0, sizeof(*d));
-	d->lo = lo;
-	d->hi = lo + len;
-	d->pgoff = off;
-	d->path = strdup(path);
-	if (!d->path)
-		return -ENOMEM;
-	e->nr_edsos++;
-	return 0;
-}
-
-static int shadow_push(struct thr *t, uint64_t ret)
-{
-	if (mt_grow((void **)&t->shadow, &t->cap_shadow, t->depth + 1,
-		    sizeof(*t->shadow)))
-		return -ENOMEM;
-	t->shadow[t->depth++] = ret;
-	return 0;
+	return e->o->truth ? emu_edso_add(e, lo, lo + len, off, path) : 0;
 }
 
 /* A transfer of class cls from the current thread to `to`, for the
@@ -242,47 +203,6 @@ static void vg_trim(struct vg *v, struct thr *t)
 		return;
 	drop = len - size;
 	ptenc_discard(t->enc, drop);
-}
-
-/* --multi-snapshot: keep what each thread's ring holds now (what it
- * gained since the last snapshot, at most the ring's size). */
-static int vg_snapshot(struct vg *v, uint64_t when)
-{
-	struct emu *e = &v->e;
-
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		const uint8_t *d;
-		size_t len, from;
-		struct snap *sn;
-
-		if (!t->started || t->exited)
-			continue;
-		if (ptenc_finish(t->enc, when))
-			return -ENOMEM;
-		d = ptenc_data(t->enc, &len);
-		from = t->snap_end;
-		if (e->o->cap.snapshot_size &&
-		    len - from > e->o->cap.snapshot_size)
-			from = len - e->o->cap.snapshot_size;
-		if (from >= len)
-			continue;
-		if (mt_grow((void **)&e->snaps, &e->cap_snaps, e->nr_snaps + 1,
-			    sizeof(*e->snaps)))
-			return -ENOMEM;
-		sn = &e->snaps[e->nr_snaps];
-		sn->data = malloc(len - from);
-		if (!sn->data)
-			return -ENOMEM;
-		memcpy(sn->data, d + from, len - from);
-		sn->len = len - from;
-		sn->thread = i;
-		sn->time = when;
-		e->nr_snaps++;
-		t->snap_end = len;
-		ptenc_force_psb(t->enc);
-	}
-	return 0;
 }
 
 /* Is ip in an executable mapping of the program? */
@@ -324,7 +244,7 @@ static int vg_hit(struct vg *v, struct thr *t, struct rd *r)
 		r->p += n * 8;
 		if (mt_grow((void **)&e->hits, &e->cap_hits, e->nr_hits + 1,
 			    sizeof(*e->hits)) ||
-		    vg_snapshot(v, when))
+		    emu_snapshot(&v->e, when))
 			return -ENOMEM;
 		e->hits[e->nr_hits++] =
 			(struct ehit){when, mark_at, ip, t->tid, (long)arg};
@@ -468,16 +388,12 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		/* The bits' times: spread between the first and the last
-		 * (in 1/65536 ns, one division a record). */
-		{
-			uint64_t step = n > 1 ? (dt << 16) / (n - 1) : 0;
-			uint64_t at = 0;
-
-			for (unsigned k = 0; k < n && !rc; k++, at += step)
-				rc = ptenc_cond(t->enc, t0 + (at >> 16),
-						bits >> k & 1);
-		}
+		if (n > 64)
+			return emu_fail(e, -EPROTO,
+					"the Valgrind tool's stream has a run "
+					"of %u branches (at most 64)",
+					n);
+		rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		v->now = t0 + dt;
 		e->st->branches += n;
 		psb = true;
@@ -517,7 +433,7 @@ static int vg_record(struct vg *v, struct rd *r)
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		ptenc_call(t->enc, a);
 		if (!rc)
-			rc = shadow_push(t, a);
+			rc = emu_shadow_push(t, a);
 		if (!rc)
 			rc = vg_truth(v, t, type == R_CALL ? IC_CALL : IC_ICALL,
 				      ip, a);
@@ -728,10 +644,10 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 
 /* Is there a function sym in the executable prog (as execvp finds it)?
  * The ptrace emulator says the same when there is none. */
-static int check_start(const char *prog, const char *sym, char *err,
-		       size_t errlen)
+static int check_start(struct vg *v, const char *prog, const char *sym,
+		       char *err, size_t errlen)
 {
-	char path[PATH_MAX], why[256];
+	char path[PATH_MAX], why[PATH_MAX + 256];
 	struct sym_file *sf = NULL;
 	const struct sym *s;
 	size_t n;
@@ -764,6 +680,18 @@ static int check_start(const char *prog, const char *sym, char *err,
 	for (size_t i = 0; i < n && !found; i++)
 		found = !strcmp(s[i].name, sym);
 	sym_file_free(sf);
+	/* Stripped: main is what _start hands to __libc_start_main. */
+	if (!found && !strcmp(sym, "main")) {
+		if (symaddr_main_vaddr(path, &(uint64_t){0}, &v->start_off, why,
+				       sizeof(why)))
+			return mt_err(err, errlen, -ENOENT,
+				      "%s; --start-at '' traces from exec",
+				      why);
+		if (!realpath(path, v->start_file))
+			return mt_err(err, errlen, -errno, "%s: %s", path,
+				      strerror(errno));
+		return 0;
+	}
 	if (!found)
 		return mt_err(err, errlen, -ENOENT,
 			      "%s: no symbol '%s'; --start-at '' traces from "
@@ -776,7 +704,8 @@ static int check_start(const char *prog, const char *sym, char *err,
 static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
-	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64];
+	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64],
+		sfile[PATH_MAX + 32], soff[48];
 	int sv[2], argc = 0, rc;
 	char **args;
 
@@ -788,7 +717,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 				strerror(errno));
 	while (argv[argc])
 		argc++;
-	args = calloc((size_t)argc + 16, sizeof(*args));
+	args = calloc((size_t)argc + 20, sizeof(*args));
 	if (!args) {
 		close(sv[0]);
 		close(sv[1]);
@@ -816,6 +745,14 @@ static int vg_launch(struct vg *v, char *const argv[])
 		args[k++] = "--run-cxx-freeres=no";
 		args[k++] = fdopt;
 		args[k++] = start;
+		if (v->start_file[0]) {
+			snprintf(sfile, sizeof(sfile), "--mt-start-file=%s",
+				 v->start_file);
+			snprintf(soff, sizeof(soff), "--mt-start-off=%#llx",
+				 (unsigned long long)v->start_off);
+			args[k++] = sfile;
+			args[k++] = soff;
+		}
 		args[k++] = trig;
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
@@ -914,7 +851,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		       .child = -1,
 		       .cur = SIZE_MAX};
 	uint64_t t_start = mono_ns();
-	int rc = 0, wrc, status;
+	int rc = 0, status;
 
 	memset(st, 0, sizeof(*st));
 	if (o->cap.pid)
@@ -933,8 +870,9 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 				"takes it)",
 				o->cap.trigger);
 	if (!o->start_at || o->start_at[0])
-		rc = check_start(argv[0], o->start_at ? o->start_at : "main",
-				 err, errlen);
+		rc = check_start(&v, argv[0],
+				 o->start_at ? o->start_at : "main", err,
+				 errlen);
 	if (!rc)
 		rc = vg_launch(&v, argv);
 	if (!rc)
@@ -966,20 +904,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		}
 	}
 	if (v.e.nr_thr) {
-		char werr[512] = "";
-		uint64_t end = v.hit ? v.e.hit_time : v.now;
-
-		v.e.err = werr;
-		v.e.errlen = sizeof(werr);
-		wrc = emu_write_capture(&v.e, end);
-		if (!wrc && o->truth)
-			wrc = write_truth(&v.e, end);
-		v.e.err = err;
-		v.e.errlen = errlen;
-		if (wrc && !rc) {
-			snprintf(err, errlen, "%s", werr);
-			rc = -EIO;
-		}
+		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.now, rc);
 	} else if (!rc && v.hello) {
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",
@@ -988,26 +913,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			      : o->start_at[0] ? o->start_at
 					       : "its first instruction");
 	}
-	for (size_t i = 0; i < v.e.nr_thr; i++) {
-		ptenc_free(v.e.thr[i].enc);
-		free(v.e.thr[i].shadow);
-		free(v.e.thr[i].unwound);
-		free(v.e.thr[i].rows);
-		free(v.e.thr[i].tstack);
-	}
-	for (size_t i = 0; i < v.e.nr_edsos; i++) {
-		free(v.e.edsos[i].path);
-		sym_file_free(v.e.edsos[i].sf);
-	}
-	free(v.e.edsos);
-	for (size_t k = 0; k < v.e.nr_snaps; k++)
-		free(v.e.snaps[k].data);
-	free(v.e.snaps);
-	free(v.e.hits);
-	for (size_t i = 0; i < v.e.nr_maps; i++)
-		free(v.e.maps[i]);
-	free(v.e.maps);
-	free(v.e.thr);
+	emu_free(&v.e);
 	free(v.sys_next);
 	free(v.buf);
 	return rc;

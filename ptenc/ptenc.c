@@ -129,6 +129,16 @@ static int flush_tnt(struct ptenc *g)
 		return 0;
 	if (cyc(g, g->tnt_time))
 		return -ENOMEM;
+	if (g->tnt_n <= 6 && !g->cfg.pad_chance) {
+		/* A TNT-8 is one byte: the bits, oldest highest, above a
+		 * stop bit (SDM, "Short TNT Packet"); libipt's encoder costs
+		 * more than the byte on a trace that is mostly TNT. */
+		uint8_t b = (uint8_t)((g->tnt_bits << 1) | (2u << g->tnt_n));
+
+		g->tnt_n = 0;
+		g->tnt_bits = 0;
+		return append(g, &b, 1);
+	}
 	pk.type = g->tnt_n <= 6 ? ppt_tnt_8 : ppt_tnt_64;
 	pk.payload.tnt.bit_size = (uint8_t)g->tnt_n;
 	pk.payload.tnt.payload = g->tnt_bits;
@@ -362,6 +372,54 @@ int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken)
 	g->tnt_n++;
 	if (g->tnt_n >= g->cfg.tnt_max)
 		return flush_tnt(g);
+	return 0;
+}
+
+static uint64_t bit_reverse(uint64_t x)
+{
+	x = (x >> 1 & 0x5555555555555555ull) | (x & 0x5555555555555555ull) << 1;
+	x = (x >> 2 & 0x3333333333333333ull) | (x & 0x3333333333333333ull) << 2;
+	x = (x >> 4 & 0x0f0f0f0f0f0f0f0full) | (x & 0x0f0f0f0f0f0f0f0full) << 4;
+	return __builtin_bswap64(x);
+}
+
+int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
+		uint64_t bits)
+{
+	uint64_t step = n > 1 ? (dt << 16) / (n - 1) : 0;
+	unsigned k = 0;
+
+	if (n > 64)
+		return -EINVAL;
+	if (!n)
+		return 0;
+
+	/* Within one MTC period (most runs of branches are) no timing
+	 * packet can fall between the bits: they go in as many at a time
+	 * as a TNT takes. */
+	if (!has_mtc(g) || (t0 >= g->mtc_lo && t0 + dt < g->mtc_hi)) {
+		/* The first branch highest, as a TNT holds them. */
+		uint64_t rev = bit_reverse(bits) >> (64 - n);
+
+		while (k < n) {
+			unsigned c = g->cfg.tnt_max - g->tnt_n;
+
+			if (c > n - k)
+				c = n - k;
+			if (!g->tnt_n)
+				g->tnt_time = t0 + ((k * step) >> 16);
+			g->tnt_bits = (g->tnt_bits << c) |
+				      (rev >> (n - k - c) & ((1ull << c) - 1));
+			g->tnt_n += c;
+			k += c;
+			if (g->tnt_n >= g->cfg.tnt_max && flush_tnt(g))
+				return -ENOMEM;
+		}
+		return 0;
+	}
+	for (; k < n; k++)
+		if (ptenc_cond(g, t0 + ((k * step) >> 16), bits >> k & 1))
+			return -ENOMEM;
 	return 0;
 }
 

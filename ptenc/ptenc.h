@@ -38,6 +38,12 @@ const uint8_t *ptenc_data(const struct ptenc *g, size_t *len);
  * 0 or -ENOMEM (the encoder keeps no half packet then). */
 int ptenc_start(struct ptenc *g, uint64_t tsc, uint64_t ip, bool enabled);
 int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken);
+/* n (at most 64) conditional branches, bit k of bits the k-th (1: taken),
+ * the first at t0 and the others spread evenly up to t0 + dt: the same
+ * packets as ptenc_cond() for each at its time, for less; -EINVAL for
+ * more than 64. */
+int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
+		uint64_t bits);
 void ptenc_call(struct ptenc *g, uint64_t ret_ip);
 int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target);
 int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target);

@@ -97,6 +97,9 @@ struct th {
 /* Options. */
 static Int o_fd = -1;
 static const HChar *o_start = "main";
+/* A program without symbols: its start is this offset of this file. */
+static const HChar *o_start_file;
+static ULong o_start_off;
 static const HChar *o_trigger = "mt_snapshot_point";
 static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
@@ -559,6 +562,20 @@ static Bool entry_of(Addr a, const HChar *name)
 	       !VG_(strcmp)(fn, name);
 }
 
+/* Is a where tracing begins? */
+static Bool is_start(Addr a)
+{
+	NSegment const *seg;
+	const HChar *path;
+
+	if (!o_start_file)
+		return entry_of(a, o_start);
+	seg = VG_(am_find_nsegment)(a);
+	path = seg && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : NULL;
+	return path && (ULong)seg->offset + (a - seg->start) == o_start_off &&
+	       !VG_(strcmp)(path, o_start_file);
+}
+
 static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			   const VexGuestLayout *layout,
 			   const VexGuestExtents *vge,
@@ -620,7 +637,7 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			cur = a;
 			cur_len = st->Ist.IMark.len;
 			cur_kind = classify((const UChar *)a, cur_len);
-			if (!g_tracing && entry_of(a, o_start))
+			if (!g_tracing && is_start(a))
 				dirty(out, "h_start", h_start, 1,
 				      mkIRExprVec_1(c64(a)));
 			if (entry_of(a, o_trigger))
@@ -887,6 +904,10 @@ static Bool mt_option(const HChar *arg)
 	if VG_INT_CLO (arg, "--mt-fd", o_fd) {
 	} else if VG_STR_CLO (arg, "--mt-start", s) {
 		o_start = s;
+	} else if VG_STR_CLO (arg, "--mt-start-file", s) {
+		o_start_file = s;
+	} else if VG_STR_CLO (arg, "--mt-start-off", s) {
+		o_start_off = VG_(strtoull16)(s, NULL);
 	} else if VG_STR_CLO (arg, "--mt-trigger", s) {
 		o_trigger = s;
 	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
@@ -902,6 +923,8 @@ static void mt_usage(void)
 	VG_(printf)("    --mt-fd=N             the socket to mt-capture\n"
 		    "    --mt-start=SYMBOL     begin tracing there ('' at "
 		    "once) [main]\n"
+		    "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
+		    "an offset of a file\n"
 		    "    --mt-trigger=SYMBOL   report reaching it "
 		    "[mt_snapshot_point]\n"
 		    "    --mt-ptwrite=SYMBOL   report its argument\n"

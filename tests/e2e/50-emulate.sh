@@ -455,3 +455,38 @@ if ! "$B/mt-capture" --emulate --start-at no_such_symbol -o "$W/y.bin" -- \
 else
 	echo "FAIL emulate_missing_symbol"; sed 's/^/    /' "$W/y.err" | head -3
 fi
+
+# A stripped program starts at main all the same, on both emulate
+# backends: what its _start hands to __libc_start_main.  It branches as
+# the program with symbols does from main on, and perf decodes it.
+cc -O1 -g -o "$W/rec" "$R/tests/programs/recursion.c" && strip -o "$W/rec-stripped" "$W/rec"
+for be in ptrace valgrind; do
+	if [ $be = valgrind ] && { ! command -v valgrind >/dev/null ||
+		[ ! -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; }; then
+		echo "SKIP emulate_stripped_main_$be (valgrind or its tool not built)"
+		continue
+	fi
+	for f in rec rec-stripped; do
+		"$B/mt-capture" --emulate=$be -o "$W/$f.bin" -- "$W/$f" >/dev/null 2>"$W/$f.err"
+	done
+	a=$(grep -o '[0-9]* branches' "$W/rec.err")
+	b=$(grep -o '[0-9]* branches' "$W/rec-stripped.err")
+	if [ -n "$a" ] && [ "$a" = "$b" ] &&
+		! perf script -i "$W/rec-stripped.bin" --itrace=cre 2>&1 | grep -q 'trace error'; then
+		echo "PASS emulate_stripped_main_$be ($b from main)"
+	else
+		echo "FAIL emulate_stripped_main_$be: '$a' with symbols, '$b' stripped"
+		sed 's/^/    /' "$W/rec-stripped.err" | tail -3
+	fi
+done
+# No main symbol, and a _start of its own that hands __libc_start_main
+# nothing: one line, no capture.
+printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/nomain.c"
+cc -O1 -nostdlib -static -o "$W/nomain" "$W/nomain.c" && strip "$W/nomain"
+if ! "$B/mt-capture" --emulate -o "$W/nomain.bin" -- "$W/nomain" 2>"$W/nomain.err" &&
+	[ ! -e "$W/nomain.bin" ] && [ "$(grep -vc single-stepping "$W/nomain.err")" = 1 ] &&
+	grep -q "no symbol 'main', and its entry point does not hand one" "$W/nomain.err"; then
+	echo "PASS emulate_stripped_nomain"
+else
+	echo "FAIL emulate_stripped_nomain"; sed 's/^/    /' "$W/nomain.err" | head -3
+fi

@@ -148,4 +148,8 @@ bad notool "the Valgrind tool is not built" env MT_VALGRIND_LIB="$W/none" \
 	"$B/mt-capture" --emulate=valgrind -o "$W/notool.bin" -- "$W/stub"
 bad noprog "could not run it" "$B/mt-capture" --emulate=valgrind --start-at '' \
 	-o "$W/noprog.bin" -- "$W/nope"
-bad nomain "no symbol 'main'" "$B/mt-capture" --emulate=valgrind -o "$W/nomain.bin" -- "$(command -v seq)" 1
+# No main symbol, and a _start of its own that hands __libc_start_main
+# nothing.
+printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/nomain.c"
+cc -O1 -nostdlib -static -o "$W/nomain" "$W/nomain.c" && strip "$W/nomain"
+bad nomain "no symbol 'main', and its entry point does not hand one" "$B/mt-capture" --emulate=valgrind -o "$W/nomain.bin" -- "$W/nomain"

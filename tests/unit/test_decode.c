@@ -7,6 +7,8 @@
 #include "ptenc/ptenc.h"
 #include "tests/unit/check.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -322,6 +324,87 @@ static void test_calls_to(struct check_state *cs)
 	CHECK(cs, dec_code_calls_to(&c, 0x1002, 0x4000) == DEC_CALLS_MAYBE);
 }
 
+/*
+ * ptenc_conds(): a run of branches at once makes the bytes ptenc_cond()
+ * makes for each at its time, whether the run lies in one MTC period or
+ * crosses several, fills a TNT or not, with PADs, CYCs and 47-bit TNTs.
+ */
+static void test_conds_as_cond(struct check_state *cs)
+{
+	static const struct ptenc_cfg cfgs[] = {
+		{.timing = PTENC_MTC,
+		 .psb_period = 1,
+		 .mtc_period = 3,
+		 .tsc_ctc_ratio = 2,
+		 .cbr = 20,
+		 .tnt_max = 6},
+		{.timing = PTENC_CYC,
+		 .psb_period = 1,
+		 .mtc_period = 3,
+		 .tsc_ctc_ratio = 2,
+		 .cbr = 20,
+		 .tnt_max = 6},
+		{.timing = PTENC_TSC,
+		 .psb_period = 1,
+		 .cbr = 20,
+		 .tnt_max = 47},
+		{.timing = PTENC_MTC,
+		 .psb_period = 1,
+		 .mtc_period = 9,
+		 .tsc_ctc_ratio = 40,
+		 .cbr = 10,
+		 .tnt_max = 6,
+		 .pad_chance = 100},
+	};
+
+	for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
+		struct ptenc *a = ptenc_new(&cfgs[c], 7);
+		struct ptenc *b = ptenc_new(&cfgs[c], 7);
+		uint64_t x = 0x9e3779b97f4a7c15ull, t = 1000;
+		const uint8_t *da, *db;
+		size_t la, lb;
+		bool ok = a && b && !ptenc_start(a, t, 0x401000, true) &&
+			  !ptenc_start(b, t, 0x401000, true);
+
+		for (int i = 0; ok && i < 5000; i++) {
+			unsigned n;
+			uint64_t dt, step;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			n = (unsigned)(x % 65);
+			/* Short runs mostly, now and then one that spans
+			 * several MTC periods. */
+			dt = x >> 40 & 7 ? (x >> 20) % (4 * n + 1)
+					 : (x >> 20) % 5000;
+			step = n > 1 ? (dt << 16) / (n - 1) : 0;
+			ok = !ptenc_conds(a, t, dt, n, x);
+			for (unsigned k = 0; ok && k < n; k++)
+				ok = !ptenc_cond(b, t + ((k * step) >> 16),
+						 x >> k & 1);
+			t += dt + (x >> 50) % 3;
+			if (ok && !(x >> 56 & 15))
+				ok = !ptenc_indirect(a, t,
+						     0x402000 + (x & 0xff)) &&
+				     !ptenc_indirect(b, t,
+						     0x402000 + (x & 0xff));
+			if (ok)
+				ok = ptenc_maybe_psb(a, t, 0x401000) >= 0 &&
+				     ptenc_maybe_psb(b, t, 0x401000) >= 0;
+		}
+		CHECK(cs, ok);
+		CHECK(cs, ok && !ptenc_finish(a, t) && !ptenc_finish(b, t));
+		da = a ? ptenc_data(a, &la) : NULL;
+		db = b ? ptenc_data(b, &lb) : NULL;
+		CHECK(cs,
+		      da && db && la == lb && la > 1000 && !memcmp(da, db, la));
+		CHECK(cs, a && ptenc_conds(a, t, 0, 65, 0) == -EINVAL);
+		ptenc_free(a);
+		ptenc_free(b);
+	}
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -331,5 +414,6 @@ int main(void)
 	RUN(&st, test_tip_before_overflow);
 	RUN(&st, test_never_reaches);
 	RUN(&st, test_calls_to);
+	RUN(&st, test_conds_as_cond);
 	return CHECK_DONE(&st);
 }
