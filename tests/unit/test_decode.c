@@ -1,15 +1,18 @@
 /*
  * decode/: finding a PSB in a buffer (dec_find_psb), where a parallel
  * decode cuts a buffer and where decoding picks up after an error; the
- * TIP right before an overflow (dec_tip_before_overflow).
+ * TIP right before an overflow (dec_tip_before_overflow); the pace a
+ * transfer before a point that is no tick is held to (timing.c).
  */
 #include "decode/decode.h"
+#include "decode/strm.h"
 #include "ptenc/ptenc.h"
 #include "tests/unit/check.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put_psb(uint8_t *b)
@@ -405,6 +408,88 @@ static void test_conds_as_cond(struct check_state *cs)
 	}
 }
 
+/* What a stream handed to its thread: the time of its call. */
+static int call_time(void *ctx, struct dec_thread *t, uint64_t time,
+		     enum dec_kind kind, uint64_t ip, uint64_t aux)
+{
+	(void)t;
+	(void)ip;
+	(void)aux;
+	if (kind == DEC_CALL)
+		*(uint64_t *)ctx = time;
+	return 0;
+}
+
+/* A time point of type ty at ns (the capture converts no TSC: ticks are
+ * ns), the stream icount instructions in. */
+static void point_at(struct strm *s, enum pt_event_type ty, uint64_t ns,
+		     uint64_t icount)
+{
+	struct pt_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = ty;
+	ev.has_tsc = 1;
+	ev.tsc = ns;
+	s->icount = icount;
+	strm_event_time(s, &ev);
+}
+
+/*
+ * Ticks at 1000 and 1100 ns, 10 instructions apart; a call 4 instructions
+ * past the second; then a point that is no tick (tracing stops for a
+ * system call) at 1 ms, 10 instructions on.  Nothing walked says the
+ * call came late: it goes where the pace of the last stretch, 8 times
+ * over, puts it.  inl: an inlined call's change waits in the first
+ * stretch, as it does where the code there was inlined.  The call's time,
+ * or 0.
+ */
+static uint64_t call_before_pause(bool inl)
+{
+	struct dec_capture *c = calloc(1, sizeof(*c));
+	struct strm *s = calloc(1, sizeof(*s));
+	struct dec_thread th = {.pid = 1, .tid = 1, .comm = ""};
+	uint64_t t = 0;
+
+	if (c && s) {
+		dec_set_sink(c, call_time, &t);
+		s->c = c;
+		s->thread = &th;
+		point_at(s, ptev_tick, 1000, 0);
+		if (inl)
+			strm_held_push_at(s, 5, strm_now(s), DEC_INLINE, 0x1005,
+					  0);
+		point_at(s, ptev_tick, 1100, 10);
+		strm_held_push_at(s, 14, strm_now(s), DEC_CALL, 0x2000, 0x1010);
+		point_at(s, ptev_disabled, 1000000, 20);
+		strm_flush(s);
+	}
+	if (s) {
+		free(s->held);
+		free(s->win);
+	}
+	free(s);
+	free(c);
+	return t;
+}
+
+/*
+ * The pace a transfer before a point that is no tick is held to is the
+ * last stretch between ticks, whether or not anything waited in it: it
+ * was the last stretch in which something waited, so an inlined call's
+ * change there (nothing with --no-inline) moved the real calls after it.
+ */
+static void test_pace_before_pause(struct check_state *cs)
+{
+	uint64_t plain = call_before_pause(false);
+	uint64_t inl = call_before_pause(true);
+
+	CHECKF(cs, plain == 1100 + 8 * 10 * 4, "%llu",
+	       (unsigned long long)plain);
+	CHECKF(cs, inl == plain, "%llu, %llu without the inlined call",
+	       (unsigned long long)inl, (unsigned long long)plain);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -415,5 +500,6 @@ int main(void)
 	RUN(&st, test_never_reaches);
 	RUN(&st, test_calls_to);
 	RUN(&st, test_conds_as_cond);
+	RUN(&st, test_pace_before_pause);
 	return CHECK_DONE(&st);
 }
