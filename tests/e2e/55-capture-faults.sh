@@ -270,8 +270,11 @@ self attach_parent_hw "-p [0-9]* is an ancestor of mt-capture" \
 caught() {
 	local m
 	for _ in $(seq 1000); do
+		# Until the exec, $! is a copy of this shell, which catches
+		# SIGTERM too: only mt-capture's own handler counts.
 		m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
-		[ -n "$m" ] && (( 0x$m & 0x4000 )) && return 0
+		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = mt-capture ] &&
+			[ -n "$m" ] && (( 0x$m & 0x4000 )) && return 0
 		sleep 0.002
 	done
 	return 1
