@@ -643,11 +643,14 @@ static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 	uint64_t t0 = s->last_time, p0 = s->mark_pos, p1 = s->icount;
 	size_t n = s->nheld;
 
+	bool transfer = false;
+
 	s->nheld = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct held *h = &s->held[i];
 		uint64_t t = h->t;
 
+		transfer |= h->k != DEC_INLINE;
 		if (h->fixed) {
 			/* timed by the point that came before its block */
 		} else if (bound && t1 > t0 && p1 > p0 && h->pos >= p0 &&
@@ -658,21 +661,14 @@ static void held_release(struct strm *s, uint64_t t1, bool bound, bool tick)
 		}
 		strm_emit_now(s, t, h->k, h->ip, h->aux);
 	}
-}
-
-/*
- * The pace of the stretch that ends at tick t1 (instruction count p1),
- * from the tick before it: what a point that is no tick, or an overflow's
- * resume, is held to.  Every such stretch counts, whether or not anything
- * waited in it: the pace is the code's, and an inlined call's change (a
- * DEC_INLINE, which waits like a transfer) must not decide which stretch
- * sets it, or the real calls after it would move with --no-inline.
- */
-static void pace_at_tick(struct strm *s, uint64_t t1, uint64_t p1)
-{
-	if (s->mark_tick && t1 > s->last_time && p1 > s->mark_pos) {
-		s->rate_dt = t1 - s->last_time;
-		s->rate_dp = p1 - s->mark_pos;
+	/* The pace a point that is no tick, or an overflow's resume, is
+	 * held to: that of the last stretch between ticks in which a call,
+	 * return or jump waited.  An inlined call's change (DEC_INLINE)
+	 * waits like a transfer but must not set it: with --no-inline it is
+	 * not there, and the real calls after it would move. */
+	if (transfer && tick && s->mark_tick && t1 > t0 && p1 > p0) {
+		s->rate_dt = t1 - t0;
+		s->rate_dp = p1 - p0;
 	}
 }
 
@@ -765,8 +761,6 @@ uint64_t strm_event_time(struct strm *s, const struct pt_event *ev)
 		held_release(s, t, bound, ev->type == ptev_tick);
 	if (bound && s->pend != PEND_NONE && !s->pend_fixed)
 		pend_timed(s, t, ev->type == ptev_tick);
-	if (ev->type == ptev_tick)
-		pace_at_tick(s, t, s->icount);
 	s->mark_tick = ev->type == ptev_tick;
 	s->last_time = t;
 	s->mark_pos = s->icount;

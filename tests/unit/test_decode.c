@@ -439,12 +439,12 @@ static void point_at(struct strm *s, enum pt_event_type ty, uint64_t ns,
  * Ticks at 1000 and 1100 ns, 10 instructions apart; a call 4 instructions
  * past the second; then a point that is no tick (tracing stops for a
  * system call) at 1 ms, 10 instructions on.  Nothing walked says the
- * call came late: it goes where the pace of the last stretch, 8 times
- * over, puts it.  inl: an inlined call's change waits in the first
- * stretch, as it does where the code there was inlined.  The call's time,
- * or 0.
+ * call came late: it goes where the pace of the last stretch in which a
+ * transfer waited, 8 times over, puts it.  inl: an inlined call's change
+ * waits in the first stretch, as it does where the code there was
+ * inlined; call: a call does.  The late call's time, or 0.
  */
-static uint64_t call_before_pause(bool inl)
+static uint64_t call_before_pause(bool inl, bool call)
 {
 	struct dec_capture *c = calloc(1, sizeof(*c));
 	struct strm *s = calloc(1, sizeof(*s));
@@ -459,6 +459,9 @@ static uint64_t call_before_pause(bool inl)
 		if (inl)
 			strm_held_push_at(s, 5, strm_now(s), DEC_INLINE, 0x1005,
 					  0);
+		if (call)
+			strm_held_push_at(s, 6, strm_now(s), DEC_CALL, 0x1800,
+					  0x1008);
 		point_at(s, ptev_tick, 1100, 10);
 		strm_held_push_at(s, 14, strm_now(s), DEC_CALL, 0x2000, 0x1010);
 		point_at(s, ptev_disabled, 1000000, 20);
@@ -474,20 +477,23 @@ static uint64_t call_before_pause(bool inl)
 }
 
 /*
- * The pace a transfer before a point that is no tick is held to is the
- * last stretch between ticks, whether or not anything waited in it: it
- * was the last stretch in which something waited, so an inlined call's
- * change there (nothing with --no-inline) moved the real calls after it.
+ * The pace a transfer before a point that is no tick is held to is that
+ * of the last stretch between ticks in which a transfer waited; an
+ * inlined call's change waiting there (nothing with --no-inline) must not
+ * set it, or the real calls after it move with --no-inline.
  */
 static void test_pace_before_pause(struct check_state *cs)
 {
-	uint64_t plain = call_before_pause(false);
-	uint64_t inl = call_before_pause(true);
+	uint64_t plain = call_before_pause(false, false);
+	uint64_t inl = call_before_pause(true, false);
+	uint64_t call = call_before_pause(false, true);
+	uint64_t both = call_before_pause(true, true);
 
-	CHECKF(cs, plain == 1100 + 8 * 10 * 4, "%llu",
-	       (unsigned long long)plain);
 	CHECKF(cs, inl == plain, "%llu, %llu without the inlined call",
 	       (unsigned long long)inl, (unsigned long long)plain);
+	CHECKF(cs, call == 1100 + 8 * 10 * 4, "%llu", (unsigned long long)call);
+	CHECKF(cs, both == call, "%llu, %llu without the inlined call",
+	       (unsigned long long)both, (unsigned long long)call);
 }
 
 int main(void)
