@@ -314,6 +314,8 @@ static int meet_apart(const struct thread_state *s, uint32_t px, uint32_t py)
 	size_t n = 0;
 	int rc = 0;
 
+	if (px == MT_NONE || py == MT_NONE)
+		return 0; /* the common case: no callers on one side */
 	for (uint32_t p = px; p != MT_NONE && n < s->th->nr_slices;
 	     p = parent_of(s, p), n++)
 		if (mt_hmap_set(&step, p, n + 1)) {
