@@ -84,6 +84,29 @@ static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
 }
 
 /*
+ * The first root of the segment that root i (a slice without a parent)
+ * is a second root of, through the segments whose first roots were
+ * joined to second roots: the slice whose parent i would share.
+ */
+static uint32_t first_root(const struct thread_state *s, uint32_t i)
+{
+	for (size_t n = 0; n < s->th->nr_slices; n++) {
+		const struct mt_slice *x = &s->th->slices[i];
+		uint32_t r;
+
+		if (x->parent != MT_NONE || x->flags & MT_SLICE_GAP ||
+		    x->segment >= s->t->nr_segments ||
+		    !ends_of(s, x->segment)->nr_start)
+			break;
+		r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
+		if (r == i)
+			break;
+		i = r;
+	}
+	return i;
+}
+
+/*
  * The island: X may be a run of segments joined to one another but to
  * neither side (a longjmp landed where no frame of A confirms it, and
  * the island's own returns never climbed to a frame of A's).  Its top is
@@ -91,7 +114,9 @@ static int amend(struct mt_trace *t, struct mt_stitch *st, const char *why,
  * *top.  False when X is no island to hang under A: its top is a frame
  * of another segment (it hangs under A already, across an earlier
  * sliver, or under callers a later segment revealed in the second
- * pass), or B hangs under it already (a later segment tied them).
+ * pass), or B hangs under it already (a later segment tied them, or
+ * the pair X -> B hung B's other activation under X's frame: no frame
+ * joined, but one tree; under a second root of X's, too).
  */
 static bool handle_island(const struct thread_state *s, size_t k, size_t rec,
 			  const struct seg_ends *x, const struct seg_ends *b,
@@ -110,9 +135,13 @@ static bool handle_island(const struct thread_state *s, size_t k, size_t rec,
 	if (!own)
 		return false;
 	for (uint32_t y = resolve(s, b->start_chain[0]), n = 0;
-	     y != MT_NONE && n <= s->th->nr_slices; y = parent_of(s, y), n++)
-		if (y == up)
+	     y != MT_NONE && n <= s->th->nr_slices; n++) {
+		uint32_t p = parent_of(s, y);
+
+		if (y == up || (p == MT_NONE && first_root(s, y) == up))
 			return false;
+		y = p;
+	}
 	*top = up;
 	return true;
 }

@@ -301,6 +301,43 @@ bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
 }
 
 /*
+ * Whether the ways up from px and from py, taken in step, meet at
+ * different steps: py's callers include px's own frames (or the reverse),
+ * at another depth.  A join that treats the two as the same callers,
+ * level by level, would merge a frame with its own ancestor and close a
+ * cycle: they are one tree already.  Meeting at the same step is where
+ * the callers are one (the walk in step stops there).  1, 0 or -ENOMEM.
+ */
+static int meet_apart(const struct thread_state *s, uint32_t px, uint32_t py)
+{
+	struct mt_hmap step = {0};
+	size_t n = 0;
+	int rc = 0;
+
+	if (px == MT_NONE || py == MT_NONE)
+		return 0; /* the common case: no callers on one side */
+	for (uint32_t p = px; p != MT_NONE && n < s->th->nr_slices;
+	     p = parent_of(s, p), n++)
+		if (mt_hmap_set(&step, p, n + 1)) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	n = 0;
+	for (uint32_t p = py; p != MT_NONE && n < s->th->nr_slices;
+	     p = parent_of(s, p), n++) {
+		uint64_t at;
+
+		if (mt_hmap_find(&step, p, &at)) {
+			rc = at != n + 1;
+			break;
+		}
+	}
+out:
+	mt_hmap_free(&step);
+	return rc;
+}
+
+/*
  * Whether B's first frame's callers of its own, if it has any, can be
  * A's frames where m puts it: the same functions going up, as far as
  * both go (above A's root, they become its callers).  Later segments
@@ -320,6 +357,9 @@ bool callers_fit(const struct thread_state *s, const struct chainv *bv,
 		return true;
 	px = nj ? parent_of(s, s->chain[a_pos(m, 0)]) : join_deepest(s, bv, m);
 	py = parent_of(s, bv->sl[0]);
+	/* already one tree, at another depth (out of memory: no join) */
+	if (meet_apart(s, px, py))
+		return false;
 	for (size_t n = 0;
 	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
 	     n++) {
@@ -476,7 +516,13 @@ static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
 			 uint32_t top)
 {
 	size_t n = 0;
+	int rc = meet_apart(s, px, py);
 
+	/* B's callers are A's frames already, at another depth (a segment
+	 * between hung under A, and B under it): merging them level by
+	 * level would make a frame its own ancestor */
+	if (rc)
+		return rc < 0 ? rc : 0;
 	for (;
 	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
 	     n++) {

@@ -1296,6 +1296,41 @@ out:
 }
 
 /*
+ * One call repeated deep, across gaps: A is f2 calling itself; X returns
+ * into f3, which tail-calls f2 (a second root) that calls itself again;
+ * B resumes in f2, which by the code cannot be X's leaf: another call,
+ * hung under X's frame above (no frame joined).  X joins neither side,
+ * so A is tried across X to B; but B hangs under X already, through X's
+ * second root, and the join across is not made.  It was: B's callers
+ * (X's f2s, hung under A's frame) became A's own frames at another depth,
+ * merged level by level, and the joins closed a cycle (the thread was
+ * given back unstitched).
+ */
+static void test_recursion_across_second_root(struct check_state *st)
+{
+	const struct ev e[] = {
+		{DEC_SYNC, AT(2, 0x10), 0},	{DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_CALL, FN(2), AT(2, 0x15)}, {DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(2, 0x30), 0}, {DEC_RET, AT(3, 0x15), 0},
+		{DEC_JUMP, FN(2), AT(3, 0x40)}, {DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_CALL, FN(2), AT(2, 0x15)}, {DEC_CALL, FN(2), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(2, 0x30), 0}, {DEC_CALL, FN(2), AT(2, 0x50)},
+		{DEC_CALL, FN(2), AT(2, 0x15)},
+	};
+	const char *why = NULL;
+	struct stitch_opts so = {.never_reaches = nothing_back,
+				 .unstitched = note_why,
+				 .ctx = &why};
+
+	run_with(st, e, sizeof(e) / sizeof(*e), &so,
+		 "0:f2:e 1:f2:e 2:f2:e 3:f2:e 0:gap 0:f3 1:f2 0:f2:j:e:d "
+		 "1:f2:j:e:d 2:f2:j:e:d 3:f2:e:d 3:gap:d 3:f2:e:d 4:f2:e:d "
+		 "5:f2:e:d",
+		 "another call");
+	CHECKF(st, !why, "given back: %s", why ? why : "");
+}
+
+/*
  * B's revealed caller f1 would become the caller of A's root f2, from
  * f2's start; but f1 already hangs under f3, which began after f2 (as
  * an island hung by a join across it does).  The join would make f3
@@ -1388,5 +1423,6 @@ int main(void)
 	RUN(&st, test_across_island_callers_differ);
 	RUN(&st, test_second_roots_chained);
 	RUN(&st, test_longjmp_step_other_call);
+	RUN(&st, test_recursion_across_second_root);
 	return CHECK_DONE(&st);
 }
