@@ -337,6 +337,16 @@ out:
 	return rc;
 }
 
+/* Slices x and y are calls of one function, both inlined or neither:
+ * one frame seen twice, as far as their names tell. */
+static bool same_call(const struct thread_state *s, uint32_t x, uint32_t y)
+{
+	const struct mt_slice *a = &s->th->slices[x], *b = &s->th->slices[y];
+
+	return mt_slice_name(s->t, a) == mt_slice_name(s->t, b) &&
+	       (a->flags & MT_SLICE_INLINED) == (b->flags & MT_SLICE_INLINED);
+}
+
 /*
  * Whether B's first frame's callers of its own, if it has any, can be
  * A's frames where m puts it: the same functions going up, as far as
@@ -363,12 +373,7 @@ bool callers_fit(const struct thread_state *s, const struct chainv *bv,
 	for (size_t n = 0;
 	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
 	     n++) {
-		const struct mt_slice *a = &s->th->slices[px],
-				      *b = &s->th->slices[py];
-
-		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
-		    (a->flags & MT_SLICE_INLINED) !=
-			    (b->flags & MT_SLICE_INLINED))
+		if (!same_call(s, px, py))
 			return false;
 		px = parent_of(s, px);
 		py = parent_of(s, py);
@@ -526,14 +531,9 @@ static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
 	for (;
 	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
 	     n++) {
-		const struct mt_slice *a = &s->th->slices[px],
-				      *b = &s->th->slices[py];
-
 		/* not the same callers (callers_fit() keeps the joins
 		 * from it): left as they are */
-		if (mt_slice_name(s->t, a) != mt_slice_name(s->t, b) ||
-		    (a->flags & MT_SLICE_INLINED) !=
-			    (b->flags & MT_SLICE_INLINED))
+		if (!same_call(s, px, py))
 			return 0;
 		if (merge(s, px, py))
 			return -ENOMEM;
