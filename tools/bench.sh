@@ -80,7 +80,7 @@ echo "parallel decode: ${pieces:-not cut}"
 awk -v mb="$mb" -v tb="$tb" -v tc="$tc" -v tp="$tp" -v cpu="$cpu" -v cns="$cns" \
     -v slices="$slices" -v rss="$rss" -v pf="$pf" -v pl="$pl" -v sq="$sq" \
     -v tsnap="$tsnap" -v snap_mb="$snap_mb" 'BEGIN {
-	printf "\n%-40s %-12s %s\n", "target (issue 16)", "wanted", "measured"
+	printf "\n%-40s %-12s %s\n", "target", "wanted", "measured"
 	printf "%-40s %-12s %.2fx\n", "end to end / bare libipt loop", "<= 1.5x", tc / tb
 	printf "%-40s %-12s %.1fx\n", "faster than perf script --itrace=cr", ">= 10x", tp / tc
 	printf "%-40s %-12s %.0f%%\n", "CPU use during the conversion", "> 180%", cpu / tc * 100
