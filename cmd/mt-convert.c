@@ -18,8 +18,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,12 +290,18 @@ static void on_fatal_signal(int sig)
  */
 static const char *sig_capture;
 static struct stat sig_capture_st;
+static char sig_capture_msg[PATH_MAX + 128];
 
-static void say(const char *s)
+/* Decode threads reading the mapped capture fault together: the first
+ * one says so, the others wait for its _exit(). */
+static atomic_flag sig_bus_taken = ATOMIC_FLAG_INIT;
+
+static void set_capture_changed_msg(const char *capture)
 {
-	ssize_t n = write(STDERR_FILENO, s, strlen(s));
-
-	(void)n;
+	snprintf(sig_capture_msg, sizeof(sig_capture_msg),
+		 "mt-convert: %s: the capture changed (shrank) while it was "
+		 "being read; no output was written\n",
+		 capture);
 }
 
 /* A fault reading a capture that changed is the capture's doing, said
@@ -306,13 +314,18 @@ static void on_bus_error(int sig)
 	    (stat(sig_capture, &now) || now.st_size != sig_capture_st.st_size ||
 	     now.st_mtim.tv_sec != sig_capture_st.st_mtim.tv_sec ||
 	     now.st_mtim.tv_nsec != sig_capture_st.st_mtim.tv_nsec)) {
+		ssize_t n;
+
+		if (atomic_flag_test_and_set(&sig_bus_taken))
+			for (;;)
+				pause();
 		for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
 			if (sig_outs[i].tmp)
 				unlink(sig_outs[i].tmp);
-		say("mt-convert: ");
-		say(sig_capture);
-		say(": the capture changed (shrank) while it was being read; "
-		    "no output was written\n");
+		/* One write, so that the line is never torn. */
+		n = write(STDERR_FILENO, sig_capture_msg,
+			  strlen(sig_capture_msg));
+		(void)n;
 		_exit(1);
 	}
 	on_fatal_signal(sig);
@@ -773,8 +786,10 @@ int main(int argc, char **argv)
 	 * and a signal from here on takes them away. */
 	sig_outs = outs;
 	if (!stat(a.capture, &sig_capture_st) &&
-	    S_ISREG(sig_capture_st.st_mode))
+	    S_ISREG(sig_capture_st.st_mode)) {
+		set_capture_changed_msg(a.capture);
 		sig_capture = a.capture;
+	}
 	catch_fatal_signals();
 	for (size_t i = 0; i < NR_OUTS; i++) {
 		int brc;
