@@ -103,6 +103,7 @@ struct thr {
 	uint64_t t0;
 	/* Overflow emulation: branches still to lose, and the gap so far. */
 	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
+	uint64_t last_pkt_ip;  /* where the last packet left it (Valgrind) */
 	uint32_t untraced_row; /* the truth's row for a signal's delivery */
 	bool left;	       /* its last syscall, which never returns, seen */
 	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
@@ -190,6 +191,9 @@ int emu_edso_add(struct emu *e, uint64_t lo, uint64_t hi, uint64_t off,
  * after a run that returned rc: rc when that failed (its error stays in
  * e->err), else 0 or -EIO with why in e->err. */
 int emu_write_all(struct emu *e, uint64_t end, int rc);
+/* --drop-every: a pseudo-random number below n (e->rng, seeded by
+ * --drop-seed). */
+uint64_t emu_drop_rand(struct emu *e, uint64_t n);
 /* Everything e owns. */
 void emu_free(struct emu *e);
 

@@ -170,3 +170,9 @@ void emu_free(struct emu *e)
 	if (e->cs)
 		cs_close(&e->cs);
 }
+
+uint64_t emu_drop_rand(struct emu *e, uint64_t n)
+{
+	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return n ? (e->rng >> 33) % n : 0;
+}

@@ -79,6 +79,11 @@ struct vg {
 	/* A program without a "main" symbol: main's file and offset. */
 	char start_file[PATH_MAX];
 	uint64_t start_off;
+	/* A trigger that is no function: addr:, or FILE:LINE as offsets
+	 * ("%llx,...") of the executable trig_file. */
+	uint64_t trig_addr;
+	char trig_file[PATH_MAX];
+	char *trig_offs;
 };
 
 /* A cursor over one record. */
@@ -301,6 +306,52 @@ static int vg_async(struct vg *v, struct thr *t, bool user, uint64_t ip)
 	return 0;
 }
 
+/* --drop-every: the packets are lost up to here, where tracing resumes at
+ * ip: OVF and FUP, and the gap for --gaps. */
+static int vg_drop_end(struct vg *v, struct thr *t, uint64_t ip)
+{
+	t->dropping = 0;
+	t->gap_end = v->now;
+	t->last_pkt_tsc = v->now;
+	t->last_pkt_ip = ip;
+	return ptenc_overflow(t->enc, v->now, ip) ||
+			       emu_add_gap(&v->e, t, v->now, ip)
+		       ? -ENOMEM
+		       : 0;
+}
+
+/*
+ * --drop-every: are the packets of this record's n branches lost, as an
+ * overflowing CPU loses them (emulate.c's transfer())?  A loss begins at
+ * a record and ends after the record its count runs out in, at ip, where
+ * that record's last branch went.  Returns 1 (lost), 0 or -ENOMEM.
+ */
+static int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip)
+{
+	struct emu *e = &v->e;
+	unsigned k = 0;
+
+	if (!e->o->drop_every)
+		return 0;
+	if (!t->dropping) {
+		while (k < n && emu_drop_rand(e, e->o->drop_every))
+			k++;
+		if (k == n)
+			return 0;
+		t->dropping = 1 + emu_drop_rand(e, 48);
+		t->gap_after = t->last_pkt_tsc;
+		t->gap_stop = t->last_pkt_ip;
+		if (ptenc_finish(t->enc, t->last_pkt_tsc))
+			return -ENOMEM;
+	}
+	t->gap_end = v->now;
+	if (t->dropping > n) {
+		t->dropping -= n;
+		return 1;
+	}
+	return vg_drop_end(v, t, ip) ? -ENOMEM : 1;
+}
+
 /* Tracing resumes at ip: after a system call, or in a signal handler. */
 static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 {
@@ -326,6 +377,11 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 		}
 	}
 	t->step.cls = IC_PLAIN;
+	/* A loss that ran into the system call or the signal ends here. */
+	if (t->dropping)
+		return vg_drop_end(v, t, ip);
+	t->last_pkt_tsc = v->now;
+	t->last_pkt_ip = ip;
 	return ptenc_pge(t->enc, v->now, ip) ? -ENOMEM : 0;
 }
 
@@ -337,8 +393,8 @@ static int vg_record(struct vg *v, struct rd *r)
 	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
 	int type = (int)rd_n(r, 1);
 	uint64_t ip = 0, a, b;
-	int rc = 0;
-	bool psb = false;
+	int rc = 0, lost = 0;
+	bool psb = false, branch = false, direct = false;
 
 	if (r->bad)
 		return SHORT;
@@ -374,7 +430,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		t->started = true;
-		t->t0 = v->now;
+		t->t0 = t->last_pkt_tsc = v->now;
+		t->last_pkt_ip = ip;
 		if (ptenc_start(t->enc, v->now, ip, false) ||
 		    (e->o->truth && tpush(e, t, v->now, ip, 0, TR_CLIP_START)))
 			return -ENOMEM;
@@ -393,10 +450,12 @@ static int vg_record(struct vg *v, struct rd *r)
 					"the Valgrind tool's stream has a run "
 					"of %u branches (at most 64)",
 					n);
-		rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		v->now = t0 + dt;
+		branch = true;
+		lost = vg_drop(v, t, n, ip);
+		if (!lost)
+			rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		e->st->branches += n;
-		psb = true;
 		break;
 	}
 	case R_COND:
@@ -406,21 +465,25 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_cond(t->enc, v->now, a != 0);
+		branch = true;
+		lost = vg_drop(v, t, 1, a ? b : ip);
+		if (!lost)
+			rc = ptenc_cond(t->enc, v->now, a != 0);
 		if (!rc && a)
 			rc = vg_truth(v, t, IC_COND, b, ip);
 		if (a)
 			ip = b;
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_JMP:
 		v->now = rd_time(v, r);
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		branch = true;
+		lost = vg_drop(v, t, 1, ip);
 		rc = vg_truth(v, t, IC_JMP, ip, 0);
-		psb = true;
+		direct = true;
 		break;
 	case R_CALL:
 	case R_ICALL:
@@ -429,16 +492,19 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		if (type == R_ICALL)
+		branch = true;
+		lost = vg_drop(v, t, 1, ip);
+		if (type == R_ICALL && !lost)
 			rc = ptenc_indirect(t->enc, v->now, ip);
-		ptenc_call(t->enc, a);
+		if (!lost)
+			ptenc_call(t->enc, a);
+		direct = type == R_CALL;
 		if (!rc)
 			rc = emu_shadow_push(t, a);
 		if (!rc)
 			rc = vg_truth(v, t, type == R_CALL ? IC_CALL : IC_ICALL,
 				      ip, a);
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_IJMP:
 	case R_RET:
@@ -446,6 +512,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		branch = true;
+		lost = vg_drop(v, t, 1, ip);
 		if (type == R_RET) {
 			/* Pop to the frame it returns into (longjmp-like
 			 * returns skip several). */
@@ -454,22 +522,24 @@ static int vg_record(struct vg *v, struct rd *r)
 					t->depth = i;
 					break;
 				}
-			rc = ptenc_ret(t->enc, v->now, ip);
-		} else {
+			if (!lost)
+				rc = ptenc_ret(t->enc, v->now, ip);
+		} else if (!lost) {
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		}
 		if (!rc)
 			rc = vg_truth(v, t, type == R_RET ? IC_RET : IC_IJMP,
 				      ip, 0);
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_SYSCALL:
 		v->now = rd_time(v, r);
 		a = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_pgd(t->enc, v->now);
+		/* A loss goes on to where tracing resumes. */
+		if (!t->dropping)
+			rc = ptenc_pgd(t->enc, v->now);
 		t->step.cls = IC_SYSCALL;
 		t->step_tsc = v->now;
 		t->step_ip = a;
@@ -546,7 +616,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_ptwrite(t->enc, v->now, a, ip);
+		if (!t->dropping)
+			rc = ptenc_ptwrite(t->enc, v->now, a, ip);
 		break;
 	case R_EXEC: {
 		uint64_t n = rd_n(r, 2);
@@ -575,8 +646,18 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	if (r->bad)
 		return SHORT;
+	if (lost < 0)
+		rc = lost;
 	if (rc < 0)
 		return emu_fail(e, rc, "out of memory encoding trace");
+	/* A branch record: its packets, unless lost, are the newest. */
+	if (t && branch && !lost) {
+		psb = true;
+		if (!direct) {
+			t->last_pkt_tsc = v->now;
+			t->last_pkt_ip = ip;
+		}
+	}
 	if (t && psb && ip) {
 		t->last_ip = ip;
 		if (ptenc_maybe_psb(t->enc, v->now, ip) < 0)
@@ -642,6 +723,71 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
+/* The executable prog as execvp finds it, or false: then the launch
+ * says it is not there. */
+static bool prog_path(const char *prog, char *path, size_t len)
+{
+	if (strchr(prog, '/')) {
+		snprintf(path, len, "%s", prog);
+	} else {
+		const char *dirs = getenv("PATH"), *p;
+
+		path[0] = 0;
+		for (p = dirs ? dirs : "/bin:/usr/bin"; p;) {
+			const char *colon = strchr(p, ':');
+			int k = colon ? (int)(colon - p) : (int)strlen(p);
+
+			snprintf(path, len, "%.*s/%s", k, p, prog);
+			if (!access(path, X_OK))
+				break;
+			path[0] = 0;
+			p = colon ? colon + 1 : NULL;
+		}
+		if (!path[0])
+			return false;
+	}
+	return !access(path, X_OK);
+}
+
+/* A trigger that is an address or a source line, for the tool: the
+ * line's offsets in the executable (its line tables; the libraries are
+ * not mapped before the program runs). */
+static int resolve_trigger(struct vg *v, const char *prog, const char *spec,
+			   char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	uint64_t *offs = NULL;
+	size_t n = 0, len = 0;
+	int rc;
+
+	if (!strncmp(spec, "addr:", 5)) {
+		if (mt_parse_u64(spec + 5, 16, UINT64_MAX, &v->trig_addr) ||
+		    !v->trig_addr)
+			return mt_err(err, errlen, -EINVAL,
+				      "bad address in '%s'", spec);
+		return 0;
+	}
+	if (!line_trigger_spec(spec, NULL, 0, &(unsigned){0}))
+		return 0;
+	if (!prog_path(prog, path, sizeof(path)))
+		return 0; /* the launch says it is not there */
+	rc = line_trigger_offsets(path, spec, &offs, &n, err, errlen);
+	if (rc)
+		return rc;
+	if (!realpath(path, v->trig_file))
+		rc = mt_err(err, errlen, -errno, "%s: %s", path,
+			    strerror(errno));
+	v->trig_offs = rc ? NULL : malloc(n * 17 + 1);
+	if (!rc && !v->trig_offs)
+		rc = mt_err(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		len += (size_t)sprintf(v->trig_offs + len, "%s%llx",
+				       i ? "," : "",
+				       (unsigned long long)offs[i]);
+	free(offs);
+	return rc;
+}
+
 /* Is there a function sym in the executable prog (as execvp finds it)?
  * The ptrace emulator says the same when there is none. */
 static int check_start(struct vg *v, const char *prog, const char *sym,
@@ -653,26 +799,7 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	size_t n;
 	bool found = false;
 
-	if (strchr(prog, '/')) {
-		snprintf(path, sizeof(path), "%s", prog);
-	} else {
-		const char *dirs = getenv("PATH"), *p;
-
-		path[0] = 0;
-		for (p = dirs ? dirs : "/bin:/usr/bin"; p;) {
-			const char *colon = strchr(p, ':');
-			int k = colon ? (int)(colon - p) : (int)strlen(p);
-
-			snprintf(path, sizeof(path), "%.*s/%s", k, p, prog);
-			if (!access(path, X_OK))
-				break;
-			path[0] = 0;
-			p = colon ? colon + 1 : NULL;
-		}
-		if (!path[0])
-			return 0; /* the launch says it is not there */
-	}
-	if (access(path, X_OK))
+	if (!prog_path(prog, path, sizeof(path)))
 		return 0;
 	if (sym_file_open(path, NULL, &sf, why, sizeof(why)))
 		return 0; /* not ELF (a script): Valgrind follows it */
@@ -705,20 +832,26 @@ static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
 	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64],
-		sfile[PATH_MAX + 32], soff[48];
+		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32];
 	int sv[2], argc = 0, rc;
-	char **args;
+	char **args, *offs_opt = NULL;
 
 	rc = tool_dir(dir, sizeof(dir), v->e.err, v->e.errlen);
 	if (rc)
 		return rc;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+	if (v->trig_offs &&
+	    asprintf(&offs_opt, "--mt-trigger-offs=%s", v->trig_offs) < 0)
+		return emu_fail(&v->e, -ENOMEM, "out of memory");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		free(offs_opt);
 		return emu_fail(&v->e, -errno, "socketpair: %s",
 				strerror(errno));
+	}
 	while (argv[argc])
 		argc++;
-	args = calloc((size_t)argc + 20, sizeof(*args));
+	args = calloc((size_t)argc + 32, sizeof(*args));
 	if (!args) {
+		free(offs_opt);
 		close(sv[0]);
 		close(sv[1]);
 		return emu_fail(&v->e, -ENOMEM, "out of memory");
@@ -727,7 +860,9 @@ static int vg_launch(struct vg *v, char *const argv[])
 	snprintf(start, sizeof(start), "--mt-start=%s",
 		 o->start_at ? o->start_at : "main");
 	snprintf(trig, sizeof(trig), "--mt-trigger=%s",
-		 o->cap.trigger ? o->cap.trigger : "mt_snapshot_point");
+		 v->trig_addr || v->trig_offs ? ""
+		 : o->cap.trigger	      ? o->cap.trigger
+					      : "mt_snapshot_point");
 	snprintf(ptw, sizeof(ptw), "--mt-ptwrite=%s",
 		 o->ptwrite ? "mt_ptwrite" : "");
 	{
@@ -754,6 +889,17 @@ static int vg_launch(struct vg *v, char *const argv[])
 			args[k++] = soff;
 		}
 		args[k++] = trig;
+		if (v->trig_addr) {
+			snprintf(taddr, sizeof(taddr), "--mt-trigger-addr=%llx",
+				 (unsigned long long)v->trig_addr);
+			args[k++] = taddr;
+		}
+		if (v->trig_offs) {
+			snprintf(tfile, sizeof(tfile), "--mt-trigger-file=%s",
+				 v->trig_file);
+			args[k++] = tfile;
+			args[k++] = offs_opt;
+		}
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
 		args[k++] = "--";
@@ -765,6 +911,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 	if (v->child < 0) {
 		rc = emu_fail(&v->e, -errno, "fork: %s", strerror(errno));
 		free(args);
+		free(offs_opt);
 		close(sv[0]);
 		close(sv[1]);
 		return rc;
@@ -779,6 +926,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 		_exit(127);
 	}
 	free(args);
+	free(offs_opt);
 	close(sv[1]);
 	v->sock = sv[0];
 	return 0;
@@ -858,18 +1006,10 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		return emu_fail(&v.e, -EINVAL,
 				"--emulate=valgrind starts the program: -p "
 				"needs --emulate=ptrace");
-	if (o->drop_every)
-		return emu_fail(&v.e, -EINVAL,
-				"--drop-every needs --emulate=ptrace");
-	if (o->cap.trigger &&
-	    (line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0}) ||
-	     !strncmp(o->cap.trigger, "addr:", 5)))
-		return emu_fail(&v.e, -EINVAL,
-				"--emulate=valgrind takes a function as "
-				"--trigger, not '%s' (--emulate=ptrace "
-				"takes it)",
-				o->cap.trigger);
-	if (!o->start_at || o->start_at[0])
+	v.e.rng = o->drop_seed ? o->drop_seed : 1;
+	if (o->cap.trigger)
+		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
+	if (!rc && (!o->start_at || o->start_at[0]))
 		rc = check_start(&v, argv[0],
 				 o->start_at ? o->start_at : "main", err,
 				 errlen);
@@ -914,6 +1054,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 					       : "its first instruction");
 	}
 	emu_free(&v.e);
+	free(v.trig_offs);
 	free(v.sys_next);
 	free(v.buf);
 	return rc;

@@ -101,6 +101,11 @@ static const HChar *o_start = "main";
 static const HChar *o_start_file;
 static ULong o_start_off;
 static const HChar *o_trigger = "mt_snapshot_point";
+/* A trigger that is no function: an address, or where a source line
+ * begins (offsets of a file, comma-separated). */
+static ULong o_trigger_addr;
+static const HChar *o_trigger_file;
+static const HChar *o_trigger_offs;
 static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
 
@@ -562,6 +567,40 @@ static Bool entry_of(Addr a, const HChar *name)
 	       !VG_(strcmp)(fn, name);
 }
 
+/* Is a one of the file offsets of --mt-trigger-offs in the file
+ * --mt-trigger-file? */
+static Bool at_trigger_off(Addr a)
+{
+	NSegment const *seg;
+	const HChar *path, *p = o_trigger_offs;
+	ULong off;
+
+	if (!o_trigger_file || !p)
+		return False;
+	seg = VG_(am_find_nsegment)(a);
+	path = seg && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : NULL;
+	if (!path || VG_(strcmp)(path, o_trigger_file))
+		return False;
+	off = (ULong)seg->offset + (a - seg->start);
+	while (*p) {
+		HChar *end;
+
+		if (VG_(strtoull16)(p, &end) == off)
+			return True;
+		if (end == p)
+			break;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return False;
+}
+
+/* Is a the trigger? */
+static Bool is_trigger(Addr a)
+{
+	return entry_of(a, o_trigger) ||
+	       (o_trigger_addr && a == o_trigger_addr) || at_trigger_off(a);
+}
+
 /* Is a where tracing begins? */
 static Bool is_start(Addr a)
 {
@@ -640,7 +679,7 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			if (!g_tracing && is_start(a))
 				dirty(out, "h_start", h_start, 1,
 				      mkIRExprVec_1(c64(a)));
-			if (entry_of(a, o_trigger))
+			if (is_trigger(a))
 				dirty(out, "h_hit", h_hit, 3,
 				      mkIRExprVec_3(
 					      c64(a),
@@ -910,6 +949,12 @@ static Bool mt_option(const HChar *arg)
 		o_start_off = VG_(strtoull16)(s, NULL);
 	} else if VG_STR_CLO (arg, "--mt-trigger", s) {
 		o_trigger = s;
+	} else if VG_STR_CLO (arg, "--mt-trigger-addr", s) {
+		o_trigger_addr = VG_(strtoull16)(s, NULL);
+	} else if VG_STR_CLO (arg, "--mt-trigger-file", s) {
+		o_trigger_file = s;
+	} else if VG_STR_CLO (arg, "--mt-trigger-offs", s) {
+		o_trigger_offs = s;
 	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
 		o_ptwrite = s;
 	} else if VG_BOOL_CLO (arg, "--mt-truth", o_truth) {
@@ -927,6 +972,9 @@ static void mt_usage(void)
 		    "an offset of a file\n"
 		    "    --mt-trigger=SYMBOL   report reaching it "
 		    "[mt_snapshot_point]\n"
+		    "    --mt-trigger-addr=HEX  or this address\n"
+		    "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
+		    "these offsets of a file\n"
 		    "    --mt-ptwrite=SYMBOL   report its argument\n"
 		    "    --mt-truth=yes|no     also report direct jumps\n");
 }

@@ -87,6 +87,57 @@ if [ -s "$W/stub.tsv" ] && hit=$(sqlite3 "$W/stub.sqlite" "SELECT name, arg FROM
 else
 	echo "FAIL vg_stub_trigger: hit '$hit'"
 fi
+# Triggers that are no function: a source line deep in a call chain
+# (the line tables of the executable, as file offsets), and an address.
+cc -O1 -g -o "$W/deep" "$R/tests/programs/deep.c" || { echo "FAIL vg: cc deep"; exit 0; }
+line=$(grep -n MARK_LINE "$R/tests/programs/deep.c" | cut -d: -f1)
+if capture deep "$W/deep" --start-at work --trigger "deep.c:$line"; then
+	chain=$(awk -F'\t' 'NR > 1 && $3 == "work" {exit} NR > 1 {printf "%s ", $3}' "$W/deep.tsv")
+	hit=$(sqlite3 "$W/deep.sqlite" "SELECT name FROM hit" 2>&1)
+	marks=$(awk -F'\t' '$3 == "mark"' "$W/deep.tsv" | wc -l)
+	if [[ "$chain" == *"main outer middle inner " ]] && [ "$hit" = "deep.c:$line" ] &&
+		[ "$marks" = 3 ]; then
+		echo "PASS vg_line_trigger (hit $hit in the 3rd mark, above work: $chain)"
+	else
+		echo "FAIL vg_line_trigger: above work '$chain', hit '$hit', $marks calls of mark"
+	fi
+fi
+# (Not a PIE: Valgrind loads it where its ELF says, so nm's address is
+# the runtime one.)
+cc -O1 -g -no-pie -I"$R" -o "$W/stubnp" "$R/tests/programs/stub.c"
+at=$(nm "$W/stubnp" | awk '$3 == "step" {print $1}')
+if capture stubnp "$W/stubnp" --trigger "addr:0x$at" &&
+	hit=$(sqlite3 "$W/stubnp.sqlite" "SELECT name || '|' || arg FROM hit" 2>&1) &&
+	[ "$hit" = "addr:0x$at|0" ] &&
+	[ "$(awk -F'\t' '$3 == "step"' "$W/stubnp.tsv" | wc -l)" = 1 ]; then
+	echo "PASS vg_addr_trigger (the first step)"
+else
+	echo "FAIL vg_addr_trigger: hit '$hit'"
+fi
+# --drop-every: each loss is one overflow for perf and for mt-convert, and
+# the calls perf shows are the log's less those the gaps list.
+aliases "$W/demo" "$W/drop.aliases"
+if "$B/mt-capture" --emulate=valgrind --drop-every 1000 --gaps "$W/drop.gaps" \
+	--truth "$W/drop.truth" -o "$W/drop.bin" -- "$W/demo" >/dev/null 2>"$W/drop.err" &&
+	perf script -i "$W/drop.bin" --itrace=cre --ns -F tid,time,flags,ip,sym,symoff,addr \
+		>"$W/drop.perf" 2>/dev/null &&
+	"$B/mt-convert" "$W/drop.bin" --text "$W/drop.tsv" -q 2>>"$W/drop.err"; then
+	gaps=$(($(wc -l <"$W/drop.gaps") - 1))
+	ovf=$(grep -c 'Overflow packet' "$W/drop.perf")
+	errs=$(grep -c 'trace error' "$W/drop.perf")
+	conv=$(grep -c 'decode gap: overflow' "$W/drop.tsv")
+	if [ "$gaps" -gt 0 ] && [ "$ovf" = "$gaps" ] && [ "$errs" = "$gaps" ] &&
+		[ "$conv" = "$gaps" ] &&
+		out=$("$B/mt-synth-check" "$W/drop.truth" "$W/drop.perf" "$W/drop.gaps" \
+			--aliases "$W/drop.aliases" 2>&1); then
+		echo "PASS vg_drop_every ($gaps gaps: ${out//$'\n'/; })"
+	else
+		echo "FAIL vg_drop_every: $gaps gaps, perf $ovf overflows ($errs errors), mt-convert $conv: ${out//$'\n'/; }"
+	fi
+else
+	echo "FAIL vg_drop_every: capture or convert failed"
+	sed 's/^/    /' "$W/drop.err" | tail -3
+fi
 # A library loaded by dlopen() after the start: its mapping is in the
 # capture and its code decodes.
 printf '#include <dlfcn.h>\nint main(void)\n{\n\tvoid *h = dlopen("libz.so.1", RTLD_NOW);\n\tconst char *(*v)(void) = h ? (const char *(*)(void))dlsym(h, "zlibVersion") : 0;\n\treturn v ? v()[0] != 0x31 : 1;\n}\n' >"$W/dl.c"
@@ -142,8 +193,10 @@ sleeper=$!
 bad attach "needs --emulate=ptrace" "$B/mt-capture" --emulate=valgrind -p "$sleeper" -o "$W/attach.bin"
 kill "$sleeper"
 wait "$sleeper" 2>/dev/null
-bad line "takes a function as --trigger" "$B/mt-capture" --emulate=valgrind \
-	--trigger stub.c:3 -o "$W/line.bin" -- "$W/stub"
+bad line "has no code.*nearest lines that do: [0-9]" "$B/mt-capture" \
+	--emulate=valgrind --trigger stub.c:1 -o "$W/line.bin" -- "$W/stub"
+bad addr "bad address in 'addr:zz'" "$B/mt-capture" --emulate=valgrind \
+	--trigger addr:zz -o "$W/addr.bin" -- "$W/stub"
 bad notool "the Valgrind tool is not built" env MT_VALGRIND_LIB="$W/none" \
 	"$B/mt-capture" --emulate=valgrind -o "$W/notool.bin" -- "$W/stub"
 bad noprog "could not run it" "$B/mt-capture" --emulate=valgrind --start-at '' \
