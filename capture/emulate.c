@@ -978,6 +978,9 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	int rc;
 
 	memset(st, 0, sizeof(*st));
+	if (o->follow_children)
+		return emu_fail(&e, -EINVAL,
+				"--follow-children needs --emulate=valgrind");
 	e.rng = o->drop_seed ? o->drop_seed : 1;
 	e.icache = calloc(ICACHE, sizeof(*e.icache));
 	if (!e.icache)

@@ -29,11 +29,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,8 +64,31 @@ enum {
 };
 #define VG_MAGIC 0x6d747074u
 
+/*
+ * The time an exec takes on the virtual clock: about what the kernel
+ * takes natively, and more than two MTC periods, so that a decoder, which
+ * dates the new program's first branches by the MTC before them, dates
+ * them after the exec's COMM.
+ */
+#define EXEC_NS 50000
+
 /* A record cut short by the end of what was read: read more. */
 #define SHORT 1
+
+/*
+ * One process's stream: each connects on its own (the first, a fork of a
+ * traced one, the program an exec starts).  The one being read is swapped
+ * into struct vg's fields of the same names, which the records use.
+ */
+struct vgs {
+	int sock; /* -1 once it closed */
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t now;
+	size_t cur;
+	pid_t pid;
+	bool hello, ended, exec_pending, later, need_comm;
+};
 
 struct vg {
 	struct emu e;
@@ -73,8 +98,22 @@ struct vg {
 	size_t len, cap;
 	uint64_t now; /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
-	char exec[256];	    /* what the program last tried to exec, or "" */
-	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
+	char exec[256]; /* what the program last tried to exec, or "" */
+	size_t cur;	/* the thread the records are of, or SIZE_MAX */
+	/* The stream's process; its last record an exec's; it is not the
+	 * first process as it began (its tasks are dated records); it
+	 * exec'd and its command name is still to come. */
+	pid_t spid;
+	bool exec_pending, later, need_comm;
+	/* Where each process's tool connects (abstract), and the streams. */
+	int lsock;
+	char lname[64];
+	struct vgs *strm;
+	size_t nr_strm, cap_strm;
+	uint64_t newest; /* the newest time of any stream */
+	bool main_ended; /* the first process's stream ended as it should */
+	bool reaped;	 /* Valgrind's process waited for: status */
+	int status;
 	uint64_t *sys_next; /* per thread: where its system call returns */
 	/* A program without a "main" symbol: main's file and offset. */
 	char start_file[PATH_MAX];
@@ -132,6 +171,16 @@ static uint64_t rd_time(struct vg *v, struct rd *r)
 	return r->bad ? v->now : v->now + dt;
 }
 
+/* The command name of process pid now. */
+static const char *comm_of(const struct emu *e, pid_t pid)
+{
+	for (size_t i = e->nr_tasks; i-- > 0;)
+		if (e->tasks[i].pid == pid && (e->tasks[i].kind == ET_COMM ||
+					       e->tasks[i].kind == ET_EXEC))
+			return e->tasks[i].text;
+	return e->comm;
+}
+
 /* Thread tid's index, made if new (e->thr may move), or SIZE_MAX. */
 static size_t vg_thr(struct vg *v, pid_t tid)
 {
@@ -149,7 +198,35 @@ static size_t vg_thr(struct vg *v, pid_t tid)
 		return SIZE_MAX;
 	v->sys_next = n;
 	v->sys_next[e->nr_thr - 1] = 0;
+	/* A thread of a fork or of an exec'd program: as perf's inherit has
+	 * it, made now (a fork's first thread came with its hello). */
+	if (v->later) {
+		t = &e->thr[e->nr_thr - 1];
+		t->pid = v->spid;
+		if (tid != v->spid &&
+		    (emu_task_add(e, ET_FORK, v->now, v->spid, tid, v->spid,
+				  v->spid, NULL) ||
+		     emu_task_add(e, ET_COMM, v->now, v->spid, tid, 0, 0,
+				  comm_of(e, v->spid))))
+			return SIZE_MAX;
+	}
 	return e->nr_thr - 1;
+}
+
+/* The command name of process pid's last exec, now that it is known. */
+static int vg_exec_comm(struct emu *e, pid_t pid, const char *comm)
+{
+	for (size_t i = e->nr_tasks; i-- > 0;)
+		if (e->tasks[i].pid == pid && e->tasks[i].kind == ET_EXEC) {
+			char *c = strdup(comm);
+
+			if (!c)
+				return -ENOMEM;
+			free(e->tasks[i].text);
+			e->tasks[i].text = c;
+			break;
+		}
+	return 0;
 }
 
 /* A file mapping of the program, as a /proc/PID/maps line (what
@@ -160,12 +237,30 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 {
 	struct emu *e = &v->e;
 	char *line;
+	int rc;
 
 	if (asprintf(&line, "%llx-%llx %c%c%cp %08llx 00:00 0 %s",
 		     (unsigned long long)lo, (unsigned long long)(lo + len),
 		     prot & 1 ? 'r' : '-', prot & 2 ? 'w' : '-',
 		     prot & 4 ? 'x' : '-', (unsigned long long)off, path) < 0)
 		return -ENOMEM;
+	if (v->later) {
+		/* An exec'd program's first mapping is its executable: its
+		 * name, as the kernel's COMM with the exec flag says. */
+		const char *b = strrchr(path, '/');
+
+		rc = v->need_comm ? vg_exec_comm(e, v->spid, b ? b + 1 : path)
+				  : 0;
+		v->need_comm = false;
+		if (!rc)
+			rc = emu_task_add(e, ET_MMAP, v->now, v->spid, v->spid,
+					  0, 0, line);
+		free(line);
+		if (rc)
+			return rc;
+		return e->o->truth ? emu_edso_add(e, lo, lo + len, off, path)
+				   : 0;
+	}
 	if (mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
 		    sizeof(*e->maps))) {
 		free(line);
@@ -385,6 +480,92 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 	return ptenc_pge(t->enc, v->now, ip) ? -ENOMEM : 0;
 }
 
+/* Was process pid traced already (a thread of it began)? */
+static bool vg_traced(const struct emu *e, pid_t pid)
+{
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].started &&
+		    (e->thr[i].pid ? e->thr[i].pid : e->pid) == pid)
+			return true;
+	return false;
+}
+
+/* Has process pid connected before (this is the program it exec'd)? */
+static bool vg_known(const struct vg *v, pid_t pid)
+{
+	for (size_t i = 0; i < v->nr_strm; i++)
+		if (v->strm[i].hello && v->strm[i].pid == pid)
+			return true;
+	return pid == v->e.pid;
+}
+
+/*
+ * A process says hello: the first (traced from the start symbol), a fork
+ * of another (ppid; with --follow-children: FORK and COMM now, traced as
+ * its parent is), or the program one exec'd (its COMM comes with its first
+ * mapping; traced from its first instruction when it was traced before:
+ * the trace goes on in the new program, as perf's does).  Its tool waits
+ * for the answer: 'S' from the start symbol, 'T' from here, 'N' not at
+ * all.
+ */
+static int vg_hello(struct vg *v, pid_t pid, uint64_t t0, pid_t ppid,
+		    pid_t ptid)
+{
+	struct emu *e = &v->e;
+	char say = 'N';
+	int rc = 0;
+
+	v->hello = true;
+	v->spid = pid;
+	v->now = t0;
+	if (!e->pid) {
+		e->pid = pid;
+		e->start_time = t0;
+		say = 'S';
+	} else if (ppid && e->o->follow_children) {
+		v->later = true;
+		say = vg_traced(e, ppid) ? 'T' : 'S';
+		rc = emu_task_add(e, ET_FORK, t0, pid, pid, ppid, ptid, NULL);
+		if (!rc)
+			rc = emu_task_add(e, ET_COMM, t0, pid, pid, 0, 0,
+					  comm_of(e, ppid));
+	} else if (!ppid && vg_known(v, pid)) {
+		/* Its clock goes on from the old program's, with EXEC_NS
+		 * for the exec (Valgrind loading itself again is not the
+		 * program's time); the COMM, named by the new program's
+		 * first mapping, comes at its start. */
+		v->now = v->newest + EXEC_NS;
+		v->later = v->need_comm = true;
+		say = vg_traced(e, pid) ? 'T' : 'S';
+		rc = emu_task_add(e, ET_EXEC, v->newest, pid, pid, 0, 0,
+				  comm_of(e, pid));
+	}
+	if (write(v->sock, &say, 1) != 1)
+		return 0; /* it is gone: its stream ends */
+	return rc;
+}
+
+/* The thread that exec'd begins again in the new program, at its first
+ * instruction: TIP.PGE there after the execve's TIP.PGD, as the hardware
+ * traces an exec.  Its calls are gone with the old program. */
+static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
+{
+	struct emu *e = &v->e;
+
+	t->depth = 0;
+	t->async = false;
+	v->sys_next[t - e->thr] = 0;
+	if (e->o->truth)
+		tpop_to(t, 0, v->now);
+	if (vg_enable(v, t, ip) ||
+	    (e->o->truth && tpush(e, t, v->now, ip, 0, 0)))
+		return -ENOMEM;
+	/* A PSB+ (its TSC) at once: a decoder's time for the new program
+	 * must not fall before the exec's COMM, as it would by MTC alone. */
+	ptenc_force_psb(t->enc);
+	return ptenc_maybe_psb(t->enc, v->now, ip) < 0 ? -ENOMEM : 0;
+}
+
 /* One record at r.  Returns 0, 1 when the capture ends with it, SHORT
  * (r->bad) when it is not all there yet, or a negative code. */
 static int vg_record(struct vg *v, struct rd *r)
@@ -398,6 +579,7 @@ static int vg_record(struct vg *v, struct rd *r)
 
 	if (r->bad)
 		return SHORT;
+	v->exec_pending = type == R_EXEC;
 	if (!v->hello && type != R_HELLO)
 		return emu_fail(e, -EPROTO,
 				"the Valgrind tool's stream does "
@@ -407,14 +589,21 @@ static int vg_record(struct vg *v, struct rd *r)
 		return emu_fail(e, -EPROTO,
 				"the Valgrind tool's stream names no thread");
 	switch (type) {
-	case R_HELLO:
+	case R_HELLO: {
+		uint64_t ppid, ptid;
+
 		if (rd_n(r, 4) != VG_MAGIC && !r->bad)
 			return emu_fail(e, -EPROTO,
 					"the Valgrind tool is not mtpt");
-		e->pid = (pid_t)rd_n(r, 4);
-		v->now = e->start_time = rd_n(r, 8);
-		v->hello = true;
+		a = rd_n(r, 4);
+		b = rd_n(r, 8);
+		ppid = rd_n(r, 4);
+		ptid = rd_n(r, 4);
+		if (r->bad)
+			break;
+		rc = vg_hello(v, (pid_t)a, b, (pid_t)ppid, (pid_t)ptid);
 		break;
+	}
 	case R_SWITCH:
 		a = rd_n(r, 4);
 		if (r->bad)
@@ -429,6 +618,10 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		if (t->started) {
+			rc = vg_exec_begin(v, t, ip);
+			break;
+		}
 		t->started = true;
 		t->t0 = t->last_pkt_tsc = v->now;
 		t->last_pkt_ip = ip;
@@ -633,10 +826,12 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	case R_END:
 		v->now = rd_time(v, r);
-		e->st->insns = rd_n(r, 8);
+		a = rd_n(r, 8);
 		if (r->bad)
 			break;
+		e->st->insns += a;
 		v->ended = true;
+		v->main_ended |= v->spid == e->pid;
 		break;
 	default:
 		return emu_fail(e, -EPROTO,
@@ -827,13 +1022,36 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	return 0;
 }
 
+/* The socket each process's tool connects to: an abstract name (no file
+ * to remove), unique to this mt-capture. */
+static int vg_listen(struct vg *v)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct timespec ts;
+	size_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(v->lname, sizeof(v->lname), "mt-capture.%d.%llx",
+		 (int)getpid(), (unsigned long long)ts.tv_nsec);
+	n = strlen(v->lname);
+	memcpy(a.sun_path + 1, v->lname, n);
+	v->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (v->lsock < 0 ||
+	    bind(v->lsock, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	    listen(v->lsock, 64))
+		return emu_fail(&v->e, -errno, "a socket for Valgrind: %s",
+				strerror(errno));
+	return 0;
+}
+
 /* Start argv under Valgrind with mtpt, its stream on our socket. */
 static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
-	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64],
+	char dir[PATH_MAX], fdopt[96], start[600], trig[600], ptw[64],
 		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32];
-	int sv[2], argc = 0, rc;
+	int argc = 0, rc;
 	char **args, *offs_opt = NULL;
 
 	rc = tool_dir(dir, sizeof(dir), v->e.err, v->e.errlen);
@@ -842,21 +1060,19 @@ static int vg_launch(struct vg *v, char *const argv[])
 	if (v->trig_offs &&
 	    asprintf(&offs_opt, "--mt-trigger-offs=%s", v->trig_offs) < 0)
 		return emu_fail(&v->e, -ENOMEM, "out of memory");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+	rc = vg_listen(v);
+	if (rc) {
 		free(offs_opt);
-		return emu_fail(&v->e, -errno, "socketpair: %s",
-				strerror(errno));
+		return rc;
 	}
 	while (argv[argc])
 		argc++;
 	args = calloc((size_t)argc + 32, sizeof(*args));
 	if (!args) {
 		free(offs_opt);
-		close(sv[0]);
-		close(sv[1]);
 		return emu_fail(&v->e, -ENOMEM, "out of memory");
 	}
-	snprintf(fdopt, sizeof(fdopt), "--mt-fd=%d", sv[1]);
+	snprintf(fdopt, sizeof(fdopt), "--mt-sock=%s", v->lname);
 	snprintf(start, sizeof(start), "--mt-start=%s",
 		 o->start_at ? o->start_at : "main");
 	snprintf(trig, sizeof(trig), "--mt-trigger=%s",
@@ -878,7 +1094,12 @@ static int vg_launch(struct vg *v, char *const argv[])
 		 * program's. */
 		args[k++] = "--run-libc-freeres=no";
 		args[k++] = "--run-cxx-freeres=no";
+		/* A program it execs runs under Valgrind too, traced on (a
+		 * child that is not traced turns this off for itself). */
+		args[k++] = "--trace-children=yes";
 		args[k++] = fdopt;
+		args[k++] = o->follow_children ? "--mt-follow=yes"
+					       : "--mt-follow=no";
 		args[k++] = start;
 		if (v->start_file[0]) {
 			snprintf(sfile, sizeof(sfile), "--mt-start-file=%s",
@@ -912,13 +1133,9 @@ static int vg_launch(struct vg *v, char *const argv[])
 		rc = emu_fail(&v->e, -errno, "fork: %s", strerror(errno));
 		free(args);
 		free(offs_opt);
-		close(sv[0]);
-		close(sv[1]);
 		return rc;
 	}
 	if (v->child == 0) {
-		/* The tool's end of the socket survives exec. */
-		fcntl(sv[1], F_SETFD, 0);
 		setenv("VALGRIND_LIB", dir, 1);
 		execvp(args[0], args);
 		fprintf(stderr, "mt-capture: valgrind: %s%s\n", strerror(errno),
@@ -927,8 +1144,6 @@ static int vg_launch(struct vg *v, char *const argv[])
 	}
 	free(args);
 	free(offs_opt);
-	close(sv[1]);
-	v->sock = sv[0];
 	return 0;
 }
 
@@ -940,55 +1155,157 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Read and encode until the stream ends, the capture ends at a hit, or we
- * are told to stop. */
-static int vg_loop(struct vg *v)
+/* Stream k into v's fields, and back. */
+static void strm_in(struct vg *v, size_t k)
 {
-	while (!v->ended && !v->hit && !*v->e.o->cap.stop) {
-		struct pollfd p = {v->sock, POLLIN, 0};
-		ssize_t n;
-		int rc;
+	const struct vgs *s = &v->strm[k];
 
-		if (poll(&p, 1, 200) < 0) {
-			if (errno == EINTR)
-				continue;
-			return emu_fail(&v->e, -errno, "poll: %s",
-					strerror(errno));
-		}
-		if (!p.revents)
-			continue;
-		if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1))
-			return emu_fail(&v->e, -ENOMEM, "out of memory");
-		n = read(v->sock, v->buf + v->len, v->cap - v->len);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return emu_fail(&v->e, -errno,
-					"reading the Valgrind tool: %s",
-					strerror(errno));
-		}
-		if (n == 0)
-			break;
-		v->len += (size_t)n;
-		rc = vg_parse(v);
-		if (rc)
-			return rc;
-	}
-	/* Told to stop: what the tool sent before is in the capture. */
-	while (*v->e.o->cap.stop && !v->ended && !v->hit) {
-		ssize_t n;
+	v->sock = s->sock;
+	v->buf = s->buf;
+	v->len = s->len;
+	v->cap = s->cap;
+	v->now = s->now;
+	v->cur = s->cur;
+	v->spid = s->pid;
+	v->hello = s->hello;
+	v->ended = s->ended;
+	v->exec_pending = s->exec_pending;
+	v->later = s->later;
+	v->need_comm = s->need_comm;
+}
 
-		if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1))
-			return emu_fail(&v->e, -ENOMEM, "out of memory");
+static void strm_out(struct vg *v, size_t k)
+{
+	v->strm[k] =
+		(struct vgs){v->sock,  v->buf,		v->len,	  v->cap,
+			     v->now,   v->cur,		v->spid,  v->hello,
+			     v->ended, v->exec_pending, v->later, v->need_comm};
+	if (v->now > v->newest)
+		v->newest = v->now;
+	v->sock = -1;
+	v->buf = NULL;
+	v->len = v->cap = 0;
+}
+
+/* What stream k has now, encoded: 1 when it had something, 0 when not
+ * (or it closed), or a negative code. */
+static int strm_read(struct vg *v, size_t k)
+{
+	ssize_t n = 0;
+	int rc = 0;
+
+	strm_in(v, k);
+	if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1)) {
+		rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+	} else {
 		n = recv(v->sock, v->buf + v->len, v->cap - v->len,
 			 MSG_DONTWAIT);
-		if (n <= 0)
-			break;
-		v->len += (size_t)n;
-		if (vg_parse(v))
-			return -ENOMEM;
+		if (n > 0) {
+			v->len += (size_t)n;
+			rc = vg_parse(v);
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			/* Its process is gone (or exec'd). */
+			close(v->sock);
+			v->sock = -1;
+		}
 	}
+	strm_out(v, k);
+	return rc ? rc : n > 0;
+}
+
+/* A process's tool connects: of our own user only. */
+static int strm_accept(struct vg *v)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int fd = accept4(v->lsock, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    cr.uid != getuid()) {
+		close(fd);
+		return 0;
+	}
+	if (mt_grow((void **)&v->strm, &v->cap_strm, v->nr_strm + 1,
+		    sizeof(*v->strm))) {
+		close(fd);
+		return emu_fail(&v->e, -ENOMEM, "out of memory");
+	}
+	v->strm[v->nr_strm++] = (struct vgs){.sock = fd, .cur = SIZE_MAX};
 	return 0;
+}
+
+/* Is a process still to connect: the first, or the program one exec'd
+ * while it lives? */
+static bool strm_awaited(struct vg *v)
+{
+	if (!v->reaped && v->child > 0 &&
+	    waitpid(v->child, &v->status, WNOHANG) == v->child)
+		v->reaped = true;
+	if (!v->nr_strm)
+		return !v->reaped;
+	for (size_t k = 0; k < v->nr_strm; k++) {
+		const struct vgs *s = &v->strm[k];
+		bool after = false;
+
+		if (s->sock >= 0 || !s->exec_pending || s->ended)
+			continue;
+		for (size_t j = k + 1; j < v->nr_strm && !after; j++)
+			after = v->strm[j].pid == s->pid;
+		if (!after &&
+		    (s->pid == v->child ? !v->reaped : !kill(s->pid, 0)))
+			return true;
+	}
+	return false;
+}
+
+/* Read and encode until every process's stream has ended, the capture
+ * ends at a hit, or we are told to stop. */
+static int vg_loop(struct vg *v)
+{
+	struct pollfd *p = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	while (!rc && !v->hit && !*v->e.o->cap.stop) {
+		size_t np = 1;
+
+		if (mt_grow((void **)&p, &cap, v->nr_strm + 1, sizeof(*p))) {
+			rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+			break;
+		}
+		p[0] = (struct pollfd){v->lsock, POLLIN, 0};
+		for (size_t k = 0; k < v->nr_strm; k++)
+			if (v->strm[k].sock >= 0)
+				p[np++] = (struct pollfd){v->strm[k].sock,
+							  POLLIN, 0};
+		if (np == 1 && !strm_awaited(v))
+			break;
+		if (poll(p, np, 200) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = emu_fail(&v->e, -errno, "poll: %s",
+				      strerror(errno));
+			break;
+		}
+		for (size_t i = 1, k = 0; i < np && rc >= 0 && !v->hit; i++) {
+			while (v->strm[k].sock != p[i].fd)
+				k++;
+			if (p[i].revents)
+				rc = strm_read(v, k);
+		}
+		if (rc > 0)
+			rc = 0;
+		if (!rc && p[0].revents)
+			rc = strm_accept(v);
+	}
+	free(p);
+	/* Told to stop: what the tools sent before is in the capture. */
+	for (size_t k = 0; k < v->nr_strm && *v->e.o->cap.stop; k++)
+		while (!v->hit && (rc = strm_read(v, k)) > 0)
+			;
+	return rc < 0 ? rc : 0;
 }
 
 int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
@@ -996,10 +1313,11 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 {
 	struct vg v = {.e = {.o = o, .st = st, .err = err, .errlen = errlen},
 		       .sock = -1,
+		       .lsock = -1,
 		       .child = -1,
 		       .cur = SIZE_MAX};
 	uint64_t t_start = mono_ns();
-	int rc = 0, status;
+	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (o->cap.pid)
@@ -1018,34 +1336,41 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc)
 		rc = vg_loop(&v);
 	st->seconds = (double)(mono_ns() - t_start) / 1e9;
-	if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.exec[0])
+	if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.exec[0])
 		snprintf(st->warning, sizeof(st->warning),
-			 "%s runs %s by exec: the trace ends there "
-			 "(--emulate=valgrind does not follow exec)",
+			 "%s runs %s by exec: the trace ends there (Valgrind "
+			 "did not run it with the tool)",
 			 argv[0], v.exec);
-	else if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.hello)
+	else if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.e.pid)
 		snprintf(st->warning, sizeof(st->warning),
 			 "the Valgrind tool's stream ended early (Valgrind "
 			 "failed?)");
 	/* The program runs on untraced after a hit or Ctrl-C: the tool
 	 * stops when it finds the socket closed. */
-	if (v.sock >= 0)
-		close(v.sock);
-	if (v.child > 0 && !*o->cap.stop && (v.ended || rc || !v.hello)) {
-		if (waitpid(v.child, &status, 0) == v.child) {
-			if (WIFSIGNALED(status))
-				st->killed_by = WTERMSIG(status);
-			else if (!v.e.nr_thr && !rc && WIFEXITED(status) &&
-				 WEXITSTATUS(status))
-				rc = emu_fail(&v.e, -ECHILD,
-					      "%s: Valgrind could not run it "
-					      "(exit status %d)",
-					      argv[0], WEXITSTATUS(status));
-		}
+	for (size_t k = 0; k < v.nr_strm; k++) {
+		if (v.strm[k].sock >= 0)
+			close(v.strm[k].sock);
+		free(v.strm[k].buf);
+	}
+	free(v.strm);
+	if (v.lsock >= 0)
+		close(v.lsock);
+	if (v.child > 0 && !v.reaped && !*o->cap.stop &&
+	    (v.main_ended || rc || !v.e.pid))
+		v.reaped = waitpid(v.child, &v.status, 0) == v.child;
+	if (v.reaped) {
+		if (WIFSIGNALED(v.status))
+			st->killed_by = WTERMSIG(v.status);
+		else if (!v.e.nr_thr && !rc && WIFEXITED(v.status) &&
+			 WEXITSTATUS(v.status))
+			rc = emu_fail(&v.e, -ECHILD,
+				      "%s: Valgrind could not run it "
+				      "(exit status %d)",
+				      argv[0], WEXITSTATUS(v.status));
 	}
 	if (v.e.nr_thr) {
-		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.now, rc);
-	} else if (!rc && v.hello) {
+		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.newest, rc);
+	} else if (!rc && v.e.pid) {
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",
 			      argv[0],
