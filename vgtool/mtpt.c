@@ -11,7 +11,7 @@
  * your option) any later version.  See vgtool/COPYING.
  *
  * It runs inside Valgrind (linked with its libraries, hence the GPL) and
- * talks to mt-capture only through the socket named by --mt-fd: a stream
+ * talks to mt-capture only through the socket named by --mt-sock: a stream
  * of records whose layout docs/capture.md describes.  mt-capture encodes
  * the packets; this side only says what happened, as cheaply as it can:
  *
