@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # mt: an Intel PT control-flow tracer.  `make` builds release binaries into
 # build/bin, `make test` builds everything with ASan+UBSan into build/asan
 # and runs every test.  The Debian packages are checked (and installed, as

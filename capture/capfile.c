@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The capture file: what both backends (and the tools that make
  * captures without a CPU) write around the trace itself.  Whatever a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Valgrind backend (--emulate=valgrind): Intel PT without Intel PT, at
  * tens of times native speed instead of thousands.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-capture: records a program's control flow.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-convert: a capture to a Perfetto trace and a SQLite database.
  *

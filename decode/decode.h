@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decode: a capture's Intel PT streams to branch events per thread.
  *

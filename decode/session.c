@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pass 1, first half: a decoding session.  dec_open() reads the capture's
  * sideband into dec_capture, dec_run() decodes (stream.c) and sorts what

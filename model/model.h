@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model: the converted trace in memory, as the writers see it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-convert --info: what a person needs to know about a capture before
  * decoding it.  Everything is gathered first and printed at the end, so

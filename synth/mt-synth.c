@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-synth: generate an Intel PT capture whose truth is known.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Make sure the Debian packages the build and the tests need are installed.
 # As root, install what is missing; otherwise say what to install.
 set -e

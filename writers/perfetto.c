@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Perfetto writer: the model as a TrackEvent protobuf trace.
  *

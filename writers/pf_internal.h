@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the Perfetto writer's rooms share: perfetto.c (the file, the
  * sequences, the threads' slices) and pf_marks.c (the trigger hits and

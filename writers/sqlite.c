@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The SQLite writer: the model as a database whose tables carry
  * trace_processor's names and columns, so that a query written in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Perfetto reader of the writer's tests (pftrace_read.h): protobuf
  * fields walked by hand, each packet applied as Perfetto's importer

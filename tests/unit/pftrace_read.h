@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A reader of our Perfetto traces for the writer's tests
  * (pftrace_read.c): it replays the packets the way Perfetto's importer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers/perfetto: models written, then read back two ways.  protoc
  * decodes the plain output against tests/proto/perfetto_subset.proto (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers/sqlite.c: hand-built models written and read back through the
  * sqlite3 API; every slice must come back with its time, name, depth,
