@@ -225,3 +225,19 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------------
+# Version, install, manual pages, the Debian package, the static
+# mt-capture.
+
+.PHONY: FORCE
+FORCE:
+
+# The commit the binaries are built from (util/version.c): the header is
+# rewritten only when it changes, so that a build stays incremental.
+$(BUILD)/gen/mt_build.h: FORCE
+	@mkdir -p $(dir $@)
+	@sh tools/version.sh >$@.tmp && \
+		if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/obj/util/version.o: $(BUILD)/gen/mt_build.h
+$(BUILD)/obj/util/version.o: CFLAGS += -I$(BUILD)/gen

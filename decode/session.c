@@ -622,6 +622,13 @@ const char *dec_process_name(const struct dec_capture *c, uint32_t pid)
 	return "";
 }
 
+const char *dec_recorded_by(const struct dec_capture *c)
+{
+	const char *v = pd_feature_string(c->pd, PD_FEAT_VERSION);
+
+	return v ? v : "";
+}
+
 void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last)
 {
 	*first = c->first;
