@@ -314,6 +314,7 @@ static: $(STATIC)/mt-capture
 	@ls -l $< | awk '{print $$5, $$9}'
 
 $(STATIC)/libipt/lib/libipt.a:
+	@sh tools/deps.sh --static
 	@mkdir -p $(STATIC)/libipt
 	cmake -S $(LIBIPT_SRC) -B $(STATIC)/libipt -DBUILD_SHARED_LIBS=OFF \
 		-DCMAKE_BUILD_TYPE=Release >$(STATIC)/libipt/cmake.log

@@ -7,8 +7,9 @@
 root=$(cd "$(dirname "$0")/.." && pwd)
 if c=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null) &&
 	[ "$(git -C "$root" rev-parse --show-toplevel 2>/dev/null)" = "$root" ]; then
-	git -C "$root" update-index -q --refresh >/dev/null 2>&1
-	git -C "$root" diff-index --quiet HEAD -- 2>/dev/null || c="$c-dirty"
+	# No index lock taken: a build may run beside git commands.
+	[ -z "$(GIT_OPTIONAL_LOCKS=0 git -C "$root" status --porcelain \
+		--untracked-files=no 2>/dev/null)" ] || c="$c-dirty"
 elif [ -s "$root/.commit" ]; then
 	c=$(head -c 64 "$root/.commit" | tr -cd '0-9a-z-')
 else
