@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # mt: an Intel PT control-flow tracer.  `make` builds release binaries into
 # build/bin, `make test` builds everything with ASan+UBSan into build/asan
 # and runs every test.  The Debian packages are checked (and installed, as
@@ -224,3 +225,111 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------------
+# Version, install, manual pages, the Debian package, the static
+# mt-capture.
+
+.PHONY: FORCE install uninstall man deb static
+FORCE:
+
+# The commit the binaries are built from (util/version.c): the header is
+# rewritten only when it changes, so that a build stays incremental.
+$(BUILD)/gen/mt_build.h: FORCE
+	@mkdir -p $(dir $@)
+	@sh tools/version.sh >$@.tmp && \
+		if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/obj/util/version.o: $(BUILD)/gen/mt_build.h
+$(BUILD)/obj/util/version.o: CFLAGS += -I$(BUILD)/gen
+
+# The manual pages, made from the README's sections of the commands
+# (tools/man.sh): the options are written once.
+MT_CMDS := mt-capture mt-convert
+MANS    := $(MT_CMDS:%=$(BUILD)/man/%.1)
+
+man: $(MANS)
+
+$(BUILD)/man/%.1: README.md tools/man.sh util/version.h
+	@mkdir -p $(dir $@)
+	@sh tools/man.sh $* >$@.tmp && mv $@.tmp $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the commands, the stub
+# header, the pages, the docs, and the Valgrind tool in lib/mt/valgrind,
+# which mt-capture finds beside its own bin/ (the tree can be moved),
+# with links to Valgrind's files as in the build tree.  make uninstall
+# takes away what install put there, and its own folders.
+PREFIX  ?= /usr/local
+MT_BIN  := $(DESTDIR)$(PREFIX)/bin
+MT_INC  := $(DESTDIR)$(PREFIX)/include
+MT_MAN  := $(DESTDIR)$(PREFIX)/share/man/man1
+MT_DOC  := $(DESTDIR)$(PREFIX)/share/doc/mt
+MT_LIB  := $(DESTDIR)$(PREFIX)/lib/mt
+MT_DOCS := $(wildcard docs/*.md)
+
+# Of Valgrind's files, what a tool of its own needs beside it.
+VG_RUNTIME := vgpreload_core-amd64-linux.so default.supp
+
+install: $(MT_CMDS:%=$(BUILD)/bin/%) $(VGTOOL) $(MANS)
+	install -d $(MT_BIN) $(MT_INC) $(MT_MAN) $(MT_DOC)/docs
+	install -m 755 $(MT_CMDS:%=$(BUILD)/bin/%) $(MT_BIN)/
+	install -m 644 include/magic_trace.h $(MT_INC)/
+	install -m 644 $(MANS) $(MT_MAN)/
+	install -m 644 README.md LICENSE $(MT_DOC)/
+	install -m 644 $(MT_DOCS) $(MT_DOC)/docs/
+ifneq ($(VGTOOL),)
+	install -d $(MT_LIB)/valgrind
+	install -m 755 $(VGTOOL) $(MT_LIB)/valgrind/
+	install -m 644 vgtool/COPYING $(MT_LIB)/valgrind/
+	for f in $(VG_RUNTIME); do ln -sfn $(VG_EXEC)/$$f $(MT_LIB)/valgrind/; done
+endif
+
+uninstall:
+	rm -f $(MT_CMDS:%=$(MT_BIN)/%) $(MT_INC)/magic_trace.h \
+		$(MT_CMDS:%=$(MT_MAN)/%.1)
+	rm -rf $(MT_DOC) $(MT_LIB)
+
+# make deb: the Debian package (debian/), built by dpkg-buildpackage
+# from a copy of the tree in $(BUILD)/deb, where the .deb appears.
+deb:
+	@sh tools/deps.sh --deb
+	@sh tools/deb.sh $(BUILD)/deb
+
+# make static: a mt-capture with no shared-library dependencies, for any
+# x86-64 Linux (4.x kernels on): Intel PT where the CPU has it, the
+# ptrace emulator elsewhere; --version says in one line what it cannot
+# do without the parts a static binary cannot carry (util/version.c).
+# Debian ships no libipt.a: LIBIPT_SRC=DIR names a libipt source tree
+# (https://github.com/intel/libipt, v2.0.x), built here with cmake.
+STATIC  := $(BUILD)/static
+LIBIPT_A ?= $(wildcard /usr/lib/x86_64-linux-gnu/libipt.a)
+ifeq ($(LIBIPT_A),)
+ifneq ($(LIBIPT_SRC),)
+LIBIPT_A := $(STATIC)/libipt/lib/libipt.a
+endif
+endif
+STATIC_LIBS := $(LIBIPT_A) -ldw -lelf -lbz2 -lzstd -llzma -lz -lcapstone \
+               -lsqlite3 -ldeflate -liberty -lm -lpthread -ldl
+
+static: $(STATIC)/mt-capture
+	@ls -l $< | awk '{print $$5, $$9}'
+
+$(STATIC)/libipt/lib/libipt.a:
+	@sh tools/deps.sh --static
+	@mkdir -p $(STATIC)/libipt
+	cmake -S $(LIBIPT_SRC) -B $(STATIC)/libipt -DBUILD_SHARED_LIBS=OFF \
+		-DCMAKE_BUILD_TYPE=Release >$(STATIC)/libipt/cmake.log
+	$(MAKE) --no-print-directory -C $(STATIC)/libipt libipt >/dev/null
+
+$(STATIC)/version.o: util/version.c $(BUILD)/gen/mt_build.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(BUILD)/gen -DMT_STATIC -c $< -o $@
+
+$(STATIC)/mt-capture: $(BUILD)/obj/cmd/mt-capture.o $(STATIC)/version.o \
+		$(BUILD)/libmt.a $(LIBIPT_A)
+	@[ -n "$(LIBIPT_A)" ] || { echo "make static: no libipt.a (Debian" \
+		"ships none): make static LIBIPT_SRC=DIR, DIR a libipt" \
+		"v2.0 source tree" >&2; exit 1; }
+	@sh tools/deps.sh --static
+	$(CC) -static -s -o $@ $(BUILD)/obj/cmd/mt-capture.o $(STATIC)/version.o \
+		$(BUILD)/libmt.a $(STATIC_LIBS) 2>$@.log || \
+		{ cat $@.log >&2; exit 1; }

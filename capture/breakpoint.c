@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The trigger of the hardware backend: a hardware execute breakpoint on
  * the trigger's first instruction, as a perf event on every thread of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * breakpoint: the trigger, a hardware breakpoint (or a uprobe) on
  * every thread of the target, whose hits the kernel samples.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The capture file: what both backends (and the tools that make
  * captures without a CPU) write around the trace itself.  Whatever a
@@ -6,6 +7,7 @@
 #include "capture/capfile.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
+#include "util/version.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -178,6 +180,7 @@ int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname)
 {
 	struct pd_err pe = {0};
 	struct pd_writer *w = c->w;
+	char line[128];
 	int rc = 0;
 
 	if (c->ext.len)
@@ -190,6 +193,12 @@ int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname)
 	if (!rc && hostname)
 		rc = pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME,
 						  hostname);
+	/* perf keeps its own version here; ours says what made the
+	 * capture (mt-convert --info shows it, perf report -D too). */
+	if (!rc)
+		rc = pd_writer_set_feature_string(
+			w, PD_FEAT_VERSION,
+			mt_version_line("mt-capture", line, sizeof(line)));
 	if (rc) {
 		capfile_fail(c);
 		return rc;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * capfile: the capture file, a perf.data file as perf record writes it
  * for Intel PT plus mt's extras, built the same way by both backends

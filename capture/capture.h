@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * capture: recording Intel PT, natively (hw_run) or by emulation
  * (emu_run), into a capture file mt-convert reads.  The parts the

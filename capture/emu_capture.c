@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The emulator's capture file: the emulated PMU's event, the target's
  * threads and mappings (as the kernel would have announced them, or as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to the emulation backend: its state, shared by the step loop
  * (emulate.c), the writing of the capture (emu_capture.c) and the call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The emulated capture's state that both emulate backends (the ptrace
  * stepper and the Valgrind tool's reader) keep the same way: threads and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The emulator's own call log (--truth): every call, return, tail call,
  * unwinding jump, syscall and signal delivery it single-stepped through,

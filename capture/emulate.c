@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The emulation backend: Intel PT without Intel PT.
  *

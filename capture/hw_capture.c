@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hardware backend's capture file: the intel_pt event as opened,
  * what happened before an attach (from /proc), the sideband the rings

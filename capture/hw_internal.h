@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to the hardware backend: its state, shared by the recording
  * (hwpt.c) and the writing of the capture (hw_capture.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Intel PT hardware backend: the CPU records, we keep the newest (or,
  * with --full, everything).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel's code for the decoder, as perf record --kcore copies it:
  * kallsyms says where the kernel's text is (_stext.._etext), modules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kcore: the kernel's code as perf record --kcore keeps it, read from
  * procfs at the end of a capture that traced the kernel: the text of

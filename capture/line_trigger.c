@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * FILE:LINE triggers: a source line of a running process to the runtime
  * addresses where it begins.

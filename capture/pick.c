@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Choosing on a terminal.  fzf is run on a temporary file of the items
  * (popen gives one direction only) and its answer is matched back to an

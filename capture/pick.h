@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pick: let a person choose on a terminal what the command line left
  * open: the process to attach to (-p alone), the trigger (--trigger ?).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The intel_pt PMU as sysfs describes it, and the perf_event_attr.config
  * a recording asks of it.

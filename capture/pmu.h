@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pmu: the intel_pt PMU as sysfs describes it, the config a recording
  * asks of it, and the copy of its AUX ring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A perf data ring's records: the kernel writes them at data_head,
  * wrapping at the ring's end, and we read from data_tail.  A record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to capture/: the data ring of a perf event, read the one way
  * the kernel's protocol asks (data_head acquired, data_tail released),

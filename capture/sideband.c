@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Sideband from the kernel: a dummy software event on the target (one per
  * CPU: an inherited event can only be mapped per CPU) records

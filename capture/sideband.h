@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to capture/: the sideband ring both backends read, a dummy
  * event's data ring whose records go into the capture as the kernel

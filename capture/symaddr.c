@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where a trigger or a filter lands: the runtime address of a symbol of
  * a running program's executable, and file offsets for the kernel's

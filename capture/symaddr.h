@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symaddr: where triggers and filters land in a running program, for
  * both backends: symbols, FILE:LINE and addresses as runtime addresses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The call stack of a ptrace-stopped thread, unwound by libdw.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unwind: a thread's call stack from the modules' CFI (libdw), from a
  * stopped thread or from a sample's registers and stack copy.

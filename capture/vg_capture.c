@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Valgrind backend (--emulate=valgrind): Intel PT without Intel PT, at
  * tens of times native speed instead of thousands.
@@ -23,6 +24,7 @@
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
+#include "util/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -887,7 +889,8 @@ static int vg_parse(struct vg *v)
 }
 
 /* Where mtpt-amd64-linux is, beside Valgrind's own files: $MT_VALGRIND_LIB,
- * or lib/valgrind beside the bin/ folder mt-capture is in. */
+ * or lib/valgrind beside the bin/ folder mt-capture is in (the build
+ * tree), else lib/mt/valgrind there (make install, the package). */
 static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 {
 	const char *env = getenv("MT_VALGRIND_LIB");
@@ -907,8 +910,14 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 		if (slash)
 			*slash = 0;
 		snprintf(dir, len, "%s/../lib/valgrind", self);
+		snprintf(tool, sizeof(tool), "%s/mtpt-amd64-linux", dir);
+		if (access(tool, X_OK))
+			snprintf(dir, len, "%s/../lib/mt/valgrind", self);
 	}
 	snprintf(tool, sizeof(tool), "%s/mtpt-amd64-linux", dir);
+	if (access(tool, X_OK) && mt_build_limits())
+		return mt_err(err, errlen, -ENOENT, "%s is missing (%s)", tool,
+			      mt_build_limits());
 	if (access(tool, X_OK))
 		return mt_err(err, errlen, -ENOENT,
 			      "%s: the Valgrind tool is not built (make builds "

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-capture: records a program's control flow.
  *
@@ -13,6 +14,7 @@
 #include "capture/pick.h"
 #include "capture/pmu.h"
 #include "util/util.h"
+#include "util/version.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +34,7 @@ static const char usage[] =
 	"usage: mt-capture [--emulate] [-o FILE] [options] -- PROG [ARGS...]\n"
 	"       mt-capture [--emulate] [-o FILE] [options] -p [PID]\n"
 	"       mt-capture --check [--timing ...]\n"
+	"       mt-capture --version\n"
 	"\n"
 	"Records PROG's control flow as an Intel PT capture (perf.data) that\n"
 	"mt-convert turns into a timeline.  Ctrl-C (or SIGTERM, SIGHUP) stops\n"
@@ -630,6 +633,11 @@ int main(int argc, char **argv)
 			hw_opt = a;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage, stdout);
+			if (mt_build_limits())
+				printf("\n%s\n", mt_build_limits());
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			mt_version_print(stdout, "mt-capture");
 			return 0;
 		} else if (!strcmp(a, "--emulate") ||
 			   !strcmp(a, "--emulate=ptrace")) {

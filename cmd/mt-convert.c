@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-convert: a capture to a Perfetto trace and a SQLite database.
  *
@@ -14,6 +15,7 @@
 #include "report/report.h"
 #include "segments/segments.h"
 #include "stitch/stitch.h"
+#include "util/version.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -34,6 +36,7 @@
 static const char usage[] =
 	"usage: mt-convert CAPTURE -o TRACE.pftrace [options]\n"
 	"       mt-convert --info CAPTURE\n"
+	"       mt-convert --version\n"
 	"\n"
 	"Turns a capture (perf.data with Intel PT) into a Perfetto trace\n"
 	"and a SQLite database of its slices.\n"
@@ -725,6 +728,10 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		mt_version_print(stdout, "mt-convert");
+		return 0;
+	}
 	if (argc >= 2 && !strcmp(argv[1], "--info")) {
 		if (argc != 3 || argv[2][0] == '-') {
 			fputs(usage, stderr);
@@ -828,6 +835,8 @@ int main(int argc, char **argv)
 
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
 		goto fail;
+	snprintf(t.recorded_by, sizeof(t.recorded_by), "%s",
+		 dec_recorded_by(dc));
 	if (check_tids(dc, &a, err, sizeof(err)))
 		goto fail;
 	if (check_memory(dc, &a, err, sizeof(err)))

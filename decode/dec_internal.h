@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal state of decode/: what the capture's sideband says (threads,
  * processes, mappings, binaries, AUX chunks, context switches) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decode: a capture's Intel PT streams to branch events per thread.
  *
@@ -185,6 +186,8 @@ void dec_thread_free_events(struct dec_thread *t);
 const struct dec_stats *dec_stats(const struct dec_capture *c);
 /* Name of the process (its command), "" if unknown. */
 const char *dec_process_name(const struct dec_capture *c, uint32_t pid);
+/* What wrote the capture: its perf.data VERSION feature ("" if none). */
+const char *dec_recorded_by(const struct dec_capture *c);
 /* Perf time span of the capture's trace (0, 0 when empty). */
 void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last);
 

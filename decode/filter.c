@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The capture's address filter, in libipt's terms.
  *

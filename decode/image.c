@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Binaries and images: find the file behind each executable mapping, check
  * its build id, add its code to one libipt section cache and to the image

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The inlined calls inside a function's blocks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the bytes of a branch say, where libipt does not tell us: the
  * length of a call (near, far, a software interrupt or a system call:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Kernel code: what perf record --kcore keeps, carried in the capture's
  * extension section (the text of kallsyms and modules, and the code of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A trace that ran through the kernel, decoded without the kernel's
  * code: the kernel's stretches are taken out of the packets, so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The destination of the branch right before an overflow, read from the
  * packets themselves.

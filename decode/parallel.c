@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A thread's buffer decoded in pieces on every core, its events those of
  * the serial decode.

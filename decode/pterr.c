@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libipt's errors, turned into ours in one place (as perf's
  * intel_pt__strerror does for its decoder): a libipt status is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Whether a function, with control at one place, can get to another in
  * the same activation: a walk of its control flow graph from its code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pass 1, first half: a decoding session.  dec_open() reads the capture's
  * sideband into dec_capture, dec_run() decodes (stream.c) and sorts what
@@ -619,6 +620,13 @@ const char *dec_process_name(const struct dec_capture *c, uint32_t pid)
 		if (c->threads[i].tid == pid)
 			return c->threads[i].comm;
 	return "";
+}
+
+const char *dec_recorded_by(const struct dec_capture *c)
+{
+	const char *v = pd_feature_string(c->pd, PD_FEAT_VERSION);
+
+	return v ? v : "";
 }
 
 void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pass 1, second half: libipt's block decoder over each AUX stream.
  *

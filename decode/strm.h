@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The state of one stream's decode, shared by stream.c (what libipt's
  * blocks and events mean for a call tree) and timing.c (when each event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * When each event happened, and whose it is.
  *

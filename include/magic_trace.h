@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * magic_trace.h: ask mt-capture for a snapshot from inside your program.
  *
  *   #include "magic_trace.h"

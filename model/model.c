@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The converted trace in memory.  Arrays grow by doubling; the string
  * table interns through a hash table so that names repeated millions of

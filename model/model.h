@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model: the converted trace in memory, as the writers see it.
  *
@@ -163,6 +164,9 @@ struct mt_trace {
 	size_t nr_guesses, cap_guesses;
 	struct mt_segment *segments; /* index = segment id */
 	size_t nr_segments, cap_segments;
+	/* What wrote the capture ("mt-capture VERSION (commit C)", or
+	 * perf's version), for the outputs' metadata; "" when unknown. */
+	char recorded_by[128];
 };
 
 void mt_trace_init(struct mt_trace *t);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Our extension section (PD_FEAT_MT_EXT): items perf.data has no record
  * for.  Kept apart from the reader and writer so that the perf formats and

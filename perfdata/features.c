@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perf.data feature sections (after the data, or HEADER_FEATURE records
  * of a piped file): build ids, the AUXTRACE index, strings.

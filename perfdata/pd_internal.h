@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internals shared by the files of perfdata/: the reader (reader.c,
  * records.c, features.c) and the writer.  Nothing here is part of the

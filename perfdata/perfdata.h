@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perfdata: read and write perf.data files as they carry Intel PT.
  *

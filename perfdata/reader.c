@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perf.data reader: opening a file, its header, attrs and id index.  The
  * file is mapped read-only and every offset and size that comes from it

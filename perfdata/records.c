@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perf.data records: pd_next() and the bodies of the records mt reads,
  * each checked against its size before a field is read, and the

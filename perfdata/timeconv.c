@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * TSC <-> perf time, the kernel's way (uapi perf_event_mmap_page).  The
  * quotient/remainder split gives the exact floor of tsc * mult / 2^shift

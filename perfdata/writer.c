@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perf.data writer.  Output goes through one large buffer because a
  * capture carries hundreds of MB of AUX data; the file is written under a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The packet encoder: turns one thread's executed control flow into the
  * Intel PT packets the hardware emits for user-only tracing, encoded with

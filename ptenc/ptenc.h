@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ptenc: the packets Intel PT hardware emits for user-only tracing of
  * one thread, given its instruction-level events.  It knows no OS: the

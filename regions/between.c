@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * --between START [--until STOP]: the regions of each thread from a call
  * to START until the next return from STOP (START's own return when no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Keeping spans of a thread's slices.  Slices are in pre-order and a
  * slice lies inside its parent, so within a span the slices that overlap

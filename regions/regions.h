@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * regions: cut a finished trace down to the part a user asked for, after
  * stitching and before the writers.  The trace keeps its shape: what is

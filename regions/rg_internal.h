@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the ways of cutting a trace share: each finds the spans of time to
  * keep on each thread, and clip.c keeps them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * --time FROM..TO: the trace between two times, the same span on every
  * thread.

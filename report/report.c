@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-convert --info: what a person needs to know about a capture before
  * decoding it.  Everything is gathered first and printed at the end, so
@@ -5,6 +6,7 @@
  */
 #include "report/report.h"
 #include "symbols/symbols.h"
+#include "util/version.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -353,6 +355,7 @@ static void print_header(FILE *o, struct info *in)
 	const char *desc = pd_feature_string(f, PD_FEAT_CPUDESC);
 	const char *cpuid = pd_feature_string(f, PD_FEAT_CPUID);
 	const uint8_t *d;
+	char line[128];
 	size_t len;
 
 	fprintf(o, "capture    %s\n", pd_path(f));
@@ -361,10 +364,13 @@ static void print_header(FILE *o, struct info *in)
 				 "records inline, no feature table"
 			       : "perf.data (PERFILE2) with attr and feature "
 				 "sections");
-	fprintf(o, "recorded   by perf %s",
-		ver && *ver ? ver
-			    : "(version not "
-			      "recorded)");
+	/* Ours write "mt-capture VERSION (commit C)" where perf writes its
+	 * version. */
+	if (ver && !strncmp(ver, "mt-", 3))
+		fprintf(o, "recorded   by %s", ver);
+	else
+		fprintf(o, "recorded   by perf %s",
+			ver && *ver ? ver : "(version not recorded)");
 	if (host && *host)
 		fprintf(o, " on %s", host);
 	if (osr && *osr)
@@ -372,6 +378,8 @@ static void print_header(FILE *o, struct info *in)
 	if (arch && *arch)
 		fprintf(o, ", %s", arch);
 	fputc('\n', o);
+	fprintf(o, "read       by %s\n",
+		mt_version_line("mt-convert", line, sizeof(line)));
 	if ((desc && *desc) || (cpuid && *cpuid)) {
 		fprintf(o, "cpu        %s", desc && *desc ? desc : "");
 		if (cpuid && *cpuid)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report: the summary mt-convert --info prints about a capture.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every thread of a decoded capture through its own segment builder.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The builders on a thread of their own, fed while the decoder goes on.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * segments: a thread's branch events to trace segments and their slices.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Alignment: every way B's start chain can sit against A's end chain,
  * each scored by the frames it explains and the call sites that confirm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deciding a pair: whether B's start chain joins A's end chain, at which
  * depth, how sure that depth is, and the reason recorded for it.  Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Guessed spans: where a join's depth was a guess, for how long.
  *

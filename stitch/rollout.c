@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Later segments' word on alignments that tie: the callers they reveal
  * above B's roots (look_ahead()), and each candidate carried forward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stitching, one thread at a time and one program of it at a time (an
  * exec begins another run of segments): each pair of neighbours decided

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stitch: pass 2, joining a thread's trace segments across decode gaps.
  *

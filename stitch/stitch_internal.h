@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stitch: what its files share.  stitch.h is the interface; this is not.
  *

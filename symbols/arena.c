@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The name arena: strings of one sym_file or sym_map, freed together.
  * Blocks never move, so handed-out pointers stay valid until the owner is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Demangling through libiberty, the demangler binutils and gdb use, so that
  * our names read like theirs.  The callback entry points are used rather

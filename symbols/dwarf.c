@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A binary's DWARF, a compilation unit at a time (sym_dwarf), and what
  * the DWARF readers of symbols/ share: opening the DWARF (the binary's

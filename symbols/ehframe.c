@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where functions begin in code without symbols, from .eh_frame_hdr.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Function symbols, loadable segments and the build id of one ELF image,
  * with its separate debug file and MiniDebugInfo merged in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The calls a compiler inlined, from the DWARF, a compilation unit at a
  * time (for sym_dwarf).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Kernel symbols from the text of /proc/kallsyms ("ADDR TYPE NAME" per
  * line, "\t[MODULE]" after the name for a module's symbol), as the kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Source lines to code addresses, from the DWARF line tables.
  *

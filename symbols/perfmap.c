@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JIT symbols from perf map files (/tmp/perf-PID.map), the format JITs
  * (V8, the JVM with perf-map-agent, LuaJIT, ...) write for perf: one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "name@plt" symbols for the PLT stubs of x86-64 ELF files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internals of symbols/: the name arena, the candidate list that every
  * symbol source (symtab, dynsym, debug file, MiniDebugInfo, PLT) appends

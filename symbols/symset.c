@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A set of symbols being built from several sources, and the sorted,
  * deduplicated array it becomes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small kernel for --kernel: a few functions linked where x86-64 Linux
  * puts its text (0xffffffff81000000), entered by the walk's system calls

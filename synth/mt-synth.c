@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-synth: generate an Intel PT capture whose truth is known.
  *
@@ -11,6 +12,7 @@
  */
 #include "synth/synth.h"
 #include "util/util.h"
+#include "util/version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -130,6 +132,7 @@ int main(int argc, char **argv)
 		{"cc", required_argument, NULL, 'c'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct synth_opts o;
@@ -224,6 +227,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			mt_version_print(stdout, "mt-synth");
 			return 0;
 		default:
 			usage(stderr);

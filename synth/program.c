@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The generated program: a random call graph of small functions with
  * loops, conditional code, direct and indirect calls, recursion, tail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sched_run: the threads' walks taking turns on the CPUs.
  *

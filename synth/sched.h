@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to synth/: threads taking turns on fewer CPUs, as a
  * `perf record -e intel_pt//u` without --per-thread sees them: one packet

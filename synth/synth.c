@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * synth_generate: program, walks, capture file and truth.tsv.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * synth: captures with known truth.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to synth/: the program model, the PT emitter, the walker. */
 #ifndef MT_SYNTH_INT_H
 #define MT_SYNTH_INT_H

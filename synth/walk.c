@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The walker: executes the generated program one instruction at a time
  * with a seeded random choice at every decision, keeps the true call

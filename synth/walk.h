@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to synth/: one thread's walk and its truth. */
 #ifndef MT_SYNTH_WALK_H
 #define MT_SYNTH_WALK_H

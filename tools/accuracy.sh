@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make accuracy: how much of the truth mt-convert gets right, with decode
 # gaps injected, with stitching on and off (tools/mt-accuracy.c
 # defines the figures).  Three tables: synthetic captures over fixed seeds

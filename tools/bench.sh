@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make bench: one synthetic capture with MB MiB of AUX (default 64), and,
 # side by side on it: mt-convert end to end, a bare libipt block-decode
 # loop (the floor of a libipt-based converter) and `perf script

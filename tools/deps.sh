@@ -1,11 +1,18 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Make sure the Debian packages the build and the tests need are installed.
 # As root, install what is missing; otherwise say what to install.
 set -e
 need="gcc make libc6-dev libipt-dev libelf-dev libdw-dev libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev libiberty-dev liblzma-dev libcapstone-dev linux-perf binutils valgrind"
 # clang and its runtimes (libFuzzer, ASan, UBSan) build the fuzz targets;
 # clang-format is the format check CI runs.
-[ "$1" = "--test" ] && need="$need protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format"
+# dpkg-dev and debhelper build the package (make deb, and the test that
+# builds it); man-db renders the manual pages in the tests.
+[ "$1" = "--test" ] && need="$need protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format dpkg-dev debhelper man-db"
+[ "$1" = "--deb" ] && need="$need dpkg-dev debhelper"
+# make static links with the static libraries of the -dev packages; the
+# libbz2 and libzstd ones are what libdw's needs.
+[ "$1" = "--static" ] && need="$need libbz2-dev libzstd-dev cmake"
 missing=""
 for p in $need; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

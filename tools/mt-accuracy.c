@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-accuracy TRUTH.tsv OURS.tsv GAPS.tsv [--tol-ns N] [--wrong]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-bench: the measuring half of `make bench`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-synth-check TRUTH.TSV PERF.TXT [GAPS.TSV] [--aliases FILE]
  *

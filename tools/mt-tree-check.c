@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-tree-check TRUTH.tsv OURS.tsv [--tol-ns N] [--unanchored] [--callers]
  *               [--extra N]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The mutation run (make mutate): plants the bugs of tests/mutants.txt,
 # one at a time, in a scratch copy of the tree, rebuilds the copy with
 # ASan and UBSan, and runs the tests each bug names.  A bug is caught when

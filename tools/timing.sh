@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make timing: how far the times mt-convert gives calls and returns are
 # from the truth, per timing mode, beside perf's decoder on the same
 # packets.  Synthetic captures (mt-synth) with system calls, threads,

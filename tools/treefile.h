@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One line of a slice tree as text (mt-synth's truth.tsv, mt-convert
  * --text, the emulator's --truth): "tid depth name start_ns end_ns flags",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The formatting behind every error line (err.h): one place that knows
  * how to fill a caller's buffer, so that a message is cut short the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * err: the one way a failure is reported.
  *

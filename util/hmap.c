@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one hash table: open addressing with linear probing over slots of
  * a key and a value side by side, so that a probe reads one cache line.

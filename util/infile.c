@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Opening a file that an input names (a capture, a binary, a JIT map):
  * what a path leads to is not ours to choose, and a FIFO without a writer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Jobs run in order on a thread of their own.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Numbers people type on a command line, or read from a file, checked:
  * strtoull alone takes a sign or leading spaces, wraps "-1" around, says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * /proc/PID/maps, read in one place: the capture's MMAP2 records, the
  * trigger's and filters' addresses, the unwinder's modules and the vDSO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Sorted arrays: a bottom-up merge sort over bytes (stable, O(n log n),
  * one scratch buffer: used where equal keys must keep their order, events

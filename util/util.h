@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util: the few helpers every module needs.  Nothing here knows about
  * tracing.

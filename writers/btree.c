@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * btree: SQLite b-trees written straight into a database file (see
  * btree_internal.h for the why and the limits).

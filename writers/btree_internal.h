@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * btree: SQLite b-trees written straight into a database file, for the
  * SQLite writer's slice table and its indexes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb: growth and the length fix-up of nested messages; the per-field
  * encoders are inline in pb_internal.h because they run per event.

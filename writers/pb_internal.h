@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb: the little protobuf encoder the writers share.
  *

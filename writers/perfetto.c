@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Perfetto writer: the model as a TrackEvent protobuf trace.
  *
@@ -39,6 +40,7 @@
 
 #include "util/err.h"
 #include "util/util.h"
+#include "util/version.h"
 #include "writers/pb_internal.h"
 #include "writers/pf_internal.h"
 
@@ -519,6 +521,31 @@ int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 	return pf_packet_end(w, pkt);
 }
 
+/*
+ * What made the trace, in SystemInfo.tracing_service_version (field 4),
+ * which trace_processor keeps in its metadata table and the UI shows on
+ * its info page.
+ */
+static int pf_made_by(struct pf *w)
+{
+	struct pb_buf *b = &w->pk;
+	char line[128], str[320];
+	size_t pkt, m;
+
+	mt_version_line("mt-convert", line, sizeof(line));
+	if (w->t->recorded_by[0])
+		snprintf(str, sizeof(str), "%s, from a capture by %s", line,
+			 w->t->recorded_by);
+	else
+		snprintf(str, sizeof(str), "%s", line);
+	w->seq = DESC_SEQ;
+	pkt = pf_packet(w, 0);
+	m = pb_begin(b, F_SYSTEM_INFO);
+	pb_str(b, F_SI_SERVICE_VERSION, str);
+	pb_end(b, m);
+	return pf_packet_end(w, pkt);
+}
+
 static int pf_desc_process(struct pf *w, uint64_t uuid,
 			   const struct mt_process *p)
 {
@@ -698,6 +725,9 @@ static int pf_write_all(struct pf *w)
 
 	/* uuids: processes 1..P, threads P+1..P+T, then levels and hits. */
 	w->next_uuid = 1 + t->nr_procs + nth;
+	/* An empty trace stays an empty file. */
+	if ((t->nr_procs || nth) && pf_made_by(w))
+		return pf_failed(w);
 	for (size_t i = 0; i < t->nr_procs; i++)
 		if (pf_desc_process(w, 1 + i, &t->procs[i]))
 			return pf_failed(w);

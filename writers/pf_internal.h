@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the Perfetto writer's rooms share: perfetto.c (the file, the
  * sequences, the threads' slices) and pf_marks.c (the trigger hits and
@@ -28,6 +29,7 @@
 #define F_TS_CLOCK_ID	  58
 #define F_PACKET_DEFAULTS 59
 #define F_TRACK_DESC	  60
+#define F_SYSTEM_INFO	  45
 
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 #define SEQ_NEEDS_INCREMENTAL_STATE   2
@@ -39,6 +41,9 @@
 #define F_CLOCK_INCREMENTAL 3
 #define CLOCK_BOOTTIME	    6
 #define CLOCK_SEQ	    64 /* the first sequence-scoped clock id */
+
+/* SystemInfo */
+#define F_SI_SERVICE_VERSION 4
 
 /* TracePacketDefaults, TrackEventDefaults */
 #define F_DEF_CLOCK_ID		58

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Perfetto trace's marks: the snapshot trigger hits, on tracks of
  * their own, the values the program wrote (PTWRITE), on their threads'

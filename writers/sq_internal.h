@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the SQLite writer's rooms share: sqlite.c (the schema, the small
  * tables through SQLite, the frames) and sq_pages.c (slice_raw and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The slice table and its two indexes, written as the pages SQLite lays
  * out (btree.c) into the file SQLite has written the schema and the small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The SQLite writer: the model as a database whose tables carry
  * trace_processor's names and columns, so that a query written in
@@ -51,6 +52,7 @@
  * file, never a damaged output; on an error the temporary file goes.
  */
 #include "util/err.h"
+#include "util/version.h"
 #include "writers/btree_internal.h"
 #include "writers/sq_internal.h"
 #include "writers/writers.h"
@@ -159,6 +161,11 @@ static const char schema[] =
 	"CREATE TABLE ptwrite("
 	"id INTEGER PRIMARY KEY, ts INTEGER, utid INTEGER, tid INTEGER,"
 	" ip INTEGER, value INTEGER, slice_id INTEGER);"
+	/* What made the capture and the database, under trace_processor's
+	 * column names for its metadata table. */
+	"CREATE TABLE metadata("
+	"name TEXT PRIMARY KEY, key_type TEXT, int_value INTEGER,"
+	" str_value TEXT);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
@@ -767,6 +774,32 @@ static uint32_t slice_at(const struct mt_thread *th, uint64_t ts)
 	return MT_NONE;
 }
 
+/* converted_by: this program; recorded_by: what wrote the capture. */
+static int write_metadata(struct sq *w)
+{
+	const char *rows[2][2] = {{"converted_by", NULL},
+				  {"recorded_by", w->t->recorded_by}};
+	sqlite3_stmt *st;
+	char line[128];
+	int rc = 0;
+
+	rows[0][1] = mt_version_line("mt-convert", line, sizeof(line));
+	if (sqlite3_prepare_v2(w->db,
+			       "INSERT INTO metadata(name, key_type,"
+			       " str_value) VALUES(?, 'single', ?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sq_fail_db(w, "preparing");
+	for (int i = 0; !rc && i < 2; i++) {
+		if (!rows[i][1][0])
+			continue;
+		sqlite3_bind_text(st, 1, rows[i][0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, rows[i][1], -1, SQLITE_STATIC);
+		rc = step(w, st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int write_ptwrites(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
@@ -885,6 +918,8 @@ static int build(struct sq *w, const char *tmp)
 		rc = write_extras(w);
 	if (!rc)
 		rc = write_ptwrites(w);
+	if (!rc)
+		rc = write_metadata(w);
 	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The slice tree as text: the format of mt-synth's truth.tsv, so that a
  * conversion compares line by line with the truth, and golden files are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers: the converted trace (model/) to files people open.
  *

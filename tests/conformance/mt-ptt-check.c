@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-ptt-check: does mt-convert's call tree say what Intel's reference
  * decoder says?

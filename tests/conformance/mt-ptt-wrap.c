@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-ptt-wrap CASE OUTDIR [--cpu F/M[/S]] [--pt FILE]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading a libipt test case's files: see ptt_files.h.
  */

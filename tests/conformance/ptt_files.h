@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The files of a libipt test case as its pttc left them, read the one way
  * both conformance tools need: mt-ptt-wrap (the capture made of a case)

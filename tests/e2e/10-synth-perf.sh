@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The independent check: for synthetic captures covering every option,
 # perf's own Intel PT decoder must report exactly the truth's calls and
 # returns, and one overflow error at each injected gap, nothing else, at

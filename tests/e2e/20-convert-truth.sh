@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-convert against the truth: for synthetic captures covering threads
 # (per-thread and per-CPU streams),
 # every timing mode, noretcomp, snapshot-style starts (with and without

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Stitching against the truth, with the yardstick checked first.
 #
 # mt-accuracy on small hand-made trees whose figures are known: a gap

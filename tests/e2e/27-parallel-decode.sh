@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The parallel decode gives the serial decode's outputs, byte for byte:
 # each capture converted with --jobs 1 and with --jobs 4 in pieces of 4K
 # (so that a buffer has dozens of pieces and as many joins), the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Golden captures: committed captures and binaries whose slice trees must
 # come out exactly as committed (tests/golden/*/expected.tsv).
 B=${MT_BUILD:?}/bin

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-convert --time FROM..TO and --between F: on a synthetic capture with threads and
 # gaps, every slice kept lies inside the window, a slice that ran past it
 # is clipped and flagged, the slices wholly inside are those of the full

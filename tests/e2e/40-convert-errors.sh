@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Bad input: one clear line naming the file, a non-zero exit, no crash
 # (the sanitizers are on), no hang and no output file left behind.
 B=${MT_BUILD:?}/bin

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # What must never happen to a user's files or time, whatever the input:
 # a capture overwritten by its own conversion, a decode that never ends,
 # outputs from two runs side by side, temporary files left by a signal,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Corrupted captures: bytes flipped anywhere (headers, records, AUX data)
 # in 40 copies of a capture.  mt-convert must convert what it can or fail
 # with one line; never crash (the sanitizers are on) and never hang.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Fuzzing in the test suite.
 #  1. Every regression input (tests/fuzz/regress) and every seed
 #     (tests/fuzz/corpus) through mt-convert and mt-convert --info of the

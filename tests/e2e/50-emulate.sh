@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The emulation backend on real programs: mt-capture --emulate captures
 # them, perf's decoder reads the capture without an error and reports the
 # calls and returns of the emulator's own log, and the call tree mt-convert

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The Valgrind backend (--emulate=valgrind) on test programs and real
 # ones: perf's decoder reads each capture without an error and reports
 # the calls and returns of the tool's own log (--truth), and the call

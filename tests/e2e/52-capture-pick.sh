@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-capture --trigger ?: the executable's functions and source files are
 # offered (a numbered list: no terminal here), the answer becomes the
 # trigger, and the capture stops there; symbol:? offers functions only,

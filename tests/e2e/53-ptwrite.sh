@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt_ptwrite() values: mt-capture --emulate --ptwrite records each call's
 # value as a PTW packet (perf's decoder reads the same payloads), and
 # mt-convert shows them as "ptwrite" instants on the thread's track and

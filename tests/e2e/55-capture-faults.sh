@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-capture when things go wrong: an output that is the traced program,
 # SIGTERM and SIGHUP, absurd snapshot sizes, a program that dies of a
 # signal, an output that cannot be written, an option's value that is an

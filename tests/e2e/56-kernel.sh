@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Kernel code.  Decoding: mt-synth --kernel makes the walk's system calls
 # run through a small kernel linked at 0xffffffff81000000, traced, with
 # its code and kallsyms in the capture as --include-kernel keeps them;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Source positions: examples/demo.c built with -g is captured (emulated)
 # and converted.  Every slice of the program's own functions has, in
 # SQLite, the source position of its function's entry as addr2line says

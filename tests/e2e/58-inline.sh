@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Inlined calls: tests/programs/inline.c built with -O2 -g, where hot()
 # inlines round_of(), which inlines step(), which inlines mix(), which
 # calls note() (not inlined), is captured (emulated) and converted.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # valgrind on the release binaries (the sanitizer build cannot run under
 # it): no invalid access, no leak, for a conversion and an emulated
 # capture.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-capture's hardware path up to the PMU: a fake sysfs tree stands in
 # for /sys/bus/event_source/devices/intel_pt.
 B=${MT_BUILD:?}/bin

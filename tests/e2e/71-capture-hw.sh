@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The Intel PT backend on a machine without Intel PT: a fake sysfs tree
 # describes the software PMU (type 1) with its config bits laid out so
 # that the config is the dummy event, and MT_TEST_SIDEBAND_ONLY maps no

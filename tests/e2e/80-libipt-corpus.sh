@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Conformance: Intel's libipt decoder test corpus (tests/conformance/libipt,
 # libipt v2.0.5) and our own cases in its spirit (tests/conformance/own).
 # Each case is wrapped into a capture (mt-ptt-wrap), converted by

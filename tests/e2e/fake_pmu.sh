@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the hardware-backend tests: make_fake_pmu DIR writes a fake
 # sysfs tree for intel_pt into DIR, under which a software event stands
 # in for the PMU on a machine without Intel PT (MT_INTEL_PT_SYSFS=DIR).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the tests that read a Perfetto trace back: pf_decode decodes
 # the trace on standard input as text with protoc, against our subset of
 # Perfetto's schema (tests/proto), an implementation of protobuf other

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The libFuzzer targets, built with clang into build/fuzz.  Run from the
 # source root: make -f tests/fuzz/fuzz.mk (the top Makefile's `fuzz`
 # target does, then runs them).

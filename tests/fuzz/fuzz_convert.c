@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: one capture through what mt-convert does with it:
  * the perf.data reader, the Intel PT decoder over the seed binaries,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The input goes into a memfd, named to the library as /proc/self/fd/N:
  * no disk traffic per input, and the reader maps it as it maps a file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What both fuzz targets share: the input handed to the library as a
  * file (the library takes paths), and where the binaries that the seed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: mt-convert --info over one capture, the report
  * written to /dev/null, then the reader's remaining accessors (the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Regenerates the committed seed corpus (corpus/convert, corpus/info) and
 # the binaries its captures map (binaries/.build-id/xx/rest, found by
 # build id whatever the path a capture recorded).  Run from the source

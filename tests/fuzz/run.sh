@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs both fuzz targets, each for SECONDS (default 60), from the source
 # root, after `make -f tests/fuzz/fuzz.mk`:
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A minimal test harness: each test program calls its test functions
  * through RUN(); every CHECK that fails prints where and why.  The program

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The sample capture the perfdata tests share: one record of every kind
  * written in either file mode, and the checks that read it back; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the perfdata and report tests share (pd_sample.c): the sample
  * capture, one record of every kind, written in either file mode and

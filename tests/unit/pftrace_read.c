@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Perfetto reader of the writer's tests (pftrace_read.h): protobuf
  * fields walked by hand, each packet applied as Perfetto's importer
@@ -450,6 +451,26 @@ static void rd_compressed(struct rd *r, struct cur *c)
 	free(out);
 }
 
+/* SystemInfo: only its tracing_service_version (4) is written. */
+static void rd_system_info(struct rd *r, struct cur *c)
+{
+	struct cur sub;
+	uint64_t v;
+	uint32_t f;
+	int k;
+
+	while ((k = cur_field(c, &f, &v, &sub)) == 1) {
+		if (f != 4 || !sub.p || v >= sizeof(r->made_by)) {
+			rd_error(r, "unexpected system_info field", f);
+			continue;
+		}
+		memcpy(r->made_by, sub.p, (size_t)v);
+		r->made_by[v] = 0;
+	}
+	if (k < 0)
+		rd_error(r, "malformed system_info", r->packets);
+}
+
 static void rd_packet(struct rd *r, struct cur *c, int nested)
 {
 	struct cur sub, interned = {0}, defaults = {0}, snapshot = {0},
@@ -492,6 +513,9 @@ static void rd_packet(struct rd *r, struct cur *c, int nested)
 			break;
 		case 50:
 			comp = sub;
+			break;
+		case 45:
+			rd_system_info(r, &sub);
 			break;
 		default:
 			rd_error(r, "unexpected packet field", f);

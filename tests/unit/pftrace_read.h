@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A reader of our Perfetto traces for the writer's tests
  * (pftrace_read.c): it replays the packets the way Perfetto's importer
@@ -63,6 +64,8 @@ struct rd {
 	uint64_t packets, bundles, max_bundle;
 	int errors;
 	char first_error[256];
+	/* SystemInfo.tracing_service_version: what made the trace. */
+	char made_by[320];
 };
 
 /* Reads path into r; returns 0 when it read without errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A model to write and read back (the SQLite writer's tests): random call
  * trees, odd names, a chain DEEP levels deep, gaps and empty threads.

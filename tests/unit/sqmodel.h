@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sqmodel: a model to write and read back, for the SQLite writer's tests
  * (sqmodel.c).

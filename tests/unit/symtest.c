@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The helpers of the symbols tests (symtest.h).
  */

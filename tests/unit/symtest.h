@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the symbols tests share (symtest.c): a scratch directory, shell
  * commands, a small C program built with any flags, the functions nm and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hardware backend's trigger, for real: a hardware execute breakpoint
  * (and a uprobe) on mt_snapshot_point (include/magic_trace.h) of a child

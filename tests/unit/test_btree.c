@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers/btree.c: trees written into databases SQLite made, then read,
  * checked and written to again by SQLite: every row and every index entry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decode/: finding a PSB in a buffer (dec_find_psb), where a parallel
  * decode cuts a buffer and where decoding picks up after an error; the

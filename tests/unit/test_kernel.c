@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel's code, as --include-kernel keeps it: kallsyms as a symbol
  * source (code symbols, modules, hidden addresses, bad lines), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model/ and util/grow.c: string interning across rehashes, the trace's
  * arrays as they grow, thread lookup, and mt_grow's refusal to overflow.

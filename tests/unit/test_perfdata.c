@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perfdata: writer/reader round trips in both file modes, records whose
  * trailers differ, a big AUXTRACE, the writer's errors, time conversion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perfdata: captures truncated at every byte in both file modes, fields
  * corrupted one by one, and a file whose data.size was never written.

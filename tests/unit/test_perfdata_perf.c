@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perfdata: perf's own verdict on the captures we write, in both file
  * modes (skipped where perf is not installed).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * perfdata: the two real Intel PT captures (regular and piped), read
  * record by record, and what they must agree on.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers/perfetto: models written, then read back two ways.  protoc
  * decodes the plain output against tests/proto/perfetto_subset.proto (the
@@ -10,6 +11,7 @@
 #include "tests/unit/pftrace_read.h"
 #include "tests/unit/testfs.h"
 #include "util/util.h"
+#include "util/version.h"
 #include "writers/writers.h"
 
 #include <dirent.h>
@@ -336,6 +338,36 @@ static void test_basic(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/* The trace says what made it, and from what capture. */
+static void test_made_by(struct check_state *st)
+{
+	struct mt_trace t;
+	struct wr_stats ws;
+	struct rd r;
+	char dir[64], path[128], line[128], want[320];
+
+	tmpdir_make(dir, sizeof(dir));
+	model_basic(&t);
+	snprintf(path, sizeof(path), "%s/made.pftrace", dir);
+	mt_version_line("mt-convert", line, sizeof(line));
+	write_ok(st, &t, path, 0, 0, &ws);
+	CHECK(st, rd_file(&r, path) == 0);
+	CHECKF(st, !strcmp(r.made_by, line), "made_by '%s'", r.made_by);
+	rd_free(&r);
+	snprintf(t.recorded_by, sizeof(t.recorded_by), "%s",
+		 "mt-capture 9.9 (commit abc)");
+	snprintf(want, sizeof(want), "%s, from a capture by %s", line,
+		 t.recorded_by);
+	write_ok(st, &t, path, 0, 1, &ws);
+	CHECK(st, rd_file(&r, path) == 0);
+	CHECKF(st, !strcmp(r.made_by, want), "made_by '%s'", r.made_by);
+	CHECK(st, !strncmp(r.made_by, "mt-convert " MT_VERSION " (commit ",
+			   strlen("mt-convert " MT_VERSION " (commit ")));
+	rd_free(&r);
+	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
 static void test_deep(struct check_state *st)
 {
 	static const uint32_t limits[] = {0, 512, 4, 1, 700};
@@ -653,6 +685,7 @@ int main(void)
 	struct check_state st = {0};
 
 	RUN(&st, test_basic);
+	RUN(&st, test_made_by);
 	RUN(&st, test_deep);
 	RUN(&st, test_empty);
 	RUN(&st, test_bad_model);

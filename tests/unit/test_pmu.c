@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The intel_pt PMU from fake sysfs trees (Skylake-, Ice Lake- and
  * Atom-like caps), the config built from format files, the refusals with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * regions/: the --time window's syntax, and what a window keeps of a
  * trace (clipping, parents remapped, hits).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report: what mt-convert --info prints about the sample capture and the
  * real ones, and its refusal of a time_shift no shift can take.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Segment builder tests: event scripts with the expected stack after
  * every event, then the slices the segment left behind.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writers/sqlite.c: hand-built models written and read back through the
  * sqlite3 API; every slice must come back with its time, name, depth,
@@ -9,6 +10,7 @@
 #include "tests/unit/check.h"
 #include "tests/unit/sqmodel.h"
 #include "tests/unit/testfs.h"
+#include "util/version.h"
 #include "writers/writers.h"
 
 #include <dirent.h>
@@ -571,6 +573,54 @@ static void test_empty(struct check_state *cs)
 	mt_trace_free(&t);
 }
 
+/* The metadata row name's str_value, in buf ("" when none). */
+static const char *meta(sqlite3 *db, const char *name, char *buf, size_t len)
+{
+	sqlite3_stmt *st;
+
+	buf[0] = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT str_value FROM metadata WHERE name = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return buf;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		snprintf(buf, len, "%s",
+			 (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return buf;
+}
+
+/* The database says what made it, and what made the capture. */
+static void test_metadata(struct check_state *cs)
+{
+	struct mt_trace t;
+	char dir[64], path[128], err[256], line[128], got[256];
+	sqlite3 *db;
+
+	mt_trace_init(&t);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/meta.sqlite", dir);
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	mt_version_line("mt-convert", line, sizeof(line));
+	CHECKF(cs, !strcmp(meta(db, "converted_by", got, sizeof(got)), line),
+	       "converted_by '%s'", got);
+	/* Unknown: no row. */
+	CHECK(cs, q_int(db, "SELECT count(*) FROM metadata", -1) == 1);
+	sqlite3_close(db);
+	snprintf(t.recorded_by, sizeof(t.recorded_by), "mt-capture 9.9");
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	CHECKF(cs,
+	       !strcmp(meta(db, "recorded_by", got, sizeof(got)),
+		       "mt-capture 9.9"),
+	       "recorded_by '%s'", got);
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
 /* Whether the file at path is a database holding n slices. */
 static int has_slices(const char *path, int64_t n)
 {
@@ -800,6 +850,7 @@ int main(void)
 
 	RUN(&st, test_roundtrip);
 	RUN(&st, test_empty);
+	RUN(&st, test_metadata);
 	RUN(&st, test_errors);
 	RUN(&st, test_unsorted);
 	RUN(&st, test_bench);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stitching tests: segments built from event scripts (as in
  * test_segments.c), joined across their gap, and the tree that results.

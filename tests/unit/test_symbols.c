@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbols: programs compiled here (pie and no-pie, with and without IBT,
  * bound now) and this machine's binaries checked against nm and objdump,

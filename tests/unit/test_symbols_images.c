@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbols: ELF images opened from memory, this process's [vdso] and
  * libc, and files that are not ELF, truncated or corrupt.

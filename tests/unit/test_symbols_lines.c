@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbols: source lines to addresses through the DWARF line tables
  * (FILE:LINE triggers).

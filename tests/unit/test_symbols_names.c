@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbols: names as users read them: C++ compiled here and demangled,
  * C++ and Rust names demangled from strings, and JIT perf maps.

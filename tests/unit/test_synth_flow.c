@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The synthetic trace decodes, with libipt's instruction decoder, to
  * exactly the control flow the walker took: every call in the truth is a

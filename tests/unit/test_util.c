@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/: the checked number parsers (parse.c), the hash table (hmap.c),
  * output files that appear whole or not at all (outfile.c), and the ids

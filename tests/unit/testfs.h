@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * File helpers the unit tests share: a scratch directory and whole-file
  * reads and writes.  Static inline, so a test uses what it needs.
