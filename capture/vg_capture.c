@@ -87,7 +87,7 @@ struct rd {
 	bool bad;
 };
 
-static uint64_t rd_n(struct rd *r, size_t n)
+static inline uint64_t rd_n(struct rd *r, size_t n)
 {
 	uint64_t v = 0;
 
@@ -100,9 +100,13 @@ static uint64_t rd_n(struct rd *r, size_t n)
 	return v;
 }
 
-static uint64_t rd_leb(struct rd *r)
+static inline uint64_t rd_leb(struct rd *r)
 {
 	uint64_t v = 0;
+
+	/* Most times are a few ns: one byte. */
+	if (r->p < r->end && !(*r->p & 0x80))
+		return *r->p++;
 
 	for (unsigned sh = 0; sh < 64; sh += 7) {
 		uint8_t b;
@@ -120,7 +124,7 @@ static uint64_t rd_leb(struct rd *r)
 	return 0;
 }
 
-static uint64_t rd_time(struct vg *v, struct rd *r)
+static inline uint64_t rd_time(struct vg *v, struct rd *r)
 {
 	uint64_t dt = rd_leb(r);
 
@@ -327,6 +331,93 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 	}
 	t->step.cls = IC_PLAIN;
 	return ptenc_pge(t->enc, v->now, ip) ? -ENOMEM : 0;
+}
+
+/*
+ * The records most of the stream is (branches, calls, returns, indirect
+ * jumps) without --truth, each as vg_record() takes it, with less to
+ * check (r holds 2 bytes at least).  Returns what vg_record() does, or
+ * 2 when the record is not one of these.
+ */
+static int vg_hot(struct vg *v, struct rd *r)
+{
+	struct emu *e = &v->e;
+	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
+	int type = r->p[0], rc = 0;
+	uint64_t ip, a;
+
+	if (!t || !v->hello || e->o->truth)
+		return 2;
+	switch (type) {
+	case R_TNT: {
+		unsigned n = r->p[1];
+		uint64_t bits, t0, dt;
+
+		if (n > 64)
+			return 2;
+		r->p += 2;
+		bits = rd_n(r, 8);
+		t0 = rd_time(v, r);
+		dt = rd_leb(r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = ptenc_conds(t->enc, t0, dt, n, bits);
+		v->now = t0 + dt;
+		e->st->branches += n;
+		break;
+	}
+	case R_CALL:
+	case R_ICALL:
+		r->p++;
+		v->now = rd_time(v, r);
+		a = rd_n(r, 8);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		if (type == R_ICALL)
+			rc = ptenc_indirect(t->enc, v->now, ip);
+		ptenc_call(t->enc, a);
+		if (!rc)
+			rc = emu_shadow_push(t, a);
+		e->st->branches++;
+		break;
+	case R_RET:
+		r->p++;
+		v->now = rd_time(v, r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		for (size_t i = t->depth; i-- > 0;)
+			if (t->shadow[i] == ip) {
+				t->depth = i;
+				break;
+			}
+		rc = ptenc_ret(t->enc, v->now, ip);
+		e->st->branches++;
+		break;
+	case R_IJMP:
+		r->p++;
+		v->now = rd_time(v, r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = ptenc_indirect(t->enc, v->now, ip);
+		e->st->branches++;
+		break;
+	default:
+		return 2;
+	}
+	if (rc < 0)
+		return emu_fail(e, rc, "out of memory encoding trace");
+	if (ip) {
+		t->last_ip = ip;
+		if (ptenc_maybe_psb(t->enc, v->now, ip) < 0)
+			return emu_fail(e, -ENOMEM,
+					"out of memory encoding trace");
+		vg_trim(v, t);
+	}
+	return rc;
 }
 
 /* One record at r.  Returns 0, 1 when the capture ends with it, SHORT
@@ -595,9 +686,17 @@ static int vg_parse(struct vg *v)
 
 	while (off < v->len && !v->hit && !v->ended) {
 		struct rd r = {v->buf + off, v->buf + v->len, false};
+		uint64_t now = v->now;
 
-		rc = vg_record(v, &r);
+		rc = v->len - off >= 2 ? vg_hot(v, &r) : 2;
+		if (rc == 2) {
+			r.p = v->buf + off;
+			r.bad = false;
+			rc = vg_record(v, &r);
+		}
 		if (rc == SHORT) {
+			/* Read again whole, from the clock it began at. */
+			v->now = now;
 			rc = 0;
 			break;
 		}

@@ -73,7 +73,7 @@ static bool has_mtc(const struct ptenc *g)
 	return g->cfg.timing != PTENC_TSC;
 }
 
-static int append(struct ptenc *g, const uint8_t *p, size_t n)
+static int append_grow(struct ptenc *g, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return 0;
@@ -88,6 +88,17 @@ static int append(struct ptenc *g, const uint8_t *p, size_t n)
 		g->cap = cap;
 	}
 	memcpy(g->buf + g->len, p, n);
+	g->len += n;
+	return 0;
+}
+
+/* Most packets are a byte or a few, and the buffer has room. */
+static inline int append(struct ptenc *g, const uint8_t *p, size_t n)
+{
+	if (g->len + n > g->cap || n > 8)
+		return append_grow(g, p, n);
+	for (size_t i = 0; i < n; i++)
+		g->buf[g->len + i] = p[i];
 	g->len += n;
 	return 0;
 }

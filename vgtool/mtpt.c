@@ -32,10 +32,9 @@
  * so the state is global; the thread that runs owns g_pend and the TNT
  * pack.
  */
-#include "pub_tool_basics.h"
-#include "pub_tool_vki.h"
-#include "pub_tool_vkiscnums.h"
+#include "libvex_guest_offsets.h"
 #include "pub_tool_aspacemgr.h"
+#include "pub_tool_basics.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_libcassert.h"
 #include "pub_tool_libcbase.h"
@@ -48,7 +47,8 @@
 #include "pub_tool_stacktrace.h"
 #include "pub_tool_threadstate.h"
 #include "pub_tool_tooliface.h"
-#include "libvex_guest_offsets.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
 
 /* Valgrind's core offers these to its own parts; a tool may call them. */
 extern Int VG_(safe_fd)(Int oldfd);
@@ -105,15 +105,15 @@ static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
 
 static Int g_fd = -1;
-static Bool g_tracing;	    /* the start symbol was reached */
-static Bool g_dead;	    /* mt-capture went away: say nothing more */
-static ULong g_icount;	    /* guest instructions run, all threads */
-static ULong g_extra;	    /* ns added for system calls */
-static ULong g_t0;	    /* CLOCK_MONOTONIC at start */
-static ULong g_last_vt;	    /* the time of the last record */
-static UWord g_pend;	    /* the running thread's P_* */
-static ThreadId g_cur;	    /* the running thread */
-static ThreadId g_said;	    /* the thread the last R_SWITCH named */
+static Bool g_tracing;	/* the start symbol was reached */
+static Bool g_dead;	/* mt-capture went away: say nothing more */
+static ULong g_icount;	/* guest instructions run, all threads */
+static ULong g_extra;	/* ns added for system calls */
+static ULong g_t0;	/* CLOCK_MONOTONIC at start */
+static ULong g_last_vt; /* the time of the last record */
+static UWord g_pend;	/* the running thread's P_* */
+static ThreadId g_cur;	/* the running thread */
+static ThreadId g_said; /* the thread the last R_SWITCH named */
 /* The running thread's pending bits, packed by the instrumented code
  * itself (see add_tnt()): the bits, how many, g_icount at the first and
  * the last, and where the last branch went. */
@@ -164,51 +164,61 @@ static void flush_out(void)
 	g_len = 0;
 }
 
-static void put(const void *p, UInt n)
+/* Room for n more bytes (n <= sizeof(g_buf)): where they go. */
+static inline UChar *room(UInt n)
 {
 	if (g_len + n > sizeof(g_buf))
 		flush_out();
-	VG_(memcpy)(g_buf + g_len, p, n);
+	return g_buf + g_len;
+}
+
+/* The fields are stored in place, not copied through VG_(memcpy): the
+ * records of a call-heavy program are most of what the tool does. */
+static inline void put(const void *p, UInt n)
+{
+	VG_(memcpy)(room(n), p, n);
 	g_len += n;
 }
 
-static void put8(UChar v)
+static inline void put8(UChar v)
 {
-	put(&v, 1);
+	*room(1) = v;
+	g_len++;
 }
 
-static void put16(UShort v)
+static inline void put16(UShort v)
 {
-	put(&v, 2);
+	*(UShort *)room(2) = v;
+	g_len += 2;
 }
 
-static void put32(UInt v)
+static inline void put32(UInt v)
 {
-	put(&v, 4);
+	*(UInt *)room(4) = v;
+	g_len += 4;
 }
 
-static void put64(ULong v)
+static inline void put64(ULong v)
 {
-	put(&v, 8);
+	*(ULong *)room(8) = v;
+	g_len += 8;
 }
 
-static void put_leb(ULong v)
+static inline void put_leb(ULong v)
 {
-	UChar b[10];
-	UInt n = 0;
+	UChar *b = room(10);
 
-	do {
-		b[n] = (UChar)(v & 0x7f);
+	while (v >= 0x80) {
+		*b++ = (UChar)(v | 0x80);
 		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	put(b, n);
+		g_len++;
+	}
+	*b = (UChar)v;
+	g_len++;
 }
 
 /* The time field of a record: nanoseconds since the previous one. */
-static void put_time(ULong vt)
+static inline void put_time(ULong vt)
 {
 	put_leb(vt >= g_last_vt ? vt - g_last_vt : 0);
 	if (vt > g_last_vt)
@@ -224,36 +234,70 @@ static void say_thread(ThreadId tid)
 	put32((UInt)g_th[tid].lwp);
 }
 
+/* Fields written at p, for a record whose room is reserved at once. */
+static inline UChar *w64(UChar *p, ULong v)
+{
+	*(ULong *)p = v;
+	return p + 8;
+}
+
+static inline UChar *wleb(UChar *p, ULong v)
+{
+	while (v >= 0x80) {
+		*p++ = (UChar)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (UChar)v;
+	return p;
+}
+
+/* The time field at p: nanoseconds since the previous record. */
+static inline UChar *wtime(UChar *p, ULong vt)
+{
+	p = wleb(p, vt >= g_last_vt ? vt - g_last_vt : 0);
+	if (vt > g_last_vt)
+		g_last_vt = vt;
+	return p;
+}
+
 /* The pack of the running thread's bits as a record, if it is traced
  * (bits packed before tracing began are dropped). */
-static void flush_tnt(void)
+static void flush_tnt_now(void)
 {
 	ULong base = g_t0 + g_extra;
 
-	if (!g_tnt_n)
-		return;
 	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
+		UChar *p;
+
 		say_thread(g_cur);
-		put8(R_TNT);
-		put8((UChar)g_tnt_n);
-		put64(g_tnt_bits);
-		put_time(base + (g_tnt_t0 >> TIME_SHIFT));
-		put_leb((g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
-		put64(g_tnt_ip);
+		p = room(2 + 8 + 10 + 10 + 8);
+		*p++ = R_TNT;
+		*p++ = (UChar)g_tnt_n;
+		p = w64(p, g_tnt_bits);
+		p = wtime(p, base + (g_tnt_t0 >> TIME_SHIFT));
+		p = wleb(p, (g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+		p = w64(p, g_tnt_ip);
+		g_len = (UInt)(p - g_buf);
 	}
 	g_tnt_n = 0;
 	g_tnt_bits = 0;
 }
 
+static inline void flush_tnt(void)
+{
+	if (g_tnt_n)
+		flush_tnt_now();
+}
+
 /* Records of thread tid follow. */
-static void to_thread(ThreadId tid)
+static inline void to_thread(ThreadId tid)
 {
 	flush_tnt();
 	say_thread(tid);
 }
 
 /* A record of the running thread starts: type, then its time. */
-static void rec(UChar type, ThreadId tid)
+static inline void rec(UChar type, ThreadId tid)
 {
 	to_thread(tid);
 	flush_tnt();
@@ -261,7 +305,24 @@ static void rec(UChar type, ThreadId tid)
 	put_time(vt_now());
 }
 
-static Bool live(void)
+/* The same, and room for n bytes of fields after: where they go. */
+static inline UChar *rec_room(UChar type, UInt n)
+{
+	UChar *p;
+
+	to_thread(g_cur);
+	p = room(1 + 10 + n);
+	*p++ = type;
+	return wtime(p, vt_now());
+}
+
+/* The fields from rec_room() end at p. */
+static inline void rec_end(UChar *p)
+{
+	g_len = (UInt)(p - g_buf);
+}
+
+static inline Bool live(void)
 {
 	return g_tracing && !g_dead && g_th[g_cur].started;
 }
@@ -292,42 +353,35 @@ static VG_REGPARM(2) void h_call(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	rec(R_CALL, g_cur);
-	put64(ret);
-	put64(target);
+	rec_end(w64(w64(rec_room(R_CALL, 16), ret), target));
 }
 
 static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	rec(R_ICALL, g_cur);
-	put64(ret);
-	put64(target);
+	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
 }
 
 static VG_REGPARM(1) void h_ijmp(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_IJMP, g_cur);
-	put64(target);
+	rec_end(w64(rec_room(R_IJMP, 8), target));
 }
 
 static VG_REGPARM(1) void h_jmp(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_JMP, g_cur);
-	put64(target);
+	rec_end(w64(rec_room(R_JMP, 8), target));
 }
 
 static VG_REGPARM(1) void h_ret(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_RET, g_cur);
-	put64(target);
+	rec_end(w64(rec_room(R_RET, 8), target));
 }
 
 static VG_REGPARM(1) void h_syscall(ULong next)
@@ -414,10 +468,11 @@ static Int classify(const UChar *p, UInt len)
 {
 	UInt i = 0;
 
-	while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e ||
-			   p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 ||
-			   p[i] == 0x64 || p[i] == 0x65 || p[i] == 0xf0 ||
-			   p[i] == 0xf2 || p[i] == 0xf3 || (p[i] & 0xf0) == 0x40))
+	while (i < len &&
+	       (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e || p[i] == 0x3e ||
+		p[i] == 0x26 || p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65 ||
+		p[i] == 0xf0 || p[i] == 0xf2 || p[i] == 0xf3 ||
+		(p[i] & 0xf0) == 0x40))
 		i++;
 	if (i >= len)
 		return K_PLAIN;
@@ -466,10 +521,10 @@ static ULong jcc_target(Addr p, UInt len)
 	const UChar *b = (const UChar *)p;
 
 	if (len >= 6 && b[len - 6] == 0x0f)
-		return p + len + (ULong)(Long)(Int)(b[len - 4] |
-						 b[len - 3] << 8 |
-						 b[len - 2] << 16 |
-						 (UInt)b[len - 1] << 24);
+		return p + len +
+		       (ULong)(Long)(Int)(b[len - 4] | b[len - 3] << 8 |
+					  b[len - 2] << 16 |
+					  (UInt)b[len - 1] << 24);
 	return p + len + (ULong)(Long)(signed char)b[len - 1];
 }
 
@@ -498,7 +553,8 @@ static IRExpr *as_tmp(IRSB *sb, IRExpr *e)
 
 static IRExpr *ld64(IRSB *sb, void *addr)
 {
-	return as_tmp(sb, IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
+	return as_tmp(sb,
+		      IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
 }
 
 static void st64(IRSB *sb, void *addr, IRExpr *e)
@@ -513,13 +569,13 @@ static void st64(IRSB *sb, void *addr, IRExpr *e)
  * through.  A full pack calls h_tnt_full().
  */
 static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
-		    ULong next)
+		    ULong next, IRExpr *ic)
 {
 	IRTemp tk = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp first = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp full = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp sh;
-	IRExpr *n, *bits, *b64, *n1, *ic, *t0;
+	IRExpr *n, *bits, *b64, *n1;
 	IRDirty *d;
 
 	addStmtToIRSB(sb, IRStmt_WrTmp(tk, exit_taken ? guard
@@ -536,15 +592,15 @@ static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
 	st64(sb, &g_tnt_n, n1);
 	st64(sb, &g_tnt_ip,
 	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(tk), c64(target), c64(next))));
-	ic = ld64(sb, &g_icount);
-	t0 = ld64(sb, &g_tnt_t0);
-	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n,
-							    c64(0))));
-	st64(sb, &g_tnt_t0,
-	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(first), ic, t0)));
+	/* The time of the pack's first bit, stored only then; ic is the
+	 * block's count, already in a temporary. */
+	addStmtToIRSB(
+		sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n, c64(0))));
+	addStmtToIRSB(sb, IRStmt_StoreG(Iend_LE, c64((ULong)(Addr)&g_tnt_t0),
+					ic, IRExpr_RdTmp(first)));
 	st64(sb, &g_tnt_t1, ic);
-	addStmtToIRSB(sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1,
-							   c64(64))));
+	addStmtToIRSB(
+		sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1, c64(64))));
 	d = unsafeIRDirty_0_N(0, "h_tnt_full",
 			      VG_(fnptr_to_fnentry)(h_tnt_full),
 			      mkIRExprVec_0());
@@ -586,6 +642,7 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 	Int i = 0, ninsn = 0, kind = K_PLAIN, cur_kind = K_PLAIN;
 	Addr last = 0, first = 0, cur = 0;
 	UInt last_len = 0, cur_len = 0;
+	IRExpr *ic = NULL; /* g_icount after this block */
 
 	(void)closure;
 	(void)layout;
@@ -611,21 +668,22 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 		IRExpr *p = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
 						    c64((ULong)(Addr)&g_pend)));
 		IRTemp c = newIRTemp(out->tyenv, Ity_I1);
-		IRDirty *d = unsafeIRDirty_0_N(
-			1, "h_enter", VG_(fnptr_to_fnentry)(h_enter),
-			mkIRExprVec_1(c64(first)));
+		IRDirty *d = unsafeIRDirty_0_N(1, "h_enter",
+					       VG_(fnptr_to_fnentry)(h_enter),
+					       mkIRExprVec_1(c64(first)));
 		IRExpr *n;
 
 		addStmtToIRSB(out, IRStmt_WrTmp(c, IRExpr_Binop(Iop_CmpNE64, p,
-							 c64(0))));
+								c64(0))));
 		d->guard = IRExpr_RdTmp(c);
 		addStmtToIRSB(out, IRStmt_Dirty(d));
 		n = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
 					    c64((ULong)(Addr)&g_icount)));
 		n = as_tmp(out, IRExpr_Binop(Iop_Add64, n, c64((ULong)ninsn)));
-		addStmtToIRSB(out,
-			      IRStmt_Store(Iend_LE, c64((ULong)(Addr)&g_icount),
-					   n));
+		addStmtToIRSB(
+			out,
+			IRStmt_Store(Iend_LE, c64((ULong)(Addr)&g_icount), n));
+		ic = n;
 	}
 	for (; i < in->stmts_used; i++) {
 		IRStmt *st = in->stmts[i];
@@ -645,17 +703,20 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 				      mkIRExprVec_3(
 					      c64(a),
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RDI,
-								Ity_I64)),
+						     IRExpr_Get(
+							     OFFSET_amd64_RDI,
+							     Ity_I64)),
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RSI,
-								Ity_I64))));
+						     IRExpr_Get(
+							     OFFSET_amd64_RSI,
+							     Ity_I64))));
 			if (entry_of(a, o_ptwrite))
 				dirty(out, "h_ptw", h_ptw, 2,
 				      mkIRExprVec_2(
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RDI,
-								Ity_I64)),
+						     IRExpr_Get(
+							     OFFSET_amd64_RDI,
+							     Ity_I64)),
 					      c64(a)));
 			continue;
 		}
@@ -671,8 +732,8 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			ULong dst = st->Ist.Exit.dst->Ico.U64;
 			ULong next = cur + cur_len;
 			Bool exit_taken = dst != next;
-			ULong target = exit_taken ? dst : jcc_target(cur,
-								     cur_len);
+			ULong target =
+				exit_taken ? dst : jcc_target(cur, cur_len);
 
 			if (o_truth)
 				dirty(out, "h_cond", h_cond, 0,
@@ -680,12 +741,13 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 					      as_tmp(out,
 						     IRExpr_Unop(
 							     Iop_1Uto64,
-							     st->Ist.Exit.guard)),
+							     st->Ist.Exit
+								     .guard)),
 					      c64(exit_taken), c64(target),
 					      c64(next)));
 			else
 				add_tnt(out, st->Ist.Exit.guard, exit_taken,
-					target, next);
+					target, next, ic);
 			cur_kind = K_PLAIN; /* one bit per branch */
 		}
 		addStmtToIRSB(out, st);
@@ -920,15 +982,16 @@ static Bool mt_option(const HChar *arg)
 
 static void mt_usage(void)
 {
-	VG_(printf)("    --mt-fd=N             the socket to mt-capture\n"
-		    "    --mt-start=SYMBOL     begin tracing there ('' at "
-		    "once) [main]\n"
-		    "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
-		    "an offset of a file\n"
-		    "    --mt-trigger=SYMBOL   report reaching it "
-		    "[mt_snapshot_point]\n"
-		    "    --mt-ptwrite=SYMBOL   report its argument\n"
-		    "    --mt-truth=yes|no     also report direct jumps\n");
+	VG_(printf)
+	("    --mt-fd=N             the socket to mt-capture\n"
+	 "    --mt-start=SYMBOL     begin tracing there ('' at "
+	 "once) [main]\n"
+	 "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
+	 "an offset of a file\n"
+	 "    --mt-trigger=SYMBOL   report reaching it "
+	 "[mt_snapshot_point]\n"
+	 "    --mt-ptwrite=SYMBOL   report its argument\n"
+	 "    --mt-truth=yes|no     also report direct jumps\n");
 }
 
 static void mt_debug_usage(void)
