@@ -194,7 +194,8 @@ static int vg_truth(struct vg *v, struct thr *t, uint8_t cls, uint64_t to,
 }
 
 /* --snapshot-size: the ring keeps the newest bytes.  Trimmed now and
- * then, not at every packet: twice the size is kept at most. */
+ * then, at a PSB (every 4 KiB), not at every packet: twice the size is
+ * kept at most, and a PSB period. */
 static void vg_trim(struct vg *v, struct thr *t)
 {
 	uint64_t size = v->e.o->cap.snapshot_size;
@@ -412,10 +413,13 @@ static int vg_hot(struct vg *v, struct rd *r)
 		return emu_fail(e, rc, "out of memory encoding trace");
 	if (ip) {
 		t->last_ip = ip;
-		if (ptenc_maybe_psb(t->enc, v->now, ip) < 0)
+		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
+
+		if (sync < 0)
 			return emu_fail(e, -ENOMEM,
 					"out of memory encoding trace");
-		vg_trim(v, t);
+		if (sync)
+			vg_trim(v, t);
 	}
 	return rc;
 }
@@ -670,10 +674,13 @@ static int vg_record(struct vg *v, struct rd *r)
 		return emu_fail(e, rc, "out of memory encoding trace");
 	if (t && psb && ip) {
 		t->last_ip = ip;
-		if (ptenc_maybe_psb(t->enc, v->now, ip) < 0)
+		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
+
+		if (sync < 0)
 			return emu_fail(e, -ENOMEM,
 					"out of memory encoding trace");
-		vg_trim(v, t);
+		if (sync)
+			vg_trim(v, t);
 	}
 	return rc;
 }
