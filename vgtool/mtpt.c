@@ -21,7 +21,7 @@
  *    last instruction's bytes say what that transfer is: only a real
  *    conditional branch (Jcc, JrCXZ, LOOP) gives a taken/not-taken bit,
  *    whatever exits Valgrind made for rep prefixes or other idioms;
- *  - taken bits are packed here, 64 to a record; calls, returns,
+ *  - taken bits are packed here, 63 to a record; calls, returns,
  *    indirect branches, system calls, signals, thread switches, mappings
  *    and hits are records of their own;
  *  - time is virtual: one instruction a nanosecond (a 1 GHz CPU that
@@ -115,10 +115,11 @@ static UWord g_pend;	/* the running thread's P_* */
 static ThreadId g_cur;	/* the running thread */
 static ThreadId g_said; /* the thread the last R_SWITCH named */
 /* The running thread's pending bits, packed by the instrumented code
- * itself (see add_tnt()): the bits, how many, g_icount at the first and
- * the last, and where the last branch went. */
-static ULong g_tnt_bits;
-static ULong g_tnt_n;
+ * itself (see add_tnt()): the bits, newest lowest, above a 1 that says
+ * how many (TNT_EMPTY: none); g_icount at the first and the last, and
+ * where the last branch went. */
+#define TNT_EMPTY 1ull
+static ULong g_tnt = TNT_EMPTY;
 static ULong g_tnt_t0, g_tnt_t1;
 static ULong g_tnt_ip;
 static struct th *g_th; /* VG_N_THREADS of them */
@@ -260,6 +261,14 @@ static inline UChar *wtime(UChar *p, ULong vt)
 	return p;
 }
 
+static inline ULong bit_reverse(ULong x)
+{
+	x = (x >> 1 & 0x5555555555555555ull) | (x & 0x5555555555555555ull) << 1;
+	x = (x >> 2 & 0x3333333333333333ull) | (x & 0x3333333333333333ull) << 2;
+	x = (x >> 4 & 0x0f0f0f0f0f0f0f0full) | (x & 0x0f0f0f0f0f0f0f0full) << 4;
+	return __builtin_bswap64(x);
+}
+
 /* The pack of the running thread's bits as a record, if it is traced
  * (bits packed before tracing began are dropped). */
 static void flush_tnt_now(void)
@@ -267,25 +276,26 @@ static void flush_tnt_now(void)
 	ULong base = g_t0 + g_extra;
 
 	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
+		UInt n = 63 - (UInt)__builtin_clzll(g_tnt);
 		UChar *p;
 
 		say_thread(g_cur);
 		p = room(2 + 8 + 10 + 10 + 8);
 		*p++ = R_TNT;
-		*p++ = (UChar)g_tnt_n;
-		p = w64(p, g_tnt_bits);
+		*p++ = (UChar)n;
+		/* The record's bit k is the k-th branch. */
+		p = w64(p, bit_reverse(g_tnt) >> (64 - n));
 		p = wtime(p, base + (g_tnt_t0 >> TIME_SHIFT));
 		p = wleb(p, (g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
 		p = w64(p, g_tnt_ip);
 		g_len = (UInt)(p - g_buf);
 	}
-	g_tnt_n = 0;
-	g_tnt_bits = 0;
+	g_tnt = TNT_EMPTY;
 }
 
 static inline void flush_tnt(void)
 {
-	if (g_tnt_n)
+	if (g_tnt != TNT_EMPTY)
 		flush_tnt_now();
 }
 
@@ -403,8 +413,7 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (!g_tracing || g_dead)
 		return;
 	if (p & P_BEGIN) {
-		g_tnt_n = 0;
-		g_tnt_bits = 0;
+		g_tnt = TNT_EMPTY;
 		g_th[g_cur].started = True;
 		rec(R_BEGIN, g_cur);
 		put64(ip);
@@ -425,8 +434,7 @@ static VG_REGPARM(1) void h_start(ULong ip)
 		if (g_th[t].lwp && !g_th[t].exited && t != g_cur)
 			g_th[t].pend |= P_BEGIN;
 	g_pend = 0;
-	g_tnt_n = 0;
-	g_tnt_bits = 0;
+	g_tnt = TNT_EMPTY;
 	g_th[g_cur].started = True;
 	rec(R_BEGIN, g_cur);
 	put64(ip);
@@ -574,33 +582,34 @@ static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
 	IRTemp tk = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp first = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp full = newIRTemp(sb->tyenv, Ity_I1);
-	IRTemp sh;
-	IRExpr *n, *bits, *b64, *n1;
+	IRExpr *w, *w1;
 	IRDirty *d;
 
 	addStmtToIRSB(sb, IRStmt_WrTmp(tk, exit_taken ? guard
 						      : IRExpr_Unop(Iop_Not1,
 								    guard)));
-	n = ld64(sb, &g_tnt_n);
-	bits = ld64(sb, &g_tnt_bits);
-	b64 = as_tmp(sb, IRExpr_Unop(Iop_1Uto64, IRExpr_RdTmp(tk)));
-	sh = newIRTemp(sb->tyenv, Ity_I8);
-	addStmtToIRSB(sb, IRStmt_WrTmp(sh, IRExpr_Unop(Iop_64to8, n)));
-	b64 = as_tmp(sb, IRExpr_Binop(Iop_Shl64, b64, IRExpr_RdTmp(sh)));
-	st64(sb, &g_tnt_bits, as_tmp(sb, IRExpr_Binop(Iop_Or64, bits, b64)));
-	n1 = as_tmp(sb, IRExpr_Binop(Iop_Add64, n, c64(1)));
-	st64(sb, &g_tnt_n, n1);
+	/* One word: shifted up, the bit in below; the count is where the
+	 * leading 1 is (flush_tnt_now()). */
+	w = ld64(sb, &g_tnt);
+	w1 = as_tmp(sb,
+		    IRExpr_Binop(Iop_Shl64, w, IRExpr_Const(IRConst_U8(1))));
+	w1 = as_tmp(sb,
+		    IRExpr_Binop(Iop_Or64, w1,
+				 as_tmp(sb, IRExpr_Unop(Iop_1Uto64,
+							IRExpr_RdTmp(tk)))));
+	st64(sb, &g_tnt, w1);
 	st64(sb, &g_tnt_ip,
 	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(tk), c64(target), c64(next))));
 	/* The time of the pack's first bit, stored only then; ic is the
 	 * block's count, already in a temporary. */
-	addStmtToIRSB(
-		sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n, c64(0))));
+	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, w,
+							   c64(TNT_EMPTY))));
 	addStmtToIRSB(sb, IRStmt_StoreG(Iend_LE, c64((ULong)(Addr)&g_tnt_t0),
 					ic, IRExpr_RdTmp(first)));
 	st64(sb, &g_tnt_t1, ic);
+	/* 63 bits: the leading 1 is the sign bit. */
 	addStmtToIRSB(
-		sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1, c64(64))));
+		sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpLT64S, w1, c64(0))));
 	d = unsafeIRDirty_0_N(0, "h_tnt_full",
 			      VG_(fnptr_to_fnentry)(h_tnt_full),
 			      mkIRExprVec_0());
@@ -1024,7 +1033,7 @@ static void on_fork_child(ThreadId tid)
 {
 	(void)tid;
 	g_len = 0;
-	g_tnt_n = 0;
+	g_tnt = TNT_EMPTY;
 	g_dead = True;
 	if (g_fd >= 0)
 		VG_(close)(g_fd);
