@@ -73,20 +73,32 @@ static bool has_mtc(const struct ptenc *g)
 	return g->cfg.timing != PTENC_TSC;
 }
 
+/* Room for n more bytes. */
+static int reserve(struct ptenc *g, size_t n)
+{
+	size_t cap = g->cap ? g->cap : 1 << 16;
+	uint8_t *b;
+
+	if (g->len + n <= g->cap)
+		return 0;
+	while (cap < g->len + n)
+		cap *= 2;
+	b = realloc(g->buf, cap);
+	if (!b) {
+		g->oom = true;
+		return -ENOMEM;
+	}
+	g->buf = b;
+	g->cap = cap;
+	return 0;
+}
+
 static int append_grow(struct ptenc *g, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return 0;
-	if (g->len + n > g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 1 << 16;
-		uint8_t *b = realloc(g->buf, cap);
-		if (!b) {
-			g->oom = true;
-			return -ENOMEM;
-		}
-		g->buf = b;
-		g->cap = cap;
-	}
+	if (reserve(g, n))
+		return -ENOMEM;
 	memcpy(g->buf + g->len, p, n);
 	g->len += n;
 	return 0;
@@ -447,6 +459,39 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 	if (!has_mtc(g) || (t0 >= g->mtc_lo && t0 + dt < g->mtc_hi)) {
 		/* The first branch highest, as a TNT holds them. */
 		uint64_t rev = bit_reverse(bits) >> (64 - n);
+
+		/* No CYC and TNT-8s of 6 bits (the emulators' packets):
+		 * the bytes at once, without a call each. */
+		if (g->cfg.timing != PTENC_CYC && !g->cfg.pad_chance &&
+		    g->cfg.tnt_max == 6) {
+			uint64_t acc = g->tnt_bits;
+			unsigned an = g->tnt_n;
+
+			if (reserve(g, 64 / 6 + 1))
+				return -ENOMEM;
+			if (!an)
+				g->tnt_time = t0;
+			while (k < n) {
+				unsigned c = 6 - an;
+
+				if (c > n - k)
+					c = n - k;
+				acc = (acc << c) |
+				      (rev >> (n - k - c) & ((1ull << c) - 1));
+				an += c;
+				k += c;
+				if (an == 6) {
+					g->buf[g->len++] =
+						(uint8_t)((acc << 1) | 0x80);
+					acc = 0;
+					an = 0;
+					g->tnt_time = t0 + ((k * step) >> 16);
+				}
+			}
+			g->tnt_bits = acc;
+			g->tnt_n = an;
+			return 0;
+		}
 
 		while (k < n) {
 			unsigned c = g->cfg.tnt_max - g->tnt_n;
