@@ -445,7 +445,7 @@ static uint64_t bit_reverse(uint64_t x)
 int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		uint64_t bits)
 {
-	uint64_t step = n > 1 ? (dt << 16) / (n - 1) : 0;
+	uint64_t step;
 	unsigned k = 0;
 
 	if (n > 64)
@@ -461,7 +461,8 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		uint64_t rev = bit_reverse(bits) >> (64 - n);
 
 		/* No CYC and TNT-8s of 6 bits (the emulators' packets):
-		 * the bytes at once, without a call each. */
+		 * the bytes at once, without a call each, and without the
+		 * times of the bits (only a CYC would say them). */
 		if (g->cfg.timing != PTENC_CYC && !g->cfg.pad_chance &&
 		    g->cfg.tnt_max == 6) {
 			uint64_t acc = g->tnt_bits;
@@ -485,13 +486,13 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 						(uint8_t)((acc << 1) | 0x80);
 					acc = 0;
 					an = 0;
-					g->tnt_time = t0 + ((k * step) >> 16);
 				}
 			}
 			g->tnt_bits = acc;
 			g->tnt_n = an;
 			return 0;
 		}
+		step = n > 1 ? (dt << 16) / (n - 1) : 0;
 
 		while (k < n) {
 			unsigned c = g->cfg.tnt_max - g->tnt_n;
@@ -509,6 +510,7 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		}
 		return 0;
 	}
+	step = n > 1 ? (dt << 16) / (n - 1) : 0;
 	for (; k < n; k++)
 		if (ptenc_cond(g, t0 + ((k * step) >> 16), bits >> k & 1))
 			return -ENOMEM;
