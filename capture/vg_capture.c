@@ -59,6 +59,7 @@ enum {
 	R_PTW = 'w',
 	R_END = 'E',
 	R_EXEC = 'X',
+	R_PACKED = 0x80,
 };
 #define VG_MAGIC 0x6d747074u
 
@@ -336,85 +337,94 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 
 /*
  * The records most of the stream is (branches, calls, returns, indirect
- * jumps) without --truth, each as vg_record() takes it, with less to
- * check (r holds 2 bytes at least).  Returns what vg_record() does, or
- * 2 when the record is not one of these.
+ * jumps, and the last three with a pack of branches before them) without
+ * --truth, each as vg_record() takes it, with less to check: all its
+ * fields are read before anything is done with them (r holds 2 bytes at
+ * least).  Returns what vg_record() does, or 2 when the record is not
+ * one of these.
  */
 static int vg_hot(struct vg *v, struct rd *r)
 {
 	struct emu *e = &v->e;
 	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
 	int type = r->p[0], rc = 0;
-	uint64_t ip, a;
+	unsigned n = 0;
+	uint64_t bits = 0, t0 = 0, dt = 0, now = v->now, ip, a = 0;
 
 	if (!t || !v->hello || e->o->truth)
 		return 2;
-	switch (type) {
-	case R_TNT: {
-		unsigned n = r->p[1];
-		uint64_t bits, t0, dt;
-
+	r->p++;
+	if (type == R_TNT || (type & R_PACKED)) {
+		n = *r->p++;
+		bits = rd_n(r, 8);
+		t0 = now + rd_leb(r);
+		dt = rd_leb(r);
+		now = t0 + dt;
 		if (n > 64)
 			return 2;
-		r->p += 2;
-		bits = rd_n(r, 8);
-		t0 = rd_time(v, r);
-		dt = rd_leb(r);
-		ip = rd_n(r, 8);
-		if (r->bad)
-			return SHORT;
-		rc = ptenc_conds(t->enc, t0, dt, n, bits);
-		v->now = t0 + dt;
-		e->st->branches += n;
-		break;
 	}
+	switch (type) {
+	case R_TNT:
+		ip = rd_n(r, 8);
+		break;
 	case R_CALL:
 	case R_ICALL:
-		r->p++;
-		v->now = rd_time(v, r);
+	case R_CALL | R_PACKED:
+	case R_ICALL | R_PACKED:
+		now += rd_leb(r);
 		a = rd_n(r, 8);
 		ip = rd_n(r, 8);
-		if (r->bad)
-			return SHORT;
-		if (type == R_ICALL)
-			rc = ptenc_indirect(t->enc, v->now, ip);
+		break;
+	case R_RET:
+	case R_IJMP:
+	case R_RET | R_PACKED:
+	case R_IJMP | R_PACKED:
+		now += rd_leb(r);
+		ip = rd_n(r, 8);
+		break;
+	default:
+		return 2;
+	}
+	if (r->bad)
+		return SHORT;
+	if (n) {
+		rc = ptenc_conds(t->enc, t0, dt, n, bits);
+		e->st->branches += n;
+	}
+	v->now = now;
+	switch (type & ~R_PACKED) {
+	case R_CALL:
+	case R_ICALL:
+		if (!rc && (type & ~R_PACKED) == R_ICALL)
+			rc = ptenc_indirect(t->enc, now, ip);
 		ptenc_call(t->enc, a);
 		if (!rc)
 			rc = emu_shadow_push(t, a);
 		e->st->branches++;
 		break;
 	case R_RET:
-		r->p++;
-		v->now = rd_time(v, r);
-		ip = rd_n(r, 8);
-		if (r->bad)
-			return SHORT;
 		for (size_t i = t->depth; i-- > 0;)
 			if (t->shadow[i] == ip) {
 				t->depth = i;
 				break;
 			}
-		rc = ptenc_ret(t->enc, v->now, ip);
+		if (!rc)
+			rc = ptenc_ret(t->enc, now, ip);
 		e->st->branches++;
 		break;
 	case R_IJMP:
-		r->p++;
-		v->now = rd_time(v, r);
-		ip = rd_n(r, 8);
-		if (r->bad)
-			return SHORT;
-		rc = ptenc_indirect(t->enc, v->now, ip);
+		if (!rc)
+			rc = ptenc_indirect(t->enc, now, ip);
 		e->st->branches++;
 		break;
-	default:
-		return 2;
 	}
 	if (rc < 0)
 		return emu_fail(e, rc, "out of memory encoding trace");
 	if (ip) {
-		t->last_ip = ip;
-		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
+		int sync;
 
+		t->last_ip = ip;
+		sync = ptenc_maybe_psb(t->enc, now, ip);
 		if (sync < 0)
 			return emu_fail(e, -ENOMEM,
 					"out of memory encoding trace");
@@ -695,7 +705,8 @@ static int vg_parse(struct vg *v)
 		struct rd r = {v->buf + off, v->buf + v->len, false};
 		uint64_t now = v->now;
 
-		rc = v->len - off >= 2 ? vg_hot(v, &r) : 2;
+		/* Every record is 2 bytes at least. */
+		rc = v->len - off >= 2 ? vg_hot(v, &r) : SHORT;
 		if (rc == 2) {
 			r.p = v->buf + off;
 			r.bad = false;

@@ -77,7 +77,12 @@ enum {
 	R_PTW = 'w',	 /* dt, u64 value, u64 ip */
 	R_END = 'E',	 /* dt, u64 instructions */
 	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
+	/* With c, i, j, r: a pack's fields (an N record's, less its ip)
+	 * come before the record's own. */
+	R_PACKED = 0x80,
 };
+/* The most bytes a pack's fields take. */
+#define PACK_MAX   (1 + 8 + 10 + 10)
 #define MAGIC	   0x6d747074u /* "mtpt" */
 #define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
 #define MAX_FRAMES 256
@@ -269,24 +274,29 @@ static inline ULong bit_reverse(ULong x)
 	return __builtin_bswap64(x);
 }
 
+/* The fields of a pack at p: u8 n, u64 bits, dt of the first, span. */
+static inline UChar *wpack(UChar *p)
+{
+	UInt n = 63 - (UInt)__builtin_clzll(g_tnt);
+
+	*p++ = (UChar)n;
+	/* The record's bit k is the k-th branch. */
+	p = w64(p, bit_reverse(g_tnt) >> (64 - n));
+	p = wtime(p, g_t0 + g_extra + (g_tnt_t0 >> TIME_SHIFT));
+	return wleb(p, (g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+}
+
 /* The pack of the running thread's bits as a record, if it is traced
  * (bits packed before tracing began are dropped). */
 static void flush_tnt_now(void)
 {
-	ULong base = g_t0 + g_extra;
-
 	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
-		UInt n = 63 - (UInt)__builtin_clzll(g_tnt);
 		UChar *p;
 
 		say_thread(g_cur);
-		p = room(2 + 8 + 10 + 10 + 8);
+		p = room(1 + PACK_MAX + 8);
 		*p++ = R_TNT;
-		*p++ = (UChar)n;
-		/* The record's bit k is the k-th branch. */
-		p = w64(p, bit_reverse(g_tnt) >> (64 - n));
-		p = wtime(p, base + (g_tnt_t0 >> TIME_SHIFT));
-		p = wleb(p, (g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+		p = wpack(p);
 		p = w64(p, g_tnt_ip);
 		g_len = (UInt)(p - g_buf);
 	}
@@ -315,14 +325,24 @@ static inline void rec(UChar type, ThreadId tid)
 	put_time(vt_now());
 }
 
-/* The same, and room for n bytes of fields after: where they go. */
+/* A call, return or indirect jump of the running thread (traced):
+ * its type, the pending pack's fields before its own when there is one
+ * (R_PACKED: a record fewer a transfer, most of a call-heavy program's
+ * stream), and its time; room for n bytes of fields after: where they
+ * go. */
 static inline UChar *rec_room(UChar type, UInt n)
 {
 	UChar *p;
 
-	to_thread(g_cur);
-	p = room(1 + 10 + n);
-	*p++ = type;
+	say_thread(g_cur);
+	p = room(1 + PACK_MAX + 10 + n);
+	if (g_tnt != TNT_EMPTY) {
+		*p++ = type | R_PACKED;
+		p = wpack(p);
+		g_tnt = TNT_EMPTY;
+	} else {
+		*p++ = type;
+	}
 	return wtime(p, vt_now());
 }
 
@@ -384,6 +404,7 @@ static VG_REGPARM(1) void h_jmp(ULong target)
 {
 	if (!live())
 		return;
+	flush_tnt(); /* (none with --mt-truth) */
 	rec_end(w64(rec_room(R_JMP, 8), target));
 }
 
