@@ -442,6 +442,55 @@ static uint64_t bit_reverse(uint64_t x)
 	return __builtin_bswap64(x);
 }
 
+/* Six bits, the first lowest, as a TNT-8 holds them (the first
+ * highest). */
+static uint8_t rev6(uint64_t v)
+{
+	static const uint8_t r[64] = {
+		0, 32, 16, 48, 8,  40, 24, 56, 4, 36, 20, 52, 12, 44, 28, 60,
+		2, 34, 18, 50, 10, 42, 26, 58, 6, 38, 22, 54, 14, 46, 30, 62,
+		1, 33, 17, 49, 9,  41, 25, 57, 5, 37, 21, 53, 13, 45, 29, 61,
+		3, 35, 19, 51, 11, 43, 27, 59, 7, 39, 23, 55, 15, 47, 31, 63};
+
+	return r[v & 63];
+}
+
+/* The n bits of a run (bit k the k-th branch), with those pending, as
+ * TNT-8 bytes of 6 (the time of the pending bits kept for a CYC). */
+static int tnt8_run(struct ptenc *g, uint64_t t0, unsigned n, uint64_t bits)
+{
+	unsigned an = g->tnt_n;
+	uint64_t acc;
+
+	if (reserve(g, 64 / 6 + 1))
+		return -ENOMEM;
+	if (!an)
+		g->tnt_time = t0;
+	/* The pending bits (the first highest) first lowest, then the
+	 * run's after them, six at a time. */
+	acc = rev6(g->tnt_bits << (6 - an));
+	if (an) {
+		unsigned c = 6 - an < n ? 6 - an : n;
+
+		acc |= (bits & ((1ull << c) - 1)) << an;
+		an += c;
+		n -= c;
+		bits = c < 64 ? bits >> c : 0;
+		if (an < 6) {
+			g->tnt_bits = rev6(acc) >> (6 - an);
+			g->tnt_n = an;
+			return 0;
+		}
+		g->buf[g->len++] = (uint8_t)(rev6(acc) << 1 | 0x80);
+	}
+	for (; n >= 6; n -= 6, bits >>= 6)
+		g->buf[g->len++] = (uint8_t)(rev6(bits) << 1 | 0x80);
+	g->tnt_bits =
+		n ? (uint64_t)rev6(bits & ((1ull << n) - 1)) >> (6 - n) : 0;
+	g->tnt_n = n;
+	return 0;
+}
+
 int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		uint64_t bits)
 {
@@ -458,40 +507,15 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 	 * as a TNT takes. */
 	if (!has_mtc(g) || (t0 >= g->mtc_lo && t0 + dt < g->mtc_hi)) {
 		/* The first branch highest, as a TNT holds them. */
-		uint64_t rev = bit_reverse(bits) >> (64 - n);
+		uint64_t rev;
 
 		/* No CYC and TNT-8s of 6 bits (the emulators' packets):
 		 * the bytes at once, without a call each, and without the
 		 * times of the bits (only a CYC would say them). */
 		if (g->cfg.timing != PTENC_CYC && !g->cfg.pad_chance &&
-		    g->cfg.tnt_max == 6) {
-			uint64_t acc = g->tnt_bits;
-			unsigned an = g->tnt_n;
-
-			if (reserve(g, 64 / 6 + 1))
-				return -ENOMEM;
-			if (!an)
-				g->tnt_time = t0;
-			while (k < n) {
-				unsigned c = 6 - an;
-
-				if (c > n - k)
-					c = n - k;
-				acc = (acc << c) |
-				      (rev >> (n - k - c) & ((1ull << c) - 1));
-				an += c;
-				k += c;
-				if (an == 6) {
-					g->buf[g->len++] =
-						(uint8_t)((acc << 1) | 0x80);
-					acc = 0;
-					an = 0;
-				}
-			}
-			g->tnt_bits = acc;
-			g->tnt_n = an;
-			return 0;
-		}
+		    g->cfg.tnt_max == 6)
+			return tnt8_run(g, t0, n, bits);
+		rev = bit_reverse(bits) >> (64 - n);
 		step = n > 1 ? (dt << 16) / (n - 1) : 0;
 
 		while (k < n) {

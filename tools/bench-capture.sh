@@ -11,6 +11,8 @@ B=$(realpath "${MT_BUILD:-build}/bin")
 SNAP=${SNAP:-4M}
 SNAP_MB=$(numfmt --from=iec "$SNAP" | awk '{print $1 / 1048576}')
 PY=/usr/bin/python3
+# The same dictionaries, so the same instructions, every run.
+export PYTHONHASHSEED=0
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 
