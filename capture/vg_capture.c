@@ -335,6 +335,16 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 	return ptenc_pge(t->enc, v->now, ip) ? -ENOMEM : 0;
 }
 
+/* A pack of n branches (none: n 0) from t0 over dt, into t's packets. */
+static inline int vg_pack(struct vg *v, struct thr *t, uint64_t t0, uint64_t dt,
+			  unsigned n, uint64_t bits)
+{
+	if (!n)
+		return 0;
+	v->e.st->branches += n;
+	return ptenc_conds(t->enc, t0, dt, n, bits);
+}
+
 /*
  * The records most of the stream is (branches, calls, returns, indirect
  * jumps, and the last three with a pack of branches before them) without
@@ -363,9 +373,14 @@ static int vg_hot(struct vg *v, struct rd *r)
 		if (n > 64)
 			return 2;
 	}
+	/* One switch: each case reads its fields, then acts (the pack
+	 * first). */
 	switch (type) {
 	case R_TNT:
 		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
 		break;
 	case R_CALL:
 	case R_ICALL:
@@ -374,27 +389,9 @@ static int vg_hot(struct vg *v, struct rd *r)
 		now += rd_leb(r);
 		a = rd_n(r, 8);
 		ip = rd_n(r, 8);
-		break;
-	case R_RET:
-	case R_IJMP:
-	case R_RET | R_PACKED:
-	case R_IJMP | R_PACKED:
-		now += rd_leb(r);
-		ip = rd_n(r, 8);
-		break;
-	default:
-		return 2;
-	}
-	if (r->bad)
-		return SHORT;
-	if (n) {
-		rc = ptenc_conds(t->enc, t0, dt, n, bits);
-		e->st->branches += n;
-	}
-	v->now = now;
-	switch (type & ~R_PACKED) {
-	case R_CALL:
-	case R_ICALL:
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
 		if (!rc && (type & ~R_PACKED) == R_ICALL)
 			rc = ptenc_indirect(t->enc, now, ip);
 		ptenc_call(t->enc, a);
@@ -403,6 +400,12 @@ static int vg_hot(struct vg *v, struct rd *r)
 		e->st->branches++;
 		break;
 	case R_RET:
+	case R_RET | R_PACKED:
+		now += rd_leb(r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
 		for (size_t i = t->depth; i-- > 0;)
 			if (t->shadow[i] == ip) {
 				t->depth = i;
@@ -413,11 +416,20 @@ static int vg_hot(struct vg *v, struct rd *r)
 		e->st->branches++;
 		break;
 	case R_IJMP:
+	case R_IJMP | R_PACKED:
+		now += rd_leb(r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
 		if (!rc)
 			rc = ptenc_indirect(t->enc, now, ip);
 		e->st->branches++;
 		break;
+	default:
+		return 2;
 	}
+	v->now = now;
 	if (rc < 0)
 		return emu_fail(e, rc, "out of memory encoding trace");
 	if (ip) {
