@@ -395,7 +395,9 @@ static int vg_hot(struct vg *v, struct rd *r)
 		if (!rc && (type & ~R_PACKED) == R_ICALL)
 			rc = ptenc_indirect(t->enc, now, ip);
 		ptenc_call(t->enc, a);
-		if (!rc)
+		if (!rc && t->depth < t->cap_shadow)
+			t->shadow[t->depth++] = a;
+		else if (!rc)
 			rc = emu_shadow_push(t, a);
 		e->st->branches++;
 		break;
