@@ -58,6 +58,9 @@ struct emu_opts {
 	 * mt-synth's gaps.tsv form (NULL: nowhere). */
 	uint64_t drop_every, drop_seed;
 	const char *gaps;
+	/* The processes the program forks are traced too, each thread in
+	 * the capture as perf's inherit has it (the Valgrind backend). */
+	bool follow_children;
 };
 
 struct emu_stats {
@@ -79,9 +82,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 
 /*
  * The same, the program (argv, not -p) run under Valgrind with the tool
- * of vgtool/ (vg_capture.c): every option of emu_opts but drop_every,
- * and triggers that are functions.  The "TSC" is virtual: one
- * instruction a nanosecond, plus the wall time of system calls.
+ * of vgtool/ (vg_capture.c): every option of emu_opts.  The "TSC" is virtual:
+ * one instruction a nanosecond, plus the wall time of system calls.
  */
 int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	   char *err, size_t errlen);

@@ -67,6 +67,36 @@ static void emu_pt_event(const struct emu *e, struct perf_event_attr *attr,
 		e->o->cap.snapshot_size != 0 || e->o->cap.multi_snapshot;
 }
 
+/* A fork, exec or mapping after the start, at its time. */
+static int write_task(struct capfile *c, const struct etask *k)
+{
+	struct pd_sample_id sid = capfile_sample_id(
+		(uint32_t)k->pid, (uint32_t)k->tid, k->time, 1);
+	struct pd_task fk = {.pid = (uint32_t)k->pid,
+			     .ppid = (uint32_t)k->ppid,
+			     .tid = (uint32_t)k->tid,
+			     .ptid = (uint32_t)k->ptid,
+			     .time = k->time};
+	struct pd_comm cm = {.pid = (uint32_t)k->pid,
+			     .tid = (uint32_t)k->tid,
+			     .exec = k->kind == ET_EXEC,
+			     .comm = k->text};
+	char path[4096];
+	struct mt_map m;
+
+	switch (k->kind) {
+	case ET_FORK:
+		return pd_write_task(c->w, PERF_RECORD_FORK, &fk, &sid);
+	case ET_COMM:
+	case ET_EXEC:
+		return pd_write_comm(c->w, &cm, &sid);
+	default:
+		if (mt_map_parse(k->text, &m, path, sizeof(path)))
+			return 0;
+		return capfile_mapping(c, &m, (uint32_t)k->pid, &sid, false);
+	}
+}
+
 /* The threads: the first as the exec named it, with the mappings seen,
  * then each other one as a fork of it. */
 static int write_threads(struct emu *e, struct capfile *c,
@@ -98,13 +128,15 @@ static int write_threads(struct emu *e, struct capfile *c,
 				     .tid = (uint32_t)t->tid,
 				     .comm = e->comm};
 
-		if (t->tid == e->pid)
+		if (t->tid == e->pid || t->pid)
 			continue;
 		s2.tid = (uint32_t)t->tid;
 		rc = pd_write_task(c->w, PERF_RECORD_FORK, &fk, &s2);
 		if (!rc)
 			rc = pd_write_comm(c->w, &tc, &s2);
 	}
+	for (size_t i = 0; i < e->nr_tasks && !rc; i++)
+		rc = write_task(c, &e->tasks[i]);
 	return rc;
 }
 
@@ -166,9 +198,10 @@ static int add_stacks(struct emu *e, struct capfile *c, uint64_t end)
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		struct thr *t = &e->thr[i];
 		uint64_t *ips;
-		struct pd_ext_stack es = {.pid = (uint32_t)e->pid,
-					  .tid = (uint32_t)t->tid,
-					  .time = end};
+		struct pd_ext_stack es = {
+			.pid = (uint32_t)(t->pid ? t->pid : e->pid),
+			.tid = (uint32_t)t->tid,
+			.time = end};
 		int rc;
 
 		if (!t->started || t->exited || !t->last_ip)
@@ -208,7 +241,8 @@ static int add_hits(struct emu *e, struct capfile *c)
 	for (size_t k = 0; k <= e->nr_hits && !rc; k++) {
 		const struct ehit *x = k < e->nr_hits ? &e->hits[k] : NULL;
 		struct pd_ext_hit h = {
-			.pid = (uint32_t)e->pid,
+			.pid = (uint32_t)emu_thr_pid(e,
+						     x ? x->tid : e->hit_tid),
 			.tid = (uint32_t)(x ? x->tid : e->hit_tid),
 			.time = x ? x->time : e->hit_time,
 			.ip = x ? x->ip : e->hit_ip,
@@ -235,6 +269,14 @@ static int add_buildids(struct emu *e, struct capfile *c)
 
 		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)))
 			rc = capfile_buildid(c, (uint32_t)e->pid, path);
+	}
+	for (size_t i = 0; i < e->nr_tasks && !rc; i++) {
+		const struct etask *k = &e->tasks[i];
+		struct mt_map m;
+
+		if (k->kind == ET_MMAP &&
+		    !mt_map_parse(k->text, &m, path, sizeof(path)))
+			rc = capfile_buildid(c, (uint32_t)k->pid, path);
 	}
 	return rc;
 }

@@ -103,6 +103,11 @@ struct thr {
 	uint64_t t0;
 	/* Overflow emulation: branches still to lose, and the gap so far. */
 	uint64_t dropping, gap_after, gap_end, gap_stop, last_pkt_tsc;
+	uint64_t last_pkt_ip; /* where the last packet left it (Valgrind) */
+	/* Its process when not the first as it began (a fork of it, or it
+	 * after an exec): its FORK and COMM are among e->tasks.  0: e->pid,
+	 * named at the start. */
+	pid_t pid;
 	uint32_t untraced_row; /* the truth's row for a signal's delivery */
 	bool left;	       /* its last syscall, which never returns, seen */
 	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
@@ -120,6 +125,17 @@ struct ehit {
 	uint64_t time, mark, ip;
 	pid_t tid;
 	long arg;
+};
+
+/* A task event of a process after the start (the Valgrind backend's
+ * forks and execs), dated as the kernel's sideband would date it. */
+enum etask_kind { ET_FORK, ET_COMM, ET_EXEC, ET_MMAP };
+
+struct etask {
+	uint64_t time;
+	pid_t pid, tid, ppid, ptid;
+	uint8_t kind;
+	char *text; /* the command name, or the maps line (ET_MMAP) */
 };
 
 struct egap {
@@ -159,6 +175,8 @@ struct emu {
 	size_t nr_edsos, cap_edsos;
 	struct egap *gaps;
 	size_t nr_gaps, cap_gaps;
+	struct etask *tasks;
+	size_t nr_tasks, cap_tasks;
 	uint64_t rng;
 	struct sb_ring *sb; /* the kernel's sideband, one ring per CPU */
 	uint64_t *sb_ids;
@@ -190,6 +208,14 @@ int emu_edso_add(struct emu *e, uint64_t lo, uint64_t hi, uint64_t off,
  * after a run that returned rc: rc when that failed (its error stays in
  * e->err), else 0 or -EIO with why in e->err. */
 int emu_write_all(struct emu *e, uint64_t end, int rc);
+/* One more of e->tasks (text copied, may be NULL); 0 or -ENOMEM. */
+int emu_task_add(struct emu *e, uint8_t kind, uint64_t time, pid_t pid,
+		 pid_t tid, pid_t ppid, pid_t ptid, const char *text);
+/* The process thread tid is of. */
+pid_t emu_thr_pid(const struct emu *e, pid_t tid);
+/* --drop-every: a pseudo-random number below n (e->rng, seeded by
+ * --drop-seed). */
+uint64_t emu_drop_rand(struct emu *e, uint64_t n);
 /* Everything e owns. */
 void emu_free(struct emu *e);
 

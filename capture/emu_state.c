@@ -146,6 +146,9 @@ void emu_free(struct emu *e)
 		free(e->thr[i].rows);
 		free(e->thr[i].tstack);
 	}
+	for (size_t i = 0; i < e->nr_tasks; i++)
+		free(e->tasks[i].text);
+	free(e->tasks);
 	for (size_t i = 0; i < e->nr_edsos; i++) {
 		free(e->edsos[i].path);
 		sym_file_free(e->edsos[i].sf);
@@ -169,4 +172,33 @@ void emu_free(struct emu *e)
 	free(e->icache);
 	if (e->cs)
 		cs_close(&e->cs);
+}
+
+uint64_t emu_drop_rand(struct emu *e, uint64_t n)
+{
+	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return n ? (e->rng >> 33) % n : 0;
+}
+
+int emu_task_add(struct emu *e, uint8_t kind, uint64_t time, pid_t pid,
+		 pid_t tid, pid_t ppid, pid_t ptid, const char *text)
+{
+	char *copy = text ? strdup(text) : NULL;
+
+	if ((text && !copy) || mt_grow((void **)&e->tasks, &e->cap_tasks,
+				       e->nr_tasks + 1, sizeof(*e->tasks))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	e->tasks[e->nr_tasks++] =
+		(struct etask){time, pid, tid, ppid, ptid, kind, copy};
+	return 0;
+}
+
+pid_t emu_thr_pid(const struct emu *e, pid_t tid)
+{
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].tid == tid && e->thr[i].pid)
+			return e->thr[i].pid;
+	return e->pid;
 }

@@ -335,13 +335,6 @@ static int leave_in_syscall(struct emu *e, struct thr *t)
 	return 0;
 }
 
-/* Overflow emulation: a pseudo-random number below n. */
-static uint64_t drop_rand(struct emu *e, uint64_t n)
-{
-	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
-	return n ? (e->rng >> 33) % n : 0;
-}
-
 /* Where the step of t's instruction went: the packets for it (unless an
  * emulated overflow is losing them), the shadow stack, the truth. */
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
@@ -364,10 +357,10 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 			}
 	}
 	if (!rc && !t->dropping && e->o->drop_every &&
-	    !drop_rand(e, e->o->drop_every)) {
+	    !emu_drop_rand(e, e->o->drop_every)) {
 		/* The CPU outruns the trace: the packets of the next 1..48
 		 * branches are lost, then OVF and FUP where it resumes. */
-		t->dropping = 1 + drop_rand(e, 48);
+		t->dropping = 1 + emu_drop_rand(e, 48);
 		t->gap_after = t->last_pkt_tsc;
 		t->gap_stop = from;
 		rc = ptenc_finish(t->enc, t->step_tsc);
@@ -985,6 +978,9 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	int rc;
 
 	memset(st, 0, sizeof(*st));
+	if (o->follow_children)
+		return emu_fail(&e, -EINVAL,
+				"--follow-children needs --emulate=valgrind");
 	e.rng = o->drop_seed ? o->drop_seed : 1;
 	e.icache = calloc(ICACHE, sizeof(*e.icache));
 	if (!e.icache)

@@ -10,6 +10,7 @@
  */
 #include "capture/symaddr.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -66,10 +67,9 @@ static int lmaps_read(pid_t pid, struct lmaps *m, char *err, size_t errlen)
 	return rc;
 }
 
-/* The runtime address of ELF vaddr v of path, or 0 when no mapping
- * holds it. */
-static uint64_t to_runtime(const struct lmaps *m, const char *path,
-			   const struct sym_file *sf, uint64_t v)
+/* The file offset of ELF vaddr v, or UINT64_MAX when no segment loads
+ * it from the file. */
+static uint64_t file_offset(const struct sym_file *sf, uint64_t v)
 {
 	const struct sym_load *ld;
 	size_t nl;
@@ -79,6 +79,16 @@ static uint64_t to_runtime(const struct lmaps *m, const char *path,
 	for (size_t i = 0; i < nl; i++)
 		if (v >= ld[i].vaddr && v < ld[i].vaddr + ld[i].filesz)
 			off = v - ld[i].vaddr + ld[i].offset;
+	return off;
+}
+
+/* The runtime address of ELF vaddr v of path, or 0 when no mapping
+ * holds it. */
+static uint64_t to_runtime(const struct lmaps *m, const char *path,
+			   const struct sym_file *sf, uint64_t v)
+{
+	uint64_t off = file_offset(sf, v);
+
 	if (off == UINT64_MAX)
 		return 0;
 	for (size_t i = 0; i < m->n; i++)
@@ -211,4 +221,44 @@ out:
 	free(*addrs);
 	*addrs = NULL;
 	return rc ? rc : -ENOENT;
+}
+
+int line_trigger_offsets(const char *exe, const char *spec, uint64_t **offs,
+			 size_t *n, char *err, size_t errlen)
+{
+	struct sym_file *sf = NULL;
+	char file[4096];
+	unsigned line;
+	size_t k = 0;
+	int got;
+
+	*offs = NULL;
+	*n = 0;
+	if (!line_trigger_spec(spec, file, sizeof(file), &line))
+		return mt_err(err, errlen, -EINVAL, "'%s' is not FILE:LINE",
+			      spec);
+	got = sym_line_addrs(exe, file, line, offs, err, errlen);
+	if (got <= 0)
+		return got ? got : -ENOENT;
+	if (sym_file_open(exe, NULL, &sf, err, errlen)) {
+		free(*offs);
+		*offs = NULL;
+		return -EINVAL;
+	}
+	for (int i = 0; i < got; i++) {
+		uint64_t off = file_offset(sf, (*offs)[i]);
+
+		if (off != UINT64_MAX)
+			(*offs)[k++] = off;
+	}
+	sym_file_free(sf);
+	if (!k) {
+		free(*offs);
+		*offs = NULL;
+		return mt_err(err, errlen, -ENXIO,
+			      "%s:%u: its code in %s is in no loaded segment",
+			      file, line, exe);
+	}
+	*n = k;
+	return 0;
 }

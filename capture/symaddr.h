@@ -65,5 +65,11 @@ bool line_trigger_spec(const char *spec, char *file, size_t filelen,
  */
 int line_trigger_resolve(pid_t pid, const char *exe, const char *spec,
 			 uint64_t **addrs, size_t *n, char *err, size_t errlen);
+/*
+ * The same from the executable exe's line tables alone, before any
+ * process runs it: the file offsets (of exe) where spec begins.
+ */
+int line_trigger_offsets(const char *exe, const char *spec, uint64_t **offs,
+			 size_t *n, char *err, size_t errlen);
 
 #endif

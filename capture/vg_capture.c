@@ -29,11 +29,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,8 +65,31 @@ enum {
 };
 #define VG_MAGIC 0x6d747074u
 
+/*
+ * The time an exec takes on the virtual clock: about what the kernel
+ * takes natively, and more than two MTC periods, so that a decoder, which
+ * dates the new program's first branches by the MTC before them, dates
+ * them after the exec's COMM.
+ */
+#define EXEC_NS 50000
+
 /* A record cut short by the end of what was read: read more. */
 #define SHORT 1
+
+/*
+ * One process's stream: each connects on its own (the first, a fork of a
+ * traced one, the program an exec starts).  The one being read is swapped
+ * into struct vg's fields of the same names, which the records use.
+ */
+struct vgs {
+	int sock; /* -1 once it closed */
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t now;
+	size_t cur;
+	pid_t pid;
+	bool hello, ended, exec_pending, later, need_comm;
+};
 
 struct vg {
 	struct emu e;
@@ -74,12 +99,31 @@ struct vg {
 	size_t len, cap;
 	uint64_t now; /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
-	char exec[256];	    /* what the program last tried to exec, or "" */
-	size_t cur;	    /* the thread the records are of, or SIZE_MAX */
+	char exec[256]; /* what the program last tried to exec, or "" */
+	size_t cur;	/* the thread the records are of, or SIZE_MAX */
+	/* The stream's process; its last record an exec's; it is not the
+	 * first process as it began (its tasks are dated records); it
+	 * exec'd and its command name is still to come. */
+	pid_t spid;
+	bool exec_pending, later, need_comm;
+	/* Where each process's tool connects (abstract), and the streams. */
+	int lsock;
+	char lname[64];
+	struct vgs *strm;
+	size_t nr_strm, cap_strm;
+	uint64_t newest; /* the newest time of any stream */
+	bool main_ended; /* the first process's stream ended as it should */
+	bool reaped;	 /* Valgrind's process waited for: status */
+	int status;
 	uint64_t *sys_next; /* per thread: where its system call returns */
 	/* A program without a "main" symbol: main's file and offset. */
 	char start_file[PATH_MAX];
 	uint64_t start_off;
+	/* A trigger that is no function: addr:, or FILE:LINE as offsets
+	 * ("%llx,...") of the executable trig_file. */
+	uint64_t trig_addr;
+	char trig_file[PATH_MAX];
+	char *trig_offs;
 };
 
 /* A cursor over one record. */
@@ -132,6 +176,16 @@ static inline uint64_t rd_time(struct vg *v, struct rd *r)
 	return r->bad ? v->now : v->now + dt;
 }
 
+/* The command name of process pid now. */
+static const char *comm_of(const struct emu *e, pid_t pid)
+{
+	for (size_t i = e->nr_tasks; i-- > 0;)
+		if (e->tasks[i].pid == pid && (e->tasks[i].kind == ET_COMM ||
+					       e->tasks[i].kind == ET_EXEC))
+			return e->tasks[i].text;
+	return e->comm;
+}
+
 /* Thread tid's index, made if new (e->thr may move), or SIZE_MAX. */
 static size_t vg_thr(struct vg *v, pid_t tid)
 {
@@ -149,7 +203,35 @@ static size_t vg_thr(struct vg *v, pid_t tid)
 		return SIZE_MAX;
 	v->sys_next = n;
 	v->sys_next[e->nr_thr - 1] = 0;
+	/* A thread of a fork or of an exec'd program: as perf's inherit has
+	 * it, made now (a fork's first thread came with its hello). */
+	if (v->later) {
+		t = &e->thr[e->nr_thr - 1];
+		t->pid = v->spid;
+		if (tid != v->spid &&
+		    (emu_task_add(e, ET_FORK, v->now, v->spid, tid, v->spid,
+				  v->spid, NULL) ||
+		     emu_task_add(e, ET_COMM, v->now, v->spid, tid, 0, 0,
+				  comm_of(e, v->spid))))
+			return SIZE_MAX;
+	}
 	return e->nr_thr - 1;
+}
+
+/* The command name of process pid's last exec, now that it is known. */
+static int vg_exec_comm(struct emu *e, pid_t pid, const char *comm)
+{
+	for (size_t i = e->nr_tasks; i-- > 0;)
+		if (e->tasks[i].pid == pid && e->tasks[i].kind == ET_EXEC) {
+			char *c = strdup(comm);
+
+			if (!c)
+				return -ENOMEM;
+			free(e->tasks[i].text);
+			e->tasks[i].text = c;
+			break;
+		}
+	return 0;
 }
 
 /* A file mapping of the program, as a /proc/PID/maps line (what
@@ -160,12 +242,30 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 {
 	struct emu *e = &v->e;
 	char *line;
+	int rc;
 
 	if (asprintf(&line, "%llx-%llx %c%c%cp %08llx 00:00 0 %s",
 		     (unsigned long long)lo, (unsigned long long)(lo + len),
 		     prot & 1 ? 'r' : '-', prot & 2 ? 'w' : '-',
 		     prot & 4 ? 'x' : '-', (unsigned long long)off, path) < 0)
 		return -ENOMEM;
+	if (v->later) {
+		/* An exec'd program's first mapping is its executable: its
+		 * name, as the kernel's COMM with the exec flag says. */
+		const char *b = strrchr(path, '/');
+
+		rc = v->need_comm ? vg_exec_comm(e, v->spid, b ? b + 1 : path)
+				  : 0;
+		v->need_comm = false;
+		if (!rc)
+			rc = emu_task_add(e, ET_MMAP, v->now, v->spid, v->spid,
+					  0, 0, line);
+		free(line);
+		if (rc)
+			return rc;
+		return e->o->truth ? emu_edso_add(e, lo, lo + len, off, path)
+				   : 0;
+	}
 	if (mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
 		    sizeof(*e->maps))) {
 		free(line);
@@ -307,6 +407,52 @@ static int vg_async(struct vg *v, struct thr *t, bool user, uint64_t ip)
 	return 0;
 }
 
+/* --drop-every: the packets are lost up to here, where tracing resumes at
+ * ip: OVF and FUP, and the gap for --gaps. */
+static int vg_drop_end(struct vg *v, struct thr *t, uint64_t ip)
+{
+	t->dropping = 0;
+	t->gap_end = v->now;
+	t->last_pkt_tsc = v->now;
+	t->last_pkt_ip = ip;
+	return ptenc_overflow(t->enc, v->now, ip) ||
+			       emu_add_gap(&v->e, t, v->now, ip)
+		       ? -ENOMEM
+		       : 0;
+}
+
+/*
+ * --drop-every: are the packets of this record's n branches lost, as an
+ * overflowing CPU loses them (emulate.c's transfer())?  A loss begins at
+ * a record and ends after the record its count runs out in, at ip, where
+ * that record's last branch went.  Returns 1 (lost), 0 or -ENOMEM.
+ */
+static int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip)
+{
+	struct emu *e = &v->e;
+	unsigned k = 0;
+
+	if (!e->o->drop_every)
+		return 0;
+	if (!t->dropping) {
+		while (k < n && emu_drop_rand(e, e->o->drop_every))
+			k++;
+		if (k == n)
+			return 0;
+		t->dropping = 1 + emu_drop_rand(e, 48);
+		t->gap_after = t->last_pkt_tsc;
+		t->gap_stop = t->last_pkt_ip;
+		if (ptenc_finish(t->enc, t->last_pkt_tsc))
+			return -ENOMEM;
+	}
+	t->gap_end = v->now;
+	if (t->dropping > n) {
+		t->dropping -= n;
+		return 1;
+	}
+	return vg_drop_end(v, t, ip) ? -ENOMEM : 1;
+}
+
 /* Tracing resumes at ip: after a system call, or in a signal handler. */
 static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 {
@@ -332,7 +478,98 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 		}
 	}
 	t->step.cls = IC_PLAIN;
+	/* A loss that ran into the system call or the signal ends here. */
+	if (t->dropping)
+		return vg_drop_end(v, t, ip);
+	t->last_pkt_tsc = v->now;
+	t->last_pkt_ip = ip;
 	return ptenc_pge(t->enc, v->now, ip) ? -ENOMEM : 0;
+}
+
+/* Was process pid traced already (a thread of it began)? */
+static bool vg_traced(const struct emu *e, pid_t pid)
+{
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].started &&
+		    (e->thr[i].pid ? e->thr[i].pid : e->pid) == pid)
+			return true;
+	return false;
+}
+
+/* Has process pid connected before (this is the program it exec'd)? */
+static bool vg_known(const struct vg *v, pid_t pid)
+{
+	for (size_t i = 0; i < v->nr_strm; i++)
+		if (v->strm[i].hello && v->strm[i].pid == pid)
+			return true;
+	return pid == v->e.pid;
+}
+
+/*
+ * A process says hello: the first (traced from the start symbol), a fork
+ * of another (ppid; with --follow-children: FORK and COMM now, traced as
+ * its parent is), or the program one exec'd (its COMM comes with its first
+ * mapping; traced from its first instruction when it was traced before:
+ * the trace goes on in the new program, as perf's does).  Its tool waits
+ * for the answer: 'S' from the start symbol, 'T' from here, 'N' not at
+ * all.
+ */
+static int vg_hello(struct vg *v, pid_t pid, uint64_t t0, pid_t ppid,
+		    pid_t ptid)
+{
+	struct emu *e = &v->e;
+	char say = 'N';
+	int rc = 0;
+
+	v->hello = true;
+	v->spid = pid;
+	v->now = t0;
+	if (!e->pid) {
+		e->pid = pid;
+		e->start_time = t0;
+		say = 'S';
+	} else if (ppid && e->o->follow_children) {
+		v->later = true;
+		say = vg_traced(e, ppid) ? 'T' : 'S';
+		rc = emu_task_add(e, ET_FORK, t0, pid, pid, ppid, ptid, NULL);
+		if (!rc)
+			rc = emu_task_add(e, ET_COMM, t0, pid, pid, 0, 0,
+					  comm_of(e, ppid));
+	} else if (!ppid && vg_known(v, pid)) {
+		/* Its clock goes on from the old program's, with EXEC_NS
+		 * for the exec (Valgrind loading itself again is not the
+		 * program's time); the COMM, named by the new program's
+		 * first mapping, comes at its start. */
+		v->now = v->newest + EXEC_NS;
+		v->later = v->need_comm = true;
+		say = vg_traced(e, pid) ? 'T' : 'S';
+		rc = emu_task_add(e, ET_EXEC, v->newest, pid, pid, 0, 0,
+				  comm_of(e, pid));
+	}
+	if (write(v->sock, &say, 1) != 1)
+		return 0; /* it is gone: its stream ends */
+	return rc;
+}
+
+/* The thread that exec'd begins again in the new program, at its first
+ * instruction: TIP.PGE there after the execve's TIP.PGD, as the hardware
+ * traces an exec.  Its calls are gone with the old program. */
+static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
+{
+	struct emu *e = &v->e;
+
+	t->depth = 0;
+	t->async = false;
+	v->sys_next[t - e->thr] = 0;
+	if (e->o->truth)
+		tpop_to(t, 0, v->now);
+	if (vg_enable(v, t, ip) ||
+	    (e->o->truth && tpush(e, t, v->now, ip, 0, 0)))
+		return -ENOMEM;
+	/* A PSB+ (its TSC) at once: a decoder's time for the new program
+	 * must not fall before the exec's COMM, as it would by MTC alone. */
+	ptenc_force_psb(t->enc);
+	return ptenc_maybe_psb(t->enc, v->now, ip) < 0 ? -ENOMEM : 0;
 }
 
 /* A pack of n branches (none: n 0) from t0 over dt, into t's packets. */
@@ -361,7 +598,9 @@ static int vg_hot(struct vg *v, struct rd *r)
 	unsigned n = 0;
 	uint64_t bits = 0, t0 = 0, dt = 0, now = v->now, ip, a = 0;
 
-	if (!t || !v->hello || e->o->truth)
+	/* (--drop-every: vg_record() loses a transfer and its pack
+	 * together.) */
+	if (!t || !v->hello || e->o->truth || e->o->drop_every)
 		return 2;
 	r->p++;
 	if (type == R_TNT || (type & R_PACKED)) {
@@ -432,8 +671,13 @@ static int vg_hot(struct vg *v, struct rd *r)
 		return 2;
 	}
 	v->now = now;
+	v->exec_pending = false;
 	if (rc < 0)
 		return emu_fail(e, rc, "out of memory encoding trace");
+	if ((type & ~R_PACKED) != R_CALL) {
+		t->last_pkt_tsc = now;
+		t->last_pkt_ip = ip;
+	}
 	if (ip) {
 		int sync;
 
@@ -448,6 +692,23 @@ static int vg_hot(struct vg *v, struct rd *r)
 	return rc;
 }
 
+/*
+ * The n branches a call, return or jump carries (R_PACKED) and the
+ * transfer itself, on vg_record()'s way (--drop-every): lost together,
+ * tracing resuming at ip, the transfer's target; or the branches go into
+ * the packets (*rc).  Returns what vg_drop() does.
+ */
+static int vg_carried(struct vg *v, struct thr *t, unsigned n, uint64_t t0,
+		      uint64_t dt, uint64_t bits, uint64_t ip, int *rc)
+{
+	int lost = vg_drop(v, t, 1 + n, ip);
+
+	if (!lost && n)
+		*rc = ptenc_conds(t->enc, t0, dt, n, bits);
+	v->e.st->branches += n;
+	return lost;
+}
+
 /* One record at r.  Returns 0, 1 when the capture ends with it, SHORT
  * (r->bad) when it is not all there yet, or a negative code. */
 static int vg_record(struct vg *v, struct rd *r)
@@ -456,11 +717,38 @@ static int vg_record(struct vg *v, struct rd *r)
 	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
 	int type = (int)rd_n(r, 1);
 	uint64_t ip = 0, a, b;
-	int rc = 0;
-	bool psb = false;
+	int rc = 0, lost = 0;
+	bool psb = false, branch = false, direct = false;
+	/* The branches a call, return or jump carries (R_PACKED). */
+	unsigned pn = 0;
+	uint64_t pbits = 0, pt0 = 0, pdt = 0;
 
 	if (r->bad)
 		return SHORT;
+	if ((type & R_PACKED) && t) {
+		pn = (unsigned)rd_n(r, 1);
+		pbits = rd_n(r, 8);
+		pt0 = rd_time(v, r);
+		pdt = rd_leb(r);
+		if (r->bad)
+			return SHORT;
+		if (pn > 64)
+			return emu_fail(e, -EPROTO,
+					"the Valgrind tool's stream has a run "
+					"of %u branches (at most 64)",
+					pn);
+		type &= ~R_PACKED;
+		if (type != R_CALL && type != R_ICALL && type != R_IJMP &&
+		    type != R_RET)
+			return emu_fail(
+				e, -EPROTO,
+				"the Valgrind tool's stream has a record "
+				"of unknown type %#x",
+				type | R_PACKED);
+		/* The transfer's time counts from its last branch. */
+		v->now = pt0 + pdt;
+	}
+	v->exec_pending = type == R_EXEC;
 	if (!v->hello && type != R_HELLO)
 		return emu_fail(e, -EPROTO,
 				"the Valgrind tool's stream does "
@@ -470,14 +758,21 @@ static int vg_record(struct vg *v, struct rd *r)
 		return emu_fail(e, -EPROTO,
 				"the Valgrind tool's stream names no thread");
 	switch (type) {
-	case R_HELLO:
+	case R_HELLO: {
+		uint64_t ppid, ptid;
+
 		if (rd_n(r, 4) != VG_MAGIC && !r->bad)
 			return emu_fail(e, -EPROTO,
 					"the Valgrind tool is not mtpt");
-		e->pid = (pid_t)rd_n(r, 4);
-		v->now = e->start_time = rd_n(r, 8);
-		v->hello = true;
+		a = rd_n(r, 4);
+		b = rd_n(r, 8);
+		ppid = rd_n(r, 4);
+		ptid = rd_n(r, 4);
+		if (r->bad)
+			break;
+		rc = vg_hello(v, (pid_t)a, b, (pid_t)ppid, (pid_t)ptid);
 		break;
+	}
 	case R_SWITCH:
 		a = rd_n(r, 4);
 		if (r->bad)
@@ -492,8 +787,13 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		if (t->started) {
+			rc = vg_exec_begin(v, t, ip);
+			break;
+		}
 		t->started = true;
-		t->t0 = v->now;
+		t->t0 = t->last_pkt_tsc = v->now;
+		t->last_pkt_ip = ip;
 		if (ptenc_start(t->enc, v->now, ip, false) ||
 		    (e->o->truth && tpush(e, t, v->now, ip, 0, TR_CLIP_START)))
 			return -ENOMEM;
@@ -512,10 +812,12 @@ static int vg_record(struct vg *v, struct rd *r)
 					"the Valgrind tool's stream has a run "
 					"of %u branches (at most 64)",
 					n);
-		rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		v->now = t0 + dt;
+		branch = true;
+		lost = vg_drop(v, t, n, ip);
+		if (!lost)
+			rc = ptenc_conds(t->enc, t0, dt, n, bits);
 		e->st->branches += n;
-		psb = true;
 		break;
 	}
 	case R_COND:
@@ -525,21 +827,25 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_cond(t->enc, v->now, a != 0);
+		branch = true;
+		lost = vg_drop(v, t, 1, a ? b : ip);
+		if (!lost)
+			rc = ptenc_cond(t->enc, v->now, a != 0);
 		if (!rc && a)
 			rc = vg_truth(v, t, IC_COND, b, ip);
 		if (a)
 			ip = b;
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_JMP:
 		v->now = rd_time(v, r);
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		branch = true;
+		lost = vg_drop(v, t, 1, ip);
 		rc = vg_truth(v, t, IC_JMP, ip, 0);
-		psb = true;
+		direct = true;
 		break;
 	case R_CALL:
 	case R_ICALL:
@@ -548,16 +854,19 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		if (type == R_ICALL)
+		branch = true;
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
+		if (type == R_ICALL && !lost && !rc)
 			rc = ptenc_indirect(t->enc, v->now, ip);
-		ptenc_call(t->enc, a);
+		if (!lost)
+			ptenc_call(t->enc, a);
+		direct = type == R_CALL;
 		if (!rc)
 			rc = emu_shadow_push(t, a);
 		if (!rc)
 			rc = vg_truth(v, t, type == R_CALL ? IC_CALL : IC_ICALL,
 				      ip, a);
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_IJMP:
 	case R_RET:
@@ -565,6 +874,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
+		branch = true;
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
 		if (type == R_RET) {
 			/* Pop to the frame it returns into (longjmp-like
 			 * returns skip several). */
@@ -573,22 +884,24 @@ static int vg_record(struct vg *v, struct rd *r)
 					t->depth = i;
 					break;
 				}
-			rc = ptenc_ret(t->enc, v->now, ip);
-		} else {
+			if (!lost && !rc)
+				rc = ptenc_ret(t->enc, v->now, ip);
+		} else if (!lost && !rc) {
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		}
 		if (!rc)
 			rc = vg_truth(v, t, type == R_RET ? IC_RET : IC_IJMP,
 				      ip, 0);
 		e->st->branches++;
-		psb = true;
 		break;
 	case R_SYSCALL:
 		v->now = rd_time(v, r);
 		a = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_pgd(t->enc, v->now);
+		/* A loss goes on to where tracing resumes. */
+		if (!t->dropping)
+			rc = ptenc_pgd(t->enc, v->now);
 		t->step.cls = IC_SYSCALL;
 		t->step_tsc = v->now;
 		t->step_ip = a;
@@ -665,7 +978,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		rc = ptenc_ptwrite(t->enc, v->now, a, ip);
+		if (!t->dropping)
+			rc = ptenc_ptwrite(t->enc, v->now, a, ip);
 		break;
 	case R_EXEC: {
 		uint64_t n = rd_n(r, 2);
@@ -681,10 +995,12 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	case R_END:
 		v->now = rd_time(v, r);
-		e->st->insns = rd_n(r, 8);
+		a = rd_n(r, 8);
 		if (r->bad)
 			break;
+		e->st->insns += a;
 		v->ended = true;
+		v->main_ended |= v->spid == e->pid;
 		break;
 	default:
 		return emu_fail(e, -EPROTO,
@@ -694,8 +1010,18 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	if (r->bad)
 		return SHORT;
+	if (lost < 0)
+		rc = lost;
 	if (rc < 0)
 		return emu_fail(e, rc, "out of memory encoding trace");
+	/* A branch record: its packets, unless lost, are the newest. */
+	if (t && branch && !lost) {
+		psb = true;
+		if (!direct) {
+			t->last_pkt_tsc = v->now;
+			t->last_pkt_ip = ip;
+		}
+	}
 	if (t && psb && ip) {
 		t->last_ip = ip;
 		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
@@ -773,6 +1099,71 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
+/* The executable prog as execvp finds it, or false: then the launch
+ * says it is not there. */
+static bool prog_path(const char *prog, char *path, size_t len)
+{
+	if (strchr(prog, '/')) {
+		snprintf(path, len, "%s", prog);
+	} else {
+		const char *dirs = getenv("PATH"), *p;
+
+		path[0] = 0;
+		for (p = dirs ? dirs : "/bin:/usr/bin"; p;) {
+			const char *colon = strchr(p, ':');
+			int k = colon ? (int)(colon - p) : (int)strlen(p);
+
+			snprintf(path, len, "%.*s/%s", k, p, prog);
+			if (!access(path, X_OK))
+				break;
+			path[0] = 0;
+			p = colon ? colon + 1 : NULL;
+		}
+		if (!path[0])
+			return false;
+	}
+	return !access(path, X_OK);
+}
+
+/* A trigger that is an address or a source line, for the tool: the
+ * line's offsets in the executable (its line tables; the libraries are
+ * not mapped before the program runs). */
+static int resolve_trigger(struct vg *v, const char *prog, const char *spec,
+			   char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	uint64_t *offs = NULL;
+	size_t n = 0, len = 0;
+	int rc;
+
+	if (!strncmp(spec, "addr:", 5)) {
+		if (mt_parse_u64(spec + 5, 16, UINT64_MAX, &v->trig_addr) ||
+		    !v->trig_addr)
+			return mt_err(err, errlen, -EINVAL,
+				      "bad address in '%s'", spec);
+		return 0;
+	}
+	if (!line_trigger_spec(spec, NULL, 0, &(unsigned){0}))
+		return 0;
+	if (!prog_path(prog, path, sizeof(path)))
+		return 0; /* the launch says it is not there */
+	rc = line_trigger_offsets(path, spec, &offs, &n, err, errlen);
+	if (rc)
+		return rc;
+	if (!realpath(path, v->trig_file))
+		rc = mt_err(err, errlen, -errno, "%s: %s", path,
+			    strerror(errno));
+	v->trig_offs = rc ? NULL : malloc(n * 17 + 1);
+	if (!rc && !v->trig_offs)
+		rc = mt_err(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		len += (size_t)sprintf(v->trig_offs + len, "%s%llx",
+				       i ? "," : "",
+				       (unsigned long long)offs[i]);
+	free(offs);
+	return rc;
+}
+
 /* Is there a function sym in the executable prog (as execvp finds it)?
  * The ptrace emulator says the same when there is none. */
 static int check_start(struct vg *v, const char *prog, const char *sym,
@@ -784,26 +1175,7 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	size_t n;
 	bool found = false;
 
-	if (strchr(prog, '/')) {
-		snprintf(path, sizeof(path), "%s", prog);
-	} else {
-		const char *dirs = getenv("PATH"), *p;
-
-		path[0] = 0;
-		for (p = dirs ? dirs : "/bin:/usr/bin"; p;) {
-			const char *colon = strchr(p, ':');
-			int k = colon ? (int)(colon - p) : (int)strlen(p);
-
-			snprintf(path, sizeof(path), "%.*s/%s", k, p, prog);
-			if (!access(path, X_OK))
-				break;
-			path[0] = 0;
-			p = colon ? colon + 1 : NULL;
-		}
-		if (!path[0])
-			return 0; /* the launch says it is not there */
-	}
-	if (access(path, X_OK))
+	if (!prog_path(prog, path, sizeof(path)))
 		return 0;
 	if (sym_file_open(path, NULL, &sf, why, sizeof(why)))
 		return 0; /* not ELF (a script): Valgrind follows it */
@@ -831,34 +1203,63 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	return 0;
 }
 
+/* The socket each process's tool connects to: an abstract name (no file
+ * to remove), unique to this mt-capture. */
+static int vg_listen(struct vg *v)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct timespec ts;
+	size_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(v->lname, sizeof(v->lname), "mt-capture.%d.%llx",
+		 (int)getpid(), (unsigned long long)ts.tv_nsec);
+	n = strlen(v->lname);
+	memcpy(a.sun_path + 1, v->lname, n);
+	v->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (v->lsock < 0 ||
+	    bind(v->lsock, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	    listen(v->lsock, 64))
+		return emu_fail(&v->e, -errno, "a socket for Valgrind: %s",
+				strerror(errno));
+	return 0;
+}
+
 /* Start argv under Valgrind with mtpt, its stream on our socket. */
 static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
-	char dir[PATH_MAX], fdopt[32], start[600], trig[600], ptw[64],
-		sfile[PATH_MAX + 32], soff[48];
-	int sv[2], argc = 0, rc;
-	char **args;
+	char dir[PATH_MAX], fdopt[96], start[600], trig[600], ptw[64],
+		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32];
+	int argc = 0, rc;
+	char **args, *offs_opt = NULL;
 
 	rc = tool_dir(dir, sizeof(dir), v->e.err, v->e.errlen);
 	if (rc)
 		return rc;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		return emu_fail(&v->e, -errno, "socketpair: %s",
-				strerror(errno));
+	if (v->trig_offs &&
+	    asprintf(&offs_opt, "--mt-trigger-offs=%s", v->trig_offs) < 0)
+		return emu_fail(&v->e, -ENOMEM, "out of memory");
+	rc = vg_listen(v);
+	if (rc) {
+		free(offs_opt);
+		return rc;
+	}
 	while (argv[argc])
 		argc++;
-	args = calloc((size_t)argc + 20, sizeof(*args));
+	args = calloc((size_t)argc + 32, sizeof(*args));
 	if (!args) {
-		close(sv[0]);
-		close(sv[1]);
+		free(offs_opt);
 		return emu_fail(&v->e, -ENOMEM, "out of memory");
 	}
-	snprintf(fdopt, sizeof(fdopt), "--mt-fd=%d", sv[1]);
+	snprintf(fdopt, sizeof(fdopt), "--mt-sock=%s", v->lname);
 	snprintf(start, sizeof(start), "--mt-start=%s",
 		 o->start_at ? o->start_at : "main");
 	snprintf(trig, sizeof(trig), "--mt-trigger=%s",
-		 o->cap.trigger ? o->cap.trigger : "mt_snapshot_point");
+		 v->trig_addr || v->trig_offs ? ""
+		 : o->cap.trigger	      ? o->cap.trigger
+					      : "mt_snapshot_point");
 	snprintf(ptw, sizeof(ptw), "--mt-ptwrite=%s",
 		 o->ptwrite ? "mt_ptwrite" : "");
 	{
@@ -874,7 +1275,12 @@ static int vg_launch(struct vg *v, char *const argv[])
 		 * program's. */
 		args[k++] = "--run-libc-freeres=no";
 		args[k++] = "--run-cxx-freeres=no";
+		/* A program it execs runs under Valgrind too, traced on (a
+		 * child that is not traced turns this off for itself). */
+		args[k++] = "--trace-children=yes";
 		args[k++] = fdopt;
+		args[k++] = o->follow_children ? "--mt-follow=yes"
+					       : "--mt-follow=no";
 		args[k++] = start;
 		if (v->start_file[0]) {
 			snprintf(sfile, sizeof(sfile), "--mt-start-file=%s",
@@ -885,6 +1291,17 @@ static int vg_launch(struct vg *v, char *const argv[])
 			args[k++] = soff;
 		}
 		args[k++] = trig;
+		if (v->trig_addr) {
+			snprintf(taddr, sizeof(taddr), "--mt-trigger-addr=%llx",
+				 (unsigned long long)v->trig_addr);
+			args[k++] = taddr;
+		}
+		if (v->trig_offs) {
+			snprintf(tfile, sizeof(tfile), "--mt-trigger-file=%s",
+				 v->trig_file);
+			args[k++] = tfile;
+			args[k++] = offs_opt;
+		}
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
 		args[k++] = "--";
@@ -896,13 +1313,10 @@ static int vg_launch(struct vg *v, char *const argv[])
 	if (v->child < 0) {
 		rc = emu_fail(&v->e, -errno, "fork: %s", strerror(errno));
 		free(args);
-		close(sv[0]);
-		close(sv[1]);
+		free(offs_opt);
 		return rc;
 	}
 	if (v->child == 0) {
-		/* The tool's end of the socket survives exec. */
-		fcntl(sv[1], F_SETFD, 0);
 		setenv("VALGRIND_LIB", dir, 1);
 		execvp(args[0], args);
 		fprintf(stderr, "mt-capture: valgrind: %s%s\n", strerror(errno),
@@ -910,8 +1324,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 		_exit(127);
 	}
 	free(args);
-	close(sv[1]);
-	v->sock = sv[0];
+	free(offs_opt);
 	return 0;
 }
 
@@ -923,55 +1336,157 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Read and encode until the stream ends, the capture ends at a hit, or we
- * are told to stop. */
-static int vg_loop(struct vg *v)
+/* Stream k into v's fields, and back. */
+static void strm_in(struct vg *v, size_t k)
 {
-	while (!v->ended && !v->hit && !*v->e.o->cap.stop) {
-		struct pollfd p = {v->sock, POLLIN, 0};
-		ssize_t n;
-		int rc;
+	const struct vgs *s = &v->strm[k];
 
-		if (poll(&p, 1, 200) < 0) {
-			if (errno == EINTR)
-				continue;
-			return emu_fail(&v->e, -errno, "poll: %s",
-					strerror(errno));
-		}
-		if (!p.revents)
-			continue;
-		if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1))
-			return emu_fail(&v->e, -ENOMEM, "out of memory");
-		n = read(v->sock, v->buf + v->len, v->cap - v->len);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return emu_fail(&v->e, -errno,
-					"reading the Valgrind tool: %s",
-					strerror(errno));
-		}
-		if (n == 0)
-			break;
-		v->len += (size_t)n;
-		rc = vg_parse(v);
-		if (rc)
-			return rc;
-	}
-	/* Told to stop: what the tool sent before is in the capture. */
-	while (*v->e.o->cap.stop && !v->ended && !v->hit) {
-		ssize_t n;
+	v->sock = s->sock;
+	v->buf = s->buf;
+	v->len = s->len;
+	v->cap = s->cap;
+	v->now = s->now;
+	v->cur = s->cur;
+	v->spid = s->pid;
+	v->hello = s->hello;
+	v->ended = s->ended;
+	v->exec_pending = s->exec_pending;
+	v->later = s->later;
+	v->need_comm = s->need_comm;
+}
 
-		if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1))
-			return emu_fail(&v->e, -ENOMEM, "out of memory");
+static void strm_out(struct vg *v, size_t k)
+{
+	v->strm[k] =
+		(struct vgs){v->sock,  v->buf,		v->len,	  v->cap,
+			     v->now,   v->cur,		v->spid,  v->hello,
+			     v->ended, v->exec_pending, v->later, v->need_comm};
+	if (v->now > v->newest)
+		v->newest = v->now;
+	v->sock = -1;
+	v->buf = NULL;
+	v->len = v->cap = 0;
+}
+
+/* What stream k has now, encoded: 1 when it had something, 0 when not
+ * (or it closed), or a negative code. */
+static int strm_read(struct vg *v, size_t k)
+{
+	ssize_t n = 0;
+	int rc = 0;
+
+	strm_in(v, k);
+	if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1)) {
+		rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+	} else {
 		n = recv(v->sock, v->buf + v->len, v->cap - v->len,
 			 MSG_DONTWAIT);
-		if (n <= 0)
-			break;
-		v->len += (size_t)n;
-		if (vg_parse(v))
-			return -ENOMEM;
+		if (n > 0) {
+			v->len += (size_t)n;
+			rc = vg_parse(v);
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			/* Its process is gone (or exec'd). */
+			close(v->sock);
+			v->sock = -1;
+		}
 	}
+	strm_out(v, k);
+	return rc ? rc : n > 0;
+}
+
+/* A process's tool connects: of our own user only. */
+static int strm_accept(struct vg *v)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int fd = accept4(v->lsock, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    cr.uid != getuid()) {
+		close(fd);
+		return 0;
+	}
+	if (mt_grow((void **)&v->strm, &v->cap_strm, v->nr_strm + 1,
+		    sizeof(*v->strm))) {
+		close(fd);
+		return emu_fail(&v->e, -ENOMEM, "out of memory");
+	}
+	v->strm[v->nr_strm++] = (struct vgs){.sock = fd, .cur = SIZE_MAX};
 	return 0;
+}
+
+/* Is a process still to connect: the first, or the program one exec'd
+ * while it lives? */
+static bool strm_awaited(struct vg *v)
+{
+	if (!v->reaped && v->child > 0 &&
+	    waitpid(v->child, &v->status, WNOHANG) == v->child)
+		v->reaped = true;
+	if (!v->nr_strm)
+		return !v->reaped;
+	for (size_t k = 0; k < v->nr_strm; k++) {
+		const struct vgs *s = &v->strm[k];
+		bool after = false;
+
+		if (s->sock >= 0 || !s->exec_pending || s->ended)
+			continue;
+		for (size_t j = k + 1; j < v->nr_strm && !after; j++)
+			after = v->strm[j].pid == s->pid;
+		if (!after &&
+		    (s->pid == v->child ? !v->reaped : !kill(s->pid, 0)))
+			return true;
+	}
+	return false;
+}
+
+/* Read and encode until every process's stream has ended, the capture
+ * ends at a hit, or we are told to stop. */
+static int vg_loop(struct vg *v)
+{
+	struct pollfd *p = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	while (!rc && !v->hit && !*v->e.o->cap.stop) {
+		size_t np = 1;
+
+		if (mt_grow((void **)&p, &cap, v->nr_strm + 1, sizeof(*p))) {
+			rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+			break;
+		}
+		p[0] = (struct pollfd){v->lsock, POLLIN, 0};
+		for (size_t k = 0; k < v->nr_strm; k++)
+			if (v->strm[k].sock >= 0)
+				p[np++] = (struct pollfd){v->strm[k].sock,
+							  POLLIN, 0};
+		if (np == 1 && !strm_awaited(v))
+			break;
+		if (poll(p, np, 200) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = emu_fail(&v->e, -errno, "poll: %s",
+				      strerror(errno));
+			break;
+		}
+		for (size_t i = 1, k = 0; i < np && rc >= 0 && !v->hit; i++) {
+			while (v->strm[k].sock != p[i].fd)
+				k++;
+			if (p[i].revents)
+				rc = strm_read(v, k);
+		}
+		if (rc > 0)
+			rc = 0;
+		if (!rc && p[0].revents)
+			rc = strm_accept(v);
+	}
+	free(p);
+	/* Told to stop: what the tools sent before is in the capture. */
+	for (size_t k = 0; k < v->nr_strm && *v->e.o->cap.stop; k++)
+		while (!v->hit && (rc = strm_read(v, k)) > 0)
+			;
+	return rc < 0 ? rc : 0;
 }
 
 int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
@@ -979,28 +1494,21 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 {
 	struct vg v = {.e = {.o = o, .st = st, .err = err, .errlen = errlen},
 		       .sock = -1,
+		       .lsock = -1,
 		       .child = -1,
 		       .cur = SIZE_MAX};
 	uint64_t t_start = mono_ns();
-	int rc = 0, status;
+	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (o->cap.pid)
 		return emu_fail(&v.e, -EINVAL,
 				"--emulate=valgrind starts the program: -p "
 				"needs --emulate=ptrace");
-	if (o->drop_every)
-		return emu_fail(&v.e, -EINVAL,
-				"--drop-every needs --emulate=ptrace");
-	if (o->cap.trigger &&
-	    (line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0}) ||
-	     !strncmp(o->cap.trigger, "addr:", 5)))
-		return emu_fail(&v.e, -EINVAL,
-				"--emulate=valgrind takes a function as "
-				"--trigger, not '%s' (--emulate=ptrace "
-				"takes it)",
-				o->cap.trigger);
-	if (!o->start_at || o->start_at[0])
+	v.e.rng = o->drop_seed ? o->drop_seed : 1;
+	if (o->cap.trigger)
+		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
+	if (!rc && (!o->start_at || o->start_at[0]))
 		rc = check_start(&v, argv[0],
 				 o->start_at ? o->start_at : "main", err,
 				 errlen);
@@ -1009,34 +1517,41 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc)
 		rc = vg_loop(&v);
 	st->seconds = (double)(mono_ns() - t_start) / 1e9;
-	if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.exec[0])
+	if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.exec[0])
 		snprintf(st->warning, sizeof(st->warning),
-			 "%s runs %s by exec: the trace ends there "
-			 "(--emulate=valgrind does not follow exec)",
+			 "%s runs %s by exec: the trace ends there (Valgrind "
+			 "did not run it with the tool)",
 			 argv[0], v.exec);
-	else if (!rc && !v.ended && !v.hit && !*o->cap.stop && v.hello)
+	else if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.e.pid)
 		snprintf(st->warning, sizeof(st->warning),
 			 "the Valgrind tool's stream ended early (Valgrind "
 			 "failed?)");
 	/* The program runs on untraced after a hit or Ctrl-C: the tool
 	 * stops when it finds the socket closed. */
-	if (v.sock >= 0)
-		close(v.sock);
-	if (v.child > 0 && !*o->cap.stop && (v.ended || rc || !v.hello)) {
-		if (waitpid(v.child, &status, 0) == v.child) {
-			if (WIFSIGNALED(status))
-				st->killed_by = WTERMSIG(status);
-			else if (!v.e.nr_thr && !rc && WIFEXITED(status) &&
-				 WEXITSTATUS(status))
-				rc = emu_fail(&v.e, -ECHILD,
-					      "%s: Valgrind could not run it "
-					      "(exit status %d)",
-					      argv[0], WEXITSTATUS(status));
-		}
+	for (size_t k = 0; k < v.nr_strm; k++) {
+		if (v.strm[k].sock >= 0)
+			close(v.strm[k].sock);
+		free(v.strm[k].buf);
+	}
+	free(v.strm);
+	if (v.lsock >= 0)
+		close(v.lsock);
+	if (v.child > 0 && !v.reaped && !*o->cap.stop &&
+	    (v.main_ended || rc || !v.e.pid))
+		v.reaped = waitpid(v.child, &v.status, 0) == v.child;
+	if (v.reaped) {
+		if (WIFSIGNALED(v.status))
+			st->killed_by = WTERMSIG(v.status);
+		else if (!v.e.nr_thr && !rc && WIFEXITED(v.status) &&
+			 WEXITSTATUS(v.status))
+			rc = emu_fail(&v.e, -ECHILD,
+				      "%s: Valgrind could not run it "
+				      "(exit status %d)",
+				      argv[0], WEXITSTATUS(v.status));
 	}
 	if (v.e.nr_thr) {
-		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.now, rc);
-	} else if (!rc && v.hello) {
+		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.newest, rc);
+	} else if (!rc && v.e.pid) {
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",
 			      argv[0],
@@ -1045,6 +1560,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 					       : "its first instruction");
 	}
 	emu_free(&v.e);
+	free(v.trig_offs);
 	free(v.sys_next);
 	free(v.buf);
 	return rc;

@@ -85,7 +85,9 @@ static const char usage[] =
 	"  --drop-every N     lose the packets of 1..48 branches about every "
 	"N\n"
 	"                     branches, then OVF, as an overflowing CPU does\n"
-	"  --gaps FILE        list those losses (gaps.tsv form)\n";
+	"  --gaps FILE        list those losses (gaps.tsv form)\n"
+	"  --follow-children  trace the processes PROG forks too, in the same\n"
+	"                     capture (--emulate=valgrind)\n";
 
 /*
  * --snapshot-size bounds.  The hardware's smallest ring is one page, and
@@ -422,8 +424,9 @@ static int preflight(const char *prog, int pid, const struct emu_opts *o)
 }
 
 /* Options one backend has and the other lacks: named to refuse them. */
-static const char *const emu_only[] = {"--start-at", "--noretcomp", "--truth",
-				       "--drop-every", "--gaps"};
+static const char *const emu_only[] = {"--start-at", "--noretcomp",
+				       "--truth",    "--drop-every",
+				       "--gaps",     "--follow-children"};
 static const char *const hw_only[] = {
 	"--timing",	    "--timing-custom", "--per-cpu",	   "--full",
 	"--include-kernel", "--filter",	       "--stop-at-trigger"};
@@ -654,6 +657,8 @@ int main(int argc, char **argv)
 			custom = argv[++i];
 		} else if (!strcmp(a, "--noretcomp")) {
 			o.noretcomp = true;
+		} else if (!strcmp(a, "--follow-children")) {
+			o.follow_children = true;
 		} else if (!strcmp(a, "--ptwrite")) {
 			o.ptwrite = true;
 			req.ptwrite = true;

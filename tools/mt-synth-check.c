@@ -645,7 +645,8 @@ static int load_perf(const char *path, struct names *nt, struct evs *out,
 			for (size_t b = 0; b < out->n; b++)
 				if (out->v[b].tid == tids[a])
 					tmp[n++] = out->v[b];
-		memcpy(out->v, tmp, n * sizeof(*tmp));
+		if (n) /* out->v is NULL without events */
+			memcpy(out->v, tmp, n * sizeof(*tmp));
 		free(tmp);
 		free(tids);
 	}

@@ -11,7 +11,7 @@
  * your option) any later version.  See vgtool/COPYING.
  *
  * It runs inside Valgrind (linked with its libraries, hence the GPL) and
- * talks to mt-capture only through the socket named by --mt-fd: a stream
+ * talks to mt-capture only through the socket named by --mt-sock: a stream
  * of records whose layout docs/capture.md describes.  mt-capture encodes
  * the packets; this side only says what happened, as cheaply as it can:
  *
@@ -55,10 +55,12 @@ extern Int VG_(safe_fd)(Int oldfd);
 extern SysRes VG_(do_syscall)(UWord sysno, RegWord a1, RegWord a2, RegWord a3,
 			      RegWord a4, RegWord a5, RegWord a6, RegWord a7,
 			      RegWord a8);
+/* --trace-children: a child that is not traced execs without Valgrind. */
+extern Bool VG_(clo_trace_children);
 
 /* The records (docs/capture.md, "The stream of the Valgrind tool"). */
 enum {
-	R_HELLO = 'H',	 /* u32 magic, u32 pid, u64 t0 */
+	R_HELLO = 'H',	 /* u32 magic, u32 pid, u64 t0, u32 ppid, u32 ptid */
 	R_SWITCH = 'S',	 /* u32 tid: the records after are its own */
 	R_BEGIN = 'B',	 /* dt, u64 ip: tracing begins for the thread */
 	R_TNT = 'N',	 /* u8 n, u64 bits, dt, dt2, u64 ip */
@@ -100,12 +102,18 @@ struct th {
 };
 
 /* Options. */
-static Int o_fd = -1;
+static const HChar *o_sock; /* mt-capture's abstract socket address */
+static Bool o_follow;	    /* children forked are traced */
 static const HChar *o_start = "main";
 /* A program without symbols: its start is this offset of this file. */
 static const HChar *o_start_file;
 static ULong o_start_off;
 static const HChar *o_trigger = "mt_snapshot_point";
+/* A trigger that is no function: an address, or where a source line
+ * begins (offsets of a file, comma-separated). */
+static ULong o_trigger_addr;
+static const HChar *o_trigger_file;
+static const HChar *o_trigger_offs;
 static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
 
@@ -229,6 +237,60 @@ static inline void put_time(ULong vt)
 	put_leb(vt >= g_last_vt ? vt - g_last_vt : 0);
 	if (vt > g_last_vt)
 		g_last_vt = vt;
+}
+
+/*
+ * A stream of this process's own to mt-capture (each process, the first,
+ * one it forked or one that exec'd, connects anew): the hello (with a
+ * fork's parent process and thread, else 0), and mt-capture's answer,
+ * returned: 'S' trace from the start symbol, 'T'
+ * from here on, anything else (or none) not at all.
+ */
+static UChar open_stream(UInt ppid, UInt ptid)
+{
+	struct vki_sockaddr_un a;
+	UInt n = o_sock ? VG_(strlen)(o_sock) : 0;
+	SysRes r;
+	UChar c = 0;
+	Int fd;
+
+	g_len = 0;
+	g_dead = True;
+	if (!n || n + 1 >= sizeof(a.sun_path))
+		return 0;
+	r = VG_(do_syscall)(__NR_socket, VKI_AF_UNIX, VKI_SOCK_STREAM, 0, 0, 0,
+			    0, 0, 0);
+	if (sr_isError(r))
+		return 0;
+	fd = (Int)sr_Res(r);
+	VG_(memset)(&a, 0, sizeof(a));
+	a.sun_family = VKI_AF_UNIX;
+	VG_(memcpy)(a.sun_path + 1, o_sock, n); /* abstract: no file */
+	r = VG_(do_syscall)(__NR_connect, fd, (RegWord)&a,
+			    sizeof(a.sun_family) + 1 + n, 0, 0, 0, 0, 0);
+	if (sr_isError(r)) {
+		VG_(close)(fd);
+		return 0;
+	}
+	/* Out of the program's reach: it may close or reuse low fds. */
+	g_fd = VG_(safe_fd)(fd);
+	g_dead = False;
+	put8(R_HELLO);
+	put32(MAGIC);
+	put32((UInt)VG_(getpid)());
+	put64(g_last_vt);
+	put32(ppid);
+	put32(ptid);
+	flush_out();
+	do
+		r = VG_(do_syscall)(__NR_read, g_fd, (RegWord)&c, 1, 0, 0, 0, 0,
+				    0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (g_dead || sr_isError(r) || sr_Res(r) != 1)
+		c = 0;
+	if (c != 'T' && c != 'S')
+		g_dead = True;
+	return c;
 }
 
 static void say_thread(ThreadId tid)
@@ -648,6 +710,40 @@ static Bool entry_of(Addr a, const HChar *name)
 	       !VG_(strcmp)(fn, name);
 }
 
+/* Is a one of the file offsets of --mt-trigger-offs in the file
+ * --mt-trigger-file? */
+static Bool at_trigger_off(Addr a)
+{
+	NSegment const *seg;
+	const HChar *path, *p = o_trigger_offs;
+	ULong off;
+
+	if (!o_trigger_file || !p)
+		return False;
+	seg = VG_(am_find_nsegment)(a);
+	path = seg && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : NULL;
+	if (!path || VG_(strcmp)(path, o_trigger_file))
+		return False;
+	off = (ULong)seg->offset + (a - seg->start);
+	while (*p) {
+		HChar *end;
+
+		if (VG_(strtoull16)(p, &end) == off)
+			return True;
+		if (end == p)
+			break;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return False;
+}
+
+/* Is a the trigger? */
+static Bool is_trigger(Addr a)
+{
+	return entry_of(a, o_trigger) ||
+	       (o_trigger_addr && a == o_trigger_addr) || at_trigger_off(a);
+}
+
 /* Is a where tracing begins? */
 static Bool is_start(Addr a)
 {
@@ -728,7 +824,7 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			if (!g_tracing && is_start(a))
 				dirty(out, "h_start", h_start, 1,
 				      mkIRExprVec_1(c64(a)));
-			if (entry_of(a, o_trigger))
+			if (is_trigger(a))
 				dirty(out, "h_hit", h_hit, 3,
 				      mkIRExprVec_3(
 					      c64(a),
@@ -993,7 +1089,8 @@ static Bool mt_option(const HChar *arg)
 {
 	const HChar *s;
 
-	if VG_INT_CLO (arg, "--mt-fd", o_fd) {
+	if VG_STR_CLO (arg, "--mt-sock", o_sock) {
+	} else if VG_BOOL_CLO (arg, "--mt-follow", o_follow) {
 	} else if VG_STR_CLO (arg, "--mt-start", s) {
 		o_start = s;
 	} else if VG_STR_CLO (arg, "--mt-start-file", s) {
@@ -1002,6 +1099,12 @@ static Bool mt_option(const HChar *arg)
 		o_start_off = VG_(strtoull16)(s, NULL);
 	} else if VG_STR_CLO (arg, "--mt-trigger", s) {
 		o_trigger = s;
+	} else if VG_STR_CLO (arg, "--mt-trigger-addr", s) {
+		o_trigger_addr = VG_(strtoull16)(s, NULL);
+	} else if VG_STR_CLO (arg, "--mt-trigger-file", s) {
+		o_trigger_file = s;
+	} else if VG_STR_CLO (arg, "--mt-trigger-offs", s) {
+		o_trigger_offs = s;
 	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
 		o_ptwrite = s;
 	} else if VG_BOOL_CLO (arg, "--mt-truth", o_truth) {
@@ -1013,13 +1116,17 @@ static Bool mt_option(const HChar *arg)
 static void mt_usage(void)
 {
 	VG_(printf)
-	("    --mt-fd=N             the socket to mt-capture\n"
+	("    --mt-sock=NAME        mt-capture's abstract socket\n"
+	 "    --mt-follow=yes|no    trace the children forked\n"
 	 "    --mt-start=SYMBOL     begin tracing there ('' at "
 	 "once) [main]\n"
 	 "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
 	 "an offset of a file\n"
 	 "    --mt-trigger=SYMBOL   report reaching it "
 	 "[mt_snapshot_point]\n"
+	 "    --mt-trigger-addr=HEX  or this address\n"
+	 "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
+	 "these offsets of a file\n"
 	 "    --mt-ptwrite=SYMBOL   report its argument\n"
 	 "    --mt-truth=yes|no     also report direct jumps\n");
 }
@@ -1030,35 +1137,53 @@ static void mt_debug_usage(void)
 
 static void mt_post_clo_init(void)
 {
-	UInt pid = (UInt)VG_(getpid)();
-
-	if (o_fd < 0)
-		VG_(fmsg_bad_option)("--mt-fd", "mtpt talks to mt-capture\n");
-	/* Out of the program's reach: it may close or reuse low fds. */
-	g_fd = VG_(safe_fd)(o_fd);
+	if (!o_sock)
+		VG_(fmsg_bad_option)("--mt-sock", "mtpt talks to mt-capture\n");
 	g_th = VG_(calloc)("mtpt.threads", VG_N_THREADS, sizeof(*g_th));
 	g_t0 = wall_ns();
 	g_last_vt = g_t0;
-	put8(R_HELLO);
-	put32(MAGIC);
-	put32(pid);
-	put64(g_t0);
-	flush_out();
-	if (!o_start[0])
-		g_tracing = True;
+	/* A program this one execs runs under Valgrind too (mt-capture asks
+	 * --trace-children=yes): it connects as this one did, and mt-capture
+	 * says it is traced from its first instruction. */
+	g_tracing = open_stream(0, 0) == 'T' || !o_start[0];
 }
 
-/* A child the program forks runs on untraced: the socket and what is
- * not sent yet are the parent's. */
+/* A child the program forks: the socket and what is not sent yet are the
+ * parent's.  With --mt-follow it says so (its hello names its parent) on
+ * a stream of its own and goes
+ * on as its parent was, its one thread beginning where the fork returns;
+ * without, it runs on untraced, and so does whatever it execs. */
 static void on_fork_child(ThreadId tid)
 {
-	(void)tid;
+	UInt ptid = (UInt)g_th[tid].lwp;
+	Bool was_dead = g_dead;
+
 	g_len = 0;
 	g_tnt = TNT_EMPTY;
 	g_dead = True;
 	if (g_fd >= 0)
 		VG_(close)(g_fd);
 	g_fd = -1;
+	if (!o_follow || was_dead) {
+		VG_(clo_trace_children) = False;
+		return;
+	}
+	for (ThreadId t = 1; t < VG_N_THREADS; t++)
+		if (t != tid)
+			VG_(memset)(&g_th[t], 0, sizeof(g_th[t]));
+	g_th[tid].lwp = VG_(gettid)();
+	g_th[tid].started = False;
+	g_th[tid].pend = 0;
+	g_cur = tid;
+	g_said = 0;
+	g_pend = 0;
+	/* Traced as its parent was (mt-capture may not have read yet that
+	 * its parent's tracing began). */
+	open_stream((UInt)VG_(getppid)(), ptid);
+	if (g_dead)
+		VG_(clo_trace_children) = False;
+	else if (g_tracing)
+		g_pend = P_BEGIN;
 }
 
 static void mt_fini(Int exitcode)

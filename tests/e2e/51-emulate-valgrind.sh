@@ -100,6 +100,134 @@ if [ -s "$W/stub.tsv" ] && hit=$(sqlite3 "$W/stub.sqlite" "SELECT name, arg FROM
 else
 	echo "FAIL vg_stub_trigger: hit '$hit'"
 fi
+# Triggers that are no function: a source line deep in a call chain
+# (the line tables of the executable, as file offsets), and an address.
+cc -O1 -g -o "$W/deep" "$R/tests/programs/deep.c" || { echo "FAIL vg: cc deep"; exit 0; }
+line=$(grep -n MARK_LINE "$R/tests/programs/deep.c" | cut -d: -f1)
+if capture deep "$W/deep" --start-at work --trigger "deep.c:$line"; then
+	chain=$(awk -F'\t' 'NR > 1 && $3 == "work" {exit} NR > 1 {printf "%s ", $3}' "$W/deep.tsv")
+	hit=$(sqlite3 "$W/deep.sqlite" "SELECT name FROM hit" 2>&1)
+	marks=$(awk -F'\t' '$3 == "mark"' "$W/deep.tsv" | wc -l)
+	if [[ "$chain" == *"main outer middle inner " ]] && [ "$hit" = "deep.c:$line" ] &&
+		[ "$marks" = 3 ]; then
+		echo "PASS vg_line_trigger (hit $hit in the 3rd mark, above work: $chain)"
+	else
+		echo "FAIL vg_line_trigger: above work '$chain', hit '$hit', $marks calls of mark"
+	fi
+fi
+# (Not a PIE: Valgrind loads it where its ELF says, so nm's address is
+# the runtime one.)
+cc -O1 -g -no-pie -I"$R" -o "$W/stubnp" "$R/tests/programs/stub.c"
+at=$(nm "$W/stubnp" | awk '$3 == "mt_snapshot_point" {print $1}')
+if capture stubnp "$W/stubnp" --trigger "addr:0x$at" &&
+	hit=$(sqlite3 "$W/stubnp.sqlite" "SELECT name || '|' || arg FROM hit" 2>&1) &&
+	[ "$hit" = "addr:0x$at|19" ] &&
+	[ "$(awk -F'\t' '$3 == "step"' "$W/stubnp.tsv" | wc -l)" = 20 ]; then
+	echo "PASS vg_addr_trigger (the stub's address: 20 calls of step, hit arg 19)"
+else
+	echo "FAIL vg_addr_trigger: hit '$hit'"
+fi
+# --drop-every: each loss is one overflow for perf and for mt-convert, and
+# the calls perf shows are the log's less those the gaps list.
+aliases "$W/demo" "$W/drop.aliases"
+if "$B/mt-capture" --emulate=valgrind --drop-every 1000 --gaps "$W/drop.gaps" \
+	--truth "$W/drop.truth" -o "$W/drop.bin" -- "$W/demo" >/dev/null 2>"$W/drop.err" &&
+	perf script -i "$W/drop.bin" --itrace=cre --ns -F tid,time,flags,ip,sym,symoff,addr \
+		>"$W/drop.perf" 2>/dev/null &&
+	"$B/mt-convert" "$W/drop.bin" --text "$W/drop.tsv" -q 2>>"$W/drop.err"; then
+	gaps=$(($(wc -l <"$W/drop.gaps") - 1))
+	ovf=$(grep -c 'Overflow packet' "$W/drop.perf")
+	errs=$(grep -c 'trace error' "$W/drop.perf")
+	conv=$(grep -c 'decode gap: overflow' "$W/drop.tsv")
+	if [ "$gaps" -gt 0 ] && [ "$ovf" = "$gaps" ] && [ "$errs" = "$gaps" ] &&
+		[ "$conv" = "$gaps" ] &&
+		out=$("$B/mt-synth-check" "$W/drop.truth" "$W/drop.perf" "$W/drop.gaps" \
+			--aliases "$W/drop.aliases" 2>&1); then
+		echo "PASS vg_drop_every ($gaps gaps: ${out//$'\n'/; })"
+	else
+		echo "FAIL vg_drop_every: $gaps gaps, perf $ovf overflows ($errs errors), mt-convert $conv: ${out//$'\n'/; }"
+	fi
+else
+	echo "FAIL vg_drop_every: capture or convert failed"
+	sed 's/^/    /' "$W/drop.err" | tail -3
+fi
+# An exec: the program execs itself (by its path: under Valgrind
+# /proc/self/exe is Valgrind's).  The trace goes on in the new program:
+# perf decodes both without an error, the old program's frames end at the
+# exec (its COMM record with the exec flag), and the new program begins
+# at depth 0 with its entry, as with --emulate=ptrace (50-emulate.sh).
+sed 's|run_exec("/proc/self/exe")|run_exec(argv[0])|' "$R/tests/programs/exec.c" >"$W/exec.c"
+if ! cc -O1 -g -static -o "$W/exec" "$W/exec.c" 2>/dev/null; then
+	echo "SKIP vg_exec (no static libc)"
+elif ! "$B/mt-capture" --emulate=valgrind -o "$W/exec.bin" -- "$W/exec" \
+	>/dev/null 2>"$W/exec.err" ||
+	! "$B/mt-convert" "$W/exec.bin" -o "$W/exec.pftrace" --no-compress \
+		-q 2>>"$W/exec.err"; then
+	echo "FAIL vg_exec: capture or convert failed"
+	sed 's/^/    /' "$W/exec.err" | tail -3
+else
+	db=$W/exec.sqlite
+	perr=$(perf script -i "$W/exec.bin" --itrace=cre 2>&1 | grep -c 'trace error')
+	execs=$(perf script -i "$W/exec.bin" --show-task-events --no-itrace 2>/dev/null |
+		grep -c 'PERF_RECORD_COMM exec')
+	at=$(sqlite3 "$db" "SELECT min(ts) FROM slice WHERE name = '_start'")
+	at=${at:-0}
+	first=$(sqlite3 "$db" "SELECT name || ':' || depth || ':' || inferred_start
+		FROM slice WHERE ts >= $at ORDER BY ts, depth LIMIT 1")
+	spanning=$(sqlite3 "$db" "SELECT count(*) FROM slice
+		WHERE ts < $at AND ts + dur > $at")
+	ended=$(sqlite3 "$db" "SELECT group_concat(name, ' ') FROM (SELECT name
+		FROM slice WHERE ts < $at AND NOT inferred_end AND ts + dur =
+		(SELECT ts + dur FROM segment WHERE end_reason = 'exec')
+		AND name IN ('main', 'run_exec', 'execl') ORDER BY depth)")
+	root=$(sqlite3 "$db" "SELECT r.name FROM slice w JOIN slice r
+		ON r.track_id = w.track_id AND r.depth = 0 AND r.ts <= w.ts
+		AND r.ts + r.dur >= w.ts + w.dur WHERE w.name = 'child_work'")
+	if [ "$perr" = 0 ] && [ "$execs" = 2 ] && [ "$at" != 0 ] &&
+		[ "$first" = "_start:0:0" ] && [ "$spanning" = 0 ] &&
+		[ "$ended" = "main run_exec execl" ] && [ "$root" = _start ]; then
+		echo "PASS vg_exec (traced on in the new program: _start a new root)"
+	else
+		echo "FAIL vg_exec: $perr perf errors, $execs exec COMMs, first after the exec '$first', $spanning slices span it, ended there '$ended', child_work under '$root'"
+		sed 's/^/    /' "$W/exec.err" | tail -3
+	fi
+fi
+# Children: without --follow-children only the program is traced; with
+# it, the child it forks too (its FORK record, its own thread), and a
+# child that execs another program is traced on in that program.
+cc -O1 -g -o "$W/forker" "$R/tests/programs/forker.c"
+printf '#include <sys/wait.h>\n#include <unistd.h>\nint main(void)\n{\n\tint st;\n\tpid_t c = fork();\n\tif (c == 0) {\n\t\texecl("/bin/true", "true", (char *)0);\n\t\t_exit(1);\n\t}\n\treturn waitpid(c, &st, 0) != c || st;\n}\n' >"$W/fe.c"
+cc -O1 -g -o "$W/fe" "$W/fe.c"
+children() { # name program [mt-capture options]: "threads tids-calling-late comms"
+	local name=$1 prog=$2
+	shift 2
+	"$B/mt-capture" --emulate=valgrind "$@" -o "$W/$name.bin" -- "$prog" \
+		>"$W/$name.out" 2>"$W/$name.err" &&
+		! perf script -i "$W/$name.bin" --itrace=cre 2>&1 | grep -q 'trace error' &&
+		"$B/mt-convert" "$W/$name.bin" --text "$W/$name.tsv" -q 2>>"$W/$name.err" &&
+		echo "$(tail -n +2 "$W/$name.tsv" | cut -f1 | sort -u | wc -l)" \
+			"$(awk -F'\t' '$3 == "late" {print $1}' "$W/$name.tsv" | sort -u | wc -l)" \
+			"$(perf script -i "$W/$name.bin" --itrace=cr -F comm 2>/dev/null | sort -u | tr -d ' ' | tr '\n' ,)"
+}
+got=$(children nofollow "$W/forker")
+if [ "$got" = "1 1 forker," ] && grep -q 'child ok' "$W/nofollow.out"; then
+	echo "PASS vg_no_follow_children (the parent only; the child runs untraced)"
+else
+	echo "FAIL vg_no_follow_children: '$got'"; sed 's/^/    /' "$W/nofollow.err" | tail -3
+fi
+got=$(children follow "$W/forker" --follow-children)
+forks=$(perf script -i "$W/follow.bin" --show-task-events --no-itrace 2>/dev/null | grep -c 'PERF_RECORD_FORK')
+if [ "$got" = "2 2 forker," ] && [ "$forks" = 1 ] && grep -q 'child ok' "$W/follow.out"; then
+	echo "PASS vg_follow_children (late() in parent and child, one FORK)"
+else
+	echo "FAIL vg_follow_children: '$got', $forks FORK records"; sed 's/^/    /' "$W/follow.err" | tail -3
+fi
+got=$(children forkexec "$W/fe" --follow-children)
+if [ "$got" = "2 0 fe,true," ]; then
+	echo "PASS vg_follow_children_exec (the child traced on in /bin/true)"
+else
+	echo "FAIL vg_follow_children_exec: '$got'"; sed 's/^/    /' "$W/forkexec.err" | tail -3
+fi
 # A library loaded by dlopen() after the start: its mapping is in the
 # capture and its code decodes.
 printf '#include <dlfcn.h>\nint main(void)\n{\n\tvoid *h = dlopen("libz.so.1", RTLD_NOW);\n\tconst char *(*v)(void) = h ? (const char *(*)(void))dlsym(h, "zlibVersion") : 0;\n\treturn v ? v()[0] != 0x31 : 1;\n}\n' >"$W/dl.c"
@@ -155,8 +283,12 @@ sleeper=$!
 bad attach "needs --emulate=ptrace" "$B/mt-capture" --emulate=valgrind -p "$sleeper" -o "$W/attach.bin"
 kill "$sleeper"
 wait "$sleeper" 2>/dev/null
-bad line "takes a function as --trigger" "$B/mt-capture" --emulate=valgrind \
-	--trigger stub.c:3 -o "$W/line.bin" -- "$W/stub"
+bad line "has no code.*nearest lines that do: [0-9]" "$B/mt-capture" \
+	--emulate=valgrind --trigger stub.c:1 -o "$W/line.bin" -- "$W/stub"
+bad follow_ptrace "needs --emulate=valgrind" "$B/mt-capture" --emulate=ptrace \
+	--follow-children -o "$W/follow_ptrace.bin" -- "$W/stub"
+bad addr "bad address in 'addr:zz'" "$B/mt-capture" --emulate=valgrind \
+	--trigger addr:zz -o "$W/addr.bin" -- "$W/stub"
 bad notool "the Valgrind tool is not built" env MT_VALGRIND_LIB="$W/none" \
 	"$B/mt-capture" --emulate=valgrind -o "$W/notool.bin" -- "$W/stub"
 bad noprog "could not run it" "$B/mt-capture" --emulate=valgrind --start-at '' \
