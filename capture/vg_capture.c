@@ -63,6 +63,7 @@ enum {
 	R_PTW = 'w',
 	R_END = 'E',
 	R_EXEC = 'X',
+	R_PACKED = 0x80,
 };
 #define VG_MAGIC 0x6d747074u
 
@@ -133,7 +134,7 @@ struct rd {
 	bool bad;
 };
 
-static uint64_t rd_n(struct rd *r, size_t n)
+static inline uint64_t rd_n(struct rd *r, size_t n)
 {
 	uint64_t v = 0;
 
@@ -146,9 +147,13 @@ static uint64_t rd_n(struct rd *r, size_t n)
 	return v;
 }
 
-static uint64_t rd_leb(struct rd *r)
+static inline uint64_t rd_leb(struct rd *r)
 {
 	uint64_t v = 0;
+
+	/* Most times are a few ns: one byte. */
+	if (r->p < r->end && !(*r->p & 0x80))
+		return *r->p++;
 
 	for (unsigned sh = 0; sh < 64; sh += 7) {
 		uint8_t b;
@@ -166,7 +171,7 @@ static uint64_t rd_leb(struct rd *r)
 	return 0;
 }
 
-static uint64_t rd_time(struct vg *v, struct rd *r)
+static inline uint64_t rd_time(struct vg *v, struct rd *r)
 {
 	uint64_t dt = rd_leb(r);
 
@@ -292,7 +297,8 @@ static int vg_truth(struct vg *v, struct thr *t, uint8_t cls, uint64_t to,
 }
 
 /* --snapshot-size: the ring keeps the newest bytes.  Trimmed now and
- * then, not at every packet: twice the size is kept at most. */
+ * then, at a PSB (every 4 KiB), not at every packet: twice the size is
+ * kept at most, and a PSB period. */
 static void vg_trim(struct vg *v, struct thr *t)
 {
 	uint64_t size = v->e.o->cap.snapshot_size;
@@ -568,6 +574,143 @@ static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
 	return ptenc_maybe_psb(t->enc, v->now, ip) < 0 ? -ENOMEM : 0;
 }
 
+/* A pack of n branches (none: n 0) from t0 over dt, into t's packets. */
+static inline int vg_pack(struct vg *v, struct thr *t, uint64_t t0, uint64_t dt,
+			  unsigned n, uint64_t bits)
+{
+	if (!n)
+		return 0;
+	v->e.st->branches += n;
+	return ptenc_conds(t->enc, t0, dt, n, bits);
+}
+
+/*
+ * The records most of the stream is (branches, calls, returns, indirect
+ * jumps, and the last three with a pack of branches before them) without
+ * --truth, each as vg_record() takes it, with less to check: all its
+ * fields are read before anything is done with them (r holds 2 bytes at
+ * least).  Returns what vg_record() does, or 2 when the record is not
+ * one of these.
+ */
+static int vg_hot(struct vg *v, struct rd *r)
+{
+	struct emu *e = &v->e;
+	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
+	int type = r->p[0], rc = 0;
+	unsigned n = 0;
+	uint64_t bits = 0, t0 = 0, dt = 0, now = v->now, ip, a = 0;
+
+	/* (--drop-every: vg_record() loses a transfer and its pack
+	 * together.) */
+	if (!t || !v->hello || e->o->truth || e->o->drop_every)
+		return 2;
+	r->p++;
+	if (type == R_TNT || (type & R_PACKED)) {
+		n = *r->p++;
+		bits = rd_n(r, 8);
+		t0 = now + rd_leb(r);
+		dt = rd_leb(r);
+		now = t0 + dt;
+		if (n > 64)
+			return 2;
+	}
+	/* One switch: each case reads its fields, then acts (the pack
+	 * first). */
+	switch (type) {
+	case R_TNT:
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
+		break;
+	case R_CALL:
+	case R_ICALL:
+	case R_CALL | R_PACKED:
+	case R_ICALL | R_PACKED:
+		now += rd_leb(r);
+		a = rd_n(r, 8);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
+		if (!rc && (type & ~R_PACKED) == R_ICALL)
+			rc = ptenc_indirect(t->enc, now, ip);
+		ptenc_call(t->enc, a);
+		if (!rc && t->depth < t->cap_shadow)
+			t->shadow[t->depth++] = a;
+		else if (!rc)
+			rc = emu_shadow_push(t, a);
+		e->st->branches++;
+		break;
+	case R_RET:
+	case R_RET | R_PACKED:
+		now += rd_leb(r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
+		for (size_t i = t->depth; i-- > 0;)
+			if (t->shadow[i] == ip) {
+				t->depth = i;
+				break;
+			}
+		if (!rc)
+			rc = ptenc_ret(t->enc, now, ip);
+		e->st->branches++;
+		break;
+	case R_IJMP:
+	case R_IJMP | R_PACKED:
+		now += rd_leb(r);
+		ip = rd_n(r, 8);
+		if (r->bad)
+			return SHORT;
+		rc = vg_pack(v, t, t0, dt, n, bits);
+		if (!rc)
+			rc = ptenc_indirect(t->enc, now, ip);
+		e->st->branches++;
+		break;
+	default:
+		return 2;
+	}
+	v->now = now;
+	v->exec_pending = false;
+	if (rc < 0)
+		return emu_fail(e, rc, "out of memory encoding trace");
+	if ((type & ~R_PACKED) != R_CALL) {
+		t->last_pkt_tsc = now;
+		t->last_pkt_ip = ip;
+	}
+	if (ip) {
+		int sync;
+
+		t->last_ip = ip;
+		sync = ptenc_maybe_psb(t->enc, now, ip);
+		if (sync < 0)
+			return emu_fail(e, -ENOMEM,
+					"out of memory encoding trace");
+		if (sync)
+			vg_trim(v, t);
+	}
+	return rc;
+}
+
+/*
+ * The n branches a call, return or jump carries (R_PACKED) and the
+ * transfer itself, on vg_record()'s way (--drop-every): lost together,
+ * tracing resuming at ip, the transfer's target; or the branches go into
+ * the packets (*rc).  Returns what vg_drop() does.
+ */
+static int vg_carried(struct vg *v, struct thr *t, unsigned n, uint64_t t0,
+		      uint64_t dt, uint64_t bits, uint64_t ip, int *rc)
+{
+	int lost = vg_drop(v, t, 1 + n, ip);
+
+	if (!lost && n)
+		*rc = ptenc_conds(t->enc, t0, dt, n, bits);
+	v->e.st->branches += n;
+	return lost;
+}
+
 /* One record at r.  Returns 0, 1 when the capture ends with it, SHORT
  * (r->bad) when it is not all there yet, or a negative code. */
 static int vg_record(struct vg *v, struct rd *r)
@@ -578,9 +721,35 @@ static int vg_record(struct vg *v, struct rd *r)
 	uint64_t ip = 0, a, b;
 	int rc = 0, lost = 0;
 	bool psb = false, branch = false, direct = false;
+	/* The branches a call, return or jump carries (R_PACKED). */
+	unsigned pn = 0;
+	uint64_t pbits = 0, pt0 = 0, pdt = 0;
 
 	if (r->bad)
 		return SHORT;
+	if ((type & R_PACKED) && t) {
+		pn = (unsigned)rd_n(r, 1);
+		pbits = rd_n(r, 8);
+		pt0 = rd_time(v, r);
+		pdt = rd_leb(r);
+		if (r->bad)
+			return SHORT;
+		if (pn > 64)
+			return emu_fail(e, -EPROTO,
+					"the Valgrind tool's stream has a run "
+					"of %u branches (at most 64)",
+					pn);
+		type &= ~R_PACKED;
+		if (type != R_CALL && type != R_ICALL && type != R_IJMP &&
+		    type != R_RET)
+			return emu_fail(
+				e, -EPROTO,
+				"the Valgrind tool's stream has a record "
+				"of unknown type %#x",
+				type | R_PACKED);
+		/* The transfer's time counts from its last branch. */
+		v->now = pt0 + pdt;
+	}
 	v->exec_pending = type == R_EXEC;
 	if (!v->hello && type != R_HELLO)
 		return emu_fail(e, -EPROTO,
@@ -688,8 +857,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		branch = true;
-		lost = vg_drop(v, t, 1, ip);
-		if (type == R_ICALL && !lost)
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
+		if (type == R_ICALL && !lost && !rc)
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		if (!lost)
 			ptenc_call(t->enc, a);
@@ -708,7 +877,7 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		branch = true;
-		lost = vg_drop(v, t, 1, ip);
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
 		if (type == R_RET) {
 			/* Pop to the frame it returns into (longjmp-like
 			 * returns skip several). */
@@ -717,9 +886,9 @@ static int vg_record(struct vg *v, struct rd *r)
 					t->depth = i;
 					break;
 				}
-			if (!lost)
+			if (!lost && !rc)
 				rc = ptenc_ret(t->enc, v->now, ip);
-		} else if (!lost) {
+		} else if (!lost && !rc) {
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		}
 		if (!rc)
@@ -857,10 +1026,13 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	if (t && psb && ip) {
 		t->last_ip = ip;
-		if (ptenc_maybe_psb(t->enc, v->now, ip) < 0)
+		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
+
+		if (sync < 0)
 			return emu_fail(e, -ENOMEM,
 					"out of memory encoding trace");
-		vg_trim(v, t);
+		if (sync)
+			vg_trim(v, t);
 	}
 	return rc;
 }
@@ -873,9 +1045,18 @@ static int vg_parse(struct vg *v)
 
 	while (off < v->len && !v->hit && !v->ended) {
 		struct rd r = {v->buf + off, v->buf + v->len, false};
+		uint64_t now = v->now;
 
-		rc = vg_record(v, &r);
+		/* Every record is 2 bytes at least. */
+		rc = v->len - off >= 2 ? vg_hot(v, &r) : SHORT;
+		if (rc == 2) {
+			r.p = v->buf + off;
+			r.bad = false;
+			rc = vg_record(v, &r);
+		}
 		if (rc == SHORT) {
+			/* Read again whole, from the clock it began at. */
+			v->now = now;
 			rc = 0;
 			break;
 		}

@@ -74,21 +74,44 @@ static bool has_mtc(const struct ptenc *g)
 	return g->cfg.timing != PTENC_TSC;
 }
 
-static int append(struct ptenc *g, const uint8_t *p, size_t n)
+/* Room for n more bytes. */
+static int reserve(struct ptenc *g, size_t n)
+{
+	size_t cap = g->cap ? g->cap : 1 << 16;
+	uint8_t *b;
+
+	if (g->len + n <= g->cap)
+		return 0;
+	while (cap < g->len + n)
+		cap *= 2;
+	b = realloc(g->buf, cap);
+	if (!b) {
+		g->oom = true;
+		return -ENOMEM;
+	}
+	g->buf = b;
+	g->cap = cap;
+	return 0;
+}
+
+static int append_grow(struct ptenc *g, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return 0;
-	if (g->len + n > g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 1 << 16;
-		uint8_t *b = realloc(g->buf, cap);
-		if (!b) {
-			g->oom = true;
-			return -ENOMEM;
-		}
-		g->buf = b;
-		g->cap = cap;
-	}
+	if (reserve(g, n))
+		return -ENOMEM;
 	memcpy(g->buf + g->len, p, n);
+	g->len += n;
+	return 0;
+}
+
+/* Most packets are a byte or a few, and the buffer has room. */
+static inline int append(struct ptenc *g, const uint8_t *p, size_t n)
+{
+	if (g->len + n > g->cap || n > 9)
+		return append_grow(g, p, n);
+	for (size_t i = 0; i < n; i++)
+		g->buf[g->len + i] = p[i];
 	g->len += n;
 	return 0;
 }
@@ -109,6 +132,40 @@ static int put(struct ptenc *g, const struct pt_packet *pk)
 			if (put(g, &pad))
 				return -ENOMEM;
 	return 0;
+}
+
+/*
+ * An IP packet (TIP, TIP.PGE, TIP.PGD, FUP with an IP) as libipt's
+ * encoder writes it, without its per-packet cost: the header byte (IP
+ * bytes above the opcode) and the low bytes of the IP (SDM, "IP
+ * Packets").  Most of a call-heavy program's trace is these.
+ */
+static int put_ip(struct ptenc *g, const struct pt_packet *pk)
+{
+	static const uint8_t nbytes[8] = {0, 2, 4, 6, 6, 0, 8, 0};
+	uint8_t b[9], op;
+	unsigned ipc = (unsigned)pk->payload.ip.ipc & 7, n = nbytes[ipc];
+
+	switch (pk->type) {
+	case ppt_tip:
+		op = 0x0d;
+		break;
+	case ppt_tip_pge:
+		op = 0x11;
+		break;
+	case ppt_tip_pgd:
+		op = 0x01;
+		break;
+	case ppt_fup:
+		op = 0x1d;
+		break;
+	default:
+		return put(g, pk);
+	}
+	b[0] = (uint8_t)(ipc << 5 | op);
+	for (unsigned i = 0; i < n; i++)
+		b[1 + i] = (uint8_t)(pk->payload.ip.ip >> (8 * i));
+	return append(g, b, 1 + n);
 }
 
 static int cyc(struct ptenc *g, uint64_t tsc)
@@ -236,6 +293,8 @@ static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
 	pk.payload.ip.ip = ip;
 	g->last_ip = ip;
 	g->last_ip_valid = true;
+	if (!g->cfg.pad_chance)
+		return put_ip(g, &pk);
 	return put(g, &pk);
 }
 
@@ -384,10 +443,59 @@ static uint64_t bit_reverse(uint64_t x)
 	return __builtin_bswap64(x);
 }
 
+/* Six bits, the first lowest, as a TNT-8 holds them (the first
+ * highest). */
+static uint8_t rev6(uint64_t v)
+{
+	static const uint8_t r[64] = {
+		0, 32, 16, 48, 8,  40, 24, 56, 4, 36, 20, 52, 12, 44, 28, 60,
+		2, 34, 18, 50, 10, 42, 26, 58, 6, 38, 22, 54, 14, 46, 30, 62,
+		1, 33, 17, 49, 9,  41, 25, 57, 5, 37, 21, 53, 13, 45, 29, 61,
+		3, 35, 19, 51, 11, 43, 27, 59, 7, 39, 23, 55, 15, 47, 31, 63};
+
+	return r[v & 63];
+}
+
+/* The n bits of a run (bit k the k-th branch), with those pending, as
+ * TNT-8 bytes of 6 (the time of the pending bits kept for a CYC). */
+static int tnt8_run(struct ptenc *g, uint64_t t0, unsigned n, uint64_t bits)
+{
+	unsigned an = g->tnt_n;
+	uint64_t acc;
+
+	if (reserve(g, 64 / 6 + 1))
+		return -ENOMEM;
+	if (!an)
+		g->tnt_time = t0;
+	/* The pending bits (the first highest) first lowest, then the
+	 * run's after them, six at a time. */
+	acc = rev6(g->tnt_bits << (6 - an));
+	if (an) {
+		unsigned c = 6 - an < n ? 6 - an : n;
+
+		acc |= (bits & ((1ull << c) - 1)) << an;
+		an += c;
+		n -= c;
+		bits = c < 64 ? bits >> c : 0;
+		if (an < 6) {
+			g->tnt_bits = rev6(acc) >> (6 - an);
+			g->tnt_n = an;
+			return 0;
+		}
+		g->buf[g->len++] = (uint8_t)(rev6(acc) << 1 | 0x80);
+	}
+	for (; n >= 6; n -= 6, bits >>= 6)
+		g->buf[g->len++] = (uint8_t)(rev6(bits) << 1 | 0x80);
+	g->tnt_bits =
+		n ? (uint64_t)rev6(bits & ((1ull << n) - 1)) >> (6 - n) : 0;
+	g->tnt_n = n;
+	return 0;
+}
+
 int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		uint64_t bits)
 {
-	uint64_t step = n > 1 ? (dt << 16) / (n - 1) : 0;
+	uint64_t step;
 	unsigned k = 0;
 
 	if (n > 64)
@@ -400,7 +508,16 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 	 * as a TNT takes. */
 	if (!has_mtc(g) || (t0 >= g->mtc_lo && t0 + dt < g->mtc_hi)) {
 		/* The first branch highest, as a TNT holds them. */
-		uint64_t rev = bit_reverse(bits) >> (64 - n);
+		uint64_t rev;
+
+		/* No CYC and TNT-8s of 6 bits (the emulators' packets):
+		 * the bytes at once, without a call each, and without the
+		 * times of the bits (only a CYC would say them). */
+		if (g->cfg.timing != PTENC_CYC && !g->cfg.pad_chance &&
+		    g->cfg.tnt_max == 6)
+			return tnt8_run(g, t0, n, bits);
+		rev = bit_reverse(bits) >> (64 - n);
+		step = n > 1 ? (dt << 16) / (n - 1) : 0;
 
 		while (k < n) {
 			unsigned c = g->cfg.tnt_max - g->tnt_n;
@@ -418,6 +535,7 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		}
 		return 0;
 	}
+	step = n > 1 ? (dt << 16) / (n - 1) : 0;
 	for (; k < n; k++)
 		if (ptenc_cond(g, t0 + ((k * step) >> 16), bits >> k & 1))
 			return -ENOMEM;

@@ -6,14 +6,22 @@
  *                               capture (the floor for our design)
  *   mt-bench run CMD ARGS...    run a command; report its wall time and
  *                               peak RSS
+ *   mt-bench run-own CMD ARGS...  the same, and the peak RSS of the
+ *                               command's own process, its children's
+ *                               apart (own_rss_kb=K): mt-capture's,
+ *                               without Valgrind's; the command's
+ *                               output goes to /dev/null
  *
- * Both print one line: "seconds=S rss_kb=K [blocks=N]".
+ * They print one line: "seconds=S rss_kb=K [blocks=N|cpu=C]".
  */
 #include "decode/decode.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,11 +61,64 @@ static int bench_decode(const char *path)
 	return 0;
 }
 
-static int bench_run(char **argv)
+/* The peak RSS of process pid, from /proc (kB), or -1. */
+static long vm_hwm(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Waits for pid; with own, pid is traced (PTRACE_TRACEME) and stopped
+ * at its exit, while its memory is still there, for its own peak RSS:
+ * the rusage of a child counts the children it waited for in ru_maxrss.
+ * Every other stop passes its signal on.
+ */
+static int wait_own(pid_t pid, bool own, int *status, struct rusage *ru,
+		    long *own_kb)
+{
+	for (;;) {
+		int sig;
+
+		if (wait4(pid, status, 0, ru) < 0)
+			return -1;
+		if (!WIFSTOPPED(*status))
+			return 0;
+		sig = WSTOPSIG(*status);
+		if (!own)
+			continue;
+		if (sig == SIGTRAP && (*status >> 16) == PTRACE_EVENT_EXIT) {
+			*own_kb = vm_hwm(pid);
+			sig = 0;
+		} else if (sig == SIGTRAP && *own_kb == -2) {
+			/* The stop at exec: from here on, its exit. */
+			ptrace(PTRACE_SETOPTIONS, pid, 0,
+			       (void *)(long)(PTRACE_O_TRACEEXIT |
+					      PTRACE_O_EXITKILL));
+			*own_kb = -1;
+			sig = 0;
+		}
+		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
+	}
+}
+
+static int bench_run(char **argv, bool own)
 {
 	struct rusage ru;
 	double t0 = now();
 	int status;
+	long own_kb = -2;
 	pid_t pid = fork();
 
 	if (pid < 0) {
@@ -65,19 +126,32 @@ static int bench_run(char **argv)
 		return 1;
 	}
 	if (!pid) {
+		if (own) {
+			int null = open("/dev/null", O_WRONLY);
+
+			if (null < 0 || dup2(null, 1) < 0 ||
+			    ptrace(PTRACE_TRACEME, 0, 0, 0)) {
+				perror("mt-bench");
+				_exit(127);
+			}
+			close(null);
+		}
 		execvp(argv[0], argv);
 		perror(argv[0]);
 		_exit(127);
 	}
-	if (wait4(pid, &status, 0, &ru) < 0) {
+	if (wait_own(pid, own, &status, &ru, &own_kb) < 0) {
 		perror("mt-bench: wait");
 		return 1;
 	}
 	/* cpu: user and system time of the command, to set against the
 	 * wall clock (how many cores it kept busy). */
-	printf("seconds=%.3f rss_kb=%ld cpu=%.3f\n", now() - t0, ru.ru_maxrss,
+	printf("seconds=%.3f rss_kb=%ld cpu=%.3f", now() - t0, ru.ru_maxrss,
 	       (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 		       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	if (own)
+		printf(" own_rss_kb=%ld", own_kb);
+	printf("\n");
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -86,8 +160,10 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "decode"))
 		return bench_decode(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "run"))
-		return bench_run(argv + 2);
+		return bench_run(argv + 2, false);
+	if (argc >= 3 && !strcmp(argv[1], "run-own"))
+		return bench_run(argv + 2, true);
 	fprintf(stderr,
-		"usage: mt-bench decode CAPTURE | mt-bench run CMD...\n");
+		"usage: mt-bench decode CAPTURE | mt-bench run[-own] CMD...\n");
 	return 2;
 }

@@ -21,7 +21,7 @@
  *    last instruction's bytes say what that transfer is: only a real
  *    conditional branch (Jcc, JrCXZ, LOOP) gives a taken/not-taken bit,
  *    whatever exits Valgrind made for rep prefixes or other idioms;
- *  - taken bits are packed here, 64 to a record; calls, returns,
+ *  - taken bits are packed here, 63 to a record; calls, returns,
  *    indirect branches, system calls, signals, thread switches, mappings
  *    and hits are records of their own;
  *  - time is virtual: one instruction a nanosecond (a 1 GHz CPU that
@@ -32,10 +32,9 @@
  * so the state is global; the thread that runs owns g_pend and the TNT
  * pack.
  */
-#include "pub_tool_basics.h"
-#include "pub_tool_vki.h"
-#include "pub_tool_vkiscnums.h"
+#include "libvex_guest_offsets.h"
 #include "pub_tool_aspacemgr.h"
+#include "pub_tool_basics.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_libcassert.h"
 #include "pub_tool_libcbase.h"
@@ -48,7 +47,8 @@
 #include "pub_tool_stacktrace.h"
 #include "pub_tool_threadstate.h"
 #include "pub_tool_tooliface.h"
-#include "libvex_guest_offsets.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
 
 /* Valgrind's core offers these to its own parts; a tool may call them. */
 extern Int VG_(safe_fd)(Int oldfd);
@@ -79,7 +79,12 @@ enum {
 	R_PTW = 'w',	 /* dt, u64 value, u64 ip */
 	R_END = 'E',	 /* dt, u64 instructions */
 	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
+	/* With c, i, j, r: a pack's fields (an N record's, less its ip)
+	 * come before the record's own. */
+	R_PACKED = 0x80,
 };
+/* The most bytes a pack's fields take. */
+#define PACK_MAX   (1 + 8 + 10 + 10)
 #define MAGIC	   0x6d747074u /* "mtpt" */
 #define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
 #define MAX_FRAMES 256
@@ -113,20 +118,21 @@ static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
 
 static Int g_fd = -1;
-static Bool g_tracing;	    /* the start symbol was reached */
-static Bool g_dead;	    /* mt-capture went away: say nothing more */
-static ULong g_icount;	    /* guest instructions run, all threads */
-static ULong g_extra;	    /* ns added for system calls */
-static ULong g_t0;	    /* CLOCK_MONOTONIC at start */
-static ULong g_last_vt;	    /* the time of the last record */
-static UWord g_pend;	    /* the running thread's P_* */
-static ThreadId g_cur;	    /* the running thread */
-static ThreadId g_said;	    /* the thread the last R_SWITCH named */
+static Bool g_tracing;	/* the start symbol was reached */
+static Bool g_dead;	/* mt-capture went away: say nothing more */
+static ULong g_icount;	/* guest instructions run, all threads */
+static ULong g_extra;	/* ns added for system calls */
+static ULong g_t0;	/* CLOCK_MONOTONIC at start */
+static ULong g_last_vt; /* the time of the last record */
+static UWord g_pend;	/* the running thread's P_* */
+static ThreadId g_cur;	/* the running thread */
+static ThreadId g_said; /* the thread the last R_SWITCH named */
 /* The running thread's pending bits, packed by the instrumented code
- * itself (see add_tnt()): the bits, how many, g_icount at the first and
- * the last, and where the last branch went. */
-static ULong g_tnt_bits;
-static ULong g_tnt_n;
+ * itself (see add_tnt()): the bits, newest lowest, above a 1 that says
+ * how many (TNT_EMPTY: none); g_icount at the first and the last, and
+ * where the last branch went. */
+#define TNT_EMPTY 1ull
+static ULong g_tnt = TNT_EMPTY;
 static ULong g_tnt_t0, g_tnt_t1;
 static ULong g_tnt_ip;
 static struct th *g_th; /* VG_N_THREADS of them */
@@ -172,51 +178,61 @@ static void flush_out(void)
 	g_len = 0;
 }
 
-static void put(const void *p, UInt n)
+/* Room for n more bytes (n <= sizeof(g_buf)): where they go. */
+static inline UChar *room(UInt n)
 {
 	if (g_len + n > sizeof(g_buf))
 		flush_out();
-	VG_(memcpy)(g_buf + g_len, p, n);
+	return g_buf + g_len;
+}
+
+/* The fields are stored in place, not copied through VG_(memcpy): the
+ * records of a call-heavy program are most of what the tool does. */
+static inline void put(const void *p, UInt n)
+{
+	VG_(memcpy)(room(n), p, n);
 	g_len += n;
 }
 
-static void put8(UChar v)
+static inline void put8(UChar v)
 {
-	put(&v, 1);
+	*room(1) = v;
+	g_len++;
 }
 
-static void put16(UShort v)
+static inline void put16(UShort v)
 {
-	put(&v, 2);
+	*(UShort *)room(2) = v;
+	g_len += 2;
 }
 
-static void put32(UInt v)
+static inline void put32(UInt v)
 {
-	put(&v, 4);
+	*(UInt *)room(4) = v;
+	g_len += 4;
 }
 
-static void put64(ULong v)
+static inline void put64(ULong v)
 {
-	put(&v, 8);
+	*(ULong *)room(8) = v;
+	g_len += 8;
 }
 
-static void put_leb(ULong v)
+static inline void put_leb(ULong v)
 {
-	UChar b[10];
-	UInt n = 0;
+	UChar *b = room(10);
 
-	do {
-		b[n] = (UChar)(v & 0x7f);
+	while (v >= 0x80) {
+		*b++ = (UChar)(v | 0x80);
 		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	put(b, n);
+		g_len++;
+	}
+	*b = (UChar)v;
+	g_len++;
 }
 
 /* The time field of a record: nanoseconds since the previous one. */
-static void put_time(ULong vt)
+static inline void put_time(ULong vt)
 {
 	put_leb(vt >= g_last_vt ? vt - g_last_vt : 0);
 	if (vt > g_last_vt)
@@ -286,36 +302,84 @@ static void say_thread(ThreadId tid)
 	put32((UInt)g_th[tid].lwp);
 }
 
+/* Fields written at p, for a record whose room is reserved at once. */
+static inline UChar *w64(UChar *p, ULong v)
+{
+	*(ULong *)p = v;
+	return p + 8;
+}
+
+static inline UChar *wleb(UChar *p, ULong v)
+{
+	while (v >= 0x80) {
+		*p++ = (UChar)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (UChar)v;
+	return p;
+}
+
+/* The time field at p: nanoseconds since the previous record. */
+static inline UChar *wtime(UChar *p, ULong vt)
+{
+	p = wleb(p, vt >= g_last_vt ? vt - g_last_vt : 0);
+	if (vt > g_last_vt)
+		g_last_vt = vt;
+	return p;
+}
+
+static inline ULong bit_reverse(ULong x)
+{
+	x = (x >> 1 & 0x5555555555555555ull) | (x & 0x5555555555555555ull) << 1;
+	x = (x >> 2 & 0x3333333333333333ull) | (x & 0x3333333333333333ull) << 2;
+	x = (x >> 4 & 0x0f0f0f0f0f0f0f0full) | (x & 0x0f0f0f0f0f0f0f0full) << 4;
+	return __builtin_bswap64(x);
+}
+
+/* The fields of a pack at p: u8 n, u64 bits, dt of the first, span. */
+static inline UChar *wpack(UChar *p)
+{
+	UInt n = 63 - (UInt)__builtin_clzll(g_tnt);
+
+	*p++ = (UChar)n;
+	/* The record's bit k is the k-th branch. */
+	p = w64(p, bit_reverse(g_tnt) >> (64 - n));
+	p = wtime(p, g_t0 + g_extra + (g_tnt_t0 >> TIME_SHIFT));
+	return wleb(p, (g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
+}
+
 /* The pack of the running thread's bits as a record, if it is traced
  * (bits packed before tracing began are dropped). */
-static void flush_tnt(void)
+static void flush_tnt_now(void)
 {
-	ULong base = g_t0 + g_extra;
-
-	if (!g_tnt_n)
-		return;
 	if (g_tracing && !g_dead && g_cur && g_th[g_cur].started) {
+		UChar *p;
+
 		say_thread(g_cur);
-		put8(R_TNT);
-		put8((UChar)g_tnt_n);
-		put64(g_tnt_bits);
-		put_time(base + (g_tnt_t0 >> TIME_SHIFT));
-		put_leb((g_tnt_t1 - g_tnt_t0) >> TIME_SHIFT);
-		put64(g_tnt_ip);
+		p = room(1 + PACK_MAX + 8);
+		*p++ = R_TNT;
+		p = wpack(p);
+		p = w64(p, g_tnt_ip);
+		g_len = (UInt)(p - g_buf);
 	}
-	g_tnt_n = 0;
-	g_tnt_bits = 0;
+	g_tnt = TNT_EMPTY;
+}
+
+static inline void flush_tnt(void)
+{
+	if (g_tnt != TNT_EMPTY)
+		flush_tnt_now();
 }
 
 /* Records of thread tid follow. */
-static void to_thread(ThreadId tid)
+static inline void to_thread(ThreadId tid)
 {
 	flush_tnt();
 	say_thread(tid);
 }
 
 /* A record of the running thread starts: type, then its time. */
-static void rec(UChar type, ThreadId tid)
+static inline void rec(UChar type, ThreadId tid)
 {
 	to_thread(tid);
 	flush_tnt();
@@ -323,7 +387,34 @@ static void rec(UChar type, ThreadId tid)
 	put_time(vt_now());
 }
 
-static Bool live(void)
+/* A call, return or indirect jump of the running thread (traced):
+ * its type, the pending pack's fields before its own when there is one
+ * (R_PACKED: a record fewer a transfer, most of a call-heavy program's
+ * stream), and its time; room for n bytes of fields after: where they
+ * go. */
+static inline UChar *rec_room(UChar type, UInt n)
+{
+	UChar *p;
+
+	say_thread(g_cur);
+	p = room(1 + PACK_MAX + 10 + n);
+	if (g_tnt != TNT_EMPTY) {
+		*p++ = type | R_PACKED;
+		p = wpack(p);
+		g_tnt = TNT_EMPTY;
+	} else {
+		*p++ = type;
+	}
+	return wtime(p, vt_now());
+}
+
+/* The fields from rec_room() end at p. */
+static inline void rec_end(UChar *p)
+{
+	g_len = (UInt)(p - g_buf);
+}
+
+static inline Bool live(void)
 {
 	return g_tracing && !g_dead && g_th[g_cur].started;
 }
@@ -354,42 +445,36 @@ static VG_REGPARM(2) void h_call(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	rec(R_CALL, g_cur);
-	put64(ret);
-	put64(target);
+	rec_end(w64(w64(rec_room(R_CALL, 16), ret), target));
 }
 
 static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	rec(R_ICALL, g_cur);
-	put64(ret);
-	put64(target);
+	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
 }
 
 static VG_REGPARM(1) void h_ijmp(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_IJMP, g_cur);
-	put64(target);
+	rec_end(w64(rec_room(R_IJMP, 8), target));
 }
 
 static VG_REGPARM(1) void h_jmp(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_JMP, g_cur);
-	put64(target);
+	flush_tnt(); /* (none with --mt-truth) */
+	rec_end(w64(rec_room(R_JMP, 8), target));
 }
 
 static VG_REGPARM(1) void h_ret(ULong target)
 {
 	if (!live())
 		return;
-	rec(R_RET, g_cur);
-	put64(target);
+	rec_end(w64(rec_room(R_RET, 8), target));
 }
 
 static VG_REGPARM(1) void h_syscall(ULong next)
@@ -411,8 +496,7 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (!g_tracing || g_dead)
 		return;
 	if (p & P_BEGIN) {
-		g_tnt_n = 0;
-		g_tnt_bits = 0;
+		g_tnt = TNT_EMPTY;
 		g_th[g_cur].started = True;
 		rec(R_BEGIN, g_cur);
 		put64(ip);
@@ -433,8 +517,7 @@ static VG_REGPARM(1) void h_start(ULong ip)
 		if (g_th[t].lwp && !g_th[t].exited && t != g_cur)
 			g_th[t].pend |= P_BEGIN;
 	g_pend = 0;
-	g_tnt_n = 0;
-	g_tnt_bits = 0;
+	g_tnt = TNT_EMPTY;
 	g_th[g_cur].started = True;
 	rec(R_BEGIN, g_cur);
 	put64(ip);
@@ -476,10 +559,11 @@ static Int classify(const UChar *p, UInt len)
 {
 	UInt i = 0;
 
-	while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e ||
-			   p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 ||
-			   p[i] == 0x64 || p[i] == 0x65 || p[i] == 0xf0 ||
-			   p[i] == 0xf2 || p[i] == 0xf3 || (p[i] & 0xf0) == 0x40))
+	while (i < len &&
+	       (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e || p[i] == 0x3e ||
+		p[i] == 0x26 || p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65 ||
+		p[i] == 0xf0 || p[i] == 0xf2 || p[i] == 0xf3 ||
+		(p[i] & 0xf0) == 0x40))
 		i++;
 	if (i >= len)
 		return K_PLAIN;
@@ -528,10 +612,10 @@ static ULong jcc_target(Addr p, UInt len)
 	const UChar *b = (const UChar *)p;
 
 	if (len >= 6 && b[len - 6] == 0x0f)
-		return p + len + (ULong)(Long)(Int)(b[len - 4] |
-						 b[len - 3] << 8 |
-						 b[len - 2] << 16 |
-						 (UInt)b[len - 1] << 24);
+		return p + len +
+		       (ULong)(Long)(Int)(b[len - 4] | b[len - 3] << 8 |
+					  b[len - 2] << 16 |
+					  (UInt)b[len - 1] << 24);
 	return p + len + (ULong)(Long)(signed char)b[len - 1];
 }
 
@@ -560,7 +644,8 @@ static IRExpr *as_tmp(IRSB *sb, IRExpr *e)
 
 static IRExpr *ld64(IRSB *sb, void *addr)
 {
-	return as_tmp(sb, IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
+	return as_tmp(sb,
+		      IRExpr_Load(Iend_LE, Ity_I64, c64((ULong)(Addr)addr)));
 }
 
 static void st64(IRSB *sb, void *addr, IRExpr *e)
@@ -575,38 +660,39 @@ static void st64(IRSB *sb, void *addr, IRExpr *e)
  * through.  A full pack calls h_tnt_full().
  */
 static void add_tnt(IRSB *sb, IRExpr *guard, Bool exit_taken, ULong target,
-		    ULong next)
+		    ULong next, IRExpr *ic)
 {
 	IRTemp tk = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp first = newIRTemp(sb->tyenv, Ity_I1);
 	IRTemp full = newIRTemp(sb->tyenv, Ity_I1);
-	IRTemp sh;
-	IRExpr *n, *bits, *b64, *n1, *ic, *t0;
+	IRExpr *w, *w1;
 	IRDirty *d;
 
 	addStmtToIRSB(sb, IRStmt_WrTmp(tk, exit_taken ? guard
 						      : IRExpr_Unop(Iop_Not1,
 								    guard)));
-	n = ld64(sb, &g_tnt_n);
-	bits = ld64(sb, &g_tnt_bits);
-	b64 = as_tmp(sb, IRExpr_Unop(Iop_1Uto64, IRExpr_RdTmp(tk)));
-	sh = newIRTemp(sb->tyenv, Ity_I8);
-	addStmtToIRSB(sb, IRStmt_WrTmp(sh, IRExpr_Unop(Iop_64to8, n)));
-	b64 = as_tmp(sb, IRExpr_Binop(Iop_Shl64, b64, IRExpr_RdTmp(sh)));
-	st64(sb, &g_tnt_bits, as_tmp(sb, IRExpr_Binop(Iop_Or64, bits, b64)));
-	n1 = as_tmp(sb, IRExpr_Binop(Iop_Add64, n, c64(1)));
-	st64(sb, &g_tnt_n, n1);
+	/* One word: shifted up, the bit in below; the count is where the
+	 * leading 1 is (flush_tnt_now()). */
+	w = ld64(sb, &g_tnt);
+	w1 = as_tmp(sb,
+		    IRExpr_Binop(Iop_Shl64, w, IRExpr_Const(IRConst_U8(1))));
+	w1 = as_tmp(sb,
+		    IRExpr_Binop(Iop_Or64, w1,
+				 as_tmp(sb, IRExpr_Unop(Iop_1Uto64,
+							IRExpr_RdTmp(tk)))));
+	st64(sb, &g_tnt, w1);
 	st64(sb, &g_tnt_ip,
 	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(tk), c64(target), c64(next))));
-	ic = ld64(sb, &g_icount);
-	t0 = ld64(sb, &g_tnt_t0);
-	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, n,
-							    c64(0))));
-	st64(sb, &g_tnt_t0,
-	     as_tmp(sb, IRExpr_ITE(IRExpr_RdTmp(first), ic, t0)));
+	/* The time of the pack's first bit, stored only then; ic is the
+	 * block's count, already in a temporary. */
+	addStmtToIRSB(sb, IRStmt_WrTmp(first, IRExpr_Binop(Iop_CmpEQ64, w,
+							   c64(TNT_EMPTY))));
+	addStmtToIRSB(sb, IRStmt_StoreG(Iend_LE, c64((ULong)(Addr)&g_tnt_t0),
+					ic, IRExpr_RdTmp(first)));
 	st64(sb, &g_tnt_t1, ic);
-	addStmtToIRSB(sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpEQ64, n1,
-							   c64(64))));
+	/* 63 bits: the leading 1 is the sign bit. */
+	addStmtToIRSB(
+		sb, IRStmt_WrTmp(full, IRExpr_Binop(Iop_CmpLT64S, w1, c64(0))));
 	d = unsafeIRDirty_0_N(0, "h_tnt_full",
 			      VG_(fnptr_to_fnentry)(h_tnt_full),
 			      mkIRExprVec_0());
@@ -682,6 +768,7 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 	Int i = 0, ninsn = 0, kind = K_PLAIN, cur_kind = K_PLAIN;
 	Addr last = 0, first = 0, cur = 0;
 	UInt last_len = 0, cur_len = 0;
+	IRExpr *ic = NULL; /* g_icount after this block */
 
 	(void)closure;
 	(void)layout;
@@ -707,21 +794,22 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 		IRExpr *p = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
 						    c64((ULong)(Addr)&g_pend)));
 		IRTemp c = newIRTemp(out->tyenv, Ity_I1);
-		IRDirty *d = unsafeIRDirty_0_N(
-			1, "h_enter", VG_(fnptr_to_fnentry)(h_enter),
-			mkIRExprVec_1(c64(first)));
+		IRDirty *d = unsafeIRDirty_0_N(1, "h_enter",
+					       VG_(fnptr_to_fnentry)(h_enter),
+					       mkIRExprVec_1(c64(first)));
 		IRExpr *n;
 
 		addStmtToIRSB(out, IRStmt_WrTmp(c, IRExpr_Binop(Iop_CmpNE64, p,
-							 c64(0))));
+								c64(0))));
 		d->guard = IRExpr_RdTmp(c);
 		addStmtToIRSB(out, IRStmt_Dirty(d));
 		n = as_tmp(out, IRExpr_Load(Iend_LE, Ity_I64,
 					    c64((ULong)(Addr)&g_icount)));
 		n = as_tmp(out, IRExpr_Binop(Iop_Add64, n, c64((ULong)ninsn)));
-		addStmtToIRSB(out,
-			      IRStmt_Store(Iend_LE, c64((ULong)(Addr)&g_icount),
-					   n));
+		addStmtToIRSB(
+			out,
+			IRStmt_Store(Iend_LE, c64((ULong)(Addr)&g_icount), n));
+		ic = n;
 	}
 	for (; i < in->stmts_used; i++) {
 		IRStmt *st = in->stmts[i];
@@ -741,17 +829,20 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 				      mkIRExprVec_3(
 					      c64(a),
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RDI,
-								Ity_I64)),
+						     IRExpr_Get(
+							     OFFSET_amd64_RDI,
+							     Ity_I64)),
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RSI,
-								Ity_I64))));
+						     IRExpr_Get(
+							     OFFSET_amd64_RSI,
+							     Ity_I64))));
 			if (entry_of(a, o_ptwrite))
 				dirty(out, "h_ptw", h_ptw, 2,
 				      mkIRExprVec_2(
 					      as_tmp(out,
-						     IRExpr_Get(OFFSET_amd64_RDI,
-								Ity_I64)),
+						     IRExpr_Get(
+							     OFFSET_amd64_RDI,
+							     Ity_I64)),
 					      c64(a)));
 			continue;
 		}
@@ -767,8 +858,8 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			ULong dst = st->Ist.Exit.dst->Ico.U64;
 			ULong next = cur + cur_len;
 			Bool exit_taken = dst != next;
-			ULong target = exit_taken ? dst : jcc_target(cur,
-								     cur_len);
+			ULong target =
+				exit_taken ? dst : jcc_target(cur, cur_len);
 
 			if (o_truth)
 				dirty(out, "h_cond", h_cond, 0,
@@ -776,12 +867,13 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 					      as_tmp(out,
 						     IRExpr_Unop(
 							     Iop_1Uto64,
-							     st->Ist.Exit.guard)),
+							     st->Ist.Exit
+								     .guard)),
 					      c64(exit_taken), c64(target),
 					      c64(next)));
 			else
 				add_tnt(out, st->Ist.Exit.guard, exit_taken,
-					target, next);
+					target, next, ic);
 			cur_kind = K_PLAIN; /* one bit per branch */
 		}
 		addStmtToIRSB(out, st);
@@ -1023,19 +1115,20 @@ static Bool mt_option(const HChar *arg)
 
 static void mt_usage(void)
 {
-	VG_(printf)("    --mt-sock=NAME        mt-capture's abstract socket\n"
-		    "    --mt-follow=yes|no    trace the children forked\n"
-		    "    --mt-start=SYMBOL     begin tracing there ('' at "
-		    "once) [main]\n"
-		    "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
-		    "an offset of a file\n"
-		    "    --mt-trigger=SYMBOL   report reaching it "
-		    "[mt_snapshot_point]\n"
-		    "    --mt-trigger-addr=HEX  or this address\n"
-		    "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
-		    "these offsets of a file\n"
-		    "    --mt-ptwrite=SYMBOL   report its argument\n"
-		    "    --mt-truth=yes|no     also report direct jumps\n");
+	VG_(printf)
+	("    --mt-sock=NAME        mt-capture's abstract socket\n"
+	 "    --mt-follow=yes|no    trace the children forked\n"
+	 "    --mt-start=SYMBOL     begin tracing there ('' at "
+	 "once) [main]\n"
+	 "    --mt-start-file=PATH  --mt-start-off=HEX  or there, "
+	 "an offset of a file\n"
+	 "    --mt-trigger=SYMBOL   report reaching it "
+	 "[mt_snapshot_point]\n"
+	 "    --mt-trigger-addr=HEX  or this address\n"
+	 "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
+	 "these offsets of a file\n"
+	 "    --mt-ptwrite=SYMBOL   report its argument\n"
+	 "    --mt-truth=yes|no     also report direct jumps\n");
 }
 
 static void mt_debug_usage(void)
@@ -1066,8 +1159,7 @@ static void on_fork_child(ThreadId tid)
 	Bool was_dead = g_dead;
 
 	g_len = 0;
-	g_tnt_n = 0;
-	g_tnt_bits = 0;
+	g_tnt = TNT_EMPTY;
 	g_dead = True;
 	if (g_fd >= 0)
 		VG_(close)(g_fd);

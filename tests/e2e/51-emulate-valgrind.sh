@@ -81,6 +81,19 @@ if command -v c++ >/dev/null; then
 fi
 cc -O1 -g -I"$R" -o "$W/demo" "$R/examples/demo.c" && capture demo "$W/demo"
 cc -O1 -g -I"$R" -o "$W/stub" "$R/tests/programs/stub.c" && capture stub "$W/stub"
+# Without --truth the tool packs the taken bits itself and sends a pack
+# with the transfer after it: perf decodes the same branches, one by
+# one, as from the capture made branch by branch with --truth.
+if "$B/mt-capture" --emulate=valgrind -o "$W/packed.bin" -- "$W/demo" \
+	>/dev/null 2>"$W/packed.err" &&
+	perf script -i "$W/packed.bin" --itrace=b -F flags,ip,addr >"$W/packed.b" 2>/dev/null &&
+	perf script -i "$W/demo.bin" --itrace=b -F flags,ip,addr >"$W/demo.b" 2>/dev/null &&
+	[ "$(wc -l <"$W/demo.b")" -gt 1000 ] && cmp -s "$W/packed.b" "$W/demo.b"; then
+	echo "PASS vg_packed_same ($(wc -l <"$W/demo.b") branches)"
+else
+	echo "FAIL vg_packed_same: $(diff "$W/packed.b" "$W/demo.b" 2>&1 | head -3 | tr '\n' ' ')"
+	sed 's/^/    /' "$W/packed.err" | tail -3
+fi
 if [ -s "$W/stub.tsv" ] && hit=$(sqlite3 "$W/stub.sqlite" "SELECT name, arg FROM hit" 2>&1) &&
 	[ "$hit" = "mt_snapshot_point|19" ] &&
 	[ "$(awk -F'\t' '$3 == "step"' "$W/stub.tsv" | wc -l)" = 20 ]; then

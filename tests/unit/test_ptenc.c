@@ -1,0 +1,173 @@
+/*
+ * The packet encoder's short paths against its long ones: a run of
+ * branches given at once (ptenc_conds(), as the Valgrind backend gives
+ * them) writes the bytes that the same branches one by one write
+ * (ptenc_cond()), and the IP packets it writes itself are the ones
+ * libipt's decoder reads back as the IPs given.
+ */
+#include "ptenc/ptenc.h"
+#include "tests/unit/check.h"
+
+#include <intel-pt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* An address in one of a few user-space regions, so that IP
+ * compression takes each of its forms. */
+static uint64_t some_ip(uint64_t *s)
+{
+	static const uint64_t base[] = {0x401000, 0x7f1234560000ull,
+					0x7ffff7dd0000ull, 0x55555555a000ull};
+	uint64_t r = next_rand(s);
+
+	return base[r % 4] + (r >> 8) % (r & 16 ? 0x100 : 0x10000000);
+}
+
+static void test_conds_as_cond(struct check_state *st)
+{
+	for (int timing = PTENC_TSC; timing <= PTENC_MTC; timing++) {
+		struct ptenc_cfg cfg = {.timing = (enum ptenc_timing)timing,
+					.psb_period = 0,
+					.mtc_period = 3,
+					.tsc_ctc_ratio = 40,
+					.cbr = 20,
+					.tnt_max = 6};
+		struct ptenc *run = ptenc_new(&cfg, 1),
+			     *one = ptenc_new(&cfg, 1);
+		uint64_t s = 42 + (uint64_t)timing, tsc = 1000000;
+		const uint8_t *a, *b;
+		size_t la, lb;
+		int rc = 0;
+
+		CHECK(st, run && one);
+		if (!run || !one)
+			return;
+		rc |= ptenc_start(run, tsc, 0x401000, false);
+		rc |= ptenc_start(one, tsc, 0x401000, false);
+		for (int i = 0; i < 20000 && !rc; i++) {
+			uint64_t r = next_rand(&s), ip = some_ip(&s);
+			unsigned n = 1 + (unsigned)(r % 64);
+			uint64_t bits = next_rand(&s);
+			uint64_t dt = (r >> 8) % 400, step;
+
+			/* A run of n branches over dt ticks, some of them
+			 * across an MTC; then a transfer. */
+			step = n > 1 ? (dt << 16) / (n - 1) : 0;
+			rc |= ptenc_conds(run, tsc, dt, n, bits);
+			for (unsigned k = 0; k < n; k++)
+				rc |= ptenc_cond(one, tsc + ((k * step) >> 16),
+						 bits >> k & 1);
+			tsc += dt + 1;
+			switch ((r >> 20) % 4) {
+			case 0:
+				ptenc_call(run, ip);
+				ptenc_call(one, ip);
+				break;
+			case 1:
+				rc |= ptenc_ret(run, tsc, ip);
+				rc |= ptenc_ret(one, tsc, ip);
+				break;
+			case 2:
+				rc |= ptenc_indirect(run, tsc, ip);
+				rc |= ptenc_indirect(one, tsc, ip);
+				break;
+			default:
+				rc |= ptenc_maybe_psb(run, tsc, ip) < 0;
+				rc |= ptenc_maybe_psb(one, tsc, ip) < 0;
+				break;
+			}
+		}
+		rc |= ptenc_finish(run, tsc);
+		rc |= ptenc_finish(one, tsc);
+		CHECK(st, !rc);
+		a = ptenc_data(run, &la);
+		b = ptenc_data(one, &lb);
+		CHECKF(st, la == lb && !memcmp(a, b, la),
+		       "timing %d: %zu bytes against %zu", timing, la, lb);
+		ptenc_free(run);
+		ptenc_free(one);
+	}
+}
+
+/* The IP of an IP packet, from the last one (SDM, "IP Compression"). */
+static uint64_t full_ip(const struct pt_packet_ip *p, uint64_t last)
+{
+	switch (p->ipc) {
+	case pt_ipc_update_16:
+		return (last & ~0xffffull) | (p->ip & 0xffff);
+	case pt_ipc_update_32:
+		return (last & ~0xffffffffull) | (p->ip & 0xffffffff);
+	case pt_ipc_update_48:
+		return (last & ~0xffffffffffffull) |
+		       (p->ip & 0xffffffffffffull);
+	case pt_ipc_sext_48:
+		return (uint64_t)((int64_t)(p->ip << 16) >> 16);
+	default:
+		return p->ip;
+	}
+}
+
+static void test_ip_packets(struct check_state *st)
+{
+	struct ptenc_cfg cfg = {.timing = PTENC_TSC, .tnt_max = 6, .cbr = 20};
+	struct ptenc *g = ptenc_new(&cfg, 1);
+	struct pt_packet_decoder *d;
+	struct pt_config pc;
+	struct pt_packet pk;
+	uint64_t s = 7, ips[3000], last = 0;
+	const uint8_t *data;
+	size_t len, n = 0, seen = 0;
+	int rc = 0;
+
+	CHECK(st, g != NULL);
+	if (!g)
+		return;
+	rc |= ptenc_start(g, 100, 0x401000, false);
+	ips[n++] = 0x401000;
+	while (n < sizeof(ips) / sizeof(ips[0])) {
+		ips[n] = some_ip(&s);
+		rc |= ptenc_indirect(g, 100 + n, ips[n]);
+		n++;
+	}
+	rc |= ptenc_finish(g, 100 + n);
+	CHECK(st, !rc);
+	data = ptenc_data(g, &len);
+	pt_config_init(&pc);
+	pc.begin = (uint8_t *)data;
+	pc.end = (uint8_t *)data + len;
+	d = pt_pkt_alloc_decoder(&pc);
+	CHECK(st, d && pt_pkt_sync_set(d, 0) >= 0);
+	while (d && pt_pkt_next(d, &pk, sizeof(pk)) > 0) {
+		if (pk.type == ppt_psb)
+			last = 0;
+		if (pk.type != ppt_tip && pk.type != ppt_tip_pge)
+			continue;
+		last = full_ip(&pk.payload.ip, last);
+		CHECKF(st, seen < n && last == ips[seen],
+		       "packet %zu: %#llx, not %#llx", seen,
+		       (unsigned long long)last,
+		       (unsigned long long)(seen < n ? ips[seen] : 0));
+		seen++;
+	}
+	CHECKF(st, seen == n, "%zu IP packets of %zu", seen, n);
+	pt_pkt_free_decoder(d);
+	ptenc_free(g);
+}
+
+int main(void)
+{
+	struct check_state st = {0};
+
+	RUN(&st, test_conds_as_cond);
+	RUN(&st, test_ip_packets);
+	return CHECK_DONE(&st);
+}
