@@ -61,7 +61,7 @@ VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 .SECONDARY:
 
 .PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz \
-        mutate progs
+        mutate progs real-progs
 
 all: $(BINS) $(VGTOOL)
 
@@ -176,6 +176,13 @@ accuracy: all $(BUILD)/bin/mt-accuracy
 # Time error per timing mode, ours beside perf's on the same captures.
 timing: all $(BUILD)/bin/mt-tree-check $(BUILD)/bin/mt-synth-check
 	@MT_BUILD=$(BUILD) bash tools/timing.sh
+
+# Real programs (Debian's, a Go program) under the Valgrind backend: the
+# calls perf decodes equal the tool's log, and mt-convert's equal perf's,
+# by address; a table of each with its instructions and calls.
+real-progs: all
+	@sh tools/deps.sh --test
+	@MT_BUILD=$(BUILD) bash tools/realprogs.sh $(PROGS)
 
 # The whole pipeline on a bundled program: capture it under Valgrind
 # (--emulate: no Intel PT needed), convert it, say where the results are

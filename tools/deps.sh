@@ -4,8 +4,9 @@
 set -e
 need="gcc make libc6-dev libipt-dev libelf-dev libdw-dev libsqlite3-dev sqlite3 zlib1g-dev libdeflate-dev libiberty-dev liblzma-dev libcapstone-dev linux-perf binutils valgrind"
 # clang and its runtimes (libFuzzer, ASan, UBSan) build the fuzz targets;
-# clang-format is the format check CI runs.
-[ "$1" = "--test" ] && need="$need protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format"
+# clang-format is the format check CI runs; golang-go, bc, jq and python3
+# are real programs the Valgrind backend is held to (tools/realprogs.sh).
+[ "$1" = "--test" ] && need="$need protobuf-compiler g++ xz-utils clang libclang-rt-14-dev clang-format golang-go bc jq python3"
 missing=""
 for p in $need; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -83,9 +83,8 @@ convert_calls() {
 # agree, thread by thread, up to two calls at a thread's end?  Says where
 # they part when not.
 same_calls() {
-	awk -v slack=2 -v col="$2" 'FNR == 1 {f++}
-		f == 1 {a[$1, na[$1]++] = $2; tids[$1] = 1}
-		f == 2 {b[$1, nb[$1]++] = $col; tids[$1] = 1}
+	awk -v slack=2 -v col="$2" 'FILENAME == ARGV[1] {a[$1, na[$1]++] = $2; tids[$1] = 1}
+		FILENAME == ARGV[2] {b[$1, nb[$1]++] = $col; tids[$1] = 1}
 		END {
 			bad = 0
 			for (t in tids) {

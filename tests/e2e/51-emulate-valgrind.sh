@@ -120,9 +120,53 @@ real() { # name program args...
 	fi
 }
 real seq seq 100
+printf '#include <stdio.h>\nint main(void)\n{\n\treturn puts("1") < 0;\n}\n' >"$W/seq1.c"
+cc -O1 -o "$W/seq1" "$W/seq1.c"
 printf 'b\na\nc\n' >"$W/in.txt"
 real sort sort "$W/in.txt"
 real gzip gzip -c "$R/README.md"
+
+# Real programs, by the address of each call: perf's decode equals the
+# tool's log and mt-convert's slices equal perf's (tools/realprogs.sh;
+# make real-progs runs all of them).
+REALPROGS_LIB=1 . "$R/tools/realprogs.sh"
+for p in true seq md5sum grep bc sqlite3 go; do
+	if [ "$p" = go ] && ! command -v go >/dev/null; then
+		echo "SKIP vg_agree_go (no go compiler: apt-get install golang-go)"
+		continue
+	fi
+	if out=$("prog_$p" "$W" </dev/null); then
+		echo "PASS vg_agree_$p ($out)"
+	else
+		echo "FAIL vg_agree_$p: ${out//$'\n'/; }"
+	fi
+done
+
+# The backend --emulate picks says which it is, in one line: Valgrind to
+# run a program, ptrace to attach (Valgrind cannot); -q says nothing.
+"$B/mt-capture" --emulate -o "$W/def.bin" -- "$W/seq1" 2>"$W/def.err" >/dev/null
+if grep -q '^mt-capture: emulating Intel PT under Valgrind (--emulate=valgrind): about 10-25x slower' "$W/def.err" &&
+	[ "$(grep -c 'emulating Intel PT' "$W/def.err")" = 1 ] && [ -s "$W/def.bin" ]; then
+	echo "PASS vg_default_backend"
+else
+	echo "FAIL vg_default_backend: $(head -2 "$W/def.err")"
+fi
+if "$B/mt-capture" --emulate -q -o "$W/quiet.bin" -- "$W/seq1" >/dev/null 2>"$W/quiet.err" &&
+	[ ! -s "$W/quiet.err" ] && [ -s "$W/quiet.bin" ]; then
+	echo "PASS vg_quiet"
+else
+	echo "FAIL vg_quiet: $(head -2 "$W/quiet.err")"
+fi
+sleep 30 &
+sleeper=$!
+timeout -s INT 3 "$B/mt-capture" --emulate -p "$sleeper" -o "$W/att.bin" >/dev/null 2>"$W/att.err"
+kill "$sleeper"
+wait "$sleeper" 2>/dev/null
+if grep -q 'single-stepping (--emulate=ptrace, as Valgrind cannot attach to a running process)' "$W/att.err"; then
+	echo "PASS vg_attach_picks_ptrace"
+else
+	echo "FAIL vg_attach_picks_ptrace: $(head -2 "$W/att.err")"
+fi
 
 # Bad use, one line each and no capture: what this backend does not do,
 # a missing tool, a program that does not exist.
