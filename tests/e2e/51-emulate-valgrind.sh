@@ -1,8 +1,10 @@
 #!/bin/bash
-# The Valgrind backend (--emulate=valgrind) on test programs and real
-# ones: perf's decoder reads each capture without an error and reports
-# the calls and returns of the tool's own log (--truth), and the call
-# tree mt-convert builds equals that log.
+# The Valgrind backend (--emulate, --emulate=valgrind) on test programs
+# and real ones: perf's decoder reads each capture without an error and
+# reports the calls and returns of the tool's own log (--truth), and the
+# call tree mt-convert builds equals that log; on Debian's programs and a
+# Go program, perf's calls equal the log's and mt-convert's equal perf's,
+# by address; --emulate picks this backend, and ptrace for -p.
 B=${MT_BUILD:?}/bin
 R=${MT_ROOT:?}
 W=$(mktemp -d /tmp/mt-e2e-vg.XXXXXX)
