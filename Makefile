@@ -62,7 +62,7 @@ VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 .SECONDARY:
 
 .PHONY: all deps test unit check-format format clean demo bench bench-capture accuracy timing golden-update fuzz \
-        mutate progs
+        mutate progs real-progs
 
 all: $(BINS) $(VGTOOL)
 
@@ -182,24 +182,43 @@ accuracy: all $(BUILD)/bin/mt-accuracy
 timing: all $(BUILD)/bin/mt-tree-check $(BUILD)/bin/mt-synth-check
 	@MT_BUILD=$(BUILD) bash tools/timing.sh
 
-# The whole pipeline on a bundled program: capture it by emulation,
-# convert it, say where the results are.
+# Real programs (Debian's, a Go program) under the Valgrind backend: the
+# calls perf decodes equal the tool's log, and mt-convert's equal perf's,
+# by address; a table of each with its instructions and calls.
+real-progs: all
+	@sh tools/deps.sh --test
+	@MT_BUILD=$(BUILD) bash tools/realprogs.sh $(PROGS)
+
+# The whole pipeline on a bundled program: capture it under Valgrind
+# (--emulate: no Intel PT needed), convert it, say where the results are
+# and what they show.
+DEMO_SQL = sqlite3 -column -header $(BUILD)/demo/trace.sqlite
+# The functions under the slow request's serve(), on the hit's thread.
+DEMO_SLOW = SELECT c.name, count(*) AS calls, sum(c.dur) AS total_ns FROM slice c, \
+	(SELECT s.track_id AS tr, s.ts AS ts, s.dur AS dur FROM slice s \
+	JOIN thread_track t ON s.track_id = t.id JOIN hit h ON t.utid = h.utid \
+	WHERE s.name = 'serve' AND s.ts < h.ts ORDER BY s.ts DESC LIMIT 1) r \
+	WHERE c.track_id = r.tr AND c.ts >= r.ts AND c.ts < r.ts + r.dur \
+	GROUP BY c.name ORDER BY 3 DESC LIMIT 6
 demo:
 	@sh tools/deps.sh
 	@$(MAKE) --no-print-directory all
 	@mkdir -p $(BUILD)/demo
-	@$(CC) -O1 -g -I. -o $(BUILD)/demo/demo examples/demo.c
-	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/demo
+	@$(CC) -O1 -g -I. -pthread -o $(BUILD)/demo/kvserver examples/kvserver.c
+	@$(BUILD)/bin/mt-capture --emulate -o $(BUILD)/demo/raw.bin -- $(BUILD)/demo/kvserver
 	@$(BUILD)/bin/mt-convert $(BUILD)/demo/raw.bin -o $(BUILD)/demo/trace.pftrace
 	@echo
+	@echo "examples/kvserver.c: four worker threads serve 400 requests (a hash"
+	@echo "table, qsort, an LZ77 compressor); request 300 is slow, and asks for"
+	@echo "the snapshot when it is done."
 	@echo "Open $(BUILD)/demo/trace.pftrace in https://ui.perfetto.dev, or ask SQL:"
 	@echo "  sqlite3 $(BUILD)/demo/trace.sqlite 'SELECT name, count(*), sum(dur) FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8'"
-	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
-		'SELECT name, count(*) AS calls, sum(dur) AS total_ns FROM slice GROUP BY name ORDER BY 3 DESC LIMIT 8' 2>/dev/null || true
 	@echo
-	@echo "The snapshot the program asked for (after its slow request 7):"
-	@sqlite3 -column -header $(BUILD)/demo/trace.sqlite \
-		'SELECT name AS trigger, arg AS request, (ts - mark_start) / 1000000.0 AS ms_since_mark FROM hit' 2>/dev/null || true
+	@echo "The snapshot the program asked for:"
+	@$(DEMO_SQL) 'SELECT name AS trigger, arg AS request, tid FROM hit' 2>/dev/null || true
+	@echo
+	@echo "Where the slow request's time went (its serve() and what it called):"
+	@$(DEMO_SQL) "$(DEMO_SLOW)" 2>/dev/null || true
 
 # Rewrite the expected slice trees of the golden captures from the current
 # mt-convert (review the diff like code); RECAPTURE=1 makes the captures

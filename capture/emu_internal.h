@@ -47,6 +47,7 @@ struct insn {
 struct trow {
 	uint64_t start, end;
 	const char *name; /* owned by a sym_file, or static */
+	uint64_t target;  /* where it was entered; 0 when not seen */
 	uint32_t parent;  /* row index, UINT32_MAX for a root */
 	uint32_t depth;
 	uint8_t flags;

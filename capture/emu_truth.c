@@ -121,6 +121,9 @@ int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
 	    mt_grow((void **)&t->tstack, &t->cap_tstack, t->tdepth + 1,
 		    sizeof(*t->tstack)))
 		return -ENOMEM;
+	/* Frames found already running were entered nowhere we saw. */
+	if (!(flags & TR_CLIP_START))
+		t->rows[t->nr_rows - 1].target = ip;
 	f.row = (uint32_t)(t->nr_rows - 1);
 	t->tstack[t->tdepth++] = f;
 	return 0;
@@ -250,7 +253,7 @@ int write_truth(struct emu *e, uint64_t end)
 
 	if (!f)
 		return -EIO;
-	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\n");
+	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\ttarget\n");
 	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
 		struct thr *t = &e->thr[i];
 		const struct trow **order;
@@ -305,7 +308,8 @@ int write_truth(struct emu *e, uint64_t end)
 						names[b]);
 					any = true;
 				}
-			fputs(any ? "\n" : "-\n", f);
+			fprintf(f, "%s\t%#llx\n", any ? "" : "-",
+				(unsigned long long)r->target);
 		}
 		free(order);
 	}

@@ -3,12 +3,14 @@
  * mt-capture: records a program's control flow.
  *
  *   mt-capture [-o FILE] [options] -- PROG ARGS...     (Intel PT)
- *   mt-capture --emulate [-o FILE] [options] -- PROG ARGS...
+ *   mt-capture --emulate[=valgrind|=ptrace] [-o FILE] [options] -- PROG ARGS...
  *
- * Without --emulate the CPU records (capture/hwpt.c); --emulate runs the
- * program under ptrace and writes the packets the hardware would have,
- * about a thousand times slower.  Options that only one backend has are
- * refused by the other in one line.
+ * Without --emulate the CPU records (capture/hwpt.c); --emulate writes the
+ * packets the hardware would have, the program run under Valgrind
+ * (capture/vg_capture.c, tens of times slower) or, --emulate=ptrace and
+ * for -p, single-stepped under ptrace (capture/emulate.c, about a
+ * thousand times slower).  Options that only one backend has are refused
+ * by the other in one line.
  */
 #include "capture/capture.h"
 #include "capture/pick.h"
@@ -31,8 +33,9 @@
 #define PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
 
 static const char usage[] =
-	"usage: mt-capture [--emulate] [-o FILE] [options] -- PROG [ARGS...]\n"
-	"       mt-capture [--emulate] [-o FILE] [options] -p [PID]\n"
+	"usage: mt-capture [--emulate[=valgrind|=ptrace]] [-o FILE] [options] "
+	"-- PROG [ARGS...]\n"
+	"       mt-capture [--emulate[=ptrace]] [-o FILE] [options] -p [PID]\n"
 	"       mt-capture --check [--timing ...]\n"
 	"       mt-capture --version\n"
 	"\n"
@@ -40,8 +43,9 @@ static const char usage[] =
 	"mt-convert turns into a timeline.  Ctrl-C (or SIGTERM, SIGHUP) stops\n"
 	"tracing, lets PROG run on untraced and writes the capture.\n"
 	"\n"
-	"Both backends:\n"
+	"Every backend:\n"
 	"  -o FILE            the capture (default raw.bin)\n"
+	"  -q                 no line naming the emulator, no summary\n"
 	"  -p PID             attach to a running process (all its threads);\n"
 	"                     -p alone on a terminal offers a list\n"
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
@@ -79,8 +83,9 @@ static const char usage[] =
 	"  --stop-at-trigger  the CPU stops tracing at the trigger itself\n"
 	"  --check            show this machine's intel_pt PMU and the config\n"
 	"\n"
-	"Emulation (--emulate: ptrace, any x86-64 Linux, ~1000x slower;\n"
-	"--emulate=valgrind: under Valgrind, ~10x slower, a virtual clock):\n"
+	"Emulation, any x86-64 Linux (--emulate, =valgrind: under Valgrind,\n"
+	"~5-50x slower, a virtual clock; --emulate=ptrace, and --emulate -p:\n"
+	"single-stepped, ~1000x slower):\n"
 	"  --start-at SYMBOL  begin tracing at SYMBOL (default main; '' at "
 	"exec)\n"
 	"  --noretcomp        no compressed returns (a TIP for every ret)\n"
@@ -426,6 +431,28 @@ static int preflight(const char *prog, int pid, const struct emu_opts *o)
 	return 0;
 }
 
+/* The backends, as the options name them. */
+enum backend { BE_HW, BE_PTRACE, BE_VALGRIND, BE_EMULATE_ANY };
+
+/* Which emulator records and what slowdown to expect, in one line: a user
+ * who waits minutes knows why.  attach: --emulate picked ptrace for -p. */
+static void say_backend(enum backend be, bool attach)
+{
+	if (be == BE_VALGRIND)
+		fputs("mt-capture: emulating Intel PT under Valgrind "
+		      "(--emulate=valgrind): about 5-50x slower than native, "
+		      "a virtual clock\n",
+		      stderr);
+	else
+		fprintf(stderr,
+			"mt-capture: emulating Intel PT by single-stepping "
+			"(--emulate=ptrace%s): about 1000x slower than "
+			"hardware\n",
+			attach ? ", as Valgrind cannot attach to a running "
+				 "process"
+			       : "");
+}
+
 /* Options one backend has and the other lacks: named to refuse them. */
 static const char *const emu_only[] = {"--start-at", "--noretcomp",
 				       "--truth",    "--drop-every",
@@ -520,7 +547,7 @@ static int report_run(const struct capture_opts *cap, const char *prog, int rc,
 	return 0;
 }
 
-static int run_hw(char *const argv[], const struct hw_opts *h)
+static int run_hw(char *const argv[], const struct hw_opts *h, bool quiet)
 {
 	uint64_t want = h->cap.snapshot_size, size = hw_aux_size(want);
 	struct hw_stats st;
@@ -537,12 +564,14 @@ static int run_hw(char *const argv[], const struct hw_opts *h)
 		fprintf(stderr, "mt-capture: %s\n", st.kernel_note);
 	if (report_run(&h->cap, argv[0], rc, st.killed_by, err, st.warning))
 		return 1;
-	fprintf(stderr,
-		"mt-capture: %s: %llu thread%s, %.1f KiB of trace, %llu "
-		"hit%s\n",
-		h->cap.output, (unsigned long long)st.threads,
-		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
-		(unsigned long long)st.hits, st.hits == 1 ? "" : "s");
+	if (!quiet)
+		fprintf(stderr,
+			"mt-capture: %s: %llu thread%s, %.1f KiB of trace, "
+			"%llu "
+			"hit%s\n",
+			h->cap.output, (unsigned long long)st.threads,
+			st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
+			(unsigned long long)st.hits, st.hits == 1 ? "" : "s");
 	return 0;
 }
 
@@ -615,11 +644,13 @@ int main(int argc, char **argv)
 	struct emu_opts o = {0};
 	struct hw_opts h = {.paranoid = "/proc/sys/kernel/perf_event_paranoid"};
 	struct emu_stats st;
-	char err[1024], trigger[4352];
+	char err[1024], trigger[4352], insns[48];
 	struct pt_request req = {.timing = PT_TIMING_NORMAL};
 	const char *timing_name = "normal", *custom = NULL;
 	const char *emu_opt = NULL, *hw_opt = NULL;
-	int emulate = 0, check = 0, timing_given = 0, i, rc;
+	enum backend emulate = BE_HW;
+	bool quiet = false, attach_picked = false;
+	int check = 0, timing_given = 0, i, rc;
 
 	/* A capture over ulimit -f is an error said in one line, its
 	 * temporary file removed. */
@@ -639,11 +670,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--version")) {
 			mt_version_print(stdout, "mt-capture");
 			return 0;
-		} else if (!strcmp(a, "--emulate") ||
-			   !strcmp(a, "--emulate=ptrace")) {
-			emulate = 1;
+		} else if (!strcmp(a, "--emulate")) {
+			emulate = BE_EMULATE_ANY;
+		} else if (!strcmp(a, "--emulate=ptrace")) {
+			emulate = BE_PTRACE;
 		} else if (!strcmp(a, "--emulate=valgrind")) {
-			emulate = 2;
+			emulate = BE_VALGRIND;
+		} else if (!strcmp(a, "-q")) {
+			quiet = true;
 		} else if (!strcmp(a, "--check")) {
 			check = 1;
 		} else if (!strcmp(a, "--timing") && i + 1 < argc) {
@@ -790,14 +824,19 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (emulate && hw_opt) {
+	/* Valgrind starts the program it runs: attaching is ptrace's. */
+	if (emulate == BE_EMULATE_ANY) {
+		attach_picked = cap.pid != 0;
+		emulate = cap.pid ? BE_PTRACE : BE_VALGRIND;
+	}
+	if (emulate != BE_HW && hw_opt) {
 		fprintf(stderr,
 			"mt-capture: %s is for the Intel PT backend, not "
 			"--emulate\n",
 			hw_opt);
 		return 2;
 	}
-	if (!emulate && emu_opt) {
+	if (emulate == BE_HW && emu_opt) {
 		fprintf(stderr, "mt-capture: %s needs --emulate%s\n", emu_opt,
 			!strcmp(emu_opt, "--noretcomp")
 				? " (with Intel PT: --timing high, or "
@@ -824,16 +863,16 @@ int main(int argc, char **argv)
 	o.cap = cap;
 	/* From here on a stop signal ends the capture: caught before the
 	 * program starts, it is said instead of a silent death. */
-	if (catch_stop_signals(!emulate))
+	if (catch_stop_signals(emulate == BE_HW))
 		return 1;
-	if ((!check || emulate) && i >= argc && !cap.pid) {
+	if ((!check || emulate != BE_HW) && i >= argc && !cap.pid) {
 		fprintf(stderr,
 			"mt-capture: no program to run (mt-capture%s -- PROG "
 			"ARGS..., or -p PID)\n",
-			emulate ? " --emulate" : "");
+			emulate != BE_HW ? " --emulate" : "");
 		return 2;
 	}
-	if (!emulate) {
+	if (emulate == BE_HW) {
 		/* The hardware path: the PMU as sysfs describes it.  For
 		 * tests: MT_INTEL_PT_SYSFS points elsewhere,
 		 * MT_PERF_EVENT_PARANOID replaces perf_event_paranoid,
@@ -876,28 +915,33 @@ int main(int argc, char **argv)
 			h.paranoid = par;
 		h.sideband_only = getenv("MT_TEST_SIDEBAND_ONLY") != NULL;
 		h.proc_root = getenv("MT_PROC_ROOT");
-		return run_hw(argv + i, &h);
+		return run_hw(argv + i, &h, quiet);
 	}
 	if (preflight(i < argc ? argv[i] : NULL, cap.pid, &o))
 		return 2;
-	if (cap.pid && emulate == 1 && !run_tracer_apart(&rc))
+	if (cap.pid && emulate == BE_PTRACE && !run_tracer_apart(&rc))
 		return rc;
-	if (emulate == 2) {
+	if (!quiet)
+		say_backend(emulate, attach_picked);
+	if (emulate == BE_VALGRIND)
 		rc = vg_run(argv + i, &o, &st, err, sizeof(err));
-	} else {
-		fputs("mt-capture: emulating Intel PT by single-stepping: "
-		      "about 1000x slower than hardware\n",
-		      stderr);
+	else
 		rc = emu_run(argv + i, &o, &st, err, sizeof(err));
-	}
 	if (report_run(&cap, argv[i], rc, st.killed_by, err, st.warning))
 		return 1;
-	fprintf(stderr,
-		"mt-capture: %s: %llu instructions, %llu branches, %llu "
-		"thread%s, %.1f KiB of trace in %.2fs\n",
-		cap.output, (unsigned long long)st.insns,
-		(unsigned long long)st.branches, (unsigned long long)st.threads,
-		st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
-		st.seconds);
+	/* The Valgrind tool counts instructions for its end record, which a
+	 * capture ended by the trigger never gets: no count, rather than 0. */
+	insns[0] = 0;
+	if (st.insns || !st.branches)
+		snprintf(insns, sizeof(insns), "%llu instructions, ",
+			 (unsigned long long)st.insns);
+	if (!quiet)
+		fprintf(stderr,
+			"mt-capture: %s: %s%llu branches, %llu thread%s, %.1f "
+			"KiB of trace in %.2fs\n",
+			cap.output, insns, (unsigned long long)st.branches,
+			(unsigned long long)st.threads,
+			st.threads == 1 ? "" : "s", (double)st.aux_bytes / 1024,
+			st.seconds);
 	return 0;
 }

@@ -133,7 +133,7 @@ c++ -O1 -g -o "$W/exception" "$R/tests/programs/exception.cc"
 for p in demo demo-O2 longjmp signal threads exception recursion; do
 	for every in 10000 1000; do
 		d=$W/$p-$every
-		"$B/mt-capture" --emulate --drop-every "$every" --gaps "$d.gaps" \
+		"$B/mt-capture" --emulate=ptrace --drop-every "$every" --gaps "$d.gaps" \
 			--truth "$d.truth" -o "$d.bin" -- "$W/$p" >/dev/null 2>&1
 		"$B/mt-convert" "$d.bin" --text "$d.on.tsv" -q --no-sqlite \
 			--no-final-stack -o "$d.pftrace"

@@ -125,7 +125,7 @@ mkdir -p "$I"
 if [ ! -f "$I/raw.bin" ]; then
 	cc -O2 -g -o "$I/inline" tests/programs/inline.c
 	echo "capturing tests/programs/inline.c (emulated, about a minute)..."
-	"$B/mt-capture" --emulate -o "$I/raw.bin" -- "$I/inline" 100000 >/dev/null 2>&1
+	"$B/mt-capture" --emulate=ptrace -o "$I/raw.bin" -- "$I/inline" 100000 >/dev/null 2>&1
 fi
 # best of three: a conversion of a few tenths of a second is noisy here
 best() {

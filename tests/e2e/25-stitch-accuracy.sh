@@ -251,7 +251,7 @@ fi
 # gaps fall at the same places each run.
 event_loop() {
 	local name=$1 prog=$2 every=$3 got
-	if ! "$B/mt-capture" --emulate --drop-every "$every" \
+	if ! "$B/mt-capture" --emulate=ptrace --drop-every "$every" \
 		--gaps "$W/$name.gaps" -o "$W/$name.bin" -- "$prog" \
 		>/dev/null 2>"$W/$name.err" ||
 		! "$B/mt-convert" "$W/$name.bin" --text "$W/$name.tsv" -q \
@@ -314,7 +314,7 @@ tps=${MT_SHARED:-$MT_ROOT/../shared}/tools/perfetto/trace_processor_shell
 slices_q="SELECT ts, dur, name, depth FROM slice ORDER BY ts, depth, name, dur"
 no_overlap() {
 	local name=$1 prog=$2 every=$3 d=$W/$1 n joined
-	if ! "$B/mt-capture" --emulate --drop-every "$every" -o "$d.bin" \
+	if ! "$B/mt-capture" --emulate=ptrace --drop-every "$every" -o "$d.bin" \
 		-- "$prog" >/dev/null 2>"$d.err" ||
 		! "$B/mt-convert" "$d.bin" -o "$d.pftrace" -q 2>>"$d.err"; then
 		echo "FAIL $name: capture or convert failed"

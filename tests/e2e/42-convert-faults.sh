@@ -439,7 +439,7 @@ cc -O1 -g -o "$W/spin" "$R/tests/programs/spin.c" || { echo "FAIL convert_spin_t
 spin_capture() {
 	local name=$1 cap i
 	shift
-	"$B/mt-capture" --emulate --truth "$W/$name.truth" -o "$W/$name.bin" \
+	"$B/mt-capture" --emulate=ptrace --truth "$W/$name.truth" -o "$W/$name.bin" \
 		-- "$W/spin" "$@" >/dev/null 2>&1 &
 	cap=$!
 	sleep 4

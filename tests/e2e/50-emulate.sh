@@ -29,7 +29,7 @@ aliases() {
 capture() { # name program [mt-capture options...]
 	local name=$1 prog=$2
 	shift 2
-	if ! "$B/mt-capture" --emulate "$@" --truth "$W/$name.truth" \
+	if ! "$B/mt-capture" --emulate=ptrace "$@" --truth "$W/$name.truth" \
 		-o "$W/$name.bin" -- "$prog" \
 		>"$W/$name.out" 2>"$W/$name.err"; then
 		echo "FAIL emulate_$name: mt-capture failed"
@@ -186,7 +186,7 @@ fi
 # slice spans the exec, and child_work() runs under the new _start.
 if ! cc -O1 -g -static -o "$W/exec" "$R/tests/programs/exec.c" 2>/dev/null; then
 	echo "SKIP emulate_exec (no static libc)"
-elif ! "$B/mt-capture" --emulate -o "$W/exec.bin" -- "$W/exec" \
+elif ! "$B/mt-capture" --emulate=ptrace -o "$W/exec.bin" -- "$W/exec" \
 	>/dev/null 2>"$W/exec.err" ||
 	! "$B/mt-convert" "$W/exec.bin" -o "$W/exec.pftrace" --no-compress \
 		-q 2>>"$W/exec.err"; then
@@ -314,7 +314,7 @@ for bad in "deep.c:1|has no code.*nearest lines that do: [0-9]" \
 	cc -O1 -g -o "$W/two" "$W/two.c" "$W/a/same.c" "$W/b/same.c"
 	prog=$W/deep
 	[ "$spec" = same.c:2 ] && prog=$W/two
-	if ! "$B/mt-capture" --emulate --trigger "$spec" -o "$W/bad.bin" -- "$prog" \
+	if ! "$B/mt-capture" --emulate=ptrace --trigger "$spec" -o "$W/bad.bin" -- "$prog" \
 		>/dev/null 2>"$W/bad.err" && [ "$(grep -c . "$W/bad.err")" -le 2 ] &&
 		grep -q "$want" "$W/bad.err"; then
 		echo "PASS emulate_line_trigger_error ($spec)"
@@ -326,7 +326,7 @@ printf '__attribute__((noinline)) int lib_add(int a, int b)\n{\n\treturn a + b;\
 printf 'int lib_add(int, int);\nint main(void)\n{\n\treturn lib_add(2, 3) - 5;\n}\n' >"$W/tmain.c"
 if cc -O1 -g -shared -fPIC -o "$W/libtlib.so" "$W/tlib.c" &&
 	cc -O1 -g -o "$W/tmain" "$W/tmain.c" -L"$W" -ltlib -Wl,-rpath,"$W" &&
-	"$B/mt-capture" --emulate --trigger tlib.c:3 -o "$W/lib.bin" -- "$W/tmain" \
+	"$B/mt-capture" --emulate=ptrace --trigger tlib.c:3 -o "$W/lib.bin" -- "$W/tmain" \
 		>/dev/null 2>"$W/lib.err" &&
 	"$B/mt-convert" "$W/lib.bin" -o "$W/lib.pftrace" --text "$W/lib.tsv" -q &&
 	[ "$(sqlite3 "$W/lib.sqlite" "SELECT name FROM hit")" = tlib.c:3 ] &&
@@ -352,7 +352,7 @@ fi
 # --multi-snapshot: every qualifying hit (rounds 4..19, give or take one
 # on a loaded machine) appends a snapshot
 # and tracing goes on; each snapshot decodes (it starts at a PSB).
-if "$B/mt-capture" --emulate --multi-snapshot --duration-thresh 100ms \
+if "$B/mt-capture" --emulate=ptrace --multi-snapshot --duration-thresh 100ms \
 	--snapshot-size 8K -o "$W/ms.bin" -- "$W/marked" >/dev/null 2>"$W/ms.err" &&
 	"$B/mt-convert" "$W/ms.bin" -o "$W/ms.pftrace" --text "$W/ms.tsv" -q \
 		2>>"$W/ms.err" &&
@@ -368,7 +368,7 @@ fi
 
 # Snapshot mode: only the newest 4 KiB are kept; decoding starts at the
 # first PSB in them and returns reveal the callers up to the root.
-if "$B/mt-capture" --emulate --snapshot-size 4K -o "$W/snap.bin" -- \
+if "$B/mt-capture" --emulate=ptrace --snapshot-size 4K -o "$W/snap.bin" -- \
 	"$W/demo" >/dev/null 2>"$W/snap.err" &&
 	[ "$(stat -c %s "$W/snap.bin")" -lt 16384 ] &&
 	"$B/mt-convert" "$W/snap.bin" -o "$W/snap.pftrace" --text "$W/snap.tsv" \
@@ -383,7 +383,7 @@ fi
 
 # Emulated overflows: packets lost as an overflowing CPU loses them; perf
 # reports exactly one overflow per listed gap and mt-convert converts.
-if "$B/mt-capture" --emulate --drop-every 1000 --gaps "$W/drop.gaps" \
+if "$B/mt-capture" --emulate=ptrace --drop-every 1000 --gaps "$W/drop.gaps" \
 	-o "$W/drop.bin" -- "$W/demo" >/dev/null 2>"$W/drop.err" &&
 	perf script -i "$W/drop.bin" --itrace=cre >"$W/drop.perf" 2>/dev/null &&
 	gaps=$(($(wc -l <"$W/drop.gaps") - 1)) && [ "$gaps" -gt 0 ] &&
@@ -433,7 +433,7 @@ fi
 # The capture records build ids: a binary rebuilt after the capture is
 # named as such, not decoded as if it were the same.
 cp "$W/stub" "$W/stub2"
-if "$B/mt-capture" --emulate -o "$W/bid.bin" -- "$W/stub2" >/dev/null 2>&1 &&
+if "$B/mt-capture" --emulate=ptrace -o "$W/bid.bin" -- "$W/stub2" >/dev/null 2>&1 &&
 	cc -O2 -I"$R" -o "$W/stub2" "$R/tests/programs/stub.c" &&
 	"$B/mt-convert" "$W/bid.bin" -o "$W/bid.pftrace" -q 2>"$W/bid.err" &&
 	[ "$(grep -c 'stub2.*another build id' "$W/bid.err")" = 1 ]; then
@@ -443,14 +443,14 @@ else
 fi
 
 # Bad use: a program that does not exist, a symbol that does not exist.
-if "$B/mt-capture" --emulate -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
+if "$B/mt-capture" --emulate=ptrace -o "$W/x.bin" -- "$W/nope" 2>"$W/x.err"; then
 	echo "FAIL emulate_missing_program: exit 0"
 elif [ -e "$W/x.bin" ]; then
 	echo "FAIL emulate_missing_program: left a capture"
 else
 	echo "PASS emulate_missing_program"
 fi
-if ! "$B/mt-capture" --emulate --start-at no_such_symbol -o "$W/y.bin" -- \
+if ! "$B/mt-capture" --emulate=ptrace --start-at no_such_symbol -o "$W/y.bin" -- \
 	"$W/demo" >/dev/null 2>"$W/y.err" && grep -q "no symbol 'no_such_symbol'" "$W/y.err"; then
 	echo "PASS emulate_missing_symbol"
 else
@@ -484,7 +484,7 @@ done
 # nothing: one line, no capture.
 printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/nomain.c"
 cc -O1 -nostdlib -static -o "$W/nomain" "$W/nomain.c" && strip "$W/nomain"
-if ! "$B/mt-capture" --emulate -o "$W/nomain.bin" -- "$W/nomain" 2>"$W/nomain.err" &&
+if ! "$B/mt-capture" --emulate=ptrace -o "$W/nomain.bin" -- "$W/nomain" 2>"$W/nomain.err" &&
 	[ ! -e "$W/nomain.bin" ] && [ "$(grep -vc single-stepping "$W/nomain.err")" = 1 ] &&
 	grep -q "no symbol 'main', and its entry point does not hand one" "$W/nomain.err"; then
 	echo "PASS emulate_stripped_nomain"

@@ -16,7 +16,7 @@ cc -O0 -g -I"$R" -o "$W/demo" "$R/examples/demo.c" || { echo "FAIL capture_pick:
 num() { sed -n "s|^ *\([0-9][0-9]*\)  $1\$|\1|p" "$2" | head -1; }
 
 # symbol:? -- list, then pick "respond" by its number.
-printf '\n' | "$B/mt-capture" --emulate --trigger 'symbol:?' -o "$W/none.bin" \
+printf '\n' | "$B/mt-capture" --emulate=ptrace --trigger 'symbol:?' -o "$W/none.bin" \
 	-- "$W/demo" >/dev/null 2>"$W/list.err"
 n=$(num respond "$W/list.err")
 if [ -n "$n" ] && grep -q "^ *[0-9]*  fib$" "$W/list.err" &&
@@ -26,7 +26,7 @@ if [ -n "$n" ] && grep -q "^ *[0-9]*  fib$" "$W/list.err" &&
 else
 	echo "FAIL capture_pick_symbol_list: $(tail -2 "$W/list.err")"
 fi
-if [ -n "$n" ] && printf '%s\n' "$n" | "$B/mt-capture" --emulate \
+if [ -n "$n" ] && printf '%s\n' "$n" | "$B/mt-capture" --emulate=ptrace \
 	--trigger 'symbol:?' -o "$W/sym.bin" -- "$W/demo" >/dev/null 2>"$W/sym.err" &&
 	grep -q "^mt-capture: --trigger respond$" "$W/sym.err" &&
 	"$B/mt-convert" --info "$W/sym.bin" 2>&1 | grep -q "respond"; then
@@ -36,15 +36,15 @@ else
 fi
 
 # line:? -- the file, then the line of "r->id = id;" by its number.
-printf '\n' | "$B/mt-capture" --emulate --trigger 'line:?' -o "$W/none.bin" \
+printf '\n' | "$B/mt-capture" --emulate=ptrace --trigger 'line:?' -o "$W/none.bin" \
 	-- "$W/demo" >/dev/null 2>"$W/files.err"
 f=$(num '.*examples/demo.c' "$W/files.err")
 want=$(grep -n 'r->id = id;' "$R/examples/demo.c" | cut -d: -f1)
-printf '%s\n\n' "$f" | "$B/mt-capture" --emulate --trigger 'line:?' \
+printf '%s\n\n' "$f" | "$B/mt-capture" --emulate=ptrace --trigger 'line:?' \
 	-o "$W/none.bin" -- "$W/demo" >/dev/null 2>"$W/lines.err"
 l=$(sed -n "s/^ *\([0-9][0-9]*\)  $want  r->id = id;\$/\1/p" "$W/lines.err" | head -1)
 if [ -n "$f" ] && [ -n "$l" ] && printf '%s\n%s\n' "$f" "$l" |
-	"$B/mt-capture" --emulate --trigger 'line:?' -o "$W/line.bin" \
+	"$B/mt-capture" --emulate=ptrace --trigger 'line:?' -o "$W/line.bin" \
 		-- "$W/demo" >/dev/null 2>"$W/line.err" &&
 	grep -q "^mt-capture: --trigger .*examples/demo.c:$want$" "$W/line.err" &&
 	[ -s "$W/line.bin" ]; then
@@ -54,7 +54,7 @@ else
 fi
 
 # ? -- functions and files in one list.
-printf '\n' | "$B/mt-capture" --emulate --trigger '?' -o "$W/none.bin" \
+printf '\n' | "$B/mt-capture" --emulate=ptrace --trigger '?' -o "$W/none.bin" \
 	-- "$W/demo" >/dev/null 2>"$W/all.err"
 if grep -q "^ *[0-9]*  fib$" "$W/all.err" && grep -q "^ *[0-9]*  file .*examples/demo.c$" "$W/all.err"; then
 	echo "PASS capture_pick_all"
@@ -63,7 +63,7 @@ else
 fi
 
 # A bad answer.
-echo 99999 | "$B/mt-capture" --emulate --trigger 'symbol:?' -o "$W/bad.bin" \
+echo 99999 | "$B/mt-capture" --emulate=ptrace --trigger 'symbol:?' -o "$W/bad.bin" \
 	-- "$W/demo" >/dev/null 2>"$W/bad.err"
 rc=$?
 if [ $rc = 2 ] && [ "$(grep -c '^mt-capture' "$W/bad.err")" = 1 ] &&

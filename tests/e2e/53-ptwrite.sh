@@ -13,7 +13,7 @@ trap 'rm -rf "$W"' EXIT
 cc -O1 -g -I"$R" -o "$W/ptw" "$R/tests/programs/ptwrite.c" || { echo "FAIL ptwrite: cc"; exit 0; }
 want=$(for i in $(seq 0 19); do echo $((i * 1000 + 7)); done)
 
-if ! "$B/mt-capture" --emulate --ptwrite -o "$W/raw.bin" -- "$W/ptw" 2>"$W/cap.err"; then
+if ! "$B/mt-capture" --emulate=ptrace --ptwrite -o "$W/raw.bin" -- "$W/ptw" 2>"$W/cap.err"; then
 	echo "FAIL ptwrite_capture: $(tail -1 "$W/cap.err")"
 	exit 0
 fi
@@ -63,7 +63,7 @@ fi
 
 # Without --ptwrite: no PTW packet, no instant, and the same call tree
 # (a PTWRITE at a function's first instruction keeps the call to it).
-"$B/mt-capture" --emulate -o "$W/plain.bin" -- "$W/ptw" 2>/dev/null &&
+"$B/mt-capture" --emulate=ptrace -o "$W/plain.bin" -- "$W/ptw" 2>/dev/null &&
 	"$B/mt-convert" "$W/plain.bin" -o "$W/plain.pftrace" --no-compress \
 		--text "$W/plain.tsv" -q 2>/dev/null
 "$B/mt-convert" "$W/raw.bin" -o "$W/t2.pftrace" --no-sqlite --text "$W/t.tsv" -q 2>/dev/null

@@ -59,16 +59,16 @@ fresh() { rm -f "$W/prog"; cp "$W/ticker" "$W/prog"; }
 ln -s "$W/prog" "$W/prog.link"
 fresh
 refuse output_is_program "-o $W/prog is the program to trace ($W/prog)" \
-	--emulate -o "$W/prog" -- "$W/prog" 0 "$W/ran"
+	--emulate=ptrace -o "$W/prog" -- "$W/prog" 0 "$W/ran"
 fresh
 refuse output_is_program_relative "-o ../prog is the program to trace (../prog)" \
-	--emulate -o ../prog -- ../prog 0 "$W/ran"
+	--emulate=ptrace -o ../prog -- ../prog 0 "$W/ran"
 fresh
 refuse output_is_program_link "-o $W/prog.link is the program to trace" \
-	--emulate -o "$W/prog.link" -- "$W/prog" 0 "$W/ran"
+	--emulate=ptrace -o "$W/prog.link" -- "$W/prog" 0 "$W/ran"
 fresh
 PATH="$W:$PATH" refuse output_is_program_path "-o ../prog is the program to trace (prog)" \
-	--emulate -o ../prog -- prog 0 "$W/ran"
+	--emulate=ptrace -o ../prog -- prog 0 "$W/ran"
 fresh
 MT_INTEL_PT_SYSFS=$W/pmu refuse output_is_program_hw "-o $W/prog is the program to trace" \
 	--timing low -o "$W/prog" -- "$W/prog" 0 "$W/ran"
@@ -115,7 +115,7 @@ for sig in TERM HUP; do
 done
 for sig in TERM HUP; do
 	rm -f "$W/done"
-	"$B/mt-capture" --emulate -o "$W/run.bin" -- "$W/ticker" 3 "$W/done" \
+	"$B/mt-capture" --emulate=ptrace -o "$W/run.bin" -- "$W/ticker" 3 "$W/done" \
 		>/dev/null 2>"$W/run.err" & C=$!
 	sleep 1.5
 	kill -$sig "$C"; wait "$C"; rc=$?
@@ -151,28 +151,28 @@ fi
 # 3. --snapshot-size: below the minimum (which the message names), too
 # large to hold, or overflowing the K/M/G shift.
 refuse snapshot_size_tiny "at least 4K" \
-	--emulate --snapshot-size 1 -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size 1 -- "$W/ticker" 0 "$W/ran"
 refuse snapshot_size_zero "at least 4K" \
-	--emulate --snapshot-size 0K -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size 0K -- "$W/ticker" 0 "$W/ran"
 refuse snapshot_size_erange "at most 4G.*'99999999999999999999'" \
-	--emulate --snapshot-size 99999999999999999999 -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size 99999999999999999999 -- "$W/ticker" 0 "$W/ran"
 # 2^44 + 1 mebibytes: the shift wraps around to 1M.
 refuse snapshot_size_shift "at most 4G.*'17592186044417M'" \
-	--emulate --snapshot-size 17592186044417M -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size 17592186044417M -- "$W/ticker" 0 "$W/ran"
 refuse snapshot_size_huge "at most 4G" \
-	--emulate --snapshot-size 5G -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size 5G -- "$W/ticker" 0 "$W/ran"
 refuse snapshot_size_negative "wants a size" \
-	--emulate --snapshot-size ' -4K' -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --snapshot-size ' -4K' -- "$W/ticker" 0 "$W/ran"
 
 # 4. A program that dies of a signal: said in one line, by the signal's
 # name, and its trace up to there is written.  A signal the program
 # handles is no death.
-"$B/mt-capture" --emulate -o "$W/segv.bin" -- "$W/segv" >/dev/null 2>"$W/segv.err"
+"$B/mt-capture" --emulate=ptrace -o "$W/segv.bin" -- "$W/segv" >/dev/null 2>"$W/segv.err"
 rc=$?
 if grep -qx "mt-capture: $W/segv killed by SIGSEGV" "$W/segv.err" &&
 	"$B/mt-convert" "$W/segv.bin" -o "$W/segv.pftrace" --text "$W/segv.tsv" -q &&
 	grep -q 'crash' "$W/segv.tsv" &&
-	"$B/mt-capture" --emulate -o "$W/sig.bin" -- "$W/signal" >/dev/null 2>"$W/sig.err" &&
+	"$B/mt-capture" --emulate=ptrace -o "$W/sig.bin" -- "$W/signal" >/dev/null 2>"$W/sig.err" &&
 	! grep -q 'killed' "$W/sig.err"; then
 	echo "PASS capture_faults_killed_by_signal (exit $rc)"
 else
@@ -185,13 +185,13 @@ fi
 # regular file, a directory as the output).
 : >"$W/afile"
 refuse output_missing_dir "-o $W/nodir/raw.bin: cannot write there" \
-	--emulate -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
 refuse output_under_file "-o $W/afile/raw.bin: cannot write there" \
-	--emulate -o "$W/afile/raw.bin" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o "$W/afile/raw.bin" -- "$W/ticker" 0 "$W/ran"
 refuse output_directory "-o $W/pmu: is a directory" \
-	--emulate -o "$W/pmu" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o "$W/pmu" -- "$W/ticker" 0 "$W/ran"
 refuse truth_unwritable "--truth $W/nodir/t.tsv: cannot write there" \
-	--emulate -o raw.bin --truth "$W/nodir/t.tsv" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o raw.bin --truth "$W/nodir/t.tsv" -- "$W/ticker" 0 "$W/ran"
 MT_INTEL_PT_SYSFS=$W/pmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cannot write there" \
 	--timing low -o "$W/nodir/raw.bin" -- "$W/ticker" 0 "$W/ran"
 
@@ -201,11 +201,11 @@ MT_INTEL_PT_SYSFS=$W/pmu refuse output_missing_dir_hw "-o $W/nodir/raw.bin: cann
 ln -s /dev/null "$W/null.bin"
 mkfifo "$W/fifo.bin"
 refuse output_dev_null "-o $W/null.bin: is a character device" \
-	--emulate -o "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
 refuse output_fifo "-o $W/fifo.bin: is a FIFO" \
-	--emulate -o "$W/fifo.bin" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o "$W/fifo.bin" -- "$W/ticker" 0 "$W/ran"
 refuse truth_dev_null "--truth $W/null.bin: is a character device" \
-	--emulate -o raw.bin --truth "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o raw.bin --truth "$W/null.bin" -- "$W/ticker" 0 "$W/ran"
 if [ -c /dev/null ] && [ -L "$W/null.bin" ] && [ -p "$W/fifo.bin" ] &&
 	[ -z "$(ls "$W" | grep '\.tmp\.')" ]; then
 	echo "PASS capture_faults_special_untouched"
@@ -219,7 +219,7 @@ rm -f "$W/null.bin" "$W/fifo.bin"
 # temporary file left.
 mkdir -p "$W/lim"
 echo earlier >"$W/lim/cap.bin"
-(ulimit -f 4; "$B/mt-capture" --emulate -o "$W/lim/cap.bin" -- "$W/ticker" 0) \
+(ulimit -f 4; "$B/mt-capture" --emulate=ptrace -o "$W/lim/cap.bin" -- "$W/ticker" 0) \
 	>/dev/null 2>"$W/lim.err"
 rc=$?
 if [ $rc -ne 1 ]; then
@@ -236,13 +236,13 @@ fi
 # 6. An option's value that is an option: "-o --" would write a file
 # named "--" and take the program for an option.
 refuse output_dashdash "-o wants a file name, not '--'" \
-	--emulate -o -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o -- "$W/ticker" 0 "$W/ran"
 refuse output_dash "-o wants a file name, not '-x'" \
-	--emulate -o -x -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace -o -x -- "$W/ticker" 0 "$W/ran"
 refuse drop_every_garbage "--drop-every wants a number of branches, not 'often'" \
-	--emulate --drop-every often -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --drop-every often -- "$W/ticker" 0 "$W/ran"
 refuse trigger_dash "--trigger wants a value, not '--'" \
-	--emulate --trigger -- "$W/ticker" 0 "$W/ran"
+	--emulate=ptrace --trigger -- "$W/ticker" 0 "$W/ran"
 
 # 7. -p on mt-capture itself, on its parent shell, on its grandparent:
 # refused at once instead of a wait for Ctrl-C.
@@ -315,7 +315,7 @@ fi
 # 9. --start-at reached first by a fork()ed child: the child, which
 # fork gave a copy of the start's breakpoint, runs on untraced; the
 # parent's arrival starts the trace.
-"$B/mt-capture" --emulate --start-at late -o "$W/fork.bin" -- "$W/forker" \
+"$B/mt-capture" --emulate=ptrace --start-at late -o "$W/fork.bin" -- "$W/forker" \
 	>"$W/fork.out" 2>"$W/fork.err"
 rc=$?
 if [ $rc = 0 ] && grep -qx "child ok" "$W/fork.out" &&
@@ -351,7 +351,7 @@ int main(int argc, char **argv)
 EOC
 cc -o "$W/pending" "$W/pending.c" || { echo "FAIL capture_faults: cc pending"; exit 0; }
 rm -rf "$W/run" "$W/ran"; mkdir -p "$W/run"
-(cd "$W/run" && timeout 30 "$W/pending" "$B/mt-capture" --emulate -o t.bin -- \
+(cd "$W/run" && timeout 30 "$W/pending" "$B/mt-capture" --emulate=ptrace -o t.bin -- \
 	"$W/ticker" 0 "$W/ran") >/dev/null 2>"$W/t.err"
 rc=$?
 if [ $rc = 1 ] && grep -q "stopped before $W/ticker was started: nothing traced" "$W/t.err" &&
@@ -363,7 +363,7 @@ else
 	sed 's/^/    /' "$W/t.err" | tail -2
 fi
 rm -f "$W/done"
-"$B/mt-capture" --emulate --start-at finish -o "$W/late.bin" -- "$W/ticker" 1.5 "$W/done" \
+"$B/mt-capture" --emulate=ptrace --start-at finish -o "$W/late.bin" -- "$W/ticker" 1.5 "$W/done" \
 	>/dev/null 2>"$W/late.err" & C=$!
 caught "$C"
 sleep 0.3
@@ -379,7 +379,7 @@ fi
 bad=
 for d in 0 0 0.001 0.002 0.004 0.008 0.015 0.03; do
 	rm -f "$W/done" "$W/l.bin"
-	"$B/mt-capture" --emulate -o "$W/l.bin" -- "$W/ticker" 0.1 "$W/done" \
+	"$B/mt-capture" --emulate=ptrace -o "$W/l.bin" -- "$W/ticker" 0.1 "$W/done" \
 		>/dev/null 2>"$W/l.err" & C=$!
 	caught "$C"
 	sleep "$d"

@@ -20,7 +20,7 @@ if ! command -v addr2line >/dev/null || ! command -v objdump >/dev/null ||
 fi
 cc -O1 -g -I"$R" -o "$W/demo" "$R/examples/demo.c" ||
 	{ echo "FAIL source_positions: cc"; exit 0; }
-if ! "$B/mt-capture" --emulate -o "$W/demo.bin" -- "$W/demo" \
+if ! "$B/mt-capture" --emulate=ptrace -o "$W/demo.bin" -- "$W/demo" \
 	>/dev/null 2>"$W/cap.err" ||
 	! "$B/mt-convert" "$W/demo.bin" -o "$W/demo.pftrace" --no-compress \
 		-q 2>"$W/conv.err"; then
@@ -107,7 +107,7 @@ fi
 # which has its debug file here, still has one), and the trace has
 # neither arg when nothing has.
 cc -O1 -I"$R" -o "$W/plain" "$R/examples/demo.c" &&
-	"$B/mt-capture" --emulate -o "$W/plain.bin" -- "$W/plain" \
+	"$B/mt-capture" --emulate=ptrace -o "$W/plain.bin" -- "$W/plain" \
 		>/dev/null 2>&1 &&
 	"$B/mt-convert" "$W/plain.bin" -o "$W/plain.pftrace" --no-compress \
 		-q 2>/dev/null

@@ -28,7 +28,7 @@ if ! command -v addr2line >/dev/null || ! command -v objdump >/dev/null ||
 fi
 cc -O2 -g -o "$W/inline" "$R/tests/programs/inline.c" ||
 	{ echo "FAIL inline: cc"; exit 0; }
-if ! "$B/mt-capture" --emulate --truth "$W/truth" -o "$W/inl.bin" -- \
+if ! "$B/mt-capture" --emulate=ptrace --truth "$W/truth" -o "$W/inl.bin" -- \
 	"$W/inline" $N >/dev/null 2>"$W/cap.err" ||
 	! "$B/mt-convert" "$W/inl.bin" -o "$W/inl.pftrace" --no-compress \
 		--text "$W/inl.tsv" -q 2>"$W/conv.err"; then
@@ -138,7 +138,7 @@ fi
 
 # Tracing that begins inside note(): the returns reveal hot() with the
 # calls inlined where it called note, around it.
-if "$B/mt-capture" --emulate --start-at note -o "$W/sa.bin" -- \
+if "$B/mt-capture" --emulate=ptrace --start-at note -o "$W/sa.bin" -- \
 	"$W/inline" $N >/dev/null 2>&1 &&
 	"$B/mt-convert" "$W/sa.bin" -o "$W/sa.pftrace" --no-final-stack -q \
 		2>/dev/null; then
@@ -180,7 +180,7 @@ fi
 # in many segments.  Where this once differed from -j 1, it did so about
 # one conversion in seven: twelve conversions.
 cc -O1 -g -I"$R" -o "$W/demo" "$R/examples/demo.c" &&
-	"$B/mt-capture" --emulate --drop-every 1000 -o "$W/demo.bin" -- \
+	"$B/mt-capture" --emulate=ptrace --drop-every 1000 -o "$W/demo.bin" -- \
 		"$W/demo" >/dev/null 2>&1 &&
 	"$B/mt-convert" "$W/demo.bin" -o "$W/d1.pftrace" --text "$W/d1.tsv" \
 		-j 1 -q 2>/dev/null || echo "FAIL inline_parallel_demo: no capture"

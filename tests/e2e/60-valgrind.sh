@@ -22,7 +22,7 @@ else
 	echo "FAIL valgrind_convert"; tail -20 "$W/conv.err" | sed 's/^/    /'
 fi
 cc -O1 -o "$W/clock" "$R/tests/programs/clock.c"
-if vg "$B/mt-capture" --emulate -o "$W/c.bin" -- "$W/clock" >/dev/null \
+if vg "$B/mt-capture" --emulate=ptrace -o "$W/c.bin" -- "$W/clock" >/dev/null \
 	2>"$W/cap.err"; then
 	echo "PASS valgrind_capture"
 else
@@ -32,7 +32,7 @@ fi
 # unwinder (libdw) run too.
 cc -O1 -g -o "$W/deep" "$R/tests/programs/deep.c"
 line=$(grep -n MARK_LINE "$R/tests/programs/deep.c" | cut -d: -f1)
-if vg "$B/mt-capture" --emulate --start-at work --trigger "deep.c:$line" \
+if vg "$B/mt-capture" --emulate=ptrace --start-at work --trigger "deep.c:$line" \
 	-o "$W/d.bin" -- "$W/deep" >/dev/null 2>"$W/unw.err" &&
 	! grep -q 'unwinding failed' "$W/unw.err"; then
 	echo "PASS valgrind_capture_unwind"

@@ -56,9 +56,9 @@ synth deep --seed 12 --branches 6000 --start-depth 3 --final-stack \
 cc -O1 -g -I. -o "$W/stub" tests/programs/stub.c
 cc -O1 -g -o "$W/longjmp" tests/programs/longjmp.c
 cc -O1 -g -pthread -o "$W/threads" tests/programs/threads.c
-"$B/mt-capture" --emulate -o "$W/stub.bin" -- "$W/stub" >/dev/null 2>&1
-"$B/mt-capture" --emulate -o "$W/longjmp.bin" -- "$W/longjmp" >/dev/null 2>&1
-"$B/mt-capture" --emulate --drop-every 200 -o "$W/threads.bin" \
+"$B/mt-capture" --emulate=ptrace -o "$W/stub.bin" -- "$W/stub" >/dev/null 2>&1
+"$B/mt-capture" --emulate=ptrace -o "$W/longjmp.bin" -- "$W/longjmp" >/dev/null 2>&1
+"$B/mt-capture" --emulate=ptrace --drop-every 200 -o "$W/threads.bin" \
 	-- "$W/threads" >/dev/null 2>&1
 keep emulate-stub "$W/stub.bin" "$W/stub"
 keep emulate-longjmp "$W/longjmp.bin" "$W/longjmp"
