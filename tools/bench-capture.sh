@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make bench-capture: real programs natively, under mt-capture
 # --emulate=valgrind and (the small ones, on a small input) under
 # --emulate=ptrace.  CPU is user+sys of the command and every process it

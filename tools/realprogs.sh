@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Real programs under the Valgrind backend: each is captured with
 # mt-capture --emulate=valgrind --truth, and three lists of calls, per
 # thread and in order, are compared by the address each call went to:

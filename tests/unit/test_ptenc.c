@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The packet encoder's short paths against its long ones: a run of
  * branches given at once (ptenc_conds(), as the Valgrind backend gives
