@@ -50,9 +50,12 @@ static const char usage[] =
 	"                     -p alone on a terminal offers a list\n"
 	"  --snapshot-size N  keep only the newest N bytes of trace per "
 	"thread\n"
-	"                     (per CPU with --per-cpu): 4K to 4G; the\n"
-	"                     hardware rounds it up to a power of two of "
-	"pages\n"
+	"                     (per CPU with --per-cpu): 4K to 4G, default "
+	"4M;\n"
+	"                     the hardware rounds it up to a power of two "
+	"of\n"
+	"                     pages (emulating with --truth: everything)\n"
+	"  --full             record everything instead of the newest\n"
 	"  --trigger SYMBOL   take the snapshot when SYMBOL is reached (also\n"
 	"                     addr:0x..., or FILE:LINE such as demo.c:42, "
 	"from\n"
@@ -76,7 +79,6 @@ static const char usage[] =
 	"  --timing-custom F=V,...  the raw fields: tsc, mtc, cyc, noretcomp,\n"
 	"                     mtc_period, cyc_thresh, psb_period\n"
 	"  --per-cpu          one ring per CPU (default: one per thread)\n"
-	"  --full             record everything instead of the newest\n"
 	"  --include-kernel   trace the kernel too (root or CAP_PERFMON)\n"
 	"  --filter START-STOP@FILE[,...]  trace only these code ranges\n"
 	"                     (functions or hex addresses of FILE)\n"
@@ -457,9 +459,9 @@ static void say_backend(enum backend be, bool attach)
 static const char *const emu_only[] = {"--start-at", "--noretcomp",
 				       "--truth",    "--drop-every",
 				       "--gaps",     "--follow-children"};
-static const char *const hw_only[] = {
-	"--timing",	    "--timing-custom", "--per-cpu",	   "--full",
-	"--include-kernel", "--filter",	       "--stop-at-trigger"};
+static const char *const hw_only[] = {"--timing",  "--timing-custom",
+				      "--per-cpu", "--include-kernel",
+				      "--filter",  "--stop-at-trigger"};
 
 static bool in(const char *a, const char *const *list, size_t n)
 {
@@ -850,6 +852,11 @@ int main(int argc, char **argv)
 		      stderr);
 		return 2;
 	}
+	/* The emulators keep the newest 4M a thread, as the hardware's
+	 * ring does, so that memory stays bounded on a long run; --truth,
+	 * a log of every call, asks for the whole trace beside it. */
+	if (emulate != BE_HW && !h.full && !cap.snapshot_size && !o.truth)
+		cap.snapshot_size = 4ull << 20;
 	if (h.full && cap.multi_snapshot) {
 		fputs("mt-capture: --full keeps everything already; "
 		      "--multi-snapshot is for the ring\n",

@@ -269,8 +269,8 @@ self attach_parent_hw "-p [0-9]* is an ancestor of mt-capture" \
 # caught PID: wait (bounded) until mt-capture PID catches SIGTERM, which
 # it does once its options are read: the moments after are the launch's.
 caught() {
-	local m
-	for _ in $(seq 1000); do
+	local m end=$((SECONDS + 60))
+	while [ $SECONDS -lt $end ]; do
 		# Until the exec, $! is a copy of this shell, which catches
 		# SIGTERM too: only mt-capture's own handler counts.
 		m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
@@ -381,7 +381,7 @@ for d in 0 0 0.001 0.002 0.004 0.008 0.015 0.03; do
 	rm -f "$W/done" "$W/l.bin"
 	"$B/mt-capture" --emulate=ptrace -o "$W/l.bin" -- "$W/ticker" 0.1 "$W/done" \
 		>/dev/null 2>"$W/l.err" & C=$!
-	caught "$C"
+	caught "$C" || bad="$bad $d(SIGTERM never caught)"
 	sleep "$d"
 	kill -TERM "$C"; wait "$C"; rc=$?
 	if [ $rc = 0 ]; then
