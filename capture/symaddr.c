@@ -266,6 +266,24 @@ out:
 	return 0;
 }
 
+/*
+ * Not the executable's: the first address of function sym in the
+ * libraries pid maps now (0), or rc (the executable's error stays).
+ */
+static int in_libraries(pid_t pid, const char *sym, uint64_t *out, int rc)
+{
+	struct symwatch *w = symwatch_new(sym);
+	char why[256];
+	size_t n;
+
+	if (w && symwatch_scan(w, pid, why, sizeof(why)) > 0) {
+		*out = symwatch_addrs(w, &n)[0];
+		rc = 0;
+	}
+	symwatch_free(w);
+	return rc;
+}
+
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen)
 {
@@ -293,6 +311,8 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 	else if (rc == -ENOENT && !strcmp(sym, "main") &&
 		 !symaddr_main_vaddr(exe, out, NULL, err, errlen))
 		rc = 0, *out += bias;
+	else if (rc == -ENOENT && strcmp(sym, "main"))
+		rc = in_libraries(pid, sym, out, rc);
 	sym_file_free(sf);
 	return rc;
 }

@@ -13,11 +13,12 @@
 #include <sys/types.h>
 
 /*
- * The runtime address of function sym of exe as process pid maps it
- * ("addr:0x..." is an address already).  Returns 0, -ENOENT when there is
- * no such symbol (err lists the near names), -EINVAL when several
- * functions share the name (err lists their addresses), or another
- * negative code.
+ * The runtime address of function sym of exe as process pid maps it, or
+ * else of a library it maps now (the first that has it); "addr:0x..." is
+ * an address already.  Returns 0, -ENOENT when there is no such symbol
+ * (err lists the executable's near names), -EINVAL when several
+ * functions of exe share the name (err lists their addresses), or
+ * another negative code.
  */
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen);
