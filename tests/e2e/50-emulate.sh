@@ -565,6 +565,18 @@ for be in ptrace valgrind; do
 		! awk -v a="$t_exe" -v b="$t_plug" 'BEGIN {exit !(b > a)}'; then
 		why="$why MMAP2 times: exe '$t_exe', libplug.so '$t_plug';"
 	fi
+	# ld.so calls libc's IFUNC resolvers while relocating it: each is
+	# named as perf names it (__strnlen_ifunc, not strnlen).
+	perf script -i "$W/lm.bin" --itrace=c -F ip,sym,addr 2>/dev/null |
+		awk '$2 ~ /^_dl_relocate_object/ && $3 == "=>" {print $5}' | sed 's/@.*//' | sort -u >"$W/lm.perf"
+	if "$B/mt-convert" "$W/lm.bin" -o "$W/lm.pftrace" --no-sqlite --text "$W/lm.txt" -q 2>/dev/null; then
+		awk -F'\t' '$6 != "inlined" {print $3}' "$W/lm.txt" | sed 's/@.*//' | sort -u >"$W/lm.ours"
+		missing=$(comm -23 "$W/lm.perf" "$W/lm.ours" | tr '\n' ' ')
+		[ -s "$W/lm.perf" ] && [ -z "$missing" ] ||
+			why="$why resolvers perf names that we do not: '$missing';"
+	else
+		why="$why mt-convert failed;"
+	fi
 	# Ended by a signal (SIGTERM, as Ctrl-C) while the program spins, its
 	# libraries mapped: each is there with its build id all the same.
 	rm -f "$W/ready"
