@@ -14,32 +14,54 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* One executable mapping, kept unless seen already. */
-static int keep_exec_map(const struct mt_map *m, const char *line, void *arg)
+int emu_add_map(struct emu *e, const char *line, uint64_t time)
 {
-	struct emu *e = arg;
 	char *copy;
 
-	if (!(m->prot & PROT_EXEC))
-		return 0;
 	for (size_t i = 0; i < e->nr_maps; i++)
 		if (!strcmp(e->maps[i], line))
 			return 0;
 	copy = strdup(line);
-	if (!copy || mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
-			     sizeof(*e->maps))) {
+	if (!copy ||
+	    mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
+		    sizeof(*e->maps)) ||
+	    mt_grow((void **)&e->map_time, &e->cap_map_time, e->nr_maps + 1,
+		    sizeof(*e->map_time))) {
 		free(copy);
 		return -ENOMEM;
 	}
+	e->map_time[e->nr_maps] = time;
 	e->maps[e->nr_maps++] = copy;
-	return 0;
+	return 1;
 }
 
-int emu_collect_maps(struct emu *e)
-{
-	int rc = mt_maps_each(e->pid, keep_exec_map, e, NULL, 0);
+/* What emu_collect_maps() hands each line of /proc/PID/maps. */
+struct collect {
+	struct emu *e;
+	uint64_t time;
+	bool added;
+};
 
-	return rc == -ENOMEM ? rc : 0;
+/* One executable mapping, kept unless seen already. */
+static int keep_exec_map(const struct mt_map *m, const char *line, void *arg)
+{
+	struct collect *c = arg;
+	int rc;
+
+	if (!(m->prot & PROT_EXEC))
+		return 0;
+	rc = emu_add_map(c->e, line, c->time);
+	if (rc > 0)
+		c->added = true;
+	return rc < 0 ? rc : 0;
+}
+
+int emu_collect_maps(struct emu *e, uint64_t time)
+{
+	struct collect c = {e, time, false};
+	int rc = mt_maps_each(e->pid, keep_exec_map, &c, NULL, 0);
+
+	return rc == -ENOMEM ? rc : c.added;
 }
 
 /* The emulated PMU: a Skylake's intel_pt with its TSC, MTC and CPU
@@ -110,11 +132,16 @@ static int write_threads(struct emu *e, struct capfile *c,
 	char path[4096];
 	int rc = pd_write_comm(c->w, &cm, sid);
 
+	/* Each mapping at the time it was seen made: perf switches images
+	 * by time (a library unloaded and another loaded at its address). */
 	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
 		struct mt_map m;
+		struct pd_sample_id ms = *sid;
 
+		if (e->map_time[i] > ms.time)
+			ms.time = e->map_time[i];
 		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)))
-			rc = capfile_mapping(c, &m, (uint32_t)e->pid, sid,
+			rc = capfile_mapping(c, &m, (uint32_t)e->pid, &ms,
 					     false);
 	}
 	for (size_t i = 0; i < e->nr_thr && !rc; i++) {

@@ -156,12 +156,16 @@ struct emu {
 	char exe[4096];
 	char comm[16];
 	uint64_t start_time;
-	char **maps; /* executable lines of /proc/PID/maps seen */
-	size_t nr_maps, cap_maps;
+	char **maps;	    /* executable lines of /proc/PID/maps seen */
+	uint64_t *map_time; /* when each was first seen mapped */
+	size_t nr_maps, cap_maps, cap_map_time;
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
-	/* A FILE:LINE trigger: every address the line begins at. */
+	/* A FILE:LINE trigger: every address the line begins at; a
+	 * function of a library: its address in each one mapped. */
 	uint64_t *triggers;
 	size_t nr_triggers;
+	/* --trigger in no file mapped yet: looked for as files come. */
+	struct symwatch *trigger_watch;
 	uint64_t hit_time, hit_mark, hit_ip;
 	pid_t hit_tid;
 	long hit_arg;
@@ -224,10 +228,14 @@ void emu_free(struct emu *e);
 /* emu_capture.c */
 /*
  * The target's executable mappings, read while it lives (after reaching
- * the start and when a thread exits, which catches what was loaded in
- * between), for the MMAP2 records.
+ * the start, after each system call that maps code, and when a thread
+ * exits), for the MMAP2 records: those new since the last look are
+ * stamped time.  1 when there were new ones, 0, or -ENOMEM.
  */
-int emu_collect_maps(struct emu *e);
+int emu_collect_maps(struct emu *e, uint64_t time);
+/* One mapping as a line of /proc/PID/maps, mapped at time, unless the
+ * same line is known already (then 0; 1 when added; -ENOMEM). */
+int emu_add_map(struct emu *e, const char *line, uint64_t time);
 /* The capture, its trace ending at end; 0, or -1 with why in e->err. */
 int emu_write_capture(struct emu *e, uint64_t end);
 

@@ -6,6 +6,7 @@
  * the teardown.
  */
 #include "capture/emu_internal.h"
+#include "capture/symaddr.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -167,7 +168,9 @@ void emu_free(struct emu *e)
 	free(e->sb_ids);
 	for (size_t i = 0; i < e->nr_maps; i++)
 		free(e->maps[i]);
+	symwatch_free(e->trigger_watch);
 	free(e->maps);
+	free(e->map_time);
 	free(e->vdso);
 	free(e->thr);
 	free(e->icache);

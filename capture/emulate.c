@@ -48,6 +48,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -480,90 +481,176 @@ static int rewind_to(struct emu *e, uint64_t addr)
 }
 
 /*
- * Run the target to the first instruction of symbol sym in the
- * executable, with a breakpoint there.  Told to stop (Ctrl-C, SIGTERM)
- * before it gets there, the target is stopped by a SIGSTOP of ours (taken
- * back before it is let go), its code put back and it runs on untraced:
- * -EINTR, with why in err.
+ * After a system call (its stop, or the step over it): did it map code?
+ * An mmap or mprotect that made memory executable and succeeded (at a
+ * system call's entry rax is -ENOSYS).
  */
-static int run_to(struct emu *e, const char *sym)
+static bool syscall_mapped_code(const struct user_regs_struct *r)
 {
-	uint64_t addr, word;
-	int status, rc = exe_symbol(e, sym, &addr);
-	bool stopping = false;
+	return (r->orig_rax == SYS_mmap || r->orig_rax == SYS_mprotect) &&
+	       (r->rdx & PROT_EXEC) && (int64_t)r->rax >= 0;
+}
 
-	if (rc == -ENOENT) {
-		size_t len = strlen(e->err);
-
-		snprintf(e->err + len, e->errlen - len,
-			 "; --start-at '' traces from exec");
-		return rc;
-	}
-	if (rc)
-		return rc;
+/* The start's breakpoint at addr: its code's word into *word. */
+static int set_breakpoint(struct emu *e, const char *sym, uint64_t addr,
+			  uint64_t *word)
+{
 	errno = 0;
-	word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
+	*word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
 	if (errno)
 		return emu_fail(e, -errno, "reading %s at %#llx: %s", sym,
 				(unsigned long long)addr, strerror(errno));
-	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
-		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK)) < 0 ||
-	    ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
-		   (void *)((word & ~0xffull) | 0xcc)) < 0 ||
-	    ptrace(PTRACE_CONT, e->pid, NULL, NULL) < 0)
+	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
+		   (void *)((*word & ~0xffull) | 0xcc)) < 0)
 		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * sym is no function of the executable: look in the libraries mapped now
+ * (the loader) and, while there is none, at every system call that maps
+ * code.  Its first address into *addr, or 0 for not yet.
+ */
+static int watch_start(struct emu *e, struct symwatch *w, uint64_t *addr)
+{
+	size_t n;
+	int rc = symwatch_scan(w, e->pid, e->err, e->errlen);
+
+	if (rc < 0)
+		return rc;
+	*addr = rc > 0 ? symwatch_addrs(w, &n)[0] : 0;
+	return 0;
+}
+
+/*
+ * Run the target to the first instruction of function sym of the
+ * executable, or of a library it maps (then at each system call that
+ * maps code until one has it), with a breakpoint there.  Told to stop
+ * (Ctrl-C, SIGTERM) before it gets there, the target is stopped by a
+ * SIGSTOP of ours (taken back before it is let go), its code put back
+ * and it runs on untraced: -EINTR, with why in err.
+ */
+static int run_to(struct emu *e, const char *sym)
+{
+	uint64_t addr = 0, word = 0;
+	struct symwatch *w = NULL;
+	int status, rc = exe_symbol(e, sym, &addr);
+	bool stopping = false;
+
+	/* main is the program's own (symaddr_resolve() finds it stripped). */
+	if (rc == -ENOENT && strncmp(sym, "addr:", 5) && strcmp(sym, "main")) {
+		if (!(w = symwatch_new(sym)))
+			return emu_fail(e, -ENOMEM, "out of memory");
+		rc = watch_start(e, w, &addr);
+	}
+	if (!rc && addr)
+		rc = set_breakpoint(e, sym, addr, &word);
+	if (rc)
+		goto out;
+	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
+		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK |
+				  PTRACE_O_TRACESYSGOOD)) < 0 ||
+	    ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, e->pid, NULL, NULL) <
+		    0) {
+		rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		goto out;
+	}
 	for (;;) {
 		int sig, event;
 
 		if (!stopping && *e->o->cap.stop) {
 			stopping = true;
-			if (kill(e->pid, SIGSTOP) < 0)
-				return emu_fail(e, -errno, "kill: %s",
-						strerror(errno));
+			if (kill(e->pid, SIGSTOP) < 0) {
+				rc = emu_fail(e, -errno, "kill: %s",
+					      strerror(errno));
+				goto out;
+			}
 		}
 		/* A signal to mt-capture breaks the wait to be seen. */
 		if (waitpid(e->pid, &status, __WALL) < 0) {
-			if (errno != EINTR)
-				return emu_fail(e, -errno, "waitpid: %s",
-						strerror(errno));
+			if (errno != EINTR) {
+				rc = emu_fail(e, -errno, "waitpid: %s",
+					      strerror(errno));
+				goto out;
+			}
 			continue;
 		}
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return emu_fail(e, stopping ? -EINTR : -ESRCH,
-					"%s exited before reaching %s", e->exe,
-					sym);
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (!addr && !stopping) {
+				/* In no file it mapped: say what there is. */
+				size_t len;
+
+				rc = symwatch_missing(w, e->exe, e->err,
+						      e->errlen);
+				len = strlen(e->err);
+				snprintf(e->err + len, e->errlen - len,
+					 "; --start-at '' traces from exec");
+				goto out;
+			}
+			rc = emu_fail(e, stopping ? -EINTR : -ESRCH,
+				      "%s exited before reaching %s", e->exe,
+				      sym);
+			goto out;
+		}
 		sig = WSTOPSIG(status);
 		event = status >> 16;
+		if (sig == (SIGTRAP | 0x80)) {
+			/* A system call's stop: is sym mapped now? */
+			struct user_regs_struct r;
+
+			if (!addr &&
+			    !ptrace(PTRACE_GETREGS, e->pid, NULL, &r) &&
+			    syscall_mapped_code(&r) &&
+			    (rc = watch_start(e, w, &addr)) == 0 && addr)
+				rc = set_breakpoint(e, sym, addr, &word);
+			if (rc)
+				goto out;
+			sig = 0;
+		}
 		if (event == PTRACE_EVENT_FORK)
 			release_forked(e->pid, addr, word);
 		if (sig == SIGTRAP && !event) {
 			/* The breakpoint: the start is reached. */
 			if ((rc = rewind_to(e, addr)))
-				return rc;
+				goto out;
 			if (!stopping)
 				break;
 		} else if (stopping && sig == SIGSTOP && !event) {
 			break; /* ours */
 		}
 		/* Other stops before it: pass signals on. */
-		if (ptrace(PTRACE_CONT, e->pid, NULL,
+		if (ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, e->pid, NULL,
 			   (void *)(long)(sig == SIGTRAP || event ? 0 : sig)) <
 			    0 &&
-		    errno != ESRCH)
-			return emu_fail(e, -errno, "ptrace: %s",
-					strerror(errno));
+		    errno != ESRCH) {
+			rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+			goto out;
+		}
 	}
-	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr, (void *)word) < 0 ||
+	if ((addr &&
+	     ptrace(PTRACE_POKETEXT, e->pid, (void *)addr, (void *)word) < 0) ||
 	    ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS) <
-		    0)
-		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
-	if (!stopping)
-		return 0;
-	detach_all(e);
-	return emu_fail(e, -EINTR,
-			"stopped before %s reached %s: nothing traced (it runs "
-			"on)",
+		    0) {
+		rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		goto out;
+	}
+	if (stopping) {
+		detach_all(e);
+		rc = emu_fail(
+			e, -EINTR,
+			"stopped before %s reached %s: nothing traced (it "
+			"runs on)",
 			e->exe, sym);
+	}
+out:
+	if (rc == -ENOENT && !w) {
+		size_t len = strlen(e->err);
+
+		snprintf(e->err + len, e->errlen - len,
+			 "; --start-at '' traces from exec");
+	}
+	symwatch_free(w);
+	return rc;
 }
 
 static int launch(struct emu *e, char *const argv[])
@@ -790,6 +877,71 @@ static void unwind_at_hit(struct emu *e, struct thr *t)
 	t->nr_unwound = n;
 }
 
+/* The addresses the trigger's watch found become triggers. */
+static int take_trigger_addrs(struct emu *e)
+{
+	size_t n;
+	const uint64_t *a = symwatch_addrs(e->trigger_watch, &n);
+	uint64_t *v = realloc(e->triggers, (n ? n : 1) * sizeof(*v));
+
+	if (!v)
+		return emu_fail(e, -ENOMEM, "out of memory");
+	memcpy(v, a, n * sizeof(*v));
+	e->triggers = v;
+	e->nr_triggers = n;
+	e->trigger = n ? v[0] : 0;
+	return 0;
+}
+
+/*
+ * --trigger FUNC: a function of the executable, or else of any library it
+ * maps, now or later (dlopen): looked for again after each system call
+ * that maps code (after_syscall).
+ */
+static int resolve_trigger(struct emu *e, const char *sym)
+{
+	int rc = exe_symbol(e, sym, &e->trigger);
+
+	if (rc != -ENOENT || !strncmp(sym, "addr:", 5))
+		return rc;
+	e->err[0] = 0;
+	e->trigger_watch = symwatch_new(sym);
+	if (!e->trigger_watch)
+		return emu_fail(e, -ENOMEM, "out of memory");
+	rc = symwatch_scan(e->trigger_watch, e->pid, e->err, e->errlen);
+	return rc < 0 ? rc : rc > 0 ? take_trigger_addrs(e) : 0;
+}
+
+/* A system call was stepped over: code it mapped goes into the capture's
+ * mappings at this time, and may hold the trigger. */
+static int after_syscall(struct emu *e, struct thr *t)
+{
+	struct user_regs_struct r;
+	int rc;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) < 0 ||
+	    !syscall_mapped_code(&r))
+		return 0;
+	if (emu_collect_maps(e, now_ns()) < 0)
+		return emu_fail(e, -ENOMEM, "out of memory");
+	if (!e->trigger_watch)
+		return 0;
+	rc = symwatch_scan(e->trigger_watch, e->pid, e->err, e->errlen);
+	return rc < 0 ? rc : rc > 0 ? take_trigger_addrs(e) : 0;
+}
+
+/* The trigger named a function no file the program mapped has: traced
+ * to the end, and the user is told. */
+static void trigger_never_mapped(struct emu *e)
+{
+	char why[512];
+	size_t len = strlen(e->st->warning);
+
+	symwatch_missing(e->trigger_watch, e->exe, why, sizeof(why));
+	snprintf(e->st->warning + len, sizeof(e->st->warning) - len,
+		 "%s--trigger: %s; traced to the end", len ? "; " : "", why);
+}
+
 /* The step loop: until every thread has exited or we are told to stop. */
 static int trace(struct emu *e)
 {
@@ -844,7 +996,7 @@ static int trace(struct emu *e)
 		if (event) {
 			if (event == PTRACE_EVENT_EXIT &&
 			    ((rc = leave_in_syscall(e, t)) ||
-			     emu_collect_maps(e)))
+			     emu_collect_maps(e, now_ns()) < 0))
 				return rc ? rc
 					  : emu_fail(e, -ENOMEM,
 						     "out of memory");
@@ -883,6 +1035,9 @@ static int trace(struct emu *e)
 			} else if ((rc = transfer(e, t, ip))) {
 				return rc;
 			}
+			if (t->step.cls == IC_SYSCALL &&
+			    (rc = after_syscall(e, t)))
+				return rc;
 			t->last_ip = ip;
 			if (e->ptw_addr && ip == e->ptw_addr &&
 			    (rc = emu_ptwrite(e, t, tid, ip)))
@@ -1003,8 +1158,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		if (!rc && *start)
 			rc = run_to(&e, start);
 	}
-	if (!rc)
-		rc = emu_collect_maps(&e);
+	if (!rc && emu_collect_maps(&e, now_ns()) < 0)
+		rc = emu_fail(&e, -ENOMEM, "out of memory");
 	if (!rc)
 		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
 	if (!rc) {
@@ -1035,10 +1190,10 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		if (!rc)
 			e.trigger = e.triggers[0];
 	} else if (!rc && o->cap.trigger)
-		rc = exe_symbol(&e, o->cap.trigger, &e.trigger);
+		rc = resolve_trigger(&e, o->cap.trigger);
 	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
-	if (!rc && e.trigger)
+	if (!rc && (e.trigger || e.trigger_watch))
 		e.mark_addr = exe_object(&e, "mt_mark_start_ns");
 	/* A program without mt_ptwrite() writes nothing. */
 	if (!rc && o->ptwrite && exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
@@ -1047,6 +1202,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc)
 		rc = trace(&e);
 	st->seconds = (double)(now_ns() - e.start_time) / 1e9;
+	if (!rc && e.trigger_watch && !e.trigger)
+		trigger_never_mapped(&e);
 	if (e.pid > 0)
 		detach_all(&e);
 	/* Whatever was traced is written, even after an error. */

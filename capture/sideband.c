@@ -4,8 +4,10 @@
  * CPU: an inherited event can only be mapped per CPU) records
  * its mmaps, comm changes, forks, exits and context switches in a data
  * ring, timestamped on CLOCK_MONOTONIC (the emulator's clock), and the
- * records are copied into the capture exactly as the kernel wrote them.
- * The hardware backend's data rings carry the same records.
+ * records are copied into the capture exactly as the kernel wrote them,
+ * but for the mmaps: the emulator sees each system call that maps code
+ * and writes those itself, once each, with build ids.  The hardware
+ * backend's data rings carry the same records.
  */
 #include "capture/sideband.h"
 #include "capture/ring.h"
@@ -82,7 +84,8 @@ void sb_close(struct sb_ring *r)
 static int copy_record(const struct perf_event_header *rec, void *w)
 {
 	if (rec->type == PERF_RECORD_AUX || rec->type == PERF_RECORD_LOST ||
-	    rec->type == PERF_RECORD_SAMPLE)
+	    rec->type == PERF_RECORD_SAMPLE || rec->type == PERF_RECORD_MMAP ||
+	    rec->type == PERF_RECORD_MMAP2)
 		return 0;
 	return pd_writer_raw(w, rec, rec->size);
 }

@@ -29,7 +29,9 @@ struct sb_ring {
 int sb_open_dummy(struct sb_ring *r, pid_t pid, int cpu, char *err,
 		  size_t errlen);
 void sb_close(struct sb_ring *r);
-/* The ring's records, as the kernel wrote them, into the capture. */
+/* The ring's records, as the kernel wrote them, into the capture, but
+ * for its MMAP and MMAP2 records: the emulator follows the mappings
+ * itself and writes each once, with its build id and time. */
 int sb_copy(struct pd_writer *w, struct perf_event_mmap_page *pg,
 	    size_t data_pages);
 

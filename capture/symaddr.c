@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* What find_mapping() looks for, and what it found. */
@@ -266,6 +267,24 @@ out:
 	return 0;
 }
 
+/*
+ * Not the executable's: the first address of function sym in the
+ * libraries pid maps now (0), or rc (the executable's error stays).
+ */
+static int in_libraries(pid_t pid, const char *sym, uint64_t *out, int rc)
+{
+	struct symwatch *w = symwatch_new(sym);
+	char why[256];
+	size_t n;
+
+	if (w && symwatch_scan(w, pid, why, sizeof(why)) > 0) {
+		*out = symwatch_addrs(w, &n)[0];
+		rc = 0;
+	}
+	symwatch_free(w);
+	return rc;
+}
+
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen)
 {
@@ -293,31 +312,32 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 	else if (rc == -ENOENT && !strcmp(sym, "main") &&
 		 !symaddr_main_vaddr(exe, out, NULL, err, errlen))
 		rc = 0, *out += bias;
+	else if (rc == -ENOENT && strcmp(sym, "main"))
+		rc = in_libraries(pid, sym, out, rc);
 	sym_file_free(sf);
 	return rc;
 }
 
-uint64_t symaddr_object(pid_t pid, const char *exe, const char *name)
+/*
+ * fn(name, sym, arg) for each symbol defined in the .symtab and .dynsym of
+ * the ELF file path, its version ("@@GLIBC_2.2.5") cut off into a copy,
+ * until fn returns non-zero: that, or 0, or -errno when path cannot be
+ * read.  Every alias is there, where sym_file keeps one name an address.
+ */
+static int elf_symbols_each(const char *path,
+			    int (*fn)(const char *name, const GElf_Sym *sym,
+				      void *arg),
+			    void *arg)
 {
-	uint64_t bias = 0, found = 0;
-	struct sym_file *sf = NULL;
-	char err[256];
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
-	int fd, rc;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
-	if (sym_file_open(exe, NULL, &sf, err, sizeof(err)))
-		return 0;
-	rc = runtime_bias(pid, exe, sf, &bias, err, sizeof(err));
-	sym_file_free(sf);
-	if (rc)
-		return 0;
-	fd = open(exe, O_RDONLY);
 	if (fd < 0)
-		return 0;
+		return -errno;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+	while (elf && !rc && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 
@@ -325,24 +345,252 @@ uint64_t symaddr_object(pid_t pid, const char *exe, const char *name)
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
 		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 1; i < sh.sh_size / sh.sh_entsize && !rc; i++) {
+			char name[512];
 			GElf_Sym sym;
 			const char *nm;
 
 			if (!gelf_getsym(d, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
 				continue;
 			nm = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (nm && !strcmp(nm, name)) {
-				found = sym.st_value + bias;
-				break;
-			}
+			if (!nm || !nm[0])
+				continue;
+			snprintf(name, sizeof(name), "%.*s",
+				 (int)strcspn(nm, "@"), nm);
+			rc = fn(name, &sym, arg);
 		}
 	}
 	if (elf)
 		elf_end(elf);
 	close(fd);
-	return found;
+	return rc;
+}
+
+/* What object_vaddr() looks for, and what it found. */
+struct object_query {
+	const char *name;
+	uint64_t vaddr;
+};
+
+static int object_vaddr(const char *name, const GElf_Sym *sym, void *arg)
+{
+	struct object_query *q = arg;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || strcmp(name, q->name))
+		return 0;
+	q->vaddr = sym->st_value;
+	return 1;
+}
+
+uint64_t symaddr_object(pid_t pid, const char *exe, const char *name)
+{
+	struct object_query q = {name, 0};
+	uint64_t bias = 0;
+	struct sym_file *sf = NULL;
+	char err[256];
+	int rc;
+
+	if (sym_file_open(exe, NULL, &sf, err, sizeof(err)))
+		return 0;
+	rc = runtime_bias(pid, exe, sf, &bias, err, sizeof(err));
+	sym_file_free(sf);
+	if (rc || elf_symbols_each(exe, object_vaddr, &q) != 1)
+		return 0;
+	return q.vaddr + bias;
+}
+
+/* ---- a function of any file the program maps (symwatch) ---- */
+
+struct symwatch {
+	char *sym;
+	char **seen; /* "lo path" of each executable mapping looked in */
+	size_t nr_seen, cap_seen;
+	uint64_t *addrs;
+	size_t nr_addrs, cap_addrs;
+	char near[512]; /* names like it, for the error */
+	size_t nr_near, near_len;
+	bool in_file; /* found in a file, perhaps never mapped by a pid */
+};
+
+struct symwatch *symwatch_new(const char *sym)
+{
+	struct symwatch *w = calloc(1, sizeof(*w));
+
+	if (w && !(w->sym = strdup(sym))) {
+		free(w);
+		w = NULL;
+	}
+	return w;
+}
+
+void symwatch_free(struct symwatch *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nr_seen; i++)
+		free(w->seen[i]);
+	free(w->seen);
+	free(w->addrs);
+	free(w->sym);
+	free(w);
+}
+
+const uint64_t *symwatch_addrs(const struct symwatch *w, size_t *n)
+{
+	*n = w->nr_addrs;
+	return w->addrs;
+}
+
+/* What watch_symbol() works with: the watch, and the file's bias. */
+struct watch_file {
+	struct symwatch *w;
+	uint64_t bias;
+	bool with_addrs;
+	int found;
+};
+
+static int watch_symbol(const char *name, const GElf_Sym *sym, void *arg)
+{
+	struct watch_file *f = arg;
+	struct symwatch *w = f->w;
+	int t = GELF_ST_TYPE(sym->st_info);
+	uint64_t a = sym->st_value + f->bias;
+
+	if (t != STT_FUNC && t != STT_GNU_IFUNC)
+		return 0;
+	if (strcmp(name, w->sym)) {
+		/* Say what there is: the near names. */
+		if (w->nr_near < 6 && strstr(name, w->sym) &&
+		    !strstr(w->near, name) && w->near_len < sizeof(w->near)) {
+			w->near_len += (size_t)snprintf(
+				w->near + w->near_len,
+				sizeof(w->near) - w->near_len, "%s%s",
+				w->nr_near ? ", " : "", name);
+			w->nr_near++;
+		}
+		return 0;
+	}
+	w->in_file = true;
+	if (!f->with_addrs)
+		return 0;
+	for (size_t i = 0; i < w->nr_addrs; i++)
+		if (w->addrs[i] == a)
+			return 0;
+	if (mt_grow((void **)&w->addrs, &w->cap_addrs, w->nr_addrs + 1,
+		    sizeof(*w->addrs)))
+		return -ENOMEM;
+	w->addrs[w->nr_addrs++] = a;
+	f->found++;
+	return 0;
+}
+
+int symwatch_file(struct symwatch *w, const char *path)
+{
+	struct watch_file f = {w, 0, false, 0};
+	int rc = elf_symbols_each(path, watch_symbol, &f);
+
+	return rc == -ENOMEM ? rc : 0;
+}
+
+/* What to add to the vaddrs of m's file for runtime addresses. */
+static int mapping_bias(const struct mt_map *m, uint64_t *bias)
+{
+	Elf *elf = NULL;
+	size_t nph = 0;
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC), rc = -ENOENT;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && !elf_getphdrnum(elf, &nph))
+		for (size_t i = 0; i < nph && rc; i++) {
+			GElf_Phdr ph;
+
+			/* The segment the mapping holds: file offset x is
+			 * at m->lo + x - m->pgoff and at vaddr
+			 * p_vaddr + x - p_offset. */
+			if (gelf_getphdr(elf, (int)i, &ph) &&
+			    ph.p_type == PT_LOAD &&
+			    m->pgoff < ph.p_offset + ph.p_filesz &&
+			    m->pgoff + (m->hi - m->lo) > ph.p_offset) {
+				*bias = m->lo - m->pgoff + ph.p_offset -
+					ph.p_vaddr;
+				rc = 0;
+			}
+		}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return rc;
+}
+
+/* What scan_mapping() works with. */
+struct watch_scan {
+	struct symwatch *w;
+	pid_t pid;
+	int found;
+};
+
+static int scan_mapping(const struct mt_map *m, const char *line, void *arg)
+{
+	struct watch_scan *sc = arg;
+	struct symwatch *w = sc->w;
+	struct watch_file f = {w, 0, true, 0};
+	char key[4200];
+	int rc;
+
+	(void)line;
+	if (!(m->prot & PROT_EXEC) || m->path[0] != '/')
+		return 0;
+	snprintf(key, sizeof(key), "%llx %s", (unsigned long long)m->lo,
+		 m->path);
+	for (size_t i = 0; i < w->nr_seen; i++)
+		if (!strcmp(w->seen[i], key))
+			return 0;
+	if (mt_grow((void **)&w->seen, &w->cap_seen, w->nr_seen + 1,
+		    sizeof(*w->seen)) ||
+	    !(w->seen[w->nr_seen] = strdup(key)))
+		return -ENOMEM;
+	w->nr_seen++;
+	/* A file we cannot read (or not ELF) holds nothing we can name. */
+	if (mapping_bias(m, &f.bias))
+		return 0;
+	rc = elf_symbols_each(m->path, watch_symbol, &f);
+	if (rc == -ENOMEM)
+		return rc;
+	sc->found += f.found;
+	return 0;
+}
+
+int symwatch_scan(struct symwatch *w, pid_t pid, char *err, size_t errlen)
+{
+	struct watch_scan sc = {w, pid, 0};
+	int rc = mt_maps_each(pid, scan_mapping, &sc, err, errlen);
+
+	if (rc == -ENOMEM)
+		return mt_err(err, errlen, rc, "out of memory");
+	/* The process gone: what was found stays. */
+	return rc < 0 && rc != -ENOENT && rc != -ESRCH ? rc : sc.found;
+}
+
+bool symwatch_in_files(const struct symwatch *w)
+{
+	return w->in_file;
+}
+
+int symwatch_missing(const struct symwatch *w, const char *exe, char *err,
+		     size_t errlen)
+{
+	if (w->nr_near)
+		return mt_err(err, errlen, -ENOENT,
+			      "%s: no symbol '%s' in it or the libraries it "
+			      "loaded (did you mean %s?)",
+			      exe, w->sym, w->near);
+	return mt_err(err, errlen, -ENOENT,
+		      "%s: no symbol '%s' in it or the libraries it loaded",
+		      exe, w->sym);
 }
 
 /* vaddr of sf as a file offset (the kernel's filters speak offsets). */

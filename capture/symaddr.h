@@ -14,11 +14,12 @@
 #include <sys/types.h>
 
 /*
- * The runtime address of function sym of exe as process pid maps it
- * ("addr:0x..." is an address already).  Returns 0, -ENOENT when there is
- * no such symbol (err lists the near names), -EINVAL when several
- * functions share the name (err lists their addresses), or another
- * negative code.
+ * The runtime address of function sym of exe as process pid maps it, or
+ * else of a library it maps now (the first that has it); "addr:0x..." is
+ * an address already.  Returns 0, -ENOENT when there is no such symbol
+ * (err lists the executable's near names), -EINVAL when several
+ * functions of exe share the name (err lists their addresses), or
+ * another negative code.
  */
 int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
 		    char *err, size_t errlen);
@@ -31,6 +32,31 @@ int symaddr_resolve(pid_t pid, const char *exe, const char *sym, uint64_t *out,
  */
 int symaddr_main_vaddr(const char *exe, uint64_t *vaddr, uint64_t *off,
 		       char *err, size_t errlen);
+/*
+ * A function looked for in every file a process maps, as the files come
+ * (--trigger and --start-at name any function of the program or of a
+ * library it loads, at start or later by dlopen).  symwatch_new(): NULL
+ * when out of memory.
+ */
+struct symwatch;
+struct symwatch *symwatch_new(const char *sym);
+/*
+ * Look in the files of the executable mappings of pid not looked in yet
+ * (a file mapped again elsewhere is looked in again).  Returns how many
+ * new addresses of the function it found (all of them: symwatch_addrs),
+ * 0, or a negative code with one line in err.
+ */
+int symwatch_scan(struct symwatch *w, pid_t pid, char *err, size_t errlen);
+/* Look in file path only by name (no process): symwatch_in_files() says
+ * whether it has the function; -ENOMEM, else 0. */
+int symwatch_file(struct symwatch *w, const char *path);
+bool symwatch_in_files(const struct symwatch *w);
+const uint64_t *symwatch_addrs(const struct symwatch *w, size_t *n);
+/* -ENOENT, and the line saying that no file looked in has the function,
+ * with the names like it there are. */
+int symwatch_missing(const struct symwatch *w, const char *exe, char *err,
+		     size_t errlen);
+void symwatch_free(struct symwatch *w);
 /* The runtime address of data object name of exe in pid, or 0. */
 uint64_t symaddr_object(pid_t pid, const char *exe, const char *name);
 /*

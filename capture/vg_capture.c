@@ -268,12 +268,11 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 		return e->o->truth ? emu_edso_add(e, lo, lo + len, off, path)
 				   : 0;
 	}
-	if (mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,
-		    sizeof(*e->maps))) {
-		free(line);
-		return -ENOMEM;
-	}
-	e->maps[e->nr_maps++] = line;
+	/* At the time the program mapped it: perf switches images then. */
+	rc = emu_add_map(e, line, v->now);
+	free(line);
+	if (rc < 0)
+		return rc;
 	if (!e->exe[0]) {
 		/* Valgrind maps the executable first. */
 		const char *b = strrchr(path, '/');
@@ -1204,11 +1203,8 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 				      strerror(errno));
 		return 0;
 	}
-	if (!found)
-		return mt_err(err, errlen, -ENOENT,
-			      "%s: no symbol '%s'; --start-at '' traces from "
-			      "exec",
-			      path, sym);
+	/* Else it may be a library's: the tool finds it wherever it is,
+	 * and vg_run() says so when none of the files mapped has it. */
 	return 0;
 }
 
@@ -1233,6 +1229,36 @@ static int vg_listen(struct vg *v)
 		return emu_fail(&v->e, -errno, "a socket for Valgrind: %s",
 				strerror(errno));
 	return 0;
+}
+
+/*
+ * Does a file the program mapped (its 'm' records) have function sym?
+ * 0 when one does; else -ENOENT and the line that says none does, with
+ * the names like it, into err.
+ */
+static int vg_in_maps(struct vg *v, const char *sym, char *err, size_t errlen)
+{
+	struct symwatch *w = symwatch_new(sym);
+	struct emu *e = &v->e;
+	char path[4096];
+	int rc = 0;
+
+	if (!w)
+		return mt_err(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->nr_maps && !rc; i++) {
+		struct mt_map m;
+
+		if (!mt_map_parse(e->maps[i], &m, path, sizeof(path)) &&
+		    path[0] == '/')
+			rc = symwatch_file(w, path);
+	}
+	if (!rc && !symwatch_in_files(w))
+		rc = symwatch_missing(w, e->exe[0] ? e->exe : "the program",
+				      err, errlen);
+	else if (rc)
+		rc = mt_err(err, errlen, rc, "out of memory");
+	symwatch_free(w);
+	return rc;
 }
 
 /* Start argv under Valgrind with mtpt, its stream on our socket. */
@@ -1558,8 +1584,25 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 				      "(exit status %d)",
 				      argv[0], WEXITSTATUS(v.status));
 	}
+	if (!rc && v.e.nr_thr && o->cap.trigger && !v.hit) {
+		char why[512];
+		size_t len = strlen(st->warning);
+
+		/* A trigger no file has: traced to the end, and said. */
+		if (vg_in_maps(&v, o->cap.trigger, why, sizeof(why)) == -ENOENT)
+			snprintf(st->warning + len, sizeof(st->warning) - len,
+				 "%s--trigger: %s; traced to the end",
+				 len ? "; " : "", why);
+	}
 	if (v.e.nr_thr) {
 		rc = emu_write_all(&v.e, v.hit ? v.e.hit_time : v.newest, rc);
+	} else if (!rc && v.e.pid && o->start_at && o->start_at[0] &&
+		   vg_in_maps(&v, o->start_at, err, errlen)) {
+		size_t len = strlen(err);
+
+		rc = -ENOENT;
+		snprintf(err + len, errlen - len,
+			 "; --start-at '' traces from exec");
 	} else if (!rc && v.e.pid) {
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",

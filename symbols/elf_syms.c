@@ -281,6 +281,8 @@ static int collect_symtab(struct loader *ld, Elf *e, Elf_Scn *scn,
 			c.flags |= SYM_F_WEAK;
 		if (type != STT_NOTYPE)
 			c.flags |= SYM_F_FUNC;
+		if (type == STT_GNU_IFUNC)
+			c.flags |= SYM_F_IFUNC;
 		c.name = sym_name_store(&ld->f->arena, name, strlen(name), NULL,
 					ld->raw);
 		if (!c.name || sym_cands_add(&ld->c, &c))

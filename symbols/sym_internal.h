@@ -38,9 +38,10 @@ const char *sym_name_store(struct sym_arena *a, const char *name, size_t len,
 enum {
 	SYM_F_GLOBAL = 1 << 0, /* STB_GLOBAL or STB_WEAK */
 	SYM_F_WEAK = 1 << 1,
-	SYM_F_FUNC = 1 << 2, /* STT_FUNC / STT_GNU_IFUNC, not a bare label */
-	SYM_F_PLT = 1 << 3,  /* synthesised "name@plt" */
-	SYM_F_JIT = 1 << 4,  /* perf map entry: only recency (seq) ranks */
+	SYM_F_FUNC = 1 << 2,  /* STT_FUNC / STT_GNU_IFUNC, not a bare label */
+	SYM_F_PLT = 1 << 3,   /* synthesised "name@plt" */
+	SYM_F_JIT = 1 << 4,   /* perf map entry: only recency (seq) ranks */
+	SYM_F_IFUNC = 1 << 5, /* STT_GNU_IFUNC: its value is the resolver */
 };
 
 struct sym_cand {

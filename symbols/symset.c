@@ -74,6 +74,59 @@ static int cand_cmp(const void *pa, const void *pb)
 	return cand_rank(a, b);
 }
 
+/*
+ * perf's order (choose_best_symbol) among the names at one address: a
+ * sized one, a strong one over a weak, STB_GLOBAL over the rest, fewer
+ * leading underscores, the longer name, the first seen.  Negative when a
+ * is better.
+ */
+static int perf_rank(const struct sym_cand *a, const struct sym_cand *b)
+{
+	int sa = a->size != 0, sb = b->size != 0;
+	int wa = !!(a->flags & SYM_F_WEAK), wb = !!(b->flags & SYM_F_WEAK);
+	int ga = (a->flags & (SYM_F_GLOBAL | SYM_F_WEAK)) == SYM_F_GLOBAL;
+	int gb = (b->flags & (SYM_F_GLOBAL | SYM_F_WEAK)) == SYM_F_GLOBAL;
+	size_t ua = leading_underscores(a->name),
+	       ub = leading_underscores(b->name);
+	size_t la = strlen(a->name), lb = strlen(b->name);
+
+	if (sa != sb)
+		return sb - sa;
+	if (wa != wb)
+		return wa - wb;
+	if (ga != gb)
+		return gb - ga;
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	if (la != lb)
+		return la > lb ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * An IFUNC symbol's value is its resolver, which the loader calls: the
+ * names there are the IFUNC's (strnlen) and the resolver's own
+ * (__strnlen_ifunc, local).  perf picks among them by its own order,
+ * which our usual one would not follow (it ranks a weak global IFUNC
+ * first); the best of v[0..n), all at one address, by perf's order when
+ * one of them is an IFUNC.
+ */
+static const struct sym_cand *ifunc_resolver_name(const struct sym_cand *v,
+						  size_t n)
+{
+	const struct sym_cand *best = &v[0];
+	bool ifunc = false;
+
+	for (size_t i = 0; i < n && !ifunc; i++)
+		ifunc = (v[i].flags & SYM_F_IFUNC) && !(v[i].flags & SYM_F_PLT);
+	if (!ifunc || (v[0].flags & SYM_F_JIT))
+		return best;
+	for (size_t i = 1; i < n; i++)
+		if (!(v[i].flags & SYM_F_PLT) && perf_rank(&v[i], best) < 0)
+			best = &v[i];
+	return best;
+}
+
 int sym_cands_finish(struct sym_cands *c, struct sym **syms, uint64_t **ends,
 		     size_t *nr)
 {
@@ -92,14 +145,20 @@ int sym_cands_finish(struct sym_cands *c, struct sym **syms, uint64_t **ends,
 	if (!s || !e)
 		goto fail;
 	for (i = 0; i < c->nr; i++) {
+		const struct sym_cand *best;
+		size_t k = i + 1;
+
 		/* After the sort the best of each address comes first. */
 		if (n && s[n - 1].addr == c->v[i].addr)
 			continue;
-		s[n].addr = c->v[i].addr;
-		s[n].size = c->v[i].size;
-		s[n].name = c->v[i].name;
+		while (k < c->nr && c->v[k].addr == c->v[i].addr)
+			k++;
+		best = ifunc_resolver_name(&c->v[i], k - i);
+		s[n].addr = best->addr;
+		s[n].size = best->size;
+		s[n].name = best->name;
 		/* Stash the limit until the next address is known. */
-		e[n] = c->v[i].limit;
+		e[n] = best->limit;
 		n++;
 	}
 	for (i = 0; i < n; i++) {

@@ -491,3 +491,112 @@ if ! "$B/mt-capture" --emulate=ptrace -o "$W/nomain.bin" -- "$W/nomain" 2>"$W/no
 else
 	echo "FAIL emulate_stripped_nomain"; sed 's/^/    /' "$W/nomain.err" | head -3
 fi
+
+# Functions of libraries, on both emulate backends: --trigger and
+# --start-at name any function of any library the program loads, one
+# loaded by dlopen() after the start included; a name no file has is
+# said in one line, with the names like it.  Each library mapped while
+# tracing is listed once, with its build id, at the time it was mapped.
+printf 'int plug_fn(int x) { return x * 3 + 1; }\nint plug_other(int x) { return x; }\n' >"$W/plug.c"
+printf '#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\nint main(int argc, char **argv)\n{\n\tchar *p = malloc(32);\n\tvoid *h = dlopen(argv[1], RTLD_NOW);\n\tint (*f)(int) = h ? (int (*)(int))dlsym(h, "plug_fn") : 0;\n\tint r = f ? f(argc) : 0;\n\n\tstrcpy(p, "x");\n\tfree(p);\n\tif (argc > 2) {\n\t\tFILE *o = fopen(argv[2], \"w\");\n\n\t\tfprintf(o, \"%%d\\n\", (int)getpid());\n\t\tfclose(o);\n\t\tfor (volatile unsigned long n = 0;; n++)\n\t\t\t;\n\t}\n\treturn r == 7 ? 0 : 1;\n}\n' >"$W/dlplug.c"
+cc -O1 -g -shared -fPIC -o "$W/libplug.so" "$W/plug.c" &&
+	cc -O1 -g -Wl,-z,now -o "$W/dlplug" "$W/dlplug.c" -ldl
+for be in ptrace valgrind; do
+	if [ $be = valgrind ] && { ! command -v valgrind >/dev/null ||
+		[ ! -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; }; then
+		echo "SKIP emulate_lib_symbols_$be (valgrind or its tool not built)"
+		continue
+	fi
+	why=
+	hit() { # capture: the function its hit names
+		"$B/mt-convert" --info "$1" 2>/dev/null | awk '$1 == "hit" {print $4}'
+	}
+	# A trigger in the library dlopen() loads, and in libc.
+	for fn in plug_fn free; do
+		rm -f "$W/lt.bin"
+		"$B/mt-capture" --emulate=$be --trigger $fn -o "$W/lt.bin" -- \
+			"$W/dlplug" "$W/libplug.so" >/dev/null 2>"$W/lt.err" ||
+			why="$why --trigger $fn failed: $(tail -1 "$W/lt.err");"
+		h=$(hit "$W/lt.bin")
+		[ "$h" = $fn ] || why="$why --trigger $fn hit '$h';"
+	done
+	# Tracing from the first call of a library's function.
+	rm -f "$W/ls.bin"
+	"$B/mt-capture" --emulate=$be --start-at plug_fn -o "$W/ls.bin" -- \
+		"$W/dlplug" "$W/libplug.so" >/dev/null 2>"$W/ls.err" ||
+		why="$why --start-at plug_fn failed: $(tail -1 "$W/ls.err");"
+	first=$(perf script -i "$W/ls.bin" --itrace=b -F ip,sym,addr 2>/dev/null |
+		awk '{for (i = 1; i < NF; i++) if ($i == "=>") {print $(i + 2); exit}}')
+	[ "$first" = plug_fn ] || why="$why --start-at plug_fn began in '$first';"
+	# A start no file has: one line naming what there is, no capture.
+	rm -f "$W/lx.bin"
+	if "$B/mt-capture" --emulate=$be --start-at plug -o "$W/lx.bin" -- \
+		"$W/dlplug" "$W/libplug.so" >/dev/null 2>"$W/lx.err" || [ -e "$W/lx.bin" ] ||
+		[ "$(grep -vc 'single-stepping' "$W/lx.err")" != 1 ] ||
+		! grep -q "no symbol 'plug' in it or the libraries it loaded (did you mean .*plug_fn" "$W/lx.err"; then
+		why="$why --start-at plug: $(tail -1 "$W/lx.err");"
+	fi
+	# A trigger no file has: traced to the end, and said.
+	"$B/mt-capture" --emulate=$be --trigger plug -o "$W/ly.bin" -- \
+		"$W/dlplug" "$W/libplug.so" >/dev/null 2>"$W/ly.err" &&
+		grep -q "trigger: .*no symbol 'plug' in it or the libraries it loaded.*traced to the end" "$W/ly.err" ||
+		why="$why --trigger plug: $(tail -1 "$W/ly.err");"
+	if [ -z "$why" ]; then
+		echo "PASS emulate_lib_symbols_$be"
+	else
+		echo "FAIL emulate_lib_symbols_$be:$why"
+	fi
+
+	# From exec: ld.so maps libc, dlopen() maps libplug.so; each is
+	# listed once with its build id, its MMAP2 at the time it came.
+	why=
+	"$B/mt-capture" --emulate=$be --start-at '' -o "$W/lm.bin" -- \
+		"$W/dlplug" "$W/libplug.so" >/dev/null 2>"$W/lm.err" ||
+		why=" capture failed: $(tail -1 "$W/lm.err")"
+	"$B/mt-convert" --info "$W/lm.bin" >"$W/lm.info" 2>&1
+	for lib in libc.so.6 libplug.so; do
+		n=$(grep -c "/$lib build id [0-9a-f]" "$W/lm.info")
+		[ "$n" = 1 ] || why="$why $lib listed $n times with a build id ($(grep -c "/$lib" "$W/lm.info") in all);"
+	done
+	perf script -i "$W/lm.bin" --show-mmap-events --itrace= 2>/dev/null |
+		awk -v d="$W" '{for (i = 1; i < NF; i++) if ($(i + 1) == "PERF_RECORD_MMAP2") {x = $i; sub(":", "", x); t[$NF] = x}}
+			END {print t[d "/dlplug"], t[d "/libplug.so"]}' >"$W/lm.times"
+	read -r t_exe t_plug <"$W/lm.times"
+	if [ -z "$t_exe" ] || [ -z "$t_plug" ] ||
+		! awk -v a="$t_exe" -v b="$t_plug" 'BEGIN {exit !(b > a)}'; then
+		why="$why MMAP2 times: exe '$t_exe', libplug.so '$t_plug';"
+	fi
+	# ld.so calls libc's IFUNC resolvers while relocating it: each is
+	# named as perf names it (__strnlen_ifunc, not strnlen).
+	perf script -i "$W/lm.bin" --itrace=c -F ip,sym,addr 2>/dev/null |
+		awk '$2 ~ /^_dl_relocate_object/ && $3 == "=>" {print $5}' | sed 's/@.*//' | sort -u >"$W/lm.perf"
+	if "$B/mt-convert" "$W/lm.bin" -o "$W/lm.pftrace" --no-sqlite --text "$W/lm.txt" -q 2>/dev/null; then
+		awk -F'\t' '$6 != "inlined" {print $3}' "$W/lm.txt" | sed 's/@.*//' | sort -u >"$W/lm.ours"
+		missing=$(comm -23 "$W/lm.perf" "$W/lm.ours" | tr '\n' ' ')
+		[ -s "$W/lm.perf" ] && [ -z "$missing" ] ||
+			why="$why resolvers perf names that we do not: '$missing';"
+	else
+		why="$why mt-convert failed;"
+	fi
+	# Ended by a signal (SIGTERM, as Ctrl-C) while the program spins, its
+	# libraries mapped: each is there with its build id all the same.
+	rm -f "$W/ready"
+	"$B/mt-capture" --emulate=$be --start-at '' -o "$W/lc.bin" -- \
+		"$W/dlplug" "$W/libplug.so" "$W/ready" >/dev/null 2>"$W/lc.err" &
+	cap=$!
+	for _ in $(seq 600); do [ -s "$W/ready" ] && break; sleep 0.1; done
+	kill -TERM $cap
+	wait $cap
+	# It runs on untraced, spinning: ours to end.
+	[ -s "$W/ready" ] && kill -KILL "$(cat "$W/ready")" 2>/dev/null
+	"$B/mt-convert" --info "$W/lc.bin" >"$W/lc.info" 2>&1
+	for lib in libc.so.6 libplug.so; do
+		n=$(grep -c "/$lib build id [0-9a-f]" "$W/lc.info")
+		[ "$n" = 1 ] || why="$why after SIGTERM, $lib listed $n times with a build id;"
+	done
+	if [ -z "$why" ]; then
+		echo "PASS emulate_late_maps_$be"
+	else
+		echo "FAIL emulate_late_maps_$be:$why"
+	fi
+done

@@ -18,6 +18,7 @@
 #include "include/magic_trace.h"
 #include "tests/unit/check.h"
 
+#include <capstone/capstone.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -255,6 +256,12 @@ static void test_resolve_refusals(struct check_state *st)
 	       err);
 	CHECK(st, symaddr_object(getpid(), exe, "mt_mark_start_ns") ==
 			  (uint64_t)(uintptr_t)&mt_mark_start_ns);
+	/* Not the executable's: a library's it maps (Capstone's). */
+	CHECKF(st,
+	       symaddr_resolve(getpid(), exe, "cs_open", &addr, err,
+			       sizeof(err)) == 0 &&
+		       addr == (uint64_t)(uintptr_t)&cs_open,
+	       "%s", err);
 }
 
 static void test_filters(struct check_state *st)

@@ -119,6 +119,70 @@ static void test_aliases(struct check_state *st)
 	sym_file_free(f);
 }
 
+/*
+ * An IFUNC symbol's value is its resolver, which the loader calls, and
+ * the resolver has a name of its own (glibc's __strnlen_ifunc, local,
+ * beside strnlen, weak).  perf names the resolver by its own order
+ * (sized, strong, global, fewer underscores, longer): the resolver's
+ * name beside a weak IFUNC, the IFUNC's beside a strong one (strcpy).
+ */
+static const char ifunc_src[] =
+	"\t.text\n"
+	"impl:\tlea 1(%rdi), %eax\n\tret\n"
+	"\t.type __slen_ifunc, @function\n"
+	"__slen_ifunc:\tlea impl(%rip), %rax\n\tret\n"
+	"\t.size __slen_ifunc, .-__slen_ifunc\n"
+	"\t.weak slen\n\t.type slen, @gnu_indirect_function\n"
+	"\t.set slen, __slen_ifunc\n\t.size slen, 8\n"
+	"\t.type __GI_slen, @gnu_indirect_function\n"
+	"\t.set __GI_slen, __slen_ifunc\n\t.size __GI_slen, 8\n"
+	"\t.type scpy_ifunc, @function\n"
+	"scpy_ifunc:\tlea impl(%rip), %rax\n\tret\n"
+	"\t.size scpy_ifunc, .-scpy_ifunc\n"
+	"\t.globl scpy\n\t.type scpy, @gnu_indirect_function\n"
+	"\t.set scpy, scpy_ifunc\n\t.size scpy, 8\n"
+	"\t.section .note.GNU-stack,\"\",@progbits\n";
+
+static void test_ifunc_resolvers(struct check_state *st)
+{
+	static const char main_src[] =
+		"int slen(int), scpy(int);\n"
+		"int main(int argc, char **argv)\n"
+		"{ (void)argv; return slen(argc) + scpy(argc) - 4; }\n";
+	static const struct {
+		const char *any, *want;
+	} at[] = {{"__slen_ifunc", "__slen_ifunc"},
+		  {"slen", "__slen_ifunc"},
+		  {"scpy_ifunc", "scpy"},
+		  {"scpy", "scpy"}};
+	char src[300], asm_src[300], prog[300];
+	struct sym_file *f;
+	struct ents e;
+
+	snprintf(src, sizeof(src), "%s/ifunc_main.c", tmp);
+	snprintf(asm_src, sizeof(asm_src), "%s/ifunc.s", tmp);
+	snprintf(prog, sizeof(prog), "%s/ifunc", tmp);
+	CHECK(st, spit(src, main_src, sizeof(main_src) - 1) == 0);
+	CHECK(st, spit(asm_src, ifunc_src, sizeof(ifunc_src) - 1) == 0);
+	if (!sh("cc -O1 -o %s %s %s && %s", prog, src, asm_src, prog)) {
+		CHECKF(st, 0, "cc failed, or the program did");
+		return;
+	}
+	f = open_or_report(st, prog, &no_root);
+	e = nm_funcs("", prog);
+	for (size_t i = 0; f && i < sizeof(at) / sizeof(at[0]); i++) {
+		const struct ent *n = ents_find(&e, at[i].any);
+		const struct sym *s = n ? sym_file_lookup(f, n->addr) : NULL;
+
+		CHECKF(st, n, "nm has no %s", at[i].any);
+		CHECKF(st, s && !strcmp(s->name, at[i].want),
+		       "at %s: %s, want %s", at[i].any, s ? s->name : "(none)",
+		       at[i].want);
+	}
+	free(e.v);
+	sym_file_free(f);
+}
+
 static void test_demangle_strings(struct check_state *st)
 {
 	static const struct {
@@ -220,6 +284,10 @@ int main(void)
 		RUN(&st, test_aliases);
 	else
 		printf("SKIP test_aliases (no cc)\n");
+	if (symtest_have_cc())
+		RUN(&st, test_ifunc_resolvers);
+	else
+		printf("SKIP test_ifunc_resolvers (no cc)\n");
 	RUN(&st, test_demangle_strings);
 	RUN(&st, test_perf_map);
 	symtest_end();
