@@ -50,6 +50,8 @@ enum {
 	S_HIT,
 	S_PTWRITE,
 	S_STRING,
+	S_FUNCTION,
+	S_CALLER,
 	S_NR
 };
 

@@ -1,0 +1,217 @@
+/*
+ * The figures per function and per (caller, callee) pair, summed over a
+ * stream of slices.  Self time needs a slice's children, which come
+ * after it in pre-order: each slice stays on a stack of open ones until
+ * a slice that is not its descendant arrives, and its self time is
+ * counted then.  Percentiles need every whole call's duration: they are kept,
+ * one array per function and per pair, and each percentile is found by
+ * selection (linear on average) rather than by sorting.
+ */
+#include "stats/stats.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int st_init(struct st_agg *a, uint32_t nr_fns)
+{
+	memset(a, 0, sizeof(*a));
+	return st_grow(a, nr_fns);
+}
+
+int st_grow(struct st_agg *a, uint32_t nr_fns)
+{
+	struct st_fig *f;
+	struct st_durs *d;
+
+	if (nr_fns <= a->nr_fns)
+		return 0;
+	f = realloc(a->fns, (size_t)nr_fns * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	a->fns = f;
+	d = realloc(a->fdur, (size_t)nr_fns * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	a->fdur = d;
+	memset(f + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*f));
+	memset(d + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*d));
+	a->nr_fns = nr_fns;
+	return 0;
+}
+
+static int durs_add(struct st_durs *d, uint64_t v)
+{
+	if (mt_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)))
+		return -ENOMEM;
+	d->v[d->n++] = v;
+	return 0;
+}
+
+static void fig_add(struct st_fig *f, uint64_t dur, bool inferred)
+{
+	f->calls++;
+	f->total += dur;
+	if (inferred) {
+		f->inferred++;
+		f->inferred_dur += dur;
+	}
+}
+
+static int pair_get(struct st_agg *a, uint32_t caller, uint32_t callee,
+		    uint32_t *idx)
+{
+	uint64_t key = (uint64_t)caller << 32 | callee, v;
+	size_t cap;
+
+	if (mt_hmap_find(&a->pair_index, key, &v)) {
+		*idx = (uint32_t)v;
+		return 0;
+	}
+	cap = a->cap_pairs;
+	if (mt_grow((void **)&a->pairs, &cap, a->nr_pairs + 1,
+		    sizeof(*a->pairs)))
+		return -ENOMEM;
+	if (mt_grow((void **)&a->pdur, &a->cap_pairs, a->nr_pairs + 1,
+		    sizeof(*a->pdur)))
+		return -ENOMEM;
+	/* Both arrays grew to the same capacity: mt_grow_to is
+	 * deterministic in need and size alone. */
+	if (mt_hmap_set(&a->pair_index, key, a->nr_pairs))
+		return -ENOMEM;
+	a->pairs[a->nr_pairs] = (struct st_pair){caller, callee, {0}};
+	memset(&a->pdur[a->nr_pairs], 0, sizeof(*a->pdur));
+	*idx = (uint32_t)a->nr_pairs++;
+	return 0;
+}
+
+/* The slice on top of the stack is complete: its self time counts. */
+static void close_top(struct st_agg *a)
+{
+	struct st_open *o = &a->stack[--a->nr_open];
+	int64_t self = (int64_t)o->dur - (int64_t)o->child;
+
+	a->fns[o->fn].self += self;
+	if (o->pair != ST_NONE)
+		a->pairs[o->pair].fig.self += self;
+}
+
+int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
+	   uint64_t dur, bool inferred)
+{
+	uint32_t pair = ST_NONE;
+	struct st_open *up;
+
+	if (fn >= a->nr_fns)
+		return -EINVAL;
+	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
+		close_top(a);
+	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+	fig_add(&a->fns[fn], dur, inferred);
+	if (!inferred && durs_add(&a->fdur[fn], dur))
+		return -ENOMEM;
+	if (up) {
+		up->child += dur;
+		if (pair_get(a, up->fn, fn, &pair))
+			return -ENOMEM;
+		fig_add(&a->pairs[pair].fig, dur, inferred);
+		if (!inferred && durs_add(&a->pdur[pair], dur))
+			return -ENOMEM;
+	}
+	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
+		    sizeof(*a->stack)))
+		return -ENOMEM;
+	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, dur, 0};
+	return 0;
+}
+
+void st_end_thread(struct st_agg *a)
+{
+	while (a->nr_open)
+		close_top(a);
+}
+
+size_t st_rank(size_t n, unsigned p)
+{
+	size_t r = (n * p + 99) / 100;
+
+	return r ? r - 1 : 0;
+}
+
+/* Hoare's selection, the pivot a median of three. */
+uint64_t st_select(uint64_t *v, size_t n, size_t k)
+{
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+
+	while (lo < hi) {
+		ptrdiff_t i = lo, j = hi;
+		uint64_t x = v[lo], y = v[lo + (hi - lo) / 2], z = v[hi], pivot;
+
+		pivot = x < y ? (y < z ? y : (x < z ? z : x))
+			      : (x < z ? x : (y < z ? z : y));
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				uint64_t t = v[i];
+
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		if (kk <= j)
+			hi = j;
+		else if (kk >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
+/* p50, p90, p99 in turn, each in the part the one before left above it. */
+static void percentiles(struct st_fig *f, struct st_durs *d)
+{
+	const unsigned ps[3] = {50, 90, 99};
+	uint64_t *out[3] = {&f->p50, &f->p90, &f->p99};
+	size_t base = 0;
+
+	if (!d->n)
+		return;
+	for (int i = 0; i < 3; i++) {
+		size_t k = st_rank(d->n, ps[i]);
+
+		*out[i] = st_select(d->v + base, d->n - base, k - base);
+		base = k;
+	}
+	f->max = 0;
+	for (size_t i = base; i < d->n; i++)
+		if (d->v[i] > f->max)
+			f->max = d->v[i];
+}
+
+void st_finish(struct st_agg *a)
+{
+	st_end_thread(a);
+	for (uint32_t i = 0; i < a->nr_fns; i++)
+		percentiles(&a->fns[i], &a->fdur[i]);
+	for (size_t i = 0; i < a->nr_pairs; i++)
+		percentiles(&a->pairs[i].fig, &a->pdur[i]);
+}
+
+void st_free(struct st_agg *a)
+{
+	for (uint32_t i = 0; i < a->nr_fns; i++)
+		free(a->fdur[i].v);
+	for (size_t i = 0; a->pdur && i < a->nr_pairs; i++)
+		free(a->pdur[i].v);
+	free(a->fns);
+	free(a->fdur);
+	free(a->pairs);
+	free(a->pdur);
+	free(a->stack);
+	mt_hmap_free(&a->pair_index);
+	memset(a, 0, sizeof(*a));
+}
