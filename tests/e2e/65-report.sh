@@ -189,15 +189,18 @@ if [ -s "$W/demo.folded" ] && [ "$bad" = 0 ] && [ "$sum" = "$want" ]; then
 else
 	echo "FAIL report_folded: $bad bad lines, weights $sum, self $want"
 fi
-if command -v flamegraph.pl >/dev/null; then
-	if flamegraph.pl "$W/demo.folded" >"$W/demo.svg" 2>"$W/fg.err" &&
-		grep -q 'handle_request' "$W/demo.svg"; then
-		echo "PASS report_flamegraph (flamegraph.pl draws it)"
+# A flame graph tool reads it: flamegraph.pl, or the flamegraph of npm's
+# stackvis.
+fg=$(command -v flamegraph.pl || command -v flamegraph)
+if [ -n "$fg" ]; then
+	if "$fg" <"$W/demo.folded" >"$W/demo.svg" 2>"$W/fg.err" &&
+		grep -q '<svg' "$W/demo.svg" && grep -q 'fib (' "$W/demo.svg"; then
+		echo "PASS report_flamegraph (${fg##*/} draws it)"
 	else
-		echo "FAIL report_flamegraph: $(head -2 "$W/fg.err")"
+		echo "FAIL report_flamegraph: ${fg##*/}: $(head -2 "$W/fg.err")"
 	fi
 else
-	echo "SKIP report_flamegraph (no flamegraph.pl)"
+	echo "SKIP report_flamegraph (no flamegraph.pl, nor npm's stackvis)"
 fi
 
 # One function: its whole calls all in the histogram, its callers.
