@@ -61,7 +61,7 @@ VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test unit check-format format clean demo bench accuracy timing golden-update fuzz \
+.PHONY: all deps test unit check-format format clean demo bench bench-report accuracy timing golden-update fuzz \
         mutate progs
 
 all: $(BINS) $(VGTOOL)
@@ -169,6 +169,10 @@ check-format:
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench
 	@MT_BUILD=$(BUILD) bash tools/bench.sh $(BENCH_MB)
+
+# mt-report on the bench capture's database (about 24M slices).
+bench-report: all $(BUILD)/bin/mt-bench
+	@MT_BUILD=$(BUILD) bash tools/bench-report.sh $(BENCH_MB)
 
 # Accuracy against truth with injected gaps, stitching on and off.
 accuracy: all $(BUILD)/bin/mt-accuracy
