@@ -23,9 +23,15 @@ int st_grow(struct st_agg *a, uint32_t nr_fns)
 {
 	struct st_fig *f;
 	struct st_durs *d;
+	uint64_t(*h)[ST_HIST];
 
 	if (nr_fns <= a->nr_fns)
 		return 0;
+	h = realloc(a->hist, (size_t)nr_fns * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	a->hist = h;
+	memset(h + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*h));
 	f = realloc(a->fns, (size_t)nr_fns * sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -85,6 +91,30 @@ static int pair_get(struct st_agg *a, uint32_t caller, uint32_t callee,
 	return 0;
 }
 
+unsigned st_bucket(uint64_t dur)
+{
+	return dur ? 64u - (unsigned)__builtin_clzll(dur) : 0;
+}
+
+static int path_get(struct st_agg *a, uint32_t parent, uint32_t fn,
+		    uint32_t *idx)
+{
+	uint64_t key = (uint64_t)(parent + 1) << 32 | fn, v;
+
+	if (mt_hmap_find(&a->path_index, key, &v)) {
+		*idx = (uint32_t)v;
+		return 0;
+	}
+	if (a->nr_paths >= ST_NONE ||
+	    mt_grow((void **)&a->paths, &a->cap_paths, a->nr_paths + 1,
+		    sizeof(*a->paths)) ||
+	    mt_hmap_set(&a->path_index, key, a->nr_paths))
+		return -ENOMEM;
+	a->paths[a->nr_paths] = (struct st_path){parent, fn, 0, 0, 0};
+	*idx = (uint32_t)a->nr_paths++;
+	return 0;
+}
+
 /* The slice on top of the stack is complete: its self time counts. */
 static void close_top(struct st_agg *a)
 {
@@ -92,6 +122,7 @@ static void close_top(struct st_agg *a)
 	int64_t self = (int64_t)o->dur - (int64_t)o->child;
 
 	a->fns[o->fn].self += self;
+	a->paths[o->path].self += self;
 	if (o->pair != ST_NONE)
 		a->pairs[o->pair].fig.self += self;
 }
@@ -99,7 +130,7 @@ static void close_top(struct st_agg *a)
 int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	   uint64_t dur, bool inferred)
 {
-	uint32_t pair = ST_NONE;
+	uint32_t pair = ST_NONE, path;
 	struct st_open *up;
 
 	if (fn >= a->nr_fns)
@@ -108,8 +139,15 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 		close_top(a);
 	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
 	fig_add(&a->fns[fn], dur, inferred);
-	if (!inferred && durs_add(&a->fdur[fn], dur))
+	if (!inferred) {
+		if (durs_add(&a->fdur[fn], dur))
+			return -ENOMEM;
+		a->hist[fn][st_bucket(dur)]++;
+	}
+	if (path_get(a, up ? up->path : ST_NONE, fn, &path))
 		return -ENOMEM;
+	a->paths[path].calls++;
+	a->paths[path].total += dur;
 	if (up) {
 		up->child += dur;
 		if (pair_get(a, up->fn, fn, &pair))
@@ -121,7 +159,7 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
 		    sizeof(*a->stack)))
 		return -ENOMEM;
-	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, dur, 0};
+	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, path, dur, 0};
 	return 0;
 }
 
@@ -209,6 +247,9 @@ void st_free(struct st_agg *a)
 		free(a->pdur[i].v);
 	free(a->fns);
 	free(a->fdur);
+	free(a->hist);
+	free(a->paths);
+	mt_hmap_free(&a->path_index);
 	free(a->pairs);
 	free(a->pdur);
 	free(a->stack);

@@ -209,7 +209,8 @@ int st_db_open(struct st_db *d, const char *path, char *err, size_t errlen)
 				"slice_raw, frame, strings or thread_track)");
 		goto fail;
 	}
-	d->has_function = has_table(d, "function") && has_table(d, "caller");
+	d->has_function = has_table(d, "function") && has_table(d, "caller") &&
+			  has_table(d, "call_path");
 	rc = load_frames(d, &index);
 	if (!rc)
 		rc = load_first(d);
@@ -556,6 +557,23 @@ static void read_fig(sqlite3_stmt *st, int i, struct st_fig *f)
 	"calls, inferred, total_dur, self_dur, inferred_dur, p50_dur,"         \
 	" p90_dur, p99_dur, max_dur"
 
+/* "BUCKET:CALLS ..." into h; -1 when it is not that. */
+static int read_hist(const unsigned char *s, uint64_t *h)
+{
+	const char *p = (const char *)s;
+
+	while (p && *p) {
+		uint64_t b, n;
+
+		if (mt_scan_u64(&p, 10, ST_HIST - 1, &b) || *p++ != ':' ||
+		    mt_scan_u64(&p, 10, UINT64_MAX - 1, &n) ||
+		    (*p && *p++ != ' '))
+			return -1;
+		h[b] = n;
+	}
+	return 0;
+}
+
 /* The stored tables, their function ids turned into ours. */
 static int read_tables(struct st_db *d, struct st_agg *a)
 {
@@ -570,9 +588,10 @@ static int read_tables(struct st_db *d, struct st_agg *a)
 					       d->fns[i].inlined),
 				    i))
 			goto nomem;
-	rc = prepare(
-		d, "SELECT id, name, dso, inlined, " FIG_COLS " FROM function",
-		&st);
+	rc = prepare(d,
+		     "SELECT id, name, dso, inlined, " FIG_COLS
+		     ", hist FROM function",
+		     &st);
 	while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		uint32_t fn;
 
@@ -584,6 +603,11 @@ static int read_tables(struct st_db *d, struct st_agg *a)
 				fn))
 			goto nomem;
 		read_fig(st, 4, &a->fns[fn]);
+		if (read_hist(sqlite3_column_text(st, 13), a->hist[fn])) {
+			rc = st_db_fail(d, -EINVAL, "function %lld: bad hist",
+					(long long)sqlite3_column_int64(st, 0));
+			break;
+		}
 	}
 	if (!rc && s != SQLITE_DONE)
 		rc = db_fail(d, "reading function");
@@ -617,6 +641,42 @@ static int read_tables(struct st_db *d, struct st_agg *a)
 	}
 	if (!rc && s != SQLITE_DONE)
 		rc = db_fail(d, "reading caller");
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!rc)
+		rc = prepare(d,
+			     "SELECT id, parent_id, function_id, calls,"
+			     " total_dur, self_dur FROM call_path ORDER BY id",
+			     &st);
+	while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t parent = sqlite3_column_type(st, 1) == SQLITE_NULL
+					 ? -1
+					 : sqlite3_column_int64(st, 1);
+		uint64_t fn;
+
+		/* Parents come first: ids are given in the order the
+		 * paths were found. */
+		if (sqlite3_column_int64(st, 0) != (int64_t)a->nr_paths ||
+		    parent >= (int64_t)a->nr_paths ||
+		    !mt_hmap_find(&ids, (uint64_t)sqlite3_column_int64(st, 2),
+				  &fn)) {
+			rc = st_db_fail(d, -EINVAL,
+					"call_path %lld: ids out of order or "
+					"range",
+					(long long)sqlite3_column_int64(st, 0));
+			break;
+		}
+		if (mt_grow((void **)&a->paths, &a->cap_paths, a->nr_paths + 1,
+			    sizeof(*a->paths)))
+			goto nomem;
+		a->paths[a->nr_paths++] = (struct st_path){
+			parent < 0 ? ST_NONE : (uint32_t)parent, (uint32_t)fn,
+			(uint64_t)sqlite3_column_int64(st, 3),
+			(uint64_t)sqlite3_column_int64(st, 4),
+			sqlite3_column_int64(st, 5)};
+	}
+	if (!rc && s != SQLITE_DONE)
+		rc = db_fail(d, "reading call_path");
 	sqlite3_finalize(st);
 	mt_hmap_free(&index);
 	mt_hmap_free(&ids);

@@ -280,52 +280,35 @@ out:
 /* ------------------------------------------------------------------ */
 /* One function: its figures, its histogram, its callers and callees */
 
-static int u64_cmp(const void *a, const void *b)
+/* A bar per power of two, from the shortest call's to the longest's. */
+static int histogram(struct st_db *d, struct st_tab *csv, const uint64_t *h,
+		     const struct st_fn *fn, bool use_csv, FILE *out)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint64_t most = 0;
+	unsigned lo = ST_HIST, hi = 0;
 
-	return x < y ? -1 : x > y;
-}
-
-static unsigned log2_floor(uint64_t v)
-{
-	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
-}
-
-/* Buckets of a power of two each, from the shortest call to the longest;
- * a zero-length call has a bucket of its own. */
-static int histogram(struct st_db *d, struct st_tab *csv,
-		     const struct st_durs *du, const struct st_fn *fn,
-		     bool use_csv, FILE *out)
-{
-	uint64_t counts[66] = {0}, most = 0;
-	unsigned lo = 65, hi = 0;
-
-	if (!du->n) {
+	for (unsigned b = 0; b < ST_HIST; b++)
+		if (h[b]) {
+			lo = b < lo ? b : lo;
+			hi = b;
+			most = h[b] > most ? h[b] : most;
+		}
+	if (!most) {
 		if (!use_csv)
 			fprintf(out, "  no call seen whole: no histogram\n");
 		return 0;
 	}
-	for (size_t i = 0; i < du->n; i++) {
-		unsigned b = du->v[i] ? log2_floor(du->v[i]) + 1 : 0;
-
-		counts[b]++;
-		lo = b < lo ? b : lo;
-		hi = b > hi ? b : hi;
-	}
-	for (unsigned b = lo; b <= hi; b++)
-		most = counts[b] > most ? counts[b] : most;
 	for (unsigned b = lo; b <= hi; b++) {
 		double from = b ? (double)(1ull << (b - 1)) : 0,
 		       to = b ? (double)(1ull << (b - 1)) * 2 : 0;
 		char f[CELL], t[CELL], n[CELL];
 
-		snprintf(n, sizeof(n), "%" PRIu64, counts[b]);
+		snprintf(n, sizeof(n), "%" PRIu64, h[b]);
 		if (use_csv) {
 			char fl[CELL], tl[CELL];
 
 			snprintf(fl, sizeof(fl), "%.0f", from);
-			snprintf(tl, sizeof(tl), "%.0f", b ? to : 0);
+			snprintf(tl, sizeof(tl), "%.0f", to);
 			if (st_tab_row(csv, "histogram", fn->name, fn->dso,
 				       fn->inlined ? "1" : "0", n, "", "", "",
 				       "", "", "", "", fl, tl))
@@ -336,8 +319,7 @@ static int histogram(struct st_db *d, struct st_tab *csv,
 		st_fmt_dur(t, sizeof(t), to, false);
 		fprintf(out, "  %9s .. %-9s %8s  ", b ? f : "0 ns", b ? t : "",
 			n);
-		for (uint64_t k = 0; k < (counts[b] * 50 + most - 1) / most;
-		     k++)
+		for (uint64_t k = 0; k < (h[b] * 50 + most - 1) / most; k++)
 			fputc('#', out);
 		fputc('\n', out);
 	}
@@ -429,7 +411,7 @@ static int do_function(struct st_db *d, const struct st_opts *o, FILE *out)
 				o->function);
 	if (rc < 0)
 		goto out;
-	rc = st_db_figures(d, &o->r[0], &g, true);
+	rc = st_db_figures(d, &o->r[0], &g, false);
 	for (uint32_t fn = 0; !rc && fn < g.nr_fns; fn++) {
 		const struct st_fig *f = &g.fns[fn];
 		struct cells c;
@@ -451,8 +433,8 @@ static int do_function(struct st_db *d, const struct st_opts *o, FILE *out)
 			if (rc)
 				rc = nomem(d);
 			else
-				rc = histogram(d, &csv, &g.fdur[fn],
-					       &d->fns[fn], true, out);
+				rc = histogram(d, &csv, g.hist[fn], &d->fns[fn],
+					       true, out);
 			continue;
 		}
 		fig_cells(&c, f, &d->fns[fn], false);
@@ -464,8 +446,7 @@ static int do_function(struct st_db *d, const struct st_opts *o, FILE *out)
 			d->fns[fn].dso ? d->fns[fn].dso : "no dso",
 			region_name(&o->r[0]), c.calls, c.inferred, c.total,
 			c.self, c.p50, c.p90, c.p99, c.max);
-		qsort(g.fdur[fn].v, g.fdur[fn].n, sizeof(uint64_t), u64_cmp);
-		rc = histogram(d, NULL, &g.fdur[fn], &d->fns[fn], false, out);
+		rc = histogram(d, NULL, g.hist[fn], &d->fns[fn], false, out);
 		if (!rc)
 			rc = relations(d, &g, fn, false, o->limit, out);
 		if (!rc)
@@ -570,124 +551,49 @@ out:
 /* ------------------------------------------------------------------ */
 /* Folded stacks: "main;handle;fib N", N the ns of self time */
 
-struct folded {
-	struct st_db *d;
-	/* Paths: a function below a path; path 0 is the empty one. */
-	struct path {
-		uint32_t parent, fn;
-		int64_t self;
-	} * paths;
-	size_t nr, cap;
-	struct mt_hmap index; /* parent << 32 | fn -> path */
-	struct fopen {
-		uint64_t id, dur, child;
-		uint32_t path;
-	} * stack;
-	size_t nr_open, cap_open;
-	uint32_t track;
-	bool started;
-};
-
-static void fold_close(struct folded *f)
-{
-	struct fopen *o = &f->stack[--f->nr_open];
-
-	f->paths[o->path].self += (int64_t)o->dur - (int64_t)o->child;
-}
-
-static int fold_row(void *ctx, const struct st_row *row)
-{
-	struct folded *f = ctx;
-	uint32_t parent = 0;
-	uint64_t key, v;
-
-	if (f->started && row->track != f->track)
-		while (f->nr_open)
-			fold_close(f);
-	f->track = row->track;
-	f->started = true;
-	while (f->nr_open && f->stack[f->nr_open - 1].id != row->parent)
-		fold_close(f);
-	if (f->nr_open) {
-		f->stack[f->nr_open - 1].child += row->dur;
-		parent = f->stack[f->nr_open - 1].path;
-	}
-	key = (uint64_t)parent << 32 | row->fn;
-	if (!mt_hmap_find(&f->index, key, &v)) {
-		if (f->nr >= UINT32_MAX ||
-		    mt_grow((void **)&f->paths, &f->cap, f->nr + 1,
-			    sizeof(*f->paths)) ||
-		    mt_hmap_set(&f->index, key, f->nr))
-			return -ENOMEM;
-		f->paths[f->nr] = (struct path){parent, row->fn, 0};
-		v = f->nr++;
-	}
-	if (mt_grow((void **)&f->stack, &f->cap_open, f->nr_open + 1,
-		    sizeof(*f->stack)))
-		return -ENOMEM;
-	f->stack[f->nr_open++] =
-		(struct fopen){row->id, row->dur, 0, (uint32_t)v};
-	return 0;
-}
-
 /* A frame's name as the folded format allows it: ';' separates frames
  * and a line ends the stack. */
-static void put_frame(const char *name, FILE *out)
+static void put_frame(const struct st_fn *fn, FILE *out)
 {
-	if (!name)
-		name = "[no name]";
+	const char *name = fn->name ? fn->name : "[no name]";
+
 	for (; *name; name++)
 		fputc(*name == ';' ? ':' : *name == '\n' ? ' ' : *name, out);
+	if (fn->inlined)
+		fputs(" (inlined)", out);
 }
 
+/* Each call path with self time, in the order the paths were found. */
 static int do_folded(struct st_db *d, const struct st_opts *o, FILE *out)
 {
-	struct folded f = {.d = d};
+	struct st_agg g = {0};
 	uint32_t *chain = NULL;
 	size_t cap = 0;
-	int rc;
+	int rc = st_db_figures(d, &o->r[0], &g, false);
 
-	/* Path 0: the empty stack above every root. */
-	if (mt_grow((void **)&f.paths, &f.cap, 1, sizeof(*f.paths))) {
-		rc = nomem(d);
-		goto out;
-	}
-	f.paths[f.nr++] = (struct path){0, ST_NONE, 0};
-	rc = st_db_scan(d, &o->r[0], fold_row, &f);
-	if (rc == -ENOMEM)
-		rc = nomem(d);
-	if (rc)
-		goto out;
-	while (f.nr_open)
-		fold_close(&f);
-	for (size_t p = 1; p < f.nr; p++) {
+	for (size_t p = 0; !rc && p < g.nr_paths; p++) {
 		size_t n = 0;
 
-		if (f.paths[p].self <= 0)
+		if (g.paths[p].self <= 0)
 			continue;
-		for (uint32_t q = (uint32_t)p; q; q = f.paths[q].parent) {
-			if (mt_grow((void **)&chain, &cap, n + 1,
-				    sizeof(*chain))) {
+		for (uint32_t q = (uint32_t)p; q != ST_NONE;
+		     q = g.paths[q].parent) {
+			if (n > g.nr_paths || mt_grow((void **)&chain, &cap,
+						      n + 1, sizeof(*chain))) {
 				rc = nomem(d);
-				goto out;
+				break;
 			}
 			chain[n++] = q;
 		}
-		while (n--) {
-			const struct st_fn *fn = &d->fns[f.paths[chain[n]].fn];
-
-			put_frame(fn->name, out);
-			if (fn->inlined)
-				fputs(" (inlined)", out);
+		while (!rc && n--) {
+			put_frame(&d->fns[g.paths[chain[n]].fn], out);
 			fputc(n ? ';' : ' ', out);
 		}
-		fprintf(out, "%" PRId64 "\n", f.paths[p].self);
+		if (!rc)
+			fprintf(out, "%" PRId64 "\n", g.paths[p].self);
 	}
-out:
 	free(chain);
-	free(f.paths);
-	free(f.stack);
-	mt_hmap_free(&f.index);
+	st_free(&g);
 	return rc;
 }
 

@@ -43,6 +43,22 @@ struct st_pair {
 	struct st_fig fig;	 /* of the callee's calls from the caller */
 };
 
+/*
+ * A call path: a function called from a path (a calling-context tree,
+ * every thread's merged).  What folded stacks are made of.
+ */
+struct st_path {
+	uint32_t parent; /* its caller's path; ST_NONE for a root */
+	uint32_t fn;
+	uint64_t calls, total;
+	int64_t self;
+};
+
+/* Histogram buckets: 0 for calls of no length, b for 2^(b-1) <= dur <
+ * 2^b ns. */
+#define ST_HIST 65
+unsigned st_bucket(uint64_t dur);
+
 /* Durations of whole calls, kept to find the percentiles. */
 struct st_durs {
 	uint64_t *v;
@@ -51,16 +67,20 @@ struct st_durs {
 
 struct st_agg {
 	uint32_t nr_fns;
-	struct st_fig *fns;   /* by function id */
-	struct st_durs *fdur; /* by function id */
+	struct st_fig *fns;	   /* by function id */
+	struct st_durs *fdur;	   /* by function id */
+	uint64_t (*hist)[ST_HIST]; /* by function id: whole calls a bucket */
 	struct st_pair *pairs;
 	struct st_durs *pdur; /* by pair index */
 	size_t nr_pairs, cap_pairs;
 	struct mt_hmap pair_index; /* caller << 32 | callee -> pair index */
+	struct st_path *paths;
+	size_t nr_paths, cap_paths;
+	struct mt_hmap path_index; /* (parent + 1) << 32 | fn -> path */
 	/* The open slices of the thread being read, outermost first. */
 	struct st_open {
 		uint64_t id;
-		uint32_t fn, pair;
+		uint32_t fn, pair, path;
 		uint64_t dur, child;
 	} * stack;
 	size_t nr_open, cap_open;

@@ -52,6 +52,7 @@ enum {
 	S_STRING,
 	S_FUNCTION,
 	S_CALLER,
+	S_CALL_PATH,
 	S_NR
 };
 

@@ -171,11 +171,16 @@ static const char schema[] =
 	 * for the calls of callee_id made from caller_id's slices. */
 	"CREATE TABLE function("
 	"id INTEGER PRIMARY KEY, name TEXT, dso TEXT, inlined INTEGER," FIGURES
-	");"
+	", hist TEXT);"
 	"CREATE TABLE caller("
 	"id INTEGER PRIMARY KEY, caller_id INTEGER, callee_id INTEGER," FIGURES
 	");"
 	"CREATE INDEX caller_callee ON caller(callee_id);"
+	/* The calling-context tree: each distinct path of calls from a
+	 * root, every thread's merged (what folded stacks are made of). */
+	"CREATE TABLE call_path("
+	"id INTEGER PRIMARY KEY, parent_id INTEGER, function_id INTEGER,"
+	" calls INTEGER, total_dur INTEGER, self_dur INTEGER);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
@@ -239,7 +244,8 @@ static const char *const stmt_sql[S_NR] = {
 	[S_PTWRITE] = "INSERT INTO ptwrite(id, ts, utid, tid, ip, value,"
 		      " slice_id) VALUES(?, ?, ?, ?, ?, ?, ?)",
 	[S_FUNCTION] = "INSERT INTO function VALUES(?, ?, ?, ?,"
-		       " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		       " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_CALL_PATH] = "INSERT INTO call_path VALUES(?, ?, ?, ?, ?, ?)",
 	[S_CALLER] = "INSERT INTO caller VALUES(?, ?, ?,"
 		     " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
@@ -876,6 +882,25 @@ static void bind_fig(sqlite3_stmt *st, int i, const struct st_fig *f)
 	}
 }
 
+/* The histogram as "BUCKET:CALLS ..." (stats.h's buckets), the empty
+ * ones left out. */
+static int bind_hist(struct sq *w, sqlite3_stmt *st, int i,
+		     const uint64_t *hist)
+{
+	char buf[ST_HIST * 24];
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (unsigned b = 0; b < ST_HIST; b++)
+		if (hist[b])
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at,
+					       "%s%u:%" PRIu64, at ? " " : "",
+					       b, hist[b]);
+	if (sqlite3_bind_text(st, i, buf, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+		return sq_fail_db(w, "binding");
+	return 0;
+}
+
 /* A function's id: one per (name, dso, inlined), found through each
  * model frame once. */
 struct fnmap {
@@ -969,6 +994,23 @@ static int write_functions(struct sq *w)
 		bind_str(w, st, 3, m.keys[i].dso);
 		sqlite3_bind_int(st, 4, m.keys[i].inlined);
 		bind_fig(st, 5, &a.fns[i]);
+		rc = bind_hist(w, st, 14, a.hist[i]);
+		if (!rc)
+			rc = step(w, st);
+	}
+	st = w->stmts[S_CALL_PATH];
+	for (size_t i = 0; !rc && i < a.nr_paths; i++) {
+		const struct st_path *p = &a.paths[i];
+
+		sqlite3_bind_int64(st, 1, (int64_t)i);
+		if (p->parent == ST_NONE)
+			sqlite3_bind_null(st, 2);
+		else
+			sqlite3_bind_int64(st, 2, p->parent);
+		sqlite3_bind_int64(st, 3, p->fn);
+		bind_u64(st, 4, p->calls);
+		bind_u64(st, 5, p->total);
+		sqlite3_bind_int64(st, 6, p->self);
 		rc = step(w, st);
 	}
 	st = w->stmts[S_CALLER];

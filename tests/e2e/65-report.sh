@@ -85,11 +85,18 @@ sql_equal() {
 		EXCEPT SELECT * FROM ($TAB_CALLER))),
 	 (SELECT count(*) FROM (SELECT * FROM ($TAB_CALLER)
 		EXCEPT SELECT * FROM ($SQL_CALLER))),
+	 (SELECT count(*) FROM (SELECT function_id, sum(calls) AS c,
+		sum(total_dur) AS t, sum(self_dur) AS s FROM call_path
+		GROUP BY 1) x JOIN function f ON f.id = x.function_id
+		WHERE x.c != f.calls OR x.t != f.total_dur
+		OR x.s != f.self_dur),
+	 (SELECT count(*) FROM call_path c JOIN call_path p
+		ON p.id = c.parent_id WHERE p.id >= c.id),
 	 (SELECT count(*) FROM function), (SELECT count(*) FROM caller),
 	 (SELECT sum(inferred) FROM function)" 2>&1)
 	case $out in
-	0\|0\|0\|0\|*)
-		IFS='|' read -r _ _ _ _ nf nc ni <<<"$out"
+	0\|0\|0\|0\|0\|0\|*)
+		IFS='|' read -r _ _ _ _ _ _ nf nc ni <<<"$out"
 		if [ "$nf" -gt 0 ] && [ "$nc" -gt 0 ]; then
 			echo "PASS report_sql_$name ($nf functions, $nc pairs," \
 				"$ni inferred calls: equal to SQL over slice)"
@@ -97,7 +104,8 @@ sql_equal() {
 		fi ;;
 	esac
 	echo "FAIL report_sql_$name: rows that differ (function both ways," \
-		"caller both ways, counts): $out"
+		"caller both ways, call_path against function, call_path" \
+		"order, counts): $out"
 }
 
 # The demo, captured by single-stepping whatever the default backend.
@@ -121,17 +129,27 @@ sql_equal demo "$demo"
 sql_equal threads "$W/s4.sqlite"
 sql_equal clipped "$W/s4cut.sqlite"
 
-# A database without the tables: mt-report sums slice_raw itself.
+# A database without the tables: mt-report sums slice_raw itself, to
+# the same figures, histograms and folded stacks.
 cp "$W/s4.sqlite" "$W/old.sqlite"
-sqlite3 "$W/old.sqlite" "DROP TABLE caller; DROP TABLE function"
-a=$("$B/mt-report" --csv "$W/s4.sqlite" 2>&1)
-b=$("$B/mt-report" --csv "$W/old.sqlite" 2>&1)
-if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$(wc -l <<<"$a")" -gt 5 ]; then
-	echo "PASS report_old_database ($(($(wc -l <<<"$a") - 1)) functions," \
-		"the same without the tables)"
-else
-	echo "FAIL report_old_database: $(diff <(echo "$a") <(echo "$b") | head -4)"
-fi
+sqlite3 "$W/old.sqlite" "DROP TABLE caller; DROP TABLE function;
+	DROP TABLE call_path"
+top=$(sqlite3 "$W/s4.sqlite" "SELECT name FROM function
+	ORDER BY self_dur DESC LIMIT 1")
+for q in "--csv" "--csv --function $top" "--folded"; do
+	# shellcheck disable=SC2086
+	a=$("$B/mt-report" $q "$W/s4.sqlite" 2>&1)
+	# shellcheck disable=SC2086
+	b=$("$B/mt-report" $q "$W/old.sqlite" 2>&1)
+	if [ -z "$a" ] || [ "$a" != "$b" ] || [ "$(wc -l <<<"$a")" -lt 5 ]; then
+		echo "FAIL report_old_database: mt-report $q:" \
+			"$(diff <(echo "$a") <(echo "$b") | head -4)"
+		a=
+		break
+	fi
+done
+[ -n "$a" ] && echo "PASS report_old_database (figures, $top's histogram" \
+	"and the folded stacks the same without the tables)"
 
 # A window of the whole trace: the figures of mt-convert --time's.
 a=$("$B/mt-report" --csv --time 20us..60us "$W/s4.sqlite" 2>&1 | sort)

@@ -102,6 +102,21 @@ static void test_sums(struct check_state *cs)
 		CHECK(cs, f->calls == 2 && f->total == 15 && f->self == 15 &&
 				  f->p90 == 10);
 	}
+	/* Paths: a, a>b, a>b>c, d; b, b>c, c (the root of no walk). */
+	CHECK(cs, a.nr_paths == 7);
+	if (a.nr_paths == 7) {
+		CHECK(cs, a.paths[1].parent == 0 && a.paths[1].fn == 1 &&
+				  a.paths[1].calls == 2 &&
+				  a.paths[1].self == 45);
+		CHECK(cs, a.paths[2].parent == 1 && a.paths[2].self == 5);
+		CHECK(cs, a.paths[4].parent == ST_NONE && a.paths[4].fn == 1 &&
+				  a.paths[4].self == 30);
+		CHECK(cs, a.paths[6].parent == ST_NONE && a.paths[6].fn == 2);
+	}
+	/* Histograms: b's 20, 30 in bucket 5 (16..32), 40 in 6. */
+	CHECK(cs, a.hist[1][5] == 2 && a.hist[1][6] == 1 && !a.hist[3][3]);
+	CHECK(cs, st_bucket(0) == 0 && st_bucket(1) == 1 && st_bucket(2) == 2 &&
+			  st_bucket(3) == 2 && st_bucket(UINT64_MAX) == 64);
 	st_free(&a);
 }
 
