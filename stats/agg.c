@@ -24,9 +24,20 @@ int st_grow(struct st_agg *a, uint32_t nr_fns)
 	struct st_fig *f;
 	struct st_durs *d;
 	uint64_t(*h)[ST_HIST];
+	struct st_top(*top)[ST_KEPT];
+	uint8_t *nt;
 
 	if (nr_fns <= a->nr_fns)
 		return 0;
+	top = realloc(a->top, (size_t)nr_fns * sizeof(*top));
+	if (!top)
+		return -ENOMEM;
+	a->top = top;
+	nt = realloc(a->nr_top, nr_fns);
+	if (!nt)
+		return -ENOMEM;
+	a->nr_top = nt;
+	memset(nt + a->nr_fns, 0, nr_fns - a->nr_fns);
 	h = realloc(a->hist, (size_t)nr_fns * sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -115,6 +126,22 @@ static int path_get(struct st_agg *a, uint32_t parent, uint32_t fn,
 	return 0;
 }
 
+/* Among fn's slowest when longer than the last kept: ids come in
+ * increasing order, so an equal one is later and stays out. */
+static void keep_top(struct st_agg *a, uint32_t fn, uint64_t dur, uint64_t id)
+{
+	struct st_top *t = a->top[fn];
+	unsigned n = a->nr_top[fn], i;
+
+	if (n == ST_KEPT && t[n - 1].dur >= dur)
+		return;
+	if (n < ST_KEPT)
+		a->nr_top[fn] = (uint8_t)++n;
+	for (i = n - 1; i > 0 && t[i - 1].dur < dur; i--)
+		t[i] = t[i - 1];
+	t[i] = (struct st_top){dur, id};
+}
+
 /* The slice on top of the stack is complete: its self time counts. */
 static void close_top(struct st_agg *a)
 {
@@ -139,6 +166,7 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 		close_top(a);
 	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
 	fig_add(&a->fns[fn], dur, inferred);
+	keep_top(a, fn, dur, id);
 	if (!inferred) {
 		if (durs_add(&a->fdur[fn], dur))
 			return -ENOMEM;
@@ -248,6 +276,8 @@ void st_free(struct st_agg *a)
 	free(a->fns);
 	free(a->fdur);
 	free(a->hist);
+	free(a->top);
+	free(a->nr_top);
 	free(a->paths);
 	mt_hmap_free(&a->path_index);
 	free(a->pairs);

@@ -211,6 +211,7 @@ int st_db_open(struct st_db *d, const char *path, char *err, size_t errlen)
 	}
 	d->has_function = has_table(d, "function") && has_table(d, "caller") &&
 			  has_table(d, "call_path");
+	d->has_slowest = d->has_function && has_table(d, "slowest");
 	rc = load_frames(d, &index);
 	if (!rc)
 		rc = load_first(d);
@@ -282,6 +283,35 @@ static int scan_all(struct st_db *d,
 	}
 	if (!rc && r != SQLITE_DONE)
 		rc = db_fail(d, "reading slice_raw");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int st_db_slowest(struct st_db *d, const char *name,
+		  int (*fn)(void *ctx, const struct st_row *row), void *ctx)
+{
+	sqlite3_stmt *st;
+	struct st_row row;
+	int rc = prepare(d,
+			 "SELECT r.id, r.parent_id, r.frame_id, r.track_id,"
+			 " r.depth, r.ts, r.dur FROM slowest s"
+			 " JOIN function f ON f.id = s.function_id"
+			 " JOIN slice_raw r ON r.id = s.slice_id"
+			 " WHERE ?1 IS NULL OR f.name = ?1 ORDER BY r.id",
+			 &st);
+	int s = SQLITE_DONE;
+
+	if (rc)
+		return rc;
+	if (name)
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = read_row(d, st, &row);
+		if (!rc)
+			rc = fn(ctx, &row);
+	}
+	if (!rc && s != SQLITE_DONE)
+		rc = db_fail(d, "reading slowest");
 	sqlite3_finalize(st);
 	return rc;
 }

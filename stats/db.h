@@ -26,6 +26,7 @@ struct st_db {
 	uint8_t *frame_inferred;
 	uint32_t nr_frames;
 	bool has_function; /* the tables function and caller are there */
+	bool has_slowest;  /* and slowest */
 	uint64_t first_ts; /* the trace's first slice */
 	uint64_t last_end; /* the end of its last */
 };
@@ -57,6 +58,10 @@ int st_db_scan(struct st_db *d, const struct st_region *r,
  * d's. */
 int st_db_figures(struct st_db *d, const struct st_region *r, struct st_agg *a,
 		  bool scan);
+/* The slowest calls the table slowest keeps (of functions named name,
+ * or of all when NULL), in id order, as st_db_scan hands them on. */
+int st_db_slowest(struct st_db *d, const char *name,
+		  int (*fn)(void *ctx, const struct st_row *row), void *ctx);
 /* The functions named name (any dso, inlined or not), as a bit per id
  * in want (d->nr_fns bytes, owned by the caller).  Returns how many. */
 int st_db_named(struct st_db *d, const char *name, uint8_t **want);

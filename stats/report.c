@@ -515,7 +515,12 @@ static int do_slowest(struct st_db *d, const struct st_opts *o, FILE *out)
 		rc = nomem(d);
 		goto out;
 	}
-	rc = st_db_scan(d, &o->r[0], keep_slow, &s);
+	/* The table keeps each function's ST_KEPT slowest: enough for the
+	 * whole trace's N slowest, of one function or of all. */
+	if (d->has_slowest && o->r[0].kind == ST_ALL && s.limit <= ST_KEPT)
+		rc = st_db_slowest(d, o->function, keep_slow, &s);
+	else
+		rc = st_db_scan(d, &o->r[0], keep_slow, &s);
 	for (size_t i = 0; !rc && i < s.n; i++) {
 		char dur[CELL], at[CELL], tid[CELL], *stack = NULL;
 

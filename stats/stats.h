@@ -59,6 +59,13 @@ struct st_path {
 #define ST_HIST 65
 unsigned st_bucket(uint64_t dur);
 
+/* A function's slowest calls (all of them, inferred too), longest
+ * first, the earlier first among equals. */
+#define ST_KEPT 32
+struct st_top {
+	uint64_t dur, id;
+};
+
 /* Durations of whole calls, kept to find the percentiles. */
 struct st_durs {
 	uint64_t *v;
@@ -70,6 +77,8 @@ struct st_agg {
 	struct st_fig *fns;	   /* by function id */
 	struct st_durs *fdur;	   /* by function id */
 	uint64_t (*hist)[ST_HIST]; /* by function id: whole calls a bucket */
+	struct st_top (*top)[ST_KEPT]; /* by function id: its slowest calls */
+	uint8_t *nr_top;	       /* by function id: how many */
 	struct st_pair *pairs;
 	struct st_durs *pdur; /* by pair index */
 	size_t nr_pairs, cap_pairs;

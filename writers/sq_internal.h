@@ -53,6 +53,7 @@ enum {
 	S_FUNCTION,
 	S_CALLER,
 	S_CALL_PATH,
+	S_SLOWEST,
 	S_NR
 };
 

@@ -178,6 +178,9 @@ static const char schema[] =
 	"CREATE INDEX caller_callee ON caller(callee_id);"
 	/* The calling-context tree: each distinct path of calls from a
 	 * root, every thread's merged (what folded stacks are made of). */
+	/* The slowest calls of each function (ST_KEPT at most). */
+	"CREATE TABLE slowest("
+	"function_id INTEGER, slice_id INTEGER, dur INTEGER);"
 	"CREATE TABLE call_path("
 	"id INTEGER PRIMARY KEY, parent_id INTEGER, function_id INTEGER,"
 	" calls INTEGER, total_dur INTEGER, self_dur INTEGER);"
@@ -246,6 +249,7 @@ static const char *const stmt_sql[S_NR] = {
 	[S_FUNCTION] = "INSERT INTO function VALUES(?, ?, ?, ?,"
 		       " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_CALL_PATH] = "INSERT INTO call_path VALUES(?, ?, ?, ?, ?, ?)",
+	[S_SLOWEST] = "INSERT INTO slowest VALUES(?, ?, ?)",
 	[S_CALLER] = "INSERT INTO caller VALUES(?, ?, ?,"
 		     " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
@@ -940,6 +944,7 @@ static int fn_of(struct fnmap *m, const struct mt_trace *t,
 static int sum_functions(const struct mt_trace *t, struct fnmap *m,
 			 struct st_agg *a)
 {
+	uint64_t base = 0; /* the thread's first slice id in slice_raw */
 	uint32_t fn;
 
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
@@ -952,12 +957,14 @@ static int sum_functions(const struct mt_trace *t, struct fnmap *m,
 
 			if (fn_of(m, t, s, &fn) || st_grow(a, (uint32_t)m->nr))
 				return -ENOMEM;
-			if (st_add(a, fn, j,
-				   s->parent == MT_NONE ? ST_ROOT : s->parent,
+			if (st_add(a, fn, base + j,
+				   s->parent == MT_NONE ? ST_ROOT
+							: base + s->parent,
 				   s->dur, inf))
 				return -ENOMEM;
 		}
 		st_end_thread(a);
+		base += th->nr_slices;
 	}
 	st_finish(a);
 	return 0;
@@ -998,6 +1005,14 @@ static int write_functions(struct sq *w)
 		if (!rc)
 			rc = step(w, st);
 	}
+	st = w->stmts[S_SLOWEST];
+	for (size_t i = 0; !rc && i < m.nr; i++)
+		for (unsigned k = 0; !rc && k < a.nr_top[i]; k++) {
+			sqlite3_bind_int64(st, 1, (int64_t)i);
+			bind_u64(st, 2, a.top[i][k].id);
+			bind_u64(st, 3, a.top[i][k].dur);
+			rc = step(w, st);
+		}
 	st = w->stmts[S_CALL_PATH];
 	for (size_t i = 0; !rc && i < a.nr_paths; i++) {
 		const struct st_path *p = &a.paths[i];

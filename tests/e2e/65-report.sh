@@ -130,13 +130,14 @@ sql_equal threads "$W/s4.sqlite"
 sql_equal clipped "$W/s4cut.sqlite"
 
 # A database without the tables: mt-report sums slice_raw itself, to
-# the same figures, histograms and folded stacks.
+# the same figures, histograms, folded stacks and slowest calls.
 cp "$W/s4.sqlite" "$W/old.sqlite"
 sqlite3 "$W/old.sqlite" "DROP TABLE caller; DROP TABLE function;
-	DROP TABLE call_path"
+	DROP TABLE call_path; DROP TABLE slowest"
 top=$(sqlite3 "$W/s4.sqlite" "SELECT name FROM function
 	ORDER BY self_dur DESC LIMIT 1")
-for q in "--csv" "--csv --function $top" "--folded"; do
+for q in "--csv" "--csv --function $top" "--folded" "--csv --slowest 20" \
+	"--csv --slowest 5 --function $top"; do
 	# shellcheck disable=SC2086
 	a=$("$B/mt-report" $q "$W/s4.sqlite" 2>&1)
 	# shellcheck disable=SC2086
@@ -148,8 +149,8 @@ for q in "--csv" "--csv --function $top" "--folded"; do
 		break
 	fi
 done
-[ -n "$a" ] && echo "PASS report_old_database (figures, $top's histogram" \
-	"and the folded stacks the same without the tables)"
+[ -n "$a" ] && echo "PASS report_old_database (figures, $top's histogram," \
+	"the folded stacks and the slowest calls the same without the tables)"
 
 # A window of the whole trace: the figures of mt-convert --time's.
 a=$("$B/mt-report" --csv --time 20us..60us "$W/s4.sqlite" 2>&1 | sort)

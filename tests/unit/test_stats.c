@@ -115,6 +115,9 @@ static void test_sums(struct check_state *cs)
 	}
 	/* Histograms: b's 20, 30 in bucket 5 (16..32), 40 in 6. */
 	CHECK(cs, a.hist[1][5] == 2 && a.hist[1][6] == 1 && !a.hist[3][3]);
+	/* b's slowest: 40, 30, 20. */
+	CHECK(cs, a.nr_top[1] == 3 && a.top[1][0].dur == 40 &&
+			  a.top[1][1].dur == 30 && a.top[1][2].dur == 20);
 	CHECK(cs, st_bucket(0) == 0 && st_bucket(1) == 1 && st_bucket(2) == 2 &&
 			  st_bucket(3) == 2 && st_bucket(UINT64_MAX) == 64);
 	st_free(&a);
