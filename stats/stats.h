@@ -66,9 +66,11 @@ struct st_top {
 	uint64_t dur, id;
 };
 
-/* Durations of whole calls, kept to find the percentiles. */
+/* Durations of whole calls, kept to find the percentiles: 32 bits each
+ * until one needs more (4.3 s), which widens the array to 64. */
 struct st_durs {
-	uint64_t *v;
+	uint32_t *v32;
+	uint64_t *v64; /* when set, the durations, v32 gone */
 	size_t n, cap;
 };
 
@@ -116,6 +118,7 @@ void st_free(struct st_agg *a);
 
 /* The k-th smallest of v[0..n) (0-based), v reordered around it. */
 uint64_t st_select(uint64_t *v, size_t n, size_t k);
+uint32_t st_select32(uint32_t *v, size_t n, size_t k);
 /* The nearest-rank index of percentile p of n values: ceil(p n / 100) - 1. */
 size_t st_rank(size_t n, unsigned p);
 

@@ -123,6 +123,25 @@ static void test_sums(struct check_state *cs)
 	st_free(&a);
 }
 
+/* A call of more than 4.3 s among short ones: the durations held widen
+ * from 32 to 64 bits, and the figures stay exact. */
+static void test_wide(struct check_state *cs)
+{
+	static const uint64_t d[] = {5, 3, 5000000000ull, 7, 4294967296ull};
+	struct st_agg a;
+
+	CHECK(cs, !st_init(&a, 1));
+	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
+		CHECK(cs, !st_add(&a, 0, i, ST_ROOT, d[i], false));
+	st_finish(&a);
+	/* 3 5 7 4294967296 5000000000: ranks 2, 4, 4 */
+	CHECK(cs, a.fns[0].p50 == 7 && a.fns[0].p90 == 5000000000ull &&
+			  a.fns[0].max == 5000000000ull &&
+			  a.fns[0].total == 9294967311ull);
+	CHECK(cs, a.fdur[0].v64 && !a.fdur[0].v32);
+	st_free(&a);
+}
+
 static void test_units(struct check_state *cs)
 {
 	static const struct {
@@ -210,6 +229,7 @@ int main(void)
 	RUN(&st, test_select);
 	RUN(&st, test_rank);
 	RUN(&st, test_sums);
+	RUN(&st, test_wide);
 	RUN(&st, test_units);
 	RUN(&st, test_split);
 	return CHECK_DONE(&st);
