@@ -13,10 +13,15 @@ trap 'rm -rf "$W"' EXIT
 tps=${MT_SHARED:-$R/../shared}/tools/perfetto/trace_processor_shell
 
 # Each thread's slices as trace_processor reads them: tid, ts, dur,
-# depth, name and the inferred flags, one "|"-separated line each.
+# depth, name and the inferred flags, one "|"-separated line each.  A
+# slice deeper than Perfetto's 512 levels is on a track "NAME (depth
+# 512+)" at a depth counted from there: its true depth is put back.
 tp_rows() {
 	"$tps" query "$1" "SELECT t.tid || '|' || s.ts || '|' || s.dur || '|'
-		|| s.depth || '|' || s.name || '|'
+		|| (s.depth + CASE WHEN tt.name LIKE '%(depth %+)'
+			THEN CAST(substr(tt.name, instr(tt.name, '(depth ') + 7)
+			AS INT) ELSE 0 END)
+		|| '|' || s.name || '|'
 		|| coalesce(extract_arg(s.arg_set_id, 'debug.inferred_start'), 0)
 		|| '|'
 		|| coalesce(extract_arg(s.arg_set_id, 'debug.inferred_end'), 0)
