@@ -201,7 +201,7 @@ fi
 # times (none is negative in these traces).
 "$B/mt-report" --folded "$demo" >"$W/demo.folded" 2>"$W/fold.err"
 bad=$(grep -cvE '^[^;]+(;[^;]+)* [0-9]+$' "$W/demo.folded")
-sum=$(awk '{s += $NF} END {print s + 0}' "$W/demo.folded")
+sum=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$W/demo.folded")
 want=$(sqlite3 "$demo" "SELECT sum(self_dur) FROM function")
 if [ -s "$W/demo.folded" ] && [ "$bad" = 0 ] && [ "$sum" = "$want" ]; then
 	echo "PASS report_folded ($(wc -l <"$W/demo.folded") stacks, $sum ns)"
@@ -224,7 +224,7 @@ fi
 
 # One function: its whole calls all in the histogram, its callers.
 csv=$("$B/mt-report" --csv --function fib "$demo" 2>&1)
-hist=$(awk -F, '$1 == "histogram" {s += $5} END {print s + 0}' <<<"$csv")
+hist=$(awk -F, '$1 == "histogram" {s += $5} END {printf "%.0f\n", s}' <<<"$csv")
 whole=$(sqlite3 "$demo" "SELECT sum(calls - inferred) FROM function
 	WHERE name = 'fib'")
 callers=$(awk -F, '$1 == "caller" {print $2}' <<<"$csv" | sort | tr '\n' ' ')

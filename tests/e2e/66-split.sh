@@ -61,10 +61,13 @@ split_equal() {
 	  if (have && key == pkey && $1 == pp + 1 && $3 == cut[$1] &&
 	      pts + pdur == $3 && pie == 1 && $7 == 1) {
 		pdur += $4; pp = $1; pie = $8; next }
-	  if (have) print ptid, pts, pdur, pdepth, pname, pis, pie
+	  if (have) out()
 	  have = 1; pkey = key; pp = $1; ptid = $2; pts = $3; pdur = $4
 	  pdepth = $5; pname = $6; pis = $7; pie = $8 }
-	END { if (have) print ptid, pts, pdur, pdepth, pname, pis, pie }' \
+	END { if (have) out() }
+	# a sum past 2^31 in full, not as 2.2e+09
+	function out() { printf "%s|%s|%.0f|%s|%s|%s|%s\n", ptid, pts, pdur,
+		pdepth, pname, pis, pie }' \
 		"$d.parts" <(sort -t'|' -k2,2n -k5,5n -k6,6 -k3,3n -k1,1n \
 			"$d.parts") | sort >"$d.joined"
 	if [ "$bad" = 0 ] && [ "$over" = 0 ] && [ "$k" -gt 2 ] &&
