@@ -25,7 +25,7 @@ endif
 CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 
 # Library modules, in data-flow order.
-LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch regions writers
+LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch regions stats writers
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
@@ -36,7 +36,8 @@ UNIT_SRCS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 SYNTH_OBJS := $(SYNTH_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
-BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth
+BINS := $(BUILD)/bin/mt-capture $(BUILD)/bin/mt-convert $(BUILD)/bin/mt-synth \
+        $(BUILD)/bin/mt-report
 TESTS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(BUILD)/bin/mt-synth-check $(BUILD)/bin/mt-tree-check \
          $(BUILD)/bin/mt-accuracy $(BUILD)/bin/mt-ptt-wrap \
@@ -61,7 +62,7 @@ VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test unit check-format format clean demo bench bench-capture accuracy timing golden-update fuzz \
+.PHONY: all deps test unit check-format format clean demo bench bench-capture bench-report accuracy timing golden-update fuzz \
         mutate progs real-progs
 
 all: $(BINS) $(VGTOOL)
@@ -173,6 +174,10 @@ bench: all $(BUILD)/bin/mt-bench
 # Real programs under --emulate=valgrind (and ptrace) against native.
 bench-capture: all $(BUILD)/bin/mt-bench
 	@MT_BUILD=$(BUILD) bash tools/bench-capture.sh
+
+# mt-report on the bench capture's database (about 24M slices).
+bench-report: all $(BUILD)/bin/mt-bench
+	@MT_BUILD=$(BUILD) bash tools/bench-report.sh $(BENCH_MB)
 
 # Accuracy against truth with injected gaps, stitching on and off.
 accuracy: all $(BUILD)/bin/mt-accuracy

@@ -74,6 +74,9 @@ static const char usage[] =
 	"                     1: decode in one piece, on this thread)\n"
 	"  --piece-size SIZE  the trace a piece of a parallel decode has\n"
 	"                     (default 256K)\n"
+	"  --split N          write the Perfetto trace as parts of at most\n"
+	"                     N slices each (TRACE.1.pftrace, ...), cut in\n"
+	"                     time, each with the stack at its start\n"
 	"  -q, --quiet        no summary\n";
 
 struct args {
@@ -91,6 +94,7 @@ struct args {
 	struct rg_window window;
 	const char *time; /* --time as given */
 	const char *between, *until;
+	uint64_t split; /* --split N: parts of at most N slices; 0: whole */
 };
 
 /* "12,345": *tids grows by each. */
@@ -276,12 +280,18 @@ static int show_progress(void *ctx, uint64_t done, uint64_t total)
  */
 static struct mt_outfile *sig_outs;
 static volatile sig_atomic_t sig_nr_outs;
+/* The same for the parts of --split, begun once their number is known. */
+static struct mt_outfile *sig_parts;
+static volatile sig_atomic_t sig_nr_parts;
 
 static void on_fatal_signal(int sig)
 {
 	for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
 		if (sig_outs[i].tmp)
 			unlink(sig_outs[i].tmp);
+	for (sig_atomic_t i = 0; i < sig_nr_parts; i++)
+		if (sig_parts[i].tmp)
+			unlink(sig_parts[i].tmp);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -325,6 +335,9 @@ static void on_bus_error(int sig)
 		for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
 			if (sig_outs[i].tmp)
 				unlink(sig_outs[i].tmp);
+		for (sig_atomic_t i = 0; i < sig_nr_parts; i++)
+			if (sig_parts[i].tmp)
+				unlink(sig_parts[i].tmp);
 		/* One write, so that the line is never torn. */
 		n = write(STDERR_FILENO, sig_capture_msg,
 			  strlen(sig_capture_msg));
@@ -486,6 +499,16 @@ static int parse(int argc, char **argv, struct args *a)
 			}
 			a->have_window = true;
 			a->time = v;
+		} else if (!strcmp(s, "--split")) {
+			NEED_ARG;
+			if (mt_parse_u64(v, 10, UINT32_MAX, &a->split) ||
+			    !a->split) {
+				fprintf(stderr,
+					"mt-convert: --split %s: not a number "
+					"of slices (1 to %u)\n",
+					v, UINT32_MAX);
+				return -1;
+			}
 		} else if (!strcmp(s, "--between")) {
 			NEED_ARG;
 			a->between = v;
@@ -562,6 +585,11 @@ static int parse(int argc, char **argv, struct args *a)
 	}
 	if (!a->out && !a->text) {
 		fprintf(stderr, "mt-convert: no output: give -o TRACE.pftrace "
+				"(see mt-convert --help)\n");
+		return -1;
+	}
+	if (a->split && !a->out) {
+		fprintf(stderr, "mt-convert: --split needs -o TRACE.pftrace "
 				"(see mt-convert --help)\n");
 		return -1;
 	}
@@ -650,7 +678,7 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 			rg->slices_after, rg->slices_before,
 			(double)(rg->end - rg->start) / 1e6,
 			(double)(rg->start - rg->first) / 1e6);
-	if (a->out)
+	if (a->out && !a->split)
 		fprintf(stderr, "  perfetto: %s  (open in ui.perfetto.dev)\n",
 			a->out);
 	if (sqlite)
@@ -671,6 +699,103 @@ static void summary(const struct mt_trace *t, struct dec_capture *dc,
 }
 
 enum { OUT_PERFETTO, OUT_SQLITE, OUT_TEXT, NR_OUTS };
+
+/*
+ * The slices Perfetto's UI loads on a typical machine: its trace
+ * processor runs in the browser in about 2 GB, and on our traces it
+ * takes 157 bytes a slice besides 43 MB (trace_processor_shell's peak
+ * RSS on captures of 0.43M and 1.7M slices); 10M slices leave room for
+ * the UI itself.
+ */
+#define UI_MAX_SLICES 10000000ull
+
+/* trace.pftrace -> trace.K.pftrace; other names get .K appended. */
+static char *part_path(const char *out, size_t k)
+{
+	size_t n = strlen(out);
+	char *p;
+
+	if (n > 8 && !strcmp(out + n - 8, ".pftrace"))
+		return asprintf(&p, "%.*s.%zu.pftrace", (int)(n - 8), out, k) <
+				       0
+			       ? NULL
+			       : p;
+	return asprintf(&p, "%s.%zu", out, k) < 0 ? NULL : p;
+}
+
+/*
+ * --split: the trace cut into parts (regions/), each begun as an output
+ * of its own and written and synced in turn; committed with the other
+ * outputs by the caller, which aborts them on failure.
+ */
+static int write_parts(const struct mt_trace *t, const struct args *a,
+		       const struct wr_perfetto_opts *po,
+		       struct mt_outfile **parts, size_t *nr_parts, char *err,
+		       size_t errlen)
+{
+	uint64_t *cuts = NULL;
+	size_t n = 0;
+	int rc = rg_split_plan(t, a->split, &cuts, &n, err, errlen);
+
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts)))) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+	if (!rc)
+		sig_parts = *parts;
+	for (size_t k = 0; !rc && k < n; k++) {
+		struct mt_trace view;
+		char *path = part_path(a->out, k + 1);
+
+		if (!path) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+			break;
+		}
+		rc = mt_outfile_begin(&(*parts)[k], path, err, errlen);
+		free(path);
+		if (rc)
+			break;
+		*nr_parts = k + 1;
+		sig_nr_parts = (sig_atomic_t)*nr_parts;
+		rc = rg_part(t, cuts[k], cuts[k + 1], &view);
+		if (rc) {
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
+		rg_part_free(&view);
+		if (!rc)
+			rc = mt_outfile_sync(&(*parts)[k], err, errlen);
+	}
+	free(cuts);
+	return rc;
+}
+
+/* One line when the trace is more than the UI loads, with the ways
+ * through. */
+static void warn_big(const struct mt_trace *t, const struct args *a)
+{
+	const char *env = getenv("MT_UI_SLICES");
+	uint64_t n = 0, most = UI_MAX_SLICES;
+
+	/* MT_UI_SLICES: another limit, for a machine that loads more (or
+	 * for a test). */
+	if (env && mt_parse_u64(env, 10, UINT64_MAX - 1, &most))
+		most = UI_MAX_SLICES;
+	for (size_t i = 0; i < t->nr_threads; i++)
+		n += t->threads[i].nr_slices;
+	if (n > most)
+		fprintf(stderr,
+			"mt-convert: %s: %" PRIu64 " slices, more than the "
+			"Perfetto UI loads on a typical machine (about "
+			"%" PRIu64 "): open it through trace_processor "
+			"--httpd, or write it in parts with --split %" PRIu64
+			"\n",
+			a->out, n, most, most);
+}
 
 /* Stitching asks the decoder's code whether a frame can be seen again,
  * and whether it can make a call. */
@@ -720,6 +845,8 @@ int main(int argc, char **argv)
 	const char *out_names[NR_OUTS] = {0};
 	size_t nr_outs = 0;
 	char err[1024] = "", *sqlite = NULL;
+	struct mt_outfile *parts = NULL;
+	size_t nr_parts = 0;
 	int rc = 1;
 
 	wr_sqlite_setup();
@@ -757,7 +884,8 @@ int main(int argc, char **argv)
 		if (!sqlite)
 			goto oom;
 	}
-	out_names[OUT_PERFETTO] = a.out;
+	/* With --split the parts are written instead, named after it. */
+	out_names[OUT_PERFETTO] = a.split ? NULL : a.out;
 	out_names[OUT_SQLITE] = sqlite;
 	out_names[OUT_TEXT] = a.text && strcmp(a.text, "-") ? a.text : NULL;
 	{
@@ -940,6 +1068,8 @@ int main(int argc, char **argv)
 		if (trc)
 			goto fail;
 	}
+	if (a.out && !a.split)
+		warn_big(&t, &a);
 	{
 		struct wr_perfetto_opts po = {.no_compress = a.no_compress};
 		struct sqlite_job job = {.t = &t, .f = &outs[OUT_SQLITE]};
@@ -955,10 +1085,13 @@ int main(int argc, char **argv)
 		}
 		/* Each output is synced as soon as it is written, while the
 		 * other is still being written, rather than both after. */
-		if (a.out)
+		if (a.out && !a.split)
 			prc = wr_perfetto_to(&t, &outs[OUT_PERFETTO], &po, NULL,
 					     err, sizeof(err));
-		if (a.out && !prc)
+		else if (a.split)
+			prc = write_parts(&t, &a, &po, &parts, &nr_parts, err,
+					  sizeof(err));
+		if (a.out && !a.split && !prc)
 			prc = mt_outfile_sync(&outs[OUT_PERFETTO], err,
 					      sizeof(err));
 		if (threaded)
@@ -974,29 +1107,44 @@ int main(int argc, char **argv)
 	}
 	{
 		/* Only the outputs written, in order, without gaps. */
-		struct mt_outfile done[NR_OUTS];
+		struct mt_outfile *done =
+			calloc(NR_OUTS + nr_parts, sizeof(*done));
 		size_t n = 0;
 
 		sigset_t fatal, old;
 		int crc;
 
+		if (!done)
+			goto oom;
 		for (size_t i = 0; i < nr_outs; i++)
 			if (outs[i].path)
 				done[n++] = outs[i];
+		for (size_t i = 0; i < nr_parts; i++)
+			done[n++] = parts[i];
 		/* A signal now would find some outputs renamed and others
 		 * not: it waits until all are in place (or all gone). */
 		fatal_signal_set(&fatal);
 		sigprocmask(SIG_BLOCK, &fatal, &old);
 		sig_nr_outs = 0;
+		sig_nr_parts = 0;
 		memset(outs, 0, sizeof(outs));
 		nr_outs = 0;
+		free(parts);
+		parts = NULL;
+		nr_parts = 0;
 		crc = mt_outfile_commit_all(done, n, err, sizeof(err));
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		free(done);
 		if (crc)
 			goto fail;
 	}
 	if (!a.quiet)
 		summary(&t, dc, &a, &rg, sqlite, elapsed(&prog.start));
+	if (!a.quiet && a.split)
+		fprintf(stderr,
+			"  perfetto: %s in parts of at most %" PRIu64
+			" slices  (open each in ui.perfetto.dev)\n",
+			a.out, a.split);
 	rc = 0;
 	goto out;
 oom:
@@ -1011,6 +1159,10 @@ out:
 	sig_nr_outs = 0;
 	for (size_t i = 0; i < nr_outs; i++)
 		mt_outfile_abort(&outs[i]);
+	sig_nr_parts = 0;
+	for (size_t i = 0; i < nr_parts; i++)
+		mt_outfile_abort(&parts[i]);
+	free(parts);
 	seg_all_free(segs);
 	seg_ends_free(&ends);
 	dec_free(dc);

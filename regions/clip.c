@@ -50,11 +50,8 @@ static bool overlaps(uint64_t ts, uint64_t end, struct rg_span sp)
 	return end > sp.lo && ts < sp.hi;
 }
 
-/* Appends the slices of th that overlap sp to *out; map: scratch of
- * th->nr_slices.  Returns 0 or -ENOMEM. */
-static int keep_span(const struct mt_thread *th, struct rg_span sp,
-		     uint32_t *map, struct mt_slice **out, size_t *n,
-		     size_t *cap)
+int rg_keep_span(const struct mt_thread *th, struct rg_span sp, uint32_t *map,
+		 struct mt_slice **out, size_t *n, size_t *cap)
 {
 	size_t first = *n;
 
@@ -191,8 +188,8 @@ int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 	for (size_t i = 0; i < t->nr_threads; i++) {
 		cap = 0;
 		for (size_t k = 0; k < nr[i]; k++)
-			if (keep_span(&t->threads[i], spans[i][k], map,
-				      &keep[i], &n[i], &cap))
+			if (rg_keep_span(&t->threads[i], spans[i][k], map,
+					 &keep[i], &n[i], &cap))
 				goto out;
 	}
 	/* Nothing can fail from here. */

@@ -59,4 +59,29 @@ int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
 		    struct rg_stats *st);
 
+/*
+ * Cutting a trace into parts of at most max slices each, for viewers
+ * that cannot load it whole.  Each part is a window of time cut where a
+ * slice starts, and holds what overlaps it as --time would keep it: the
+ * slices open at its start (the stack there, on every thread) clipped
+ * and flagged inferred, so that each part opens on its own.  The cuts
+ * are perf times: the parts are [cuts[k], cuts[k + 1]), nr + 1 cuts for
+ * nr parts (the last one past the trace's end).  Returns 0, -ENOMEM, or
+ * -ERANGE with one line in err when the stack at a cut alone leaves no
+ * room for max slices, or a single instant holds more than max starts.
+ */
+int rg_split_plan(const struct mt_trace *t, uint64_t max, uint64_t **cuts,
+		  size_t *nr, char *err, size_t errlen);
+
+/*
+ * The part [lo, hi) of t as a trace of its own, for a writer: view is
+ * a shallow copy of t whose threads (their slices), hits, ptwrites and
+ * guesses are new, and everything else t's (strings, frames,
+ * processes, segments).  Free it with rg_part_free only, before t.
+ * Returns 0 or -ENOMEM.
+ */
+int rg_part(const struct mt_trace *t, uint64_t lo, uint64_t hi,
+	    struct mt_trace *view);
+void rg_part_free(struct mt_trace *view);
+
 #endif

@@ -24,6 +24,11 @@ struct rg_span {
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
 		  const size_t *nr, struct rg_stats *st);
 
+/* Appends the slices of th that overlap sp to *out, clipped to it;
+ * map: scratch of th->nr_slices.  Returns 0 or -ENOMEM. */
+int rg_keep_span(const struct mt_thread *th, struct rg_span sp, uint32_t *map,
+		 struct mt_slice **out, size_t *n, size_t *cap);
+
 /* The first and last instant of any slice, and how many slices. */
 void rg_trace_span(const struct mt_trace *t, uint64_t *first, uint64_t *last,
 		   uint64_t *nr);

@@ -51,6 +51,10 @@ enum {
 	S_HIT,
 	S_PTWRITE,
 	S_STRING,
+	S_FUNCTION,
+	S_CALLER,
+	S_CALL_PATH,
+	S_SLOWEST,
 	S_NR
 };
 

@@ -51,6 +51,7 @@
  * and renamed into place.  A crash leaves at worst a stray temporary
  * file, never a damaged output; on an error the temporary file goes.
  */
+#include "stats/stats.h"
 #include "util/err.h"
 #include "util/version.h"
 #include "writers/btree_internal.h"
@@ -67,6 +68,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The columns of function and caller, in struct st_fig's order. */
+#define FIGURES                                                                \
+	" calls INTEGER, inferred INTEGER, total_dur INTEGER,"                 \
+	" self_dur INTEGER, inferred_dur INTEGER, p50_dur INTEGER,"            \
+	" p90_dur INTEGER, p99_dur INTEGER, max_dur INTEGER"
 
 static const char schema[] =
 	"CREATE TABLE process("
@@ -166,6 +173,24 @@ static const char schema[] =
 	"CREATE TABLE metadata("
 	"name TEXT PRIMARY KEY, key_type TEXT, int_value INTEGER,"
 	" str_value TEXT);"
+	/* What each function cost (stats/): a function is a name, a dso
+	 * and whether the calls were inlined; caller has the same figures
+	 * for the calls of callee_id made from caller_id's slices. */
+	"CREATE TABLE function("
+	"id INTEGER PRIMARY KEY, name TEXT, dso TEXT, inlined INTEGER," FIGURES
+	", hist TEXT);"
+	"CREATE TABLE caller("
+	"id INTEGER PRIMARY KEY, caller_id INTEGER, callee_id INTEGER," FIGURES
+	");"
+	"CREATE INDEX caller_callee ON caller(callee_id);"
+	/* The calling-context tree: each distinct path of calls from a
+	 * root, every thread's merged (what folded stacks are made of). */
+	/* The slowest calls of each function (ST_KEPT at most). */
+	"CREATE TABLE slowest("
+	"function_id INTEGER, slice_id INTEGER, dur INTEGER);"
+	"CREATE TABLE call_path("
+	"id INTEGER PRIMARY KEY, parent_id INTEGER, function_id INTEGER,"
+	" calls INTEGER, total_dur INTEGER, self_dur INTEGER);"
 	"CREATE INDEX args_set ON args(arg_set_id);"
 	"CREATE INDEX gap_ts ON gap(utid, ts);";
 
@@ -179,7 +204,7 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -228,6 +253,12 @@ static const char *const stmt_sql[S_NR] = {
 		  " arg, name) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_PTWRITE] = "INSERT INTO ptwrite(id, ts, utid, tid, ip, value,"
 		      " slice_id) VALUES(?, ?, ?, ?, ?, ?, ?)",
+	[S_FUNCTION] = "INSERT INTO function VALUES(?, ?, ?, ?,"
+		       " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_CALL_PATH] = "INSERT INTO call_path VALUES(?, ?, ?, ?, ?, ?)",
+	[S_SLOWEST] = "INSERT INTO slowest VALUES(?, ?, ?)",
+	[S_CALLER] = "INSERT INTO caller VALUES(?, ?, ?,"
+		     " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 /* Sets the one-line message; returns rc so callers can `return sq_fail()`. */
@@ -867,6 +898,186 @@ bad:
 	return sq_fail(w, -EINVAL, "string id out of range in the model");
 }
 
+/* The figures from column i on; percentiles NULL when no call was
+ * seen whole. */
+static void bind_fig(sqlite3_stmt *st, int i, const struct st_fig *f)
+{
+	bool whole = f->calls > f->inferred;
+
+	bind_u64(st, i, f->calls);
+	bind_u64(st, i + 1, f->inferred);
+	bind_u64(st, i + 2, f->total);
+	sqlite3_bind_int64(st, i + 3, f->self);
+	bind_u64(st, i + 4, f->inferred_dur);
+	for (int k = 0; k < 4; k++) {
+		const uint64_t v[4] = {f->p50, f->p90, f->p99, f->max};
+
+		if (whole)
+			bind_u64(st, i + 5 + k, v[k]);
+		else
+			sqlite3_bind_null(st, i + 5 + k);
+	}
+}
+
+/* The histogram as "BUCKET:CALLS ..." (stats.h's buckets), the empty
+ * ones left out. */
+static int bind_hist(struct sq *w, sqlite3_stmt *st, int i,
+		     const uint64_t *hist)
+{
+	char buf[ST_HIST * 24];
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (unsigned b = 0; b < ST_HIST; b++)
+		if (hist[b])
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at,
+					       "%s%u:%" PRIu64, at ? " " : "",
+					       b, hist[b]);
+	if (sqlite3_bind_text(st, i, buf, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+		return sq_fail_db(w, "binding");
+	return 0;
+}
+
+/* A function's id: one per (name, dso, inlined), found through each
+ * model frame once. */
+struct fnmap {
+	uint32_t *of_frame; /* model frame * 2 + inlined -> id, or ST_NONE */
+	struct mt_hmap index[2]; /* name << 32 | dso -> id, by inlined */
+	struct fnkey {
+		uint32_t name, dso;
+		bool inlined;
+	} * keys;
+	size_t nr, cap;
+};
+
+static int fn_of(struct fnmap *m, const struct mt_trace *t,
+		 const struct mt_slice *s, uint32_t *fn)
+{
+	bool inl = (s->flags & MT_SLICE_INLINED) != 0;
+	uint32_t *slot = &m->of_frame[(size_t)s->frame * 2 + inl];
+	const struct mt_frame *fr = mt_slice_frame(t, s);
+	uint64_t key = (uint64_t)fr->name << 32 | fr->dso, v;
+
+	if (*slot != ST_NONE) {
+		*fn = *slot;
+		return 0;
+	}
+	if (!mt_hmap_find(&m->index[inl], key, &v)) {
+		if (mt_grow((void **)&m->keys, &m->cap, m->nr + 1,
+			    sizeof(*m->keys)) ||
+		    mt_hmap_set(&m->index[inl], key, m->nr))
+			return -ENOMEM;
+		m->keys[m->nr] = (struct fnkey){fr->name, fr->dso, inl};
+		v = m->nr++;
+	}
+	*fn = *slot = (uint32_t)v;
+	return 0;
+}
+
+static int sum_functions(const struct mt_trace *t, struct fnmap *m,
+			 struct st_agg *a)
+{
+	uint64_t base = 0; /* the thread's first slice id in slice_raw */
+	uint32_t fn;
+
+	for (size_t ti = 0; ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+
+		for (size_t j = 0; j < th->nr_slices; j++) {
+			const struct mt_slice *s = &th->slices[j];
+			bool inf = (s->flags & (MT_SLICE_INFERRED_START |
+						MT_SLICE_INFERRED_END)) != 0;
+
+			if (fn_of(m, t, s, &fn) || st_grow(a, (uint32_t)m->nr))
+				return -ENOMEM;
+			if (st_add(a, fn, base + j,
+				   s->parent == MT_NONE ? ST_ROOT
+							: base + s->parent,
+				   s->dur, inf))
+				return -ENOMEM;
+		}
+		st_end_thread(a);
+		base += th->nr_slices;
+	}
+	st_finish(a);
+	return 0;
+}
+
+/*
+ * The tables function and caller (stats/): the durations of every whole
+ * call are held until their percentiles are found, 8 bytes a slice
+ * for the function and 8 for the pair, freed before the slice table is
+ * written.
+ */
+static int write_functions(struct sq *w)
+{
+	const struct mt_trace *t = w->t;
+	struct fnmap m = {0};
+	struct st_agg a;
+	sqlite3_stmt *st;
+	int rc = st_init(&a, 0);
+
+	m.of_frame = malloc(((size_t)t->nr_frames * 2 + 1) * sizeof(uint32_t));
+	if (rc || !m.of_frame) {
+		rc = sq_fail(w, -ENOMEM, "out of memory");
+		goto out;
+	}
+	memset(m.of_frame, 0xff, (size_t)t->nr_frames * 2 * sizeof(uint32_t));
+	if (sum_functions(t, &m, &a)) {
+		rc = sq_fail(w, -ENOMEM, "out of memory");
+		goto out;
+	}
+	st = w->stmts[S_FUNCTION];
+	for (size_t i = 0; !rc && i < m.nr; i++) {
+		sqlite3_bind_int64(st, 1, (int64_t)i);
+		bind_str(w, st, 2, m.keys[i].name);
+		bind_str(w, st, 3, m.keys[i].dso);
+		sqlite3_bind_int(st, 4, m.keys[i].inlined);
+		bind_fig(st, 5, &a.fns[i]);
+		rc = bind_hist(w, st, 14, a.hist[i]);
+		if (!rc)
+			rc = step(w, st);
+	}
+	st = w->stmts[S_SLOWEST];
+	for (size_t i = 0; !rc && i < m.nr; i++)
+		for (unsigned k = 0; !rc && k < a.nr_top[i]; k++) {
+			sqlite3_bind_int64(st, 1, (int64_t)i);
+			bind_u64(st, 2, a.top[i][k].id);
+			bind_u64(st, 3, a.top[i][k].dur);
+			rc = step(w, st);
+		}
+	st = w->stmts[S_CALL_PATH];
+	for (size_t i = 0; !rc && i < a.nr_paths; i++) {
+		const struct st_path *p = &a.paths[i];
+
+		sqlite3_bind_int64(st, 1, (int64_t)i);
+		if (p->parent == ST_NONE)
+			sqlite3_bind_null(st, 2);
+		else
+			sqlite3_bind_int64(st, 2, p->parent);
+		sqlite3_bind_int64(st, 3, p->fn);
+		bind_u64(st, 4, p->calls);
+		bind_u64(st, 5, p->total);
+		sqlite3_bind_int64(st, 6, p->self);
+		rc = step(w, st);
+	}
+	st = w->stmts[S_CALLER];
+	for (size_t i = 0; !rc && i < a.nr_pairs; i++) {
+		sqlite3_bind_int64(st, 1, (int64_t)i);
+		sqlite3_bind_int64(st, 2, a.pairs[i].caller);
+		sqlite3_bind_int64(st, 3, a.pairs[i].callee);
+		bind_fig(st, 4, &a.pairs[i].fig);
+		rc = step(w, st);
+	}
+out:
+	st_free(&a);
+	free(m.of_frame);
+	free(m.keys);
+	mt_hmap_free(&m.index[0]);
+	mt_hmap_free(&m.index[1]);
+	return rc;
+}
+
 static int close_db(struct sq *w);
 
 /*
@@ -920,6 +1131,8 @@ static int build(struct sq *w, const char *tmp)
 		rc = write_ptwrites(w);
 	if (!rc)
 		rc = write_metadata(w);
+	if (!rc)
+		rc = write_functions(w);
 	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)

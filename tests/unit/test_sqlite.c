@@ -545,7 +545,23 @@ static void test_roundtrip(struct check_state *cs)
 			" type = 'index' AND tbl_name = 'slice_raw'",
 			-1) == 2);
 	CHECK(cs, integrity_ok(db));
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 4);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 5);
+	/* Every slice is a call in function, every child one in caller
+	 * (their figures against SQL: tests/e2e/65-report.sh). */
+	CHECK(cs, q_int(db, "SELECT sum(calls) FROM function", -1) ==
+			  q_int(db, "SELECT count(*) FROM slice", -2));
+	CHECK(cs, q_int(db, "SELECT sum(calls) FROM caller", -1) ==
+			  q_int(db,
+				"SELECT count(*) FROM slice"
+				" WHERE parent_id IS NOT NULL",
+				-2));
+	CHECK(cs, q_int(db,
+			"SELECT sum(total_dur) FROM function"
+			" WHERE NOT inlined",
+			-1) == q_int(db,
+				     "SELECT sum(dur) FROM slice"
+				     " WHERE NOT inlined",
+				     -2));
 	sqlite3_close(db);
 out:
 	tmpdir_remove(dir);

@@ -1,0 +1,326 @@
+/*
+ * The figures per function and per (caller, callee) pair, summed over a
+ * stream of slices.  Self time needs a slice's children, which come
+ * after it in pre-order: each slice stays on a stack of open ones until
+ * a slice that is not its descendant arrives, and its self time is
+ * counted then.  Percentiles need every whole call's duration: they are kept,
+ * one array per function and per pair, and each percentile is found by
+ * selection (linear on average) rather than by sorting.
+ */
+#include "stats/stats.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int st_init(struct st_agg *a, uint32_t nr_fns)
+{
+	memset(a, 0, sizeof(*a));
+	return st_grow(a, nr_fns);
+}
+
+int st_grow(struct st_agg *a, uint32_t nr_fns)
+{
+	struct st_fig *f;
+	struct st_durs *d;
+	uint64_t(*h)[ST_HIST];
+	struct st_top(*top)[ST_KEPT];
+	uint8_t *nt;
+
+	if (nr_fns <= a->nr_fns)
+		return 0;
+	top = realloc(a->top, (size_t)nr_fns * sizeof(*top));
+	if (!top)
+		return -ENOMEM;
+	a->top = top;
+	nt = realloc(a->nr_top, nr_fns);
+	if (!nt)
+		return -ENOMEM;
+	a->nr_top = nt;
+	memset(nt + a->nr_fns, 0, nr_fns - a->nr_fns);
+	h = realloc(a->hist, (size_t)nr_fns * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	a->hist = h;
+	memset(h + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*h));
+	f = realloc(a->fns, (size_t)nr_fns * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	a->fns = f;
+	d = realloc(a->fdur, (size_t)nr_fns * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	a->fdur = d;
+	memset(f + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*f));
+	memset(d + a->nr_fns, 0, (nr_fns - a->nr_fns) * sizeof(*d));
+	a->nr_fns = nr_fns;
+	return 0;
+}
+
+/* Most calls take less than 4.3 s: their durations are held in 32 bits,
+ * half the memory (the writer holds one a slice, twice), until one
+ * does not fit. */
+static int durs_widen(struct st_durs *d)
+{
+	uint64_t *w = malloc((d->cap ? d->cap : 1) * sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++)
+		w[i] = d->v32[i];
+	free(d->v32);
+	d->v32 = NULL;
+	d->v64 = w;
+	return 0;
+}
+
+static int durs_add(struct st_durs *d, uint64_t v)
+{
+	if (!d->v64 && v > UINT32_MAX && durs_widen(d))
+		return -ENOMEM;
+	if (d->v64) {
+		if (mt_grow((void **)&d->v64, &d->cap, d->n + 1,
+			    sizeof(*d->v64)))
+			return -ENOMEM;
+		d->v64[d->n++] = v;
+		return 0;
+	}
+	if (mt_grow((void **)&d->v32, &d->cap, d->n + 1, sizeof(*d->v32)))
+		return -ENOMEM;
+	d->v32[d->n++] = (uint32_t)v;
+	return 0;
+}
+
+static void fig_add(struct st_fig *f, uint64_t dur, bool inferred)
+{
+	f->calls++;
+	f->total += dur;
+	if (inferred) {
+		f->inferred++;
+		f->inferred_dur += dur;
+	}
+}
+
+static int pair_get(struct st_agg *a, uint32_t caller, uint32_t callee,
+		    uint32_t *idx)
+{
+	uint64_t key = (uint64_t)caller << 32 | callee, v;
+	size_t cap;
+
+	if (mt_hmap_find(&a->pair_index, key, &v)) {
+		*idx = (uint32_t)v;
+		return 0;
+	}
+	cap = a->cap_pairs;
+	if (mt_grow((void **)&a->pairs, &cap, a->nr_pairs + 1,
+		    sizeof(*a->pairs)))
+		return -ENOMEM;
+	if (mt_grow((void **)&a->pdur, &a->cap_pairs, a->nr_pairs + 1,
+		    sizeof(*a->pdur)))
+		return -ENOMEM;
+	/* Both arrays grew to the same capacity: mt_grow_to is
+	 * deterministic in need and size alone. */
+	if (mt_hmap_set(&a->pair_index, key, a->nr_pairs))
+		return -ENOMEM;
+	a->pairs[a->nr_pairs] = (struct st_pair){caller, callee, {0}};
+	memset(&a->pdur[a->nr_pairs], 0, sizeof(*a->pdur));
+	*idx = (uint32_t)a->nr_pairs++;
+	return 0;
+}
+
+unsigned st_bucket(uint64_t dur)
+{
+	return dur ? 64u - (unsigned)__builtin_clzll(dur) : 0;
+}
+
+static int path_get(struct st_agg *a, uint32_t parent, uint32_t fn,
+		    uint32_t *idx)
+{
+	uint64_t key = (uint64_t)(parent + 1) << 32 | fn, v;
+
+	if (mt_hmap_find(&a->path_index, key, &v)) {
+		*idx = (uint32_t)v;
+		return 0;
+	}
+	if (a->nr_paths >= ST_NONE ||
+	    mt_grow((void **)&a->paths, &a->cap_paths, a->nr_paths + 1,
+		    sizeof(*a->paths)) ||
+	    mt_hmap_set(&a->path_index, key, a->nr_paths))
+		return -ENOMEM;
+	a->paths[a->nr_paths] = (struct st_path){parent, fn, 0, 0, 0};
+	*idx = (uint32_t)a->nr_paths++;
+	return 0;
+}
+
+/* Among fn's slowest when longer than the last kept: ids come in
+ * increasing order, so an equal one is later and stays out. */
+static void keep_top(struct st_agg *a, uint32_t fn, uint64_t dur, uint64_t id)
+{
+	struct st_top *t = a->top[fn];
+	unsigned n = a->nr_top[fn], i;
+
+	if (n == ST_KEPT && t[n - 1].dur >= dur)
+		return;
+	if (n < ST_KEPT)
+		a->nr_top[fn] = (uint8_t)++n;
+	for (i = n - 1; i > 0 && t[i - 1].dur < dur; i--)
+		t[i] = t[i - 1];
+	t[i] = (struct st_top){dur, id};
+}
+
+/* The slice on top of the stack is complete: its self time counts. */
+static void close_top(struct st_agg *a)
+{
+	struct st_open *o = &a->stack[--a->nr_open];
+	int64_t self = (int64_t)o->dur - (int64_t)o->child;
+
+	a->fns[o->fn].self += self;
+	a->paths[o->path].self += self;
+	if (o->pair != ST_NONE)
+		a->pairs[o->pair].fig.self += self;
+}
+
+int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
+	   uint64_t dur, bool inferred)
+{
+	uint32_t pair = ST_NONE, path;
+	struct st_open *up;
+
+	if (fn >= a->nr_fns)
+		return -EINVAL;
+	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
+		close_top(a);
+	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+	fig_add(&a->fns[fn], dur, inferred);
+	keep_top(a, fn, dur, id);
+	if (!inferred) {
+		if (durs_add(&a->fdur[fn], dur))
+			return -ENOMEM;
+		a->hist[fn][st_bucket(dur)]++;
+	}
+	if (path_get(a, up ? up->path : ST_NONE, fn, &path))
+		return -ENOMEM;
+	a->paths[path].calls++;
+	a->paths[path].total += dur;
+	if (up) {
+		up->child += dur;
+		if (pair_get(a, up->fn, fn, &pair))
+			return -ENOMEM;
+		fig_add(&a->pairs[pair].fig, dur, inferred);
+		if (!inferred && durs_add(&a->pdur[pair], dur))
+			return -ENOMEM;
+	}
+	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
+		    sizeof(*a->stack)))
+		return -ENOMEM;
+	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, path, dur, 0};
+	return 0;
+}
+
+void st_end_thread(struct st_agg *a)
+{
+	while (a->nr_open)
+		close_top(a);
+}
+
+size_t st_rank(size_t n, unsigned p)
+{
+	size_t r = (n * p + 99) / 100;
+
+	return r ? r - 1 : 0;
+}
+
+/* Hoare's selection, the pivot a median of three; for both widths. */
+#define SELECT(NAME, T)                                                        \
+	T NAME(T *v, size_t n, size_t k)                                       \
+	{                                                                      \
+		ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;    \
+                                                                               \
+		while (lo < hi) {                                              \
+			ptrdiff_t i = lo, j = hi;                              \
+			T x = v[lo], y = v[lo + (hi - lo) / 2], z = v[hi], p;  \
+                                                                               \
+			p = x < y ? (y < z ? y : (x < z ? z : x))              \
+				  : (x < z ? x : (y < z ? z : y));             \
+			while (i <= j) {                                       \
+				while (v[i] < p)                               \
+					i++;                                   \
+				while (v[j] > p)                               \
+					j--;                                   \
+				if (i <= j) {                                  \
+					T t = v[i];                            \
+                                                                               \
+					v[i++] = v[j];                         \
+					v[j--] = t;                            \
+				}                                              \
+			}                                                      \
+			if (kk <= j)                                           \
+				hi = j;                                        \
+			else if (kk >= i)                                      \
+				lo = i;                                        \
+			else                                                   \
+				break;                                         \
+		}                                                              \
+		return v[k];                                                   \
+	}
+SELECT(st_select, uint64_t)
+SELECT(st_select32, uint32_t)
+
+/* p50, p90, p99 in turn, each in the part the one before left above it. */
+static void percentiles(struct st_fig *f, struct st_durs *d)
+{
+	const unsigned ps[3] = {50, 90, 99};
+	uint64_t *out[3] = {&f->p50, &f->p90, &f->p99};
+	size_t base = 0;
+
+	if (!d->n)
+		return;
+	for (int i = 0; i < 3; i++) {
+		size_t k = st_rank(d->n, ps[i]);
+
+		*out[i] =
+			d->v64 ? st_select(d->v64 + base, d->n - base, k - base)
+			       : st_select32(d->v32 + base, d->n - base,
+					     k - base);
+		base = k;
+	}
+	f->max = 0;
+	for (size_t i = base; i < d->n; i++) {
+		uint64_t v = d->v64 ? d->v64[i] : d->v32[i];
+
+		f->max = v > f->max ? v : f->max;
+	}
+}
+
+void st_finish(struct st_agg *a)
+{
+	st_end_thread(a);
+	for (uint32_t i = 0; i < a->nr_fns; i++)
+		percentiles(&a->fns[i], &a->fdur[i]);
+	for (size_t i = 0; i < a->nr_pairs; i++)
+		percentiles(&a->pairs[i].fig, &a->pdur[i]);
+}
+
+void st_free(struct st_agg *a)
+{
+	for (uint32_t i = 0; i < a->nr_fns; i++) {
+		free(a->fdur[i].v32);
+		free(a->fdur[i].v64);
+	}
+	for (size_t i = 0; a->pdur && i < a->nr_pairs; i++) {
+		free(a->pdur[i].v32);
+		free(a->pdur[i].v64);
+	}
+	free(a->fns);
+	free(a->fdur);
+	free(a->hist);
+	free(a->top);
+	free(a->nr_top);
+	free(a->paths);
+	mt_hmap_free(&a->path_index);
+	free(a->pairs);
+	free(a->pdur);
+	free(a->stack);
+	mt_hmap_free(&a->pair_index);
+	memset(a, 0, sizeof(*a));
+}
