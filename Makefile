@@ -272,7 +272,7 @@ $(BUILD)/obj/util/version.o: CFLAGS += -I$(BUILD)/gen
 
 # The manual pages, made from the README's sections of the commands
 # (tools/man.sh): the options are written once.
-MT_CMDS := mt-capture mt-convert
+MT_CMDS := mt-capture mt-convert mt-report
 MANS    := $(MT_CMDS:%=$(BUILD)/man/%.1)
 
 man: $(MANS)

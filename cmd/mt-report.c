@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-report: which functions took the time, how their durations are
  * spread, and what differs between two parts of a trace, from the
@@ -5,6 +6,7 @@
  */
 #include "stats/stats.h"
 #include "util/util.h"
+#include "util/version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@ static const char usage[] =
 	"usage: mt-report [options] TRACE.sqlite\n"
 	"       mt-report --compare [options] A.sqlite B.sqlite\n"
 	"       mt-report --compare REGION REGION [options] TRACE.sqlite\n"
+	"       mt-report --version\n"
 	"\n"
 	"What the functions of a trace cost, from the database mt-convert\n"
 	"wrote: by default the top functions by self time and by total\n"
@@ -60,6 +63,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			fputs(usage, stdout);
+			return 0;
+		}
+		if (!strcmp(s, "--version")) {
+			mt_version_print(stdout, "mt-report");
 			return 0;
 		}
 		if ((!strcmp(s, "--function") || !strcmp(s, "--slowest") ||

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A trace cut into parts a viewer can load.  The cuts go where a slice
  * starts, so that on that slice's thread nothing is cut in half but the

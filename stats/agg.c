@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The figures per function and per (caller, callee) pair, summed over a
  * stream of slices.  Self time needs a slice's children, which come

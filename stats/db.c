@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading a database mt-convert wrote: its frames give the functions,
  * slice_raw the slices (in id order a thread's come in pre-order, which

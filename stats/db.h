@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats/ inside: reading a database mt-convert wrote (db.c). */
 #ifndef MT_STATS_DB_H
 #define MT_STATS_DB_H

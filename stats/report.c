@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mt-report: what the functions of a trace cost, from the database
  * mt-convert wrote.  The whole trace's figures come from its tables

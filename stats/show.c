@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tables for a terminal (columns aligned, each duration in the unit
  * that suits it) or as CSV (plain numbers, in ns).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats/ inside: the tables show.c prints (not part of the interface). */
 #ifndef MT_STATS_SHOW_H
 #define MT_STATS_SHOW_H

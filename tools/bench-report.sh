@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make bench-report: mt-report on the database of make bench's capture
 # (MB MiB of AUX, default 64: about 24M slices), each question timed with
 # its peak RSS.  The whole trace's figures come from the function and

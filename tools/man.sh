@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Writes the manual page of CMD (mt-capture, mt-convert) to standard
+# Writes the manual page of CMD (mt-capture, mt-convert, mt-report) to standard
 # output from the README's section "## CMD": its synopsis block, its
 # paragraphs and its options table.  The README is the one place the
 # options are written; the pages are made from it at each build, so the
@@ -16,6 +16,7 @@ version=$(sed -n 's/^#define MT_VERSION "\(.*\)"$/\1/p' "$root/util/version.h")
 case $cmd in
 mt-capture) what="record a program's control flow with Intel PT or its emulator" ;;
 mt-convert) what="turn an Intel PT capture into a Perfetto trace and a SQLite database" ;;
+mt-report) what="what the functions of a trace cost, from its SQLite database" ;;
 *) echo "man.sh: no page for '$cmd'" >&2; exit 2 ;;
 esac
 grep -q "^## $cmd\$" "$readme" || {

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # What each function cost: the tables function and caller, and
 # mt-report.
 #  - on the demo (examples/demo.c, captured with --emulate=ptrace), on a

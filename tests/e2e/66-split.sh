@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # mt-convert --split N: the Perfetto trace in parts of at most N slices.
 #  - on the demo and on a 4-thread synthetic capture, each part loads in
 #    trace_processor on its own, holds at most N slices (the stacks

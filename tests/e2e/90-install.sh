@@ -12,7 +12,7 @@ B=${MT_BUILD:?}
 R=${MT_ROOT:?}
 W=$(mktemp -d /tmp/mt-e2e-install.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-CMDS="mt-capture mt-convert"
+CMDS="mt-capture mt-convert mt-report"
 P=/opt/mt
 case $B in
 */asan) MODE=asan ;;

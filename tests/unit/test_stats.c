@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats/: the sums per function and per (caller, callee) pair on
  * hand-made trees, selection against sorting, the units a duration is
