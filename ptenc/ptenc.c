@@ -163,6 +163,18 @@ static int put_ip(struct ptenc *g, const struct pt_packet *pk)
 		return put(g, pk);
 	}
 	b[0] = (uint8_t)(ipc << 5 | op);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* The IP's low bytes are its first in memory: one store of all 8,
+	 * the buffer counting only n of them. */
+	if (g->len + 9 <= g->cap) {
+		uint64_t ip = pk->payload.ip.ip;
+
+		g->buf[g->len] = b[0];
+		memcpy(g->buf + g->len + 1, &ip, 8);
+		g->len += 1 + n;
+		return 0;
+	}
+#endif
 	for (unsigned i = 0; i < n; i++)
 		b[1 + i] = (uint8_t)(pk->payload.ip.ip >> (8 * i));
 	return append(g, b, 1 + n);
