@@ -163,6 +163,18 @@ static int put_ip(struct ptenc *g, const struct pt_packet *pk)
 		return put(g, pk);
 	}
 	b[0] = (uint8_t)(ipc << 5 | op);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* The IP's low bytes are its first in memory: one store of all 8,
+	 * the buffer counting only n of them. */
+	if (g->len + 9 <= g->cap) {
+		uint64_t ip = pk->payload.ip.ip;
+
+		g->buf[g->len] = b[0];
+		memcpy(g->buf + g->len + 1, &ip, 8);
+		g->len += 1 + n;
+		return 0;
+	}
+#endif
 	for (unsigned i = 0; i < n; i++)
 		b[1 + i] = (uint8_t)(pk->payload.ip.ip >> (8 * i));
 	return append(g, b, 1 + n);
@@ -179,12 +191,10 @@ static int cyc(struct ptenc *g, uint64_t tsc)
 	return put(g, &pk);
 }
 
-static int flush_tnt(struct ptenc *g)
+static int flush_tnt_now(struct ptenc *g)
 {
 	struct pt_packet pk = {0};
 
-	if (!g->tnt_n)
-		return 0;
 	if (cyc(g, g->tnt_time))
 		return -ENOMEM;
 	if (g->tnt_n <= 6 && !g->cfg.pad_chance) {
@@ -205,6 +215,12 @@ static int flush_tnt(struct ptenc *g)
 	return put(g, &pk);
 }
 
+/* Most IP packets come with no TNT pending: no call then. */
+static inline int flush_tnt(struct ptenc *g)
+{
+	return g->tnt_n ? flush_tnt_now(g) : 0;
+}
+
 static uint64_t mtc_period_of(const struct ptenc *g, uint64_t tsc)
 {
 	return (tsc / g->cfg.tsc_ctc_ratio) >> g->cfg.mtc_period;
@@ -218,14 +234,11 @@ static uint64_t mtc_period_of(const struct ptenc *g, uint64_t tsc)
  * count from the MTC.  Decoders rely on both (libipt restarts its cycle
  * count at every MTC; perf does when a CYC precedes the MTC).
  */
-static int timing_before(struct ptenc *g, uint64_t tsc)
+static int timing_cross(struct ptenc *g, uint64_t tsc)
 {
 	struct pt_packet pk = {.type = ppt_mtc};
-	uint64_t period;
+	uint64_t period = mtc_period_of(g, tsc);
 
-	if (!has_mtc(g) || (tsc >= g->mtc_lo && tsc < g->mtc_hi))
-		return 0;
-	period = mtc_period_of(g, tsc);
 	if (period == g->mtc_last_period) {
 		g->mtc_lo =
 			(period << g->cfg.mtc_period) * g->cfg.tsc_ctc_ratio;
@@ -267,6 +280,14 @@ static int timing_before(struct ptenc *g, uint64_t tsc)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* Most events fall in the MTC period of the one before: no call then. */
+static inline int timing_before(struct ptenc *g, uint64_t tsc)
+{
+	if (!has_mtc(g) || (tsc >= g->mtc_lo && tsc < g->mtc_hi))
+		return 0;
+	return timing_cross(g, tsc);
 }
 
 static int ip_packet(struct ptenc *g, enum pt_packet_type type, uint64_t ip,
