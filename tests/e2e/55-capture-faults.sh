@@ -272,10 +272,12 @@ caught() {
 	local m end=$((SECONDS + 60))
 	while [ $SECONDS -lt $end ]; do
 		# Until the exec, $! is a copy of this shell, which catches
-		# SIGTERM too: only mt-capture's own handler counts.
-		m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
-		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = mt-capture ] &&
-			[ -n "$m" ] && (( 0x$m & 0x4000 )) && return 0
+		# SIGTERM too: only mt-capture's own handler counts.  The name
+		# and the handlers come from one read of status: read apart,
+		# the shell's handlers could pass for mt-capture's.
+		m=$(awk '/^Name:/ {n = $2} /^SigCgt:/ {c = $2}
+			END {if (n == "mt-capture") print c}' "/proc/$1/status" 2>/dev/null)
+		[ -n "$m" ] && (( 0x$m & 0x4000 )) && return 0
 		sleep 0.002
 	done
 	return 1
