@@ -129,4 +129,13 @@ struct hw_stats {
 int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	   char *err, size_t errlen);
 
+/* Where execvp() finds prog: as it is when the name has a slash, else the
+ * first executable regular file of that name along PATH.  false when
+ * there is none: the launch says why. */
+bool capture_find_program(const char *prog, char *path, size_t len);
+/* /proc/PID/exe into exe, and the command name the kernel gives an exec
+ * of it (the file's name, cut to the 15 bytes of a comm) into comm
+ * where not NULL.  0 or a negative errno value. */
+int capture_exe(pid_t pid, char *exe, size_t len, char *comm, size_t clen);
+
 #endif

@@ -153,6 +153,7 @@ struct emu {
 	struct thr *thr;
 	size_t nr_thr, cap_thr;
 	size_t live;
+	bool found; /* attach(): a thread seized in this reading */
 	char exe[4096];
 	char comm[16];
 	uint64_t start_time;

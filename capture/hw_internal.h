@@ -46,7 +46,8 @@ struct hw {
 	struct perf_event_attr attr;
 	pid_t pid;
 	bool launched;
-	bool recording; /* past the setup */
+	bool recording;	  /* past the setup */
+	bool scan_enable; /* scan_threads(): new events on at once */
 	int ncpu;
 	char exe[4096];
 	struct ring *rings;
