@@ -75,4 +75,31 @@ void capfile_fail(struct capfile *c);
 /* Free what is left; a file not finished is removed. */
 void capfile_free(struct capfile *c);
 
+/*
+ * One capture file, the same sequence for every backend: the events, the
+ * time conversion and AUXTRACE_INFO, the sideband (threads, mappings,
+ * what the kernel said), a FINISHED_ROUND, the trace, the extras, the
+ * features.  Each step gets the open capfile and arg; one that fails with
+ * the writer's error has it said, one that fails on its own says why in
+ * err itself.
+ */
+struct capfile_parts {
+	const char *output;
+	/* The intel_pt event, then any sideband event (attr[1] or NULL). */
+	const struct perf_event_attr *attr[2];
+	const uint64_t *ids[2];
+	size_t nr_ids[2];
+	struct pd_time_conv tc;
+	struct pd_pt_info pt;
+	const char *cpuid, *hostname; /* hostname: NULL for none */
+	int (*sideband)(struct capfile *c, void *arg);
+	int (*trace)(struct capfile *c, void *arg);
+	int (*extras)(struct capfile *c, void *arg);
+	void *arg;
+};
+
+/* Write p to p->output, complete or not at all: 0 or a negative errno
+ * value with one line in err. */
+int capfile_write(const struct capfile_parts *p, char *err, size_t errlen);
+
 #endif
