@@ -4,7 +4,7 @@
  * captures without a CPU) write around the trace itself.  Whatever a
  * new item needs in the file is written here once.
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/version.h"

@@ -5,7 +5,7 @@
  * its sideband did), each thread's trace as ptenc wrote it, and the
  * extras only we can know: the stacks at the end, the vDSO, the hits.
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/emu_internal.h"
 #include "util/util.h"
 

@@ -7,9 +7,9 @@
 #ifndef MT_EMU_INTERNAL_H
 #define MT_EMU_INTERNAL_H
 
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/capture.h"
-#include "capture/sideband.h"
+#include "capture/sideband_internal.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
 

@@ -28,9 +28,9 @@
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
 #include "capture/target_internal.h"
-#include "capture/unwind.h"
+#include "capture/unwind_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"

@@ -5,9 +5,10 @@
  * gave in time order, the spooled trace, and the extras (hits, the
  * stack at the last one, the vDSO).
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/hw_internal.h"
-#include "capture/kcore.h"
+#include "capture/kcore_internal.h"
+#include "capture/target_internal.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -112,15 +113,9 @@ static int write_existing(struct hw *h, struct capfile *c)
 				capfile_sample_id((uint32_t)h->pid,
 						  (uint32_t)h->pid, 0,
 						  h->ids[0])};
-	char path[64], comm[32] = "";
-	FILE *f;
+	char comm[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
+	target_comm(h->pid, comm, sizeof(comm));
 	for (size_t i = 0; i < h->nr_tids; i++) {
 		struct pd_comm cm = {.pid = (uint32_t)h->pid,
 				     .tid = (uint32_t)h->tids[i],

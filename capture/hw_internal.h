@@ -13,9 +13,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "capture/breakpoint.h"
+#include "capture/breakpoint_internal.h"
 #include "capture/capture.h"
-#include "capture/sideband.h"
+#include "capture/pmu_internal.h"
+#include "capture/sideband_internal.h"
 #include "perfdata/perfdata.h"
 
 #define DATA_PAGES SB_DATA_PAGES

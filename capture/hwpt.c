@@ -37,10 +37,10 @@
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
 #include "capture/hw_internal.h"
-#include "capture/ring.h"
-#include "capture/symaddr.h"
+#include "capture/ring_internal.h"
+#include "capture/symaddr_internal.h"
 #include "capture/target_internal.h"
-#include "capture/unwind.h"
+#include "capture/unwind_internal.h"
 #include "util/err.h"
 #include "util/util.h"
 

@@ -20,7 +20,7 @@
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
 #include "capture/target_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"

@@ -13,8 +13,6 @@
  * by the other in one line.
  */
 #include "capture/capture.h"
-#include "capture/pick.h"
-#include "capture/pmu.h"
 #include "util/util.h"
 #include "util/version.h"
 
