@@ -47,10 +47,16 @@ int target_fork(struct target *t, char *const argv[],
 	}
 	if (!child) {
 		char c;
+		ssize_t n;
 
 		close(p[1]);
 		close(e[0]);
-		if (read(p[0], &c, 1) != 1)
+		/* mt-capture's handlers are still ours here: a Ctrl-C to the
+		 * group breaks into the read without SA_RESTART. */
+		do
+			n = read(p[0], &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
 			_exit(126);
 		if (how->traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 			_exit(126);
@@ -58,6 +64,8 @@ int target_fork(struct target *t, char *const argv[],
 			_exit(126);
 		execvp(argv[0], argv);
 		code = errno;
+		/* Nothing more to do if the parent cannot hear it: it says
+		 * the program did not start. */
 		if (write(e[1], &code, sizeof(code)) != sizeof(code))
 			_exit(127);
 		_exit(127);
