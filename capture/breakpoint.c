@@ -18,9 +18,9 @@
  * they are found, or each CPU has one ring that every thread's inherited
  * events on that CPU write into (PERF_EVENT_IOC_SET_OUTPUT).
  */
-#include "capture/breakpoint.h"
-#include "capture/ring.h"
-#include "capture/symaddr.h"
+#include "capture/breakpoint_internal.h"
+#include "capture/ring_internal.h"
+#include "capture/symaddr_internal.h"
 #include "util/util.h"
 
 #include <asm/perf_regs.h>

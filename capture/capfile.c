@@ -4,7 +4,7 @@
  * captures without a CPU) write around the trace itself.  Whatever a
  * new item needs in the file is written here once.
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/version.h"
@@ -227,4 +227,38 @@ void capfile_free(struct capfile *c)
 	free(c->seen);
 	c->seen = NULL;
 	c->nr_seen = c->cap_seen = 0;
+}
+
+int capfile_write(const struct capfile_parts *p, char *err, size_t errlen)
+{
+	struct capfile c;
+	int rc;
+
+	rc = capfile_open(&c, p->output, err, errlen);
+	if (rc)
+		return rc;
+	for (int k = 0; k < 2 && !rc; k++)
+		if (p->attr[k])
+			rc = pd_writer_add_attr(c.w, p->attr[k], p->ids[k],
+						p->nr_ids[k]);
+	if (!rc)
+		rc = capfile_begin(&c, &p->tc, &p->pt);
+	if (!rc && p->sideband)
+		rc = p->sideband(&c, p->arg);
+	if (!rc)
+		rc = pd_write_finished_round(c.w);
+	if (!rc && p->trace)
+		rc = p->trace(&c, p->arg);
+	if (!rc && p->extras)
+		rc = p->extras(&c, p->arg);
+	if (!rc) {
+		rc = capfile_finish(&c, p->cpuid, p->hostname);
+	} else if (pd_writer_error(c.w)->code) {
+		capfile_fail(&c);
+	} else if (rc == -ENOMEM) {
+		mt_err(err, errlen, rc, "%s: out of memory", p->output);
+	}
+	/* else the step said why */
+	capfile_free(&c);
+	return rc;
 }

@@ -1,20 +1,80 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * capture: recording Intel PT, natively (hw_run) or by emulation
- * (emu_run), into a capture file mt-convert reads.  The parts the
- * backends share have headers of their own: pmu.h, breakpoint.h,
- * symaddr.h, unwind.h, and the capture file, capfile.h.
+ * (emu_run, vg_run), into a capture file mt-convert reads.  The only
+ * header of capture/ for the rest of the tree; what the backends share
+ * (target_internal.h, capfile_internal.h, pmu_internal.h, ...) is for
+ * capture/ and its unit tests.
  */
 #ifndef MT_CAPTURE_H
 #define MT_CAPTURE_H
 
+#include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
-#include "capture/pmu.h"
+#include "perfdata/perfdata.h"
 
+/* The intel_pt PMU as sysfs describes it, and the config a recording
+ * asks of it (pmu.c). */
+
+#define PMU_MAX_FIELDS 48
+
+struct pt_field {
+	char name[32];
+	uint8_t lo, hi; /* bits of perf_event_attr.config */
+};
+
+struct pt_pmu {
+	uint32_t type;
+	struct pt_field fields[PMU_MAX_FIELDS];
+	size_t nr_fields;
+	bool psb_cyc, mtc, ptwrite, ip_filtering;
+	uint32_t mtc_periods, cycle_thresholds, psb_periods; /* bitmaps */
+	uint32_t num_address_ranges;
+	uint32_t max_nonturbo_ratio;
+};
+
+enum pt_timing {
+	PT_TIMING_LOW,	  /* TSC only */
+	PT_TIMING_NORMAL, /* + MTC and CYC */
+	PT_TIMING_HIGH,	  /* + no compressed returns */
+};
+
+struct pt_request {
+	enum pt_timing timing;
+	bool custom; /* use the fields below as they are */
+	bool tsc, mtc, cyc, noretcomp;
+	unsigned mtc_period, cyc_thresh, psb_period;
+	/* --ptwrite: PTW packets with the FUP that gives their IP (any
+	 * timing, custom or not) */
+	bool ptwrite;
+};
+
+/* Read the PMU at dir (/sys/bus/event_source/devices/intel_pt).
+ * Returns 0, or a negative code with one line in err. */
+int pmu_probe(const char *dir, struct pt_pmu *p, char *err, size_t errlen);
+/*
+ * --timing-custom "tsc=1,mtc=1,mtc_period=3,cyc=1,cyc_thresh=2": the raw
+ * fields into r (custom set; fields not named are 0).  Only the syntax
+ * is checked here; pmu_config() checks the values against the caps.
+ */
+int pmu_parse_custom(const char *spec, struct pt_request *r, char *err,
+		     size_t errlen);
+/* The config for a request, checked against the caps. */
+int pmu_config(const struct pt_pmu *p, const struct pt_request *r,
+	       uint64_t *config, char *err, size_t errlen);
+/*
+ * --include-kernel: may this process trace the kernel?  paranoid is
+ * the path of perf_event_paranoid, cap_eff the effective capability set
+ * (pmu_effective_caps()).  Returns 0, or -EACCES with what is missing.
+ */
+int pmu_check_kernel(const char *paranoid, uint64_t cap_eff, char *err,
+		     size_t errlen);
+uint64_t pmu_effective_caps(void);
 /* What both backends are asked: where the capture goes, what to trace,
  * when to stop and when to snapshot. */
 struct capture_opts {
@@ -128,5 +188,49 @@ struct hw_stats {
  */
 int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	   char *err, size_t errlen);
+
+/* Where execvp() finds prog: as it is when the name has a slash, else the
+ * first executable regular file of that name along PATH.  false when
+ * there is none: the launch says why. */
+bool capture_find_program(const char *prog, char *path, size_t len);
+/* /proc/PID/exe into exe, and the command name the kernel gives an exec
+ * of it (the file's name, cut to the 15 bytes of a comm) into comm
+ * where not NULL.  0 or a negative errno value. */
+int capture_exe(pid_t pid, char *exe, size_t len, char *comm, size_t clen);
+
+/* Choosing on a terminal what the command line left open (pick.c). */
+
+/* A process from ps: its pid, 0 when none was chosen, -1 when the answer
+ * was no number of the list (said on stderr). */
+int pick_process(void);
+
+/* "?", "symbol:?" or "line:?": a trigger left for the picker. */
+bool pick_trigger_spec(const char *spec);
+
+/*
+ * --trigger ?: a function of the executable exe or a source file of its
+ * line tables and then a line of it; symbol:? functions only, line:? a
+ * file then a line.  The trigger as --trigger takes it ("name", or
+ * "/path/file.c:42") goes to out.  Returns 0, 1 when nothing was chosen,
+ * or a negative code with one line in err.
+ */
+int pick_trigger(const char *spec, const char *exe, FILE *in, FILE *out,
+		 char *trigger, size_t len, char *err, size_t errlen);
+
+/* For tools that write a capture of their own (mt-synth): the records
+ * and event as the backends write them (capfile.c). */
+
+/* The sample_id a synthesized record carries: thread tid of pid, at
+ * time, of event id, on CPU 0. */
+struct pd_sample_id capfile_sample_id(uint32_t pid, uint32_t tid, uint64_t time,
+				      uint64_t id);
+/* The intel_pt event (type, config) as perf record opens it for user
+ * space: sampling IP, TID, TIME, CPU and IDENTIFIER, with the sideband
+ * (mmap, comm, task) and sample_id_all. */
+void capfile_pt_attr(struct perf_event_attr *attr, uint32_t type,
+		     uint64_t config);
+/* The config bits (tsc, noretcomp, mtc, mtc_period, cyc) of the
+ * intel_pt PMU's format, as every Intel CPU's sysfs gives them. */
+void capfile_pt_format(struct pd_pt_info *pt);
 
 #endif

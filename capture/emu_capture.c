@@ -5,7 +5,7 @@
  * its sideband did), each thread's trace as ptenc wrote it, and the
  * extras only we can know: the stacks at the end, the vDSO, the hits.
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/emu_internal.h"
 #include "util/util.h"
 
@@ -309,52 +309,67 @@ static int add_buildids(struct emu *e, struct capfile *c)
 	return rc;
 }
 
-int emu_write_capture(struct emu *e, uint64_t end)
+/* What emu_write_capture()'s steps need. */
+struct emu_out {
+	struct emu *e;
+	uint64_t end;
+};
+
+/* The threads and mappings, then what the kernel's sideband said. */
+static int emu_sideband(struct capfile *c, void *arg)
 {
-	struct capfile c;
-	struct perf_event_attr attr;
-	struct pd_pt_info pt;
-	struct pd_time_conv tc = {
-		.time_mult = 1, .have_ext = true, .cap_user_time_zero = true};
-	uint64_t ids[1] = {1};
+	struct emu *e = ((struct emu_out *)arg)->e;
 	struct pd_sample_id sid = capfile_sample_id(
 		(uint32_t)e->pid, (uint32_t)e->pid, e->start_time, 1);
-	int rc;
+	int rc = write_threads(e, c, &sid);
 
-	emu_pt_event(e, &attr, &pt);
-	rc = capfile_open(&c, e->o->cap.output, e->err, e->errlen);
-	if (rc)
-		return rc;
-	rc = pd_writer_add_attr(c.w, &attr, ids, 1);
-	if (!rc && e->have_sb)
-		rc = pd_writer_add_attr(c.w, &e->sb[0].attr, e->sb_ids,
-					(size_t)e->nr_sb);
-	if (!rc)
-		rc = capfile_begin(&c, &tc, &pt);
-	if (!rc)
-		rc = write_threads(e, &c, &sid);
 	for (int k = 0; !rc && e->have_sb && k < e->nr_sb; k++)
-		rc = sb_copy(c.w, e->sb[k].page, SB_DATA_PAGES);
+		rc = sb_copy(c->w, e->sb[k].page, SB_DATA_PAGES);
+	return rc;
+}
+
+static int emu_trace(struct capfile *c, void *arg)
+{
+	struct emu_out *x = arg;
+
+	return write_trace(x->e, c, x->end);
+}
+
+/* The stacks at the end, the vDSO, the hits, the build ids. */
+static int emu_extras(struct capfile *c, void *arg)
+{
+	struct emu_out *x = arg;
+	struct emu *e = x->e;
+	int rc = add_stacks(e, c, x->end);
+
 	if (!rc)
-		rc = pd_write_finished_round(c.w);
-	if (!rc)
-		rc = write_trace(e, &c, end);
-	if (!rc)
-		rc = add_stacks(e, &c, end);
-	if (!rc)
-		rc = capfile_vdso(&c, (uint32_t)e->pid, e->vdso_start,
+		rc = capfile_vdso(c, (uint32_t)e->pid, e->vdso_start,
 				  e->vdso_len, e->vdso);
 	if (!rc)
-		rc = add_hits(e, &c);
-	if (!rc)
-		rc = add_buildids(e, &c);
-	if (rc)
-		goto fail;
-	rc = capfile_finish(&c, "GenuineIntel,6,85,4", "mt-capture");
-	goto out;
-fail:
-	capfile_fail(&c);
-out:
-	capfile_free(&c);
-	return rc;
+		rc = add_hits(e, c);
+	return rc ? rc : add_buildids(e, c);
+}
+
+int emu_write_capture(struct emu *e, uint64_t end)
+{
+	struct perf_event_attr attr;
+	const uint64_t ids[1] = {1};
+	struct emu_out x = {e, end};
+	struct capfile_parts p = {
+		.output = e->o->cap.output,
+		.attr = {&attr, e->have_sb ? &e->sb[0].attr : NULL},
+		.ids = {ids, e->sb_ids},
+		.nr_ids = {1, e->have_sb ? (size_t)e->nr_sb : 0},
+		.tc = {.time_mult = 1,
+		       .have_ext = true,
+		       .cap_user_time_zero = true},
+		.cpuid = "GenuineIntel,6,85,4",
+		.hostname = "mt-capture",
+		.sideband = emu_sideband,
+		.trace = emu_trace,
+		.extras = emu_extras,
+		.arg = &x};
+
+	emu_pt_event(e, &attr, &p.pt);
+	return capfile_write(&p, e->err, e->errlen);
 }

@@ -7,9 +7,9 @@
 #ifndef MT_EMU_INTERNAL_H
 #define MT_EMU_INTERNAL_H
 
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/capture.h"
-#include "capture/sideband.h"
+#include "capture/sideband_internal.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
 
@@ -153,6 +153,7 @@ struct emu {
 	struct thr *thr;
 	size_t nr_thr, cap_thr;
 	size_t live;
+	bool found; /* attach(): a thread seized in this reading */
 	char exe[4096];
 	char comm[16];
 	uint64_t start_time;

@@ -6,7 +6,7 @@
  * the teardown.
  */
 #include "capture/emu_internal.h"
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
 #include "util/util.h"
 
 #include <errno.h>

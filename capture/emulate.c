@@ -28,8 +28,9 @@
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
-#include "capture/symaddr.h"
-#include "capture/unwind.h"
+#include "capture/symaddr_internal.h"
+#include "capture/target_internal.h"
+#include "capture/unwind_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
@@ -197,28 +198,23 @@ static void let_go(struct emu *e, pid_t tid, bool first)
  * creation the step loop had not seen yet, or all of them when the start
  * was never reached.
  */
+/* A thread still ours that the step loop had not seen. */
+static int let_go_stray(pid_t tid, void *arg)
+{
+	struct emu *e = arg;
+	struct task_state ts;
+
+	if (!task_state(e->pid, tid, &ts) && ts.tracer == getpid())
+		let_go(e, tid, true);
+	return 0;
+}
+
 static void detach_all(struct emu *e)
 {
-	char path[64];
-	struct dirent *d;
-	DIR *dir;
-
 	for (size_t i = 0; i < e->nr_thr; i++)
 		if (!e->thr[i].exited)
 			let_go(e, e->thr[i].tid, e->thr[i].new_thread);
-	snprintf(path, sizeof(path), "/proc/%d/task", e->pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		pid_t tid = mt_proc_id(d->d_name);
-		struct task_state ts;
-
-		if (tid && !task_state(e->pid, tid, &ts) &&
-		    ts.tracer == getpid())
-			let_go(e, tid, true);
-	}
-	closedir(dir);
+	target_tasks(e->pid, let_go_stray, e);
 }
 
 /* The instruction at ip, decoded once. */
@@ -655,9 +651,9 @@ out:
 
 static int launch(struct emu *e, char *const argv[])
 {
-	int status;
-	ssize_t n;
-	char link[64];
+	const struct target_how how = {.traced = true};
+	struct target t;
+	int rc;
 
 	/* Told to stop already: better never started than started and let
 	 * go at once. */
@@ -665,32 +661,20 @@ static int launch(struct emu *e, char *const argv[])
 		return emu_fail(e, -EINTR,
 				"stopped before %s was started: nothing traced",
 				argv[0]);
-	e->pid = fork();
-	if (e->pid < 0)
-		return emu_fail(e, -errno, "fork: %s", strerror(errno));
-	if (e->pid == 0) {
-		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "mt-capture: %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
+	rc = target_fork(&t, argv, &how, e->err, e->errlen);
+	if (!rc) {
+		e->pid = t.pid;
+		rc = target_exec(&t, argv[0], e->err, e->errlen);
+		e->pid = t.pid;
 	}
-	if (wait_for(e->pid, &status, 0) < 0)
-		return emu_fail(e, -errno, "waitpid: %s", strerror(errno));
-	if (!WIFSTOPPED(status))
-		return emu_fail(e, -ENOEXEC, "%s: could not be started",
-				argv[0]);
+	if (rc)
+		return rc;
 	ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS);
-	snprintf(link, sizeof(link), "/proc/%d/exe", e->pid);
-	n = readlink(link, e->exe, sizeof(e->exe) - 1);
-	if (n <= 0)
-		return emu_fail(e, -errno, "%s: %s", link, strerror(errno));
-	e->exe[n] = 0;
-	{
-		const char *b = strrchr(e->exe, '/');
-
-		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : e->exe);
-	}
+	rc = capture_exe(e->pid, e->exe, sizeof(e->exe), e->comm,
+			 sizeof(e->comm));
+	if (rc)
+		return emu_fail(e, rc, "/proc/%d/exe: %s", e->pid,
+				strerror(-rc));
 	return 0;
 }
 
@@ -769,49 +753,35 @@ static int seize_thread(struct emu *e, pid_t tid)
  * thread not yet stopped creates shows in the next reading of the task
  * list, so it is read until a reading finds none new.
  */
+static int seize_new(pid_t tid, void *arg)
+{
+	struct emu *e = arg;
+
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].tid == tid)
+			return 0;
+	e->found = true;
+	return seize_thread(e, tid);
+}
+
 static int attach(struct emu *e, int pid)
 {
-	char path[64], link[64];
-	ssize_t n;
-	bool found;
+	int rc;
 
 	e->pid = pid;
-	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-	n = readlink(link, e->exe, sizeof(e->exe) - 1);
-	if (n <= 0)
-		return emu_fail(e, -errno, "no process %d (%s)", pid,
-				strerror(errno));
-	e->exe[n] = 0;
-	{
-		const char *b = strrchr(e->exe, '/');
-
-		snprintf(e->comm, sizeof(e->comm), "%s", b ? b + 1 : e->exe);
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	rc = capture_exe(pid, e->exe, sizeof(e->exe), e->comm, sizeof(e->comm));
+	if (rc)
+		return emu_fail(e, rc, "no process %d (%s)", pid,
+				strerror(-rc));
 	do {
-		struct dirent *d;
-		DIR *dir = opendir(path);
-		int rc = 0;
-
-		if (!dir)
-			return emu_fail(e, -errno, "%s: %s", path,
-					strerror(errno));
-		found = false;
-		while (!rc && (d = readdir(dir))) {
-			pid_t tid = mt_proc_id(d->d_name);
-			bool known = false;
-
-			for (size_t i = 0; tid && i < e->nr_thr; i++)
-				known |= e->thr[i].tid == tid;
-			if (!tid || known)
-				continue;
-			found = true;
-			rc = seize_thread(e, tid);
-		}
-		closedir(dir);
+		e->found = false;
+		rc = target_tasks(pid, seize_new, e);
+		if (rc && !e->found) /* only seizing sets found */
+			return emu_fail(e, rc, "/proc/%d/task: %s", pid,
+					strerror(-rc));
 		if (rc)
 			return rc;
-	} while (found);
+	} while (e->found);
 	if (!e->live)
 		return emu_fail(e, -ESRCH, "no process %d (it ended)", pid);
 	return 0;

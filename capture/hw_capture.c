@@ -5,9 +5,10 @@
  * gave in time order, the spooled trace, and the extras (hits, the
  * stack at the last one, the vDSO).
  */
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 #include "capture/hw_internal.h"
-#include "capture/kcore.h"
+#include "capture/kcore_internal.h"
+#include "capture/target_internal.h"
 #include "util/util.h"
 
 #include <cpuid.h>
@@ -112,15 +113,9 @@ static int write_existing(struct hw *h, struct capfile *c)
 				capfile_sample_id((uint32_t)h->pid,
 						  (uint32_t)h->pid, 0,
 						  h->ids[0])};
-	char path[64], comm[32] = "";
-	FILE *f;
+	char comm[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)h->pid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
+	target_comm(h->pid, comm, sizeof(comm));
 	for (size_t i = 0; i < h->nr_tids; i++) {
 		struct pd_comm cm = {.pid = (uint32_t)h->pid,
 				     .tid = (uint32_t)h->tids[i],
@@ -273,48 +268,47 @@ static int add_kernel(struct hw *h, struct capfile *c)
 	return rc;
 }
 
+/* Before the trace: the kernel's code, what an attach missed, the
+ * sideband. */
+static int hw_sideband(struct capfile *c, void *arg)
+{
+	struct hw *h = arg;
+	int rc = add_kernel(h, c);
+
+	if (!rc && !h->launched)
+		rc = write_existing(h, c);
+	return rc ? rc : write_sideband(h, c);
+}
+
+static int hw_trace(struct capfile *c, void *arg)
+{
+	return write_trace(arg, c);
+}
+
+static int hw_extras(struct capfile *c, void *arg)
+{
+	return add_extras(arg, c);
+}
+
 int hw_write_capture(struct hw *h)
 {
-	struct capfile c;
-	struct pd_pt_info pt;
-	struct pd_time_conv tc;
+	struct capfile_parts p = {.output = h->o->cap.output,
+				  .attr = {&h->attr},
+				  .ids = {h->ids},
+				  .nr_ids = {h->nr_ids},
+				  .sideband = hw_sideband,
+				  .trace = hw_trace,
+				  .extras = hw_extras,
+				  .arg = h};
 	char cpuid[64];
-	int rc;
 
-	hw_pt_info(h, &pt);
-	tc = (struct pd_time_conv){.time_shift = pt.time_shift,
-				   .time_mult = pt.time_mult,
-				   .time_zero = pt.time_zero,
-				   .cap_user_time_zero = pt.cap_user_time_zero};
+	hw_pt_info(h, &p.pt);
+	p.tc = (struct pd_time_conv){.time_shift = p.pt.time_shift,
+				     .time_mult = p.pt.time_mult,
+				     .time_zero = p.pt.time_zero,
+				     .cap_user_time_zero =
+					     p.pt.cap_user_time_zero};
 	cpuid_string(cpuid, sizeof(cpuid));
-	rc = capfile_open(&c, h->o->cap.output, h->err, h->errlen);
-	if (rc)
-		return rc;
-	rc = pd_writer_add_attr(c.w, &h->attr, h->ids, h->nr_ids);
-	if (!rc)
-		rc = capfile_begin(&c, &tc, &pt);
-	if (!rc)
-		rc = add_kernel(h, &c);
-	if (!rc && !h->launched)
-		rc = write_existing(h, &c);
-	if (!rc)
-		rc = write_sideband(h, &c);
-	if (!rc)
-		rc = pd_write_finished_round(c.w);
-	if (rc)
-		goto fail;
-	rc = write_trace(h, &c);
-	if (rc && !pd_writer_error(c.w)->code)
-		goto out; /* the spool's error, in err already */
-	if (!rc)
-		rc = add_extras(h, &c);
-	if (rc)
-		goto fail;
-	rc = capfile_finish(&c, cpuid, NULL);
-	goto out;
-fail:
-	capfile_fail(&c);
-out:
-	capfile_free(&c);
-	return rc;
+	p.cpuid = cpuid;
+	return capfile_write(&p, h->err, h->errlen);
 }

@@ -13,9 +13,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "capture/breakpoint.h"
+#include "capture/breakpoint_internal.h"
 #include "capture/capture.h"
-#include "capture/sideband.h"
+#include "capture/pmu_internal.h"
+#include "capture/sideband_internal.h"
 #include "perfdata/perfdata.h"
 
 #define DATA_PAGES SB_DATA_PAGES
@@ -46,7 +47,8 @@ struct hw {
 	struct perf_event_attr attr;
 	pid_t pid;
 	bool launched;
-	bool recording; /* past the setup */
+	bool recording;	  /* past the setup */
+	bool scan_enable; /* scan_threads(): new events on at once */
 	int ncpu;
 	char exe[4096];
 	struct ring *rings;

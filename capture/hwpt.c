@@ -37,9 +37,10 @@
  * Nothing in here can run without the PMU; pmu_probe() says why first.
  */
 #include "capture/hw_internal.h"
-#include "capture/ring.h"
-#include "capture/symaddr.h"
-#include "capture/unwind.h"
+#include "capture/ring_internal.h"
+#include "capture/symaddr_internal.h"
+#include "capture/target_internal.h"
+#include "capture/unwind_internal.h"
 #include "util/err.h"
 #include "util/util.h"
 
@@ -211,37 +212,32 @@ static bool have_thread(const struct hw *h, pid_t tid)
 	return false;
 }
 
-/* Every thread of the target that has no event yet gets one (per CPU
- * only at attach: later threads inherit them). */
-static int scan_threads(struct hw *h, bool enable)
+/* A thread that has no event yet gets one (per CPU only at attach: later
+ * threads inherit them). */
+static int scan_thread(pid_t tid, void *arg)
 {
-	char path[64];
-	struct dirent *d;
-	DIR *dir;
+	struct hw *h = arg;
 	int rc = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)h->pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0; /* gone: the loop sees it */
-	while (!rc && (d = readdir(dir))) {
-		pid_t tid = mt_proc_id(d->d_name);
+	/* Per CPU, threads made while recording inherit the events; only a
+	 * trigger that cannot be inherited needs them. */
+	if ((!h->o->per_cpu || !h->recording) && !have_thread(h, tid))
+		rc = add_thread(h, tid, h->scan_enable);
+	else if (h->recording && h->bp && !bp_inherits(h->bp))
+		rc = bp_add_thread(h->bp, tid, h->err, h->errlen);
+	/* A thread that ended meanwhile is no error. */
+	return rc == -ESRCH ? 0 : rc;
+}
 
-		if (!tid)
-			continue;
-		/* Per CPU, threads made while recording inherit the
-		 * events; only a trigger that cannot be inherited needs
-		 * them. */
-		if ((!h->o->per_cpu || !h->recording) && !have_thread(h, tid))
-			rc = add_thread(h, tid, enable);
-		else if (h->recording && h->bp && !bp_inherits(h->bp))
-			rc = bp_add_thread(h->bp, tid, h->err, h->errlen);
-		/* A thread that ended meanwhile is no error. */
-		if (rc == -ESRCH)
-			rc = 0;
-	}
-	closedir(dir);
-	return rc;
+/* Every thread of the target. */
+static int scan_threads(struct hw *h, bool enable)
+{
+	int rc;
+
+	h->scan_enable = enable;
+	rc = target_tasks(h->pid, scan_thread, h);
+	return rc == -ENOENT || rc == -ESRCH ? 0
+					     : rc; /* gone: the loop sees it */
 }
 
 static int spool_chunk(struct hw *h, const struct pd_auxtrace *a,
@@ -567,15 +563,12 @@ static bool target_gone(struct hw *h)
 static int arm(struct hw *h, unsigned nranges)
 {
 	const struct hw_opts *o = h->o;
-	char link[64], stop[1024];
-	ssize_t n;
+	char stop[1024];
 	int rc;
 
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)h->pid);
-	n = readlink(link, h->exe, sizeof(h->exe) - 1);
-	if (n <= 0)
-		return hw_fail(h, -errno, "%s: %s", link, strerror(errno));
-	h->exe[n] = 0;
+	if ((rc = capture_exe(h->pid, h->exe, sizeof(h->exe), NULL, 0)))
+		return hw_fail(h, rc, "/proc/%d/exe: %s", (int)h->pid,
+			       strerror(-rc));
 	/* The mappings now, for unwinding hits after the process is gone
 	 * (with the MMAP2 records that come later). */
 	free(h->maps0);
@@ -644,53 +637,6 @@ static int arm(struct hw *h, unsigned nranges)
 				return rc;
 	mt_vdso_read(h->pid, &h->vdso, &h->vdso_start, &h->vdso_len);
 	return 0;
-}
-
-/* Fork argv held on a pipe; it execs under PTRACE_TRACEME once told,
- * or writes why it could not on *why.  The child's pid, or a negative
- * errno value. */
-static pid_t launch(char *const argv[], int *go, int *why)
-{
-	int p[2], e[2], code;
-	pid_t child;
-
-	if (pipe2(p, O_CLOEXEC))
-		return -errno;
-	if (pipe2(e, O_CLOEXEC)) {
-		code = -errno;
-		close(p[0]);
-		close(p[1]);
-		return code;
-	}
-	child = fork();
-	if (child < 0) {
-		code = -errno;
-		close(p[0]);
-		close(p[1]);
-		close(e[0]);
-		close(e[1]);
-		return code;
-	}
-	if (!child) {
-		char c;
-
-		close(p[1]);
-		close(e[0]);
-		if (read(p[0], &c, 1) != 1)
-			_exit(126);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
-			_exit(126);
-		execvp(argv[0], argv);
-		code = errno;
-		if (write(e[1], &code, sizeof(code)) != sizeof(code))
-			_exit(127);
-		_exit(127);
-	}
-	close(p[0]);
-	close(e[1]);
-	*go = p[1];
-	*why = e[0];
-	return child;
 }
 
 /* Until the target ends, Ctrl-C, or the hit that ends it. */
@@ -769,7 +715,8 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 		       .errlen = errlen};
 	unsigned nranges = 0;
 	uint64_t config;
-	int go = -1, why = -1, rc, status;
+	struct target tg = {.pid = -1, .go = -1, .why = -1};
+	int rc, status;
 	bool forked = false;
 
 	memset(st, 0, sizeof(*st));
@@ -828,37 +775,20 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 			goto out;
 		enable_all(&h, true);
 	} else {
-		pid_t child = launch(argv, &go, &why);
+		const struct target_how how = {.traced = true};
 
-		if (child < 0) {
-			rc = hw_fail(&h, (int)child, "fork: %s",
-				     strerror((int)-child));
+		if ((rc = target_fork(&tg, argv, &how, err, errlen)))
 			goto out;
-		}
-		h.pid = child;
+		h.pid = tg.pid;
 		h.launched = true;
 		h.attr.enable_on_exec = 1;
 		if ((rc = add_thread(&h, h.pid, false)))
 			goto out;
 		h.attr.enable_on_exec = 0;
-		if (write(go, "g", 1) != 1) {
-			rc = hw_fail(&h, -errno, "starting %s: %s", argv[0],
-				     strerror(errno));
+		rc = target_exec(&tg, argv[0], err, errlen);
+		h.pid = tg.pid;
+		if (rc)
 			goto out;
-		}
-		if (waitpid(h.pid, &status, 0) != h.pid ||
-		    !WIFSTOPPED(status)) {
-			int code = 0;
-
-			h.pid = -1; /* reaped */
-			if (read(why, &code, sizeof(code)) == sizeof(code))
-				rc = hw_fail(&h, -code, "%s: %s", argv[0],
-					     strerror(code));
-			else
-				rc = hw_fail(&h, -ECHILD, "%s did not start",
-					     argv[0]);
-			goto out;
-		}
 		rc = arm(&h, nranges);
 		ptrace(PTRACE_DETACH, h.pid, NULL, NULL);
 		if (rc)
@@ -878,10 +808,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	if (!rc)
 		rc = hw_write_capture(&h);
 out:
-	if (go >= 0)
-		close(go);
-	if (why >= 0)
-		close(why);
+	target_close(&tg);
 	bp_free(h.bp);
 	for (size_t i = 0; i < h.nr_rings; i++) {
 		if (h.rings[i].aux)

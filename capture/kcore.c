@@ -7,7 +7,7 @@
  * bytes.  Read at the end of the capture: the kernel patches its own code
  * (static keys, alternatives), and a snapshot keeps the newest trace.
  */
-#include "capture/kcore.h"
+#include "capture/kcore_internal.h"
 
 #include "symbols/symbols.h"
 #include "util/err.h"

@@ -9,7 +9,7 @@
  * ones through the mapping that holds their file offset, which is right
  * for position-dependent and position-independent code alike.
  */
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"

@@ -7,7 +7,7 @@
  * them by name) and the files and lines of its DWARF line tables
  * (line_trigger_resolve finds them by FILE:LINE).
  */
-#include "capture/pick.h"
+#include "capture/pick_internal.h"
 
 #include "symbols/symbols.h"
 #include "util/err.h"

@@ -14,7 +14,7 @@
  * the newest data ends at head % size and, once the ring has wrapped,
  * begins there too.
  */
-#include "capture/pmu.h"
+#include "capture/pmu_internal.h"
 #include "util/err.h"
 #include "util/util.h"
 

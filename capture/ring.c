@@ -4,7 +4,7 @@
  * wrapping at the ring's end, and we read from data_tail.  A record
  * may wrap, so each is copied out whole before anyone looks at it.
  */
-#include "capture/ring.h"
+#include "capture/ring_internal.h"
 
 #include <stdint.h>
 #include <unistd.h>

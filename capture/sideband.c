@@ -9,8 +9,8 @@
  * and writes those itself, once each, with build ids.  The hardware
  * backend's data rings carry the same records.
  */
-#include "capture/sideband.h"
-#include "capture/ring.h"
+#include "capture/ring_internal.h"
+#include "capture/sideband_internal.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 

@@ -11,7 +11,7 @@
  * which the kernel turns into addresses for every mapping of the file,
  * now and at later mmaps.
  */
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"

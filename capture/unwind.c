@@ -9,8 +9,8 @@
  * Unlike a stack kept by watching calls, it knows the callers that were
  * already on the stack before tracing began.
  */
-#include "capture/unwind.h"
-#include "capture/breakpoint.h"
+#include "capture/breakpoint_internal.h"
+#include "capture/unwind_internal.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>

@@ -20,7 +20,8 @@
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
-#include "capture/symaddr.h"
+#include "capture/symaddr_internal.h"
+#include "capture/target_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
@@ -1146,32 +1147,6 @@ static int tool_dir(char *dir, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
-/* The executable prog as execvp finds it, or false: then the launch
- * says it is not there. */
-static bool prog_path(const char *prog, char *path, size_t len)
-{
-	if (strchr(prog, '/')) {
-		snprintf(path, len, "%s", prog);
-	} else {
-		const char *dirs = getenv("PATH"), *p;
-
-		path[0] = 0;
-		for (p = dirs ? dirs : "/bin:/usr/bin"; p;) {
-			const char *colon = strchr(p, ':');
-			int k = colon ? (int)(colon - p) : (int)strlen(p);
-
-			snprintf(path, len, "%.*s/%s", k, p, prog);
-			if (!access(path, X_OK))
-				break;
-			path[0] = 0;
-			p = colon ? colon + 1 : NULL;
-		}
-		if (!path[0])
-			return false;
-	}
-	return !access(path, X_OK);
-}
-
 /* A trigger that is an address or a source line, for the tool: the
  * line's offsets in the executable (its line tables; the libraries are
  * not mapped before the program runs). */
@@ -1192,7 +1167,8 @@ static int resolve_trigger(struct vg *v, const char *prog, const char *spec,
 	}
 	if (!line_trigger_spec(spec, NULL, 0, &(unsigned){0}))
 		return 0;
-	if (!prog_path(prog, path, sizeof(path)))
+	if (!capture_find_program(prog, path, sizeof(path)) ||
+	    access(path, X_OK))
 		return 0; /* the launch says it is not there */
 	rc = line_trigger_offsets(path, spec, &offs, &n, err, errlen);
 	if (rc)
@@ -1222,7 +1198,8 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	size_t n;
 	bool found = false;
 
-	if (!prog_path(prog, path, sizeof(path)))
+	if (!capture_find_program(prog, path, sizeof(path)) ||
+	    access(path, X_OK))
 		return 0;
 	if (sym_file_open(path, NULL, &sf, why, sizeof(why)))
 		return 0; /* not ELF (a script): Valgrind follows it */
@@ -1383,23 +1360,27 @@ static int vg_launch(struct vg *v, char *const argv[])
 			args[k++] = argv[i];
 		args[k] = NULL;
 	}
-	v->child = fork();
-	if (v->child < 0) {
-		rc = emu_fail(&v->e, -errno, "fork: %s", strerror(errno));
-		free(args);
-		free(offs_opt);
-		return rc;
-	}
-	if (v->child == 0) {
-		setenv("VALGRIND_LIB", dir, 1);
-		execvp(args[0], args);
-		fprintf(stderr, "mt-capture: valgrind: %s%s\n", strerror(errno),
-			errno == ENOENT ? " (apt-get install valgrind)" : "");
-		_exit(127);
+	{
+		const struct target_how how = {.env_name = "VALGRIND_LIB",
+					       .env_value = dir};
+		struct target t;
+
+		rc = target_fork(&t, args, &how, v->e.err, v->e.errlen);
+		if (!rc) {
+			v->child = t.pid;
+			rc = target_exec(&t, args[0], v->e.err, v->e.errlen);
+			v->child = t.pid;
+		}
+		if (rc == -ENOENT) {
+			size_t len = strlen(v->e.err);
+
+			snprintf(v->e.err + len, v->e.errlen - len,
+				 " (apt-get install valgrind)");
+		}
 	}
 	free(args);
 	free(offs_opt);
-	return 0;
+	return rc;
 }
 
 static uint64_t mono_ns(void)

@@ -13,8 +13,6 @@
  * by the other in one line.
  */
 #include "capture/capture.h"
-#include "capture/pick.h"
-#include "capture/pmu.h"
 #include "util/util.h"
 #include "util/version.h"
 
@@ -213,38 +211,6 @@ static int catch_stop_signals(bool restart)
 }
 
 /*
- * Where execvp() finds prog: as it is when the name has a slash, else the
- * first executable regular file of that name along PATH.  false when
- * there is none: the launch says why.
- */
-static bool find_program(const char *prog, char *path, size_t len)
-{
-	const char *dirs = getenv("PATH"), *p;
-	struct stat st;
-
-	if (strchr(prog, '/')) {
-		snprintf(path, len, "%s", prog);
-		return true;
-	}
-	if (!dirs)
-		dirs = "/bin:/usr/bin";
-	for (p = dirs;; p++) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-
-		/* An empty entry is the current directory, as for execvp. */
-		if ((size_t)snprintf(path, len, "%.*s%s%s", (int)n, p,
-				     n ? "/" : "", prog) < len &&
-		    !stat(path, &st) && S_ISREG(st.st_mode) &&
-		    !access(path, X_OK))
-			return true;
-		if (!colon)
-			return false;
-		p = colon;
-	}
-}
-
-/*
  * Would writing out replace the program being traced, prog (its path, or
  * /proc/PID/exe)?  The writer renames its file over out, so a link to the
  * program counts too (util's mt_same_file: device and inode, or the
@@ -357,20 +323,16 @@ static int choose_trigger(struct capture_opts *cap, const char *prog,
 	int rc;
 
 	if (cap->pid) {
-		char link[64];
-		ssize_t n;
+		int e = capture_exe(cap->pid, exe, sizeof(exe), NULL, 0);
 
-		snprintf(link, sizeof(link), "/proc/%d/exe", cap->pid);
-		n = readlink(link, exe, sizeof(exe) - 1);
-		if (n <= 0) {
+		if (e) {
 			fprintf(stderr,
-				"mt-capture: --trigger %s: cannot read %s: "
-				"%s\n",
-				cap->trigger, link, strerror(errno));
+				"mt-capture: --trigger %s: cannot read "
+				"/proc/%d/exe: %s\n",
+				cap->trigger, cap->pid, strerror(-e));
 			return -1;
 		}
-		exe[n] = 0;
-	} else if (!prog || !find_program(prog, exe, sizeof(exe))) {
+	} else if (!prog || !capture_find_program(prog, exe, sizeof(exe))) {
 		fprintf(stderr,
 			"mt-capture: --trigger %s: no program to list the "
 			"functions of\n",
@@ -411,7 +373,7 @@ static int preflight(const char *prog, int pid, const struct emu_opts *o)
 		snprintf(label, sizeof(label),
 			 "the executable of process %d%s%s%s", pid,
 			 n > 0 ? " (" : "", exe, n > 0 ? ")" : "");
-	} else if (prog && find_program(prog, path, sizeof(path))) {
+	} else if (prog && capture_find_program(prog, path, sizeof(path))) {
 		snprintf(label, sizeof(label), "the program to trace (%s)",
 			 prog);
 	} else {

@@ -9,7 +9,7 @@
  * the window (perf 6.1 crashes on 0), and the AUXTRACE, BUILD_ID and
  * CPUID features.
  */
-#include "capture/capfile.h"
+#include "capture/capture.h"
 #include "perfdata/perfdata.h"
 #include "synth/sched.h"
 #include "util/util.h"

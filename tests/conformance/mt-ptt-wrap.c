@@ -26,7 +26,7 @@
  * instead of the one the case names.  --pt FILE: also write the packets
  * (for own cases: what the encoder made of CASE.pkt).
  */
-#include "capture/capfile.h"
+#include "capture/capture.h"
 #include "perfdata/perfdata.h"
 #include "tests/conformance/ptt_files.h"
 #include "util/util.h"

@@ -12,9 +12,9 @@
  * virtual machine that keeps the debug registers), the tests that need
  * it say SKIP and why.
  */
-#include "capture/breakpoint.h"
-#include "capture/symaddr.h"
-#include "capture/unwind.h"
+#include "capture/breakpoint_internal.h"
+#include "capture/symaddr_internal.h"
+#include "capture/unwind_internal.h"
 #include "include/magic_trace.h"
 #include "tests/unit/check.h"
 

@@ -6,7 +6,7 @@
  * built here: an ELF core file whose PT_LOAD segments are the kernel's
  * text and a module's), with kcore missing, unreadable, or not ELF.
  */
-#include "capture/kcore.h"
+#include "capture/kcore_internal.h"
 #include "symbols/symbols.h"
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"

@@ -4,7 +4,7 @@
  * Atom-like caps), the config built from format files, the refusals with
  * their exact messages, and the AUX ring copy at every wrap position.
  */
-#include "capture/pmu.h"
+#include "capture/pmu_internal.h"
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
 

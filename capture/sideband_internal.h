@@ -4,8 +4,8 @@
  * event's data ring whose records go into the capture as the kernel
  * wrote them.
  */
-#ifndef MT_SIDEBAND_H
-#define MT_SIDEBAND_H
+#ifndef MT_SIDEBAND_INTERNAL_H
+#define MT_SIDEBAND_INTERNAL_H
 
 #include <linux/perf_event.h>
 #include <stddef.h>

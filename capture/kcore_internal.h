@@ -5,13 +5,13 @@
  * kallsyms and modules, and the kernel's and each module's code from
  * kcore, at the addresses it runs at.
  */
-#ifndef MT_KCORE_H
-#define MT_KCORE_H
+#ifndef MT_KCORE_INTERNAL_H
+#define MT_KCORE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/capfile.h"
+#include "capture/capfile_internal.h"
 
 struct kcore_seg {
 	uint64_t start, len;

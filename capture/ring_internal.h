@@ -5,8 +5,8 @@
  * by the sideband copy, the breakpoint's hits and the hardware
  * backend's drain.
  */
-#ifndef MT_RING_H
-#define MT_RING_H
+#ifndef MT_RING_INTERNAL_H
+#define MT_RING_INTERNAL_H
 
 #include <linux/perf_event.h>
 #include <stdbool.h>

@@ -5,8 +5,8 @@
  * and the kernel's address filters as file offsets (symaddr.c,
  * line_trigger.c).
  */
-#ifndef MT_SYMADDR_H
-#define MT_SYMADDR_H
+#ifndef MT_SYMADDR_INTERNAL_H
+#define MT_SYMADDR_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * unwind: a thread's call stack from the modules' CFI (libdw), from a
  * stopped thread or from a sample's registers and stack copy.
  */
-#ifndef MT_UNWIND_H
-#define MT_UNWIND_H
+#ifndef MT_UNWIND_INTERNAL_H
+#define MT_UNWIND_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * breakpoint: the trigger, a hardware breakpoint (or a uprobe) on
  * every thread of the target, whose hits the kernel samples.
  */
-#ifndef MT_BREAKPOINT_H
-#define MT_BREAKPOINT_H
+#ifndef MT_BREAKPOINT_INTERNAL_H
+#define MT_BREAKPOINT_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,14 +7,15 @@
  * extras (stacks, the vDSO, hits) and the build ids are header features
  * written at capfile_finish().
  */
-#ifndef MT_CAPFILE_H
-#define MT_CAPFILE_H
+#ifndef MT_CAPFILE_INTERNAL_H
+#define MT_CAPFILE_INTERNAL_H
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capture/capture.h"
 #include "perfdata/perfdata.h"
 #include "util/util.h"
 
@@ -29,19 +30,6 @@ struct capfile {
 	char *err;
 	size_t errlen;
 };
-
-/* The sample_id a synthesized record carries: thread tid of pid, at
- * time, of event id, on CPU 0. */
-struct pd_sample_id capfile_sample_id(uint32_t pid, uint32_t tid, uint64_t time,
-				      uint64_t id);
-/* The intel_pt event (type, config) as perf record opens it for user
- * space: sampling IP, TID, TIME, CPU and IDENTIFIER, with the sideband
- * (mmap, comm, task) and sample_id_all. */
-void capfile_pt_attr(struct perf_event_attr *attr, uint32_t type,
-		     uint64_t config);
-/* The config bits (tsc, noretcomp, mtc, mtc_period, cyc) of the
- * intel_pt PMU's format, as every Intel CPU's sysfs gives them. */
-void capfile_pt_format(struct pd_pt_info *pt);
 
 /* Open path for writing.  Every function here returns 0 or a negative
  * errno value; the line naming the file goes to err at once from
@@ -74,5 +62,32 @@ int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname);
 void capfile_fail(struct capfile *c);
 /* Free what is left; a file not finished is removed. */
 void capfile_free(struct capfile *c);
+
+/*
+ * One capture file, the same sequence for every backend: the events, the
+ * time conversion and AUXTRACE_INFO, the sideband (threads, mappings,
+ * what the kernel said), a FINISHED_ROUND, the trace, the extras, the
+ * features.  Each step gets the open capfile and arg; one that fails with
+ * the writer's error has it said, one that fails on its own says why in
+ * err itself.
+ */
+struct capfile_parts {
+	const char *output;
+	/* The intel_pt event, then any sideband event (attr[1] or NULL). */
+	const struct perf_event_attr *attr[2];
+	const uint64_t *ids[2];
+	size_t nr_ids[2];
+	struct pd_time_conv tc;
+	struct pd_pt_info pt;
+	const char *cpuid, *hostname; /* hostname: NULL for none */
+	int (*sideband)(struct capfile *c, void *arg);
+	int (*trace)(struct capfile *c, void *arg);
+	int (*extras)(struct capfile *c, void *arg);
+	void *arg;
+};
+
+/* Write p to p->output, complete or not at all: 0 or a negative errno
+ * value with one line in err. */
+int capfile_write(const struct capfile_parts *p, char *err, size_t errlen);
 
 #endif
