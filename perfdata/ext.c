@@ -153,6 +153,39 @@ int pd_ext_parse_hit(const uint8_t *payload, uint32_t size,
 	return 0;
 }
 
+int pd_ext_add_goroutine(struct pd_ext_buf *b, const struct pd_ext_goroutine *g)
+{
+	uint8_t *p;
+
+	if (ext_reserve(b, 8 + 40))
+		return -ENOMEM;
+	p = b->data + b->len;
+	put_u32(p, PD_EXT_GOROUTINE);
+	put_u32(p + 4, 40);
+	put_u32(p + 8, g->pid);
+	put_u32(p + 12, g->tid);
+	put_u64(p + 16, g->time);
+	put_u64(p + 24, g->ip);
+	put_u64(p + 32, g->g);
+	put_u64(p + 40, g->goid);
+	b->len += 8 + 40;
+	return 0;
+}
+
+int pd_ext_parse_goroutine(const uint8_t *payload, uint32_t size,
+			   struct pd_ext_goroutine *g)
+{
+	if (size < 40)
+		return -EBADMSG;
+	memcpy(&g->pid, payload, 4);
+	memcpy(&g->tid, payload + 4, 4);
+	memcpy(&g->time, payload + 8, 8);
+	memcpy(&g->ip, payload + 16, 8);
+	memcpy(&g->g, payload + 24, 8);
+	memcpy(&g->goid, payload + 32, 8);
+	return 0;
+}
+
 int pd_ext_add_vdso(struct pd_ext_buf *b, const struct pd_ext_vdso *v)
 {
 	size_t size = 24 + ((v->len + 7) & ~(uint64_t)7);

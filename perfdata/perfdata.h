@@ -396,11 +396,13 @@ enum pd_ext_type {
 	PD_EXT_VDSO = 3,  /* u32 pid, u32 0, u64 start, u64 len,
 			     u8 bytes[len] (padded): the [vdso] image */
 	/* What perf record --kcore keeps, for decoding kernel code: */
-	PD_EXT_KALLSYMS = 4, /* u64 len, char text[len] (padded): the text
-				of /proc/kallsyms as read */
-	PD_EXT_MODULES = 5,  /* the same for /proc/modules */
-	PD_EXT_KCODE = 6,    /* u64 start, u64 len, u8 bytes[len] (padded):
-				kernel text from /proc/kcore at start */
+	PD_EXT_KALLSYMS = 4,  /* u64 len, char text[len] (padded): the text
+				 of /proc/kallsyms as read */
+	PD_EXT_MODULES = 5,   /* the same for /proc/modules */
+	PD_EXT_KCODE = 6,     /* u64 start, u64 len, u8 bytes[len] (padded):
+				 kernel text from /proc/kcore at start */
+	PD_EXT_GOROUTINE = 7, /* u32 pid, u32 tid, u64 time, u64 ip, u64 g,
+				 u64 goid: a Go thread switched goroutines */
 };
 
 struct pd_ext_stack {
@@ -471,6 +473,25 @@ struct pd_ext_kcode {
 int pd_ext_add_kcode(struct pd_ext_buf *b, const struct pd_ext_kcode *k);
 int pd_ext_parse_kcode(const uint8_t *payload, uint32_t size,
 		       struct pd_ext_kcode *k);
+
+/*
+ * A Go scheduler switch, as an emulator saw it: from the instruction at ip
+ * (the first the thread runs after the switch, at perf time time) thread
+ * tid runs the goroutine whose runtime.g is at g and whose id is goid (0:
+ * the thread's system stack, g0, or a g whose id could not be read).  The
+ * items of a thread come in time order.
+ */
+struct pd_ext_goroutine {
+	uint32_t pid, tid;
+	uint64_t time; /* perf time (ns) */
+	uint64_t ip;
+	uint64_t g;
+	uint64_t goid;
+};
+int pd_ext_add_goroutine(struct pd_ext_buf *b,
+			 const struct pd_ext_goroutine *g);
+int pd_ext_parse_goroutine(const uint8_t *payload, uint32_t size,
+			   struct pd_ext_goroutine *g);
 
 /* Decode a PD_EXT_STACK payload (ips point into the file). */
 int pd_ext_parse_stack(const uint8_t *payload, uint32_t size,

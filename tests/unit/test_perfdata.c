@@ -343,6 +343,33 @@ static void test_record_names(struct check_state *st)
 	CHECK(st, !strcmp(pd_record_name(1000), "UNKNOWN"));
 }
 
+/* A goroutine switch item reads back as written; a short one is refused. */
+static void test_ext_goroutine(struct check_state *st)
+{
+	struct pd_ext_buf b = {0};
+	struct pd_ext_goroutine in = {.pid = 7,
+				      .tid = 9,
+				      .time = 1234,
+				      .ip = 0x401000,
+				      .g = 0xc000006000,
+				      .goid = 18},
+				out = {0};
+	uint32_t type = 0, size = 0;
+
+	CHECK(st, pd_ext_add_goroutine(&b, &in) == 0);
+	CHECK(st, b.len == 48);
+	if (b.len == 48) {
+		memcpy(&type, b.data, 4);
+		memcpy(&size, b.data + 4, 4);
+		CHECK(st, type == PD_EXT_GOROUTINE && size == 40);
+		CHECK(st, pd_ext_parse_goroutine(b.data + 8, size, &out) == 0);
+		CHECK(st, !memcmp(&in, &out, sizeof(in)));
+		CHECK(st,
+		      pd_ext_parse_goroutine(b.data + 8, 32, &out) == -EBADMSG);
+	}
+	pd_ext_buf_free(&b);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -354,5 +381,6 @@ int main(void)
 	RUN(&st, test_writer_errors);
 	RUN(&st, test_timeconv);
 	RUN(&st, test_record_names);
+	RUN(&st, test_ext_goroutine);
 	return CHECK_DONE(&st);
 }
