@@ -144,14 +144,8 @@ static int keep_guesses(struct mt_trace *t, struct rg_span *const *spans,
 					 hi = spans[i][j].hi;
 				struct mt_guess y = *x;
 
-				if (x->ts + x->dur <= lo || x->ts >= hi)
+				if (!rg_clip_guess(&y, lo, hi))
 					continue;
-				if (y.ts < lo) {
-					y.dur -= lo - y.ts;
-					y.ts = lo;
-				}
-				if (y.ts + y.dur > hi)
-					y.dur = hi - y.ts;
 				if (mt_grow((void **)&v, &cap, n + 1,
 					    sizeof(*v))) {
 					free(v);
@@ -166,6 +160,19 @@ static int keep_guesses(struct mt_trace *t, struct rg_span *const *spans,
 	t->nr_guesses = n;
 	t->cap_guesses = cap;
 	return 0;
+}
+
+bool rg_clip_guess(struct mt_guess *g, uint64_t lo, uint64_t hi)
+{
+	if (g->ts + g->dur <= lo || g->ts >= hi)
+		return false;
+	if (g->ts < lo) {
+		g->dur -= lo - g->ts;
+		g->ts = lo;
+	}
+	if (g->ts + g->dur > hi)
+		g->dur = hi - g->ts;
+	return true;
 }
 
 int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,

@@ -8,6 +8,8 @@
 
 #include "regions/regions.h"
 
+#include <stdbool.h>
+
 struct rg_span {
 	uint64_t lo, hi; /* perf time, lo <= hi */
 };
@@ -28,6 +30,9 @@ int rg_keep_spans(struct mt_trace *t, struct rg_span *const *spans,
  * map: scratch of th->nr_slices.  Returns 0 or -ENOMEM. */
 int rg_keep_span(const struct mt_thread *th, struct rg_span sp, uint32_t *map,
 		 struct mt_slice **out, size_t *n, size_t *cap);
+
+/* Clips a guess to [lo, hi): false when none of it is inside. */
+bool rg_clip_guess(struct mt_guess *g, uint64_t lo, uint64_t hi);
 
 /* The first and last instant of any slice, and how many slices. */
 void rg_trace_span(const struct mt_trace *t, uint64_t *first, uint64_t *last,

@@ -156,15 +156,8 @@ int rg_part(const struct mt_trace *t, uint64_t lo, uint64_t hi,
 	for (size_t g = 0; g < t->nr_guesses; g++) {
 		struct mt_guess y = t->guesses[g];
 
-		if (y.ts + y.dur <= lo || y.ts >= hi)
-			continue;
-		if (y.ts < lo) {
-			y.dur -= lo - y.ts;
-			y.ts = lo;
-		}
-		if (y.ts + y.dur > hi)
-			y.dur = hi - y.ts;
-		view->guesses[view->nr_guesses++] = y;
+		if (rg_clip_guess(&y, lo, hi))
+			view->guesses[view->nr_guesses++] = y;
 	}
 	view->cap_hits = view->nr_hits;
 	view->cap_ptwrites = view->nr_ptwrites;

@@ -177,8 +177,13 @@ static int64_t self_sum(const struct st_agg *g)
 	return s;
 }
 
-static int top_table(struct st_db *d, const struct st_agg *g, bool total,
-		     size_t limit, FILE *out)
+/*
+ * The functions ranked, one row each: for the terminal (by self or total
+ * time, limit rows, with a share of self time) or as CSV (every row, by
+ * self time, exact figures).
+ */
+static int top_rows(struct st_db *d, const struct st_agg *g, bool total,
+		    size_t limit, bool csv, FILE *out)
 {
 	struct st_tab t;
 	size_t n;
@@ -188,46 +193,25 @@ static int top_table(struct st_db *d, const struct st_agg *g, bool total,
 
 	if (!ids)
 		return nomem(d);
-	st_tab_init(&t, top_head, "rrrrrrrrrll");
+	st_tab_init(&t, csv ? top_csv_head : top_head,
+		    csv ? "" : "rrrrrrrrrll");
 	for (size_t k = 0; k < n && k < limit && !rc; k++) {
 		const struct st_fig *f = &g->fns[ids[k]];
 		struct cells c;
 		char pct[CELL];
 
-		fig_cells(&c, f, &d->fns[ids[k]], false);
+		fig_cells(&c, f, &d->fns[ids[k]], csv);
 		snprintf(pct, sizeof(pct), "%.1f%%",
 			 sum > 0 ? 100.0 * (double)f->self / (double)sum : 0.0);
-		rc = st_tab_row(&t, c.self, pct, c.total, c.calls, c.inferred,
-				c.p50, c.p90, c.p99, c.max, c.fn, c.dso);
+		rc = csv ? st_tab_row(&t, c.fn, c.dso, c.inl, c.calls,
+				      c.inferred, c.total, c.self, c.p50, c.p90,
+				      c.p99, c.max)
+			 : st_tab_row(&t, c.self, pct, c.total, c.calls,
+				      c.inferred, c.p50, c.p90, c.p99, c.max,
+				      c.fn, c.dso);
 	}
 	if (!rc)
-		st_tab_print(&t, out, false);
-	else
-		rc = nomem(d);
-	st_tab_free(&t);
-	free(ids);
-	return rc;
-}
-
-static int top_csv(struct st_db *d, const struct st_agg *g, FILE *out)
-{
-	struct st_tab t;
-	size_t n;
-	uint32_t *ids = ranked(g, false, &n);
-	int rc = 0;
-
-	if (!ids)
-		return nomem(d);
-	st_tab_init(&t, top_csv_head, "");
-	for (size_t k = 0; k < n && !rc; k++) {
-		struct cells c;
-
-		fig_cells(&c, &g->fns[ids[k]], &d->fns[ids[k]], true);
-		rc = st_tab_row(&t, c.fn, c.dso, c.inl, c.calls, c.inferred,
-				c.total, c.self, c.p50, c.p90, c.p99, c.max);
-	}
-	if (!rc)
-		st_tab_print(&t, out, true);
+		st_tab_print(&t, out, csv);
 	else
 		rc = nomem(d);
 	st_tab_free(&t);
@@ -251,7 +235,7 @@ static int do_top(struct st_db *d, const struct st_opts *o, FILE *out)
 	if (rc)
 		goto out;
 	if (o->csv) {
-		rc = top_csv(d, &g, out);
+		rc = top_rows(d, &g, false, SIZE_MAX, true, out);
 		goto out;
 	}
 	for (uint32_t i = 0; i < g.nr_fns; i++) {
@@ -268,10 +252,10 @@ static int do_top(struct st_db *d, const struct st_opts *o, FILE *out)
 		d->path, region_name(&o->r[0]), calls, fns, sum, inferred);
 	fprintf(out, "By self time (time in the function itself, not in "
 		     "what it called):\n");
-	rc = top_table(d, &g, false, o->limit, out);
+	rc = top_rows(d, &g, false, o->limit, false, out);
 	if (!rc) {
 		fprintf(out, "\nBy total time (with what it called):\n");
-		rc = top_table(d, &g, true, o->limit, out);
+		rc = top_rows(d, &g, true, o->limit, false, out);
 	}
 out:
 	st_free(&g);
