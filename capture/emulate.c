@@ -110,30 +110,32 @@ struct task_state {
 	bool trap_pending; /* a SIGTRAP queued for it (SigPnd) */
 };
 
+static int task_field(const char *key, const char *val, void *arg)
+{
+	struct task_state *ts = arg;
+	unsigned long long mask = 0;
+	int tracer = 0;
+
+	if (!strcmp(key, "State"))
+		ts->state = val[0];
+	else if (!strcmp(key, "TracerPid") && sscanf(val, "%d", &tracer) == 1)
+		ts->tracer = tracer;
+	else if (!strcmp(key, "SigPnd")) {
+		if (sscanf(val, "%llx", &mask) == 1)
+			ts->trap_pending = mask & (1ull << (SIGTRAP - 1));
+		return 1; /* nothing after it is wanted */
+	}
+	return 0;
+}
+
 /* 0, or -ENOENT when the thread is gone. */
 static int task_state(pid_t pid, pid_t tid, struct task_state *ts)
 {
-	char path[96], line[256];
-	unsigned long long mask = 0;
-	int tracer = 0;
-	FILE *f;
+	int rc;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -ENOENT;
 	memset(ts, 0, sizeof(*ts));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "State: %c", &ts->state) == 1 ||
-		    sscanf(line, "TracerPid: %d", &tracer) == 1)
-			continue;
-		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
-			break;
-	}
-	fclose(f);
-	ts->tracer = tracer;
-	ts->trap_pending = mask & (1ull << (SIGTRAP - 1));
-	return 0;
+	rc = mt_proc_status(pid, tid, task_field, ts);
+	return rc < 0 ? -ENOENT : 0;
 }
 
 /*

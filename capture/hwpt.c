@@ -534,10 +534,7 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 
 static bool target_gone(struct hw *h)
 {
-	char path[64], buf[512];
-	FILE *f;
-	char *p;
-	bool gone = true;
+	char state = 0;
 
 	if (h->launched) {
 		int status;
@@ -548,14 +545,9 @@ static bool target_gone(struct hw *h)
 		return r == h->pid || (r < 0 && errno == ECHILD);
 	}
 	/* Not our child: gone when /proc says so, or a zombie. */
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)h->pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (mt_proc_stat(h->pid, &state, NULL))
 		return true;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
-		gone = p[2] == 'Z' || p[2] == 'X';
-	fclose(f);
-	return gone;
+	return state == 'Z' || state == 'X';
 }
 
 /* The trigger's address (the default one only when the program has it),

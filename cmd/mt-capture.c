@@ -256,25 +256,12 @@ static int check_writable(const char *opt, const char *out)
 	return 0;
 }
 
-/* The parent of process pid, from /proc/PID/stat ("pid (comm) S ppid"),
- * or 0. */
+/* The parent of process pid, or 0. */
 static int parent_of(int pid)
 {
-	char path[64], buf[1024];
-	const char *p;
-	int ppid = 0;
-	FILE *f;
+	pid_t ppid = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	/* comm may hold spaces and parentheses: the last ')' ends it. */
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
-	    sscanf(p + 1, " %*c %d", &ppid) != 1)
-		ppid = 0;
-	fclose(f);
-	return ppid;
+	return mt_proc_stat(pid, NULL, &ppid) ? 0 : (int)ppid;
 }
 
 /*

@@ -15,6 +15,7 @@
  * They print one line: "seconds=S rss_kb=K [blocks=N|cpu=C]".
  */
 #include "decode/decode.h"
+#include "util/util.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -61,21 +62,20 @@ static int bench_decode(const char *path)
 	return 0;
 }
 
+static int hwm_field(const char *key, const char *val, void *arg)
+{
+	if (strcmp(key, "VmHWM"))
+		return 0;
+	return sscanf(val, "%ld", (long *)arg) == 1;
+}
+
 /* The peak RSS of process pid, from /proc (kB), or -1. */
 static long vm_hwm(pid_t pid)
 {
-	char path[64], line[256];
 	long kb = -1;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (mt_proc_status(pid, 0, hwm_field, &kb) != 1)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld", &kb) == 1)
-			break;
-	fclose(f);
 	return kb;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /proc/PID/maps, read in one place: the capture's MMAP2 records, the
+ * /proc, read in one place.  PID/maps: the capture's MMAP2 records, the
  * trigger's and filters' addresses, the unwinder's modules and the vDSO
- * image all come from it.
+ * image all come from it; PID/stat and PID/status: whether a process is
+ * there, its parent, a thread's ptrace state, a peak RSS.
  */
 #include "util/util.h"
 
@@ -82,6 +83,62 @@ pid_t mt_proc_id(const char *name)
 	uint64_t v;
 
 	return mt_parse_u64(name, 10, INT32_MAX, &v) ? 0 : (pid_t)v;
+}
+
+int mt_proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+	char path[64], buf[1024];
+	const char *p = NULL;
+	int pp = 0, rc = 0;
+	char st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	/* comm may hold spaces and parentheses: the last ')' ends it. */
+	if (!fgets(buf, sizeof(buf), f) || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %c %d", &st, &pp) != 2)
+		rc = -EIO;
+	fclose(f);
+	if (rc)
+		return rc;
+	if (state)
+		*state = st;
+	if (ppid)
+		*ppid = (pid_t)pp;
+	return 0;
+}
+
+int mt_proc_status(pid_t pid, pid_t tid,
+		   int (*fn)(const char *key, const char *val, void *arg),
+		   void *arg)
+{
+	char path[96], line[512];
+	int rc = 0;
+	FILE *f;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status",
+			 (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':'), *val;
+
+		if (!colon)
+			continue;
+		*colon = 0;
+		val = colon + 1 + strspn(colon + 1, " \t");
+		val[strcspn(val, "\n")] = 0;
+		rc = fn(line, val, arg);
+	}
+	fclose(f);
+	return rc;
 }
 
 int mt_file_text(const char *path, char **text, size_t *len)

@@ -248,7 +248,8 @@ int mt_open_regular(const char *path, struct stat *st);
 bool mt_same_file(const char *a, const char *b);
 
 /*
- * A process's mappings, from /proc/PID/maps (procmaps.c).  One line of
+ * A process's mappings, from /proc/PID/maps (procmaps.c, where every
+ * file of /proc is read).  One line of
  * it as fields; path is "" for an anonymous mapping, and "[vdso]",
  * "[stack]" and the like for the kernel's.
  */
@@ -276,6 +277,20 @@ int mt_maps_each(pid_t pid,
 /* The id that a name in /proc (or in /proc/PID/task) stands for, or 0
  * when it is none ("self", "." and the like). */
 pid_t mt_proc_id(const char *name);
+/*
+ * /proc/PID/stat's state letter (R, S, Z, X...) and parent, either may be
+ * NULL.  Returns 0, or -errno (-ENOENT: the process is gone).
+ */
+int mt_proc_stat(pid_t pid, char *state, pid_t *ppid);
+/*
+ * fn on each line of /proc/PID/status (tid 0) or /proc/PID/task/TID/status
+ * as its key ("VmHWM") and value (after the colon and blanks, without the
+ * newline), until fn returns non-zero.  Returns what fn returned last, or
+ * -errno when the file cannot be opened (-ENOENT: gone).
+ */
+int mt_proc_status(pid_t pid, pid_t tid,
+		   int (*fn)(const char *key, const char *val, void *arg),
+		   void *arg);
 /*
  * The whole of file path (a file of /proc, whose size says 0) into *text
  * (malloc'd, NUL-ended, *len bytes before the NUL).  Returns 0 or -errno.

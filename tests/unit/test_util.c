@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util/: the checked number parsers (parse.c), the hash table (hmap.c),
- * output files that appear whole or not at all (outfile.c), and the ids
- * of /proc (procmaps.c), and jobs run in order on a thread of their
- * own (jobs.c).
+ * output files that appear whole or not at all (outfile.c), the ids,
+ * stat and status of /proc (procmaps.c), and jobs run in order on a thread of
+ * their own (jobs.c).
  */
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -162,6 +163,55 @@ static void test_proc_id(struct check_state *cs)
 	CHECK(cs, mt_proc_id("-1") == 0);
 	CHECK(cs, mt_proc_id("12a") == 0);
 	CHECK(cs, mt_proc_id(" 12") == 0);
+}
+
+static int name_field(const char *key, const char *val, void *arg)
+{
+	if (strcmp(key, "Name"))
+		return 0;
+	snprintf(arg, 64, "%s", val);
+	return 7;
+}
+
+/*
+ * A process's state and parent, and its status lines: a zombie is seen as
+ * one, a process reaped is gone, and a name with a ')' in it does not
+ * throw off the fields after it.
+ */
+static void test_proc_stat_status(struct check_state *cs)
+{
+	char state = 0, name[64] = "";
+	pid_t ppid = 0, child;
+	int status;
+
+	CHECK(cs, mt_proc_stat(getpid(), &state, &ppid) == 0);
+	CHECK(cs, state == 'R' && ppid == getppid());
+	CHECK(cs, mt_proc_status(getpid(), 0, name_field, name) == 7);
+	CHECK(cs, name[0] != 0);
+	name[0] = 0;
+	CHECK(cs, mt_proc_status(getpid(), getpid(), name_field, name) == 7);
+	CHECK(cs, name[0] != 0);
+	child = fork();
+	if (child == 0) {
+		/* comm "a) Z 1" would read as state Z, parent 1 if the
+		 * first ')' ended it. */
+		prctl(PR_SET_NAME, "a) Z 1");
+		_exit(0);
+	}
+	CHECK(cs, child > 0);
+	if (child <= 0)
+		return;
+	/* Until it is reaped, the child is a zombie whose parent is us. */
+	for (int i = 0; i < 10000 && state != 'Z'; i++) {
+		if (mt_proc_stat(child, &state, &ppid))
+			break;
+		if (state != 'Z')
+			usleep(1000);
+	}
+	CHECK(cs, state == 'Z' && ppid == getpid());
+	CHECK(cs, waitpid(child, &status, 0) == child);
+	CHECK(cs, mt_proc_stat(child, &state, &ppid) == -ENOENT);
+	CHECK(cs, mt_proc_status(child, 0, name_field, name) == -ENOENT);
 }
 
 static void test_hmap_basics(struct check_state *cs)
@@ -789,6 +839,7 @@ int main(void)
 	RUN(&st, test_parse_size);
 	RUN(&st, test_parse_arg_word);
 	RUN(&st, test_proc_id);
+	RUN(&st, test_proc_stat_status);
 	RUN(&st, test_hmap_basics);
 	RUN(&st, test_hmap_many);
 	RUN(&st, test_hmap_ext);
