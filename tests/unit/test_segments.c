@@ -33,6 +33,8 @@ static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
 		out->name = "puts@plt";
 	else if (k == 51)
 		out->name = "puts";
+	else if (k == 53)
+		out->name = "caml_raise_exn";
 	else if (!out->known)
 		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
 			 (unsigned long long)ip),
@@ -373,8 +375,8 @@ static void test_unwind_to_unseen_caller(struct check_state *st)
 }
 
 /*
- * OCaml's raise (caml_raise_exn, f6 here) loads the stack pointer from
- * the innermost trap frame and returns into the handler it holds, in a
+ * OCaml's raise (caml_raise_exn) loads the stack pointer from the
+ * innermost trap frame and returns into the handler it holds, in a
  * function far down the stack: the frames between end there, as a
  * longjmp's do.  The handler in middle (f3) raises again, to round's
  * (f1).
@@ -388,9 +390,10 @@ static void test_ocaml_raise(struct check_state *st)
 		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
 		{DEC_CALL, FN(4), AT(3, 0x15), "f1 f2 f3 f4"},
 		{DEC_CALL, FN(5), AT(4, 0x15), "f1 f2 f3 f4 f5"},
-		{DEC_CALL, FN(6), AT(5, 0x15), "f1 f2 f3 f4 f5 f6"},
+		{DEC_CALL, FN(53), AT(5, 0x15),
+		 "f1 f2 f3 f4 f5 caml_raise_exn"},
 		{DEC_RET, AT(3, 0x80), 0, "f1 f2 f3"},
-		{DEC_CALL, FN(6), AT(3, 0x90), "f1 f2 f3 f6"},
+		{DEC_CALL, FN(53), AT(3, 0x90), "f1 f2 f3 caml_raise_exn"},
 		{DEC_RET, AT(1, 0x40), 0, "f1"},
 		{DEC_CALL, FN(7), AT(1, 0x45), "f1 f7"},
 		{DEC_RET, AT(1, 0x45), 0, "f1"},
@@ -398,7 +401,38 @@ static void test_ocaml_raise(struct check_state *st)
 
 	CHECK(st, !setup(&f));
 	RUN_SCRIPT(st, &f, s);
-	check_tree(st, &f, "0:f1:se 1:f2: 2:f3: 3:f4: 4:f5: 5:f6: 3:f6: 1:f7:");
+	check_tree(st, &f,
+		   "0:f1:se 1:f2: 2:f3: 3:f4: 4:f5: 5:caml_raise_exn: "
+		   "3:caml_raise_exn: 1:f7:");
+	teardown(&f);
+}
+
+/*
+ * The same raise landing in a handler whose function the segment never
+ * saw: the function is revealed as a caller, as a non-local jump
+ * reveals it, and its start address is no call site (0) for stitching:
+ * the handler follows no call, and frames between are unknowable.
+ */
+static void test_ocaml_raise_unseen(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(5, 0x10), 0, "f5"},
+		{DEC_CALL, FN(53), AT(5, 0x15), "f5 caml_raise_exn"},
+		{DEC_RET, AT(1, 0x40), 0, "f1"},
+		{DEC_CALL, FN(7), AT(1, 0x45), "f1 f7"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f5:s 2:caml_raise_exn: 1:f7:e");
+	CHECK(st, f.ends.nr == 1 && f.ends.v[0].nr_start == 2);
+	if (f.ends.nr == 1 && f.ends.v[0].nr_start == 2)
+		CHECKF(st,
+		       f.ends.v[0].start_ips[0] == 0 &&
+			       f.ends.v[0].start_ips[1] == AT(5, 0x10),
+		       "start ips %#" PRIx64 " %#" PRIx64,
+		       f.ends.v[0].start_ips[0], f.ends.v[0].start_ips[1]);
 	teardown(&f);
 }
 
@@ -762,6 +796,7 @@ int main(void)
 	RUN(&st, test_cold_part);
 	RUN(&st, test_unwind_to_unseen_caller);
 	RUN(&st, test_ocaml_raise);
+	RUN(&st, test_ocaml_raise_unseen);
 	RUN(&st, test_rust_landing_pads);
 	RUN(&st, test_indirect_jump_to_unknown);
 	RUN(&st, test_error_and_gap);
