@@ -5,10 +5,13 @@
 # _Unwind_RaiseException and the landing pads to catch_unwind (legacy
 # and v0 symbol names, a debug and an optimised build), and an OCaml
 # program whose exceptions return into a trap frame far up the stack
-# (caml_raise_exn with -g; the raise inlined as a jump without).  For
-# each, perf's decode has the calls of the tool's log (--truth), by
-# address, and the tree mt-convert builds equals the log call for call,
-# with the frames the unwinding left ended where it left them.
+# (caml_raise_exn with -g, with and without backtraces; the raise
+# inlined as a jump without -g; traced from a function whose raise
+# lands in a caller never seen).  For each, perf's decode has the calls
+# of the tool's log (--truth), by address, and the tree mt-convert
+# builds equals the log call for call, with the frames the unwinding
+# left ended where it left them; the functions are named as their
+# language writes them.
 # Debian's compilers are the ones held to this (rustc 1.63, ocamlopt
 # 4.13): another rustc first on PATH is not used.
 B=${MT_BUILD:?}/bin
@@ -119,6 +122,10 @@ else
 			rounds=6 names "raise_$n" Raise.round Raise.level1 \
 			Raise.middle Raise.level3 Raise.leaf
 	done
+	# Backtraces on: caml_raise_exn calls caml_stash_backtrace first.
+	if [ -x "$W/raise_g" ]; then
+		OCAMLRUNPARAM=b runtime raise_bt "$W/raise_g"
+	fi
 	# From the first call of middle: the raise into round's handler
 	# lands in a function the trace never saw, which it reveals.
 	mid=$(nm "$W/raise_g" 2>/dev/null | awk '$3 ~ /^camlRaise__middle_[0-9]+$/ {print $3}')
