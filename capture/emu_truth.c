@@ -193,6 +193,16 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 			t->tstack[t->tdepth - 1].async = true;
 			return 0;
 		}
+		/* Into the middle of a function below: a runtime's raise
+		 * (OCaml's caml_raise_exn) returning into the handler its trap
+		 * frame holds, leaving the frames between. */
+		for (size_t i = t->tdepth; i-- > 1;)
+			if (to >= t->tstack[i - 1].lo &&
+			    to < t->tstack[i - 1].hi) {
+				tpop_to(t, t->tdepth - 1, when);
+				tleave(t, i, when, TR_UNWOUND);
+				return 0;
+			}
 		tpop_to(t, 0, when);
 		return treveal(e, t, to);
 	case IC_SYSCALL:

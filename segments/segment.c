@@ -11,6 +11,7 @@
  * other slices and turns levels into depths.
  */
 #include "segments/segments.h"
+#include "segments/unwind_quirks.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
@@ -870,6 +871,9 @@ static int on_exec(struct seg_builder *b, uint64_t time)
 	return rc;
 }
 
+static int on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
+		   bool indirect);
+
 static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	size_t i;
@@ -890,6 +894,10 @@ static int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 			pop_to(b, i, time);
 			return inl_at(b, time, to, 0);
 		}
+	/* A runtime's raise returning into a handler (unwind_quirks.c). */
+	if (h < b->depth && ocaml_raise_ret(mt_slice_str(
+				    b->t, &thr(b)->slices[b->stack[h].slice])))
+		return on_jump(b, time, to, true);
 	/* Else a frame of the function it lands in, below the top. */
 	for (i = h; h < b->depth && i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && to >= b->stack[i].lo &&

@@ -9,7 +9,9 @@
  */
 #include "symbols/sym_internal.h"
 
+#include <ctype.h>
 #include <libiberty/demangle.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Without DMGL_VERBOSE, libiberty drops the "::h<hash>" of legacy Rust
@@ -38,6 +40,56 @@ static void dm_put(const char *s, size_t n, void *opaque)
 	o->buf[o->len] = '\0';
 }
 
+/*
+ * OCaml's native code (4.x) names a function camlModule__name_NNN: the
+ * parts of the module path joined by "__", a "$xx" hex escape for each
+ * character a symbol cannot hold (operators), and a number that tells
+ * functions of one name apart.  Shown as OCaml writes it, Module.name
+ * (magic-trace shows them so too).  A module's name begins with a capital:
+ * the runtime's own functions (caml_raise_exn, caml_program) do not, and
+ * are left alone, as is a name without a "__".
+ */
+static bool ocaml_demangle(const char *name, char *buf, size_t len)
+{
+	const char *p = name + 4, *end;
+	size_t n = 0;
+
+	if (strncmp(name, "caml", 4) || !(*p >= 'A' && *p <= 'Z') ||
+	    !strstr(p, "__"))
+		return false;
+	end = p + strlen(p);
+	/* The number at the end, if it is one (camlM__1 is data). */
+	for (const char *q = end; q > p; q--)
+		if (q[-1] == '_') {
+			if (q < end && q - 1 > p && q[-2] != '_' &&
+			    strspn(q, "0123456789") == (size_t)(end - q))
+				end = q - 1;
+			break;
+		}
+	while (p < end) {
+		char c = *p++;
+
+		if (c == '_' && p < end && *p == '_') {
+			c = '.';
+			p++;
+		} else if (c == '$') {
+			unsigned v;
+
+			if (end - p < 2 || !isxdigit((unsigned char)p[0]) ||
+			    !isxdigit((unsigned char)p[1]) ||
+			    sscanf(p, "%2x", &v) != 1 || v == 0)
+				return false;
+			c = (char)v;
+			p += 2;
+		}
+		if (n + 1 >= len)
+			return false;
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+	return n > 0;
+}
+
 static bool dm_try(const char *name, char *buf, size_t len)
 {
 	struct dm_out o = {buf, 0, len, false};
@@ -45,6 +97,8 @@ static bool dm_try(const char *name, char *buf, size_t len)
 	if (len == 0)
 		return false;
 	buf[0] = '\0';
+	if (name[0] == 'c')
+		return ocaml_demangle(name, buf, len);
 	/*
 	 * Legacy Rust names are valid C++ manglings too (_ZN...E), so Rust is
 	 * tried first, as libiberty's own auto style does.
@@ -64,7 +118,7 @@ static bool dm_try(const char *name, char *buf, size_t len)
 
 const char *sym_demangle(const char *name, char *buf, size_t len)
 {
-	if (!name || name[0] != '_')
+	if (!name || (name[0] != '_' && name[0] != 'c'))
 		return name;
 	return dm_try(name, buf, len) ? buf : name;
 }
@@ -78,8 +132,10 @@ const char *sym_name_store(struct sym_arena *a, const char *name, size_t len,
 
 	/* The demanglers want a terminated string; names from a string
 	 * table are, but a length-limited copy may not be. */
-	if (!raw && len >= 2 && name[0] == '_' &&
-	    (name[1] == 'Z' || name[1] == 'R') && len < sizeof(tmp)) {
+	if (!raw && len >= 2 &&
+	    ((name[0] == '_' && (name[1] == 'Z' || name[1] == 'R')) ||
+	     (len > 4 && !memcmp(name, "caml", 4))) &&
+	    len < sizeof(tmp)) {
 		memcpy(tmp, name, len);
 		tmp[len] = '\0';
 		if (dm_try(tmp, dm, sizeof(dm))) {

@@ -33,6 +33,8 @@ static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
 		out->name = "puts@plt";
 	else if (k == 51)
 		out->name = "puts";
+	else if (k == 53)
+		out->name = "caml_raise_exn";
 	else if (!out->known)
 		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
 			 (unsigned long long)ip),
@@ -372,6 +374,103 @@ static void test_unwind_to_unseen_caller(struct check_state *st)
 	teardown(&f);
 }
 
+/*
+ * OCaml's raise (caml_raise_exn) loads the stack pointer from the
+ * innermost trap frame and returns into the handler it holds, in a
+ * function far down the stack: the frames between end there, as a
+ * longjmp's do.  The handler in middle (f3) raises again, to round's
+ * (f1).
+ */
+static void test_ocaml_raise(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
+		{DEC_CALL, FN(4), AT(3, 0x15), "f1 f2 f3 f4"},
+		{DEC_CALL, FN(5), AT(4, 0x15), "f1 f2 f3 f4 f5"},
+		{DEC_CALL, FN(53), AT(5, 0x15),
+		 "f1 f2 f3 f4 f5 caml_raise_exn"},
+		{DEC_RET, AT(3, 0x80), 0, "f1 f2 f3"},
+		{DEC_CALL, FN(53), AT(3, 0x90), "f1 f2 f3 caml_raise_exn"},
+		{DEC_RET, AT(1, 0x40), 0, "f1"},
+		{DEC_CALL, FN(7), AT(1, 0x45), "f1 f7"},
+		{DEC_RET, AT(1, 0x45), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:se 1:f2: 2:f3: 3:f4: 4:f5: 5:caml_raise_exn: "
+		   "3:caml_raise_exn: 1:f7:");
+	teardown(&f);
+}
+
+/*
+ * The same raise landing in a handler whose function the segment never
+ * saw: the function is revealed as a caller, as a non-local jump
+ * reveals it, and its start address is no call site (0) for stitching:
+ * the handler follows no call, and frames between are unknowable.
+ */
+static void test_ocaml_raise_unseen(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(5, 0x10), 0, "f5"},
+		{DEC_CALL, FN(53), AT(5, 0x15), "f5 caml_raise_exn"},
+		{DEC_RET, AT(1, 0x40), 0, "f1"},
+		{DEC_CALL, FN(7), AT(1, 0x45), "f1 f7"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f5:s 2:caml_raise_exn: 1:f7:e");
+	CHECK(st, f.ends.nr == 1 && f.ends.v[0].nr_start == 2);
+	if (f.ends.nr == 1 && f.ends.v[0].nr_start == 2)
+		CHECKF(st,
+		       f.ends.v[0].start_ips[0] == 0 &&
+			       f.ends.v[0].start_ips[1] == AT(5, 0x10),
+		       "start ips %#" PRIx64 " %#" PRIx64,
+		       f.ends.v[0].start_ips[0], f.ends.v[0].start_ips[1]);
+	teardown(&f);
+}
+
+/*
+ * A Rust panic: the unwinder (f7) jumps into the landing pad of level2
+ * (f3), which drops what it holds and calls _Unwind_Resume (f10), which
+ * jumps on into catch_unwind's landing pad in round (f1).
+ */
+static void test_rust_landing_pads(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(3), AT(2, 0x15), "f1 f2 f3"},
+		{DEC_CALL, FN(4), AT(3, 0x15), "f1 f2 f3 f4"},
+		{DEC_CALL, FN(5), AT(4, 0x15), "f1 f2 f3 f4 f5"},
+		{DEC_CALL, FN(6), AT(5, 0x15), "f1 f2 f3 f4 f5 f6"},
+		{DEC_CALL, FN(7), AT(6, 0x15), "f1 f2 f3 f4 f5 f6 f7"},
+		{DEC_CALL, FN(8), AT(7, 0x15), "f1 f2 f3 f4 f5 f6 f7 f8"},
+		{DEC_RET, AT(7, 0x15), 0, "f1 f2 f3 f4 f5 f6 f7"},
+		{DEC_IJUMP, AT(3, 0x60), AT(7, 0x30), "f1 f2 f3"},
+		{DEC_CALL, FN(9), AT(3, 0x65), "f1 f2 f3 f9"},
+		{DEC_RET, AT(3, 0x65), 0, "f1 f2 f3"},
+		{DEC_CALL, FN(10), AT(3, 0x6a), "f1 f2 f3 f10"},
+		{DEC_IJUMP, AT(1, 0x60), AT(10, 0x30), "f1"},
+		{DEC_CALL, FN(11), AT(1, 0x65), "f1 f11"},
+		{DEC_RET, AT(1, 0x65), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:se 1:f2: 2:f3: 3:f4: 4:f5: 5:f6: 6:f7: 7:f8: 3:f9: "
+		   "3:f10: 1:f11:");
+	teardown(&f);
+}
+
 /* Code without a symbol is no evidence of a caller: stripped libraries
  * jump through tables between their unnamed static functions. */
 static void test_indirect_jump_to_unknown(struct check_state *st)
@@ -696,6 +795,9 @@ int main(void)
 	RUN(&st, test_longjmp);
 	RUN(&st, test_cold_part);
 	RUN(&st, test_unwind_to_unseen_caller);
+	RUN(&st, test_ocaml_raise);
+	RUN(&st, test_ocaml_raise_unseen);
+	RUN(&st, test_rust_landing_pads);
 	RUN(&st, test_indirect_jump_to_unknown);
 	RUN(&st, test_error_and_gap);
 	RUN(&st, test_exec);

@@ -202,6 +202,32 @@ static void test_demangle_strings(struct check_state *st)
 		/* Rust v0 */
 		{"_RNvNtCs1234_7mycrate3foo3bar", "mycrate::foo::bar"},
 		{"_RINvNtC3std3mem8align_ofdE", "std::mem::align_of::<f64>"},
+		/* Rust names rustc 1.63 gives: legacy, with the hash; v0 with
+		 * generic arguments, an impl and the crate disambiguators. */
+		{"_ZN5panic6level117h18774151f1b842e4E", "panic::level1"},
+		{"_ZN3std9panicking3try17h7a0ae7e8e1c9e9f4E",
+		 "std::panicking::try"},
+		{"_RNvCsfeHXqF5OsH_5panic6level1", "panic::level1"},
+		{"_RINvNtCs6IL9ONYDOZW_4core3mem7replaceyECsfeHXqF5OsH_5panic",
+		 "core::mem::replace::<u64>"},
+		{"_RINvMs1_NtCs6IL9ONYDOZW_4core3fmtNtB6_10ArgumentV13newyECsfe"
+		 "HXqF5OsH_5panic",
+		 "<core::fmt::ArgumentV1>::new::<u64>"},
+		/* OCaml 4.13 native code: Module.name, without the number;
+		 * operators' escapes decoded; the runtime's names kept. */
+		{"camlRaise__leaf_82", "Raise.leaf"},
+		{"camlRaise__entry", "Raise.entry"},
+		{"camlStdlib__List__iter_225", "Stdlib.List.iter"},
+		{"camlStdlib__$5e$5e_444", "Stdlib.^^"},
+		{"camlStdlib__$40_197", "Stdlib.@"},
+		{"camlStdlib__fun_854", "Stdlib.fun"},
+		{"camlRaise__1", "Raise.1"},
+		{"camlRaise", "camlRaise"},
+		{"caml_raise_exn", "caml_raise_exn"},
+		{"caml_program", "caml_program"},
+		{"camlStdlib__$zz_1", "camlStdlib__$zz_1"},
+		{"camlStdlib__$00_1", "camlStdlib__$00_1"},
+		{"camel", "camel"},
 		/* Not mangled: unchanged */
 		{"main", "main"},
 		{"_start", "_start"},
@@ -218,6 +244,9 @@ static void test_demangle_strings(struct check_state *st)
 	/* Does not fit: the name comes back. */
 	CHECK(st, !strcmp(sym_demangle("_ZN2ns3Foo3barEi", tiny, sizeof(tiny)),
 			  "_ZN2ns3Foo3barEi"));
+	CHECK(st, !strcmp(sym_demangle("camlStdlib__List__iter_225", tiny,
+				       sizeof(tiny)),
+			  "camlStdlib__List__iter_225"));
 }
 
 static void test_perf_map(struct check_state *st)
