@@ -139,6 +139,14 @@ $(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsy
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 
+# test_convert runs the fuzz target's entry, without libFuzzer, beside
+# mt-convert.
+$(BUILD)/tests/test_convert: $(BUILD)/obj/tests/unit/test_convert.o \
+		$(BUILD)/obj/tests/fuzz/fuzz_convert.o \
+		$(BUILD)/obj/tests/fuzz/fuzz_env.o $(BUILD)/libunit.a $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
