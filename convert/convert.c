@@ -10,6 +10,7 @@
 #include "decode/decode.h"
 #include "segments/segments.h"
 #include "stitch/stitch.h"
+#include "util/err.h"
 #include "writers/writers.h"
 
 #include <errno.h>
@@ -50,6 +51,21 @@ void mt_convert_result_free(struct mt_convert_result *r)
 }
 
 /*
+ * The line for a callee that writes none: those that return only 0 or
+ * -ENOMEM (segments' builders, the hits, the cuts of regions/) have run
+ * out of memory in step; any other code is said as what it is.
+ */
+static int step_failed(int rc, const char *capture, const char *step, char *err,
+		       size_t errlen)
+{
+	if (rc == -ENOMEM)
+		return mt_err(err, errlen, rc, "%s: out of memory %s", capture,
+			      step);
+	return mt_err(err, errlen, rc < 0 ? rc : -EIO, "%s: %s: %s", capture,
+		      step, strerror(rc < 0 ? -rc : EIO));
+}
+
+/*
  * Every --tid names a thread of the capture: one that is not there would
  * make an empty trace of a typo.  The line names those it has.
  */
@@ -59,10 +75,9 @@ static int check_tids(struct dec_capture *dc, const struct mt_convert_opts *o,
 	size_t n = dec_nr_threads(dc), nr = 0, at;
 	uint32_t *have = malloc((n ? n : 1) * sizeof(*have));
 
-	if (!have) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!have)
+		return step_failed(-ENOMEM, o->capture, "checking --tid", err,
+				   errlen);
 	/* A thread may be there twice: seen by its trace before its
 	 * process was known. */
 	for (size_t k = 0; k < n; k++)
@@ -231,19 +246,20 @@ static int write_parts(const struct mt_trace *t,
 	size_t n = 0;
 	int rc = rg_split_plan(t, o->split, &cuts, &n, err, errlen);
 
+	/* Its other failure, -ERANGE, has its line. */
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
-	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts)))) {
-		snprintf(err, errlen, "out of memory");
-		rc = -ENOMEM;
-	}
+		step_failed(rc, o->capture, "planning the --split parts", err,
+			    errlen);
+	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts))))
+		rc = step_failed(-ENOMEM, o->capture,
+				 "planning the --split parts", err, errlen);
 	for (size_t k = 0; !rc && k < n; k++) {
 		struct mt_trace view;
 		char *path = part_path(o->perfetto, k + 1);
 
 		if (!path) {
-			snprintf(err, errlen, "out of memory");
-			rc = -ENOMEM;
+			rc = step_failed(-ENOMEM, o->capture,
+					 "naming a --split part", err, errlen);
 			break;
 		}
 		rc = mt_outfile_begin(&(*parts)[k], path, err, errlen);
@@ -254,7 +270,8 @@ static int write_parts(const struct mt_trace *t,
 		tell_outputs(o, *parts, *nr_parts, true);
 		rc = rg_part(t, cuts[k], cuts[k + 1], &view);
 		if (rc) {
-			snprintf(err, errlen, "out of memory");
+			step_failed(rc, o->capture, "cutting a --split part",
+				    err, errlen);
 			break;
 		}
 		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
@@ -385,8 +402,11 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		goto out;
 	/* The segments' ends are kept for stitching only. */
 	if ((rc = seg_all_new(&segs, dc, t, o->no_stitch ? NULL : &ends,
-			      &sopts)))
-		goto oom;
+			      &sopts))) {
+		step_failed(rc, o->capture, "building the call tree", err,
+			    errlen);
+		goto out;
+	}
 	/* Building on a core of its own while this thread decodes, or on
 	 * this one when no thread can be had.  Where the decode runs on
 	 * threads of its own, this thread only hands their events over and
@@ -406,8 +426,11 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		stage_done(o, MT_STAGE_DECODE);
 		if ((rc = drc))
 			goto out;
-		if ((rc = prc))
-			goto oom;
+		if ((rc = prc)) {
+			step_failed(rc, o->capture, "building the call tree",
+				    err, errlen);
+			goto out;
+		}
 	}
 	r->failed = MT_STAGE_SEGMENTS;
 	if ((rc = seg_all_finish(segs, err, errlen)))
@@ -429,8 +452,11 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		stage_done(o, MT_STAGE_STITCH);
 	}
 	r->failed = MT_STAGE_HITS;
-	if ((rc = seg_add_hits(dc, t)))
-		goto oom;
+	if ((rc = seg_add_hits(dc, t))) {
+		step_failed(rc, o->capture, "adding the trigger hits", err,
+			    errlen);
+		goto out;
+	}
 	/* A filter that leaves nothing says why, rather than replace the
 	 * outputs with an empty trace. */
 	if (o->nr_tids && !any_slice(t)) {
@@ -449,8 +475,11 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 	stage_done(o, MT_STAGE_HITS);
 	r->failed = MT_STAGE_REGIONS;
 	if (o->window) {
-		if ((rc = rg_keep_time(t, o->window, &r->rg)))
-			goto oom;
+		if ((rc = rg_keep_time(t, o->window, &r->rg))) {
+			step_failed(rc, o->capture,
+				    "cutting the trace to --time", err, errlen);
+			goto out;
+		}
 		if (!r->rg.regions && r->rg.slices_before) {
 			snprintf(err, errlen,
 				 "%s: --time %s: the window starts after the "
@@ -472,8 +501,12 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		/* The name the trace lacks, START or STOP. */
 		bool stop = false;
 
-		if ((rc = rg_keep_between(t, o->between, o->until, &r->rg)))
-			goto oom;
+		if ((rc = rg_keep_between(t, o->between, o->until, &r->rg))) {
+			step_failed(rc, o->capture,
+				    "cutting the trace to --between", err,
+				    errlen);
+			goto out;
+		}
 		stop = r->rg.start_calls && !r->rg.stop_calls;
 		if (!r->rg.regions) {
 			snprintf(err, errlen,
@@ -546,8 +579,11 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		size_t n = 0;
 
 		r->failed = MT_STAGE_COMMIT;
-		if (!done)
-			goto oom;
+		if (!done) {
+			rc = step_failed(-ENOMEM, o->capture,
+					 "committing the outputs", err, errlen);
+			goto out;
+		}
 		for (size_t i = 0; i < nr_outs; i++)
 			if (outs[i].path)
 				done[n++] = outs[i];
@@ -583,11 +619,6 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		dec_span(dc, &r->first, &r->last);
 		r->nr_missing = dec_nr_missing(dc);
 	}
-	goto out;
-oom:
-	snprintf(err, errlen, "out of memory");
-	if (rc >= 0)
-		rc = -ENOMEM;
 out:
 	tell_outputs(o, NULL, 0, false);
 	for (size_t i = 0; i < nr_outs; i++)
