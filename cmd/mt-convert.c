@@ -70,6 +70,8 @@ static const char usage[] =
 	"  --split N          write the Perfetto trace as parts of at most\n"
 	"                     N slices each (TRACE.1.pftrace, ...), cut in\n"
 	"                     time, each with the stack at its start\n"
+	"  --stages           after the summary, one line per stage that\n"
+	"                     ran: stage NAME WALL_S CPU_S\n"
 	"  -q, --quiet        no summary\n";
 
 struct args {
@@ -79,7 +81,7 @@ struct args {
 	uint32_t *tids;
 	size_t nr_tids;
 	int no_sqlite, no_final_stack, no_compress, no_stitch, no_inline, quiet;
-	int no_memory_check;
+	int no_memory_check, stages;
 	uint64_t max_memory; /* 0: what the system has */
 	unsigned jobs;	     /* 0: one a core */
 	uint64_t piece_size; /* 0: the decoder's default */
@@ -404,6 +406,8 @@ static int parse(int argc, char **argv, struct args *a)
 					v);
 				return -1;
 			}
+		} else if (!strcmp(s, "--stages")) {
+			a->stages = 1;
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
 			a->quiet = 1;
 		} else if (s[0] == '-' && s[1]) {
@@ -559,6 +563,17 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
  * the UI itself.
  */
 #define UI_MAX_SLICES 10000000ull
+
+/* Where the time went: the wall and CPU seconds of each stage that ran
+ * (convert.h says which overlap and how each is counted). */
+static void print_stages(const struct mt_convert_result *r)
+{
+	for (int s = 0; s < MT_STAGE_NR; s++)
+		if (r->stages[s].ran)
+			fprintf(stderr, "stage %s %.6f %.6f\n",
+				mt_convert_stage_name((enum mt_convert_stage)s),
+				r->stages[s].wall_s, r->stages[s].cpu_s);
+}
 
 /* What this program keeps while the conversion runs. */
 struct run {
@@ -758,6 +773,8 @@ int main(int argc, char **argv)
 			"  perfetto: %s in parts of at most %" PRIu64
 			" slices  (open each in ui.perfetto.dev)\n",
 			a.out, a.split);
+	if (a.stages)
+		print_stages(&res);
 	rc = 0;
 	goto out;
 fail:

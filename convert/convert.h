@@ -87,7 +87,8 @@ struct mt_convert_opts {
 
 	/* Called now and then while decoding; non-zero stops it. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
-	/* Called as each stage ends, whether or not it succeeded. */
+	/* Called as each stage ends, whether or not it succeeded; its time
+	 * is in the result by then. */
 	void (*on_stage)(void *ctx, enum mt_convert_stage s);
 	/*
 	 * The outputs begun so far, under their temporary names (f[i].tmp):
@@ -106,14 +107,18 @@ struct mt_convert_opts {
 };
 
 /*
- * The wall and CPU time of one stage.  Stages that run one after the
- * other count the process's CPU time.  Two pairs overlap: the segments
- * are built while the capture is decoded (on a thread of their own, or
- * on this one from the decode threads' events), so decode's times hold
- * that building and segments' hold only what is left after the decode
- * (the last events, closing every thread); the Perfetto trace and the
- * database are written on two threads at once, so each counts its own
- * thread's CPU time and its own wall time.
+ * The wall and CPU time of one stage (ran false: it did not run; a
+ * stage that failed has the time until it did).  Stages that run one
+ * after the other count the process's CPU time, their threads' too (a
+ * parallel decode's CPU time exceeds its wall time).  Two pairs
+ * overlap: the segments are built while the capture is decoded (on a
+ * thread of their own, or on this one from the decode threads' events),
+ * so decode's times hold that building and segments' only what is left
+ * after the decode (the events of per-CPU traces, closing every
+ * thread); the Perfetto trace and the database are written on two
+ * threads at once, so each counts its own wall time and its own
+ * thread's CPU time, and together they took the longer of the two.
+ * hits also holds the check that --tid left a trace.
  */
 struct mt_convert_time {
 	bool ran;
@@ -135,7 +140,8 @@ struct mt_convert_result {
 	struct mt_convert_time stages[MT_STAGE_NR];
 };
 
-/* Before mt_convert(); mt_convert_result_free() after, failed or not. */
+/* Before mt_convert(); mt_convert_result_free() after, failed or not.
+ * The process calls wr_sqlite_setup() (writers/) once before. */
 void mt_convert_result_init(struct mt_convert_result *r);
 void mt_convert_result_free(struct mt_convert_result *r);
 
