@@ -151,8 +151,8 @@ static int show_progress(void *ctx, uint64_t done, uint64_t total)
 /*
  * The temporary files a fatal signal must take away with the process.
  * A signal handler can reach nothing else, so this is the one mutable
- * global: set up before the handler is installed, emptied before the
- * files are renamed or freed.
+ * global: the conversion tells of its outputs as it begins them, and
+ * empties the lists before they are renamed or freed (on_outputs).
  */
 static const struct mt_outfile *sig_outs;
 static volatile sig_atomic_t sig_nr_outs;
@@ -160,7 +160,7 @@ static volatile sig_atomic_t sig_nr_outs;
 static const struct mt_outfile *sig_parts;
 static volatile sig_atomic_t sig_nr_parts;
 
-static void on_fatal_signal(int sig)
+static void remove_outputs(void)
 {
 	for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
 		if (sig_outs[i].tmp)
@@ -168,6 +168,11 @@ static void on_fatal_signal(int sig)
 	for (sig_atomic_t i = 0; i < sig_nr_parts; i++)
 		if (sig_parts[i].tmp)
 			unlink(sig_parts[i].tmp);
+}
+
+static void on_fatal_signal(int sig)
+{
+	remove_outputs();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -208,12 +213,7 @@ static void on_bus_error(int sig)
 		if (atomic_flag_test_and_set(&sig_bus_taken))
 			for (;;)
 				pause();
-		for (sig_atomic_t i = 0; i < sig_nr_outs; i++)
-			if (sig_outs[i].tmp)
-				unlink(sig_outs[i].tmp);
-		for (sig_atomic_t i = 0; i < sig_nr_parts; i++)
-			if (sig_parts[i].tmp)
-				unlink(sig_parts[i].tmp);
+		remove_outputs();
 		/* One write, so that the line is never torn. */
 		n = write(STDERR_FILENO, sig_capture_msg,
 			  strlen(sig_capture_msg));
