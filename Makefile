@@ -25,7 +25,7 @@ endif
 CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 
 # Library modules, in data-flow order.
-LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch regions stats writers
+LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch regions stats writers convert
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)
@@ -136,6 +136,14 @@ $(BUILD)/bin/mt-ptt-check: $(BUILD)/obj/tests/conformance/mt-ptt-check.o \
 	$(CC) $(LDOPT) $^ -o $@
 
 $(BUILD)/tests/test_synth%: $(BUILD)/obj/tests/unit/test_synth%.o $(BUILD)/libsynth.a $(BUILD)/libunit.a $(BUILD)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDOPT) $^ $(LIBS) -o $@
+
+# test_convert runs the fuzz target's entry, without libFuzzer, beside
+# mt-convert.
+$(BUILD)/tests/test_convert: $(BUILD)/obj/tests/unit/test_convert.o \
+		$(BUILD)/obj/tests/fuzz/fuzz_convert.o \
+		$(BUILD)/obj/tests/fuzz/fuzz_env.o $(BUILD)/libunit.a $(BUILD)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDOPT) $^ $(LIBS) -o $@
 

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writing what the conversion made: the database on a thread of its
+ * own, the Perfetto trace in parts, and the line for a trace too big
+ * for the UI.
+ */
+#include "convert/convert_internal.h"
+
+#include "writers/writers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double since(clockid_t id, const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(id, &b);
+	return (double)(b.tv_sec - a->tv_sec) +
+	       (double)(b.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+void cv_clock_start(struct cv_clock *c, clockid_t cpu_id)
+{
+	c->cpu_id = cpu_id;
+	clock_gettime(CLOCK_MONOTONIC, &c->wall);
+	clock_gettime(cpu_id, &c->cpu);
+}
+
+void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
+{
+	out->ran = true;
+	out->wall_s = since(CLOCK_MONOTONIC, &c->wall);
+	out->cpu_s = since(c->cpu_id, &c->cpu);
+}
+
+void *cv_write_sqlite(void *arg)
+{
+	struct cv_sqlite_job *j = arg;
+	struct cv_clock c;
+
+	cv_clock_start(&c, CLOCK_THREAD_CPUTIME_ID);
+	j->rc = wr_sqlite_to(j->t, j->f, NULL, j->err, sizeof(j->err));
+	if (!j->rc)
+		j->rc = mt_outfile_sync(j->f, j->err, sizeof(j->err));
+	cv_clock_stop(&c, &j->time);
+	return NULL;
+}
+
+/* trace.pftrace -> trace.K.pftrace; other names get .K appended. */
+static char *part_path(const char *out, size_t k)
+{
+	size_t n = strlen(out);
+	char *p;
+
+	if (n > 8 && !strcmp(out + n - 8, ".pftrace"))
+		return asprintf(&p, "%.*s.%zu.pftrace", (int)(n - 8), out, k) <
+				       0
+			       ? NULL
+			       : p;
+	return asprintf(&p, "%s.%zu", out, k) < 0 ? NULL : p;
+}
+
+int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
+		   const struct wr_perfetto_opts *po, struct mt_outfile **parts,
+		   size_t *nr_parts, char *err, size_t errlen)
+{
+	uint64_t *cuts = NULL;
+	size_t n = 0;
+	int rc = rg_split_plan(t, o->split, &cuts, &n, err, errlen);
+
+	/* Its other failure, -ERANGE, has its line. */
+	if (rc == -ENOMEM)
+		cv_step_failed(rc, o->capture, "planning the --split parts",
+			       err, errlen);
+	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts))))
+		rc = cv_step_failed(-ENOMEM, o->capture,
+				    "planning the --split parts", err, errlen);
+	for (size_t k = 0; !rc && k < n; k++) {
+		struct mt_trace view;
+		char *path = part_path(o->perfetto, k + 1);
+
+		if (!path) {
+			rc = cv_step_failed(-ENOMEM, o->capture,
+					    "naming a --split part", err,
+					    errlen);
+			break;
+		}
+		rc = mt_outfile_begin(&(*parts)[k], path, err, errlen);
+		free(path);
+		if (rc)
+			break;
+		*nr_parts = k + 1;
+		if (o->on_outputs)
+			o->on_outputs(o->ctx, *parts, *nr_parts, true);
+		rc = rg_part(t, cuts[k], cuts[k + 1], &view);
+		if (rc) {
+			cv_step_failed(rc, o->capture, "cutting a --split part",
+				       err, errlen);
+			break;
+		}
+		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
+		rg_part_free(&view);
+		if (!rc)
+			rc = mt_outfile_sync(&(*parts)[k], err, errlen);
+	}
+	free(cuts);
+	return rc;
+}
+
+void cv_warn_big(const struct mt_trace *t, const struct mt_convert_opts *o)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < t->nr_threads; i++)
+		n += t->threads[i].nr_slices;
+	if (o->warn && o->ui_max_slices && n > o->ui_max_slices)
+		fprintf(o->warn,
+			"mt-convert: %s: %" PRIu64 " slices, more than the "
+			"Perfetto UI loads on a typical machine (about "
+			"%" PRIu64 "): open it through trace_processor "
+			"--httpd, or write it in parts with --split %" PRIu64
+			"\n",
+			o->perfetto, n, o->ui_max_slices, o->ui_max_slices);
+}
