@@ -493,7 +493,10 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 {
 	struct piece *pc = &p->pc[i];
 	struct prun r = {p, i};
-	const struct strm_out out = {&r, prun_deliver, prun_tick, prun_check};
+	const struct strm_out out = {.ctx = &r,
+				     .deliver = prun_deliver,
+				     .tick = prun_tick,
+				     .check = prun_check};
 	struct pt_image *image = NULL, *src;
 	int rc = 0;
 

@@ -197,9 +197,13 @@ static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
 
 int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 {
-	const struct strm_io io = {c,	      cap_image,   cap_read_code,
-				   cap_range, cap_no_code, cap_thread};
-	const struct strm_out out = {c, cap_deliver, NULL, NULL};
+	const struct strm_io io = {.ctx = c,
+				   .image = cap_image,
+				   .read_code = cap_read_code,
+				   .range = cap_range,
+				   .no_code = cap_no_code,
+				   .thread = cap_thread};
+	const struct strm_out out = {.ctx = c, .deliver = cap_deliver};
 	struct strm *s = calloc(1, sizeof(*s));
 	struct par *par = NULL;
 	struct par_buf *bufs = NULL;
