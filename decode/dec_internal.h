@@ -220,7 +220,4 @@ struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
 int dec_thread_push(struct dec_thread *t, uint64_t base, uint64_t time,
 		    enum dec_kind kind, uint64_t ip, uint64_t aux);
 
-/* sched.c */
-int dec_streams(struct dec_capture *c, char *err, size_t errlen);
-
 #endif

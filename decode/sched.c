@@ -4,6 +4,8 @@
  * another, each decoded by the core (stream.c, timing.c) on this thread
  * or, cut in pieces, on the pool of parallel.c.
  *
+ * dec_run() then sorts what per-CPU streams left.
+ *
  * Chunks of one stream that follow each other in the AUX area are decoded
  * as one buffer; a chunk that does not is a separate buffer and the lost
  * bytes between become a DEC_LOST event.  In snapshot mode every chunk
@@ -195,7 +197,8 @@ static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
 	return rc;
 }
 
-int dec_streams(struct dec_capture *c, char *err, size_t errlen)
+/* Every stream of the capture decoded, in the order of its chunks. */
+static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 {
 	const struct strm_io io = {.ctx = c,
 				   .image = cap_image,
@@ -354,4 +357,45 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		pt_blk_free_decoder(d);
 	}
 	return blocks;
+}
+
+static int cmp_event_time(const void *a, const void *b)
+{
+	const struct dec_event *x = a, *y = b;
+	uint64_t tx = x->tk >> 8, ty = y->tk >> 8;
+
+	return tx < ty ? -1 : tx > ty;
+}
+
+int dec_run(struct dec_capture *c, char *err, size_t errlen)
+{
+	int rc = dec_streams(c, err, errlen);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		struct dec_thread *t = &c->threads[i];
+
+		t->base = c->base;
+		/* Per-CPU streams append a thread's runs CPU by CPU; the
+		 * runs never overlap in time, so a merge by time is right.
+		 * Per-thread streams are in order already. */
+		if (c->pt.per_cpu_mmaps && t->nr > 1) {
+			bool sorted = true;
+
+			for (size_t j = 1; j < t->nr && sorted; j++)
+				sorted = (t->ev[j - 1].tk >> 8) <=
+					 (t->ev[j].tk >> 8);
+			if (!sorted &&
+			    mt_stable_sort(t->ev, t->nr, sizeof(*t->ev),
+					   cmp_event_time)) {
+				snprintf(err, errlen, "%s: out of memory",
+					 c->path);
+				return -ENOMEM;
+			}
+		}
+	}
+	if (c->first == UINT64_MAX)
+		c->first = c->last = 0;
+	return 0;
 }
