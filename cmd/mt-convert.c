@@ -818,6 +818,13 @@ static enum stitch_calls calls_to(void *capture, uint32_t pid, uint64_t from,
 	}
 }
 
+/* The decoder's warnings: a line each on stderr. */
+static void warn_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "%s\n", line);
+}
+
 /* Joins that do not make a tree are our fault, not the capture's: the
  * thread is shown unstitched rather than the conversion failed. */
 static void warn_unstitched(void *capture, uint32_t tid, const char *why)
@@ -953,7 +960,7 @@ int main(int argc, char **argv)
 	dopts.jit_dir = a.jit_dir;
 	dopts.progress = show_progress;
 	dopts.progress_ctx = &prog;
-	dopts.warn = stderr;
+	dopts.warn = warn_line;
 	dopts.tids = a.tids;
 	dopts.nr_tids = a.nr_tids;
 	dopts.jobs = a.jobs;

@@ -131,6 +131,9 @@ struct dec_capture {
  */
 int dec_pt_error(int status, char *err, size_t errlen, const char *path,
 		 const char *what);
+/* pterr.c: a warning, printf-style, to the opts' warn callback. */
+void dec_warn(const struct dec_capture *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* image.c */
 int dec_image_build(struct dec_capture *c, char *err, size_t errlen);
