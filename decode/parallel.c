@@ -28,7 +28,7 @@
  * Runs deliver into buffers of their own; the calling thread hands the
  * used part of each piece's events to the sink, in order.
  */
-#include "decode/strm.h"
+#include "decode/par.h"
 #include "util/util.h"
 
 #include <errno.h>

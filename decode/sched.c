@@ -11,7 +11,7 @@
  * bytes between become a DEC_LOST event.  In snapshot mode every chunk
  * is its own snapshot.
  */
-#include "decode/strm.h"
+#include "decode/par.h"
 #include "util/util.h"
 
 #include <errno.h>
