@@ -564,6 +564,13 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
  */
 #define UI_MAX_SLICES 10000000ull
 
+/* The conversion's warnings: a line each on stderr. */
+static void warn_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "%s\n", line);
+}
+
 /* Where the time went: the wall and CPU seconds of each stage that ran
  * (convert.h says which overlap and how each is counted). */
 static void print_stages(const struct mt_convert_result *r)
@@ -751,7 +758,7 @@ int main(int argc, char **argv)
 		.between = a.between,
 		.until = a.until,
 		.ui_max_slices = ui_max_slices(),
-		.warn = stderr,
+		.warn = warn_line,
 		.progress = on_progress,
 		.on_stage = on_stage,
 		.on_outputs = on_outputs,

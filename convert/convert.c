@@ -119,12 +119,15 @@ static void warn_unstitched(void *ctx, uint32_t tid, const char *why)
 {
 	const struct mt_convert_opts *o = ctx;
 
-	if (o->warn)
-		fprintf(o->warn,
-			"mt-convert: %s: stitching made an inconsistent tree "
-			"(%s: a bug worth reporting); thread %u left "
-			"unstitched\n",
-			o->capture, why, tid);
+	char line[1024];
+
+	if (!o->warn)
+		return;
+	snprintf(line, sizeof(line),
+		 "mt-convert: %s: stitching made an inconsistent tree (%s: a "
+		 "bug worth reporting); thread %u left unstitched",
+		 o->capture, why, tid);
+	o->warn(o->ctx, line);
 }
 
 /* Every output is created (empty, under its temporary name) before the
@@ -173,6 +176,7 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 				 .progress = o->progress,
 				 .progress_ctx = o->ctx,
 				 .warn = o->warn,
+				 .warn_ctx = o->ctx,
 				 .tids = o->tids,
 				 .nr_tids = o->nr_tids,
 				 .jobs = o->jobs,

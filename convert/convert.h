@@ -81,9 +81,10 @@ struct mt_convert_opts {
 	 * warn (0: no limit). */
 	uint64_t ui_max_slices;
 
-	/* One line per missing binary, per thread left unstitched, per
-	 * trace too big for the UI; NULL: none. */
-	FILE *warn;
+	/* Called with one line (no newline) per missing binary, per thread
+	 * left unstitched, per trace too big for the UI; from one thread at
+	 * a time.  NULL: none. */
+	void (*warn)(void *ctx, const char *line);
 
 	/* Called now and then while decoding; non-zero stops it. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);

@@ -113,15 +113,17 @@ int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 void cv_warn_big(const struct mt_trace *t, const struct mt_convert_opts *o)
 {
 	uint64_t n = 0;
+	char line[1024];
 
 	for (size_t i = 0; i < t->nr_threads; i++)
 		n += t->threads[i].nr_slices;
-	if (o->warn && o->ui_max_slices && n > o->ui_max_slices)
-		fprintf(o->warn,
-			"mt-convert: %s: %" PRIu64 " slices, more than the "
-			"Perfetto UI loads on a typical machine (about "
-			"%" PRIu64 "): open it through trace_processor "
-			"--httpd, or write it in parts with --split %" PRIu64
-			"\n",
-			o->perfetto, n, o->ui_max_slices, o->ui_max_slices);
+	if (!o->warn || !o->ui_max_slices || n <= o->ui_max_slices)
+		return;
+	snprintf(line, sizeof(line),
+		 "mt-convert: %s: %" PRIu64 " slices, more than the Perfetto "
+		 "UI loads on a typical machine (about %" PRIu64 "): open it "
+		 "through trace_processor --httpd, or write it in parts with "
+		 "--split %" PRIu64,
+		 o->perfetto, n, o->ui_max_slices, o->ui_max_slices);
+	o->warn(o->ctx, line);
 }

@@ -131,6 +131,9 @@ struct dec_capture {
  */
 int dec_pt_error(int status, char *err, size_t errlen, const char *path,
 		 const char *what);
+/* pterr.c: a warning, printf-style, to the opts' warn callback. */
+void dec_warn(const struct dec_capture *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* image.c */
 int dec_image_build(struct dec_capture *c, char *err, size_t errlen);
@@ -219,8 +222,5 @@ struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
 				  uint32_t tid);
 int dec_thread_push(struct dec_thread *t, uint64_t base, uint64_t time,
 		    enum dec_kind kind, uint64_t ip, uint64_t aux);
-
-/* stream.c */
-int dec_streams(struct dec_capture *c, char *err, size_t errlen);
 
 #endif

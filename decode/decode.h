@@ -133,7 +133,11 @@ struct dec_opts {
 	/* Called now and then; return non-zero to stop. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
-	FILE *warn; /* one line per missing binary; may be NULL */
+	/* Called with each warning (a binary missing, a JIT map not
+	 * read): one line, no newline; maybe from a decoding thread, one
+	 * call at a time per warning.  May be NULL. */
+	void (*warn)(void *ctx, const char *line);
+	void *warn_ctx;
 	/* Decode only these threads (nr_tids 0: all of them). */
 	const uint32_t *tids;
 	size_t nr_tids;

@@ -31,8 +31,7 @@ static int add_missing_locked(struct dec_capture *c, const char *line)
 		return -ENOMEM;
 	}
 	c->missing[c->nr_missing++] = s;
-	if (c->opts.warn)
-		fprintf(c->opts.warn, "%s\n", line);
+	dec_warn(c, "%s", line);
 	return 0;
 }
 
@@ -464,9 +463,8 @@ static void jit_load(struct dec_capture *c, struct dec_proc *p)
 	snprintf(path, sizeof(path), "%s/perf-%u.map",
 		 c->opts.jit_dir ? c->opts.jit_dir : "/tmp", p->pid);
 	rc = sym_map_open(path, &p->jit, err, sizeof(err));
-	if (rc && rc != -ENOENT && c->opts.warn)
-		fprintf(c->opts.warn, "%s: %s: JIT symbols not used\n", c->path,
-			err);
+	if (rc && rc != -ENOENT)
+		dec_warn(c, "%s: %s: JIT symbols not used", c->path, err);
 }
 
 /* A JIT symbol of pid's perf map at ip, or NULL. */

@@ -28,7 +28,7 @@
  * Runs deliver into buffers of their own; the calling thread hands the
  * used part of each piece's events to the sink, in order.
  */
-#include "decode/strm.h"
+#include "decode/par.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -49,7 +49,7 @@ struct run_ev {
 	uint64_t t, ip, aux;
 	struct dec_thread *th;
 	enum dec_kind k;
-	bool counted; /* delivered (dec_hand_over), not only pushed */
+	bool counted; /* delivered, not only pushed (struct strm_out) */
 };
 
 /* A run's events are a list of blocks, so that the thread handing them
@@ -115,6 +115,8 @@ struct prun {
 
 struct par {
 	struct dec_capture *c;
+	struct strm_io io;  /* what the runs read through */
+	struct strm_out to; /* where the used events go */
 	size_t piece_size;
 	unsigned nthreads, started;
 	pthread_t *th;
@@ -348,9 +350,11 @@ static bool join(struct strm *s, struct par *p, struct piece *pc)
 	}
 }
 
-bool prun_tick(struct strm *s)
+/* At a time point of a run: true when the run stops here (its output
+ * goes on in the next piece's, or it is not needed). */
+static bool prun_tick(void *ctx, struct strm *s)
 {
-	struct prun *r = s->run;
+	struct prun *r = ctx;
 	struct par *p = r->p;
 	struct piece *pc = &p->pc[r->idx];
 	uint64_t off = strm_offset(s);
@@ -393,10 +397,13 @@ static bool past_ckpts(const struct piece *qc, uint64_t off)
 	return qc->cp_final && (!qc->ncp || qc->cp[qc->ncp - 1].key.off < off);
 }
 
-bool prun_check(struct strm *s)
+/* Now and then between ticks: true when the run's output is not needed
+ * any more; a run past its piece takes over pieces it cannot join. */
+static bool prun_check(void *ctx, struct strm *s)
 {
-	struct par *p = s->run->p;
-	struct piece *pc = &p->pc[s->run->idx];
+	struct prun *r = ctx;
+	struct par *p = r->p;
+	struct piece *pc = &p->pc[r->idx];
 	uint64_t off;
 
 	if (atomic_load_explicit(&pc->cancel, memory_order_relaxed))
@@ -437,11 +444,17 @@ static void blocks_put(struct par *p, struct ev_block *b)
 	}
 }
 
-int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
-		 uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux)
+/* An event of a run, kept for the thread that hands the run's events
+ * over (own is its buffer's).  0 or -ENOMEM. */
+static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
+			bool own, uint64_t t, enum dec_kind k, uint64_t ip,
+			uint64_t aux)
 {
+	struct prun *r = ctx;
 	struct piece *pc = &r->p->pc[r->idx];
 	size_t n = atomic_load_explicit(&pc->nev, memory_order_relaxed);
+
+	(void)own; /* hand_over() has it from the piece's buffer */
 
 	if (n % EV_BLOCK == 0) {
 		struct par *p = r->p;
@@ -480,18 +493,36 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 {
 	struct piece *pc = &p->pc[i];
 	struct prun r = {p, i};
-	int rc;
+	const struct strm_out out = {.ctx = &r,
+				     .deliver = prun_deliver,
+				     .tick = prun_tick,
+				     .check = prun_check};
+	struct pt_image *image = NULL, *src;
+	int rc = 0;
 
-	strm_init(s, p->c, pc->b->k);
+	strm_init(s, p->c, &p->io, &out, pc->b->k->cpu, pc->b->own, pc->b->pid);
 	s->lost = pc->first ? pc->b->lost : 0;
 	s->end_time = pc->b->end_time;
-	s->run = &r;
 	/* A first piece's checkpoints are never looked at. */
 	if (pc->first)
 		publish(p, pc);
-	rc = strm_decode(s, pc->b->data, pc->b->len,
-			 pc->first ? STRM_FROM_START : pc->start);
-	s->run = NULL;
+	/* libipt's image is not for two threads at once (its section list
+	 * is kept in the order of use): a run has a copy. */
+	src = p->io.image(p->io.ctx, pc->b->pid);
+	if (src) {
+		int status = -pte_nomem;
+
+		image = pt_image_alloc(NULL);
+		if (image)
+			status = pt_image_copy(image, src);
+		if (status < 0)
+			rc = dec_pt_error(status, NULL, 0, NULL, "decoder");
+	}
+	if (!rc)
+		rc = strm_decode(s, pc->b->data, pc->b->len,
+				 pc->first ? STRM_FROM_START : pc->start,
+				 image);
+	pt_image_free(image);
 	pthread_mutex_lock(&p->lock);
 	pc->cp_final = true;
 	if (!pc->joined) {
@@ -582,7 +613,8 @@ bool dec_runs_aside(const struct dec_capture *c)
 	return nr_jobs(c) >= 2;
 }
 
-int par_new(struct par **out, struct dec_capture *c)
+int par_new(struct par **out, struct dec_capture *c, const struct strm_io *io,
+	    const struct strm_out *to)
 {
 	unsigned n = nr_jobs(c);
 	struct par *p;
@@ -594,6 +626,8 @@ int par_new(struct par **out, struct dec_capture *c)
 	if (!p)
 		return -ENOMEM;
 	p->c = c;
+	p->io = *io;
+	p->to = *to;
 	p->nthreads = n;
 	/* Pieces join at ticks: a trace timed by TSC alone has them only
 	 * at its PSBs, and would be decoded twice over for nothing. */
@@ -739,14 +773,9 @@ static int hand_over(struct par *p, struct piece *pc)
 			if (pos < pc->from)
 				continue;
 			v = &pc->ev_first->e[pos % EV_BLOCK];
-			if (v->counted)
-				rc = dec_hand_over(c, v->th, v->t, v->k, v->ip,
-						   v->aux, pc->b->own != NULL);
-			else if (dec_thread_push(v->th, c->base, v->t, v->k,
-						 v->ip, v->aux))
-				rc = -ENOMEM;
-			else
-				rc = 0;
+			rc = p->to.deliver(p->to.ctx, v->th, v->counted,
+					   pc->b->own != NULL, v->t, v->k,
+					   v->ip, v->aux);
 			if (rc) {
 				pthread_mutex_lock(&p->lock);
 				blocks_put(p, read);

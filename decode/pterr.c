@@ -3,12 +3,16 @@
  * libipt's errors, turned into ours in one place (as perf's
  * intel_pt__strerror does for its decoder): a libipt status is a
  * negative pt_error_code, which would read as some unrelated errno
- * value if it were passed on as it is.
+ * value if it were passed on as it is.  And the decoder's warnings,
+ * handed to whoever opened the capture.
  */
 #include "decode/dec_internal.h"
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The words for a libipt code: a DEC_ERROR's payload or a status. */
 static const char *pt_text(int code)
@@ -58,4 +62,31 @@ const char *dec_error_str(uint64_t code)
 		return "never-ending loop (no packet for too long: a wrong "
 		       "binary, or the decoder out of step)";
 	return pt_text((int)code);
+}
+
+void dec_warn(const struct dec_capture *c, const char *fmt, ...)
+{
+	char small[512], *line = small;
+	va_list ap;
+	int n;
+
+	if (!c->opts.warn)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	/* A path and an error of a few KiB each: longer than most. */
+	if ((size_t)n >= sizeof(small)) {
+		line = malloc((size_t)n + 1);
+		if (!line)
+			return;
+		va_start(ap, fmt);
+		vsnprintf(line, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	c->opts.warn(c->opts.warn_ctx, line);
+	if (line != small)
+		free(line);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pass 1, first half: a decoding session.  dec_open() reads the capture's
- * sideband into dec_capture, dec_run() decodes (stream.c) and sorts what
- * per-CPU streams left, dec_free() ends it; and the getters.
+ * sideband into dec_capture, dec_free() ends it; and the getters.
+ * dec_run() (sched.c) decodes it.
  *
  * Records are read once, in file order.  Threads are known from COMM,
  * FORK, ITRACE_START, SWITCH and AUXTRACE records (a COMM record with
@@ -491,47 +491,6 @@ no_memory:
 	free(c);
 	snprintf(err, errlen, "%s: out of memory", path);
 	return -ENOMEM;
-}
-
-static int cmp_event_time(const void *a, const void *b)
-{
-	const struct dec_event *x = a, *y = b;
-	uint64_t tx = x->tk >> 8, ty = y->tk >> 8;
-
-	return tx < ty ? -1 : tx > ty;
-}
-
-int dec_run(struct dec_capture *c, char *err, size_t errlen)
-{
-	int rc = dec_streams(c, err, errlen);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < c->nr_threads; i++) {
-		struct dec_thread *t = &c->threads[i];
-
-		t->base = c->base;
-		/* Per-CPU streams append a thread's runs CPU by CPU; the
-		 * runs never overlap in time, so a merge by time is right.
-		 * Per-thread streams are in order already. */
-		if (c->pt.per_cpu_mmaps && t->nr > 1) {
-			bool sorted = true;
-
-			for (size_t j = 1; j < t->nr && sorted; j++)
-				sorted = (t->ev[j - 1].tk >> 8) <=
-					 (t->ev[j].tk >> 8);
-			if (!sorted &&
-			    mt_stable_sort(t->ev, t->nr, sizeof(*t->ev),
-					   cmp_event_time)) {
-				snprintf(err, errlen, "%s: out of memory",
-					 c->path);
-				return -ENOMEM;
-			}
-		}
-	}
-	if (c->first == UINT64_MAX)
-		c->first = c->last = 0;
-	return 0;
 }
 
 void dec_free(struct dec_capture *c)

@@ -10,11 +10,10 @@
  * outside the function it left.  The function of the current IP is kept
  * as an address range, so a loop's branches cost two compares.
  *
- * Chunks of one stream that follow each other in the AUX area are decoded
- * as one buffer; a chunk that does not is a separate buffer and the lost
- * bytes between become a DEC_LOST event.  In snapshot mode every chunk
- * is its own snapshot.  Per-CPU streams are split among threads with the
- * capture's context-switch records.
+ * The core does no I/O: its buffer comes from its caller (sched.c,
+ * parallel.c), code and the function of an address through s->io, and
+ * events leave through s->io.deliver (timing.c), which also splits a
+ * per-CPU stream among threads with the capture's context-switch records.
  */
 #include "decode/strm.h"
 #include "util/util.h"
@@ -38,26 +37,6 @@
 #define MAX_BLOCKS_STUCK 16384
 #define MAX_CALLS_STUCK	 1024
 
-/* A chunk of a thread that was not chosen; per-CPU chunks are decoded
- * and their events sorted out by thread in strm_emit(). */
-static bool chunk_skipped(const struct dec_capture *c,
-			  const struct dec_chunk *k)
-{
-	return k->tid != (uint32_t)-1 &&
-	       !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1) &&
-	       !dec_tid_chosen(c, k->tid);
-}
-
-uint64_t dec_aux_bytes(const struct dec_capture *c)
-{
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < c->nr_chunks; i++)
-		if (!chunk_skipped(c, &c->chunks[i]))
-			n += c->chunks[i].size;
-	return n;
-}
-
 /*
  * Up to n bytes of the code at ip in section isid; how many (0: none).
  * An instruction's worth is remembered per address: libipt's read takes
@@ -70,18 +49,14 @@ static size_t read_code(struct strm *s, int isid, uint64_t ip, uint8_t *b,
 {
 	struct code_ent *e =
 		&s->cache.code[(ip ^ (ip >> 11)) & (CODE_CACHE - 1)];
-	int got;
 
-	if (isid <= 0)
-		return 0;
-	if (n > sizeof(e->b)) {
-		got = pt_iscache_read(s->c->iscache, b, n, isid, ip);
-		return got > 0 ? (size_t)got : 0;
-	}
+	size_t got;
+
+	if (n > sizeof(e->b))
+		return s->io.read_code(s->io.ctx, isid, ip, b, n);
 	if (e->isid != isid || e->ip != ip) {
-		got = pt_iscache_read(s->c->iscache, e->b, sizeof(e->b), isid,
-				      ip);
-		if (got <= 0)
+		got = s->io.read_code(s->io.ctx, isid, ip, e->b, sizeof(e->b));
+		if (!got)
 			return 0;
 		e->ip = ip;
 		e->isid = isid;
@@ -130,7 +105,7 @@ static void set_range(struct strm *s, uint64_t ip)
 
 	if (r->ip != ip || r->lo > r->hi) {
 		r->ip = ip;
-		dec_range(s->c, s->pid, ip, &r->lo, &r->hi, &r->inl);
+		s->io.range(s->io.ctx, s->pid, ip, &r->lo, &r->hi, &r->inl);
 	}
 	s->cur_lo = r->lo;
 	s->cur_hi = r->hi;
@@ -576,10 +551,9 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	}
 }
 
-static int config_for(struct strm *s, struct pt_config *cfg, const uint8_t *buf,
-		      size_t len)
+void strm_config(const struct dec_capture *c, uint32_t pid,
+		 struct pt_config *cfg, const uint8_t *buf, size_t len)
 {
-	const struct dec_capture *c = s->c;
 
 	pt_config_init(cfg);
 	cfg->begin = (uint8_t *)buf;
@@ -592,11 +566,10 @@ static int config_for(struct strm *s, struct pt_config *cfg, const uint8_t *buf,
 	cfg->nom_freq = (uint8_t)c->pt.max_nonturbo_ratio;
 	cfg->cpuid_0x15_eax = c->pt.tsc_ctc_d;
 	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
-	dec_addr_filter(c, s->pid, &cfg->addr_filter);
+	dec_addr_filter(c, pid, &cfg->addr_filter);
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;
 	cfg->flags.variant.block.enable_tick_events = 1;
-	return 0;
 }
 
 /* True when the decoder has done too much work since it last read a
@@ -630,55 +603,6 @@ static bool no_ip_at_sync(const struct strm *s, const struct pt_block *b,
 {
 	return !s->synced && !b->ninsn && !b->ip &&
 	       pt_errcode(status) == pte_nomap;
-}
-
-/* A PSB packet: 02 82 eight times. */
-static const uint8_t psb_bytes[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-				      0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-				      0x02, 0x82, 0x02, 0x82};
-
-bool dec_find_psb(const uint8_t *buf, size_t len, uint64_t from, uint64_t *at)
-{
-	const uint8_t *p;
-
-	if (from >= len || len - from < sizeof(psb_bytes))
-		return false;
-	p = memmem(buf + from, len - from, psb_bytes, sizeof(psb_bytes));
-	if (!p)
-		return false;
-	while (p + sizeof(psb_bytes) + 2 <= buf + len &&
-	       p[sizeof(psb_bytes)] == 0x02 && p[sizeof(psb_bytes) + 1] == 0x82)
-		p += 2;
-	*at = (uint64_t)(p - buf);
-	return true;
-}
-
-bool dec_find_psb_before(const uint8_t *buf, size_t len, uint64_t end,
-			 uint64_t *at)
-{
-	uint64_t i;
-
-	if (len < sizeof(psb_bytes))
-		return false;
-	i = end < len - sizeof(psb_bytes) ? end + 1
-					  : len - sizeof(psb_bytes) + 1;
-	while (i-- > 0) {
-		uint64_t q = i;
-
-		if (buf[i] != 0x02 ||
-		    memcmp(buf + i, psb_bytes, sizeof(psb_bytes)))
-			continue;
-		/* In a longer run of 02 82 the PSB is the last 16 bytes. */
-		while (q + sizeof(psb_bytes) + 2 <= len &&
-		       buf[q + sizeof(psb_bytes)] == 0x02 &&
-		       buf[q + sizeof(psb_bytes) + 1] == 0x82)
-			q += 2;
-		if (q <= end) {
-			*at = q;
-			return true;
-		}
-	}
-	return false;
 }
 
 /*
@@ -722,31 +646,24 @@ uint64_t strm_offset(const struct strm *s)
 	return off;
 }
 
-int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
+int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
+		struct pt_image *image)
 {
 	struct pt_config cfg;
 	struct pt_block blk;
 	uint64_t code, resync_at = start;
 	bool eos, stuck, resync = start != STRM_FROM_START, stop = false;
-	struct pt_image *image = NULL, *src = dec_image_of(s->c, s->pid);
 	int status;
 
-	config_for(s, &cfg, buf, len);
+	strm_config(s->c, s->pid, &cfg, buf, len);
 	s->buf = buf;
 	s->len = len;
 	s->dec = pt_blk_alloc_decoder(&cfg);
 	if (!s->dec)
 		return -ENOMEM;
-	/* libipt's image is not for two threads at once (its section list
-	 * is kept in the order of use): a run has a copy.  No image (a
-	 * process never seen) is the decoder's own, empty one. */
-	status = 0;
-	if (s->run && src) {
-		image = pt_image_alloc(NULL);
-		status = image ? pt_image_copy(image, src) : -pte_nomem;
-	}
-	if (status >= 0)
-		status = pt_blk_set_image(s->dec, image ? image : src);
+	/* No image (a process never seen) is the decoder's own, empty
+	 * one. */
+	status = pt_blk_set_image(s->dec, image);
 	if (status < 0)
 		goto out;
 	for (;;) {
@@ -790,7 +707,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 			}
 			if (status < 0)
 				break;
-			if (s->ticked && s->run && !s->rc && prun_tick(s)) {
+			if (s->ticked && s->out.tick && !s->rc &&
+			    s->out.tick(s->out.ctx, s)) {
 				stop = true;
 				break;
 			}
@@ -809,7 +727,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 				break;
 			}
 			on_block(s, &blk);
-			if (s->run && !(s->n_blocks & 255) && prun_check(s)) {
+			if (s->out.check && !(s->n_blocks & 255) &&
+			    s->out.check(s->out.ctx, s)) {
 				stop = true;
 				break;
 			}
@@ -845,9 +764,9 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 				blk.ninsn ? blk.end_ip : blk.ip);
 		code = stuck ? DEC_ERR_NO_PROGRESS
 			     : (uint64_t)pt_errcode(status);
-		if (code == (uint64_t)pte_nomap)
-			dec_note_use(s->c, s->pid,
-				     blk.ninsn ? blk.end_ip : blk.ip);
+		if (code == (uint64_t)pte_nomap && s->io.no_code)
+			s->io.no_code(s->io.ctx, s->pid,
+				      blk.ninsn ? blk.end_ip : blk.ip);
 		strm_emit(s, strm_now(s), DEC_ERROR,
 			  blk.ninsn ? blk.end_ip : blk.ip, code);
 		s->n_errors++;
@@ -866,19 +785,9 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start)
 out:
 	pt_blk_free_decoder(s->dec);
 	s->dec = NULL;
-	pt_image_free(image);
 	if (s->rc)
 		return s->rc;
 	return status < 0 ? dec_pt_error(status, NULL, 0, NULL, "decoder") : 0;
-}
-
-static int cmp_chunk(const void *a, const void *b)
-{
-	const struct dec_chunk *x = a, *y = b;
-
-	if (x->idx != y->idx)
-		return x->idx < y->idx ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 void strm_free(struct strm *s)
@@ -893,7 +802,9 @@ void strm_free(struct strm *s)
 	free(s);
 }
 
-void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
+void strm_init(struct strm *s, struct dec_capture *c, const struct strm_io *io,
+	       const struct strm_out *out, uint32_t cpu,
+	       struct dec_thread *thread, uint32_t pid)
 {
 	struct held *held = s->held;
 	struct timed *win = s->win, *aq = s->aq;
@@ -908,22 +819,13 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 	s->aq = aq;
 	s->aq_cap = aq_cap;
 	s->c = c;
-	s->cpu = k->cpu;
+	s->io = *io;
+	s->out = *out;
+	s->cpu = cpu;
+	s->thread = thread;
+	s->pid = pid;
 	s->mtc_span = strm_mtc_span(c);
 	s->mtc_wrap = strm_mtc_wrap(c);
-	if (k->tid != (uint32_t)-1 &&
-	    !(c->pt.per_cpu_mmaps && k->cpu != (uint32_t)-1)) {
-		s->thread = dec_thread_get(c, (uint32_t)-1, k->tid);
-		s->pid = s->thread ? s->thread->pid : (uint32_t)-1;
-	} else {
-		s->pid = (uint32_t)-1;
-		for (size_t i = 0; i < c->nr_switches; i++)
-			if (c->switches[i].cpu == k->cpu &&
-			    !c->switches[i].out) {
-				s->pid = c->switches[i].pid;
-				break;
-			}
-	}
 	if (!same || !s->cache.valid || s->cache.pid != s->pid) {
 		memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
 		memset(s->cache.counts, 0, sizeof(s->cache.counts));
@@ -933,224 +835,4 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct dec_chunk *k)
 		s->cache.pid = s->pid;
 		s->cache.valid = true;
 	}
-}
-
-/* A buffer decoded on this thread: its counts are all the capture's. */
-static int decode_serial(struct strm *s, struct dec_capture *c,
-			 const uint8_t *buf, size_t len)
-{
-	int rc = strm_decode(s, buf, len, STRM_FROM_START);
-
-	c->stats.blocks += s->n_blocks;
-	c->stats.errors += s->n_errors;
-	c->stats.overflows += s->n_overflows;
-	return rc;
-}
-
-/* A buffer's bytes as libipt reads them: its chunks joined (full mode),
- * the kernel's code stripped; what of them is a copy. */
-struct prep {
-	size_t i, j; /* its chunks: c->chunks[i..j) */
-	uint8_t *joined, *stripped;
-};
-
-static int prepare(struct dec_capture *c, size_t i, size_t j, size_t len,
-		   struct prep *pr, const uint8_t **buf)
-{
-	*pr = (struct prep){.i = i, .j = j};
-	*buf = c->chunks[i].data;
-	if (j > i + 1) {
-		size_t at = 0;
-
-		pr->joined = malloc(len);
-		if (!pr->joined)
-			return -ENOMEM;
-		for (size_t m = i; m < j; m++) {
-			memcpy(pr->joined + at, c->chunks[m].data,
-			       c->chunks[m].size);
-			at += c->chunks[m].size;
-		}
-		*buf = pr->joined;
-	}
-	if (dec_kernel_strip(c, buf, len, &pr->stripped)) {
-		free(pr->joined);
-		pr->joined = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Done with a buffer: its copies go, and its chunks leave memory. */
-static void release(struct dec_capture *c, struct prep *pr)
-{
-	free(pr->stripped);
-	free(pr->joined);
-	for (size_t m = pr->i; m < pr->j; m++)
-		pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
-}
-
-/* The buffers gathered for the pool, decoded; rc as dec_streams()
- * treats it. */
-static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
-		 struct prep *preps, size_t *n, uint64_t *done, uint64_t total)
-{
-	int rc = *n ? par_decode(par, bufs, *n, *done, total) : 0;
-
-	for (size_t b = 0; b < *n; b++) {
-		release(c, &preps[b]);
-		*done += bufs[b].len;
-	}
-	*n = 0;
-	return rc;
-}
-
-int dec_streams(struct dec_capture *c, char *err, size_t errlen)
-{
-	struct strm *s = calloc(1, sizeof(*s));
-	struct par *par = NULL;
-	struct par_buf *bufs = NULL;
-	struct prep *preps = NULL;
-	size_t nbufs = 0, group;
-	uint64_t done = 0, total = 0;
-	int rc = 0;
-
-	if (!s || par_new(&par, c))
-		goto oom;
-	group = par_group(par);
-	bufs = calloc(group, sizeof(*bufs));
-	preps = calloc(group, sizeof(*preps));
-	if (!bufs || !preps)
-		goto oom;
-	/* qsort's base may not be NULL, even for no elements: a capture
-	 * can hold no trace at all. */
-	if (c->nr_chunks)
-		qsort(c->chunks, c->nr_chunks, sizeof(*c->chunks), cmp_chunk);
-	c->first = UINT64_MAX;
-	c->last = 0;
-	total = dec_aux_bytes(c);
-	for (size_t i = 0; i < c->nr_chunks && !rc;) {
-		const struct dec_chunk *k = &c->chunks[i];
-		size_t j = i + 1, len = k->size;
-		const uint8_t *buf;
-		uint64_t end_time = 0, lost = 0;
-		struct prep pr;
-
-		/* In full mode, chunks that continue each other are one
-		 * buffer. */
-		while (!c->pt.snapshot_mode && j < c->nr_chunks &&
-		       c->chunks[j].idx == k->idx &&
-		       c->chunks[j].offset ==
-			       c->chunks[j - 1].offset + c->chunks[j - 1].size)
-			len += c->chunks[j++].size;
-		if (chunk_skipped(c, k)) {
-			i = j;
-			continue;
-		}
-		if (prepare(c, i, j, len, &pr, &buf)) {
-			rc = -ENOMEM;
-			break;
-		}
-		strm_init(s, c, k);
-		if (!c->pt.snapshot_mode && i > 0 &&
-		    c->chunks[i - 1].idx == k->idx && s->thread) {
-			const struct dec_chunk *p = &c->chunks[i - 1];
-
-			lost = k->offset - (p->offset + p->size);
-		}
-		if (c->chunks[j - 1].reference)
-			end_time = pd_tsc_to_perf_time(
-				c->chunks[j - 1].reference, &c->pt);
-		c->stats.streams++;
-		c->stats.aux_bytes += len;
-		i = j;
-		if (par) {
-			bufs[nbufs] = (struct par_buf){
-				k, buf, len, lost, end_time, s->thread};
-			preps[nbufs++] = pr;
-			if (nbufs == group)
-				rc = flush(c, par, bufs, preps, &nbufs, &done,
-					   total);
-		} else {
-			s->lost = lost;
-			s->end_time = end_time;
-			rc = decode_serial(s, c, buf, len);
-			release(c, &pr);
-			done += len;
-			if (rc != -ENOMEM && c->opts.progress &&
-			    c->opts.progress(c->opts.progress_ctx, done, total))
-				rc = -EINTR;
-		}
-		/* A stream that cannot be decoded is not fatal. */
-		if (rc != -ENOMEM && rc != -EINTR)
-			rc = 0;
-	}
-	if (!rc)
-		rc = flush(c, par, bufs, preps, &nbufs, &done, total);
-	else
-		for (size_t b = 0; b < nbufs; b++)
-			release(c, &preps[b]);
-	if (rc != -ENOMEM && rc != -EINTR)
-		rc = 0;
-	par_free(par);
-	free(bufs);
-	free(preps);
-	strm_free(s);
-	if (c->first == UINT64_MAX)
-		c->first = c->last = 0;
-	if (rc == -EINTR) {
-		snprintf(err, errlen, "%s: interrupted", c->path);
-		return rc;
-	}
-	if (rc) {
-		snprintf(err, errlen, "%s: out of memory while decoding",
-			 c->path);
-		return rc;
-	}
-	return 0;
-oom:
-	par_free(par);
-	free(bufs);
-	free(preps);
-	free(s);
-	snprintf(err, errlen, "%s: out of memory", c->path);
-	return -ENOMEM;
-}
-
-int64_t dec_bare_loop(struct dec_capture *c)
-{
-	struct strm s;
-	int64_t blocks = 0;
-
-	s = (struct strm){0};
-	for (size_t i = 0; i < c->nr_chunks; i++) {
-		const struct dec_chunk *k = &c->chunks[i];
-		struct pt_block_decoder *d;
-		struct pt_config cfg;
-		struct pt_block blk;
-		int status;
-
-		strm_init(&s, c, k);
-		config_for(&s, &cfg, k->data, k->size);
-		d = pt_blk_alloc_decoder(&cfg);
-		if (!d)
-			return -ENOMEM;
-		pt_blk_set_image(d, dec_image_of(c, s.pid));
-		while (pt_blk_sync_forward(d) >= 0) {
-			for (;;) {
-				status = pt_blk_next(d, &blk, sizeof(blk));
-				while (status >= 0 &&
-				       (status & pts_event_pending)) {
-					struct pt_event ev;
-
-					status = pt_blk_event(d, &ev,
-							      sizeof(ev));
-				}
-				if (status < 0)
-					break;
-				blocks++;
-			}
-		}
-		pt_blk_free_decoder(d);
-	}
-	return blocks;
 }

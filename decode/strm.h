@@ -37,10 +37,56 @@ struct timed {
 	enum dec_kind k;
 };
 
-struct prun; /* parallel.c: a run of a buffer decoded in pieces */
+struct strm;
+
+/*
+ * What the core (stream.c, timing.c) reads through its caller: it opens
+ * no file and knows no other stream.  The callbacks take ctx first.
+ */
+struct strm_io {
+	void *ctx;
+	/* The libipt image of pid's code (NULL: none, the decoder's own
+	 * empty one); libipt reads the code to decode from it. */
+	struct pt_image *(*image)(void *ctx, uint32_t pid);
+	/* Up to n bytes of the code at ip in section isid of that image
+	 * (pt_block.isid): how many, 0 when there are none. */
+	size_t (*read_code)(void *ctx, int isid, uint64_t ip, uint8_t *b,
+			    size_t n);
+	/* The function pid's code at ip is in: runtime [*lo, *hi), lo > hi
+	 * when unknown, and its inlined calls (inl->tab NULL: none). */
+	void (*range)(void *ctx, uint32_t pid, uint64_t ip, uint64_t *lo,
+		      uint64_t *hi, struct dec_inl_span *inl);
+	/* Decoding stopped at ip: pid's image has no code there.  May be
+	 * NULL. */
+	void (*no_code)(void *ctx, uint32_t pid, uint64_t ip);
+	/* The thread tid (of pid, or -1 when not known) a switch record
+	 * names, made when new: NULL when out of memory. */
+	struct dec_thread *(*thread)(void *ctx, uint32_t pid, uint32_t tid);
+};
+
+/* Where the core's events go, and when it stops. */
+struct strm_out {
+	void *ctx;
+	/*
+	 * An event of th, timed and placed.  counted: one of the stream's
+	 * own events, in order (own: the stream is th's own, not a CPU's);
+	 * else only pushed to th's events (the gap of a thread that left a
+	 * CPU).  Returns 0 or a negative errno value, which ends the
+	 * decode and is strm_decode()'s.
+	 */
+	int (*deliver)(void *ctx, struct dec_thread *th, bool counted, bool own,
+		       uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux);
+	/* At a time point (a tick), and now and then between them: true
+	 * when decoding stops here (strm_decode() returns 0, with what
+	 * waits for a time point kept).  NULL: never. */
+	bool (*tick)(void *ctx, struct strm *s);
+	bool (*check)(void *ctx, struct strm *s);
+};
 
 struct strm {
-	struct dec_capture *c;
+	struct dec_capture *c; /* its configuration and switch records */
+	struct strm_io io;
+	struct strm_out out;
 	struct pt_block_decoder *dec;
 	const uint8_t *buf; /* what dec decodes, while strm_decode() runs */
 	size_t len;
@@ -118,9 +164,6 @@ struct strm {
 	/* What this stream decoded (dec_stats), added to the capture's by
 	 * whoever knows which part of it counts. */
 	uint64_t n_blocks, n_errors, n_overflows;
-	/* A run of a parallel decode (parallel.c), or NULL: its events go
-	 * to the run, and at each time point it may stop. */
-	struct prun *run;
 	bool ticked;	    /* a tick among the events just read */
 	bool have_first;    /* first_off is known */
 	bool at_end;	    /* strm_decode() went to the buffer's end */
@@ -156,18 +199,25 @@ struct strm {
 /* stream.c */
 /* strm_decode()'s start: sync at the first PSB of the buffer. */
 #define STRM_FROM_START UINT64_MAX
-/* A stream's state for the buffer of chunk k; held, win and (for the
- * same process) the cache are kept. */
-void strm_init(struct strm *s, struct dec_capture *c,
-	       const struct dec_chunk *k);
+/* A stream's state for a buffer of pid's trace on CPU cpu, thread's
+ * own (or a CPU's: thread NULL); held, win and (for the same process)
+ * the cache are kept. */
+void strm_init(struct strm *s, struct dec_capture *c, const struct strm_io *io,
+	       const struct strm_out *out, uint32_t cpu,
+	       struct dec_thread *thread, uint32_t pid);
 /* Free what s holds, and s (which may be NULL). */
 void strm_free(struct strm *s);
-/* Decode buf from the PSB at start (or STRM_FROM_START): sync, decode
- * until an error, resync, ... until its end or until s->run says stop.
- * Returns 0 or a negative errno value. */
-int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start);
+/* Decode buf from the PSB at start (or STRM_FROM_START) with the code
+ * of image (NULL: none): sync, decode until an error, resync, ... until
+ * its end or until s->out says stop.  Returns 0 or a negative errno
+ * value. */
+int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
+		struct pt_image *image);
 /* The decoder's offset in its buffer. */
 uint64_t strm_offset(const struct strm *s);
+/* libipt's configuration for decoding len bytes at buf of pid's trace. */
+void strm_config(const struct dec_capture *c, uint32_t pid,
+		 struct pt_config *cfg, const uint8_t *buf, size_t len);
 
 /* inline.c */
 /* An event just named ip as where decoding goes on. */
@@ -181,52 +231,8 @@ static inline void strm_inline_told(struct strm *s, uint64_t ip)
  * passes through: DEC_INLINE where the innermost open one changes. */
 void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos);
 
-/* parallel.c */
-/* A pool of decoding threads for the capture, or NULL in *out when one
- * thread is all there is (one core, --jobs 1): 0 or -ENOMEM. */
-struct par;
-int par_new(struct par **out, struct dec_capture *c);
-void par_free(struct par *p);
-/* How many buffers to hand par_decode() at once (1 without a pool). */
-unsigned par_group(const struct par *p);
-
-/* A buffer to decode, its bytes ready. */
-struct par_buf {
-	const struct dec_chunk *k; /* its first chunk */
-	const uint8_t *data;
-	size_t len;
-	uint64_t lost;		/* AUX bytes lost before it */
-	uint64_t end_time;	/* when it was read (perf ns), or 0 */
-	struct dec_thread *own; /* the thread whose own stream it is, or
-				 * NULL (a CPU's) */
-};
-/*
- * Decode the buffers on the pool, their events handed over on this
- * thread in the order, and with the counts, of the serial decode.  A
- * thread's own buffer of two pieces or more is cut at PSBs into pieces
- * that decode at once.  done and total are for the progress callback.
- * Returns 0, -ENOMEM, -EINTR (progress said stop) or the sink's error.
- */
-int par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
-	       uint64_t done, uint64_t total);
-/* An event for the run instead of th: delivered (counted, as
- * dec_hand_over() does) or only pushed to th's array.  0 or -ENOMEM. */
-int prun_deliver(struct prun *r, struct dec_thread *th, bool counted,
-		 uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux);
-/* At a time point of a run: true when the run stops here (its output
- * goes on in the next piece's, or it is not needed). */
-bool prun_tick(struct strm *s);
-/* Now and then between ticks: true when the run's output is not needed
- * any more; a run past its piece takes over pieces it cannot join. */
-bool prun_check(struct strm *s);
-
 /* timing.c */
 bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid);
-/* An event, timed and placed, to its thread: to the sink when the
- * stream is the thread's own (own), else to the thread's array.
- * Returns 0 or the sink's error (-ENOMEM). */
-int dec_hand_over(struct dec_capture *c, struct dec_thread *th, uint64_t t,
-		  enum dec_kind k, uint64_t ip, uint64_t aux, bool own);
 /* An event now, at time t, to the thread running. */
 void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 		   uint64_t aux);

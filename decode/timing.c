@@ -43,8 +43,9 @@ static struct dec_thread *route(struct strm *s, uint64_t t)
 			break;
 		s->sw_valid = !w->out;
 		s->sw_since = w->time;
-		s->sw_thread =
-			s->sw_valid ? dec_thread_get(c, w->pid, w->tid) : NULL;
+		s->sw_thread = s->sw_valid
+				       ? s->io.thread(s->io.ctx, w->pid, w->tid)
+				       : NULL;
 		if (s->sw_valid && !s->sw_thread)
 			s->rc = -ENOMEM;
 		s->sw_cur++;
@@ -62,14 +63,12 @@ bool dec_tid_chosen(const struct dec_capture *c, uint32_t tid)
 	return false;
 }
 
-/* An event straight into th's array (a run keeps it for later): 0 or
- * -ENOMEM. */
+/* An event straight into th's array: 0 or -ENOMEM. */
 static int push_to(struct strm *s, struct dec_thread *th, uint64_t t,
 		   enum dec_kind k, uint64_t ip, uint64_t aux)
 {
-	if (s->run)
-		return prun_deliver(s->run, th, false, t, k, ip, aux);
-	return dec_thread_push(th, s->c->base, t, k, ip, aux) ? -ENOMEM : 0;
+	return s->out.deliver(s->out.ctx, th, false, s->thread != NULL, t, k,
+			      ip, aux);
 }
 
 /*
@@ -90,7 +89,7 @@ static const struct dec_switch *next_switch(struct strm *s, size_t *i,
 		if (w->time > t)
 			return NULL;
 		(*i)++;
-		*th = dec_thread_get(c, w->pid, w->tid);
+		*th = s->io.thread(s->io.ctx, w->pid, w->tid);
 		if (!*th) {
 			s->rc = -ENOMEM;
 			return NULL;
@@ -176,24 +175,8 @@ static void deliver(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 
 	if (!th || s->rc || !dec_tid_chosen(c, th->tid))
 		return;
-	if (s->run) {
-		s->rc = prun_deliver(s->run, th, true, t, k, ip, aux);
-		return;
-	}
-	s->rc = dec_hand_over(c, th, t, k, ip, aux, s->thread != NULL);
-}
-
-int dec_hand_over(struct dec_capture *c, struct dec_thread *th, uint64_t t,
-		  enum dec_kind k, uint64_t ip, uint64_t aux, bool own)
-{
-	if (t < c->first)
-		c->first = t;
-	if (t > c->last)
-		c->last = t;
-	c->stats.events++;
-	if (c->sink && own)
-		return c->sink(c->sink_ctx, th, t, k, ip, aux);
-	return dec_thread_push(th, c->base, t, k, ip, aux) ? -ENOMEM : 0;
+	s->rc = s->out.deliver(s->out.ctx, th, true, s->thread != NULL, t, k,
+			       ip, aux);
 }
 
 uint64_t strm_mtc_span(const struct dec_capture *c)

@@ -95,6 +95,19 @@ if fifo_convert convert_fifo_jit_unneeded --jit-dir "$W/ff/jit"; then
 		echo "PASS convert_fifo_jit_unneeded"
 	fi
 fi
+# ... but read when the binary is missing: a map it cannot read is said
+# once on stderr, beside the missing binary, and the conversion goes on.
+mv "$W/ff/prog" "$W/ff/prog.away"
+if fifo_convert convert_fifo_jit_warns --jit-dir "$W/ff/jit"; then
+	if [ "$(wc -l <"$W/ff/err")" -eq 2 ] &&
+		grep -qx ".*/ff/raw.bin: .*/ff/jit/perf-4242.map: not a regular file: JIT symbols not used" "$W/ff/err" &&
+		grep -q "binary .*/ff/prog (build id [0-9a-f]*) not found" "$W/ff/err"; then
+		echo "PASS convert_fifo_jit_warns"
+	else
+		echo "FAIL convert_fifo_jit_warns:"; sed 's/^/    /' "$W/ff/err" | head -3
+	fi
+fi
+mv "$W/ff/prog.away" "$W/ff/prog"
 # (the debug file that .gnu_debuglink names, beside the binary, too: the
 # binary's own symbols serve)
 if ! command -v objcopy >/dev/null; then

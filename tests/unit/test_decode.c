@@ -410,10 +410,13 @@ static void test_conds_as_cond(struct check_state *cs)
 }
 
 /* What a stream handed to its thread: the time of its call. */
-static int call_time(void *ctx, struct dec_thread *t, uint64_t time,
-		     enum dec_kind kind, uint64_t ip, uint64_t aux)
+static int call_time(void *ctx, struct dec_thread *th, bool counted, bool own,
+		     uint64_t time, enum dec_kind kind, uint64_t ip,
+		     uint64_t aux)
 {
-	(void)t;
+	(void)th;
+	(void)counted;
+	(void)own;
 	(void)ip;
 	(void)aux;
 	if (kind == DEC_CALL)
@@ -453,9 +456,10 @@ static uint64_t call_before_pause(bool inl, bool call)
 	uint64_t t = 0;
 
 	if (c && s) {
-		dec_set_sink(c, call_time, &t);
-		s->c = c;
-		s->thread = &th;
+		const struct strm_io io = {0};
+		const struct strm_out out = {&t, call_time, NULL, NULL};
+
+		strm_init(s, c, &io, &out, 0, &th, 1);
 		point_at(s, ptev_tick, 1000, 0);
 		if (inl)
 			strm_held_push_at(s, 5, strm_now(s), DEC_INLINE, 0x1005,
@@ -468,11 +472,7 @@ static uint64_t call_before_pause(bool inl, bool call)
 		point_at(s, ptev_disabled, 1000000, 20);
 		strm_flush(s);
 	}
-	if (s) {
-		free(s->held);
-		free(s->win);
-	}
-	free(s);
+	strm_free(s);
 	free(c);
 	return t;
 }
