@@ -797,27 +797,6 @@ static void warn_big(const struct mt_trace *t, const struct args *a)
 			a->out, n, most, most);
 }
 
-/* Stitching asks the decoder's code whether a frame can be seen again,
- * and whether it can make a call. */
-static bool never_reaches(void *capture, uint32_t pid, uint64_t from,
-			  uint64_t to, bool ret_to)
-{
-	return dec_never_reaches(capture, pid, from, to, ret_to);
-}
-
-static enum stitch_calls calls_to(void *capture, uint32_t pid, uint64_t from,
-				  uint64_t callee)
-{
-	switch (dec_calls_to(capture, pid, from, callee)) {
-	case DEC_CALLS_NEVER:
-		return STITCH_CALLS_NEVER;
-	case DEC_CALLS_SURE:
-		return STITCH_CALLS_SURE;
-	default:
-		return STITCH_CALLS_MAYBE;
-	}
-}
-
 /* Joins that do not make a tree are our fault, not the capture's: the
  * thread is shown unstitched rather than the conversion failed. */
 static void warn_unstitched(void *capture, uint32_t tid, const char *why)
@@ -959,6 +938,7 @@ int main(int argc, char **argv)
 	dopts.jobs = a.jobs;
 	dopts.piece_size = (size_t)a.piece_size;
 	dopts.no_inline = a.no_inline;
+	dopts.model = &t;
 	sopts.no_final_stack = a.no_final_stack;
 
 	if (dec_open(&dc, a.capture, &dopts, err, sizeof(err)))
@@ -970,7 +950,8 @@ int main(int argc, char **argv)
 	if (check_memory(dc, &a, err, sizeof(err)))
 		goto fail;
 	/* The segments' ends are kept for stitching only. */
-	if (seg_all_new(&segs, dc, &t, a.no_stitch ? NULL : &ends, &sopts))
+	if (seg_all_new(&segs, dec_image(dc), &t, a.no_stitch ? NULL : &ends,
+			&sopts))
 		goto oom;
 	/* Building on a core of its own while this thread decodes, or on
 	 * this one when no thread can be had.  Where the decode runs on
@@ -993,23 +974,24 @@ int main(int argc, char **argv)
 	}
 	if (prog.shown)
 		fputc('\n', stderr);
-	if (seg_all_finish(segs, err, sizeof(err)))
-		goto fail;
+	{
+		size_t nr;
+		struct dec_thread *th = dec_threads(dc, &nr);
+
+		if (seg_all_finish(segs, th, nr, err, sizeof(err)))
+			goto fail;
+	}
 	seg_all_free(segs);
 	segs = NULL;
 	if (!a.no_stitch) {
 		struct stitch_opts so = {.unstitched = warn_unstitched,
 					 .ctx = (void *)a.capture,
-					 .never_reaches = never_reaches,
-					 .calls_to = calls_to,
-					 .code_ctx = dc};
+					 .code = img_reach_of(dec_image(dc))};
 
 		if (stitch_trace(&t, &ends, &so, err, sizeof(err)))
 			goto fail;
 		seg_ends_free(&ends);
 	}
-	if (seg_add_hits(dc, &t))
-		goto oom;
 	/* A filter that leaves nothing says why, rather than replace the
 	 * outputs with an empty trace. */
 	if (a.nr_tids && !any_slice(&t)) {

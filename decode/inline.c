@@ -52,21 +52,6 @@ static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
 }
 
 /*
- * Capstone (4.0) sorts a table of its own the first time it prints some
- * operands, with no lock: two threads decoding at once for the first
- * time race on it (a thread sanitizer sees it).  Each thread has its own
- * handle, but only one decodes at a time; a count is made once for each
- * pair of addresses, so they seldom wait.
- */
-void dec_capstone_serialized(struct dec_capture *c, bool start)
-{
-	if (start)
-		pthread_mutex_lock(&c->cs_lock);
-	else
-		pthread_mutex_unlock(&c->cs_lock);
-}
-
-/*
  * The instructions of b before ip (an address in it).  Counted, not
  * guessed: an event's time comes from its instruction count, and where
  * libipt cuts straight code into blocks varies (its block cache, which
@@ -93,7 +78,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 			return b->ninsn - 1;
 		c->have_cs = true;
 	}
-	dec_capstone_serialized(s->c, true);
+	img_capstone_serialized(s->c->img, true);
 	cs_option(c->cs, CS_OPT_MODE,
 		  b->mode == ptem_32bit ? CS_MODE_32 : CS_MODE_64);
 	in = cs_malloc(c->cs);
@@ -114,7 +99,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 	}
 	if (in)
 		cs_free(in, 1);
-	dec_capstone_serialized(s->c, false);
+	img_capstone_serialized(s->c->img, false);
 	if (at != ip || n >= b->ninsn)
 		return b->ninsn - 1; /* not an instruction of b: the last */
 	*e = (struct count_ent){b->ip, ip, n};

@@ -50,20 +50,24 @@ static void convert(const char *path, int no_compress)
 	char err[1024];
 
 	mt_trace_init(&t);
+	dopts.model = &t;
 	if (dec_open(&dc, path, &dopts, err, sizeof(err)))
 		goto out;
-	if (seg_all_new(&segs, dc, &t, &ends, &sopts))
+	if (seg_all_new(&segs, dec_image(dc), &t, &ends, &sopts))
 		goto out;
 	dec_set_sink(dc, seg_all_sink, segs);
 	if (dec_run(dc, err, sizeof(err)))
 		goto out;
-	if (seg_all_finish(segs, err, sizeof(err)))
-		goto out;
+	{
+		size_t nr;
+		struct dec_thread *th = dec_threads(dc, &nr);
+
+		if (seg_all_finish(segs, th, nr, err, sizeof(err)))
+			goto out;
+	}
 	seg_all_free(segs);
 	segs = NULL;
 	if (stitch_trace(&t, &ends, NULL, err, sizeof(err)))
-		goto out;
-	if (seg_add_hits(dc, &t))
 		goto out;
 	if (wr_text(&t, env.text, NULL, err, sizeof(err)))
 		goto out;

@@ -7,6 +7,7 @@
  */
 #include "decode/decode.h"
 #include "decode/strm.h"
+#include "image/image.h"
 #include "ptenc/ptenc.h"
 #include "tests/unit/check.h"
 
@@ -141,9 +142,9 @@ static void test_tip_before_overflow(struct check_state *cs)
 static bool never(const uint8_t *b, size_t n, uint64_t from, uint64_t to,
 		  bool ret_to, bool (*twice)(void *ctx, uint64_t target))
 {
-	struct dec_code c = {.bytes = b, .n = n, .lo = 0x1000, .twice = twice};
+	struct img_code c = {.bytes = b, .n = n, .lo = 0x1000, .twice = twice};
 
-	return dec_code_never_reaches(&c, from, to, ret_to);
+	return img_code_never_reaches(&c, from, to, ret_to);
 }
 
 /* A direct call's target at 0x4000 returns twice (a setjmp). */
@@ -264,18 +265,18 @@ static void test_never_reaches(struct check_state *cs)
 			0xe8, 0xf0, 0x0f, 0x00, 0x00, /* 100b call 2000 */
 			0xc3,			      /* 1010 ret */
 		};
-		static const struct dec_lp pad = {0x1005, 0x100a, 0x100b};
-		struct dec_code c = {
+		static const struct img_lp pad = {0x1005, 0x100a, 0x100b};
+		struct img_code c = {
 			.bytes = eh, .n = sizeof(eh), .lo = 0x1000};
 
-		CHECK(cs, dec_code_never_reaches(&c, 0x100a, 0x1010, true));
+		CHECK(cs, img_code_never_reaches(&c, 0x100a, 0x1010, true));
 		c.lps = &pad;
 		c.nr_lps = 1;
-		CHECK(cs, !dec_code_never_reaches(&c, 0x100a, 0x1010, true));
-		CHECK(cs, dec_code_never_reaches(&c, 0x100a, 0x1005, true));
+		CHECK(cs, !img_code_never_reaches(&c, 0x100a, 0x1010, true));
+		CHECK(cs, img_code_never_reaches(&c, 0x100a, 0x1005, true));
 		/* a pad out of the code: a cold part, not followed */
-		c.lps = &(const struct dec_lp){0x1005, 0x100a, 0x5000};
-		CHECK(cs, !dec_code_never_reaches(&c, 0x100a, 0x1005, true));
+		c.lps = &(const struct img_lp){0x1005, 0x100a, 0x5000};
+		CHECK(cs, !img_code_never_reaches(&c, 0x100a, 0x1005, true));
 	}
 	/* from outside the code, or bytes that are no instruction */
 	CHECK(cs,
@@ -305,27 +306,27 @@ static void test_calls_to(struct check_state *cs)
 		0xe8, 0xf7, 0x1f, 0x00, 0x00, /* 1004 call 3000 */
 		0xff, 0xe0,		      /* 1009 jmp *%rax */
 	};
-	struct dec_code c = {.bytes = straight,
+	struct img_code c = {.bytes = straight,
 			     .n = sizeof(straight),
 			     .lo = 0x1000,
 			     .other_fn = named_other};
 
-	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x3000) == DEC_CALLS_SURE);
-	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x2000) == DEC_CALLS_NEVER);
-	CHECK(cs, dec_code_calls_to(&c, 0x100c, 0x3000) == DEC_CALLS_NEVER);
+	CHECK(cs, img_code_calls_to(&c, 0x1005, 0x3000) == IMG_CALLS_SURE);
+	CHECK(cs, img_code_calls_to(&c, 0x1005, 0x2000) == IMG_CALLS_NEVER);
+	CHECK(cs, img_code_calls_to(&c, 0x100c, 0x3000) == IMG_CALLS_NEVER);
 	c.other_fn = NULL; /* no names: any call could be to it */
-	CHECK(cs, dec_code_calls_to(&c, 0x1005, 0x2000) == DEC_CALLS_MAYBE);
+	CHECK(cs, img_code_calls_to(&c, 0x1005, 0x2000) == IMG_CALLS_MAYBE);
 	c.other_fn = named_other;
 	c.bytes = loop;
 	c.n = sizeof(loop);
-	CHECK(cs, dec_code_calls_to(&c, 0x100a, 0x2000) == DEC_CALLS_SURE);
+	CHECK(cs, img_code_calls_to(&c, 0x100a, 0x2000) == IMG_CALLS_SURE);
 	c.bytes = ptr;
 	c.n = sizeof(ptr);
 	/* past the pointer, a direct call to 3000 on one way: sure */
-	CHECK(cs, dec_code_calls_to(&c, 0x1002, 0x3000) == DEC_CALLS_SURE);
+	CHECK(cs, img_code_calls_to(&c, 0x1002, 0x3000) == IMG_CALLS_SURE);
 	/* to another: the pointer and the jump could be to it */
-	CHECK(cs, dec_code_calls_to(&c, 0x1000, 0x4000) == DEC_CALLS_MAYBE);
-	CHECK(cs, dec_code_calls_to(&c, 0x1002, 0x4000) == DEC_CALLS_MAYBE);
+	CHECK(cs, img_code_calls_to(&c, 0x1000, 0x4000) == IMG_CALLS_MAYBE);
+	CHECK(cs, img_code_calls_to(&c, 0x1002, 0x4000) == IMG_CALLS_MAYBE);
 }
 
 /*

@@ -20,7 +20,7 @@
 #define FN(k)	   ((uint64_t)(k)*0x1000)
 #define AT(k, off) (FN(k) + (off))
 
-static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+static void fake_sym(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	uint64_t k = ip / 0x1000;
 
@@ -553,7 +553,7 @@ static void test_anchor_after_syscall(struct check_state *st)
 static const struct sym_inline inl_g = {.name = "g"};
 static const struct sym_inline inl_h = {.name = "h", .up = &inl_g, .depth = 1};
 
-static void inl_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+static void inl_sym(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	uint64_t off = ip - FN(7);
 
@@ -625,8 +625,8 @@ static void test_call_len(struct check_state *st)
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++)
-		CHECKF(st, dec_call_len(c[i].b, c[i].n) == c[i].len,
-		       "case %zu: %u", i, dec_call_len(c[i].b, c[i].n));
+		CHECKF(st, img_call_len(c[i].b, c[i].n) == c[i].len,
+		       "case %zu: %u", i, img_call_len(c[i].b, c[i].n));
 }
 
 static void test_branch_bytes(struct check_state *st)
@@ -661,23 +661,23 @@ static void test_branch_bytes(struct check_state *st)
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++) {
 		uint64_t to = 0;
-		bool ok = dec_direct_target(c[i].b, c[i].n, 0x1000, &to);
+		bool ok = img_direct_target(c[i].b, c[i].n, 0x1000, &to);
 
 		CHECKF(st, ok == c[i].ok && (!ok || to == c[i].to),
 		       "case %zu: %d %#" PRIx64, i, ok, to);
 	}
 	for (size_t i = 0; i < sizeof(ind) / sizeof(*ind); i++)
-		CHECKF(st, dec_is_indirect_jump(ind[i], 4), "indirect %zu", i);
+		CHECKF(st, img_is_indirect_jump(ind[i], 4), "indirect %zu", i);
 	for (size_t i = 0; i < sizeof(not_ind) / sizeof(*not_ind); i++)
-		CHECKF(st, !dec_is_indirect_jump(not_ind[i], 2),
+		CHECKF(st, !img_is_indirect_jump(not_ind[i], 2),
 		       "not indirect %zu", i);
 	for (size_t i = 0; i < sizeof(sys) / sizeof(*sys); i++)
-		CHECKF(st, dec_is_syscall(sys[i], 2), "syscall %zu", i);
-	CHECK(st, !dec_is_syscall((const uint8_t[]){0xcd, 0x03}, 2));
+		CHECKF(st, img_is_syscall(sys[i], 2), "syscall %zu", i);
+	CHECK(st, !img_is_syscall((const uint8_t[]){0xcd, 0x03}, 2));
 	CHECK(st,
-	      dec_soft_interrupt_len((const uint8_t[]){0xcd, 0x03}, 2) == 2);
-	CHECK(st, dec_soft_interrupt_len((const uint8_t[]){0xcc}, 1) == 1);
-	CHECK(st, !dec_soft_interrupt_len((const uint8_t[]){0xe8, 0}, 2));
+	      img_soft_interrupt_len((const uint8_t[]){0xcd, 0x03}, 2) == 2);
+	CHECK(st, img_soft_interrupt_len((const uint8_t[]){0xcc}, 1) == 1);
+	CHECK(st, !img_soft_interrupt_len((const uint8_t[]){0xe8, 0}, 2));
 }
 
 int main(void)
