@@ -131,6 +131,8 @@ struct dec_stats {
 	unsigned threads;
 };
 
+struct mt_trace;
+
 struct dec_opts {
 	const char *const *binary_dirs; /* searched before recorded paths */
 	size_t nr_binary_dirs;
@@ -155,7 +157,6 @@ struct dec_opts {
 
 struct dec_capture;
 struct img;
-struct mt_trace;
 
 /*
  * A consumer that takes events as they are decoded, instead of the
