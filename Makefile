@@ -25,7 +25,7 @@ endif
 CFLAGS  := $(CSTD) $(WARN) $(OPT) -I. $(EXTRA_CFLAGS)
 
 # Library modules, in data-flow order.
-LIB_DIRS := util perfdata model ptenc capture decode symbols report segments stitch regions stats writers convert
+LIB_DIRS := util perfdata model ptenc capture image decode symbols report segments stitch regions stats writers convert
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 SYNTH_SRCS := $(filter-out synth/mt-synth.c,$(wildcard synth/*.c))
 CMD_SRCS := $(wildcard cmd/*.c)

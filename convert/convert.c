@@ -8,6 +8,7 @@
 #include "convert/convert_internal.h"
 
 #include "decode/decode.h"
+#include "image/image.h"
 #include "segments/segments.h"
 #include "stitch/stitch.h"
 #include "util/err.h"
@@ -26,7 +27,6 @@ const char *mt_convert_stage_name(enum mt_convert_stage s)
 		[MT_STAGE_DECODE] = "decode",
 		[MT_STAGE_SEGMENTS] = "segments",
 		[MT_STAGE_STITCH] = "stitch",
-		[MT_STAGE_HITS] = "hits",
 		[MT_STAGE_REGIONS] = "regions",
 		[MT_STAGE_TEXT] = "text",
 		[MT_STAGE_PERFETTO] = "perfetto",
@@ -92,27 +92,6 @@ static void stage_end(struct conv *c)
 		c->o->on_stage(c->o->ctx, c->r->failed);
 }
 
-/* Stitching asks the decoder's code whether a frame can be seen again,
- * and whether it can make a call. */
-static bool never_reaches(void *capture, uint32_t pid, uint64_t from,
-			  uint64_t to, bool ret_to)
-{
-	return dec_never_reaches(capture, pid, from, to, ret_to);
-}
-
-static enum stitch_calls calls_to(void *capture, uint32_t pid, uint64_t from,
-				  uint64_t callee)
-{
-	switch (dec_calls_to(capture, pid, from, callee)) {
-	case DEC_CALLS_NEVER:
-		return STITCH_CALLS_NEVER;
-	case DEC_CALLS_SURE:
-		return STITCH_CALLS_SURE;
-	default:
-		return STITCH_CALLS_MAYBE;
-	}
-}
-
 /* Joins that do not make a tree are our fault, not the capture's: the
  * thread is shown unstitched rather than the conversion failed. */
 static void warn_unstitched(void *ctx, uint32_t tid, const char *why)
@@ -173,6 +152,7 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 				 .nr_binary_dirs = o->nr_binary_dirs,
 				 .debug_root = o->debug_root,
 				 .jit_dir = o->jit_dir,
+				 .model = &c->r->trace,
 				 .progress = o->progress,
 				 .progress_ctx = o->ctx,
 				 .warn = o->warn,
@@ -194,8 +174,8 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 	    (rc = cv_check_memory(c->dc, o, err, errlen)))
 		return rc;
 	/* The segments' ends are kept for stitching only. */
-	if ((rc = seg_all_new(segs, c->dc, t, o->no_stitch ? NULL : &c->ends,
-			      &sopts)))
+	if ((rc = seg_all_new(segs, dec_image(c->dc), t,
+			      o->no_stitch ? NULL : &c->ends, &sopts)))
 		return cv_step_failed(rc, o->capture, "building the call tree",
 				      err, errlen);
 	/* Building on a core of its own while this thread decodes, or on
@@ -375,17 +355,20 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 	}
 	stage_end(&c);
 	stage_begin(&c, MT_STAGE_SEGMENTS, process);
-	if ((rc = seg_all_finish(segs, err, errlen)))
-		goto out;
+	{
+		size_t nr;
+		struct dec_thread *th = dec_threads(c.dc, &nr);
+
+		if ((rc = seg_all_finish(segs, th, nr, err, errlen)))
+			goto out;
+	}
 	seg_all_free(segs);
 	segs = NULL;
 	stage_end(&c);
 	if (!o->no_stitch) {
 		struct stitch_opts so = {.unstitched = warn_unstitched,
 					 .ctx = (void *)o,
-					 .never_reaches = never_reaches,
-					 .calls_to = calls_to,
-					 .code_ctx = c.dc};
+					 .code = img_reach_of(dec_image(c.dc))};
 
 		stage_begin(&c, MT_STAGE_STITCH, process);
 		if ((rc = stitch_trace(t, &c.ends, &so, err, errlen)))
@@ -393,15 +376,8 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		seg_ends_free(&c.ends);
 		stage_end(&c);
 	}
-	stage_begin(&c, MT_STAGE_HITS, process);
-	if ((rc = seg_add_hits(c.dc, t))) {
-		cv_step_failed(rc, o->capture, "adding the trigger hits", err,
-			       errlen);
-		goto out;
-	}
 	if ((rc = cv_check_tid_trace(t, o, err, errlen)))
 		goto out;
-	stage_end(&c);
 	if (o->window || o->between) {
 		stage_begin(&c, MT_STAGE_REGIONS, process);
 		if ((rc = cut(&c, err, errlen)))

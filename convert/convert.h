@@ -26,11 +26,11 @@
 /* The steps, in order, for the failure and the timings of a result. */
 enum mt_convert_stage {
 	MT_STAGE_OUTPUTS, /* the outputs begun, empty, before any work */
-	MT_STAGE_READ,	  /* the capture opened, its code found, checked */
+	MT_STAGE_READ,	  /* the capture opened (its processes and hits into
+			     the model), its code found, checked */
 	MT_STAGE_DECODE,
 	MT_STAGE_SEGMENTS,
 	MT_STAGE_STITCH,
-	MT_STAGE_HITS,
 	MT_STAGE_REGIONS, /* --time, --between */
 	MT_STAGE_TEXT,
 	MT_STAGE_PERFETTO, /* the trace, or its parts, written and synced */

@@ -11,8 +11,14 @@
  * starting, overflows and errors.  Jumps inside a function never leave
  * the decoder.
  *
- * Addresses are runtime addresses of the traced process; dec_symbolize()
- * names them.
+ * The program's code is image/'s (image/image.h): dec_open() builds it
+ * from the sideband, the decoder reads the code through it, and the steps
+ * after this one take it (dec_image()) to name addresses and to ask what
+ * the code can reach; they need nothing else of the session.  What the
+ * capture says of its processes and hits goes into the model when it is
+ * read (dec_opts.model).
+ *
+ * Addresses are runtime addresses of the traced process.
  */
 #ifndef MT_DECODE_H
 #define MT_DECODE_H
@@ -125,6 +131,8 @@ struct dec_stats {
 	unsigned threads;
 };
 
+struct mt_trace;
+
 struct dec_opts {
 	const char *const *binary_dirs; /* searched before recorded paths */
 	size_t nr_binary_dirs;
@@ -145,11 +153,14 @@ struct dec_opts {
 	 * bytes of trace each piece of a buffer has (0: the default). */
 	unsigned jobs;
 	size_t piece_size;
-	bool no_inline; /* no inlined calls (DEC_INLINE, dec_sym.inl) */
+	bool no_inline; /* no inlined calls (DEC_INLINE, img_sym.inl) */
+	/* Where dec_open() puts what the capture says of its processes
+	 * (their names) and its snapshot trigger hits; may be NULL. */
+	struct mt_trace *model;
 };
 
 struct dec_capture;
-struct sym_inline;
+struct img;
 
 /*
  * A consumer that takes events as they are decoded, instead of the
@@ -184,12 +195,16 @@ uint64_t dec_aux_bytes(const struct dec_capture *c);
 
 size_t dec_nr_threads(const struct dec_capture *c);
 struct dec_thread *dec_thread_at(struct dec_capture *c, size_t i);
+/* Every thread, in an array of *nr: where dec_run() leaves the events of
+ * per-CPU streams (and of all, without a sink). */
+struct dec_thread *dec_threads(struct dec_capture *c, size_t *nr);
+/* The program's code the session decodes with, for the steps after it
+ * (image/image.h); it lives until dec_free(). */
+struct img *dec_image(struct dec_capture *c);
 /* Frees the events dec_run() left in t's array, once taken (the thread,
  * its names and its final stack stay until dec_free()). */
 void dec_thread_free_events(struct dec_thread *t);
 const struct dec_stats *dec_stats(const struct dec_capture *c);
-/* Name of the process (its command), "" if unknown. */
-const char *dec_process_name(const struct dec_capture *c, uint32_t pid);
 /* What wrote the capture: its perf.data VERSION feature ("" if none). */
 const char *dec_recorded_by(const struct dec_capture *c);
 /* Perf time span of the capture's trace (0, 0 when empty). */
@@ -215,61 +230,6 @@ bool dec_find_psb_before(const uint8_t *buf, size_t len, uint64_t end,
 bool dec_tip_before_overflow(const uint8_t *buf, size_t len, uint64_t end,
 			     uint64_t *ip);
 
-/* What dec_symbolize() says about an address. */
-struct dec_sym {
-	const char *name;    /* the function, or "[unknown @ 0x.. (dso)]" */
-	const char *dso;     /* path of the binary, "" if none */
-	uint64_t start, end; /* runtime range of the function: [start, end) */
-	bool known;	     /* a symbol, not a made-up name */
-	char buf[160];	     /* storage for made-up names */
-	/* Where the source has the function's entry and the address itself
-	 * (the binary's DWARF line table; file NULL when it has none). */
-	const char *fn_file, *ip_file;
-	unsigned fn_line, ip_line;
-	/* The innermost inlined call at the address, NULL: none; and
-	 * whether the function has inlined calls anywhere. */
-	const struct sym_inline *inl;
-	bool fn_inl;
-};
-
-/* Also reports, once, the missing binary of an address it cannot name. */
-void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
-		   struct dec_sym *out);
-
-/*
- * Whether the code proves that the function around from (pid's), with
- * control at from, can never get to to in the same activation: every
- * path from from that stays in it was followed, and none arrives at to
- * (ret_to: none makes a call that returns to to, a return address).
- * False whenever that is not proven (reach.c says where a walk stops
- * proving).  For stitching (stitch_opts.never_reaches); after dec_run().
- */
-bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
-		       uint64_t to, bool ret_to);
-/*
- * Whether the function around from, with control at from, can call the
- * function at callee in the same activation.  SURE: a path from from
- * makes a direct call to it.  NEVER: every path from from that stays in
- * the function was followed, and every call on them goes to another
- * function by name.  MAYBE otherwise: a call through a register or
- * memory or a PLT stub could be to callee, or a path went where the walk
- * cannot follow (reach.c).
- */
-enum dec_calls { DEC_CALLS_NEVER, DEC_CALLS_MAYBE, DEC_CALLS_SURE };
-
-enum dec_calls dec_calls_to(struct dec_capture *c, uint32_t pid, uint64_t from,
-			    uint64_t callee);
-
-/* Snapshot trigger hits recorded in the capture. */
-struct dec_hit {
-	uint32_t pid, tid;
-	uint64_t time, ip, mark_start;
-	int64_t arg;
-	const char *name;
-};
-size_t dec_nr_hits(const struct dec_capture *c);
-const struct dec_hit *dec_hit_at(const struct dec_capture *c, size_t i);
-
 /* Binaries that could not be found or did not match, among those the
  * trace ran into, one line each. */
 size_t dec_nr_missing(const struct dec_capture *c);
@@ -281,56 +241,5 @@ const char *dec_missing_at(const struct dec_capture *c, size_t i);
  * the number of blocks, or a negative code.
  */
 int64_t dec_bare_loop(struct dec_capture *c);
-
-/*
- * What an instruction's bytes say (insn.c); b holds n bytes of code at
- * ip.  Exposed for their unit test.
- */
-/* Length of a near or far call, a software interrupt or a system call;
- * 0 for any other instruction. */
-unsigned dec_call_len(const uint8_t *b, size_t n);
-/* Where the direct call or jump (rel32 or rel8) at ip goes. */
-bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out);
-/* A jump through a register or memory (FF /4). */
-bool dec_is_indirect_jump(const uint8_t *b, size_t n);
-/* SYSCALL, SYSENTER or INT 0x80. */
-bool dec_is_syscall(const uint8_t *b, size_t n);
-/* IRET, far RET, SYSRET or SYSEXIT: back from the kernel (or a far call). */
-bool dec_is_far_return(const uint8_t *b, size_t n);
-/* INT3, INT n or INTO: its length (what IRET comes back past), else 0. */
-unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n);
-
-/*
- * dec_never_reaches()'s walk (reach.c), exposed for its unit test.
- */
-/* Where an exception out of the code [lo, hi) lands (runtime). */
-struct dec_lp {
-	uint64_t lo, hi, pad;
-};
-
-/* A function's code as dec_never_reaches() walks it: n bytes at runtime
- * address lo, its landing pads (sorted, disjoint), twice(ctx, target)
- * (may be NULL): whether a direct call's target returns twice (setjmp),
- * and other_fn(ctx, target, callee) (may be NULL: never): whether a
- * direct call's target is surely not callee (another function by name,
- * no PLT stub). */
-struct dec_code {
-	const uint8_t *bytes;
-	size_t n;
-	uint64_t lo;
-	const struct dec_lp *lps;
-	size_t nr_lps;
-	bool (*twice)(void *ctx, uint64_t target);
-	bool (*other_fn)(void *ctx, uint64_t target, uint64_t callee);
-	void *ctx;
-};
-
-/* The walk itself: true when no path from from that stays in the code
- * arrives at to, or with ret_to, makes a call that returns to to. */
-bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
-			    uint64_t to, bool ret_to);
-/* The same walk, to the calls to callee (dec_calls_to()). */
-enum dec_calls dec_code_calls_to(const struct dec_code *c, uint64_t from,
-				 uint64_t callee);
 
 #endif

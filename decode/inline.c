@@ -33,7 +33,7 @@ struct piece {
 };
 
 /* The index of the first range of the span that ends after vaddr. */
-static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
+static size_t span_from(const struct img_inl_span *sp, uint64_t vaddr)
 {
 	return sp->from +
 	       sym_inlines_from(sp->tab + sp->from, sp->to - sp->from, vaddr);
@@ -41,7 +41,7 @@ static size_t span_from(const struct dec_inl_span *sp, uint64_t vaddr)
 
 static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
 {
-	const struct dec_inl_span *sp = &s->inl_span;
+	const struct img_inl_span *sp = &s->inl_span;
 	uint64_t v = ip - sp->bias;
 	size_t i;
 
@@ -49,21 +49,6 @@ static const struct sym_inline *leaf_at(const struct strm *s, uint64_t ip)
 		return NULL;
 	i = span_from(sp, v);
 	return i < sp->to && sp->tab[i].lo <= v ? sp->tab[i].in : NULL;
-}
-
-/*
- * Capstone (4.0) sorts a table of its own the first time it prints some
- * operands, with no lock: two threads decoding at once for the first
- * time race on it (a thread sanitizer sees it).  Each thread has its own
- * handle, but only one decodes at a time; a count is made once for each
- * pair of addresses, so they seldom wait.
- */
-void dec_capstone_serialized(struct dec_capture *c, bool start)
-{
-	if (start)
-		pthread_mutex_lock(&c->cs_lock);
-	else
-		pthread_mutex_unlock(&c->cs_lock);
 }
 
 /*
@@ -93,7 +78,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 			return b->ninsn - 1;
 		c->have_cs = true;
 	}
-	dec_capstone_serialized(s->c, true);
+	img_capstone_serialized(s->c->img, true);
 	cs_option(c->cs, CS_OPT_MODE,
 		  b->mode == ptem_32bit ? CS_MODE_32 : CS_MODE_64);
 	in = cs_malloc(c->cs);
@@ -114,7 +99,7 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 	}
 	if (in)
 		cs_free(in, 1);
-	dec_capstone_serialized(s->c, false);
+	img_capstone_serialized(s->c->img, false);
 	if (at != ip || n >= b->ninsn)
 		return b->ninsn - 1; /* not an instruction of b: the last */
 	*e = (struct count_ent){b->ip, ip, n};
@@ -142,7 +127,7 @@ static void walk(struct strm *s, const struct pt_block *b,
 
 void strm_inline_block(struct strm *s, const struct pt_block *b, uint64_t pos)
 {
-	const struct dec_inl_span *sp = &s->inl_span;
+	const struct img_inl_span *sp = &s->inl_span;
 	struct piece p[PIECES];
 	uint64_t v, vend;
 	size_t i, n = 0;

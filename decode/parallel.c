@@ -516,7 +516,7 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 		if (image)
 			status = pt_image_copy(image, src);
 		if (status < 0)
-			rc = dec_pt_error(status, NULL, 0, NULL, "decoder");
+			rc = img_pt_error(status, NULL, 0, NULL, "decoder");
 	}
 	if (!rc)
 		rc = strm_decode(s, pc->b->data, pc->b->len,

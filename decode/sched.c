@@ -76,7 +76,7 @@ static void place(struct dec_capture *c, const struct dec_chunk *k,
 /* The core's reads, from the capture (ctx). */
 static struct pt_image *cap_image(void *ctx, uint32_t pid)
 {
-	return dec_image_of(ctx, pid);
+	return img_image_of(((struct dec_capture *)ctx)->img, pid);
 }
 
 static size_t cap_read_code(void *ctx, int isid, uint64_t ip, uint8_t *b,
@@ -92,14 +92,14 @@ static size_t cap_read_code(void *ctx, int isid, uint64_t ip, uint8_t *b,
 }
 
 static void cap_range(void *ctx, uint32_t pid, uint64_t ip, uint64_t *lo,
-		      uint64_t *hi, struct dec_inl_span *inl)
+		      uint64_t *hi, struct img_inl_span *inl)
 {
-	dec_range(ctx, pid, ip, lo, hi, inl);
+	img_range(((struct dec_capture *)ctx)->img, pid, ip, lo, hi, inl);
 }
 
 static void cap_no_code(void *ctx, uint32_t pid, uint64_t ip)
 {
-	dec_note_use(ctx, pid, ip);
+	img_note_use(((struct dec_capture *)ctx)->img, pid, ip);
 }
 
 static struct dec_thread *cap_thread(void *ctx, uint32_t pid, uint32_t tid)
@@ -132,7 +132,7 @@ static int decode_serial(struct strm *s, struct dec_capture *c,
 			 const uint8_t *buf, size_t len)
 {
 	int rc = strm_decode(s, buf, len, STRM_FROM_START,
-			     dec_image_of(c, s->pid));
+			     img_image_of(c->img, s->pid));
 
 	c->stats.blocks += s->n_blocks;
 	c->stats.errors += s->n_errors;
@@ -165,7 +165,7 @@ static int prepare(struct dec_capture *c, size_t i, size_t j, size_t len,
 		}
 		*buf = pr->joined;
 	}
-	if (dec_kernel_strip(c, buf, len, &pr->stripped)) {
+	if (img_kernel_strip(c->img, buf, len, &pr->stripped)) {
 		free(pr->joined);
 		pr->joined = NULL;
 		return -ENOMEM;
@@ -338,7 +338,7 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		d = pt_blk_alloc_decoder(&cfg);
 		if (!d)
 			return -ENOMEM;
-		pt_blk_set_image(d, dec_image_of(c, pid));
+		pt_blk_set_image(d, img_image_of(c->img, pid));
 		while (pt_blk_sync_forward(d) >= 0) {
 			for (;;) {
 				status = pt_blk_next(d, &blk, sizeof(blk));

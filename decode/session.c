@@ -21,18 +21,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct dec_proc *dec_proc_get(struct dec_capture *c, uint32_t pid)
-{
-	for (size_t i = 0; i < c->nr_procs; i++)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	if (mt_grow((void **)&c->procs, &c->cap_procs, c->nr_procs + 1,
-		    sizeof(*c->procs)))
-		return NULL;
-	c->procs[c->nr_procs] = (struct dec_proc){.pid = pid, .ppid = pid};
-	return &c->procs[c->nr_procs++];
-}
-
 struct dec_thread *dec_thread_get(struct dec_capture *c, uint32_t pid,
 				  uint32_t tid)
 {
@@ -88,18 +76,7 @@ static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
 	free(c->comms[i]);
 	c->comms[i] = s;
 	t->comm = s;
-	if (pid == tid) {
-		struct dec_proc *p = dec_proc_get(c, pid);
-		char *ps = strdup(comm);
-
-		if (!p || !ps) {
-			free(ps);
-			return -ENOMEM;
-		}
-		free(p->comm);
-		p->comm = ps;
-	}
-	return 0;
+	return pid == tid ? img_set_comm(c->img, pid, comm) : 0;
 }
 
 /* An exec, dated: segments/ ends the old program's frames there.  One
@@ -132,50 +109,13 @@ static void sort_execs(struct dec_capture *c)
 static int add_map(struct dec_capture *c, const struct pd_event *ev)
 {
 	const struct pd_mmap *m = &ev->u.mmap;
-	const char *name = m->filename;
-	struct dec_map *map;
-	struct dec_dso *d = NULL;
-	size_t di;
 
 	if (m->is_mmap2 ? !(m->prot & PROT_EXEC)
 			: (ev->misc & PERF_RECORD_MISC_MMAP_DATA))
 		return 0;
-	if (!m->len || m->start + m->len < m->start)
-		return 0;
-	for (di = 0; di < c->nr_dsos; di++) {
-		d = &c->dsos[di];
-		if (!strcmp(d->path, name) &&
-		    (!m->has_build_id || !d->build_id_len ||
-		     (d->build_id_len == m->build_id_size &&
-		      !memcmp(d->build_id, m->build_id, d->build_id_len))))
-			break;
-	}
-	if (di == c->nr_dsos) {
-		if (mt_grow((void **)&c->dsos, &c->cap_dsos, c->nr_dsos + 1,
-			    sizeof(*c->dsos)))
-			return -ENOMEM;
-		d = &c->dsos[c->nr_dsos];
-		memset(d, 0, sizeof(*d));
-		d->path = strdup(name);
-		if (!d->path)
-			return -ENOMEM;
-		d->is_vdso = !strcmp(name, "[vdso]");
-		c->nr_dsos++;
-	}
-	if (m->has_build_id && !d->build_id_len && m->build_id_size <= 20) {
-		memcpy(d->build_id, m->build_id, m->build_id_size);
-		d->build_id_len = m->build_id_size;
-	}
-	if (mt_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1,
-		    sizeof(*c->maps)))
-		return -ENOMEM;
-	map = &c->maps[c->nr_maps++];
-	*map = (struct dec_map){.pid = m->pid,
-				.start = m->start,
-				.end = m->start + m->len,
-				.pgoff = m->pgoff,
-				.dso = (uint32_t)di};
-	return dec_proc_get(c, m->pid) ? 0 : -ENOMEM;
+	return img_add_map(c->img, m->pid, m->start, m->len, m->pgoff,
+			   m->filename, m->build_id,
+			   m->has_build_id ? m->build_id_size : 0);
 }
 
 static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
@@ -260,11 +200,9 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 					 c->path);
 				return -EINVAL;
 			}
-			if (mt_grow((void **)&c->vdsos, &c->cap_vdsos,
-				    c->nr_vdsos + 1, sizeof(*c->vdsos)))
+			if (img_add_vdso(c->img, v.pid, v.start, v.len,
+					 v.bytes))
 				return -ENOMEM;
-			c->vdsos[c->nr_vdsos++] = (struct dec_vdso){
-				v.pid, v.start, v.len, v.bytes};
 			continue;
 		}
 		if (type == PD_EXT_HIT) {
@@ -341,21 +279,12 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 			if (!rc)
 				rc = add_exec(c, &ev);
 			break;
-		case PERF_RECORD_FORK: {
-			struct dec_proc *p;
-
-			if (!dec_thread_get(c, ev.u.task.pid, ev.u.task.tid)) {
-				rc = -ENOMEM;
-				break;
-			}
-			p = dec_proc_get(c, ev.u.task.pid);
-			if (!p)
-				rc = -ENOMEM;
-			else if (ev.u.task.pid != ev.u.task.ppid &&
-				 p->ppid == p->pid)
-				p->ppid = ev.u.task.ppid;
+		case PERF_RECORD_FORK:
+			rc = dec_thread_get(c, ev.u.task.pid, ev.u.task.tid)
+				     ? img_set_parent(c->img, ev.u.task.pid,
+						      ev.u.task.ppid)
+				     : -ENOMEM;
 			break;
-		}
 		case PERF_RECORD_MMAP:
 		case PERF_RECORD_MMAP2:
 			rc = add_map(c, &ev);
@@ -442,6 +371,45 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 	return read_stacks(c, err, errlen);
 }
 
+/* The name of the process (its command), "" if unknown: its own, else
+ * that of its main thread. */
+static const char *process_name(const struct dec_capture *c, uint32_t pid)
+{
+	const char *n = img_process_name(c->img, pid);
+
+	if (n)
+		return n;
+	for (size_t i = 0; i < c->nr_threads; i++)
+		if (c->threads[i].tid == pid)
+			return c->threads[i].comm;
+	return "";
+}
+
+/* What the capture says of its processes and hits, into t.  Every
+ * process's name: those a thread names too, then threads' alone. */
+static int to_model(const struct dec_capture *c, struct mt_trace *t)
+{
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		uint32_t pid = c->threads[i].pid;
+
+		if (mt_trace_name_process(t, pid, process_name(c, pid)))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nr_hits; i++) {
+		const struct dec_hit *h = &c->hits[i];
+		struct mt_hit m = {.ts = h->time,
+				   .mark_start = h->mark_start,
+				   .pid = h->pid,
+				   .tid = h->tid,
+				   .ip = h->ip,
+				   .arg = h->arg};
+
+		if (!mt_trace_add_named_hit(t, &m, h->name))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int dec_open(struct dec_capture **out, const char *path,
 	     const struct dec_opts *o, char *err, size_t errlen)
 {
@@ -452,16 +420,22 @@ int dec_open(struct dec_capture **out, const char *path,
 	*out = NULL;
 	if (!c || !(c->path = strdup(path)))
 		goto no_memory;
-	if (pthread_mutex_init(&c->note_lock, NULL))
-		goto no_memory;
-	if (pthread_mutex_init(&c->dwarf_lock, NULL))
-		goto no_dwarf_lock;
-	if (pthread_mutex_init(&c->cs_lock, NULL))
-		goto no_cs_lock;
-	if (pthread_mutex_init(&c->jit_lock, NULL))
-		goto no_jit_lock;
 	if (o)
 		c->opts = *o;
+	{
+		struct img_opts io = {
+			.binary_dirs = c->opts.binary_dirs,
+			.nr_binary_dirs = c->opts.nr_binary_dirs,
+			.debug_root = c->opts.debug_root,
+			.jit_dir = c->opts.jit_dir,
+			.warn = c->opts.warn,
+			.warn_ctx = c->opts.warn_ctx,
+			.no_inline = c->opts.no_inline,
+		};
+
+		if (img_new(&c->img, path, &io))
+			goto no_memory;
+	}
 	rc = pd_open(&c->pd, path, &perr);
 	if (rc) {
 		snprintf(err, errlen, "%s", perr.msg);
@@ -470,21 +444,20 @@ int dec_open(struct dec_capture **out, const char *path,
 	rc = read_records(c, err, errlen);
 	if (rc)
 		goto fail;
-	rc = dec_image_build(c, err, errlen);
+	rc = img_build(c->img, c->pd, &c->pt, err, errlen);
 	if (rc)
 		goto fail;
+	c->iscache = img_iscache(c->img);
+	if (c->opts.model && to_model(c, c->opts.model)) {
+		snprintf(err, errlen, "%s: out of memory", c->path);
+		rc = -ENOMEM;
+		goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
 	dec_free(c);
 	return rc < 0 ? rc : -EINVAL;
-	/* Before the capture's state exists, only what was made goes. */
-no_jit_lock:
-	pthread_mutex_destroy(&c->cs_lock);
-no_cs_lock:
-	pthread_mutex_destroy(&c->dwarf_lock);
-no_dwarf_lock:
-	pthread_mutex_destroy(&c->note_lock);
 no_memory:
 	if (c)
 		free(c->path);
@@ -497,44 +470,16 @@ void dec_free(struct dec_capture *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_destroy(&c->note_lock);
-	pthread_mutex_destroy(&c->dwarf_lock);
-	pthread_mutex_destroy(&c->cs_lock);
-	pthread_mutex_destroy(&c->jit_lock);
-	for (size_t i = 0; i < c->nr_procs; i++) {
-		pt_image_free(c->procs[i].image);
-		sym_map_free(c->procs[i].jit);
-		free(c->procs[i].comm);
-	}
 	for (size_t i = 0; i < c->nr_threads; i++) {
 		free(c->threads[i].ev);
 		free(c->threads[i].final.ips);
 		free(c->threads[i].execs);
 		free(c->comms[i]);
 	}
-	for (size_t i = 0; i < c->nr_dsos; i++) {
-		free(c->dsos[i].path);
-		if (c->dsos[i].tmp && c->dsos[i].found)
-			unlink(c->dsos[i].found);
-		free(c->dsos[i].found);
-		free(c->dsos[i].missing);
-		sym_file_free(c->dsos[i].sf);
-		sym_dwarf_free(c->dsos[i].dwarf);
-	}
-	for (size_t i = 0; i < c->nr_missing; i++)
-		free(c->missing[i]);
-	dec_kernel_free(c);
-	free(c->reach);
-	if (c->iscache)
-		pt_iscache_free(c->iscache);
-	free(c->missing);
+	img_free(c->img);
 	free(c->hits);
-	free(c->vdsos);
-	free(c->procs);
 	free(c->threads);
 	free(c->comms);
-	free(c->dsos);
-	free(c->maps);
 	free(c->chunks);
 	free(c->switches);
 	pd_close(c->pd);
@@ -570,17 +515,6 @@ const struct dec_stats *dec_stats(const struct dec_capture *c)
 	return &c->stats;
 }
 
-const char *dec_process_name(const struct dec_capture *c, uint32_t pid)
-{
-	for (size_t i = 0; i < c->nr_procs; i++)
-		if (c->procs[i].pid == pid && c->procs[i].comm)
-			return c->procs[i].comm;
-	for (size_t i = 0; i < c->nr_threads; i++)
-		if (c->threads[i].tid == pid)
-			return c->threads[i].comm;
-	return "";
-}
-
 const char *dec_recorded_by(const struct dec_capture *c)
 {
 	const char *v = pd_feature_string(c->pd, PD_FEAT_VERSION);
@@ -596,20 +530,21 @@ void dec_span(const struct dec_capture *c, uint64_t *first, uint64_t *last)
 
 size_t dec_nr_missing(const struct dec_capture *c)
 {
-	return c->nr_missing;
+	return img_nr_missing(c->img);
 }
 
 const char *dec_missing_at(const struct dec_capture *c, size_t i)
 {
-	return i < c->nr_missing ? c->missing[i] : NULL;
+	return img_missing_at(c->img, i);
 }
 
-size_t dec_nr_hits(const struct dec_capture *c)
+struct img *dec_image(struct dec_capture *c)
 {
-	return c->nr_hits;
+	return c->img;
 }
 
-const struct dec_hit *dec_hit_at(const struct dec_capture *c, size_t i)
+struct dec_thread *dec_threads(struct dec_capture *c, size_t *nr)
 {
-	return i < c->nr_hits ? &c->hits[i] : NULL;
+	*nr = c->nr_threads;
+	return c->threads;
 }

@@ -81,7 +81,7 @@ static uint64_t return_address(struct strm *s, uint64_t ip, int isid)
 	n = read_code(s, isid, ip, b, sizeof(b));
 	if (!n)
 		return 0;
-	len = dec_call_len(b, n);
+	len = img_call_len(b, n);
 	if (!len)
 		return 0;
 	s->cache.len_ip[h] = ip;
@@ -95,7 +95,7 @@ static bool at_syscall(struct strm *s)
 
 	if (!s->last_ip || read_code(s, s->last_isid, s->last_ip, b, 2) != 2)
 		return s->last_far;
-	return dec_is_syscall(b, 2);
+	return img_is_syscall(b, 2);
 }
 
 static void set_range(struct strm *s, uint64_t ip)
@@ -130,7 +130,7 @@ static bool indirect_jump(struct strm *s)
 	uint8_t b[15];
 	size_t n = read_code(s, s->last_isid, s->pend_from, b, sizeof(b));
 
-	return dec_is_indirect_jump(b, n);
+	return img_is_indirect_jump(b, n);
 }
 
 /* A new block starts at ip: settle the transfer that led here. */
@@ -207,9 +207,9 @@ static enum pt_insn_class cached_block_class(struct strm *s,
 	if (b->iclass != ptic_error)
 		return b->iclass;
 	n = read_code(s, b->isid, b->end_ip, bytes, sizeof(bytes));
-	if (dec_is_syscall(bytes, n))
+	if (img_is_syscall(bytes, n))
 		return ptic_far_call;
-	if (dec_is_far_return(bytes, n))
+	if (img_is_far_return(bytes, n))
 		return ptic_far_return;
 	return ptic_error;
 }
@@ -270,7 +270,7 @@ static unsigned soft_interrupt_len(struct strm *s, uint64_t ip)
 	uint8_t b[2];
 	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	return dec_soft_interrupt_len(b, n);
+	return img_soft_interrupt_len(b, n);
 }
 
 /*
@@ -312,7 +312,7 @@ static bool direct_target(struct strm *s, uint64_t ip, uint64_t *out)
 	uint8_t b[15];
 	size_t n = read_code(s, s->last_isid, ip, b, sizeof(b));
 
-	return dec_direct_target(b, n, ip, out);
+	return img_direct_target(b, n, ip, out);
 }
 
 /*
@@ -374,7 +374,7 @@ static void libipt_hides_target_at_overflow(struct strm *s)
 		return;
 	}
 	n = read_code(s, s->last_isid, s->last_ip, b, sizeof(b));
-	if (s->pend == PEND_JUMP && !dec_is_indirect_jump(b, n))
+	if (s->pend == PEND_JUMP && !img_is_indirect_jump(b, n))
 		return;
 	if (pt_blk_get_offset(s->dec, &off) >= 0 &&
 	    dec_tip_before_overflow(s->buf, s->len, off, &dest))
@@ -410,10 +410,10 @@ static void ptwrite_after_branch(struct strm *s, uint64_t ptw)
 			uint64_t pa = s->blk_ip + base + at, to;
 			unsigned len;
 
-			if (!dec_direct_target(b + at, n - at, pa, &to) ||
+			if (!img_direct_target(b + at, n - at, pa, &to) ||
 			    to != ptw)
 				continue;
-			len = dec_call_len(b + at, n - at);
+			len = img_call_len(b + at, n - at);
 			if (len) {
 				strm_held_push(s, s->pend_time, DEC_CALL, ptw,
 					       pa + len);
@@ -462,7 +462,7 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 			/* aux 1: it went into a kernel that ran traced. */
 			bool kern =
 				!ev->ip_suppressed &&
-				dec_is_kernel_ip(
+				img_is_kernel_ip(
 					ev->type == ptev_async_disabled
 						? ev->variant.async_disabled.ip
 						: ev->variant.disabled.ip);
@@ -566,7 +566,7 @@ void strm_config(const struct dec_capture *c, uint32_t pid,
 	cfg->nom_freq = (uint8_t)c->pt.max_nonturbo_ratio;
 	cfg->cpuid_0x15_eax = c->pt.tsc_ctc_d;
 	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
-	dec_addr_filter(c, pid, &cfg->addr_filter);
+	img_addr_filter(c->img, pid, &cfg->addr_filter);
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;
 	cfg->flags.variant.block.enable_tick_events = 1;
@@ -787,7 +787,7 @@ out:
 	s->dec = NULL;
 	if (s->rc)
 		return s->rc;
-	return status < 0 ? dec_pt_error(status, NULL, 0, NULL, "decoder") : 0;
+	return status < 0 ? img_pt_error(status, NULL, 0, NULL, "decoder") : 0;
 }
 
 void strm_free(struct strm *s)

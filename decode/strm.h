@@ -20,7 +20,7 @@ enum pend { PEND_NONE, PEND_CALL, PEND_RET, PEND_JUMP };
 
 struct range_ent {
 	uint64_t ip, lo, hi;
-	struct dec_inl_span inl; /* tab NULL: nothing inlined there */
+	struct img_inl_span inl; /* tab NULL: nothing inlined there */
 };
 
 /* A call, return or jump waiting for its time. */
@@ -55,7 +55,7 @@ struct strm_io {
 	/* The function pid's code at ip is in: runtime [*lo, *hi), lo > hi
 	 * when unknown, and its inlined calls (inl->tab NULL: none). */
 	void (*range)(void *ctx, uint32_t pid, uint64_t ip, uint64_t *lo,
-		      uint64_t *hi, struct dec_inl_span *inl);
+		      uint64_t *hi, struct img_inl_span *inl);
 	/* Decoding stopped at ip: pid's image has no code there.  May be
 	 * NULL. */
 	void (*no_code)(void *ctx, uint32_t pid, uint64_t ip);
@@ -148,7 +148,7 @@ struct strm {
 	 * the innermost one open at last_ip, and the ip of an event that
 	 * named where the next block begins (segments/ opens the calls
 	 * there itself). */
-	struct dec_inl_span inl_span;
+	struct img_inl_span inl_span;
 	const struct sym_inline *inl_top;
 	bool inl_told;
 	uint64_t inl_told_ip;

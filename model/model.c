@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,19 @@ uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len)
 	return s->nr++;
 }
 
+bool mt_str_find(const struct mt_strtab *s, const char *str, uint32_t *id)
+{
+	size_t len = strlen(str);
+	struct str_key k = {s, str, len};
+	uint64_t v;
+
+	if (!mt_hmap_find_ext(&s->index, mt_hash_bytes(str, len), same_str, &k,
+			      &v))
+		return false;
+	*id = (uint32_t)v;
+	return true;
+}
+
 uint32_t mt_str_intern(struct mt_strtab *s, const char *str)
 {
 	return mt_str_intern_len(s, str, strlen(str));
@@ -71,6 +85,7 @@ void mt_trace_init(struct mt_trace *t)
 {
 	memset(t, 0, sizeof(*t));
 	mt_strtab_init(&t->strs);
+	mt_strtab_init(&t->hit_names);
 	mt_frame_intern(t, 0, 0, 0);
 }
 
@@ -122,6 +137,10 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->frames);
 	mt_hmap_free(&t->frame_index);
 	mt_strtab_free(&t->strs);
+	for (size_t i = 0; i < t->nr_proc_names; i++)
+		free(t->proc_names[i].name);
+	free(t->proc_names);
+	mt_strtab_free(&t->hit_names);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -167,6 +186,39 @@ struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h)
 		return NULL;
 	t->hits[t->nr_hits] = *h;
 	return &t->hits[t->nr_hits++];
+}
+
+struct mt_hit *mt_trace_add_named_hit(struct mt_trace *t,
+				      const struct mt_hit *h, const char *name)
+{
+	struct mt_hit m = *h;
+
+	m.name = mt_str_intern(&t->hit_names, name);
+	return m.name == MT_NONE ? NULL : mt_trace_add_hit(t, &m);
+}
+
+int mt_trace_name_process(struct mt_trace *t, uint32_t pid, const char *name)
+{
+	char *s;
+
+	for (size_t i = 0; i < t->nr_proc_names; i++)
+		if (t->proc_names[i].pid == pid)
+			return 0;
+	if (mt_grow((void **)&t->proc_names, &t->cap_proc_names,
+		    t->nr_proc_names + 1, sizeof(*t->proc_names)) ||
+	    !(s = strdup(name)))
+		return -ENOMEM;
+	t->proc_names[t->nr_proc_names++] =
+		(struct mt_proc_name){.pid = pid, .name = s};
+	return 0;
+}
+
+const char *mt_trace_process_name(const struct mt_trace *t, uint32_t pid)
+{
+	for (size_t i = 0; i < t->nr_proc_names; i++)
+		if (t->proc_names[i].pid == pid)
+			return t->proc_names[i].name;
+	return "";
 }
 
 struct mt_ptwrite *mt_trace_add_ptwrite(struct mt_trace *t,

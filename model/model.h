@@ -33,6 +33,8 @@ void mt_strtab_free(struct mt_strtab *s);
 /* Returns the id of s (adding it if new), or MT_NONE when out of memory. */
 uint32_t mt_str_intern(struct mt_strtab *s, const char *str);
 uint32_t mt_str_intern_len(struct mt_strtab *s, const char *str, size_t len);
+/* Whether str is in s (its id in *id), without adding it. */
+bool mt_str_find(const struct mt_strtab *s, const char *str, uint32_t *id);
 static inline const char *mt_str(const struct mt_strtab *s, uint32_t id)
 {
 	return s->buf + s->off[id];
@@ -98,7 +100,13 @@ struct mt_hit {
 	uint32_t pid, tid;
 	uint64_t ip;
 	int64_t arg;
-	uint32_t name; /* string id: the trigger symbol */
+	uint32_t name; /* id in the trace's hit_names: the trigger symbol */
+};
+
+/* A process's name as the capture gave it (mt_trace.proc_names). */
+struct mt_proc_name {
+	uint32_t pid;
+	char *name;
 };
 
 /* A value the program wrote into the trace (PTWRITE, mt_ptwrite()). */
@@ -167,6 +175,18 @@ struct mt_trace {
 	/* What wrote the capture ("mt-capture VERSION (commit C)", or
 	 * perf's version), for the outputs' metadata; "" when unknown. */
 	char recorded_by[128];
+	/*
+	 * What the capture says before any trace is built, put in when it
+	 * is read (decode/).  Its processes' names stay text until the
+	 * trace uses one (a process gets its name in strs with its first
+	 * traced thread), and its hits' names are a table of their own:
+	 * so strs holds the trace's strings in the order the trace first
+	 * used them, whatever the capture said first.  A writer that lists
+	 * strs lists after them the hits' names that are not among them.
+	 */
+	struct mt_proc_name *proc_names;
+	size_t nr_proc_names, cap_proc_names;
+	struct mt_strtab hit_names;
 };
 
 void mt_trace_init(struct mt_trace *t);
@@ -187,7 +207,14 @@ static inline struct mt_slice *mt_thread_push(struct mt_thread *th,
 	th->slices[th->nr_slices] = *s;
 	return &th->slices[th->nr_slices++];
 }
+/* h->name is an id in t->hit_names (mt_trace_add_named_hit interns it). */
 struct mt_hit *mt_trace_add_hit(struct mt_trace *t, const struct mt_hit *h);
+struct mt_hit *mt_trace_add_named_hit(struct mt_trace *t,
+				      const struct mt_hit *h, const char *name);
+/* pid's name, the first given for it kept.  Returns 0 or -ENOMEM. */
+int mt_trace_name_process(struct mt_trace *t, uint32_t pid, const char *name);
+/* The name the capture gave pid, "" if none. */
+const char *mt_trace_process_name(const struct mt_trace *t, uint32_t pid);
 struct mt_ptwrite *mt_trace_add_ptwrite(struct mt_trace *t,
 					const struct mt_ptwrite *p);
 struct mt_stitch *mt_trace_add_stitch(struct mt_trace *t,

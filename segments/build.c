@@ -26,7 +26,7 @@ struct seg_one {
 };
 
 struct seg_all {
-	struct dec_capture *c;
+	struct img *im;
 	struct mt_trace *t;
 	struct seg_ends_table *ends;
 	struct seg_opts opts;
@@ -36,14 +36,14 @@ struct seg_all {
 	struct seg_one *last;  /* events come in runs of one thread */
 };
 
-static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
+static void symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	const struct seg_one *o = ctx;
 
-	dec_symbolize(o->all->c, o->pid, ip, out);
+	img_symbolize(o->all->im, o->pid, ip, out);
 }
 
-int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
+int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
 		struct seg_ends_table *ends, const struct seg_opts *o)
 {
 	struct seg_all *a = calloc(1, sizeof(*a));
@@ -51,7 +51,7 @@ int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
 	*out = NULL;
 	if (!a)
 		return -ENOMEM;
-	a->c = c;
+	a->im = im;
 	a->t = t;
 	a->ends = ends;
 	if (o)
@@ -90,7 +90,7 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 		have_proc |= a->t->procs[p].pid == d->pid;
 	if ((!have_proc &&
 	     !mt_trace_add_process(a->t, d->pid,
-				   dec_process_name(a->c, d->pid))) ||
+				   mt_trace_process_name(a->t, d->pid))) ||
 	    !mt_trace_add_thread(a->t, d->pid, d->tid, d->comm))
 		return NULL;
 	o = malloc(sizeof(*o));
@@ -142,14 +142,14 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 	return feed(o, time, kind, ip, aux);
 }
 
-int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
+int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
+		   char *err, size_t errlen)
 {
-	size_t n = dec_nr_threads(a->c);
 	int rc = 0;
 
 	/* What came through the arrays. */
-	for (size_t i = 0; i < n && !rc; i++) {
-		struct dec_thread *d = dec_thread_at(a->c, i);
+	for (size_t i = 0; i < nr && !rc; i++) {
+		struct dec_thread *d = &threads[i];
 		struct seg_one *o;
 
 		if (!d->nr)
@@ -173,24 +173,6 @@ int seg_all_finish(struct seg_all *a, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "out of memory while building the call tree");
 		return rc;
-	}
-	return 0;
-}
-
-int seg_add_hits(struct dec_capture *c, struct mt_trace *t)
-{
-	for (size_t i = 0; i < dec_nr_hits(c); i++) {
-		const struct dec_hit *h = dec_hit_at(c, i);
-		struct mt_hit m = {.ts = h->time,
-				   .mark_start = h->mark_start,
-				   .pid = h->pid,
-				   .tid = h->tid,
-				   .ip = h->ip,
-				   .arg = h->arg,
-				   .name = mt_str_intern(&t->strs, h->name)};
-
-		if (m.name == MT_NONE || !mt_trace_add_hit(t, &m))
-			return -ENOMEM;
 	}
 	return 0;
 }

@@ -118,7 +118,7 @@ static const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 {
 	struct sym_ent *e =
 		&b->cache[(ip ^ (ip >> 7) ^ (ip >> 17)) & (SYM_CACHE - 1)];
-	struct dec_sym ds;
+	struct img_sym ds;
 
 	if (e->valid && e->ip == ip)
 		return e;

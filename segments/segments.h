@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "decode/decode.h"
+#include "image/image.h"
 #include "model/model.h"
 
 struct seg_opts {
@@ -62,8 +63,8 @@ struct seg_ends_table {
 
 void seg_ends_free(struct seg_ends_table *e);
 
-/* How the builder names an address: fills out as dec_symbolize() does. */
-typedef void (*seg_symbolize_fn)(void *ctx, uint64_t ip, struct dec_sym *out);
+/* How the builder names an address: fills out as img_symbolize() does. */
+typedef void (*seg_symbolize_fn)(void *ctx, uint64_t ip, struct img_sym *out);
 
 struct seg_builder;
 
@@ -95,18 +96,21 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final);
 size_t seg_stack(const struct seg_builder *b, const char **names, size_t max);
 
 /*
- * Every thread of a capture, one builder each.  Give seg_all_sink (with
- * the seg_all as context) to dec_set_sink() before dec_run() to build as
- * the decoder goes; seg_all_finish() then takes what the decoder left in
- * its arrays and closes every thread.  Processes, threads, slices and
- * segments go to t, the segments' ends to ends (NULL: not kept).
+ * Every thread of a capture, one builder each, naming addresses with im.
+ * Give seg_all_sink (with the seg_all as context) to dec_set_sink() before
+ * dec_run() to build as the decoder goes; seg_all_finish() then takes what
+ * the decoder left in its threads' arrays (threads, nr: dec_threads())
+ * and closes every thread.  Processes (named as t's proc_names say),
+ * threads, slices and segments go to t, the segments' ends to ends
+ * (NULL: not kept).
  */
 struct seg_all;
-int seg_all_new(struct seg_all **out, struct dec_capture *c, struct mt_trace *t,
+int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
 		struct seg_ends_table *ends, const struct seg_opts *o);
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
-int seg_all_finish(struct seg_all *a, char *err, size_t errlen);
+int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
+		   char *err, size_t errlen);
 void seg_all_free(struct seg_all *a);
 
 /*
@@ -122,11 +126,5 @@ int seg_pipe_start(struct seg_pipe **out, struct seg_all *a);
 int seg_pipe_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		  enum dec_kind kind, uint64_t ip, uint64_t aux);
 int seg_pipe_end(struct seg_pipe *p);
-
-/*
- * The capture's trigger hits into t (names interned).  Called after
- * stitching, whose strings come first.  Returns 0, or -ENOMEM.
- */
-int seg_add_hits(struct dec_capture *c, struct mt_trace *t);
 
 #endif

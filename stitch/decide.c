@@ -160,10 +160,11 @@ static void handle_other_activation(const struct thread_state *s,
 	/* The same place is no evidence (the same call site; B resuming
 	 * where A's leaf was), but a leaf back from a child at to must call
 	 * it again for another return to land there. */
-	if (!o || !o->never_reaches || !from || !to ||
+	if (!o || !o->code.never_reaches || !from || !to ||
 	    (from == to && !(leaf && ret_to)))
 		return;
-	m->split = o->never_reaches(o->code_ctx, s->th->pid, from, to, ret_to);
+	m->split = o->code.never_reaches(o->code.ctx, s->th->pid, from, to,
+					 ret_to);
 	/*
 	 * B's frame is another slice than A's: a new call, made by A's
 	 * frame above it once A's frame there returned (from the call site
@@ -180,8 +181,8 @@ static void handle_other_activation(const struct thread_state *s,
 
 		if (pp + 1 != a_pos(m, m->len - 1) || !site ||
 		    site != bv->ip[m->ahead + m->len - 2] ||
-		    !o->never_reaches(o->code_ctx, s->th->pid, site, site,
-				      true))
+		    !o->code.never_reaches(o->code.ctx, s->th->pid, site, site,
+					   true))
 			break;
 		m->len--;
 		m->recalled++;
@@ -200,22 +201,21 @@ static void handle_other_activation(const struct thread_state *s,
  * MAYBE (only through a call it cannot name, a pointer, or code it cannot
  * follow); SURE too where something joins.
  */
-static enum stitch_calls new_call(const struct thread_state *s,
-				  const struct chainv *av,
-				  const struct chainv *bv,
-				  const struct match *m)
+static enum img_calls new_call(const struct thread_state *s,
+			       const struct chainv *av, const struct chainv *bv,
+			       const struct match *m)
 {
 	const struct stitch_opts *o = s->o;
 	size_t p;
 	uint64_t callee;
 
-	if (!m->split || m->len != 1 || m->ahead || !o || !o->calls_to)
-		return STITCH_CALLS_SURE;
+	if (!m->split || m->len != 1 || m->ahead || !o || !o->code.calls_to)
+		return IMG_CALLS_SURE;
 	p = a_pos(m, 0);
 	callee = s->t->frames[s->th->slices[bv->sl[0]].frame].addr;
 	if (!p || !av->ip[p - 1] || !callee)
-		return STITCH_CALLS_SURE;
-	return o->calls_to(o->code_ctx, s->th->pid, av->ip[p - 1], callee);
+		return IMG_CALLS_SURE;
+	return o->code.calls_to(o->code.ctx, s->th->pid, av->ip[p - 1], callee);
 }
 
 /* How the depth was settled, for the reason. */
@@ -343,7 +343,7 @@ int decide(struct thread_state *s, const struct chainv *av,
 		handle_other_activation(s, av, bv, &v.m);
 		*m = v.m;
 		if (!strict || nout == MAX_GIVE_WAY ||
-		    new_call(s, av, bv, m) == STITCH_CALLS_SURE)
+		    new_call(s, av, bv, m) == IMG_CALLS_SURE)
 			break;
 		out[nout++] = (struct align_at){m->off, m->ahead};
 		if (a_pos(m, 0) < part)

@@ -24,12 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image/image.h"
 #include "model/model.h"
 
 struct seg_ends_table; /* segments/segments.h */
-
-/* What the code says of a call a frame could make (calls_to below). */
-enum stitch_calls { STITCH_CALLS_NEVER, STITCH_CALLS_MAYBE, STITCH_CALLS_SURE };
 
 struct stitch_opts {
 	int record_only; /* decide and record, but join nothing */
@@ -42,23 +40,17 @@ struct stitch_opts {
 	void (*unstitched)(void *ctx, uint32_t tid, const char *why);
 	void *ctx;
 	/*
-	 * Whether the code proves that the function around from, with
-	 * control at from, can never get to to in the same activation (with
-	 * ret_to: never make the call that returns to to): no path leads
-	 * there that stays in the function.  A frame of A that was at from
-	 * and a frame of B that was at to (whose child returned to to) are
-	 * then two activations, whatever their names.  May be NULL: nothing
-	 * proven.
+	 * What the program's code says (img_reach_of(), or a stand-in):
+	 * whether the function around from, with control at from, can
+	 * never get to to in the same activation (with ret_to: never make
+	 * the call that returns to to).  A frame of A that was at from and
+	 * a frame of B that was at to (whose child returned to to) are then
+	 * two activations, whatever their names.  And whether it can call
+	 * the function at callee: IMG_CALLS_SURE when a direct call to it is
+	 * on a path, NEVER when the code proves no call can be, MAYBE
+	 * otherwise.  Either may be NULL: nothing proven, MAYBE.
 	 */
-	bool (*never_reaches)(void *ctx, uint32_t pid, uint64_t from,
-			      uint64_t to, bool ret_to);
-	/* Whether the function around from, with control at from, can
-	 * call the function at callee: STITCH_CALLS_SURE when a direct call
-	 * to it is on a path, NEVER when the code proves no call can be,
-	 * MAYBE otherwise.  May be NULL (MAYBE). */
-	enum stitch_calls (*calls_to)(void *ctx, uint32_t pid, uint64_t from,
-				      uint64_t callee);
-	void *code_ctx;
+	struct img_reach code;
 };
 
 /* ends: the frames open at each segment's two ends, as the segment

@@ -64,7 +64,7 @@ static int pf_hit_event(struct pf *w, const struct pf_hitev *e,
 			const struct mt_hit *h, uint64_t track)
 {
 	struct pb_buf *b = &w->pk;
-	const char *name = mt_str(&w->t->strs, h->name);
+	const char *name = mt_str(&w->t->hit_names, h->name);
 	size_t pkt = pf_event_packet(w, e->ts), m;
 
 	m = pb_begin(b, F_TRACK_EVENT);

@@ -577,16 +577,29 @@ static void bind_sid(sqlite3_stmt *st, int i, uint32_t id)
 		sqlite3_bind_null(st, i);
 }
 
-/* The model's string table, which slice_raw's name and dso ids index. */
+/* The model's string table, which slice_raw's name and dso ids index,
+ * then the hits' names that are not in it. */
 static int write_strings(struct sq *w)
 {
+	const struct mt_trace *t = w->t;
 	sqlite3_stmt *st = w->stmts[S_STRING];
+	uint32_t next = t->strs.nr, id;
 	int rc;
 
-	for (uint32_t i = 1; i < w->t->strs.nr; i++) {
+	for (uint32_t i = 1; i < t->strs.nr; i++) {
 		sqlite3_bind_int64(st, 1, i);
-		sqlite3_bind_text(st, 2, mt_str(&w->t->strs, i), -1,
+		sqlite3_bind_text(st, 2, mt_str(&t->strs, i), -1,
 				  SQLITE_STATIC);
+		if ((rc = step(w, st)))
+			return rc;
+	}
+	for (uint32_t i = 1; i < t->hit_names.nr; i++) {
+		const char *name = mt_str(&t->hit_names, i);
+
+		if (mt_str_find(&t->strs, name, &id))
+			continue;
+		sqlite3_bind_int64(st, 1, next++);
+		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 		if ((rc = step(w, st)))
 			return rc;
 	}
@@ -769,7 +782,11 @@ static int write_extras(struct sq *w)
 		bind_utid(w, st, 6, h->tid);
 		bind_u64(st, 7, h->ip);
 		sqlite3_bind_int64(st, 8, h->arg);
-		bind_str(w, st, 9, h->name);
+		if (h->name)
+			sqlite3_bind_text(st, 9, mt_str(&t->hit_names, h->name),
+					  -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 9);
 		if ((rc = step(w, st)))
 			return rc;
 	}
@@ -891,7 +908,7 @@ static int check_strings(struct sq *w)
 		if (t->stitches[i].reason >= nr)
 			goto bad;
 	for (i = 0; i < t->nr_hits; i++)
-		if (t->hits[i].name >= nr)
+		if (t->hits[i].name >= t->hit_names.nr)
 			goto bad;
 	return 0;
 bad:

@@ -22,7 +22,7 @@ COV_CFLAGS := $(BASE) -fsanitize=address
 COV    := -fsanitize=fuzzer-no-link
 include libs.mk
 
-LIB_DIRS := util perfdata model decode symbols report segments stitch regions stats writers convert
+LIB_DIRS := util perfdata model image decode symbols report segments stitch regions stats writers convert
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 COV_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/cov/%.o)

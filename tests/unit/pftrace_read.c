@@ -770,7 +770,7 @@ static struct rec *model_records(const struct mt_trace *t, uint32_t max_depth,
 		const struct mt_hit *h = &t->hits[i];
 		struct rec *e = &v[k++];
 		int instant = !h->mark_start || h->mark_start >= h->ts;
-		const char *name = mt_str(&t->strs, h->name);
+		const char *name = mt_str(&t->hit_names, h->name);
 
 		e->tid = h->tid;
 		e->level = UINT32_MAX;

@@ -232,12 +232,14 @@ void build_model(struct mt_trace *t)
 			 .tid = 101,
 			 .ip = 0x401500,
 			 .arg = -7,
-			 .name = mt_str_intern(&t->strs, "mt_take_snapshot")},
+			 .name = mt_str_intern(&t->hit_names,
+					       "mt_take_snapshot")},
 			{.ts = 6000,
 			 .pid = 7,
 			 .tid = 7,
 			 .ip = 1,
-			 .name = mt_str_intern(&t->strs, "mt_take_snapshot")},
+			 .name = mt_str_intern(&t->hit_names,
+					       "mt_take_snapshot")},
 		};
 		for (size_t i = 0; i < sizeof(g) / sizeof(*g); i++)
 			if (!mt_trace_add_segment(t, &g[i]))

@@ -184,7 +184,7 @@ static void test_outputs_and_stages(struct check_state *st)
 	CHECKF(st,
 	       strstr(seen.log,
 		      "o0 o1 o2 s:outputs s:read s:decode "
-		      "s:segments s:stitch s:hits s:perfetto "
+		      "s:segments s:stitch s:perfetto "
 		      "s:sqlite c+ o0 p0 c- s:commit o0 p0 ") == seen.log,
 	       "%s", seen.log);
 	CHECK(st, seen.missing == 0);

@@ -227,6 +227,34 @@ static void test_thread_lookup(struct check_state *cs)
 	mt_trace_free(&t);
 }
 
+/*
+ * What the capture says before any trace: a process keeps the first name
+ * given for it, an unknown one has "", and none of it is in strs; hits'
+ * names are interned apart, and mt_str_find() finds without adding.
+ */
+static void test_capture_facts(struct check_state *cs)
+{
+	struct mt_trace t;
+	uint32_t strs, id = 0;
+	const struct mt_hit *h;
+
+	mt_trace_init(&t);
+	strs = t.strs.nr;
+	CHECK(cs, mt_trace_name_process(&t, 7, "prog") == 0);
+	CHECK(cs, mt_trace_name_process(&t, 7, "other") == 0);
+	CHECK(cs, mt_trace_name_process(&t, 8, "") == 0);
+	CHECK(cs, !strcmp(mt_trace_process_name(&t, 7), "prog"));
+	CHECK(cs, !strcmp(mt_trace_process_name(&t, 8), ""));
+	CHECK(cs, !strcmp(mt_trace_process_name(&t, 9), ""));
+	h = mt_trace_add_named_hit(&t, &(struct mt_hit){.ts = 5}, "trig");
+	CHECK(cs, h && h->ts == 5 &&
+			  !strcmp(mt_str(&t.hit_names, h->name), "trig"));
+	CHECK(cs, t.strs.nr == strs);
+	CHECK(cs, !mt_str_find(&t.strs, "prog", &id) && t.strs.nr == strs);
+	CHECK(cs, mt_str_find(&t.hit_names, "trig", &id) && id == h->name);
+	mt_trace_free(&t);
+}
+
 static void test_grow(struct check_state *cs)
 {
 	uint32_t *v = NULL, *old;
@@ -276,6 +304,7 @@ int main(void)
 	RUN(&st, test_trace_add);
 	RUN(&st, test_thread_push);
 	RUN(&st, test_thread_lookup);
+	RUN(&st, test_capture_facts);
 	RUN(&st, test_grow);
 	return CHECK_DONE(&st);
 }

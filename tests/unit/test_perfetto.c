@@ -129,8 +129,7 @@ static void add_hit(struct mt_trace *t, uint64_t mark, uint64_t ts,
 	h.tid = tid;
 	h.ip = 0x401234 + ts;
 	h.arg = arg;
-	h.name = str_id(t, name);
-	if (!mt_trace_add_hit(t, &h))
+	if (!mt_trace_add_named_hit(t, &h, name))
 		exit(2);
 }
 

@@ -20,7 +20,7 @@
 #define FN(k)	   ((uint64_t)(k)*0x1000)
 #define AT(k, off) (FN(k) + (off))
 
-static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+static void fake_sym(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	uint64_t k = ip / 0x1000;
 
@@ -652,7 +652,7 @@ static void test_anchor_after_syscall(struct check_state *st)
 static const struct sym_inline inl_g = {.name = "g"};
 static const struct sym_inline inl_h = {.name = "h", .up = &inl_g, .depth = 1};
 
-static void inl_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+static void inl_sym(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	uint64_t off = ip - FN(7);
 
@@ -692,93 +692,6 @@ static void test_inlined(struct check_state *st)
 	teardown(&f);
 }
 
-static void test_call_len(struct check_state *st)
-{
-	static const struct {
-		uint8_t b[15];
-		size_t n;
-		unsigned len;
-	} c[] = {
-		{{0xe8, 1, 2, 3, 4}, 5, 5},		/* call rel32 */
-		{{0xff, 0xd0}, 2, 2},			/* call *%rax */
-		{{0x41, 0xff, 0xd0}, 3, 3},		/* call *%r8 */
-		{{0xff, 0x15, 1, 2, 3, 4}, 6, 6},	/* call *x(%rip) */
-		{{0xff, 0x14, 0x25, 1, 2, 3, 4}, 7, 7}, /* call *abs32 */
-		{{0xff, 0x50, 0x08}, 3, 3},		/* call *8(%rax) */
-		{{0xff, 0x54, 0x24, 0x08}, 4, 4},	/* call *8(%rsp) */
-		{{0xff, 0x90, 1, 2, 3, 4}, 6, 6},	/* disp32(%rax) */
-		{{0x3e, 0xff, 0xd0}, 3, 3},		/* notrack */
-		{{0xf2, 0xe8, 1, 2, 3, 4}, 6, 6},	/* bnd call */
-		{{0x64, 0xff, 0x14, 0x25, 1, 2, 3, 4}, 8, 8},
-		{{0xff, 0x18}, 2, 2},		  /* lcall *(%rax) */
-		{{0xff, 0x5c, 0x24, 0x08}, 4, 4}, /* lcall *8(%rsp) */
-		{{0x9a, 1, 2, 3, 4, 5, 6}, 7, 7}, /* lcall $6,$4 (32) */
-		{{0x0f, 0x05}, 2, 2},		  /* syscall */
-		{{0x0f, 0x34}, 2, 2},		  /* sysenter */
-		{{0xcd, 0x80}, 2, 2},		  /* int $0x80 */
-		{{0xcc}, 1, 1},			  /* int3 */
-		{{0xff, 0x20}, 2, 0},		  /* jmp *(%rax) */
-		{{0x0f, 0x07}, 2, 0},		  /* sysret */
-		{{0x90}, 1, 0},
-		{{0xe8, 1, 2}, 3, 0}, /* cut short */
-	};
-
-	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++)
-		CHECKF(st, dec_call_len(c[i].b, c[i].n) == c[i].len,
-		       "case %zu: %u", i, dec_call_len(c[i].b, c[i].n));
-}
-
-static void test_branch_bytes(struct check_state *st)
-{
-	static const struct {
-		uint8_t b[15];
-		size_t n;
-		bool ok;
-		uint64_t to;
-	} c[] = {
-		{{0xe8, 0xfb, 0xff, 0xff, 0xff}, 5, true, 0x1000}, /* call . */
-		{{0xe9, 0x10, 0, 0, 0}, 5, true, 0x1015},	   /* jmp */
-		{{0xeb, 0xfe}, 2, true, 0x1000},		   /* jmp . */
-		{{0xeb, 0x80}, 2, true, 0x1000 + 2 - 128},
-		{{0xf2, 0xe9, 0, 1, 0, 0}, 6, true, 0x1106}, /* bnd jmp */
-		{{0x3e, 0xe8, 0, 0, 0, 0}, 6, true, 0x1006}, /* hinted */
-		{{0xf2, 0xeb, 0x02}, 3, true, 0x1005},	     /* bnd jmp8 */
-		{{0xe9, 1, 2}, 3, false, 0},		     /* cut short */
-		{{0xff, 0xe0}, 2, false, 0},		     /* jmp *%rax */
-		{{0xc3}, 1, false, 0},
-		{{0}, 0, false, 0},
-	};
-	static const uint8_t ind[][4] = {
-		{0xff, 0xe0},
-		{0x3e, 0xff, 0xe0},
-		{0x41, 0xff, 0xe0},
-		{0xf2, 0xff, 0x20},
-	};
-	static const uint8_t not_ind[][2] = {{0xff, 0xd0}, {0xe9, 0}, {0xc3}};
-	static const uint8_t sys[][2] = {
-		{0x0f, 0x05}, {0x0f, 0x34}, {0xcd, 0x80}};
-
-	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++) {
-		uint64_t to = 0;
-		bool ok = dec_direct_target(c[i].b, c[i].n, 0x1000, &to);
-
-		CHECKF(st, ok == c[i].ok && (!ok || to == c[i].to),
-		       "case %zu: %d %#" PRIx64, i, ok, to);
-	}
-	for (size_t i = 0; i < sizeof(ind) / sizeof(*ind); i++)
-		CHECKF(st, dec_is_indirect_jump(ind[i], 4), "indirect %zu", i);
-	for (size_t i = 0; i < sizeof(not_ind) / sizeof(*not_ind); i++)
-		CHECKF(st, !dec_is_indirect_jump(not_ind[i], 2),
-		       "not indirect %zu", i);
-	for (size_t i = 0; i < sizeof(sys) / sizeof(*sys); i++)
-		CHECKF(st, dec_is_syscall(sys[i], 2), "syscall %zu", i);
-	CHECK(st, !dec_is_syscall((const uint8_t[]){0xcd, 0x03}, 2));
-	CHECK(st,
-	      dec_soft_interrupt_len((const uint8_t[]){0xcd, 0x03}, 2) == 2);
-	CHECK(st, dec_soft_interrupt_len((const uint8_t[]){0xcc}, 1) == 1);
-	CHECK(st, !dec_soft_interrupt_len((const uint8_t[]){0xe8, 0}, 2));
-}
-
 int main(void)
 {
 	struct check_state st = {0};
@@ -804,7 +717,5 @@ int main(void)
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
 	RUN(&st, test_inlined);
-	RUN(&st, test_call_len);
-	RUN(&st, test_branch_bytes);
 	return CHECK_DONE(&st);
 }

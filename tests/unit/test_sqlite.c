@@ -637,6 +637,50 @@ static void test_metadata(struct check_state *cs)
 	mt_trace_free(&t);
 }
 
+/*
+ * The hits' names are the model's table apart (mt_trace.hit_names):
+ * strings lists the trace's strings first, in their ids, then the hits'
+ * names that are not among them, each once; a hit's row has its name.
+ */
+static void test_hit_names(struct check_state *cs)
+{
+	struct mt_trace t;
+	const char *names[] = {"f", "trig", "trig", ""};
+	char dir[64], path[128], err[256];
+	uint32_t nr;
+	sqlite3 *db;
+
+	mt_trace_init(&t);
+	CHECK(cs, mt_str_intern(&t.strs, "f") != MT_NONE &&
+			  mt_str_intern(&t.strs, "g") != MT_NONE);
+	nr = t.strs.nr;
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		CHECK(cs, mt_trace_add_named_hit(
+				  &t, &(struct mt_hit){.ts = 10 + i, .tid = 1},
+				  names[i]));
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/hits.sqlite", dir);
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	CHECK(cs, db);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM strings", -1) == nr);
+	CHECK(cs, q_int(db, "SELECT id FROM strings WHERE str = 'g'", -1) ==
+			  nr - 1);
+	CHECK(cs,
+	      q_int(db, "SELECT id FROM strings WHERE str = 'trig'", -1) == nr);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM strings WHERE str = 'f'",
+			-1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM hit WHERE name = 'trig'",
+			-1) == 2);
+	CHECK(cs,
+	      q_int(db, "SELECT count(*) FROM hit WHERE name = 'f'", -1) == 1);
+	CHECK(cs, q_int(db, "SELECT count(*) FROM hit WHERE name IS NULL",
+			-1) == 1);
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
 /* Whether the file at path is a database holding n slices. */
 static int has_slices(const char *path, int64_t n)
 {
@@ -867,6 +911,7 @@ int main(void)
 	RUN(&st, test_roundtrip);
 	RUN(&st, test_empty);
 	RUN(&st, test_metadata);
+	RUN(&st, test_hit_names);
 	RUN(&st, test_errors);
 	RUN(&st, test_unsorted);
 	RUN(&st, test_bench);

@@ -19,7 +19,7 @@
 /* f12 inlined g at [0x100, 0x200). */
 static const struct sym_inline inl_g = {.name = "g"};
 
-static void fake_sym(void *ctx, uint64_t ip, struct dec_sym *out)
+static void fake_sym(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	uint64_t k = ip / 0x1000, off = ip % 0x1000;
 
@@ -875,13 +875,13 @@ static bool nothing_back(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
 	return true;
 }
 
-static enum stitch_calls f5_calls(void *ctx, uint32_t pid, uint64_t from,
-				  uint64_t callee)
+static enum img_calls f5_calls(void *ctx, uint32_t pid, uint64_t from,
+			       uint64_t callee)
 {
 	(void)ctx;
 	(void)pid;
-	return callee == FN(5) && from == AT(5, 0x15) ? STITCH_CALLS_SURE
-						      : STITCH_CALLS_MAYBE;
+	return callee == FN(5) && from == AT(5, 0x15) ? IMG_CALLS_SURE
+						      : IMG_CALLS_MAYBE;
 }
 
 /*
@@ -901,8 +901,8 @@ static void test_new_call_likelier(struct check_state *st)
 		{DEC_OVERFLOW, AT(5, 0x30), 0}, {DEC_RESUME, AT(5, 0x40), 0},
 		{DEC_RET, AT(5, 0x15), 0},	{DEC_RET, AT(5, 0x15), 0},
 	};
-	const struct stitch_opts so = {.never_reaches = nothing_back,
-				       .calls_to = f5_calls};
+	const struct stitch_opts so = {
+		.code = {.never_reaches = nothing_back, .calls_to = f5_calls}};
 
 	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
 		 "0:f1:j:e 1:f5:j:e:d 2:f5:j:e:d 3:f5:e:d 3:gap:d "
@@ -927,7 +927,7 @@ static void test_new_calls_up_to_a_loop(struct check_state *st)
 		{DEC_RET, AT(2, 0x15), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
-	const struct stitch_opts so = {.never_reaches = f1_loops};
+	const struct stitch_opts so = {.code = {.never_reaches = f1_loops}};
 
 	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
 		 "0:f1:j:e 1:f2:e:d 2:f3:e:d 1:gap:d 1:f2:d 2:f3:d",
@@ -991,7 +991,7 @@ static void test_inlined_caller_learnt_later(struct check_state *st)
 		{DEC_RET, AT(12, 0x120), 0},
 		{DEC_RET, AT(1, 0x15), 0},
 	};
-	const struct stitch_opts so = {.never_reaches = f2_goes_on};
+	const struct stitch_opts so = {.code = {.never_reaches = f2_goes_on}};
 
 	run_with(st, evs, sizeof(evs) / sizeof(*evs), &so,
 		 "0:f1:j:e 1:f12:j 2:g:e 3:f2:e:d 4:f3:e:d 2:gap "
@@ -1100,7 +1100,7 @@ static void test_longjmp_step_other_call(struct check_state *st)
 		{DEC_OVERFLOW, AT(4, 0x50), 0},
 		{DEC_IJUMP, AT(1, 0x60), AT(4, 0x70)},
 	};
-	const struct stitch_opts so = {.never_reaches = nothing_back};
+	const struct stitch_opts so = {.code = {.never_reaches = nothing_back}};
 
 	run_with(
 		st, e, sizeof(e) / sizeof(*e), &so,
@@ -1319,7 +1319,7 @@ static void test_recursion_across_second_root(struct check_state *st)
 		{DEC_CALL, FN(2), AT(2, 0x15)},
 	};
 	const char *why = NULL;
-	struct stitch_opts so = {.never_reaches = nothing_back,
+	struct stitch_opts so = {.code = {.never_reaches = nothing_back},
 				 .unstitched = note_why,
 				 .ctx = &why};
 

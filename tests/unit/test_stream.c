@@ -111,7 +111,7 @@ static size_t rig_read_code(void *ctx, int isid, uint64_t ip, uint8_t *b,
 }
 
 static void rig_range(void *ctx, uint32_t pid, uint64_t ip, uint64_t *lo,
-		      uint64_t *hi, struct dec_inl_span *inl)
+		      uint64_t *hi, struct img_inl_span *inl)
 {
 	(void)ctx;
 	(void)pid;

@@ -16,7 +16,7 @@
  * overrides, which double as branch hints and notrack, operand and
  * address size, lock, rep/bnd) and then one REX.
  */
-#include "decode/decode.h"
+#include "image/image.h"
 
 #include <stdbool.h>
 
@@ -77,7 +77,7 @@ static size_t skip_prefixes(const uint8_t *b, size_t n, bool *opsize)
 	return i;
 }
 
-unsigned dec_call_len(const uint8_t *b, size_t n)
+unsigned img_call_len(const uint8_t *b, size_t n)
 {
 	size_t i, len;
 	bool opsize;
@@ -125,7 +125,7 @@ static int32_t rel32(const uint8_t *b)
 			 (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
 }
 
-bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out)
+bool img_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out)
 {
 	bool opsize;
 	size_t i = skip_prefixes(b, n, &opsize);
@@ -133,7 +133,7 @@ bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out)
 	if (i >= n)
 		return false;
 	/* rel32 whatever the operand size: 64-bit code ignores 66 on near
-	 * branches (as dec_call_len assumes). */
+	 * branches (as img_call_len assumes). */
 	if ((b[i] == 0xe8 || b[i] == 0xe9) && i + 5 <= n) {
 		*out = ip + i + 5 + (uint64_t)(int64_t)rel32(b + i + 1);
 		return true;
@@ -145,7 +145,7 @@ bool dec_direct_target(const uint8_t *b, size_t n, uint64_t ip, uint64_t *out)
 	return false;
 }
 
-bool dec_is_indirect_jump(const uint8_t *b, size_t n)
+bool img_is_indirect_jump(const uint8_t *b, size_t n)
 {
 	bool opsize;
 	size_t i = skip_prefixes(b, n, &opsize);
@@ -153,13 +153,13 @@ bool dec_is_indirect_jump(const uint8_t *b, size_t n)
 	return i + 1 < n && b[i] == 0xff && ((b[i + 1] >> 3) & 7) == 4;
 }
 
-bool dec_is_syscall(const uint8_t *b, size_t n)
+bool img_is_syscall(const uint8_t *b, size_t n)
 {
 	return n >= 2 && ((b[0] == 0x0f && (b[1] == 0x05 || b[1] == 0x34)) ||
 			  (b[0] == 0xcd && b[1] == 0x80));
 }
 
-bool dec_is_far_return(const uint8_t *b, size_t n)
+bool img_is_far_return(const uint8_t *b, size_t n)
 {
 	bool opsize;
 	size_t i = skip_prefixes(b, n, &opsize);
@@ -173,9 +173,9 @@ bool dec_is_far_return(const uint8_t *b, size_t n)
 	       (b[i + 1] == 0x07 || b[i + 1] == 0x35);
 }
 
-unsigned dec_soft_interrupt_len(const uint8_t *b, size_t n)
+unsigned img_soft_interrupt_len(const uint8_t *b, size_t n)
 {
 	if (!n || !(b[0] == 0xcc || b[0] == 0xcd || b[0] == 0xce))
 		return 0;
-	return dec_call_len(b, n);
+	return img_call_len(b, n);
 }

@@ -11,7 +11,7 @@
  * ADDR with a FILE is an offset in that file, mapped where the process
  * mapped the file.
  */
-#include "decode/dec_internal.h"
+#include "image/img_internal.h"
 #include "util/util.h"
 
 #include <stdio.h>
@@ -22,13 +22,13 @@ enum { NR_RANGES = 4 };
 
 /* Runtime address of file offset off in path for pid's mappings; false
  * when no mapping of that file covers it. */
-static bool file_address(const struct dec_capture *c, uint32_t pid,
-			 const char *path, uint64_t off, uint64_t *out)
+static bool file_address(const struct img *c, uint32_t pid, const char *path,
+			 uint64_t off, uint64_t *out)
 {
-	uint32_t owner = dec_map_owner(c, pid);
+	uint32_t owner = img_map_owner(c, pid);
 
 	for (size_t i = c->nr_maps; i-- > 0;) {
-		const struct dec_map *m = &c->maps[i];
+		const struct img_map *m = &c->maps[i];
 
 		if (m->pid != owner || strcmp(c->dsos[m->dso].path, path))
 			continue;
@@ -65,9 +65,8 @@ static void set_filter_range(struct pt_conf_addr_filter *f, unsigned n,
 
 /* One "ADDR[/SIZE][@FILE]" as range n; a range no mapping covers stays
  * off (it still takes its place: the kernel numbers them in order). */
-static void parse_range(const struct dec_capture *c, uint32_t pid,
-			const char *spec, uint32_t cfg, unsigned n,
-			struct pt_conf_addr_filter *f)
+static void parse_range(const struct img *c, uint32_t pid, const char *spec,
+			uint32_t cfg, unsigned n, struct pt_conf_addr_filter *f)
 {
 	const char *file = strchr(spec, '@'), *end = spec;
 	uint64_t addr, size = 0;
@@ -86,7 +85,7 @@ static void parse_range(const struct dec_capture *c, uint32_t pid,
 	set_filter_range(f, n, cfg, addr, addr + (size ? size - 1 : 0));
 }
 
-void dec_addr_filter(const struct dec_capture *c, uint32_t pid,
+void img_addr_filter(const struct img *c, uint32_t pid,
 		     struct pt_conf_addr_filter *f)
 {
 	char buf[sizeof(c->pt.filter)], *save = NULL, *tok;

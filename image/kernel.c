@@ -9,10 +9,10 @@
  * A capture that traced the kernel but carries no code for it cannot be
  * decoded there, and libipt would stop at every system call and lose the
  * trace to the next PSB.  Its kernel stretches are taken out of the
- * packets instead (dec_kernel_strip), so that the trace reads as the
+ * packets instead (img_kernel_strip), so that the trace reads as the
  * user-only trace it contains, and the kernel's time shows as [kernel].
  */
-#include "decode/dec_internal.h"
+#include "image/img_internal.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -21,21 +21,21 @@
 #include <string.h>
 #include <unistd.h>
 
-struct dec_kseg {
+struct img_kseg {
 	uint64_t start, len;
 	char path[32]; /* our temporary copy, for libipt */
 	int isid;
 };
 
-struct dec_kernel {
+struct img_kernel {
 	bool traced; /* the intel_pt event did not exclude the kernel */
 	struct sym_kallsyms *syms;
-	struct dec_kseg *segs;
+	struct img_kseg *segs;
 	size_t nr_segs, cap_segs;
 	bool strip; /* traced, and no code to decode it with */
 };
 
-bool dec_is_kernel_ip(uint64_t ip)
+bool img_is_kernel_ip(uint64_t ip)
 {
 	/* The upper half of the canonical address space. */
 	return (int64_t)ip < 0;
@@ -43,10 +43,10 @@ bool dec_is_kernel_ip(uint64_t ip)
 
 /* libipt reads sections from files: the code goes to a temporary one.
  * Returns 0, or a negative errno value with one line in err. */
-static int add_seg(struct dec_capture *c, struct dec_kernel *k,
+static int add_seg(struct img *c, struct img_kernel *k,
 		   const struct pd_ext_kcode *kc, char *err, size_t errlen)
 {
-	struct dec_kseg *s;
+	struct img_kseg *s;
 	int fd, isid;
 	bool ok;
 
@@ -81,12 +81,12 @@ static int add_seg(struct dec_capture *c, struct dec_kernel *k,
 	k->nr_segs++;
 	isid = pt_iscache_add_file(c->iscache, s->path, 0, kc->len, kc->start);
 	if (isid < 0)
-		return dec_pt_error(isid, err, errlen, c->path, "kernel code");
+		return img_pt_error(isid, err, errlen, c->path, "kernel code");
 	s->isid = isid;
 	return 0;
 }
 
-static bool kernel_traced(const struct dec_capture *c)
+static bool kernel_traced(const struct img *c)
 {
 	for (size_t i = 0; i < pd_nr_attrs(c->pd); i++) {
 		const struct pd_attr *a = pd_get_attr(c->pd, i);
@@ -98,7 +98,7 @@ static bool kernel_traced(const struct dec_capture *c)
 }
 
 /* Says once what kernel code lacks, when the kernel was traced. */
-static int say_missing(struct dec_capture *c, const char *why)
+static int say_missing(struct img *c, const char *why)
 {
 	char line[640];
 
@@ -106,12 +106,12 @@ static int say_missing(struct dec_capture *c, const char *why)
 		 "%s: the kernel was traced but %s: kernel time shows as "
 		 "[kernel] (capture as root on a kernel with /proc/kcore)",
 		 c->path, why);
-	return dec_add_missing(c, line);
+	return img_add_missing(c, line);
 }
 
-int dec_kernel_load(struct dec_capture *c, char *err, size_t errlen)
+int img_kernel_load(struct img *c, char *err, size_t errlen)
 {
-	struct dec_kernel *k = calloc(1, sizeof(*k));
+	struct img_kernel *k = calloc(1, sizeof(*k));
 	const char *text = NULL;
 	uint64_t text_len = 0;
 	struct pd_err perr;
@@ -179,9 +179,9 @@ nomem:
 	return -ENOMEM;
 }
 
-int dec_kernel_image(struct dec_capture *c, struct pt_image *img)
+int img_kernel_image(struct img *c, struct pt_image *img)
 {
-	const struct dec_kernel *k = c->kernel;
+	const struct img_kernel *k = c->kernel;
 
 	for (size_t i = 0; k && i < k->nr_segs; i++) {
 		int rc = pt_image_add_cached(img, c->iscache, k->segs[i].isid,
@@ -192,14 +192,14 @@ int dec_kernel_image(struct dec_capture *c, struct pt_image *img)
 	return 0;
 }
 
-bool dec_kernel_needs_strip(const struct dec_capture *c)
+bool img_kernel_needs_strip(const struct img *c)
 {
 	return c->kernel && c->kernel->strip;
 }
 
-void dec_kernel_free(struct dec_capture *c)
+void img_kernel_free(struct img *c)
 {
-	struct dec_kernel *k = c->kernel;
+	struct img_kernel *k = c->kernel;
 
 	if (!k)
 		return;
@@ -211,14 +211,13 @@ void dec_kernel_free(struct dec_capture *c)
 	c->kernel = NULL;
 }
 
-bool dec_kernel_symbolize(const struct dec_capture *c, uint64_t ip,
-			  struct dec_sym *out)
+bool img_kernel_symbolize(const struct img *c, uint64_t ip, struct img_sym *out)
 {
-	const struct dec_kernel *k = c->kernel;
+	const struct img_kernel *k = c->kernel;
 	const struct sym *s;
 	const char *dso;
 
-	if (!dec_is_kernel_ip(ip) || !k)
+	if (!img_is_kernel_ip(ip) || !k)
 		return false;
 	s = k->syms ? sym_kallsyms_lookup(k->syms, ip, &dso) : NULL;
 	if (!s) {
@@ -239,7 +238,7 @@ bool dec_kernel_symbolize(const struct dec_capture *c, uint64_t ip,
 	/* kallsyms has no sizes: a function ends where its code does at
 	 * the latest (the kernel's last, a module's last). */
 	for (size_t i = 0; i < k->nr_segs; i++) {
-		const struct dec_kseg *g = &k->segs[i];
+		const struct img_kseg *g = &k->segs[i];
 
 		if (ip >= g->start && ip - g->start < g->len &&
 		    out->end - g->start > g->len)
@@ -248,12 +247,12 @@ bool dec_kernel_symbolize(const struct dec_capture *c, uint64_t ip,
 	return true;
 }
 
-bool dec_kernel_range(const struct dec_capture *c, uint64_t ip, uint64_t *lo,
+bool img_kernel_range(const struct img *c, uint64_t ip, uint64_t *lo,
 		      uint64_t *hi)
 {
-	struct dec_sym s;
+	struct img_sym s;
 
-	if (!dec_kernel_symbolize(c, ip, &s))
+	if (!img_kernel_symbolize(c, ip, &s))
 		return false;
 	*lo = s.start;
 	*hi = s.end;

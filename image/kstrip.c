@@ -14,7 +14,7 @@
  * bits), so the IPs libipt decompresses after a stretch taken out are
  * the hardware's.
  */
-#include "decode/dec_internal.h"
+#include "image/img_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -79,7 +79,7 @@ static void strip_packet(struct strip *s, const struct pt_packet *p,
 	case ppt_fup:
 	case ppt_tip_pge:
 		ip = full_ip(s, &p->payload.ip);
-		if (ip ? dec_is_kernel_ip(ip) : s->kernel) {
+		if (ip ? img_is_kernel_ip(ip) : s->kernel) {
 			pad(s, off, size);
 			s->kernel = true;
 		} else {
@@ -88,12 +88,12 @@ static void strip_packet(struct strip *s, const struct pt_packet *p,
 		break;
 	case ppt_tip:
 		ip = full_ip(s, &p->payload.ip);
-		if (s->kernel && ip && !dec_is_kernel_ip(ip)) {
+		if (s->kernel && ip && !img_is_kernel_ip(ip)) {
 			retype(s, off, 0x11); /* TIP.PGE: back in user space */
 			s->kernel = false;
 		} else if (s->kernel) {
 			pad(s, off, size);
-		} else if (ip && dec_is_kernel_ip(ip)) {
+		} else if (ip && img_is_kernel_ip(ip)) {
 			retype(s, off, 0x01); /* TIP.PGD: into the kernel */
 			s->kernel = true;
 		}
@@ -119,15 +119,15 @@ static void strip_packet(struct strip *s, const struct pt_packet *p,
 	}
 }
 
-int dec_kernel_strip(const struct dec_capture *c, const uint8_t **buf,
-		     size_t len, uint8_t **owned)
+int img_kernel_strip(const struct img *c, const uint8_t **buf, size_t len,
+		     uint8_t **owned)
 {
 	struct pt_packet_decoder *d;
 	struct pt_config cfg;
 	struct strip s = {0};
 
 	*owned = NULL;
-	if (!dec_kernel_needs_strip(c) || !len)
+	if (!img_kernel_needs_strip(c) || !len)
 		return 0;
 	s.buf = malloc(len);
 	if (!s.buf)

@@ -26,13 +26,13 @@
  * which arrives where no edge leads.
  *
  * The same walk answers whether the function, from from, can call a given
- * one (dec_calls_to()): for sure where a direct call to it is on a path;
+ * one (img_calls_to()): for sure where a direct call to it is on a path;
  * never where every path was followed and every call on them is to
  * another function by name; maybe where a call through a register, a
  * memory slot or a PLT stub could be to it, or a path went where the
  * walk cannot follow.
  */
-#include "decode/dec_internal.h"
+#include "image/img_internal.h"
 #include "util/util.h"
 
 #include <capstone/capstone.h>
@@ -45,7 +45,7 @@
 
 /* One answer: to is the callee for a walk that looks for calls; the
  * answer is an enum walk. */
-struct dec_reach_ent {
+struct img_reach_ent {
 	uint64_t from, to;
 	uint32_t pid;
 	bool used, ret_to, calls;
@@ -77,16 +77,16 @@ static bool returns_twice(const char *name)
 }
 
 struct named {
-	struct dec_capture *c;
+	struct img *c;
 	uint32_t pid;
 };
 
 static bool calls_returns_twice(void *ctx, uint64_t target)
 {
 	const struct named *nm = ctx;
-	struct dec_sym ds;
+	struct img_sym ds;
 
-	dec_symbolize(nm->c, nm->pid, target, &ds);
+	img_symbolize(nm->c, nm->pid, target, &ds);
 	return ds.known && returns_twice(ds.name);
 }
 
@@ -95,11 +95,11 @@ static bool calls_returns_twice(void *ctx, uint64_t target)
 static bool calls_other_fn(void *ctx, uint64_t target, uint64_t callee)
 {
 	const struct named *nm = ctx;
-	struct dec_sym ds;
+	struct img_sym ds;
 
 	if (target == callee)
 		return false;
-	dec_symbolize(nm->c, nm->pid, target, &ds);
+	img_symbolize(nm->c, nm->pid, target, &ds);
 	return ds.known && ds.start == target && !strstr(ds.name, "@plt");
 }
 
@@ -119,7 +119,7 @@ static bool branch_target(const cs_insn *in, uint64_t *to)
 enum walk { WALK_NEVER, WALK_MAYBE, WALK_SURE };
 
 struct walker {
-	const struct dec_code *c;
+	const struct img_code *c;
 	uint64_t lo, hi; /* the function's code, at code */
 	const uint8_t *code;
 	uint64_t to;
@@ -246,9 +246,9 @@ static bool call_ends_at(struct walker *w, uint64_t to)
 }
 
 /* The landing pad an exception out of the instruction at pc goes to, or
- * 0.  A call site's range begins its struct dec_lp as a struct mt_range
+ * 0.  A call site's range begins its struct img_lp as a struct mt_range
  * does. */
-static uint64_t pad_of(const struct dec_code *c, uint64_t pc)
+static uint64_t pad_of(const struct img_code *c, uint64_t pc)
 {
 	long i = mt_range_at(c->lps, c->nr_lps, sizeof(*c->lps), pc);
 
@@ -305,8 +305,7 @@ static enum walk walk(struct walker *w, uint64_t from)
 	return w->unsure ? WALK_MAYBE : WALK_NEVER;
 }
 
-static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
-		     uint8_t *buf)
+static bool read_all(struct img *c, const struct img_fn_code *f, uint8_t *buf)
 {
 	uint64_t n = f->hi - f->lo, got = 0;
 
@@ -323,7 +322,7 @@ static bool read_all(struct dec_capture *c, const struct dec_fn_code *f,
 
 /* The walk of either kind: to a place (to, ret_to), or to a call that
  * may be to the function at to (calls). */
-static enum walk run_walk(const struct dec_code *c, uint64_t from, uint64_t to,
+static enum walk run_walk(const struct img_code *c, uint64_t from, uint64_t to,
 			  bool ret_to, bool calls)
 {
 	size_t n = c->n;
@@ -369,39 +368,39 @@ out:
 	return r;
 }
 
-bool dec_code_never_reaches(const struct dec_code *c, uint64_t from,
+bool img_code_never_reaches(const struct img_code *c, uint64_t from,
 			    uint64_t to, bool ret_to)
 {
 	return run_walk(c, from, to, ret_to, false) == WALK_NEVER;
 }
 
-static enum dec_calls calls_of(enum walk r)
+static enum img_calls calls_of(enum walk r)
 {
-	return r == WALK_SURE	 ? DEC_CALLS_SURE
-	       : r == WALK_NEVER ? DEC_CALLS_NEVER
-				 : DEC_CALLS_MAYBE;
+	return r == WALK_SURE	 ? IMG_CALLS_SURE
+	       : r == WALK_NEVER ? IMG_CALLS_NEVER
+				 : IMG_CALLS_MAYBE;
 }
 
-enum dec_calls dec_code_calls_to(const struct dec_code *c, uint64_t from,
+enum img_calls img_code_calls_to(const struct img_code *c, uint64_t from,
 				 uint64_t callee)
 {
 	return calls_of(run_walk(c, from, callee, false, true));
 }
 
 /* The walk over the code of the function around from. */
-static enum walk walk_fn(struct dec_capture *c, uint32_t pid, uint64_t from,
+static enum walk walk_fn(struct img *c, uint32_t pid, uint64_t from,
 			 uint64_t to, bool ret_to, bool calls)
 {
 	struct named nm = {c, pid};
-	struct dec_fn_code f;
-	struct dec_code code = {.twice = calls_returns_twice,
+	struct img_fn_code f;
+	struct img_code code = {.twice = calls_returns_twice,
 				.other_fn = calls_other_fn,
 				.ctx = &nm};
 	uint8_t *bytes = NULL;
-	struct dec_lp *lps = NULL;
+	struct img_lp *lps = NULL;
 	enum walk r = WALK_MAYBE;
 
-	if (!dec_fn_code(c, pid, from, &f) ||
+	if (!img_fn_code(c, pid, from, &f) ||
 	    (!calls && (to < f.lo || to >= f.hi)) || !f.eh_known ||
 	    f.hi - f.lo > REACH_MAX_CODE)
 		return WALK_MAYBE;
@@ -412,15 +411,15 @@ static enum walk walk_fn(struct dec_capture *c, uint32_t pid, uint64_t from,
 	if (!bytes || !lps || !read_all(c, &f, bytes))
 		goto out;
 	for (size_t i = 0; i < f.nr_lps; i++)
-		lps[i] = (struct dec_lp){f.lps[i].lo + f.bias,
+		lps[i] = (struct img_lp){f.lps[i].lo + f.bias,
 					 f.lps[i].hi + f.bias,
 					 f.lps[i].pad + f.bias};
 	code.bytes = bytes;
 	code.lps = lps;
 	code.nr_lps = f.nr_lps;
-	dec_capstone_serialized(c, true);
+	img_capstone_serialized(c, true);
 	r = run_walk(&code, from, to, ret_to, calls);
-	dec_capstone_serialized(c, false);
+	img_capstone_serialized(c, false);
 out:
 	free(bytes);
 	free(lps);
@@ -428,10 +427,10 @@ out:
 }
 
 /* A walk's answer, from the cache of the last ones when it holds it. */
-static enum walk cached_walk(struct dec_capture *c, uint32_t pid, uint64_t from,
+static enum walk cached_walk(struct img *c, uint32_t pid, uint64_t from,
 			     uint64_t to, bool ret_to, bool calls)
 {
-	struct dec_reach_ent *e;
+	struct img_reach_ent *e;
 	size_t h = (size_t)((from * 0x9e3779b97f4a7c15ull) ^ (to >> 1) ^
 			    ((uint64_t)pid << 17) ^ calls) &
 		   (REACH_CACHE - 1);
@@ -445,7 +444,7 @@ static enum walk cached_walk(struct dec_capture *c, uint32_t pid, uint64_t from,
 		return (enum walk)e->answer;
 	r = walk_fn(c, pid, from, to, ret_to, calls);
 	if (e)
-		*e = (struct dec_reach_ent){.from = from,
+		*e = (struct img_reach_ent){.from = from,
 					    .to = to,
 					    .pid = pid,
 					    .used = true,
@@ -455,14 +454,33 @@ static enum walk cached_walk(struct dec_capture *c, uint32_t pid, uint64_t from,
 	return r;
 }
 
-bool dec_never_reaches(struct dec_capture *c, uint32_t pid, uint64_t from,
-		       uint64_t to, bool ret_to)
+bool img_never_reaches(struct img *c, uint32_t pid, uint64_t from, uint64_t to,
+		       bool ret_to)
 {
 	return cached_walk(c, pid, from, to, ret_to, false) == WALK_NEVER;
 }
 
-enum dec_calls dec_calls_to(struct dec_capture *c, uint32_t pid, uint64_t from,
+enum img_calls img_calls_to(struct img *c, uint32_t pid, uint64_t from,
 			    uint64_t callee)
 {
 	return calls_of(cached_walk(c, pid, from, callee, false, true));
+}
+
+static bool reach_never(void *ctx, uint32_t pid, uint64_t from, uint64_t to,
+			bool ret_to)
+{
+	return img_never_reaches(ctx, pid, from, to, ret_to);
+}
+
+static enum img_calls reach_calls(void *ctx, uint32_t pid, uint64_t from,
+				  uint64_t callee)
+{
+	return img_calls_to(ctx, pid, from, callee);
+}
+
+struct img_reach img_reach_of(struct img *c)
+{
+	return (struct img_reach){.never_reaches = reach_never,
+				  .calls_to = reach_calls,
+				  .ctx = c};
 }

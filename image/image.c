@@ -9,19 +9,51 @@
  * made-up names and libipt reports them as unmapped, which ends a trace
  * segment instead of flooding errors.
  */
-#include "decode/dec_internal.h"
+#include "image/img_internal.h"
 #include "util/util.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int add_missing_locked(struct dec_capture *c, const char *line)
+/* A warning, printf-style, to the opts' warn callback. */
+static void img_warn(const struct img *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void img_warn(const struct img *c, const char *fmt, ...)
+{
+	char small[512], *line = small;
+	va_list ap;
+	int n;
+
+	if (!c->opts.warn)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	/* A path and an error of a few KiB each: longer than most. */
+	if ((size_t)n >= sizeof(small)) {
+		line = malloc((size_t)n + 1);
+		if (!line)
+			return;
+		va_start(ap, fmt);
+		vsnprintf(line, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	c->opts.warn(c->opts.warn_ctx, line);
+	if (line != small)
+		free(line);
+}
+
+static int add_missing_locked(struct img *c, const char *line)
 {
 	char *s = strdup(line);
 
@@ -31,11 +63,11 @@ static int add_missing_locked(struct dec_capture *c, const char *line)
 		return -ENOMEM;
 	}
 	c->missing[c->nr_missing++] = s;
-	dec_warn(c, "%s", line);
+	img_warn(c, "%s", line);
 	return 0;
 }
 
-int dec_add_missing(struct dec_capture *c, const char *line)
+int img_add_missing(struct img *c, const char *line)
 {
 	int rc;
 
@@ -69,7 +101,7 @@ static bool has_code(const struct sym_file *sf)
  * Says so in why[], when nothing went there before.
  */
 static bool code_cut(const struct sym_file *sf, const char *file,
-		     const struct dec_dso *d, char *why, size_t whylen)
+		     const struct img_dso *d, char *why, size_t whylen)
 {
 	uint64_t size = sym_file_size(sf);
 	size_t n;
@@ -97,7 +129,7 @@ static bool code_cut(const struct sym_file *sf, const char *file,
  * Why a file that is there cannot be used (not a regular file, a cut or
  * corrupt ELF) goes to why[] when nothing went there before.
  */
-static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
+static int try_file(struct img *c, struct img_dso *d, const char *file,
 		    bool *mismatch, char *why, size_t whylen)
 {
 	struct sym_opts so = {.debug_root = c->opts.debug_root};
@@ -147,7 +179,7 @@ static int try_file(struct dec_capture *c, struct dec_dso *d, const char *file,
 	return 1;
 }
 
-static int find_dso(struct dec_capture *c, struct dec_dso *d)
+static int find_dso(struct img *c, struct img_dso *d)
 {
 	const char *base = strrchr(d->path, '/');
 	char buf[PATH_MAX + 64], id[48], line[3 * PATH_MAX];
@@ -160,7 +192,7 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 		/* The capture carries the image: libipt reads sections from
 		 * files, so it goes to a temporary one. */
 		char tmp[] = "/tmp/mt-vdso.XXXXXX";
-		const struct dec_vdso *v = &c->vdsos[0];
+		const struct img_vdso *v = &c->vdsos[0];
 		int fd = mkstemp(tmp);
 
 		if (fd >= 0) {
@@ -235,7 +267,7 @@ static int find_dso(struct dec_capture *c, struct dec_dso *d)
 }
 
 /* Build ids from the BUILD_ID feature fill in what MMAP records lack. */
-static int apply_buildids(struct dec_capture *c)
+static int apply_buildids(struct img *c)
 {
 	const struct pd_buildid *b;
 	struct pd_err perr;
@@ -245,7 +277,7 @@ static int apply_buildids(struct dec_capture *c)
 		return 0; /* a malformed table only costs the check */
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < c->nr_dsos; j++) {
-			struct dec_dso *d = &c->dsos[j];
+			struct img_dso *d = &c->dsos[j];
 
 			if (d->build_id_len || strcmp(d->path, b[i].filename))
 				continue;
@@ -260,7 +292,7 @@ static int apply_buildids(struct dec_capture *c)
  * before: it changed since (cut short, replaced).  Its code shows as a
  * missing binary's does, with a note, rather than fail the conversion.
  */
-static int code_unreadable(struct dec_capture *c, struct dec_dso *d, int status)
+static int code_unreadable(struct img *c, struct img_dso *d, int status)
 {
 	char line[3 * PATH_MAX];
 
@@ -274,10 +306,10 @@ static int code_unreadable(struct dec_capture *c, struct dec_dso *d, int status)
 	return d->missing ? 0 : -pte_nomem;
 }
 
-static int add_map_sections(struct dec_capture *c, struct dec_map *m,
+static int add_map_sections(struct img *c, struct img_map *m,
 			    struct pt_image *img)
 {
-	struct dec_dso *d = &c->dsos[m->dso];
+	struct img_dso *d = &c->dsos[m->dso];
 	const struct sym_load *l;
 	size_t n;
 
@@ -323,7 +355,7 @@ static int add_map_sections(struct dec_capture *c, struct dec_map *m,
 	return 0;
 }
 
-uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid)
+uint32_t img_map_owner(const struct img *c, uint32_t pid)
 {
 	for (int hops = 0; hops < 16; hops++) {
 		uint32_t ppid = pid;
@@ -341,14 +373,20 @@ uint32_t dec_map_owner(const struct dec_capture *c, uint32_t pid)
 	return pid;
 }
 
-int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
+int img_build(struct img *c, struct pd_file *pd, const struct pd_pt_info *pt,
+	      char *err, size_t errlen)
 {
 	int rc;
 
+	c->pd = pd;
+	if (pt) {
+		c->pt = *pt;
+		c->have_pt = true;
+	}
 	c->iscache = pt_iscache_alloc(NULL);
 	if (!c->iscache)
 		goto oom;
-	rc = dec_kernel_load(c, err, errlen);
+	rc = img_kernel_load(c, err, errlen);
 	if (rc)
 		return rc;
 	apply_buildids(c);
@@ -356,21 +394,21 @@ int dec_image_build(struct dec_capture *c, char *err, size_t errlen)
 		if (find_dso(c, &c->dsos[i]))
 			goto oom;
 	for (size_t p = 0; p < c->nr_procs; p++) {
-		struct dec_proc *proc = &c->procs[p];
-		uint32_t owner = dec_map_owner(c, proc->pid);
+		struct img_proc *proc = &c->procs[p];
+		uint32_t owner = img_map_owner(c, proc->pid);
 
 		proc->image = pt_image_alloc(proc->comm);
 		if (!proc->image)
 			goto oom;
-		rc = dec_kernel_image(c, proc->image);
+		rc = img_kernel_image(c, proc->image);
 		if (rc < 0)
-			return dec_pt_error(rc, err, errlen, c->path, "image");
+			return img_pt_error(rc, err, errlen, c->path, "image");
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			if (c->maps[i].pid != owner)
 				continue;
 			rc = add_map_sections(c, &c->maps[i], proc->image);
 			if (rc < 0)
-				return dec_pt_error(rc, err, errlen, c->path,
+				return img_pt_error(rc, err, errlen, c->path,
 						    "image");
 		}
 	}
@@ -380,7 +418,7 @@ oom:
 	return -ENOMEM;
 }
 
-struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid)
+struct pt_image *img_image_of(struct img *c, uint32_t pid)
 {
 	for (size_t i = 0; i < c->nr_procs; i++)
 		if (c->procs[i].pid == pid)
@@ -390,15 +428,15 @@ struct pt_image *dec_image_of(struct dec_capture *c, uint32_t pid)
 	return c->nr_procs == 1 ? c->procs[0].image : NULL;
 }
 
-static const struct dec_map *find_map(const struct dec_capture *c, uint32_t pid,
+static const struct img_map *find_map(const struct img *c, uint32_t pid,
 				      uint64_t ip)
 {
-	const struct dec_map *any = NULL;
-	uint32_t owner = dec_map_owner(c, pid);
+	const struct img_map *any = NULL;
+	uint32_t owner = img_map_owner(c, pid);
 
 	/* Later mappings replace earlier ones at the same place. */
 	for (size_t i = c->nr_maps; i-- > 0;) {
-		const struct dec_map *m = &c->maps[i];
+		const struct img_map *m = &c->maps[i];
 
 		if (ip < m->start || ip >= m->end)
 			continue;
@@ -455,7 +493,7 @@ static const struct sym *around(const struct sym_file *sf, uint64_t vaddr,
  * that no binary holds first asks for them: anyone can put a file at
  * /tmp/perf-PID.map, and a capture without such code never looks.
  */
-static void jit_load(struct dec_capture *c, struct dec_proc *p)
+static void jit_load(struct img *c, struct img_proc *p)
 {
 	char path[4096], err[4352];
 	int rc;
@@ -464,17 +502,16 @@ static void jit_load(struct dec_capture *c, struct dec_proc *p)
 		 c->opts.jit_dir ? c->opts.jit_dir : "/tmp", p->pid);
 	rc = sym_map_open(path, &p->jit, err, sizeof(err));
 	if (rc && rc != -ENOENT)
-		dec_warn(c, "%s: %s: JIT symbols not used", c->path, err);
+		img_warn(c, "%s: %s: JIT symbols not used", c->path, err);
 }
 
 /* A JIT symbol of pid's perf map at ip, or NULL. */
-static const struct sym *jit_sym(struct dec_capture *c, uint32_t pid,
-				 uint64_t ip)
+static const struct sym *jit_sym(struct img *c, uint32_t pid, uint64_t ip)
 {
 	const struct sym_map *m = NULL;
 
 	for (size_t i = 0; i < c->nr_procs; i++) {
-		struct dec_proc *p = &c->procs[i];
+		struct img_proc *p = &c->procs[i];
 
 		if (p->pid != pid)
 			continue;
@@ -491,7 +528,7 @@ static const struct sym *jit_sym(struct dec_capture *c, uint32_t pid,
 }
 
 /* d's DWARF, NULL when it has none. */
-static struct sym_dwarf *dwarf_of(struct dec_capture *c, struct dec_dso *d)
+static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 {
 	struct sym_dwarf *w;
 
@@ -515,8 +552,8 @@ static struct sym_dwarf *dwarf_of(struct dec_capture *c, struct dec_dso *d)
 
 /* The inlined calls of m's code from lo to hi (runtime) into *out;
  * tab NULL when there are none (or --no-inline). */
-static void inlines_in(struct dec_capture *c, const struct dec_map *m,
-		       uint64_t lo, uint64_t hi, struct dec_inl_span *out)
+static void inlines_in(struct img *c, const struct img_map *m, uint64_t lo,
+		       uint64_t hi, struct img_inl_span *out)
 {
 	struct sym_dwarf *w;
 	uint64_t vlo, vhi;
@@ -539,11 +576,11 @@ static void inlines_in(struct dec_capture *c, const struct dec_map *m,
 		out->tab = NULL;
 }
 
-bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
-		 struct dec_fn_code *out)
+bool img_fn_code(struct img *c, uint32_t pid, uint64_t ip,
+		 struct img_fn_code *out)
 {
-	const struct dec_map *m = find_map(c, pid, ip);
-	const struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+	const struct img_map *m = find_map(c, pid, ip);
+	const struct img_dso *d = m ? &c->dsos[m->dso] : NULL;
 	const struct sym *s;
 	uint64_t v;
 
@@ -564,15 +601,15 @@ bool dec_fn_code(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	       out->lo < out->hi;
 }
 
-bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
-	       uint64_t *hi, struct dec_inl_span *inl)
+bool img_range(struct img *c, uint32_t pid, uint64_t ip, uint64_t *lo,
+	       uint64_t *hi, struct img_inl_span *inl)
 {
-	const struct dec_map *m = find_map(c, pid, ip);
-	const struct dec_dso *d;
+	const struct img_map *m = find_map(c, pid, ip);
+	const struct img_dso *d;
 	uint64_t vlo, vhi;
 
 	inl->tab = NULL;
-	if (dec_kernel_range(c, ip, lo, hi))
+	if (img_kernel_range(c, ip, lo, hi))
 		return true;
 	*lo = ip;
 	*hi = ip + 1;
@@ -607,7 +644,7 @@ bool dec_range(struct dec_capture *c, uint32_t pid, uint64_t ip, uint64_t *lo,
 }
 
 /* d's missing note, said once when the trace first runs into it. */
-static void note_dso_use(struct dec_capture *c, struct dec_dso *d)
+static void note_dso_use(struct img *c, struct img_dso *d)
 {
 	pthread_mutex_lock(&c->note_lock);
 	if (d->missing) {
@@ -618,9 +655,9 @@ static void note_dso_use(struct dec_capture *c, struct dec_dso *d)
 	pthread_mutex_unlock(&c->note_lock);
 }
 
-void dec_note_use(struct dec_capture *c, uint32_t pid, uint64_t ip)
+void img_note_use(struct img *c, uint32_t pid, uint64_t ip)
 {
-	const struct dec_map *m = find_map(c, pid, ip);
+	const struct img_map *m = find_map(c, pid, ip);
 
 	/* Reporting only binaries the trace runs into keeps the list to
 	 * what matters (a capture maps every kernel module, say). */
@@ -640,7 +677,7 @@ static void source_at(struct sym_dwarf *w, uint64_t vaddr, const char **file,
 
 /* The inlined calls at vaddr of a function in [lo, hi) (ELF vaddrs). */
 static void inlined_at(struct sym_dwarf *w, uint64_t vaddr, uint64_t lo,
-		       uint64_t hi, struct dec_sym *out)
+		       uint64_t hi, struct img_sym *out)
 {
 	size_t nr = 0;
 	const struct sym_inline_range *r =
@@ -670,11 +707,11 @@ static bool unnamed_function(const struct sym_file *sf, uint64_t vaddr,
 	return true;
 }
 
-void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
-		   struct dec_sym *out)
+void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
+		   struct img_sym *out)
 {
-	const struct dec_map *m = find_map(c, pid, ip);
-	struct dec_dso *d = m ? &c->dsos[m->dso] : NULL;
+	const struct img_map *m = find_map(c, pid, ip);
+	struct img_dso *d = m ? &c->dsos[m->dso] : NULL;
 	const char *base;
 	/* an unknown function is named by its start where that is known,
 	 * else by the address */
@@ -684,7 +721,7 @@ void dec_symbolize(struct dec_capture *c, uint32_t pid, uint64_t ip,
 	out->fn_line = out->ip_line = 0;
 	out->inl = NULL;
 	out->fn_inl = false;
-	if (dec_kernel_symbolize(c, ip, out))
+	if (img_kernel_symbolize(c, ip, out))
 		return;
 	out->known = false;
 	out->dso = d ? d->path : "";

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An image's life and the sideband's facts it is built from: processes
+ * (their commands and parents), executable mappings and the binaries they
+ * name, [vdso] images; and the getters.
+ */
+#include "image/img_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int img_new(struct img **out, const char *path, const struct img_opts *o)
+{
+	struct img *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c || !(c->path = strdup(path)))
+		goto no_memory;
+	if (pthread_mutex_init(&c->note_lock, NULL))
+		goto no_memory;
+	if (pthread_mutex_init(&c->dwarf_lock, NULL))
+		goto no_dwarf_lock;
+	if (pthread_mutex_init(&c->cs_lock, NULL))
+		goto no_cs_lock;
+	if (pthread_mutex_init(&c->jit_lock, NULL))
+		goto no_jit_lock;
+	if (o)
+		c->opts = *o;
+	*out = c;
+	return 0;
+no_jit_lock:
+	pthread_mutex_destroy(&c->cs_lock);
+no_cs_lock:
+	pthread_mutex_destroy(&c->dwarf_lock);
+no_dwarf_lock:
+	pthread_mutex_destroy(&c->note_lock);
+no_memory:
+	if (c)
+		free(c->path);
+	free(c);
+	return -ENOMEM;
+}
+
+void img_free(struct img *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_destroy(&c->note_lock);
+	pthread_mutex_destroy(&c->dwarf_lock);
+	pthread_mutex_destroy(&c->cs_lock);
+	pthread_mutex_destroy(&c->jit_lock);
+	for (size_t i = 0; i < c->nr_procs; i++) {
+		pt_image_free(c->procs[i].image);
+		sym_map_free(c->procs[i].jit);
+		free(c->procs[i].comm);
+	}
+	for (size_t i = 0; i < c->nr_dsos; i++) {
+		free(c->dsos[i].path);
+		if (c->dsos[i].tmp && c->dsos[i].found)
+			unlink(c->dsos[i].found);
+		free(c->dsos[i].found);
+		free(c->dsos[i].missing);
+		sym_file_free(c->dsos[i].sf);
+		sym_dwarf_free(c->dsos[i].dwarf);
+	}
+	for (size_t i = 0; i < c->nr_missing; i++)
+		free(c->missing[i]);
+	img_kernel_free(c);
+	free(c->reach);
+	if (c->iscache)
+		pt_iscache_free(c->iscache);
+	free(c->missing);
+	free(c->vdsos);
+	free(c->procs);
+	free(c->dsos);
+	free(c->maps);
+	free(c->path);
+	free(c);
+}
+
+static struct img_proc *proc_get(struct img *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	if (mt_grow((void **)&c->procs, &c->cap_procs, c->nr_procs + 1,
+		    sizeof(*c->procs)))
+		return NULL;
+	c->procs[c->nr_procs] = (struct img_proc){.pid = pid, .ppid = pid};
+	return &c->procs[c->nr_procs++];
+}
+
+int img_add_map(struct img *c, uint32_t pid, uint64_t start, uint64_t len,
+		uint64_t pgoff, const char *name, const uint8_t *build_id,
+		size_t build_id_len)
+{
+	struct img_map *map;
+	struct img_dso *d = NULL;
+	size_t di;
+
+	if (!len || start + len < start)
+		return 0;
+	for (di = 0; di < c->nr_dsos; di++) {
+		d = &c->dsos[di];
+		if (!strcmp(d->path, name) &&
+		    (!build_id_len || !d->build_id_len ||
+		     (d->build_id_len == build_id_len &&
+		      !memcmp(d->build_id, build_id, d->build_id_len))))
+			break;
+	}
+	if (di == c->nr_dsos) {
+		if (mt_grow((void **)&c->dsos, &c->cap_dsos, c->nr_dsos + 1,
+			    sizeof(*c->dsos)))
+			return -ENOMEM;
+		d = &c->dsos[c->nr_dsos];
+		memset(d, 0, sizeof(*d));
+		d->path = strdup(name);
+		if (!d->path)
+			return -ENOMEM;
+		d->is_vdso = !strcmp(name, "[vdso]");
+		c->nr_dsos++;
+	}
+	if (build_id_len && !d->build_id_len && build_id_len <= 20) {
+		memcpy(d->build_id, build_id, build_id_len);
+		d->build_id_len = (uint8_t)build_id_len;
+	}
+	if (mt_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1,
+		    sizeof(*c->maps)))
+		return -ENOMEM;
+	map = &c->maps[c->nr_maps++];
+	*map = (struct img_map){.pid = pid,
+				.start = start,
+				.end = start + len,
+				.pgoff = pgoff,
+				.dso = (uint32_t)di};
+	return proc_get(c, pid) ? 0 : -ENOMEM;
+}
+
+int img_set_comm(struct img *c, uint32_t pid, const char *comm)
+{
+	struct img_proc *p = proc_get(c, pid);
+	char *ps = strdup(comm);
+
+	if (!p || !ps) {
+		free(ps);
+		return -ENOMEM;
+	}
+	free(p->comm);
+	p->comm = ps;
+	return 0;
+}
+
+int img_set_parent(struct img *c, uint32_t pid, uint32_t ppid)
+{
+	struct img_proc *p = proc_get(c, pid);
+
+	if (!p)
+		return -ENOMEM;
+	/* The first parent seen is the one it forked from. */
+	if (pid != ppid && p->ppid == p->pid)
+		p->ppid = ppid;
+	return 0;
+}
+
+int img_add_vdso(struct img *c, uint32_t pid, uint64_t start, uint64_t len,
+		 const uint8_t *bytes)
+{
+	if (mt_grow((void **)&c->vdsos, &c->cap_vdsos, c->nr_vdsos + 1,
+		    sizeof(*c->vdsos)))
+		return -ENOMEM;
+	c->vdsos[c->nr_vdsos++] = (struct img_vdso){pid, start, len, bytes};
+	return 0;
+}
+
+const char *img_process_name(const struct img *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid && c->procs[i].comm)
+			return c->procs[i].comm;
+	return NULL;
+}
+
+size_t img_nr_missing(const struct img *c)
+{
+	return c->nr_missing;
+}
+
+const char *img_missing_at(const struct img *c, size_t i)
+{
+	return i < c->nr_missing ? c->missing[i] : NULL;
+}
+
+struct pt_image_section_cache *img_iscache(const struct img *c)
+{
+	return c->iscache;
+}
+
+/*
+ * Capstone (4.0) sorts a table of its own the first time it prints some
+ * operands, with no lock: two threads decoding at once for the first
+ * time race on it (a thread sanitizer sees it).  Each thread has its own
+ * handle, but only one decodes at a time.
+ */
+void img_capstone_serialized(struct img *c, bool start)
+{
+	if (start)
+		pthread_mutex_lock(&c->cs_lock);
+	else
+		pthread_mutex_unlock(&c->cs_lock);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of image/: the binaries, mappings and processes the
+ * capture's sideband named, the kernel code it carries, and the libipt
+ * objects built from them.
+ */
+#ifndef MT_IMG_INTERNAL_H
+#define MT_IMG_INTERNAL_H
+
+#include <intel-pt.h>
+#include <pthread.h>
+
+#include "image/image.h"
+#include "perfdata/perfdata.h"
+#include "symbols/symbols.h"
+
+/* A binary named by one or more mappings. */
+struct img_dso {
+	char *path;	     /* as recorded */
+	char *found;	     /* the file we read, NULL when missing */
+	struct sym_file *sf; /* NULL when missing */
+	uint8_t build_id[20];
+	uint8_t build_id_len;
+	bool is_vdso;
+	char *missing; /* why it is missing, said once when used */
+	bool tmp;      /* found is our temporary copy: unlink it */
+	/* Its DWARF (source positions, inlined calls), opened when first
+	 * asked for, by a decoding thread or the one that names addresses
+	 * (under dwarf_lock); NULL when it has none. */
+	struct sym_dwarf *dwarf;
+	bool dwarf_tried;
+};
+
+/* A [vdso] image the capture carries. */
+struct img_vdso {
+	uint32_t pid;
+	uint64_t start, len;
+	const uint8_t *bytes;
+};
+
+/* An executable mapping of a process. */
+struct img_map {
+	uint32_t pid;
+	uint64_t start, end, pgoff;
+	uint32_t dso; /* index in dsos */
+	int64_t bias; /* runtime = ELF vaddr + bias */
+	bool have_bias;
+	/* its first executable part in the section cache (runtime
+	 * [code_lo, code_hi)); isid 0 when none was added */
+	int isid;
+	uint64_t code_lo, code_hi;
+};
+
+struct img_proc {
+	uint32_t pid, ppid;
+	char *comm;
+	struct pt_image *image;
+	struct sym_map *jit; /* /tmp/perf-PID.map, when there is one */
+	bool jit_tried;	     /* jit read (under jit_lock) */
+};
+
+struct img {
+	char *path; /* the capture, for messages */
+	struct img_opts opts;
+	struct pd_file *pd; /* the capture (img_build()'s) */
+	struct pd_pt_info pt;
+	bool have_pt;
+
+	struct img_dso *dsos;
+	size_t nr_dsos, cap_dsos;
+	struct img_map *maps;
+	size_t nr_maps, cap_maps;
+	struct img_proc *procs;
+	size_t nr_procs, cap_procs;
+	struct img_vdso *vdsos;
+	size_t nr_vdsos, cap_vdsos;
+	char **missing;
+	size_t nr_missing, cap_missing;
+	struct img_kernel *kernel; /* kernel.c: its code and symbols */
+
+	/* The missing binaries' notes: the decoder and a builder thread
+	 * (segments/pipe.c) both add to them. */
+	pthread_mutex_t note_lock;
+	pthread_mutex_t dwarf_lock; /* the dsos' dwarf */
+	pthread_mutex_t jit_lock;   /* the procs' jit */
+	/* img_capstone_serialized() */
+	pthread_mutex_t cs_lock;
+
+	struct pt_image_section_cache *iscache;
+	struct img_reach_ent *reach; /* reach.c's answers, NULL until asked */
+};
+
+/* image.c */
+int img_add_missing(struct img *c, const char *line);
+/* The process whose mappings pid uses: itself, or the parent it forked
+ * from when it has none of its own. */
+uint32_t img_map_owner(const struct img *c, uint32_t pid);
+
+/*
+ * The code of the 64-bit function (a symbol with its size) that ip is in, as
+ * reach.c reads it: runtime [lo, hi) in section isid, and its call sites
+ * with a landing pad (ELF vaddrs: runtime = vaddr + bias), eh_known
+ * false when they cannot be told.  False when there is no such function
+ * or its code is not in the image.
+ */
+struct img_fn_code {
+	uint64_t lo, hi;
+	int isid;
+	bool eh_known;
+	const struct sym_lp *lps;
+	size_t nr_lps;
+	uint64_t bias;
+};
+bool img_fn_code(struct img *c, uint32_t pid, uint64_t ip,
+		 struct img_fn_code *out);
+
+/*
+ * kernel.c: the kernel's code and symbols the capture carries (what
+ * perf record --kcore keeps).  img_kernel_load() reads them (after the
+ * section cache exists) and says in one line, as a missing binary, what
+ * is lacking when the kernel was traced; img_kernel_image() adds the
+ * code to a process's image; img_kernel_symbolize() and
+ * img_kernel_range() answer for kernel addresses (false for others).
+ */
+struct img_kernel;
+int img_kernel_load(struct img *c, char *err, size_t errlen);
+int img_kernel_image(struct img *c, struct pt_image *img);
+bool img_kernel_symbolize(const struct img *c, uint64_t ip,
+			  struct img_sym *out);
+bool img_kernel_range(const struct img *c, uint64_t ip, uint64_t *lo,
+		      uint64_t *hi);
+void img_kernel_free(struct img *c);
+
+#endif
