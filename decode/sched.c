@@ -102,6 +102,12 @@ static void cap_no_code(void *ctx, uint32_t pid, uint64_t ip)
 	img_note_use(((struct dec_capture *)ctx)->img, pid, ip);
 }
 
+static void cap_addr_filter(void *ctx, uint32_t pid,
+			    struct pt_conf_addr_filter *f)
+{
+	img_addr_filter(((struct dec_capture *)ctx)->img, pid, f);
+}
+
 static struct dec_thread *cap_thread(void *ctx, uint32_t pid, uint32_t tid)
 {
 	return dec_thread_get(ctx, pid, tid);
@@ -205,7 +211,8 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				   .read_code = cap_read_code,
 				   .range = cap_range,
 				   .no_code = cap_no_code,
-				   .thread = cap_thread};
+				   .thread = cap_thread,
+				   .addr_filter = cap_addr_filter};
 	const struct strm_out out = {.ctx = c, .deliver = cap_deliver};
 	struct strm *s = calloc(1, sizeof(*s));
 	struct par *par = NULL;
@@ -334,7 +341,8 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		int status;
 
 		place(c, k, &own, &pid);
-		strm_config(c, pid, &cfg, k->data, k->size);
+		strm_config(c, &cfg, k->data, k->size);
+		img_addr_filter(c->img, pid, &cfg.addr_filter);
 		d = pt_blk_alloc_decoder(&cfg);
 		if (!d)
 			return -ENOMEM;

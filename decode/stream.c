@@ -551,8 +551,8 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 	}
 }
 
-void strm_config(const struct dec_capture *c, uint32_t pid,
-		 struct pt_config *cfg, const uint8_t *buf, size_t len)
+void strm_config(const struct dec_capture *c, struct pt_config *cfg,
+		 const uint8_t *buf, size_t len)
 {
 
 	pt_config_init(cfg);
@@ -566,7 +566,6 @@ void strm_config(const struct dec_capture *c, uint32_t pid,
 	cfg->nom_freq = (uint8_t)c->pt.max_nonturbo_ratio;
 	cfg->cpuid_0x15_eax = c->pt.tsc_ctc_d;
 	cfg->cpuid_0x15_ebx = c->pt.tsc_ctc_n;
-	img_addr_filter(c->img, pid, &cfg->addr_filter);
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;
 	cfg->flags.variant.block.enable_tick_events = 1;
@@ -655,7 +654,9 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
 	bool eos, stuck, resync = start != STRM_FROM_START, stop = false;
 	int status;
 
-	strm_config(s->c, s->pid, &cfg, buf, len);
+	strm_config(s->c, &cfg, buf, len);
+	if (s->io.addr_filter)
+		s->io.addr_filter(s->io.ctx, s->pid, &cfg.addr_filter);
 	s->buf = buf;
 	s->len = len;
 	s->dec = pt_blk_alloc_decoder(&cfg);

@@ -62,6 +62,10 @@ struct strm_io {
 	/* The thread tid (of pid, or -1 when not known) a switch record
 	 * names, made when new: NULL when out of memory. */
 	struct dec_thread *(*thread)(void *ctx, uint32_t pid, uint32_t tid);
+	/* The capture's address filter for pid's mappings, as libipt
+	 * takes it.  May be NULL: no filter. */
+	void (*addr_filter)(void *ctx, uint32_t pid,
+			    struct pt_conf_addr_filter *f);
 };
 
 /* Where the core's events go, and when it stops. */
@@ -215,9 +219,10 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
 		struct pt_image *image);
 /* The decoder's offset in its buffer. */
 uint64_t strm_offset(const struct strm *s);
-/* libipt's configuration for decoding len bytes at buf of pid's trace. */
-void strm_config(const struct dec_capture *c, uint32_t pid,
-		 struct pt_config *cfg, const uint8_t *buf, size_t len);
+/* libipt's configuration for decoding len bytes at buf of the capture's
+ * trace, without an address filter (strm_io.addr_filter). */
+void strm_config(const struct dec_capture *c, struct pt_config *cfg,
+		 const uint8_t *buf, size_t len);
 
 /* inline.c */
 /* An event just named ip as where decoding goes on. */

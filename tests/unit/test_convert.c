@@ -250,7 +250,7 @@ static void test_mt_convert_stages(struct check_state *st)
 	}
 	if (f)
 		fclose(f);
-	CHECK(st, lines == 9 && decode == 1);
+	CHECK(st, lines == 8 && decode == 1);
 	remove_dir(st, dir);
 }
 
