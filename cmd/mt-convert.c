@@ -840,7 +840,6 @@ int main(int argc, char **argv)
 	struct seg_ends_table ends = {0};
 	struct rg_stats rg = {0};
 	struct mt_trace t;
-	struct pd_err perr = {0};
 	struct mt_outfile outs[NR_OUTS] = {0};
 	const char *out_names[NR_OUTS] = {0};
 	size_t nr_outs = 0;
@@ -864,8 +863,8 @@ int main(int argc, char **argv)
 			fputs(usage, stderr);
 			return 2;
 		}
-		if (report_print(stdout, argv[2], &perr)) {
-			fprintf(stderr, "mt-convert: %s\n", perr.msg);
+		if (report_print(stdout, argv[2], err, sizeof(err))) {
+			fprintf(stderr, "mt-convert: %s\n", err);
 			return 1;
 		}
 		return 0;

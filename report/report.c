@@ -782,14 +782,15 @@ static int print_binaries(FILE *o, struct info *in)
 
 /* What our own section holds: trigger hits, stacks unwound at them,
  * vDSO images, the kernel's code and symbols. */
-static int print_ext(FILE *o, struct info *in, struct pd_err *err)
+static int print_ext(FILE *o, struct info *in, char *err, size_t errlen)
 {
 	size_t cur = 0, nr = 0;
 	const uint8_t *p;
 	uint32_t type, size;
 	int rc;
 
-	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err)) == 1) {
+	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err, errlen)) ==
+	       1) {
 		struct pd_ext_hit h;
 		struct pd_ext_stack st;
 		struct pd_ext_vdso v;
@@ -838,7 +839,7 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 	return rc;
 }
 
-int report_print(FILE *out, const char *path, struct pd_err *err)
+int report_print(FILE *out, const char *path, char *err, size_t errlen)
 {
 	struct info in;
 	struct pd_event ev;
@@ -846,19 +847,19 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 	int rc;
 
 	memset(&in, 0, sizeof(in));
-	rc = pd_open(&in.f, path, err);
+	rc = pd_open(&in.f, path, err, errlen);
 	if (rc)
 		return rc;
-	while ((rc = pd_next(in.f, &cur, &ev, err)) == 1) {
+	while ((rc = pd_next(in.f, &cur, &ev, err, errlen)) == 1) {
 		if (gather_event(&in, &ev)) {
-			rc = pd_fail(err, -ENOMEM, path, ev.file_offset,
+			rc = pd_fail(err, errlen, -ENOMEM, path, ev.file_offset,
 				     "out of memory");
 			goto out;
 		}
 	}
 	if (rc)
 		goto out;
-	rc = pd_buildids(in.f, &in.bids, &in.nr_bids, err);
+	rc = pd_buildids(in.f, &in.bids, &in.nr_bids, err, errlen);
 	if (rc)
 		goto out;
 
@@ -871,13 +872,14 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 	print_aux(out, &in);
 	print_time(out, &in);
 	if (print_binaries(out, &in)) {
-		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			     "out of memory");
 		goto out;
 	}
-	if ((rc = print_ext(out, &in, err)))
+	if ((rc = print_ext(out, &in, err, errlen)))
 		goto out;
 	if (fflush(out) || ferror(out))
-		rc = pd_fail(err, -EIO, path, UINT64_MAX,
+		rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
 			     "cannot write the summary: %s", strerror(errno));
 out:
 	free(in.threads);
