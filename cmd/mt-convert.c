@@ -737,8 +737,6 @@ static int write_parts(const struct mt_trace *t, const struct args *a,
 	size_t n = 0;
 	int rc = rg_split_plan(t, a->split, &cuts, &n, err, errlen);
 
-	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
 	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts)))) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
@@ -760,11 +758,9 @@ static int write_parts(const struct mt_trace *t, const struct args *a,
 			break;
 		*nr_parts = k + 1;
 		sig_nr_parts = (sig_atomic_t)*nr_parts;
-		rc = rg_part(t, cuts[k], cuts[k + 1], &view);
-		if (rc) {
-			snprintf(err, errlen, "out of memory");
+		rc = rg_part(t, cuts[k], cuts[k + 1], &view, err, errlen);
+		if (rc)
 			break;
-		}
 		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
 		rg_part_free(&view);
 		if (!rc)
@@ -1024,8 +1020,8 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (a.have_window) {
-		if (rg_keep_time(&t, &a.window, &rg))
-			goto oom;
+		if (rg_keep_time(&t, &a.window, &rg, err, sizeof(err)))
+			goto fail;
 		if (!rg.regions && rg.slices_before) {
 			snprintf(err, sizeof(err),
 				 "%s: --time %s: the window starts after the "
@@ -1045,8 +1041,9 @@ int main(int argc, char **argv)
 		/* The name the trace lacks, START or STOP. */
 		bool stop = false;
 
-		if (rg_keep_between(&t, a.between, a.until, &rg))
-			goto oom;
+		if (rg_keep_between(&t, a.between, a.until, &rg, err,
+				    sizeof(err)))
+			goto fail;
 		stop = rg.start_calls && !rg.stop_calls;
 		if (!rg.regions) {
 			snprintf(err, sizeof(err),

@@ -123,6 +123,7 @@ static void thread_comm(struct info_thread *t, const char *comm, bool exec)
 		 comm);
 }
 
+/* Counts bytes to the stream key.  Returns 0 or -ENOMEM. */
 static int stream_add(struct info *in, uint32_t key, uint64_t bytes)
 {
 	struct info_stream *s = NULL;
@@ -134,7 +135,7 @@ static int stream_add(struct info *in, uint32_t key, uint64_t bytes)
 		s = room(in->streams, in->nr_streams, &in->cap_streams,
 			 sizeof(*s));
 		if (!s)
-			return -1;
+			return -ENOMEM;
 		in->streams = s;
 		s += in->nr_streams++;
 		memset(s, 0, sizeof(*s));
@@ -157,6 +158,7 @@ static void note_time(struct info *in, const struct pd_sample_id *sid)
 	in->have_t = true;
 }
 
+/* What ev adds to the summary.  Returns 0 or -ENOMEM. */
 static int gather_event(struct info *in, const struct pd_event *ev)
 {
 	struct info_thread *t = NULL;
@@ -185,14 +187,14 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 	case PERF_RECORD_COMM:
 		t = thread_get(in, ev->u.comm.pid, ev->u.comm.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		thread_comm(t, ev->u.comm.comm, ev->u.comm.exec);
 		break;
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
 		t = thread_get(in, ev->u.task.pid, ev->u.task.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		if (ev->type == PERF_RECORD_EXIT)
 			t->exited = true;
 		break;
@@ -200,7 +202,7 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 		t = thread_get(in, ev->u.itrace_start.pid,
 			       ev->u.itrace_start.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		t->traced = true;
 		break;
 	case PERF_RECORD_MMAP:
@@ -209,7 +211,7 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 
 		m = room(in->maps, in->nr_maps, &in->cap_maps, sizeof(*m));
 		if (!m)
-			return -1;
+			return -ENOMEM;
 		in->maps = m;
 		m += in->nr_maps++;
 		memset(m, 0, sizeof(*m));
@@ -241,7 +243,7 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 		in->auxtrace_bytes += a->size;
 		in->streams_by_cpu = by_cpu;
 		if (stream_add(in, by_cpu ? a->cpu : a->tid, a->size))
-			return -1;
+			return -ENOMEM;
 		if (a->reference) {
 			if (!in->have_r || a->reference < in->rmin)
 				in->rmin = a->reference;
@@ -713,6 +715,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Each binary mapped, and whether it is here as recorded.  Returns 0
+ * or -ENOMEM. */
 static int print_binaries(FILE *o, struct info *in)
 {
 	const char **paths =
@@ -720,7 +724,7 @@ static int print_binaries(FILE *o, struct info *in)
 	size_t n = 0, uniq = 0, missing = 0;
 
 	if (!paths)
-		return -1;
+		return -ENOMEM;
 	for (size_t i = 0; i < in->nr_maps; i++) {
 		const char *p = in->maps[i].path;
 
@@ -781,7 +785,8 @@ static int print_binaries(FILE *o, struct info *in)
 }
 
 /* What our own section holds: trigger hits, stacks unwound at them,
- * vDSO images, the kernel's code and symbols. */
+ * vDSO images, the kernel's code and symbols.  Returns 0, or
+ * pd_ext_next()'s negative code with its line in err. */
 static int print_ext(FILE *o, struct info *in, char *err, size_t errlen)
 {
 	size_t cur = 0, nr = 0;
