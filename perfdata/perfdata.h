@@ -258,7 +258,8 @@ struct pd_file;
 /*
  * Open and validate PATH.  On success *out owns the mapping; release with
  * pd_close().  Header, attrs, ids and feature table are validated here;
- * records are validated as pd_next() reaches them.
+ * records are validated as pd_next() reaches them.  Returns 0, or a
+ * negative errno value with one line in err (*out is then untouched).
  */
 int pd_open(struct pd_file **out, const char *path, char *err, size_t errlen);
 void pd_close(struct pd_file *f);
@@ -281,19 +282,21 @@ const uint8_t *pd_feature(const struct pd_file *f, unsigned bit, size_t *len);
 
 /*
  * Iterate the data section.  *cursor starts at 0.  Returns 1 with *ev
- * filled, 0 at the end, or a negative error.  Pointers in *ev stay valid
- * until pd_close().
+ * filled, 0 at the end, or a negative errno value with one line in err.
+ * Pointers in *ev stay valid until pd_close().
  */
 int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev, char *err,
 	    size_t errlen);
 
 /*
  * Build ids: from the BUILD_ID feature (or HEADER_BUILD_ID records in a
- * piped file).  The array is owned by f.
+ * piped file).  The array is owned by f.  Returns 0, or a negative errno
+ * value with one line in err.
  */
 int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
 		char *err, size_t errlen);
-/* Entries of the AUXTRACE feature (index of AUXTRACE records). */
+/* Entries of the AUXTRACE feature (index of AUXTRACE records).  Returns 0,
+ * or a negative errno value with one line in err. */
 int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
 		      size_t *n, char *err, size_t errlen);
 /* A length-prefixed string feature (hostname, cpuid, ...), or NULL. */
@@ -319,7 +322,13 @@ enum pd_write_mode {
 /*
  * Create a temporary file beside PATH (util's mt_outfile); nothing
  * appears at PATH until pd_writer_finish() succeeds.  pd_writer_abort() removes
- * the temporary file.  Exactly one of finish/abort must be called.
+ * the temporary file.  Exactly one of finish/abort must be called.  Returns
+ * 0, or a negative errno value with one line in err (no writer then).
+ *
+ * The calls below that take a writer return 0, or a negative errno value
+ * whose line pd_writer_error() gives: -EINVAL for a bad argument (the
+ * writer stays usable), -ENOMEM, or -EIO when writing failed (every later
+ * call then fails the same way).
  */
 int pd_writer_open(struct pd_writer **out, const char *path,
 		   enum pd_write_mode mode, char *err, size_t errlen);
@@ -365,7 +374,9 @@ int pd_writer_set_feature_string(struct pd_writer *w, unsigned bit,
 
 /*
  * Write AUXTRACE index and BUILD_ID features, the feature table, the
- * header; fsync-free rename onto the final path.  Frees w.
+ * header; fsync-free rename onto the final path.  Frees w.  Returns 0, or
+ * a negative errno value with one line in err (nothing is then at the
+ * path).
  */
 int pd_writer_finish(struct pd_writer *w, char *err, size_t errlen);
 void pd_writer_abort(struct pd_writer *w);
@@ -419,7 +430,12 @@ static inline uint64_t pd_ext_stack_ip(const struct pd_ext_stack *s, uint64_t i)
 	return v;
 }
 
-/* Build a section: append items to a growable buffer owned by the caller. */
+/*
+ * Build a section: append items to a growable buffer owned by the caller.
+ * pd_ext_add_*() return 0, -EINVAL for an item too big for its size field,
+ * or -ENOMEM; pd_ext_parse_*() 0, or -EBADMSG when the payload is not such
+ * an item.  Neither writes a line: the caller knows the file.
+ */
 struct pd_ext_buf {
 	uint8_t *data;
 	size_t len, cap;
@@ -428,7 +444,8 @@ int pd_ext_add_stack(struct pd_ext_buf *b, const struct pd_ext_stack *s);
 void pd_ext_buf_free(struct pd_ext_buf *b);
 /*
  * Iterate the section of f: returns 1 with *type and the payload, 0 at the
- * end, negative on a malformed section.  *cursor starts at 0.
+ * end, or a negative errno value with one line in err on a malformed
+ * section.  *cursor starts at 0.
  */
 int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
 		const uint8_t **payload, uint32_t *size, char *err,
