@@ -121,7 +121,9 @@ static int load_frames(struct st_db *d, struct mt_hmap *index)
 	    sqlite3_column_type(st, 0) != SQLITE_NULL)
 		max_id = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	if (max_id >= UINT32_MAX - 1)
+	/* Below -1 only when every id is negative: ids a writer of ours
+	 * never gives, which would make nr_frames wrap. */
+	if (max_id < -1 || max_id >= UINT32_MAX - 1)
 		return st_db_fail(d, -EINVAL, "frame ids out of range");
 	d->nr_frames = (uint32_t)(max_id + 1);
 	d->fn_of_frame = calloc(d->nr_frames + 1, sizeof(*d->fn_of_frame));
