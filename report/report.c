@@ -6,6 +6,7 @@
  */
 #include "report/report.h"
 #include "symbols/symbols.h"
+#include "util/util.h"
 #include "util/version.h"
 
 #include <errno.h>
@@ -76,20 +77,6 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* ARR with room for one more than NR items, or NULL (ARR kept). */
-static void *room(void *arr, size_t nr, size_t *cap, size_t elem)
-{
-	size_t nc;
-	void *n;
-
-	if (nr < *cap)
-		return arr;
-	nc = *cap ? 2 * *cap : 16;
-	n = realloc(arr, nc * elem);
-	if (n)
-		*cap = nc;
-	return n;
-}
-
 static struct info_thread *thread_get(struct info *in, uint32_t pid,
 				      uint32_t tid)
 {
@@ -98,11 +85,10 @@ static struct info_thread *thread_get(struct info *in, uint32_t pid,
 	for (size_t i = 0; i < in->nr_threads; i++)
 		if (in->threads[i].pid == pid && in->threads[i].tid == tid)
 			return &in->threads[i];
-	t = room(in->threads, in->nr_threads, &in->cap_threads, sizeof(*t));
-	if (!t)
+	if (mt_grow((void **)&in->threads, &in->cap_threads, in->nr_threads + 1,
+		    sizeof(*t)))
 		return NULL;
-	in->threads = t;
-	t += in->nr_threads++;
+	t = &in->threads[in->nr_threads++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->tid = tid;
@@ -132,12 +118,10 @@ static int stream_add(struct info *in, uint32_t key, uint64_t bytes)
 		if (in->streams[i].key == key)
 			s = &in->streams[i];
 	if (!s) {
-		s = room(in->streams, in->nr_streams, &in->cap_streams,
-			 sizeof(*s));
-		if (!s)
+		if (mt_grow((void **)&in->streams, &in->cap_streams,
+			    in->nr_streams + 1, sizeof(*s)))
 			return -ENOMEM;
-		in->streams = s;
-		s += in->nr_streams++;
+		s = &in->streams[in->nr_streams++];
 		memset(s, 0, sizeof(*s));
 		s->key = key;
 	}
@@ -209,11 +193,10 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 	case PERF_RECORD_MMAP2: {
 		unsigned mode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
-		m = room(in->maps, in->nr_maps, &in->cap_maps, sizeof(*m));
-		if (!m)
+		if (mt_grow((void **)&in->maps, &in->cap_maps, in->nr_maps + 1,
+			    sizeof(*m)))
 			return -ENOMEM;
-		in->maps = m;
-		m += in->nr_maps++;
+		m = &in->maps[in->nr_maps++];
 		memset(m, 0, sizeof(*m));
 		m->pid = ev->u.mmap.pid;
 		m->start = ev->u.mmap.start;
