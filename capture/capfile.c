@@ -59,12 +59,8 @@ void capfile_pt_format(struct pd_pt_info *pt)
 
 int capfile_open(struct capfile *c, const char *path, char *err, size_t errlen)
 {
-	struct pd_err pe = {0};
-	int rc;
-
 	*c = (struct capfile){.err = err, .errlen = errlen};
-	rc = pd_writer_open(&c->w, path, PD_WRITE_FILE, &pe);
-	return rc ? mt_err(err, errlen, rc, "%s", pe.msg) : 0;
+	return pd_writer_open(&c->w, path, PD_WRITE_FILE, err, errlen);
 }
 
 int capfile_begin(struct capfile *c, const struct pd_time_conv *tc,
@@ -178,7 +174,6 @@ int capfile_vdso(struct capfile *c, uint32_t pid, uint64_t start, uint64_t len,
 
 int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname)
 {
-	struct pd_err pe = {0};
 	struct pd_writer *w = c->w;
 	char line[128];
 	int rc = 0;
@@ -204,15 +199,14 @@ int capfile_finish(struct capfile *c, const char *cpuid, const char *hostname)
 		return rc;
 	}
 	c->w = NULL;
-	rc = pd_writer_finish(w, &pe);
-	return rc ? mt_err(c->err, c->errlen, rc, "%s", pe.msg) : 0;
+	return pd_writer_finish(w, c->err, c->errlen);
 }
 
 void capfile_fail(struct capfile *c)
 {
 	if (!c->w)
 		return;
-	snprintf(c->err, c->errlen, "%s", pd_writer_error(c->w)->msg);
+	pd_writer_error(c->w, c->err, c->errlen);
 	pd_writer_abort(c->w);
 	c->w = NULL;
 }
@@ -253,7 +247,7 @@ int capfile_write(const struct capfile_parts *p, char *err, size_t errlen)
 		rc = p->extras(&c, p->arg);
 	if (!rc) {
 		rc = capfile_finish(&c, p->cpuid, p->hostname);
-	} else if (pd_writer_error(c.w)->code) {
+	} else if (pd_writer_error(c.w, NULL, 0)) {
 		capfile_fail(&c);
 	} else if (rc == -ENOMEM) {
 		mt_err(err, errlen, rc, "%s: out of memory", p->output);

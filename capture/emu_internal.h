@@ -12,6 +12,7 @@
 #include "capture/sideband_internal.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
+#include "util/err.h"
 
 #include <capstone/capstone.h>
 
@@ -190,13 +191,9 @@ struct emu {
 	int nr_sb;
 	bool have_sb;
 	struct emu_stats *st;
-	char *err;
+	char *err; /* mt_fail()'s: one line naming what failed */
 	size_t errlen;
 };
-
-/* One line in err (naming what failed); returns code. */
-int emu_fail(struct emu *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* emu_state.c: what both emulate backends keep the same way. */
 /* Thread tid, or NULL when it has none yet. */

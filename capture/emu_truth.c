@@ -325,7 +325,7 @@ int write_truth(struct emu *e, uint64_t end)
 	}
 	if (rc) {
 		mt_outfile_abort(&out);
-		return emu_fail(e, rc, "out of memory writing the truth");
+		return mt_fail(e, rc, "out of memory writing the truth");
 	}
 	return mt_outfile_commit(&out, e->err, e->errlen);
 }

@@ -64,16 +64,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-int emu_fail(struct emu *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	mt_verr(e->err, e->errlen, code, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {buf, len}, remote = {(void *)addr, len};
@@ -326,12 +316,12 @@ static int leave_in_syscall(struct emu *e, struct thr *t)
 		return 0;
 	t->left = true;
 	if (!t->dropping && ptenc_pgd(t->enc, t->step_tsc))
-		return emu_fail(e, -ENOMEM, "out of memory encoding trace");
+		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->o->truth &&
 	    trow_add(t, t->step_tsc, "[syscall]",
 		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX,
 		     TR_SYSCALL))
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -381,7 +371,7 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 	e->st->branches++;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
 		rc = -ENOMEM;
-	return rc ? emu_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
+	return rc ? mt_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
 
 static int step(struct emu *e, struct thr *t, int sig)
@@ -396,8 +386,8 @@ static int step(struct emu *e, struct thr *t, int sig)
 	e->st->insns++;
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig) < 0 &&
 	    errno != ESRCH)
-		return emu_fail(e, -errno, "ptrace(SINGLESTEP, %d): %s", t->tid,
-				strerror(errno));
+		return mt_fail(e, -errno, "ptrace(SINGLESTEP, %d): %s", t->tid,
+			       strerror(errno));
 	return 0;
 }
 
@@ -412,9 +402,9 @@ static int start_thread(struct emu *e, struct thr *t)
 	t->started = true;
 	t->t0 = now_ns();
 	if (ptenc_start(t->enc, t->t0, ip, false))
-		return emu_fail(e, -ENOMEM, "out of memory encoding trace");
+		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->o->truth && tpush(e, t, t->t0, ip, 0, TR_CLIP_START))
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	e->st->threads++;
 	return 0;
 }
@@ -471,10 +461,10 @@ static int rewind_to(struct emu *e, uint64_t addr)
 	struct user_regs_struct r;
 
 	if (ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
-		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	r.rip = addr;
 	if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
-		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	return 0;
 }
 
@@ -496,11 +486,11 @@ static int set_breakpoint(struct emu *e, const char *sym, uint64_t addr,
 	errno = 0;
 	*word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
 	if (errno)
-		return emu_fail(e, -errno, "reading %s at %#llx: %s", sym,
-				(unsigned long long)addr, strerror(errno));
+		return mt_fail(e, -errno, "reading %s at %#llx: %s", sym,
+			       (unsigned long long)addr, strerror(errno));
 	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
 		   (void *)((*word & ~0xffull) | 0xcc)) < 0)
-		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	return 0;
 }
 
@@ -538,7 +528,7 @@ static int run_to(struct emu *e, const char *sym)
 	/* main is the program's own (symaddr_resolve() finds it stripped). */
 	if (rc == -ENOENT && strncmp(sym, "addr:", 5) && strcmp(sym, "main")) {
 		if (!(w = symwatch_new(sym)))
-			return emu_fail(e, -ENOMEM, "out of memory");
+			return mt_fail(e, -ENOMEM, "out of memory");
 		rc = watch_start(e, w, &addr);
 	}
 	if (!rc && addr)
@@ -550,7 +540,7 @@ static int run_to(struct emu *e, const char *sym)
 				  PTRACE_O_TRACESYSGOOD)) < 0 ||
 	    ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, e->pid, NULL, NULL) <
 		    0) {
-		rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -559,16 +549,16 @@ static int run_to(struct emu *e, const char *sym)
 		if (!stopping && *e->o->cap.stop) {
 			stopping = true;
 			if (kill(e->pid, SIGSTOP) < 0) {
-				rc = emu_fail(e, -errno, "kill: %s",
-					      strerror(errno));
+				rc = mt_fail(e, -errno, "kill: %s",
+					     strerror(errno));
 				goto out;
 			}
 		}
 		/* A signal to mt-capture breaks the wait to be seen. */
 		if (waitpid(e->pid, &status, __WALL) < 0) {
 			if (errno != EINTR) {
-				rc = emu_fail(e, -errno, "waitpid: %s",
-					      strerror(errno));
+				rc = mt_fail(e, -errno, "waitpid: %s",
+					     strerror(errno));
 				goto out;
 			}
 			continue;
@@ -585,9 +575,9 @@ static int run_to(struct emu *e, const char *sym)
 					 "; --start-at '' traces from exec");
 				goto out;
 			}
-			rc = emu_fail(e, stopping ? -EINTR : -ESRCH,
-				      "%s exited before reaching %s", e->exe,
-				      sym);
+			rc = mt_fail(e, stopping ? -EINTR : -ESRCH,
+				     "%s exited before reaching %s", e->exe,
+				     sym);
 			goto out;
 		}
 		sig = WSTOPSIG(status);
@@ -621,7 +611,7 @@ static int run_to(struct emu *e, const char *sym)
 			   (void *)(long)(sig == SIGTRAP || event ? 0 : sig)) <
 			    0 &&
 		    errno != ESRCH) {
-			rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+			rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 			goto out;
 		}
 	}
@@ -629,16 +619,15 @@ static int run_to(struct emu *e, const char *sym)
 	     ptrace(PTRACE_POKETEXT, e->pid, (void *)addr, (void *)word) < 0) ||
 	    ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS) <
 		    0) {
-		rc = emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 		goto out;
 	}
 	if (stopping) {
 		detach_all(e);
-		rc = emu_fail(
-			e, -EINTR,
-			"stopped before %s reached %s: nothing traced (it "
-			"runs on)",
-			e->exe, sym);
+		rc = mt_fail(e, -EINTR,
+			     "stopped before %s reached %s: nothing traced (it "
+			     "runs on)",
+			     e->exe, sym);
 	}
 out:
 	if (rc == -ENOENT && !w) {
@@ -660,9 +649,9 @@ static int launch(struct emu *e, char *const argv[])
 	/* Told to stop already: better never started than started and let
 	 * go at once. */
 	if (*e->o->cap.stop)
-		return emu_fail(e, -EINTR,
-				"stopped before %s was started: nothing traced",
-				argv[0]);
+		return mt_fail(e, -EINTR,
+			       "stopped before %s was started: nothing traced",
+			       argv[0]);
 	rc = target_fork(&t, argv, &how, e->err, e->errlen);
 	if (!rc) {
 		e->pid = t.pid;
@@ -675,8 +664,8 @@ static int launch(struct emu *e, char *const argv[])
 	rc = capture_exe(e->pid, e->exe, sizeof(e->exe), e->comm,
 			 sizeof(e->comm));
 	if (rc)
-		return emu_fail(e, rc, "/proc/%d/exe: %s", e->pid,
-				strerror(-rc));
+		return mt_fail(e, rc, "/proc/%d/exe: %s", e->pid,
+			       strerror(-rc));
 	return 0;
 }
 
@@ -716,30 +705,30 @@ static int seize_thread(struct emu *e, pid_t tid)
 
 		ours = seize_refused_benignly(e->pid, tid, err);
 		if (ours < 0)
-			return emu_fail(
-				e, -err, "cannot attach to %d: %s%s", tid,
-				strerror(err),
-				err == EPERM ? " (see /proc/sys/kernel/yama/"
-					       "ptrace_scope, or run as root)"
-					     : "");
+			return mt_fail(e, -err, "cannot attach to %d: %s%s",
+				       tid, strerror(err),
+				       err == EPERM
+					       ? " (see /proc/sys/kernel/yama/"
+						 "ptrace_scope, or run as root)"
+					       : "");
 		if (!ours)
 			return 0;
 	}
 	t = thr_get(e, tid);
 	if (!t)
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	/* A thread the kernel attached for us stops by itself; its first
 	 * stop, in the step loop, starts it. */
 	if (ours)
 		return 0;
 	/* Stop it where it is; from there it is single-stepped. */
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno != ESRCH)
-		return emu_fail(e, -errno, "cannot stop thread %d: %s", tid,
-				strerror(errno));
+		return mt_fail(e, -errno, "cannot stop thread %d: %s", tid,
+			       strerror(errno));
 	if (wait_for(tid, &status, __WALL) != tid) {
 		if (errno != ECHILD)
-			return emu_fail(e, -errno, "cannot stop thread %d: %s",
-					tid, strerror(errno));
+			return mt_fail(e, -errno, "cannot stop thread %d: %s",
+				       tid, strerror(errno));
 		status = 0; /* reaped already: gone */
 	}
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -773,19 +762,18 @@ static int attach(struct emu *e, int pid)
 	e->pid = pid;
 	rc = capture_exe(pid, e->exe, sizeof(e->exe), e->comm, sizeof(e->comm));
 	if (rc)
-		return emu_fail(e, rc, "no process %d (%s)", pid,
-				strerror(-rc));
+		return mt_fail(e, rc, "no process %d (%s)", pid, strerror(-rc));
 	do {
 		e->found = false;
 		rc = target_tasks(pid, seize_new, e);
 		if (rc && !e->found) /* only seizing sets found */
-			return emu_fail(e, rc, "/proc/%d/task: %s", pid,
-					strerror(-rc));
+			return mt_fail(e, rc, "/proc/%d/task: %s", pid,
+				       strerror(-rc));
 		if (rc)
 			return rc;
 	} while (e->found);
 	if (!e->live)
-		return emu_fail(e, -ESRCH, "no process %d (it ended)", pid);
+		return mt_fail(e, -ESRCH, "no process %d (it ended)", pid);
 	return 0;
 }
 
@@ -802,9 +790,9 @@ static int emu_ptwrite(struct emu *e, struct thr *t, pid_t tid, uint64_t ip)
 	v = ptrace(PTRACE_PEEKUSER, tid, offsetof(struct user_regs_struct, rdi),
 		   NULL);
 	if (errno)
-		return emu_fail(e, -errno, "ptrace: %s", strerror(errno));
+		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	if (ptenc_ptwrite(t->enc, now_ns(), (uint64_t)v, ip))
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -857,7 +845,7 @@ static int take_trigger_addrs(struct emu *e)
 	uint64_t *v = realloc(e->triggers, (n ? n : 1) * sizeof(*v));
 
 	if (!v)
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	memcpy(v, a, n * sizeof(*v));
 	e->triggers = v;
 	e->nr_triggers = n;
@@ -879,7 +867,7 @@ static int resolve_trigger(struct emu *e, const char *sym)
 	e->err[0] = 0;
 	e->trigger_watch = symwatch_new(sym);
 	if (!e->trigger_watch)
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	rc = symwatch_scan(e->trigger_watch, e->pid, e->err, e->errlen);
 	return rc < 0 ? rc : rc > 0 ? take_trigger_addrs(e) : 0;
 }
@@ -895,7 +883,7 @@ static int after_syscall(struct emu *e, struct thr *t)
 	    !syscall_mapped_code(&r))
 		return 0;
 	if (emu_collect_maps(e, now_ns()) < 0)
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	if (!e->trigger_watch)
 		return 0;
 	rc = symwatch_scan(e->trigger_watch, e->pid, e->err, e->errlen);
@@ -921,7 +909,7 @@ static int trace(struct emu *e)
 	int rc, status;
 
 	if (!e->nr_thr && !thr_get(e, e->pid))
-		return emu_fail(e, -ENOMEM, "out of memory");
+		return mt_fail(e, -ENOMEM, "out of memory");
 	/* Every thread there is now (one, unless we attached) begins. */
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		t = &e->thr[i];
@@ -938,12 +926,12 @@ static int trace(struct emu *e)
 				continue;
 			if (errno == ECHILD)
 				break;
-			return emu_fail(e, -errno, "waitpid: %s",
-					strerror(errno));
+			return mt_fail(e, -errno, "waitpid: %s",
+				       strerror(errno));
 		}
 		t = thr_get(e, tid);
 		if (!t)
-			return emu_fail(e, -ENOMEM, "out of memory");
+			return mt_fail(e, -ENOMEM, "out of memory");
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			if (tid == e->pid && WIFSIGNALED(status))
 				e->st->killed_by = WTERMSIG(status);
@@ -960,7 +948,7 @@ static int trace(struct emu *e)
 
 			if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
 			    !thr_get(e, (pid_t)child))
-				return emu_fail(e, -ENOMEM, "out of memory");
+				return mt_fail(e, -ENOMEM, "out of memory");
 			/* The clone finishes in this thread's step. */
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
 			continue;
@@ -970,8 +958,8 @@ static int trace(struct emu *e)
 			    ((rc = leave_in_syscall(e, t)) ||
 			     emu_collect_maps(e, now_ns()) < 0))
 				return rc ? rc
-					  : emu_fail(e, -ENOMEM,
-						     "out of memory");
+					  : mt_fail(e, -ENOMEM,
+						    "out of memory");
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
 			continue;
 		}
@@ -992,16 +980,15 @@ static int trace(struct emu *e)
 				if (e->o->truth && t->untraced_row < t->nr_rows)
 					t->rows[t->untraced_row].end = now_ns();
 				if (ptenc_pge(t->enc, now_ns(), ip))
-					return emu_fail(e, -ENOMEM,
-							"out of memory");
+					return mt_fail(e, -ENOMEM,
+						       "out of memory");
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
 					if (tpush(e, t, now_ns(), ip, 0,
 						  TR_SIGNAL))
-						return emu_fail(
-							e, -ENOMEM,
-							"out of memory");
+						return mt_fail(e, -ENOMEM,
+							       "out of memory");
 					t->tstack[t->tdepth - 1].async = true;
 				}
 			} else if ((rc = transfer(e, t, ip))) {
@@ -1041,7 +1028,7 @@ static int trace(struct emu *e)
 							    e->nr_hits + 1,
 							    sizeof(*e->hits)) ||
 						    emu_snapshot(e, when))
-							return emu_fail(
+							return mt_fail(
 								e, -ENOMEM,
 								"out of "
 								"memory");
@@ -1080,7 +1067,7 @@ static int trace(struct emu *e)
 			if (ip != t->step_ip && (rc = transfer(e, t, ip)))
 				return rc;
 			if (ptenc_async_pgd(t->enc, now_ns(), ip))
-				return emu_fail(e, -ENOMEM, "out of memory");
+				return mt_fail(e, -ENOMEM, "out of memory");
 			t->async = true;
 			/* The kernel's time delivering it, as a decoder
 			 * shows it. */
@@ -1089,7 +1076,7 @@ static int trace(struct emu *e)
 				     t->tdepth ? t->tstack[t->tdepth - 1].row
 					       : UINT32_MAX,
 				     0))
-				return emu_fail(e, -ENOMEM, "out of memory");
+				return mt_fail(e, -ENOMEM, "out of memory");
 			t->untraced_row = (uint32_t)t->nr_rows - 1;
 			if ((rc = step(e, t, sig)))
 				return rc;
@@ -1107,22 +1094,22 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 
 	memset(st, 0, sizeof(*st));
 	if (o->follow_children)
-		return emu_fail(&e, -EINVAL,
-				"--follow-children needs --emulate=valgrind");
+		return mt_fail(&e, -EINVAL,
+			       "--follow-children needs --emulate=valgrind");
 	e.rng = o->drop_seed ? o->drop_seed : 1;
 	e.icache = calloc(ICACHE, sizeof(*e.icache));
 	if (!e.icache)
-		return emu_fail(&e, -ENOMEM, "out of memory");
+		return mt_fail(&e, -ENOMEM, "out of memory");
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &e.cs) != CS_ERR_OK) {
 		free(e.icache);
-		return emu_fail(&e, -EINVAL, "capstone: cannot open x86-64");
+		return mt_fail(&e, -EINVAL, "capstone: cannot open x86-64");
 	}
 	cs_option(e.cs, CS_OPT_DETAIL, CS_OPT_ON);
 	if (o->cap.pid > 0 && *o->cap.stop) {
-		rc = emu_fail(&e, -EINTR,
-			      "stopped before attaching to process %d: nothing "
-			      "traced",
-			      o->cap.pid);
+		rc = mt_fail(&e, -EINTR,
+			     "stopped before attaching to process %d: nothing "
+			     "traced",
+			     o->cap.pid);
 	} else if (o->cap.pid > 0) {
 		rc = attach(&e, o->cap.pid);
 	} else {
@@ -1131,7 +1118,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			rc = run_to(&e, start);
 	}
 	if (!rc && emu_collect_maps(&e, now_ns()) < 0)
-		rc = emu_fail(&e, -ENOMEM, "out of memory");
+		rc = mt_fail(&e, -ENOMEM, "out of memory");
 	if (!rc)
 		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
 	if (!rc) {

@@ -196,7 +196,7 @@ static int hit_by_time(const void *a, const void *b)
 static int write_trace(struct hw *h, struct capfile *c)
 {
 	if (h->spool && fflush(h->spool))
-		return hw_fail(h, -EIO, "the temporary trace file: %s",
+		return mt_fail(h, -EIO, "the temporary trace file: %s",
 			       strerror(errno));
 	for (size_t i = 0; i < h->nr_chunks; i++) {
 		const struct chunk *k = &h->chunks[i];
@@ -204,7 +204,7 @@ static int write_trace(struct hw *h, struct capfile *c)
 
 		if (fseek(h->spool, k->at, SEEK_SET) ||
 		    fread(h->copy, 1, k->a.size, h->spool) != k->a.size)
-			return hw_fail(h, -EIO,
+			return mt_fail(h, -EIO,
 				       "reading the temporary trace file: %s",
 				       strerror(errno));
 		rc = pd_write_auxtrace(c->w, &k->a, h->copy);
@@ -257,7 +257,7 @@ static int add_kernel(struct hw *h, struct capfile *c)
 	rc = kcore_read(h->o->proc_root ? h->o->proc_root : "/proc", &k, why,
 			sizeof(why));
 	if (rc == -ENOMEM)
-		return hw_fail(h, rc, "out of memory");
+		return mt_fail(h, rc, "out of memory");
 	if (rc) {
 		snprintf(h->st->kernel_note, sizeof(h->st->kernel_note),
 			 "%s: kernel code will show as [kernel]", why);

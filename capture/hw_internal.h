@@ -18,6 +18,7 @@
 #include "capture/pmu_internal.h"
 #include "capture/sideband_internal.h"
 #include "perfdata/perfdata.h"
+#include "util/err.h"
 
 #define DATA_PAGES SB_DATA_PAGES
 
@@ -80,13 +81,9 @@ struct hw {
 	uint8_t *copy; /* one AUX ring's worth */
 	uint8_t *vdso;
 	uint64_t vdso_start, vdso_len;
-	char *err;
+	char *err; /* mt_fail()'s */
 	size_t errlen;
 };
-
-/* One line in h->err; returns code. */
-int hw_fail(struct hw *h, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* hw_capture.c */
 /* The AUXTRACE_INFO for the PMU and the events as opened. */

@@ -64,16 +64,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int hw_fail(struct hw *h, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	mt_verr(h->err, h->errlen, code, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 static uint64_t rdtsc(void)
 {
 	unsigned lo, hi;
@@ -84,7 +74,7 @@ static uint64_t rdtsc(void)
 
 static int open_err(struct hw *h, int e, pid_t tid, int cpu)
 {
-	return hw_fail(
+	return mt_fail(
 		h, -e, "perf_event_open(intel_pt, thread %d, cpu %d): %s%s",
 		(int)tid, cpu, strerror(e),
 		e == EACCES || e == EPERM
@@ -102,7 +92,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 
 	if (mt_grow((void **)&h->rings, &h->cap_rings, h->nr_rings + 1,
 		    sizeof(*h->rings)))
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	r = &h->rings[h->nr_rings];
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -112,7 +102,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 	r->page = mmap(NULL, r->page_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 	if (r->page == MAP_FAILED)
-		return hw_fail(h, -errno, "mmap of the sideband ring: %s",
+		return mt_fail(h, -errno, "mmap of the sideband ring: %s",
 			       strerror(errno));
 	h->nr_rings++;
 	if (h->o->sideband_only)
@@ -126,7 +116,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 		      (off_t)r->page_len);
 	if (r->aux == MAP_FAILED) {
 		r->aux = NULL;
-		return hw_fail(
+		return mt_fail(
 			h, -errno, "mmap of the AUX area (%llu bytes): %s",
 			(unsigned long long)h->aux_size, strerror(errno));
 	}
@@ -149,7 +139,7 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 	    mt_grow((void **)&h->ids, &h->cap_ids, h->nr_ids + 1,
 		    sizeof(*h->ids))) {
 		close(fd);
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	}
 	h->fds[h->nr_fds++] = fd;
 	ioctl(fd, PERF_EVENT_IOC_ID, &id);
@@ -161,7 +151,7 @@ static int open_event(struct hw *h, pid_t tid, int cpu, int *out)
 static int set_filter(struct hw *h, int fd)
 {
 	if (h->filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, h->filter))
-		return hw_fail(h, -errno, "address filter '%s': %s", h->filter,
+		return mt_fail(h, -errno, "address filter '%s': %s", h->filter,
 			       strerror(errno));
 	return 0;
 }
@@ -174,7 +164,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 
 	if (mt_grow((void **)&h->tids, &h->cap_tids, h->nr_tids + 1,
 		    sizeof(*h->tids)))
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	h->tids[h->nr_tids++] = tid;
 	for (int c = 0; c < (h->o->per_cpu ? h->ncpu : 1); c++) {
 		int cpu = h->o->per_cpu ? c : -1;
@@ -184,7 +174,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 		if (cpu >= 0 && (size_t)c < h->nr_rings) {
 			if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT,
 				  h->rings[c].fd))
-				return hw_fail(h, -errno,
+				return mt_fail(h, -errno,
 					       "thread %d, cpu %d: SET_OUTPUT: "
 					       "%s",
 					       (int)tid, c, strerror(errno));
@@ -194,7 +184,7 @@ static int add_thread(struct hw *h, pid_t tid, bool enable)
 		if ((rc = set_filter(h, fd)))
 			return rc;
 		if (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
-			return hw_fail(h, -errno, "enabling intel_pt: %s",
+			return mt_fail(h, -errno, "enabling intel_pt: %s",
 				       strerror(errno));
 	}
 	h->st->threads++;
@@ -248,16 +238,16 @@ static int spool_chunk(struct hw *h, const struct pd_auxtrace *a,
 	if (!a->size)
 		return 0;
 	if (!h->spool && !(h->spool = tmpfile()))
-		return hw_fail(h, -errno, "a temporary file for the trace: %s",
+		return mt_fail(h, -errno, "a temporary file for the trace: %s",
 			       strerror(errno));
 	if (mt_grow((void **)&h->chunks, &h->cap_chunks, h->nr_chunks + 1,
 		    sizeof(*h->chunks)))
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	c = &h->chunks[h->nr_chunks];
 	c->at = ftell(h->spool);
 	c->a = *a;
 	if (fwrite(data, 1, a->size, h->spool) != a->size)
-		return hw_fail(h, -EIO, "writing the temporary trace file: %s",
+		return mt_fail(h, -EIO, "writing the temporary trace file: %s",
 			       strerror(errno));
 	h->nr_chunks++;
 	h->st->aux_bytes += a->size;
@@ -317,7 +307,7 @@ static int drain_record(const struct perf_event_header *rec, void *arg)
 	if (rec->type == PERF_RECORD_FORK)
 		*d->forked = true;
 	if (mt_grow((void **)&h->sb, &h->sb_cap, h->sb_len + rec->size, 1))
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	memcpy(h->sb + h->sb_len, rec, rec->size);
 	h->sb_len += rec->size;
 	return 0;
@@ -515,7 +505,7 @@ static int on_hit(struct hw *h, const struct bp_hit *b)
 		return 0;
 	if (mt_grow((void **)&h->hits, &h->cap_hits, h->nr_hits + 1,
 		    sizeof(*h->hits)))
-		return hw_fail(h, -ENOMEM, "out of memory");
+		return mt_fail(h, -ENOMEM, "out of memory");
 	x = &h->hits[h->nr_hits++];
 	memset(x, 0, sizeof(*x));
 	x->pid = (uint32_t)b->pid;
@@ -559,7 +549,7 @@ static int arm(struct hw *h, unsigned nranges)
 	int rc;
 
 	if ((rc = capture_exe(h->pid, h->exe, sizeof(h->exe), NULL, 0)))
-		return hw_fail(h, rc, "/proc/%d/exe: %s", (int)h->pid,
+		return mt_fail(h, rc, "/proc/%d/exe: %s", (int)h->pid,
 			       strerror(-rc));
 	/* The mappings now, for unwinding hits after the process is gone
 	 * (with the MMAP2 records that come later). */
@@ -591,7 +581,7 @@ static int arm(struct hw *h, unsigned nranges)
 		size_t len = strlen(h->filter);
 
 		if (!h->trigger)
-			return hw_fail(h, -EINVAL,
+			return mt_fail(h, -EINVAL,
 				       "--stop-at-trigger: %s has no "
 				       "mt_snapshot_point; name one with "
 				       "--trigger",
@@ -600,7 +590,7 @@ static int arm(struct hw *h, unsigned nranges)
 					      sizeof(stop), h->err, h->errlen)))
 			return rc;
 		if (len + strlen(stop) + 2 > sizeof(h->filter))
-			return hw_fail(h, -E2BIG, "address filters too long");
+			return mt_fail(h, -E2BIG, "address filters too long");
 		snprintf(h->filter + len, sizeof(h->filter) - len, "%s%s",
 			 len ? "," : "", stop);
 		nranges++;
@@ -730,7 +720,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 		return rc;
 	h.copy = malloc(h.aux_size);
 	if (!h.copy)
-		return hw_fail(&h, -ENOMEM, "out of memory");
+		return mt_fail(&h, -ENOMEM, "out of memory");
 	memset(&h.attr, 0, sizeof(h.attr));
 	h.attr.type = h.pmu.type;
 	h.attr.size = sizeof(h.attr);
@@ -751,7 +741,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 	if (o->cap.pid > 0) {
 		h.pid = o->cap.pid;
 		if (kill(h.pid, 0) && errno == ESRCH) {
-			rc = hw_fail(&h, -ESRCH, "-p %d: no such process",
+			rc = mt_fail(&h, -ESRCH, "-p %d: no such process",
 				     o->cap.pid);
 			goto out;
 		}
@@ -759,7 +749,7 @@ int hw_run(char *const argv[], const struct hw_opts *o, struct hw_stats *st,
 		if ((rc = scan_threads(&h, false)))
 			goto out;
 		if (!h.nr_rings) {
-			rc = hw_fail(&h, -ESRCH, "-p %d: no threads to trace",
+			rc = mt_fail(&h, -ESRCH, "-p %d: no threads to trace",
 				     o->cap.pid);
 			goto out;
 		}

@@ -709,7 +709,7 @@ static int vg_hot(struct vg *v, struct rd *r)
 	v->now = now;
 	v->exec_pending = false;
 	if (rc < 0)
-		return emu_fail(e, rc, "out of memory encoding trace");
+		return mt_fail(e, rc, "out of memory encoding trace");
 	if ((type & ~R_PACKED) != R_CALL) {
 		t->last_pkt_tsc = now;
 		t->last_pkt_ip = ip;
@@ -720,8 +720,8 @@ static int vg_hot(struct vg *v, struct rd *r)
 		t->last_ip = ip;
 		sync = ptenc_maybe_psb(t->enc, now, ip);
 		if (sync < 0)
-			return emu_fail(e, -ENOMEM,
-					"out of memory encoding trace");
+			return mt_fail(e, -ENOMEM,
+				       "out of memory encoding trace");
 		if (sync)
 			vg_trim(v, t);
 	}
@@ -769,14 +769,14 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			return SHORT;
 		if (pn > 64)
-			return emu_fail(e, -EPROTO,
-					"the Valgrind tool's stream has a run "
-					"of %u branches (at most 64)",
-					pn);
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool's stream has a run "
+				       "of %u branches (at most 64)",
+				       pn);
 		type &= ~R_PACKED;
 		if (type != R_CALL && type != R_ICALL && type != R_IJMP &&
 		    type != R_RET)
-			return emu_fail(
+			return mt_fail(
 				e, -EPROTO,
 				"the Valgrind tool's stream has a record "
 				"of unknown type %#x",
@@ -786,20 +786,20 @@ static int vg_record(struct vg *v, struct rd *r)
 	}
 	v->exec_pending = type == R_EXEC;
 	if (!v->hello && type != R_HELLO)
-		return emu_fail(e, -EPROTO,
-				"the Valgrind tool's stream does "
-				"not begin as it should");
+		return mt_fail(e, -EPROTO,
+			       "the Valgrind tool's stream does "
+			       "not begin as it should");
 	if (!t && type != R_HELLO && type != R_SWITCH && type != R_MMAP &&
 	    type != R_END && type != R_EXEC)
-		return emu_fail(e, -EPROTO,
-				"the Valgrind tool's stream names no thread");
+		return mt_fail(e, -EPROTO,
+			       "the Valgrind tool's stream names no thread");
 	switch (type) {
 	case R_HELLO: {
 		uint64_t ppid, ptid;
 
 		if (rd_n(r, 4) != VG_MAGIC && !r->bad)
-			return emu_fail(e, -EPROTO,
-					"the Valgrind tool is not mtpt");
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool is not mtpt");
 		a = rd_n(r, 4);
 		b = rd_n(r, 8);
 		ppid = rd_n(r, 4);
@@ -844,10 +844,10 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		if (n > 64)
-			return emu_fail(e, -EPROTO,
-					"the Valgrind tool's stream has a run "
-					"of %u branches (at most 64)",
-					n);
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool's stream has a run "
+				       "of %u branches (at most 64)",
+				       n);
 		v->now = t0 + dt;
 		branch = true;
 		lost = vg_drop(v, t, n, ip);
@@ -994,8 +994,8 @@ static int vg_record(struct vg *v, struct rd *r)
 			break;
 		}
 		if (n >= sizeof(path))
-			return emu_fail(e, -EPROTO,
-					"the Valgrind tool's stream is bad");
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool's stream is bad");
 		memcpy(path, r->p, n);
 		path[n] = 0;
 		r->p += n;
@@ -1039,17 +1039,17 @@ static int vg_record(struct vg *v, struct rd *r)
 		v->main_ended |= v->spid == e->pid;
 		break;
 	default:
-		return emu_fail(e, -EPROTO,
-				"the Valgrind tool's stream has a record of "
-				"unknown type %#x",
-				type);
+		return mt_fail(e, -EPROTO,
+			       "the Valgrind tool's stream has a record of "
+			       "unknown type %#x",
+			       type);
 	}
 	if (r->bad)
 		return SHORT;
 	if (lost < 0)
 		rc = lost;
 	if (rc < 0)
-		return emu_fail(e, rc, "out of memory encoding trace");
+		return mt_fail(e, rc, "out of memory encoding trace");
 	/* A branch record: its packets, unless lost, are the newest. */
 	if (t && branch && !lost) {
 		psb = true;
@@ -1063,8 +1063,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
 
 		if (sync < 0)
-			return emu_fail(e, -ENOMEM,
-					"out of memory encoding trace");
+			return mt_fail(e, -ENOMEM,
+				       "out of memory encoding trace");
 		if (sync)
 			vg_trim(v, t);
 	}
@@ -1242,8 +1242,8 @@ static int vg_listen(struct vg *v)
 	    bind(v->lsock, (struct sockaddr *)&a,
 		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
 	    listen(v->lsock, 64))
-		return emu_fail(&v->e, -errno, "a socket for Valgrind: %s",
-				strerror(errno));
+		return mt_fail(&v->e, -errno, "a socket for Valgrind: %s",
+			       strerror(errno));
 	return 0;
 }
 
@@ -1291,7 +1291,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 		return rc;
 	if (v->trig_offs &&
 	    asprintf(&offs_opt, "--mt-trigger-offs=%s", v->trig_offs) < 0)
-		return emu_fail(&v->e, -ENOMEM, "out of memory");
+		return mt_fail(&v->e, -ENOMEM, "out of memory");
 	rc = vg_listen(v);
 	if (rc) {
 		free(offs_opt);
@@ -1302,7 +1302,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 	args = calloc((size_t)argc + 32, sizeof(*args));
 	if (!args) {
 		free(offs_opt);
-		return emu_fail(&v->e, -ENOMEM, "out of memory");
+		return mt_fail(&v->e, -ENOMEM, "out of memory");
 	}
 	snprintf(fdopt, sizeof(fdopt), "--mt-sock=%s", v->lname);
 	snprintf(start, sizeof(start), "--mt-start=%s",
@@ -1432,7 +1432,7 @@ static int strm_read(struct vg *v, size_t k)
 
 	strm_in(v, k);
 	if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1)) {
-		rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+		rc = mt_fail(&v->e, -ENOMEM, "out of memory");
 	} else {
 		n = recv(v->sock, v->buf + v->len, v->cap - v->len,
 			 MSG_DONTWAIT);
@@ -1466,7 +1466,7 @@ static int strm_accept(struct vg *v)
 	if (mt_grow((void **)&v->strm, &v->cap_strm, v->nr_strm + 1,
 		    sizeof(*v->strm))) {
 		close(fd);
-		return emu_fail(&v->e, -ENOMEM, "out of memory");
+		return mt_fail(&v->e, -ENOMEM, "out of memory");
 	}
 	v->strm[v->nr_strm++] = (struct vgs){.sock = fd, .cur = SIZE_MAX};
 	return 0;
@@ -1508,7 +1508,7 @@ static int vg_loop(struct vg *v)
 		size_t np = 1;
 
 		if (mt_grow((void **)&p, &cap, v->nr_strm + 1, sizeof(*p))) {
-			rc = emu_fail(&v->e, -ENOMEM, "out of memory");
+			rc = mt_fail(&v->e, -ENOMEM, "out of memory");
 			break;
 		}
 		p[0] = (struct pollfd){v->lsock, POLLIN, 0};
@@ -1521,8 +1521,8 @@ static int vg_loop(struct vg *v)
 		if (poll(p, np, 200) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = emu_fail(&v->e, -errno, "poll: %s",
-				      strerror(errno));
+			rc = mt_fail(&v->e, -errno, "poll: %s",
+				     strerror(errno));
 			break;
 		}
 		for (size_t i = 1, k = 0; i < np && rc >= 0 && !v->hit; i++) {
@@ -1557,9 +1557,9 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 
 	memset(st, 0, sizeof(*st));
 	if (o->cap.pid)
-		return emu_fail(&v.e, -EINVAL,
-				"--emulate=valgrind starts the program: -p "
-				"needs --emulate=ptrace");
+		return mt_fail(&v.e, -EINVAL,
+			       "--emulate=valgrind starts the program: -p "
+			       "needs --emulate=ptrace");
 	v.e.rng = o->drop_seed ? o->drop_seed : 1;
 	if (o->cap.trigger)
 		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
@@ -1599,10 +1599,10 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			st->killed_by = WTERMSIG(v.status);
 		else if (!v.e.nr_thr && !rc && WIFEXITED(v.status) &&
 			 WEXITSTATUS(v.status))
-			rc = emu_fail(&v.e, -ECHILD,
-				      "%s: Valgrind could not run it "
-				      "(exit status %d)",
-				      argv[0], WEXITSTATUS(v.status));
+			rc = mt_fail(&v.e, -ECHILD,
+				     "%s: Valgrind could not run it "
+				     "(exit status %d)",
+				     argv[0], WEXITSTATUS(v.status));
 	}
 	if (!rc && v.e.nr_thr && o->cap.trigger && !v.hit) {
 		char why[512];
@@ -1624,12 +1624,11 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		snprintf(err + len, errlen - len,
 			 "; --start-at '' traces from exec");
 	} else if (!rc && v.e.pid) {
-		rc = emu_fail(&v.e, -ENOENT,
-			      "%s never reached %s: nothing was traced",
-			      argv[0],
-			      !o->start_at     ? "main"
-			      : o->start_at[0] ? o->start_at
-					       : "its first instruction");
+		rc = mt_fail(&v.e, -ENOENT,
+			     "%s never reached %s: nothing was traced", argv[0],
+			     !o->start_at     ? "main"
+			     : o->start_at[0] ? o->start_at
+					      : "its first instruction");
 	}
 	emu_free(&v.e);
 	free(v.trig_offs);

@@ -654,7 +654,6 @@ int main(int argc, char **argv)
 	struct run run = {0};
 	struct mt_convert_opts co = {0};
 	struct mt_convert_result res;
-	struct pd_err perr = {0};
 	char err[1024] = "", *sqlite = NULL;
 	int rc = 1, crc;
 
@@ -673,8 +672,8 @@ int main(int argc, char **argv)
 			fputs(usage, stderr);
 			return 2;
 		}
-		if (report_print(stdout, argv[2], &perr)) {
-			fprintf(stderr, "mt-convert: %s\n", perr.msg);
+		if (report_print(stdout, argv[2], err, sizeof(err))) {
+			fprintf(stderr, "mt-convert: %s\n", err);
 			return 1;
 		}
 		return 0;

@@ -200,10 +200,8 @@ static int cut(struct conv *c, char *err, size_t errlen)
 	int rc;
 
 	if (o->window) {
-		if ((rc = rg_keep_time(t, o->window, rg)))
-			return cv_step_failed(rc, o->capture,
-					      "cutting the trace to --time",
-					      err, errlen);
+		if ((rc = rg_keep_time(t, o->window, rg, err, errlen)))
+			return rc;
 		if (!rg->regions && rg->slices_before)
 			return mt_err(err, errlen, -ERANGE,
 				      "%s: --time %s: the window starts after "
@@ -219,10 +217,9 @@ static int cut(struct conv *c, char *err, size_t errlen)
 		/* The name the trace lacks, START or STOP. */
 		bool stop;
 
-		if ((rc = rg_keep_between(t, o->between, o->until, rg)))
-			return cv_step_failed(rc, o->capture,
-					      "cutting the trace to --between",
-					      err, errlen);
+		if ((rc = rg_keep_between(t, o->between, o->until, rg, err,
+					  errlen)))
+			return rc;
 		stop = rg->start_calls && !rg->stop_calls;
 		if (!rg->regions)
 			return mt_err(

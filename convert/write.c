@@ -71,10 +71,6 @@ int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 	size_t n = 0;
 	int rc = rg_split_plan(t, o->split, &cuts, &n, err, errlen);
 
-	/* Its other failure, -ERANGE, has its line. */
-	if (rc == -ENOMEM)
-		cv_step_failed(rc, o->capture, "planning the --split parts",
-			       err, errlen);
 	if (!rc && !(*parts = calloc(n + 1, sizeof(**parts))))
 		rc = cv_step_failed(-ENOMEM, o->capture,
 				    "planning the --split parts", err, errlen);
@@ -95,12 +91,9 @@ int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 		*nr_parts = k + 1;
 		if (o->on_outputs)
 			o->on_outputs(o->ctx, *parts, *nr_parts, true);
-		rc = rg_part(t, cuts[k], cuts[k + 1], &view);
-		if (rc) {
-			cv_step_failed(rc, o->capture, "cutting a --split part",
-				       err, errlen);
+		rc = rg_part(t, cuts[k], cuts[k + 1], &view, err, errlen);
+		if (rc)
 			break;
-		}
 		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
 		rg_part_free(&view);
 		if (!rc)

@@ -179,7 +179,6 @@ static void parse_cpuid(struct dec_capture *c)
 
 static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 {
-	struct pd_err perr;
 	size_t cur = 0;
 	uint32_t type, size;
 	const uint8_t *payload;
@@ -187,8 +186,8 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 
 	if (!pd_has_feature(c->pd, PD_FEAT_MT_EXT))
 		return 0;
-	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size, &perr)) >
-	       0) {
+	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size, err,
+				 errlen)) > 0) {
 		struct pd_ext_stack s;
 		struct dec_thread *t;
 
@@ -246,21 +245,16 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 		t->final.nr = s.nr;
 		t->final.time = s.time;
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
-		return -EINVAL;
-	}
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int read_records(struct dec_capture *c, char *err, size_t errlen)
 {
-	struct pd_err perr;
 	struct pd_event ev;
 	uint64_t cur = 0, min_time = UINT64_MAX;
 	int rc;
 
-	while ((rc = pd_next(c->pd, &cur, &ev, &perr)) > 0) {
+	while ((rc = pd_next(c->pd, &cur, &ev, err, errlen)) > 0) {
 		const struct pd_sample_id *sid = &ev.sid;
 
 		rc = 0;
@@ -336,10 +330,8 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 			return rc;
 		}
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
-		return -EINVAL;
-	}
+	if (rc < 0)
+		return rc;
 	if (!c->have_pt) {
 		snprintf(err, errlen,
 			 "%s: not an Intel PT capture (no intel_pt "
@@ -414,7 +406,6 @@ int dec_open(struct dec_capture **out, const char *path,
 	     const struct dec_opts *o, char *err, size_t errlen)
 {
 	struct dec_capture *c = calloc(1, sizeof(*c));
-	struct pd_err perr;
 	int rc;
 
 	*out = NULL;
@@ -436,11 +427,9 @@ int dec_open(struct dec_capture **out, const char *path,
 		if (img_new(&c->img, path, &io))
 			goto no_memory;
 	}
-	rc = pd_open(&c->pd, path, &perr);
-	if (rc) {
-		snprintf(err, errlen, "%s", perr.msg);
+	rc = pd_open(&c->pd, path, err, errlen);
+	if (rc)
 		goto fail;
-	}
 	rc = read_records(c, err, errlen);
 	if (rc)
 		goto fail;

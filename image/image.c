@@ -270,10 +270,9 @@ static int find_dso(struct img *c, struct img_dso *d)
 static int apply_buildids(struct img *c)
 {
 	const struct pd_buildid *b;
-	struct pd_err perr;
 	size_t n;
 
-	if (pd_buildids(c->pd, &b, &n, &perr))
+	if (pd_buildids(c->pd, &b, &n, NULL, 0))
 		return 0; /* a malformed table only costs the check */
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < c->nr_dsos; j++) {

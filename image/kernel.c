@@ -114,7 +114,6 @@ int img_kernel_load(struct img *c, char *err, size_t errlen)
 	struct img_kernel *k = calloc(1, sizeof(*k));
 	const char *text = NULL;
 	uint64_t text_len = 0;
-	struct pd_err perr;
 	size_t cur = 0;
 	uint32_t type, size;
 	const uint8_t *payload;
@@ -125,8 +124,8 @@ int img_kernel_load(struct img *c, char *err, size_t errlen)
 		goto nomem;
 	c->kernel = k;
 	k->traced = kernel_traced(c);
-	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size, &perr)) >
-	       0) {
+	while ((rc = pd_ext_next(c->pd, &cur, &type, &payload, &size, err,
+				 errlen)) > 0) {
 		struct pd_ext_kcode kc;
 
 		if (type == PD_EXT_KALLSYMS) {
@@ -140,10 +139,8 @@ int img_kernel_load(struct img *c, char *err, size_t errlen)
 				return rc;
 		}
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
-		return -EINVAL;
-	}
+	if (rc < 0)
+		return rc;
 	if (text) {
 		char what[600];
 

@@ -67,7 +67,8 @@ void pd_ext_buf_free(struct pd_ext_buf *b)
 }
 
 int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
-		const uint8_t **payload, uint32_t *size, struct pd_err *err)
+		const uint8_t **payload, uint32_t *size, char *err,
+		size_t errlen)
 {
 	size_t len, at = *cursor;
 	const uint8_t *d = pd_feature(f, PD_FEAT_MT_EXT, &len);
@@ -76,14 +77,14 @@ int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
 	if (!d || at >= len)
 		return 0;
 	if (len - at < 8) {
-		return pd_fail(err, -EOVERFLOW, pd_path(f), UINT64_MAX,
+		return pd_fail(err, errlen, -EOVERFLOW, pd_path(f), UINT64_MAX,
 			       "extension section: item header cut at byte %zu",
 			       at);
 	}
 	memcpy(type, d + at, 4);
 	memcpy(&sz, d + at + 4, 4);
 	if (sz % 8 || sz > len - at - 8) {
-		return pd_fail(err, -EBADMSG, pd_path(f), UINT64_MAX,
+		return pd_fail(err, errlen, -EBADMSG, pd_path(f), UINT64_MAX,
 			       "extension section: item at byte %zu has size "
 			       "%u, %zu bytes remain",
 			       at, sz, len - at - 8);

@@ -29,13 +29,13 @@ const uint8_t *pd_feature(const struct pd_file *f, unsigned bit, size_t *len)
 }
 
 int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
-		     struct pd_buildid *b, struct pd_err *err)
+		     struct pd_buildid *b, char *err, size_t errlen)
 {
 	uint64_t off = at(f, p);
 
 	if (sz < PD_BUILDID_REC + 1 ||
 	    !memchr(p + PD_BUILDID_REC, 0, sz - PD_BUILDID_REC))
-		return pd_fail(err, -EBADMSG, f->path, off,
+		return pd_fail(err, errlen, -EBADMSG, f->path, off,
 			       "build id entry of %zu bytes has no "
 			       "NUL-terminated file name",
 			       sz);
@@ -45,14 +45,14 @@ int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
 	memcpy(b->id, p + 12, sizeof(b->id));
 	b->size = (b->misc & PD_MISC_BUILD_ID_SIZE) ? p[12 + 20] : 20;
 	if (b->size > sizeof(b->id))
-		return pd_fail(err, -EBADMSG, f->path, off + 32,
+		return pd_fail(err, errlen, -EBADMSG, f->path, off + 32,
 			       "build id size %u, at most 20", b->size);
 	b->filename = (const char *)p + PD_BUILDID_REC;
 	return 0;
 }
 
 static int add_bid(struct pd_file *f, size_t *cap, const uint8_t *p, size_t sz,
-		   struct pd_err *err)
+		   char *err, size_t errlen)
 {
 	int rc;
 
@@ -61,12 +61,12 @@ static int add_bid(struct pd_file *f, size_t *cap, const uint8_t *p, size_t sz,
 		struct pd_buildid *n = realloc(f->bids, nc * sizeof(*n));
 
 		if (!n)
-			return pd_fail(err, -ENOMEM, f->path, at(f, p),
+			return pd_fail(err, errlen, -ENOMEM, f->path, at(f, p),
 				       "out of memory for build ids");
 		f->bids = n;
 		*cap = nc;
 	}
-	rc = pd_parse_buildid(f, p, sz, &f->bids[f->nr_bids], err);
+	rc = pd_parse_buildid(f, p, sz, &f->bids[f->nr_bids], err, errlen);
 	if (rc)
 		return rc;
 	f->nr_bids++;
@@ -74,7 +74,7 @@ static int add_bid(struct pd_file *f, size_t *cap, const uint8_t *p, size_t sz,
 }
 
 int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
-		struct pd_err *err)
+		char *err, size_t errlen)
 {
 	size_t cap = 0, len, pos = 0;
 	const uint8_t *d;
@@ -87,14 +87,14 @@ int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
 	if (f->piped) {
 		for (size_t i = 0; i < f->nr_bid_recs && !rc; i++)
 			rc = add_bid(f, &cap, f->bid_recs[i],
-				     pd_get16(f->bid_recs[i] + 6), err);
+				     pd_get16(f->bid_recs[i] + 6), err, errlen);
 	} else {
 		d = pd_feature(f, PD_FEAT_BUILD_ID, &len);
 		while (d && pos < len && !rc) {
 			uint16_t sz;
 
 			if (len - pos < 8) {
-				rc = pd_fail(err, -EBADMSG, f->path,
+				rc = pd_fail(err, errlen, -EBADMSG, f->path,
 					     at(f, d + pos),
 					     "build id entry header cut: %zu "
 					     "bytes left in the section",
@@ -103,14 +103,14 @@ int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
 			}
 			sz = pd_get16(d + pos + 6);
 			if (sz < 8 || sz > len - pos) {
-				rc = pd_fail(err, -EBADMSG, f->path,
+				rc = pd_fail(err, errlen, -EBADMSG, f->path,
 					     at(f, d + pos),
 					     "build id entry of %u bytes, %zu "
 					     "bytes left in the section",
 					     sz, len - pos);
 				break;
 			}
-			rc = add_bid(f, &cap, d + pos, sz, err);
+			rc = add_bid(f, &cap, d + pos, sz, err, errlen);
 			pos += sz;
 		}
 	}
@@ -128,7 +128,7 @@ done:
 }
 
 int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
-		      size_t *n, struct pd_err *err)
+		      size_t *n, char *err, size_t errlen)
 {
 	size_t len;
 	const uint8_t *d;
@@ -141,20 +141,21 @@ int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
 	d = pd_feature(f, PD_FEAT_AUXTRACE, &len);
 	if (d) {
 		if (len < 8)
-			return pd_fail(err, -EBADMSG, f->path, at(f, d),
+			return pd_fail(err, errlen, -EBADMSG, f->path, at(f, d),
 				       "AUXTRACE index section of %zu bytes "
 				       "has no entry count",
 				       len);
 		nr = pd_get64(d);
 		if (nr > (len - 8) / 16)
-			return pd_fail(err, -EBADMSG, f->path, at(f, d),
+			return pd_fail(err, errlen, -EBADMSG, f->path, at(f, d),
 				       "AUXTRACE index claims %" PRIu64
 				       " entries, its %zu bytes hold %zu",
 				       nr, len, (len - 8) / 16);
 		if (nr) {
 			f->aux_idx = calloc(nr, sizeof(*f->aux_idx));
 			if (!f->aux_idx)
-				return pd_fail(err, -ENOMEM, f->path, at(f, d),
+				return pd_fail(err, errlen, -ENOMEM, f->path,
+					       at(f, d),
 					       "out of memory for the "
 					       "AUXTRACE index");
 		}

@@ -114,7 +114,7 @@ static inline uint64_t pd_align8(uint64_t v)
 /* reader.c: an attr as stored (asz bytes at a) with its nr ids (maybe
  * unaligned) joins f's attrs; the id index is rebuilt when next needed. */
 int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
-		const uint8_t *ids, size_t nr, struct pd_err *err,
+		const uint8_t *ids, size_t nr, char *err, size_t errlen,
 		uint64_t off);
 /* reader.c: the id index, sorted anew.  Returns 0 or -ENOMEM. */
 int pd_rebuild_index(struct pd_file *f);
@@ -122,7 +122,7 @@ int pd_rebuild_index(struct pd_file *f);
 /* features.c: one build id entry (a HEADER_BUILD_ID record, or an entry
  * of the feature section) of sz bytes at p, into b. */
 int pd_parse_buildid(struct pd_file *f, const uint8_t *p, size_t sz,
-		     struct pd_buildid *b, struct pd_err *err);
+		     struct pd_buildid *b, char *err, size_t errlen);
 
 /* records.c: decode the Intel PT private fields of an AUXTRACE_INFO body. */
 int pd_parse_pt_info(const uint8_t *priv, size_t len, struct pd_pt_info *pt,

@@ -10,12 +10,13 @@
  * into place by pd_writer_finish().
  *
  * All integers in the file are little-endian; we only run on x86-64.
- * Errors follow util/err.h: negative errno values, with one line for the
- * user in the struct pd_err filled in, naming the file, the offset and
- * what was expected.  The codes: -EIO when open, read, write or rename
- * failed (errno's text in the line), -EBADMSG when the file is not what
- * it says it is, -EOVERFLOW when something points past its end,
- * -ENOMEM, and -EINVAL for a bad argument from the caller.
+ * Errors follow util/err.h: a function that can fail returns a negative
+ * errno value and writes one line for the user into the caller's err
+ * (errlen bytes), naming the file, the offset and what was expected.
+ * The codes: -EIO when open, read, write or rename failed (errno's text
+ * in the line), -EBADMSG when the file is not what it says it is,
+ * -EOVERFLOW when something points past its end, -ENOMEM, and -EINVAL
+ * for a bad argument from the caller.
  */
 #ifndef MT_PERFDATA_H
 #define MT_PERFDATA_H
@@ -27,19 +28,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct pd_err {
-	int code;      /* the negative errno value returned */
-	char msg[512]; /* one line: "FILE: offset N: what was wrong" */
-};
-
 /*
- * Fill err with "PATH: offset N: MSG" (offset left out when off is
- * UINT64_MAX) and return code, a negative errno value.  err may be NULL. Public
- * so that the readers of a capture above this folder report errors the same
- * way.
+ * Writes "PATH: offset N: MSG" into err (offset left out when off is
+ * UINT64_MAX) and returns code, a negative errno value.  err may be NULL.
+ * Public so that the readers of a capture above this folder report
+ * errors the same way.
  */
-int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
-	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int pd_fail(char *err, size_t errlen, int code, const char *path, uint64_t off,
+	    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* User record types synthesised by perf (not in the kernel uapi). */
 enum {
@@ -262,9 +258,10 @@ struct pd_file;
 /*
  * Open and validate PATH.  On success *out owns the mapping; release with
  * pd_close().  Header, attrs, ids and feature table are validated here;
- * records are validated as pd_next() reaches them.
+ * records are validated as pd_next() reaches them.  Returns 0, or a
+ * negative errno value with one line in err (*out is then untouched).
  */
-int pd_open(struct pd_file **out, const char *path, struct pd_err *err);
+int pd_open(struct pd_file **out, const char *path, char *err, size_t errlen);
 void pd_close(struct pd_file *f);
 /*
  * The caller is done with bytes p..p+len of the file (a chunk of trace
@@ -285,21 +282,23 @@ const uint8_t *pd_feature(const struct pd_file *f, unsigned bit, size_t *len);
 
 /*
  * Iterate the data section.  *cursor starts at 0.  Returns 1 with *ev
- * filled, 0 at the end, or a negative error.  Pointers in *ev stay valid
- * until pd_close().
+ * filled, 0 at the end, or a negative errno value with one line in err.
+ * Pointers in *ev stay valid until pd_close().
  */
-int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
-	    struct pd_err *err);
+int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev, char *err,
+	    size_t errlen);
 
 /*
  * Build ids: from the BUILD_ID feature (or HEADER_BUILD_ID records in a
- * piped file).  The array is owned by f.
+ * piped file).  The array is owned by f.  Returns 0, or a negative errno
+ * value with one line in err.
  */
 int pd_buildids(struct pd_file *f, const struct pd_buildid **out, size_t *n,
-		struct pd_err *err);
-/* Entries of the AUXTRACE feature (index of AUXTRACE records). */
+		char *err, size_t errlen);
+/* Entries of the AUXTRACE feature (index of AUXTRACE records).  Returns 0,
+ * or a negative errno value with one line in err. */
 int pd_auxtrace_index(struct pd_file *f, const struct pd_auxtrace_index **out,
-		      size_t *n, struct pd_err *err);
+		      size_t *n, char *err, size_t errlen);
 /* A length-prefixed string feature (hostname, cpuid, ...), or NULL. */
 const char *pd_feature_string(struct pd_file *f, unsigned bit);
 
@@ -323,10 +322,16 @@ enum pd_write_mode {
 /*
  * Create a temporary file beside PATH (util's mt_outfile); nothing
  * appears at PATH until pd_writer_finish() succeeds.  pd_writer_abort() removes
- * the temporary file.  Exactly one of finish/abort must be called.
+ * the temporary file.  Exactly one of finish/abort must be called.  Returns
+ * 0, or a negative errno value with one line in err (no writer then).
+ *
+ * The calls below that take a writer return 0, or a negative errno value
+ * whose line pd_writer_error() gives: -EINVAL for a bad argument (the
+ * writer stays usable), -ENOMEM, or -EIO when writing failed (every later
+ * call then fails the same way).
  */
 int pd_writer_open(struct pd_writer **out, const char *path,
-		   enum pd_write_mode mode, struct pd_err *err);
+		   enum pd_write_mode mode, char *err, size_t errlen);
 /*
  * Attrs must all be added before the first record.  attr->size is set to
  * sizeof(struct perf_event_attr) if 0.  The first attr's sample_type and
@@ -369,12 +374,17 @@ int pd_writer_set_feature_string(struct pd_writer *w, unsigned bit,
 
 /*
  * Write AUXTRACE index and BUILD_ID features, the feature table, the
- * header; fsync-free rename onto the final path.  Frees w.
+ * header; fsync-free rename onto the final path.  Frees w.  Returns 0, or
+ * a negative errno value with one line in err (nothing is then at the
+ * path).
  */
-int pd_writer_finish(struct pd_writer *w, struct pd_err *err);
+int pd_writer_finish(struct pd_writer *w, char *err, size_t errlen);
 void pd_writer_abort(struct pd_writer *w);
-/* Error of the last failed writer call (valid until finish/abort). */
-const struct pd_err *pd_writer_error(const struct pd_writer *w);
+/*
+ * The last failed writer call (valid until finish/abort): returns its
+ * code, 0 when none failed, and copies its line into err.
+ */
+int pd_writer_error(const struct pd_writer *w, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* Our extension section                                               */
@@ -420,7 +430,12 @@ static inline uint64_t pd_ext_stack_ip(const struct pd_ext_stack *s, uint64_t i)
 	return v;
 }
 
-/* Build a section: append items to a growable buffer owned by the caller. */
+/*
+ * Build a section: append items to a growable buffer owned by the caller.
+ * pd_ext_add_*() return 0, -EINVAL for an item too big for its size field,
+ * or -ENOMEM; pd_ext_parse_*() 0, or -EBADMSG when the payload is not such
+ * an item.  Neither writes a line: the caller knows the file.
+ */
 struct pd_ext_buf {
 	uint8_t *data;
 	size_t len, cap;
@@ -429,10 +444,12 @@ int pd_ext_add_stack(struct pd_ext_buf *b, const struct pd_ext_stack *s);
 void pd_ext_buf_free(struct pd_ext_buf *b);
 /*
  * Iterate the section of f: returns 1 with *type and the payload, 0 at the
- * end, negative on a malformed section.  *cursor starts at 0.
+ * end, or a negative errno value with one line in err on a malformed
+ * section.  *cursor starts at 0.
  */
 int pd_ext_next(struct pd_file *f, size_t *cursor, uint32_t *type,
-		const uint8_t **payload, uint32_t *size, struct pd_err *err);
+		const uint8_t **payload, uint32_t *size, char *err,
+		size_t errlen);
 /* A snapshot trigger hit. */
 struct pd_ext_hit {
 	uint32_t pid, tid;

@@ -19,22 +19,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int pd_fail(struct pd_err *err, int code, const char *path, uint64_t off,
+int pd_fail(char *err, size_t errlen, int code, const char *path, uint64_t off,
 	    const char *fmt, ...)
 {
 	char where[4096];
 	va_list ap;
 
-	if (!err)
+	if (!err || !errlen)
 		return code;
 	if (off == UINT64_MAX)
 		snprintf(where, sizeof(where), "%s", path);
 	else
 		snprintf(where, sizeof(where), "%s: offset %" PRIu64, path,
 			 off);
-	err->code = code;
 	va_start(ap, fmt);
-	mt_verr_prefixed(err->msg, sizeof(err->msg), code, where, fmt, ap);
+	mt_verr_prefixed(err, errlen, code, where, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -85,7 +84,8 @@ int pd_rebuild_index(struct pd_file *f)
 
 /* A: the attr bytes as stored (asz of them); IDS: nr u64s, maybe unaligned. */
 int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
-		const uint8_t *ids, size_t nr, struct pd_err *err, uint64_t off)
+		const uint8_t *ids, size_t nr, char *err, size_t errlen,
+		uint64_t off)
 {
 	struct pd_attr *pa = calloc(1, sizeof(*pa));
 	size_t n = asz < sizeof(pa->attr) ? asz : sizeof(pa->attr);
@@ -104,7 +104,7 @@ int pd_add_attr(struct pd_file *f, const uint8_t *a, uint32_t asz,
 	if (f->nr_attrs == PD_MAX_ATTRS) {
 		free(pa->ids);
 		free(pa);
-		return pd_fail(err, -EBADMSG, f->path, off,
+		return pd_fail(err, errlen, -EBADMSG, f->path, off,
 			       "more than %d attrs", PD_MAX_ATTRS);
 	}
 	if (f->nr_attrs == f->cap_attrs) {
@@ -129,7 +129,8 @@ nomem:
 	if (pa)
 		free(pa->ids);
 	free(pa);
-	return pd_fail(err, -ENOMEM, f->path, off, "out of memory for attrs");
+	return pd_fail(err, errlen, -ENOMEM, f->path, off,
+		       "out of memory for attrs");
 }
 
 const struct pd_attr *pd_attr_by_id(const struct pd_file *f, uint64_t id)
@@ -181,7 +182,7 @@ bool pd_is_piped(const struct pd_file *f)
 /* ------------------------------------------------------------------ */
 /* Opening                                                             */
 
-static int open_regular(struct pd_file *f, struct pd_err *err)
+static int open_regular(struct pd_file *f, char *err, size_t errlen)
 {
 	const uint8_t *h = f->map;
 	uint64_t hsize = pd_get64(h + 8);
@@ -190,12 +191,12 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 	uint64_t table;
 
 	if (hsize != PD_HEADER_SIZE && hsize != PD_HEADER_SIZE_OLD)
-		return pd_fail(err, -EBADMSG, f->path, 8,
+		return pd_fail(err, errlen, -EBADMSG, f->path, 8,
 			       "header size %" PRIu64 ", expected %d (or %d "
 			       "for a piped file)",
 			       hsize, PD_HEADER_SIZE, PD_PIPE_HEADER_SIZE);
 	if (f->size < hsize)
-		return pd_fail(err, -EOVERFLOW, f->path, 0,
+		return pd_fail(err, errlen, -EOVERFLOW, f->path, 0,
 			       "file is %zu bytes, shorter than its %" PRIu64
 			       "-byte header",
 			       f->size, hsize);
@@ -206,18 +207,18 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 	data_size = pd_get64(h + 48);
 
 	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size - 16 > UINT32_MAX)
-		return pd_fail(err, -EBADMSG, f->path, 16,
+		return pd_fail(err, errlen, -EBADMSG, f->path, 16,
 			       "attr_size %" PRIu64 ", expected at least %d (a "
 			       "%d-byte attr and its ids section)",
 			       attr_size, PERF_ATTR_SIZE_VER0 + 16,
 			       PERF_ATTR_SIZE_VER0);
 	if (!in_file(f, attrs_off, attrs_size))
-		return pd_fail(err, -EOVERFLOW, f->path, 24,
+		return pd_fail(err, errlen, -EOVERFLOW, f->path, 24,
 			       "attr section [%" PRIu64 ", +%" PRIu64
 			       ") ends past the end of the file (%zu bytes)",
 			       attrs_off, attrs_size, f->size);
 	if (attrs_size % attr_size)
-		return pd_fail(err, -EBADMSG, f->path, 32,
+		return pd_fail(err, errlen, -EBADMSG, f->path, 32,
 			       "attr section size %" PRIu64
 			       " is not a multiple of attr_size %" PRIu64,
 			       attrs_size, attr_size);
@@ -230,7 +231,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		int rc;
 
 		if (eff != attr_size - 16)
-			return pd_fail(err, -EBADMSG, f->path, e + 4,
+			return pd_fail(err, errlen, -EBADMSG, f->path, e + 4,
 				       "attr %" PRIu64 " has size %u but the "
 				       "header's attr_size %" PRIu64
 				       " means %" PRIu64,
@@ -238,33 +239,33 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		ids_off = pd_get64(f->map + e + eff);
 		ids_size = pd_get64(f->map + e + eff + 8);
 		if (ids_size % 8)
-			return pd_fail(err, -EBADMSG, f->path, e + eff + 8,
-				       "ids section of attr %" PRIu64
-				       " has size %" PRIu64
-				       ", not a multiple of 8",
-				       i, ids_size);
+			return pd_fail(
+				err, errlen, -EBADMSG, f->path, e + eff + 8,
+				"ids section of attr %" PRIu64
+				" has size %" PRIu64 ", not a multiple of 8",
+				i, ids_size);
 		if (!in_file(f, ids_off, ids_size))
-			return pd_fail(err, -EOVERFLOW, f->path, e + eff,
-				       "ids section of attr %" PRIu64
-				       " [%" PRIu64 ", +%" PRIu64
-				       ") ends past the end of the file "
-				       "(%zu bytes)",
-				       i, ids_off, ids_size, f->size);
+			return pd_fail(
+				err, errlen, -EOVERFLOW, f->path, e + eff,
+				"ids section of attr %" PRIu64 " [%" PRIu64
+				", +%" PRIu64 ") ends past the end of the file "
+				"(%zu bytes)",
+				i, ids_off, ids_size, f->size);
 		rc = pd_add_attr(f, f->map + e, eff, f->map + ids_off,
-				 ids_size / 8, err, e);
+				 ids_size / 8, err, errlen, e);
 		if (rc)
 			return rc;
 	}
 	if (pd_rebuild_index(f))
-		return pd_fail(err, -ENOMEM, f->path, 24,
+		return pd_fail(err, errlen, -ENOMEM, f->path, 24,
 			       "out of memory for the id index");
 	if (data_off < hsize)
-		return pd_fail(err, -EBADMSG, f->path, 40,
+		return pd_fail(err, errlen, -EBADMSG, f->path, 40,
 			       "data section starts at %" PRIu64
 			       ", inside the %" PRIu64 "-byte header",
 			       data_off, hsize);
 	if (!in_file(f, data_off, data_size))
-		return pd_fail(err, -EOVERFLOW, f->path, 40,
+		return pd_fail(err, errlen, -EOVERFLOW, f->path, 40,
 			       "data section [%" PRIu64 ", +%" PRIu64
 			       ") ends past the end of the file (%zu bytes)",
 			       data_off, data_size, f->size);
@@ -279,7 +280,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 			nr_feat++;
 	table = f->data_end;
 	if (!in_file(f, table, (uint64_t)nr_feat * 16))
-		return pd_fail(err, -EOVERFLOW, f->path, table,
+		return pd_fail(err, errlen, -EOVERFLOW, f->path, table,
 			       "feature table (%u entries of 16 bytes) ends "
 			       "past the end of the file (%zu bytes)",
 			       nr_feat, f->size);
@@ -291,7 +292,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
 		off = pd_get64(f->map + e);
 		len = pd_get64(f->map + e + 8);
 		if (!in_file(f, off, len))
-			return pd_fail(err, -EOVERFLOW, f->path, e,
+			return pd_fail(err, errlen, -EOVERFLOW, f->path, e,
 				       "feature %u section [%" PRIu64
 				       ", +%" PRIu64 ") ends past the end of "
 				       "the file (%zu bytes)",
@@ -311,7 +312,7 @@ static int open_regular(struct pd_file *f, struct pd_err *err)
  * feature getters work right after pd_open(); a malformed record just
  * ends the walk, and pd_next() reports it when it gets there.
  */
-static int prescan_piped(struct pd_file *f, struct pd_err *err)
+static int prescan_piped(struct pd_file *f, char *err, size_t errlen)
 {
 	uint64_t off = f->data_off;
 	size_t cap = 0;
@@ -348,8 +349,8 @@ static int prescan_piped(struct pd_file *f, struct pd_err *err)
 					realloc(f->bid_recs, nc * sizeof(*n));
 
 				if (!n)
-					return pd_fail(err, -ENOMEM, f->path,
-						       off,
+					return pd_fail(err, errlen, -ENOMEM,
+						       f->path, off,
 						       "out of memory for "
 						       "build ids");
 				f->bid_recs = n;
@@ -362,7 +363,7 @@ static int prescan_piped(struct pd_file *f, struct pd_err *err)
 	return 0;
 }
 
-int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
+int pd_open(struct pd_file **out, const char *path, char *err, size_t errlen)
 {
 	struct pd_file *f;
 	struct stat st;
@@ -372,22 +373,24 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		return pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			       "out of memory");
 	f->path = strdup(path);
 	if (!f->path) {
-		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			     "out of memory");
 		goto fail;
 	}
 	fd = mt_open_regular(path, &st);
 	if (fd == -EINVAL) {
-		rc = pd_fail(err, -EIO, path, UINT64_MAX,
+		rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
 			     "not a regular file (to read a pipe, save it to "
 			     "a file first)");
 		goto fail;
 	}
 	if (fd < 0) {
-		rc = pd_fail(err, -EIO, path, UINT64_MAX, "cannot open: %s",
-			     strerror(-fd));
+		rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
+			     "cannot open: %s", strerror(-fd));
 		goto fail;
 	}
 	f->size = (size_t)st.st_size;
@@ -395,7 +398,7 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 		void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
 
 		if (m == MAP_FAILED) {
-			rc = pd_fail(err, -EIO, path, UINT64_MAX,
+			rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
 				     "cannot map: %s", strerror(errno));
 			goto fail;
 		}
@@ -405,7 +408,7 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	fd = -1;
 
 	if (f->size < 8) {
-		rc = pd_fail(err, -EOVERFLOW, path, 0,
+		rc = pd_fail(err, errlen, -EOVERFLOW, path, 0,
 			     "file is %zu bytes, too short for a perf.data "
 			     "header",
 			     f->size);
@@ -414,20 +417,20 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 	magic = pd_get64(f->map);
 	if (magic != PD_MAGIC) {
 		if (!memcmp(f->map, "PERFFILE", 8))
-			rc = pd_fail(err, -EBADMSG, path, 0,
+			rc = pd_fail(err, errlen, -EBADMSG, path, 0,
 				     "old PERFFILE (version 1) format is not "
 				     "supported");
 		else if (magic == __builtin_bswap64(PD_MAGIC))
-			rc = pd_fail(err, -EBADMSG, path, 0,
+			rc = pd_fail(err, errlen, -EBADMSG, path, 0,
 				     "big-endian perf.data is not supported");
 		else
-			rc = pd_fail(err, -EBADMSG, path, 0,
+			rc = pd_fail(err, errlen, -EBADMSG, path, 0,
 				     "not a perf.data file (no PERFILE2 "
 				     "magic)");
 		goto fail;
 	}
 	if (f->size < 16) {
-		rc = pd_fail(err, -EOVERFLOW, path, 8,
+		rc = pd_fail(err, errlen, -EOVERFLOW, path, 8,
 			     "file is %zu bytes, the header size field is cut",
 			     f->size);
 		goto fail;
@@ -436,9 +439,9 @@ int pd_open(struct pd_file **out, const char *path, struct pd_err *err)
 		f->piped = true;
 		f->data_off = PD_PIPE_HEADER_SIZE;
 		f->data_end = f->size;
-		rc = prescan_piped(f, err);
+		rc = prescan_piped(f, err, errlen);
 	} else {
-		rc = open_regular(f, err);
+		rc = open_regular(f, err, errlen);
 	}
 	if (rc)
 		goto fail;

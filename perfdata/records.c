@@ -158,12 +158,13 @@ struct rec_ctx {
 	size_t blen;	  /* body bytes before the trailer */
 	uint64_t off;
 	const char *name;
-	struct pd_err *err;
+	char *err;
+	size_t errlen;
 };
 
 static int too_short(struct rec_ctx *c, size_t need)
 {
-	return pd_fail(c->err, -EBADMSG, c->f->path, c->off,
+	return pd_fail(c->err, c->errlen, -EBADMSG, c->f->path, c->off,
 		       "%s record body is %zu bytes, expected at least %zu",
 		       c->name, c->blen, need);
 }
@@ -173,7 +174,8 @@ static int body_string(struct rec_ctx *c, size_t from, const char *what,
 		       const char **out)
 {
 	if (c->blen <= from || !memchr(c->b + from, 0, c->blen - from))
-		return pd_fail(c->err, -EBADMSG, c->f->path, c->off + 8 + from,
+		return pd_fail(c->err, c->errlen, -EBADMSG, c->f->path,
+			       c->off + 8 + from,
 			       "%s of the %s record is not NUL-terminated "
 			       "within the record",
 			       what, c->name);
@@ -200,8 +202,8 @@ static int parse_mmap(struct rec_ctx *c, struct pd_event *ev)
 			m->has_build_id = true;
 			m->build_id_size = b[32];
 			if (m->build_id_size > sizeof(m->build_id))
-				return pd_fail(c->err, -EBADMSG, c->f->path,
-					       c->off + 40,
+				return pd_fail(c->err, c->errlen, -EBADMSG,
+					       c->f->path, c->off + 40,
 					       "MMAP2 build id size %u, at "
 					       "most 20",
 					       m->build_id_size);
@@ -238,7 +240,8 @@ static int parse_sample(struct rec_ctx *c, struct pd_event *ev)
 #define TAKE(n)                                                                \
 	do {                                                                   \
 		if ((size_t)(end - p) < (n))                                   \
-			return pd_fail(c->err, -EBADMSG, f->path, c->off,      \
+			return pd_fail(c->err, c->errlen, -EBADMSG, f->path,   \
+				       c->off,                                 \
 				       "SAMPLE record of %u bytes is shorter " \
 				       "than its sample_type 0x%llx says",     \
 				       ev->size, (unsigned long long)st);      \
@@ -378,20 +381,22 @@ static int parse_header_attr(struct rec_ctx *c, struct pd_event *ev,
 	asz = pd_get32(c->b + 4);
 	eff = asz ? asz : PERF_ATTR_SIZE_VER0;
 	if (eff < PERF_ATTR_SIZE_VER0 || eff > c->blen)
-		return pd_fail(c->err, -EBADMSG, f->path, c->off + 12,
+		return pd_fail(c->err, c->errlen, -EBADMSG, f->path,
+			       c->off + 12,
 			       "HEADER_ATTR attr.size %u does not fit its "
 			       "%zu-byte body",
 			       asz, c->blen);
 	rem = c->blen - eff;
 	if (rem % 8)
-		return pd_fail(c->err, -EBADMSG, f->path, c->off,
+		return pd_fail(c->err, c->errlen, -EBADMSG, f->path, c->off,
 			       "HEADER_ATTR has %zu bytes of ids, not a "
 			       "multiple of 8",
 			       rem);
 	/* A second pass over the records must not add the attrs twice. */
 	if (!f->piped || c->off < f->attr_scan_end)
 		return 0;
-	rc = pd_add_attr(f, c->b, eff, c->b + eff, rem / 8, c->err, c->off);
+	rc = pd_add_attr(f, c->b, eff, c->b + eff, rem / 8, c->err, c->errlen,
+			 c->off);
 	if (rc)
 		return rc;
 	f->attr_scan_end = next;
@@ -467,7 +472,8 @@ static int parse_body(struct rec_ctx *c, struct pd_event *ev, uint64_t *next)
 		if (ev->auxtrace_info_type != PD_AUXTRACE_INTEL_PT)
 			return 0;
 		if (pd_parse_pt_info(b + 8, c->blen - 8, &ev->u.pt_info, &why))
-			return pd_fail(c->err, -EBADMSG, f->path, c->off,
+			return pd_fail(c->err, c->errlen, -EBADMSG, f->path,
+				       c->off,
 				       "Intel PT AUXTRACE_INFO of %u bytes: %s",
 				       ev->size, why);
 		return 0;
@@ -485,7 +491,7 @@ static int parse_body(struct rec_ctx *c, struct pd_event *ev, uint64_t *next)
 		a->data = c->r + ev->size;
 		/* The trace bytes follow the record, outside header.size. */
 		if (a->size > f->data_end - *next)
-			return pd_fail(c->err,
+			return pd_fail(c->err, c->errlen,
 				       f->data_end == f->size ? -EOVERFLOW
 							      : -EBADMSG,
 				       f->path, c->off,
@@ -520,7 +526,8 @@ static int parse_body(struct rec_ctx *c, struct pd_event *ev, uint64_t *next)
 			return too_short(c, 8);
 		return 0;
 	case PD_RECORD_HEADER_BUILD_ID:
-		return pd_parse_buildid(f, c->r, ev->size, &bid, c->err);
+		return pd_parse_buildid(f, c->r, ev->size, &bid, c->err,
+					c->errlen);
 	default:
 		return 0;
 	}
@@ -545,11 +552,11 @@ static bool is_known_kernel(uint32_t type)
 	}
 }
 
-int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
-	    struct pd_err *err)
+int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev, char *err,
+	    size_t errlen)
 {
 	uint64_t off = *cursor ? *cursor : f->data_off, left, next;
-	struct rec_ctx c = {.f = f, .off = off, .err = err};
+	struct rec_ctx c = {.f = f, .off = off, .err = err, .errlen = errlen};
 	const uint8_t *r;
 	size_t tlen = 0;
 	int rc;
@@ -557,18 +564,18 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 	memset(ev, 0, sizeof(*ev));
 	ev->sid.pid = ev->sid.tid = ev->sid.cpu = UINT32_MAX;
 	if (off < f->data_off || off > f->data_end)
-		return pd_fail(err, -EINVAL, f->path, off,
+		return pd_fail(err, errlen, -EINVAL, f->path, off,
 			       "cursor outside the data section [%" PRIu64
 			       ", %" PRIu64 ")",
 			       f->data_off, f->data_end);
 	if (off == f->data_end)
 		return 0;
 	if (f->ids_dirty && pd_rebuild_index(f))
-		return pd_fail(err, -ENOMEM, f->path, off,
+		return pd_fail(err, errlen, -ENOMEM, f->path, off,
 			       "out of memory for the id index");
 	left = f->data_end - off;
 	if (left < 8)
-		return pd_fail(err,
+		return pd_fail(err, errlen,
 			       f->data_end == f->size ? -EOVERFLOW : -EBADMSG,
 			       f->path, off,
 			       "record header cut short: %" PRIu64
@@ -585,12 +592,12 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 	c.b = r + 8;
 	c.name = pd_record_name(ev->type);
 	if (ev->size < 8)
-		return pd_fail(err, -EBADMSG, f->path, off,
+		return pd_fail(err, errlen, -EBADMSG, f->path, off,
 			       "record type %u (%s) has size %u, less than "
 			       "its 8-byte header",
 			       ev->type, c.name, ev->size);
 	if (ev->size > left)
-		return pd_fail(err,
+		return pd_fail(err, errlen,
 			       f->data_end == f->size ? -EOVERFLOW : -EBADMSG,
 			       f->path, off,
 			       "%s record of %u bytes runs past the end of the "
@@ -605,7 +612,8 @@ int pd_next(struct pd_file *f, uint64_t *cursor, struct pd_event *ev,
 		tlen = trailer_len(a);
 		if (tlen > ev->size - 8u) {
 			if (is_known_kernel(ev->type))
-				return pd_fail(err, -EBADMSG, f->path, off,
+				return pd_fail(err, errlen, -EBADMSG, f->path,
+					       off,
 					       "%s record of %u bytes is too "
 					       "short for its %zu-byte "
 					       "sample_id trailer",

@@ -62,7 +62,8 @@ struct pd_writer {
 	size_t nr_bids;
 	struct pd_auxtrace_index *idx;
 	size_t nr_idx, cap_idx;
-	struct pd_err err;
+	int err_code;	   /* of the last failed call, 0 when none */
+	char err_msg[512]; /* its line */
 	/*
 	 * Scratch for one record: rec for the caller's records, hrec for
 	 * the header records that start() may emit while rec is in use.
@@ -81,10 +82,10 @@ static int wfail(struct pd_writer *w, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	mt_verr_prefixed(w->err.msg, sizeof(w->err.msg), code, w->out.path, fmt,
+	mt_verr_prefixed(w->err_msg, sizeof(w->err_msg), code, w->out.path, fmt,
 			 ap);
 	va_end(ap);
-	w->err.code = code;
+	w->err_code = code;
 	/* After a failed write the file is unusable; bad arguments are not. */
 	if (code == -EIO)
 		w->failed = true;
@@ -125,7 +126,7 @@ static int out(struct pd_writer *w, const void *p, size_t n)
 	int rc;
 
 	if (w->failed)
-		return w->err.code;
+		return w->err_code;
 	if (w->buf_len + n > WBUF_SIZE) {
 		rc = flush(w);
 		if (rc)
@@ -144,7 +145,7 @@ static int out(struct pd_writer *w, const void *p, size_t n)
 }
 
 int pd_writer_open(struct pd_writer **outp, const char *path,
-		   enum pd_write_mode mode, struct pd_err *err)
+		   enum pd_write_mode mode, char *err, size_t errlen)
 {
 	struct pd_writer *w;
 	char why[512];
@@ -152,21 +153,23 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 
 	*outp = NULL;
 	if (mode != PD_WRITE_FILE && mode != PD_WRITE_PIPED)
-		return pd_fail(err, -EINVAL, path, UINT64_MAX,
+		return pd_fail(err, errlen, -EINVAL, path, UINT64_MAX,
 			       "unknown write mode %d", (int)mode);
 	w = calloc(1, sizeof(*w));
 	if (!w)
-		return pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		return pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			       "out of memory");
 	w->fd = -1;
 	w->mode = mode;
 	w->buf = malloc(WBUF_SIZE);
 	if (!w->buf) {
-		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			     "out of memory");
 		goto fail;
 	}
 	rc = mt_outfile_begin(&w->out, path, why, sizeof(why));
 	if (rc) {
-		rc = pd_fail(err, rc == -ENOMEM ? -ENOMEM : -EIO, path,
+		rc = pd_fail(err, errlen, rc == -ENOMEM ? -ENOMEM : -EIO, path,
 			     UINT64_MAX, "cannot create: %s",
 			     rc == -ESPIPE ? "a special file (device, FIFO, "
 					     "socket) cannot take a capture"
@@ -175,7 +178,7 @@ int pd_writer_open(struct pd_writer **outp, const char *path,
 	}
 	w->fd = open(w->out.tmp, O_WRONLY | O_CLOEXEC);
 	if (w->fd < 0) {
-		rc = pd_fail(err, -EIO, path, UINT64_MAX,
+		rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
 			     "cannot create %s: %s", w->out.tmp,
 			     strerror(errno));
 		mt_outfile_abort(&w->out);
@@ -214,9 +217,11 @@ void pd_writer_abort(struct pd_writer *w)
 	free_writer(w);
 }
 
-const struct pd_err *pd_writer_error(const struct pd_writer *w)
+int pd_writer_error(const struct pd_writer *w, char *err, size_t errlen)
 {
-	return &w->err;
+	if (w->err_code)
+		mt_err(err, errlen, w->err_code, "%s", w->err_msg);
+	return w->err_code;
 }
 
 int pd_writer_add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
@@ -226,7 +231,7 @@ int pd_writer_add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
 	struct wattr *na;
 
 	if (w->failed)
-		return w->err.code;
+		return w->err_code;
 	if (w->started)
 		return wfail(w, -EINVAL,
 			     "attrs must all be added before the first record");
@@ -426,7 +431,7 @@ static int start(struct pd_writer *w)
 	int rc = 0;
 
 	if (w->failed)
-		return w->err.code;
+		return w->err_code;
 	if (w->started)
 		return 0;
 	w->started = true;
@@ -732,7 +737,7 @@ int pd_writer_set_feature(struct pd_writer *w, unsigned bit, const void *data,
 	uint8_t *copy = NULL;
 
 	if (w->failed)
-		return w->err.code;
+		return w->err_code;
 	if (!bit || bit >= PD_FEAT_MAX)
 		return wfail(w, -EINVAL, "feature bit %u, expected 1..%d", bit,
 			     PD_FEAT_MAX - 1);
@@ -793,7 +798,7 @@ int pd_writer_add_buildid(struct pd_writer *w, const struct pd_buildid *b)
 	struct wbid *n;
 
 	if (w->failed)
-		return w->err.code;
+		return w->err_code;
 	if (!b->filename || b->size > sizeof(b->id))
 		return wfail(w, -EINVAL,
 			     "build id needs a file name and at most 20 bytes");
@@ -912,7 +917,7 @@ static int finish_regular(struct pd_writer *w)
 	return 0;
 }
 
-int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
+int pd_writer_finish(struct pd_writer *w, char *err, size_t errlen)
 {
 	char why[512];
 	int rc = start(w), e;
@@ -935,8 +940,8 @@ int pd_writer_finish(struct pd_writer *w, struct pd_err *err)
 			rc = wfail(w, -EIO, "cannot put in place: %s",
 				   strerror(-e));
 	}
-	if (rc && err)
-		*err = w->err;
+	if (rc)
+		pd_writer_error(w, err, errlen);
 	if (w->fd >= 0)
 		close(w->fd);
 	/* The temporary file goes with the writer unless committed. */

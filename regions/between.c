@@ -9,6 +9,7 @@
  */
 #include "regions/rg_internal.h"
 
+#include "util/err.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -75,7 +76,7 @@ static int thread_regions(const struct mt_thread *th, const struct mt_frame *fr,
 }
 
 int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
-		    struct rg_stats *st)
+		    struct rg_stats *st, char *err, size_t errlen)
 {
 	uint32_t a = find_name(t, start), b = stop ? find_name(t, stop) : a;
 	struct rg_span **spans = calloc(t->nr_threads + 1, sizeof(*spans));
@@ -115,5 +116,7 @@ out:
 			free(spans[i]);
 	free(spans);
 	free(nr);
-	return rc;
+	return rc ? mt_err(err, errlen, rc,
+			   "out of memory keeping the calls of %s", start)
+		  : 0;
 }

@@ -40,11 +40,11 @@ struct rg_stats {
 
 /*
  * Keeps only what happened in w: slices that overlap it (clipped to it),
- * and the trigger hits inside it.  Returns 0, or -ENOMEM (t is then
- * unchanged).
+ * and the trigger hits inside it.  Returns 0, or -ENOMEM with one line
+ * in err (t is then unchanged).
  */
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
-		 struct rg_stats *st);
+		 struct rg_stats *st, char *err, size_t errlen);
 
 /*
  * Keeps only what ran, on each thread, from a call to the function named
@@ -54,10 +54,10 @@ int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
  * flagged inferred; a region whose stop never returns runs to the
  * thread's last slice.  Hits inside a region stay.  A trace without a
  * call of start, or of stop, keeps nothing (st says which).  Returns 0, or
- * -ENOMEM (t is then unchanged).
+ * -ENOMEM with one line in err (t is then unchanged).
  */
 int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
-		    struct rg_stats *st);
+		    struct rg_stats *st, char *err, size_t errlen);
 
 /*
  * Cutting a trace into parts of at most max slices each, for viewers
@@ -66,8 +66,8 @@ int rg_keep_between(struct mt_trace *t, const char *start, const char *stop,
  * slices open at its start (the stack there, on every thread) clipped
  * and flagged inferred, so that each part opens on its own.  The cuts
  * are perf times: the parts are [cuts[k], cuts[k + 1]), nr + 1 cuts for
- * nr parts (the last one past the trace's end).  Returns 0, -ENOMEM, or
- * -ERANGE with one line in err when the stack at a cut alone leaves no
+ * nr parts (the last one past the trace's end).  Returns 0, or with one
+ * line in err -ENOMEM, or -ERANGE when the stack at a cut alone leaves no
  * room for max slices, or a single instant holds more than max starts.
  */
 int rg_split_plan(const struct mt_trace *t, uint64_t max, uint64_t **cuts,
@@ -78,10 +78,10 @@ int rg_split_plan(const struct mt_trace *t, uint64_t max, uint64_t **cuts,
  * a shallow copy of t whose threads (their slices), hits, ptwrites and
  * guesses are new, and everything else t's (strings, frames,
  * processes, segments).  Free it with rg_part_free only, before t.
- * Returns 0 or -ENOMEM.
+ * Returns 0, or -ENOMEM with one line in err (view then needs no free).
  */
 int rg_part(const struct mt_trace *t, uint64_t lo, uint64_t hi,
-	    struct mt_trace *view);
+	    struct mt_trace *view, char *err, size_t errlen);
 void rg_part_free(struct mt_trace *view);
 
 #endif

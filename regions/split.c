@@ -101,6 +101,8 @@ out:
 	free(out);
 	free(starts);
 	free(ends);
+	if (rc == -ENOMEM)
+		mt_err(err, errlen, rc, "out of memory planning the parts");
 	return rc;
 }
 
@@ -116,7 +118,7 @@ void rg_part_free(struct mt_trace *view)
 }
 
 int rg_part(const struct mt_trace *t, uint64_t lo, uint64_t hi,
-	    struct mt_trace *view)
+	    struct mt_trace *view, char *err, size_t errlen)
 {
 	struct rg_span sp = {lo, hi};
 	size_t most = 1;
@@ -167,5 +169,6 @@ int rg_part(const struct mt_trace *t, uint64_t lo, uint64_t hi,
 nomem:
 	free(map);
 	rg_part_free(view);
-	return -ENOMEM;
+	return mt_err(err, errlen, -ENOMEM,
+		      "out of memory cutting a part of the trace");
 }

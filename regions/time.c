@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One side of FROM..TO ([s, e)); returns 0 or -1. */
+/* One side of FROM..TO ([s, e)); returns 0 or -EINVAL. */
 static int parse_time(const char *s, const char *e, uint64_t *out)
 {
 	static const struct {
@@ -25,10 +25,10 @@ static int parse_time(const char *s, const char *e, uint64_t *out)
 	size_t ul;
 
 	if (p == e || *p < '0' || *p > '9')
-		return -1;
+		return -EINVAL;
 	for (; p < e && *p >= '0' && *p <= '9'; p++) {
 		if (whole > (UINT64_MAX - 9) / 10)
-			return -1;
+			return -EINVAL;
 		whole = whole * 10 + (uint64_t)(*p - '0');
 	}
 	if (p < e && *p == '.') {
@@ -38,7 +38,7 @@ static int parse_time(const char *s, const char *e, uint64_t *out)
 				scale *= 10;
 			}
 		if (scale == 1)
-			return -1;
+			return -EINVAL;
 	}
 	ul = (size_t)(e - p);
 	if (ul) {
@@ -49,13 +49,13 @@ static int parse_time(const char *s, const char *e, uint64_t *out)
 			    !memcmp(p, units[i].unit, ul))
 				break;
 		if (i == sizeof(units) / sizeof(*units))
-			return -1;
+			return -EINVAL;
 		mult = units[i].ns;
 	} else if (scale != 1) {
-		return -1; /* a fraction of a ns */
+		return -EINVAL; /* a fraction of a ns */
 	}
 	if (whole > UINT64_MAX / mult)
-		return -1;
+		return -EINVAL;
 	*out = whole * mult + frac * mult / scale;
 	return 0;
 }
@@ -85,7 +85,7 @@ bad:
 }
 
 int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
-		 struct rg_stats *st)
+		 struct rg_stats *st, char *err, size_t errlen)
 {
 	uint64_t first, last;
 	struct rg_span sp, **spans;
@@ -118,5 +118,7 @@ int rg_keep_time(struct mt_trace *t, const struct rg_window *w,
 out:
 	free(spans);
 	free(nr);
-	return rc;
+	return rc ? mt_err(err, errlen, rc,
+			   "out of memory keeping the window of time")
+		  : 0;
 }

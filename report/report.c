@@ -6,6 +6,7 @@
  */
 #include "report/report.h"
 #include "symbols/symbols.h"
+#include "util/util.h"
 #include "util/version.h"
 
 #include <errno.h>
@@ -76,20 +77,6 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* ARR with room for one more than NR items, or NULL (ARR kept). */
-static void *room(void *arr, size_t nr, size_t *cap, size_t elem)
-{
-	size_t nc;
-	void *n;
-
-	if (nr < *cap)
-		return arr;
-	nc = *cap ? 2 * *cap : 16;
-	n = realloc(arr, nc * elem);
-	if (n)
-		*cap = nc;
-	return n;
-}
-
 static struct info_thread *thread_get(struct info *in, uint32_t pid,
 				      uint32_t tid)
 {
@@ -98,11 +85,10 @@ static struct info_thread *thread_get(struct info *in, uint32_t pid,
 	for (size_t i = 0; i < in->nr_threads; i++)
 		if (in->threads[i].pid == pid && in->threads[i].tid == tid)
 			return &in->threads[i];
-	t = room(in->threads, in->nr_threads, &in->cap_threads, sizeof(*t));
-	if (!t)
+	if (mt_grow((void **)&in->threads, &in->cap_threads, in->nr_threads + 1,
+		    sizeof(*t)))
 		return NULL;
-	in->threads = t;
-	t += in->nr_threads++;
+	t = &in->threads[in->nr_threads++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->tid = tid;
@@ -123,6 +109,7 @@ static void thread_comm(struct info_thread *t, const char *comm, bool exec)
 		 comm);
 }
 
+/* Counts bytes to the stream key.  Returns 0 or -ENOMEM. */
 static int stream_add(struct info *in, uint32_t key, uint64_t bytes)
 {
 	struct info_stream *s = NULL;
@@ -131,12 +118,10 @@ static int stream_add(struct info *in, uint32_t key, uint64_t bytes)
 		if (in->streams[i].key == key)
 			s = &in->streams[i];
 	if (!s) {
-		s = room(in->streams, in->nr_streams, &in->cap_streams,
-			 sizeof(*s));
-		if (!s)
-			return -1;
-		in->streams = s;
-		s += in->nr_streams++;
+		if (mt_grow((void **)&in->streams, &in->cap_streams,
+			    in->nr_streams + 1, sizeof(*s)))
+			return -ENOMEM;
+		s = &in->streams[in->nr_streams++];
 		memset(s, 0, sizeof(*s));
 		s->key = key;
 	}
@@ -157,6 +142,7 @@ static void note_time(struct info *in, const struct pd_sample_id *sid)
 	in->have_t = true;
 }
 
+/* What ev adds to the summary.  Returns 0 or -ENOMEM. */
 static int gather_event(struct info *in, const struct pd_event *ev)
 {
 	struct info_thread *t = NULL;
@@ -185,14 +171,14 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 	case PERF_RECORD_COMM:
 		t = thread_get(in, ev->u.comm.pid, ev->u.comm.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		thread_comm(t, ev->u.comm.comm, ev->u.comm.exec);
 		break;
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
 		t = thread_get(in, ev->u.task.pid, ev->u.task.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		if (ev->type == PERF_RECORD_EXIT)
 			t->exited = true;
 		break;
@@ -200,18 +186,17 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 		t = thread_get(in, ev->u.itrace_start.pid,
 			       ev->u.itrace_start.tid);
 		if (!t)
-			return -1;
+			return -ENOMEM;
 		t->traced = true;
 		break;
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2: {
 		unsigned mode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
-		m = room(in->maps, in->nr_maps, &in->cap_maps, sizeof(*m));
-		if (!m)
-			return -1;
-		in->maps = m;
-		m += in->nr_maps++;
+		if (mt_grow((void **)&in->maps, &in->cap_maps, in->nr_maps + 1,
+			    sizeof(*m)))
+			return -ENOMEM;
+		m = &in->maps[in->nr_maps++];
 		memset(m, 0, sizeof(*m));
 		m->pid = ev->u.mmap.pid;
 		m->start = ev->u.mmap.start;
@@ -241,7 +226,7 @@ static int gather_event(struct info *in, const struct pd_event *ev)
 		in->auxtrace_bytes += a->size;
 		in->streams_by_cpu = by_cpu;
 		if (stream_add(in, by_cpu ? a->cpu : a->tid, a->size))
-			return -1;
+			return -ENOMEM;
 		if (a->reference) {
 			if (!in->have_r || a->reference < in->rmin)
 				in->rmin = a->reference;
@@ -713,6 +698,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Each binary mapped, and whether it is here as recorded.  Returns 0
+ * or -ENOMEM. */
 static int print_binaries(FILE *o, struct info *in)
 {
 	const char **paths =
@@ -720,7 +707,7 @@ static int print_binaries(FILE *o, struct info *in)
 	size_t n = 0, uniq = 0, missing = 0;
 
 	if (!paths)
-		return -1;
+		return -ENOMEM;
 	for (size_t i = 0; i < in->nr_maps; i++) {
 		const char *p = in->maps[i].path;
 
@@ -781,15 +768,17 @@ static int print_binaries(FILE *o, struct info *in)
 }
 
 /* What our own section holds: trigger hits, stacks unwound at them,
- * vDSO images, the kernel's code and symbols. */
-static int print_ext(FILE *o, struct info *in, struct pd_err *err)
+ * vDSO images, the kernel's code and symbols.  Returns 0, or
+ * pd_ext_next()'s negative code with its line in err. */
+static int print_ext(FILE *o, struct info *in, char *err, size_t errlen)
 {
 	size_t cur = 0, nr = 0;
 	const uint8_t *p;
 	uint32_t type, size;
 	int rc;
 
-	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err)) == 1) {
+	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err, errlen)) ==
+	       1) {
 		struct pd_ext_hit h;
 		struct pd_ext_stack st;
 		struct pd_ext_vdso v;
@@ -838,7 +827,7 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 	return rc;
 }
 
-int report_print(FILE *out, const char *path, struct pd_err *err)
+int report_print(FILE *out, const char *path, char *err, size_t errlen)
 {
 	struct info in;
 	struct pd_event ev;
@@ -846,19 +835,19 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 	int rc;
 
 	memset(&in, 0, sizeof(in));
-	rc = pd_open(&in.f, path, err);
+	rc = pd_open(&in.f, path, err, errlen);
 	if (rc)
 		return rc;
-	while ((rc = pd_next(in.f, &cur, &ev, err)) == 1) {
+	while ((rc = pd_next(in.f, &cur, &ev, err, errlen)) == 1) {
 		if (gather_event(&in, &ev)) {
-			rc = pd_fail(err, -ENOMEM, path, ev.file_offset,
+			rc = pd_fail(err, errlen, -ENOMEM, path, ev.file_offset,
 				     "out of memory");
 			goto out;
 		}
 	}
 	if (rc)
 		goto out;
-	rc = pd_buildids(in.f, &in.bids, &in.nr_bids, err);
+	rc = pd_buildids(in.f, &in.bids, &in.nr_bids, err, errlen);
 	if (rc)
 		goto out;
 
@@ -871,13 +860,14 @@ int report_print(FILE *out, const char *path, struct pd_err *err)
 	print_aux(out, &in);
 	print_time(out, &in);
 	if (print_binaries(out, &in)) {
-		rc = pd_fail(err, -ENOMEM, path, UINT64_MAX, "out of memory");
+		rc = pd_fail(err, errlen, -ENOMEM, path, UINT64_MAX,
+			     "out of memory");
 		goto out;
 	}
-	if ((rc = print_ext(out, &in, err)))
+	if ((rc = print_ext(out, &in, err, errlen)))
 		goto out;
 	if (fflush(out) || ferror(out))
-		rc = pd_fail(err, -EIO, path, UINT64_MAX,
+		rc = pd_fail(err, errlen, -EIO, path, UINT64_MAX,
 			     "cannot write the summary: %s", strerror(errno));
 out:
 	free(in.threads);

@@ -18,6 +18,6 @@
  * negative errno value with one line in err; nothing is printed when the
  * capture cannot be read whole.
  */
-int report_print(FILE *out, const char *path, struct pd_err *err);
+int report_print(FILE *out, const char *path, char *err, size_t errlen);
 
 #endif

@@ -121,7 +121,9 @@ static int load_frames(struct st_db *d, struct mt_hmap *index)
 	    sqlite3_column_type(st, 0) != SQLITE_NULL)
 		max_id = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	if (max_id >= UINT32_MAX - 1)
+	/* Below -1 only when every id is negative: ids a writer of ours
+	 * never gives, which would make nr_frames wrap. */
+	if (max_id < -1 || max_id >= UINT32_MAX - 1)
 		return st_db_fail(d, -EINVAL, "frame ids out of range");
 	d->nr_frames = (uint32_t)(max_id + 1);
 	d->fn_of_frame = calloc(d->nr_frames + 1, sizeof(*d->fn_of_frame));
@@ -588,7 +590,7 @@ static void read_fig(sqlite3_stmt *st, int i, struct st_fig *f)
 	"calls, inferred, total_dur, self_dur, inferred_dur, p50_dur,"         \
 	" p90_dur, p99_dur, max_dur"
 
-/* "BUCKET:CALLS ..." into h; -1 when it is not that. */
+/* "BUCKET:CALLS ..." into h; -EINVAL when it is not that. */
 static int read_hist(const unsigned char *s, uint64_t *h)
 {
 	const char *p = (const char *)s;
@@ -599,7 +601,7 @@ static int read_hist(const unsigned char *s, uint64_t *h)
 		if (mt_scan_u64(&p, 10, ST_HIST - 1, &b) || *p++ != ':' ||
 		    mt_scan_u64(&p, 10, UINT64_MAX - 1, &n) ||
 		    (*p && *p++ != ' '))
-			return -1;
+			return -EINVAL;
 		h[b] = n;
 	}
 	return 0;
@@ -730,9 +732,12 @@ int st_db_figures(struct st_db *d, const struct st_region *r, struct st_agg *a,
 	if (!scan && (!r || r->kind == ST_ALL) && d->has_function)
 		return read_tables(d, a);
 	rc = st_db_scan(d, r, sum_row, &s);
-	if (rc == -ENOMEM || rc == -EINVAL)
-		rc = d->err && d->err[0] ? rc
-					 : st_db_fail(d, rc, "out of memory");
+	/* The scan said why, or the sums failed: st_add() has no line. */
+	if (rc && !(d->err && d->err[0]))
+		rc = rc == -ENOMEM ? st_db_fail(d, rc, "out of memory")
+				   : st_db_fail(d, rc,
+						"a slice names a function the "
+						"database does not list");
 	if (!rc)
 		st_finish(a);
 	return rc;

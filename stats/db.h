@@ -43,6 +43,8 @@ struct st_row {
 /* A function's key hashed, for a table of them (mt_hmap_find_ext). */
 uint64_t st_fn_hash(const char *name, const char *dso, bool inlined);
 
+/* Opens the database at path for reading.  Returns 0, or a negative errno
+ * value with one line naming it in err (d is then closed). */
 int st_db_open(struct st_db *d, const char *path, char *err, size_t errlen);
 void st_db_close(struct st_db *d);
 /* One line naming the database; returns rc. */
@@ -50,25 +52,30 @@ int st_db_fail(struct st_db *d, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Every slice of the region r, each thread's in pre-order; fn returns
- * non-zero to stop (its value is returned). */
+ * non-zero to stop (its value is returned).  Returns 0, fn's value, or a
+ * negative errno value with one line in d->err. */
 int st_db_scan(struct st_db *d, const struct st_region *r,
 	       int (*fn)(void *ctx, const struct st_row *row), void *ctx);
 /* The figures of the region (from the function and caller tables when
  * the region is the whole trace, the database has them and scan is
  * false; a scan keeps the durations in a->fdur).  a's function ids are
- * d's. */
+ * d's.  Returns 0, or a negative errno value with one line in d->err. */
 int st_db_figures(struct st_db *d, const struct st_region *r, struct st_agg *a,
 		  bool scan);
 /* The slowest calls the table slowest keeps (of functions named name,
- * or of all when NULL), in id order, as st_db_scan hands them on. */
+ * or of all when NULL), in id order, as st_db_scan hands them on; it
+ * returns what st_db_scan does. */
 int st_db_slowest(struct st_db *d, const char *name,
 		  int (*fn)(void *ctx, const struct st_row *row), void *ctx);
 /* The functions named name (any dso, inlined or not), as a bit per id
- * in want (d->nr_fns bytes, owned by the caller).  Returns how many. */
+ * in want (d->nr_fns bytes, owned by the caller).  Returns how many, or
+ * -ENOMEM with one line in d->err. */
 int st_db_named(struct st_db *d, const char *name, uint8_t **want);
-/* The stack of slice id, outermost first, "a > b > c", into buf. */
+/* The stack of slice id, outermost first, "a > b > c", into *buf (the
+ * caller's to free).  Returns 0, or a negative errno value with one line
+ * in d->err. */
 int st_db_stack(struct st_db *d, uint64_t id, char **buf);
-/* The tid of a track. */
+/* The tid of a track, or -1 when the database has none for it. */
 int64_t st_db_tid(struct st_db *d, uint32_t track);
 
 #endif

@@ -568,8 +568,16 @@ static int do_folded(struct st_db *d, const struct st_opts *o, FILE *out)
 			continue;
 		for (uint32_t q = (uint32_t)p; q != ST_NONE;
 		     q = g.paths[q].parent) {
-			if (n > g.nr_paths || mt_grow((void **)&chain, &cap,
-						      n + 1, sizeof(*chain))) {
+			if (n > g.nr_paths) {
+				rc = st_db_fail(
+					d, -EINVAL,
+					"call path %zu: its callers run "
+					"in a loop",
+					p);
+				break;
+			}
+			if (mt_grow((void **)&chain, &cap, n + 1,
+				    sizeof(*chain))) {
 				rc = nomem(d);
 				break;
 			}

@@ -12,6 +12,7 @@
 #include "capture/capture.h"
 #include "perfdata/perfdata.h"
 #include "synth/sched.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -243,7 +244,7 @@ static int write_capture(const char *path, const struct synth_opts *o,
 			 const struct pd_pt_info *pt, char *err, size_t errlen)
 {
 	struct pd_writer *w = NULL;
-	struct pd_err pe = {0};
+	int rc;
 	struct perf_event_attr attr;
 	uint64_t ids[64];
 	unsigned nth = o->threads, nids = sr ? sr->nr_cpus : nth;
@@ -253,7 +254,8 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	struct pd_ext_buf ext = {0};
 	uint64_t page = 4096, end_tsc = 0;
 
-	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
+	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err, errlen);
+	if (rc)
 		goto pderr;
 	/* As perf record opens it: disabled until the exec. */
 	capfile_pt_attr(&attr, SYNTH_PMU_TYPE, pt_config_bits(o));
@@ -400,21 +402,17 @@ static int write_capture(const char *path, const struct synth_opts *o,
 	    pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data, ext.len))
 		goto werr;
 	pd_ext_buf_free(&ext);
-	if (pd_writer_finish(w, &pe))
-		goto pderr;
-	return 0;
+	return pd_writer_finish(w, err, errlen);
 nomem:
-	snprintf(err, errlen, "out of memory writing %s", path);
 	pd_ext_buf_free(&ext);
 	pd_writer_abort(w);
-	return -1;
+	return mt_err(err, errlen, -ENOMEM, "out of memory writing %s", path);
 werr:
-	pe = *pd_writer_error(w);
+	rc = pd_writer_error(w, err, errlen);
 	pd_writer_abort(w);
 pderr:
 	pd_ext_buf_free(&ext);
-	snprintf(err, errlen, "%s", pe.msg);
-	return -1;
+	return rc;
 }
 
 int synth_generate(const struct synth_opts *o, struct synth_stats *st,

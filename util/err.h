@@ -30,4 +30,12 @@ int mt_verr_prefixed(char *err, size_t errlen, int code, const char *prefix,
 		     const char *fmt, va_list ap)
 	__attribute__((format(printf, 5, 0)));
 
+/*
+ * The same into the buffer a context struct carries for its caller as
+ * members err and errlen (a capture's state, say), so that a step deep
+ * in it can `return mt_fail(ctx, -EIO, "...")`.
+ */
+#define mt_fail(ctx, code, ...)                                                \
+	mt_err((ctx)->err, (ctx)->errlen, (code), __VA_ARGS__)
+
 #endif

@@ -711,7 +711,7 @@ static void write_capture(const struct wcase *c, const char *path,
 			  const char *elf_abs)
 {
 	struct pd_writer *w;
-	struct pd_err pe = {0};
+	char pe[512] = "";
 	struct perf_event_attr attr;
 	uint64_t id = 1;
 	struct pd_pt_info pt;
@@ -720,8 +720,8 @@ static void write_capture(const struct wcase *c, const char *path,
 	unsigned mtc_freq = c->run.have_mtc_freq ? c->run.mtc_freq : 3;
 	uint64_t page = 0x1000;
 
-	if (pd_writer_open(&w, path, PD_WRITE_FILE, &pe))
-		die("%s", pe.msg);
+	if (pd_writer_open(&w, path, PD_WRITE_FILE, pe, sizeof(pe)))
+		die("%s", pe);
 
 	/*
 	 * pt, cyc, mtc, branch; MTC period; PSB period 0.  Not tsc: perf
@@ -817,13 +817,13 @@ static void write_capture(const struct wcase *c, const char *path,
 	}
 	if (pd_writer_set_feature_string(w, PD_FEAT_HOSTNAME, "mt-ptt-wrap"))
 		goto werr;
-	if (pd_writer_finish(w, &pe))
-		die("%s", pe.msg);
+	if (pd_writer_finish(w, pe, sizeof(pe)))
+		die("%s", pe);
 	return;
 werr:
-	pe = *pd_writer_error(w);
+	pd_writer_error(w, pe, sizeof(pe));
 	pd_writer_abort(w);
-	die("%s", pe.msg);
+	die("%s", pe);
 }
 
 static void usage(void)

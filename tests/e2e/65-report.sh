@@ -268,4 +268,17 @@ for c in "1|$W/missing.sqlite" "1|$W/junk.sqlite" "1|$W/s4/raw.bin" \
 	fi
 done
 [ $ok = 1 ] && echo "PASS report_errors (13 kinds of bad input: one line each)"
+
+# Frame ids all negative (a database another tool edited) are refused as
+# such, in one line, rather than read as a lack of memory.
+cp "$demo" "$W/negframes.sqlite"
+sqlite3 "$W/negframes.sqlite" "UPDATE frame SET id = -1000 - id"
+"$B/mt-report" --time 0.. "$W/negframes.sqlite" >"$W/o" 2>"$W/e"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$W/e")" = 1 ] &&
+	grep -q 'frame ids out of range' "$W/e"; then
+	echo "PASS report_negative_frame_ids"
+else
+	echo "FAIL report_negative_frame_ids: exit $rc, $(head -2 "$W/e")"
+fi
 exit 0

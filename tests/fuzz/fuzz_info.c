@@ -31,13 +31,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void accessors(const char *path)
 {
 	struct pd_file *f;
-	struct pd_err err;
+	char err[512];
 	const struct pd_auxtrace_index *x;
 	size_t n;
 
-	if (pd_open(&f, path, &err))
+	if (pd_open(&f, path, err, sizeof(err)))
 		return;
-	(void)pd_auxtrace_index(f, &x, &n, &err);
+	(void)pd_auxtrace_index(f, &x, &n, err, sizeof(err));
 	for (unsigned bit = 0; bit < 32; bit++)
 		(void)pd_feature_string(f, bit);
 	pd_close(f);
@@ -45,11 +45,11 @@ static void accessors(const char *path)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pd_err err;
+	char err[512];
 
 	if (fuzz_env_load(&env, data, size))
 		abort();
-	(void)report_print(devnull, env.input, &err);
+	(void)report_print(devnull, env.input, err, sizeof(err));
 	clearerr(devnull);
 	accessors(env.input);
 	return 0;

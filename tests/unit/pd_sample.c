@@ -34,7 +34,7 @@ void put16(uint8_t *p, uint16_t v)
 }
 
 /* Opens and walks everything; returns 0 on a clean walk, else the error. */
-int walk_all(const char *path, struct pd_err *err, size_t *nrec)
+int walk_all(const char *path, char *err, size_t errlen, size_t *nrec)
 {
 	struct pd_file *f;
 	struct pd_event ev;
@@ -45,15 +45,15 @@ int walk_all(const char *path, struct pd_err *err, size_t *nrec)
 	int rc;
 
 	*nrec = 0;
-	rc = pd_open(&f, path, err);
+	rc = pd_open(&f, path, err, errlen);
 	if (rc)
 		return rc;
-	while ((rc = pd_next(f, &cur, &ev, err)) == 1)
+	while ((rc = pd_next(f, &cur, &ev, err, errlen)) == 1)
 		(*nrec)++;
 	if (!rc)
-		rc = pd_buildids(f, &b, &n, err);
+		rc = pd_buildids(f, &b, &n, err, errlen);
 	if (!rc)
-		rc = pd_auxtrace_index(f, &x, &n, err);
+		rc = pd_auxtrace_index(f, &x, &n, err, errlen);
 	for (unsigned i = 0; i < 32; i++)
 		(void)pd_feature_string(f, i);
 	if (!rc) {
@@ -61,7 +61,8 @@ int walk_all(const char *path, struct pd_err *err, size_t *nrec)
 		uint32_t t, sz;
 		const uint8_t *p;
 
-		while ((rc = pd_ext_next(f, &c, &t, &p, &sz, err)) == 1) {
+		while ((rc = pd_ext_next(f, &c, &t, &p, &sz, err, errlen)) ==
+		       1) {
 			struct pd_ext_stack s;
 
 			if (t == PD_EXT_STACK && !pd_ext_parse_stack(p, sz, &s))
@@ -598,7 +599,7 @@ static void stack_ext(struct pd_ext_buf *ext)
  * id after it: in a piped file they land on both sides of the data.
  */
 int write_sample(const char *path, enum pd_write_mode mode, enum variant v,
-		 struct pd_err *err)
+		 char *err, size_t errlen)
 {
 	struct pd_writer *w;
 	struct perf_event_attr a, b;
@@ -619,7 +620,7 @@ int write_sample(const char *path, enum pd_write_mode mode, enum variant v,
 	memcpy(b1.id, bid_a, 20);
 	for (int i = 0; i < 20; i++)
 		b2.id[i] = (uint8_t)(i < 16 ? 0xa0 + i : 0);
-	rc = pd_writer_open(&w, path, mode, err);
+	rc = pd_writer_open(&w, path, mode, err, errlen);
 	if (rc)
 		return rc;
 	sample_attrs(&a, &b);
@@ -649,10 +650,10 @@ int write_sample(const char *path, enum pd_write_mode mode, enum variant v,
 			goto fail;
 	}
 	pd_ext_buf_free(&ext);
-	return pd_writer_finish(w, err);
+	return pd_writer_finish(w, err, errlen);
 fail:
 	pd_ext_buf_free(&ext);
-	*err = *pd_writer_error(w);
+	pd_writer_error(w, err, errlen);
 	pd_writer_abort(w);
 	return rc;
 }
@@ -661,7 +662,7 @@ void check_sample(struct check_state *st, const char *path,
 		  enum pd_write_mode mode, enum variant v)
 {
 	struct pd_file *f;
-	struct pd_err err = {0};
+	char err[512] = "";
 	struct pd_event ev;
 	uint64_t cur = 0;
 	enum kind kinds[K_NR];
@@ -672,8 +673,8 @@ void check_sample(struct check_state *st, const char *path,
 	size_t nb, nx;
 	int rc;
 
-	rc = pd_open(&f, path, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_open(&f, path, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc)
 		return;
 	CHECK(st, pd_is_piped(f) == (mode == PD_WRITE_PIPED));
@@ -682,7 +683,7 @@ void check_sample(struct check_state *st, const char *path,
 	CHECK(st, pd_feature_string(f, PD_FEAT_HOSTNAME) &&
 			  !strcmp(pd_feature_string(f, PD_FEAT_HOSTNAME),
 				  "testhost"));
-	while ((rc = pd_next(f, &cur, &ev, &err)) == 1) {
+	while ((rc = pd_next(f, &cur, &ev, err, sizeof(err))) == 1) {
 		if (ev.type == PD_RECORD_HEADER_FEATURE) {
 			nfeat++;
 			continue;
@@ -701,7 +702,7 @@ void check_sample(struct check_state *st, const char *path,
 			check_kind(st, f, kinds[i], &ev);
 		i++;
 	}
-	CHECKF(st, rc == 0, "%s", err.msg);
+	CHECKF(st, rc == 0, "%s", err);
 	CHECKF(st, i == n, "%zu records, expected %zu", i, n);
 	if (mode == PD_WRITE_PIPED) {
 		CHECK(st, nattr == 2);
@@ -730,8 +731,8 @@ void check_sample(struct check_state *st, const char *path,
 		CHECK(st, !pd_get_attr(f, 2));
 	}
 
-	rc = pd_buildids(f, &bids, &nb, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_buildids(f, &bids, &nb, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	CHECK(st, nb == (v == V_SMALL ? 1u : 2u));
 	if (!rc && nb >= 1) {
 		CHECK(st,
@@ -749,8 +750,8 @@ void check_sample(struct check_state *st, const char *path,
 				      PERF_RECORD_MISC_KERNEL);
 	}
 
-	rc = pd_auxtrace_index(f, &idx, &nx, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_auxtrace_index(f, &idx, &nx, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (mode == PD_WRITE_PIPED) {
 		CHECK(st, nx == 0 && !pd_has_feature(f, PD_FEAT_AUXTRACE));
 	} else {
@@ -761,7 +762,7 @@ void check_sample(struct check_state *st, const char *path,
 			uint64_t c = idx[k].offset;
 
 			CHECK(st, idx[k].size == 48);
-			CHECK(st, pd_next(f, &c, &ev, &err) == 1 &&
+			CHECK(st, pd_next(f, &c, &ev, err, sizeof(err)) == 1 &&
 					  ev.type == PD_RECORD_AUXTRACE &&
 					  ev.file_offset == idx[k].offset);
 		}
@@ -778,13 +779,15 @@ void check_sample(struct check_state *st, const char *path,
 		const uint8_t *p;
 		struct pd_ext_stack s;
 
-		CHECK(st, pd_ext_next(f, &c, &t, &p, &sz, &err) == 1 &&
-				  t == PD_EXT_STACK &&
-				  !pd_ext_parse_stack(p, sz, &s) && s.nr == 3 &&
-				  s.pid == PID && s.time == 1234 &&
-				  pd_ext_stack_ip(&s, 0) == 0x401234 &&
-				  pd_ext_stack_ip(&s, 2) == 0x401000);
-		CHECK(st, pd_ext_next(f, &c, &t, &p, &sz, &err) == 0);
+		CHECK(st,
+		      pd_ext_next(f, &c, &t, &p, &sz, err, sizeof(err)) == 1 &&
+			      t == PD_EXT_STACK &&
+			      !pd_ext_parse_stack(p, sz, &s) && s.nr == 3 &&
+			      s.pid == PID && s.time == 1234 &&
+			      pd_ext_stack_ip(&s, 0) == 0x401234 &&
+			      pd_ext_stack_ip(&s, 2) == 0x401000);
+		CHECK(st,
+		      pd_ext_next(f, &c, &t, &p, &sz, err, sizeof(err)) == 0);
 	}
 	CHECK(st, !pd_feature_string(f, PD_FEAT_OSRELEASE));
 	pd_close(f);

@@ -36,7 +36,7 @@ void put32(uint8_t *p, uint32_t v);
 void put16(uint8_t *p, uint16_t v);
 
 /* Opens and walks everything; returns 0 on a clean walk, else the error. */
-int walk_all(const char *path, struct pd_err *err, size_t *nrec);
+int walk_all(const char *path, char *err, size_t errlen, size_t *nrec);
 
 /* The sample capture's Intel PT fields (full: every optional one too). */
 void sample_pt(struct pd_pt_info *pt, bool full);
@@ -45,7 +45,7 @@ void sample_attrs(struct perf_event_attr *a, struct perf_event_attr *b);
 bool pt_equal(const struct pd_pt_info *a, const struct pd_pt_info *b);
 
 int write_sample(const char *path, enum pd_write_mode mode, enum variant v,
-		 struct pd_err *err);
+		 char *err, size_t errlen);
 /* Reads path back and checks every record write_sample() wrote. */
 void check_sample(struct check_state *st, const char *path,
 		  enum pd_write_mode mode, enum variant v);

@@ -18,13 +18,13 @@
 static void roundtrip(struct check_state *st, enum pd_write_mode mode)
 {
 	char dir[64], path[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	int rc;
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/out.data", dir);
-	rc = write_sample(path, mode, V_ALL, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = write_sample(path, mode, V_ALL, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (!rc)
 		check_sample(st, path, mode, V_ALL);
 	/* Only the final file is left: the temporary one was renamed. */
@@ -52,7 +52,7 @@ static void test_roundtrip_piped(struct check_state *st)
 static void test_trailer_by_identifier(struct check_state *st)
 {
 	char dir[64], path[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	struct pd_writer *w;
 	struct perf_event_attr a, b;
 	static const uint64_t ids_a[] = {1}, ids_b[] = {2};
@@ -71,8 +71,8 @@ static void test_trailer_by_identifier(struct check_state *st)
 	b = a;
 	b.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_STREAM_ID |
 			PERF_SAMPLE_IDENTIFIER;
-	rc = pd_writer_open(&w, path, PD_WRITE_FILE, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc)
 		goto out;
 	CHECK(st, !pd_writer_add_attr(w, &a, ids_a, 1));
@@ -96,27 +96,27 @@ static void test_trailer_by_identifier(struct check_state *st)
 	/* An id nobody owns: the trailer cannot be read, the body can. */
 	put64(r + 40, 99);
 	CHECK(st, !pd_writer_raw(w, r, 48));
-	rc = pd_writer_finish(w, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_writer_finish(w, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc)
 		goto out;
-	rc = pd_open(&f, path, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_open(&f, path, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc)
 		goto out;
-	CHECK(st, pd_next(f, &cur, &ev, &err) == 1);
+	CHECK(st, pd_next(f, &cur, &ev, err, sizeof(err)) == 1);
 	CHECK(st, ev.attr == pd_get_attr(f, 1) && ev.sid.time == 777 &&
 			  ev.sid.stream_id == 55 && ev.sid.id == 2 &&
 			  !ev.sid.have_tid && !ev.sid.have_cpu &&
 			  ev.u.itrace_start.pid == 7);
-	CHECK(st, pd_next(f, &cur, &ev, &err) == 1);
+	CHECK(st, pd_next(f, &cur, &ev, err, sizeof(err)) == 1);
 	CHECK(st, ev.attr == pd_get_attr(f, 0) && ev.sid.time == 888 &&
 			  ev.sid.pid == 7 && ev.sid.tid == 8 &&
 			  ev.sid.cpu == 3 && ev.sid.id == 1 &&
 			  ev.u.itrace_start.tid == 8);
-	CHECK(st, pd_next(f, &cur, &ev, &err) == 1);
+	CHECK(st, pd_next(f, &cur, &ev, err, sizeof(err)) == 1);
 	CHECK(st, !ev.attr && !ev.sid.have_time && ev.u.itrace_start.pid == 7);
-	CHECK(st, pd_next(f, &cur, &ev, &err) == 0);
+	CHECK(st, pd_next(f, &cur, &ev, err, sizeof(err)) == 0);
 	pd_close(f);
 out:
 	tmpdir_remove(dir);
@@ -127,7 +127,7 @@ static void test_big_auxtrace(struct check_state *st)
 {
 	static const size_t sizes[] = {5u << 20, 1, (6u << 20) + 3, 4095};
 	char dir[64], path[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	struct pd_writer *w;
 	struct pd_file *f;
 	struct pd_event ev;
@@ -144,8 +144,9 @@ static void test_big_auxtrace(struct check_state *st)
 		data[i] = (uint8_t)(i * 7 + (i >> 13));
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/big.data", dir);
-	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_FILE, &err));
-	if (err.code)
+	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err, sizeof(err));
+	CHECK(st, !rc);
+	if (rc)
 		goto out;
 	for (size_t i = 0; i < 4; i++) {
 		struct pd_auxtrace a = {.size = sizes[i],
@@ -157,13 +158,14 @@ static void test_big_auxtrace(struct check_state *st)
 		CHECK(st, !pd_write_auxtrace(w, &a, data + i));
 		CHECK(st, !pd_write_finished_round(w));
 	}
-	CHECK(st, !pd_writer_finish(w, &err));
-	rc = pd_open(&f, path, &err);
-	CHECKF(st, !rc, "%s", err.msg);
+	CHECK(st, !pd_writer_finish(w, err, sizeof(err)));
+	rc = pd_open(&f, path, err, sizeof(err));
+	CHECKF(st, !rc, "%s", err);
 	if (rc)
 		goto out;
-	CHECK(st, !pd_auxtrace_index(f, &idx, &nx, &err) && nx == 4);
-	while ((rc = pd_next(f, &cur, &ev, &err)) == 1) {
+	CHECK(st,
+	      !pd_auxtrace_index(f, &idx, &nx, err, sizeof(err)) && nx == 4);
+	while ((rc = pd_next(f, &cur, &ev, err, sizeof(err))) == 1) {
 		if (ev.type != PD_RECORD_AUXTRACE)
 			continue;
 		CHECK(st, k < 4);
@@ -176,7 +178,7 @@ static void test_big_auxtrace(struct check_state *st)
 		CHECK(st, k >= nx || idx[k].offset == ev.file_offset);
 		k++;
 	}
-	CHECKF(st, rc == 0 && k == 4, "%s", err.msg);
+	CHECKF(st, rc == 0 && k == 4, "%s", err);
 	pd_close(f);
 out:
 	free(data);
@@ -186,7 +188,7 @@ out:
 static void test_writer_errors(struct check_state *st)
 {
 	char dir[64], path[128], tmp[160];
-	struct pd_err err = {0};
+	char err[512] = "";
 	struct pd_writer *w;
 	struct perf_event_attr a;
 	struct pd_pt_info pt;
@@ -199,7 +201,7 @@ static void test_writer_errors(struct check_state *st)
 	memset(&a, 0, sizeof(a));
 	sample_pt(&pt, true);
 
-	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_PIPED, &err));
+	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_PIPED, err, sizeof(err)));
 	CHECK(st, access(tmp, F_OK) == 0 && access(path, F_OK) != 0);
 	a.size = 10;
 	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -EINVAL);
@@ -207,7 +209,8 @@ static void test_writer_errors(struct check_state *st)
 	CHECK(st, !pd_writer_add_attr(w, &a, NULL, 0));
 	a.size = PERF_ATTR_SIZE_VER5;
 	CHECK(st, pd_writer_add_attr(w, &a, NULL, 0) == -EINVAL);
-	CHECK(st, strstr(pd_writer_error(w)->msg, path) != NULL);
+	CHECK(st, pd_writer_error(w, err, sizeof(err)) == -EINVAL &&
+			  strstr(err, path) != NULL);
 	CHECK(st, pd_write_auxtrace_info(w, &pt, 12, false) == -EINVAL);
 	CHECK(st, pd_write_auxtrace_info(w, &pt, 16, true) == -EINVAL);
 	CHECK(st, pd_write_auxtrace_info(w, &pt, 15, false) == -EINVAL);
@@ -231,28 +234,32 @@ static void test_writer_errors(struct check_state *st)
 	CHECK(st, access(tmp, F_OK) != 0 && access(path, F_OK) != 0);
 
 	/* A long feature is fine in a regular file. */
-	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_FILE, &err));
+	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_FILE, err, sizeof(err)));
 	CHECK(st, !pd_writer_set_feature(w, PD_FEAT_MT_EXT, big, sizeof(big)));
-	CHECK(st, !pd_writer_finish(w, &err));
+	CHECK(st, !pd_writer_finish(w, err, sizeof(err)));
 	CHECK(st, access(path, F_OK) == 0 && access(tmp, F_OK) != 0);
 	{
 		struct pd_file *f;
 		size_t n = 0;
 
-		CHECK(st, !pd_open(&f, path, &err));
-		if (!err.code) {
+		int orc = pd_open(&f, path, err, sizeof(err));
+
+		CHECK(st, !orc);
+		if (!orc) {
 			CHECK(st, pd_feature(f, PD_FEAT_MT_EXT, &n) &&
 					  n == sizeof(big));
 			CHECK(st, pd_nr_attrs(f) == 0);
 			pd_close(f);
 			/* the empty data section holds one FINISHED_ROUND */
-			CHECK(st, !walk_all(path, &err, &n) && n == 1);
+			CHECK(st,
+			      !walk_all(path, err, sizeof(err), &n) && n == 1);
 		}
 	}
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/w.data", dir);
-	CHECK(st, pd_writer_open(&w, path, PD_WRITE_FILE, &err) == -EIO &&
-			  strstr(err.msg, path));
+	CHECK(st, pd_writer_open(&w, path, PD_WRITE_FILE, err, sizeof(err)) ==
+				  -EIO &&
+			  strstr(err, path));
 	tmpdir_remove(dir);
 }
 

@@ -14,7 +14,7 @@
 static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 {
 	char dir[64], path[128], cut[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	uint8_t *d;
 	size_t len, nrec, full_nrec = 0;
 	uint64_t *starts = NULL;
@@ -24,13 +24,13 @@ static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/small.data", dir);
 	snprintf(cut, sizeof(cut), "%s/cut.data", dir);
-	rc = write_sample(path, mode, V_SMALL, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = write_sample(path, mode, V_SMALL, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	d = slurp(path, &len);
 	CHECK(st, d && len > 200);
 	if (rc || !d)
 		goto out;
-	CHECK(st, walk_all(path, &err, &full_nrec) == 0);
+	CHECK(st, walk_all(path, err, sizeof(err), &full_nrec) == 0);
 
 	/* Record boundaries: a piped file cut exactly there just ends. */
 	{
@@ -39,9 +39,9 @@ static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 		uint64_t c = 0;
 
 		starts = calloc(full_nrec + 2, sizeof(*starts));
-		if (starts && !pd_open(&f, path, &err)) {
+		if (starts && !pd_open(&f, path, err, sizeof(err))) {
 			starts[nstarts++] = 16;
-			while (pd_next(f, &c, &ev, &err) == 1)
+			while (pd_next(f, &c, &ev, err, sizeof(err)) == 1)
 				starts[nstarts++] = c;
 			pd_close(f);
 		}
@@ -53,19 +53,16 @@ static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 			CHECK(st, !"cannot write the cut file");
 			break;
 		}
-		memset(&err, 0, sizeof(err));
-		rc = walk_all(cut, &err, &nrec);
+		err[0] = '\0';
+		rc = walk_all(cut, err, sizeof(err), &nrec);
 		for (size_t k = 0; k < nstarts; k++)
 			if (starts[k] == l)
 				boundary = true;
 		if (rc) {
-			CHECKF(st,
-			       err.code == rc && err.msg[0] &&
-				       strstr(err.msg, cut),
-			       "length %zu: rc %d code %d msg '%s'", l, rc,
-			       err.code, err.msg);
+			CHECKF(st, err[0] && strstr(err, cut),
+			       "length %zu: rc %d msg '%s'", l, rc, err);
 			CHECKF(st, rc == -EOVERFLOW || rc == -EBADMSG,
-			       "length %zu: rc %d: %s", l, rc, err.msg);
+			       "length %zu: rc %d: %s", l, rc, err);
 		}
 		if (mode == PD_WRITE_FILE)
 			CHECKF(st, rc != 0,
@@ -81,7 +78,7 @@ static void truncate_all(struct check_state *st, enum pd_write_mode mode)
 			CHECKF(st, rc == 0 && nrec < full_nrec,
 			       "piped file cut at record boundary %zu: rc %d "
 			       "%s",
-			       l, rc, err.msg);
+			       l, rc, err);
 	}
 out:
 	free(starts);
@@ -112,14 +109,14 @@ struct corruption {
 static size_t rec_off(const char *path, uint32_t type, uint16_t misc)
 {
 	struct pd_file *f;
-	struct pd_err err;
+	char err[512];
 	struct pd_event ev;
 	uint64_t c = 0;
 	size_t off = 0;
 
-	if (pd_open(&f, path, &err))
+	if (pd_open(&f, path, err, sizeof(err)))
 		return 0;
-	while (pd_next(f, &c, &ev, &err) == 1)
+	while (pd_next(f, &c, &ev, err, sizeof(err)) == 1)
 		if (ev.type == type && (ev.misc & misc) == misc) {
 			off = ev.file_offset;
 			break;
@@ -131,7 +128,7 @@ static size_t rec_off(const char *path, uint32_t type, uint16_t misc)
 static void test_corrupt(struct check_state *st)
 {
 	char dir[64], path[128], bad[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	uint8_t *d = NULL, *c;
 	size_t len, nrec;
 	size_t comm, mmap2, info, aux, attr_off, ids_off, feat_tbl;
@@ -140,8 +137,8 @@ static void test_corrupt(struct check_state *st)
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/all.data", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.data", dir);
-	rc = write_sample(path, PD_WRITE_FILE, V_PERF, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = write_sample(path, PD_WRITE_FILE, V_PERF, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (!rc)
 		d = slurp(path, &len);
 	if (!d)
@@ -219,19 +216,19 @@ static void test_corrupt(struct check_state *st)
 				put64(c + cs[i].off, cs[i].value);
 			CHECK(st, !spit(bad, c, len));
 			free(c);
-			memset(&err, 0, sizeof(err));
-			rc = pd_open(&f, bad, &err);
+			err[0] = '\0';
+			rc = pd_open(&f, bad, err, sizeof(err));
 			if (!rc)
 				pd_close(f);
 			CHECKF(st, (rc != 0) == cs[i].at_open,
-			       "%s: open rc %d: %s", cs[i].what, rc, err.msg);
-			rc = walk_all(bad, &err, &nrec);
-			CHECKF(st, rc == cs[i].code && err.code == cs[i].code,
-			       "%s: rc %d: %s", cs[i].what, rc, err.msg);
+			       "%s: open rc %d: %s", cs[i].what, rc, err);
+			rc = walk_all(bad, err, sizeof(err), &nrec);
+			CHECKF(st, rc == cs[i].code && err[0], "%s: rc %d: %s",
+			       cs[i].what, rc, err);
 			CHECKF(st,
-			       strstr(err.msg, bad) && strchr(err.msg, ':') &&
-				       !strchr(err.msg, '\n'),
-			       "%s: message '%s'", cs[i].what, err.msg);
+			       strstr(err, bad) && strchr(err, ':') &&
+				       !strchr(err, '\n'),
+			       "%s: message '%s'", cs[i].what, err);
 		}
 	}
 	/* Random damage: any outcome but a crash or a sanitizer report. */
@@ -250,23 +247,24 @@ static void test_corrupt(struct check_state *st)
 			}
 			CHECK(st, !spit(bad, c, len));
 			free(c);
-			rc = walk_all(bad, &err, &nrec);
-			CHECK(st, rc == 0 || (err.msg[0] && err.code == rc));
+			err[0] = '\0';
+			rc = walk_all(bad, err, sizeof(err), &nrec);
+			CHECK(st, rc == 0 || err[0]);
 		}
 	}
 	/* Not a file we can map, an empty file, a missing file. */
-	CHECK(st, walk_all(dir, &err, &nrec) == -EIO &&
-			  strstr(err.msg, "not a regular file"));
+	CHECK(st, walk_all(dir, err, sizeof(err), &nrec) == -EIO &&
+			  strstr(err, "not a regular file"));
 	CHECK(st, !spit(bad, "", 0));
-	CHECK(st, walk_all(bad, &err, &nrec) == -EOVERFLOW);
+	CHECK(st, walk_all(bad, err, sizeof(err), &nrec) == -EOVERFLOW);
 	CHECK(st, !spit(bad, "PERFILE2", 8));
-	CHECK(st, walk_all(bad, &err, &nrec) == -EOVERFLOW);
+	CHECK(st, walk_all(bad, err, sizeof(err), &nrec) == -EOVERFLOW);
 	CHECK(st, !spit(bad, "hello, world, this is text", 26));
-	CHECK(st, walk_all(bad, &err, &nrec) == -EBADMSG &&
-			  strstr(err.msg, "not a perf.data file"));
+	CHECK(st, walk_all(bad, err, sizeof(err), &nrec) == -EBADMSG &&
+			  strstr(err, "not a perf.data file"));
 	snprintf(bad, sizeof(bad), "%s/missing.data", dir);
-	CHECK(st, walk_all(bad, &err, &nrec) == -EIO &&
-			  strstr(err.msg, "No such file"));
+	CHECK(st, walk_all(bad, err, sizeof(err), &nrec) == -EIO &&
+			  strstr(err, "No such file"));
 out:
 	free(d);
 	tmpdir_remove(dir);
@@ -276,15 +274,15 @@ out:
 static void test_data_size_zero(struct check_state *st)
 {
 	char dir[64], path[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	uint8_t *d = NULL;
 	size_t len, n_full = 0, n_cut = 0;
 	uint64_t data_end;
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/died.data", dir);
-	CHECK(st, !write_sample(path, PD_WRITE_FILE, V_ALL, &err));
-	CHECK(st, !walk_all(path, &err, &n_full));
+	CHECK(st, !write_sample(path, PD_WRITE_FILE, V_ALL, err, sizeof(err)));
+	CHECK(st, !walk_all(path, err, sizeof(err), &n_full));
 	d = slurp(path, &len);
 	if (!d)
 		goto out;
@@ -292,11 +290,11 @@ static void test_data_size_zero(struct check_state *st)
 	put64(d + 48, 0);
 	memset(d + 72, 0, 32);
 	CHECK(st, !spit(path, d, data_end));
-	CHECKF(st, !walk_all(path, &err, &n_cut), "%s", err.msg);
+	CHECKF(st, !walk_all(path, err, sizeof(err), &n_cut), "%s", err);
 	CHECK(st, n_cut == n_full && n_full > 10);
 	/* and a record cut by the crash is reported as truncation */
 	CHECK(st, !spit(path, d, data_end - 5));
-	CHECK(st, walk_all(path, &err, &n_cut) == -EOVERFLOW);
+	CHECK(st, walk_all(path, err, sizeof(err), &n_cut) == -EOVERFLOW);
 out:
 	free(d);
 	tmpdir_remove(dir);

@@ -56,15 +56,15 @@ static unsigned perf_stat(const char *out, const char *name)
 static void perf_accepts(struct check_state *st, enum pd_write_mode mode)
 {
 	char dir[64], path[128], cmd[512], in[200];
-	struct pd_err err = {0};
+	char err[512] = "";
 	size_t n = 1 << 20;
 	char *out = malloc(n);
 	int rc;
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	rc = write_sample(path, mode, V_PERF, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = write_sample(path, mode, V_PERF, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc || !out)
 		goto out;
 	/*

@@ -33,18 +33,18 @@ struct real_stats {
 static int read_real(struct check_state *st, const char *path,
 		     struct real_stats *rs, struct pd_file **fp)
 {
-	struct pd_err err = {0};
+	char err[512] = "";
 	struct pd_file *f;
 	struct pd_event ev;
 	uint64_t cur = 0;
 	int rc;
 
 	memset(rs, 0, sizeof(*rs));
-	rc = pd_open(&f, path, &err);
-	CHECKF(st, rc == 0, "%s", err.msg);
+	rc = pd_open(&f, path, err, sizeof(err));
+	CHECKF(st, rc == 0, "%s", err);
 	if (rc)
 		return rc;
-	while ((rc = pd_next(f, &cur, &ev, &err)) == 1) {
+	while ((rc = pd_next(f, &cur, &ev, err, sizeof(err))) == 1) {
 		rs->count[ev.type < 128 ? ev.type : 127]++;
 		rs->total++;
 		switch (ev.type) {
@@ -101,7 +101,7 @@ static int read_real(struct check_state *st, const char *path,
 			       ev.sid.have_time && ev.sid.have_id && ev.attr,
 			       "record at %" PRIu64, ev.file_offset);
 	}
-	CHECKF(st, rc == 0, "%s", err.msg);
+	CHECKF(st, rc == 0, "%s", err);
 	*fp = f;
 	return rc;
 }
@@ -178,7 +178,7 @@ static void test_real_regular(struct check_state *st)
 	char path[512], bpath[512];
 	struct real_stats rs;
 	struct pd_file *f;
-	struct pd_err err = {0};
+	char err[512] = "";
 	const struct pd_buildid *b;
 	const struct pd_auxtrace_index *x;
 	size_t nb, nx;
@@ -217,20 +217,20 @@ static void test_real_regular(struct check_state *st)
 	CHECK(st, rs.first_sample_time > 641256000000ull &&
 			  rs.last_sample_time < 641259000000ull);
 
-	CHECK(st, !pd_auxtrace_index(f, &x, &nx, &err) && nx == 2);
+	CHECK(st, !pd_auxtrace_index(f, &x, &nx, err, sizeof(err)) && nx == 2);
 	if (nx == 2) {
 		struct pd_event ev;
 		uint64_t c = x[1].offset;
 
 		CHECK(st, x[0].offset == 0x29c0 && x[1].offset == 0x7788 &&
 				  x[0].size == 48);
-		CHECK(st, pd_next(f, &c, &ev, &err) == 1 &&
+		CHECK(st, pd_next(f, &c, &ev, err, sizeof(err)) == 1 &&
 				  ev.type == PD_RECORD_AUXTRACE &&
 				  ev.u.auxtrace.cpu == 3);
 	}
 
 	/* The build ids are the ones perf buildid-list prints. */
-	CHECK(st, !pd_buildids(f, &b, &nb, &err));
+	CHECK(st, !pd_buildids(f, &b, &nb, err, sizeof(err)));
 	CHECK(st, nb == 66);
 	{
 		size_t len, i = 0;
@@ -271,7 +271,7 @@ static void test_real_piped(struct check_state *st)
 	char path[512];
 	struct real_stats rs;
 	struct pd_file *f;
-	struct pd_err err = {0};
+	char err[512] = "";
 	const struct pd_buildid *b;
 	const struct pd_auxtrace_index *x;
 	size_t nb, nx;
@@ -306,8 +306,8 @@ static void test_real_piped(struct check_state *st)
 	CHECK(st, rs.auxtrace_tid == 3587);
 	CHECK(st, pd_get_attr(f, 0)->ids[0] == 148);
 	/* A piped file has neither build ids nor an AUXTRACE index. */
-	CHECK(st, !pd_buildids(f, &b, &nb, &err) && nb == 0);
-	CHECK(st, !pd_auxtrace_index(f, &x, &nx, &err) && nx == 0);
+	CHECK(st, !pd_buildids(f, &b, &nb, err, sizeof(err)) && nb == 0);
+	CHECK(st, !pd_auxtrace_index(f, &x, &nx, err, sizeof(err)) && nx == 0);
 	CHECK(st, pd_has_feature(f, PD_FEAT_NRCPUS) &&
 			  !pd_has_feature(f, PD_FEAT_BUILD_ID));
 	pd_close(f);

@@ -102,7 +102,7 @@ static void test_keep_time(struct check_state *st)
 		CHECK(st, mt_trace_add_ptwrite(&t, &a) &&
 				  mt_trace_add_ptwrite(&t, &b));
 	}
-	CHECK(st, !rg_keep_time(&t, &w, &rs));
+	CHECK(st, !rg_keep_time(&t, &w, &rs, NULL, 0));
 	CHECK(st, t.nr_ptwrites == 1 && t.ptwrites[0].value == 2);
 	th = &t.threads[0];
 	CHECK(st, rs.slices_before == 5 && rs.slices_after == 4);
@@ -129,7 +129,7 @@ static void test_keep_time(struct check_state *st)
 
 	/* A window past the end keeps nothing. */
 	w = (struct rg_window){5000, UINT64_MAX};
-	CHECK(st, !rg_keep_time(&t, &w, &rs));
+	CHECK(st, !rg_keep_time(&t, &w, &rs, NULL, 0));
 	CHECK(st, rs.start == rs.end && !rs.slices_after &&
 			  !t.threads[0].nr_slices);
 	mt_trace_free(&t);
@@ -166,7 +166,7 @@ static void test_keep_between(struct check_state *st)
 
 	/* Each outermost call of f, each with main clipped around it. */
 	build_between(&t, n);
-	CHECK(st, !rg_keep_between(&t, "f", NULL, &rs));
+	CHECK(st, !rg_keep_between(&t, "f", NULL, &rs, NULL, 0));
 	CHECK(st, rs.regions == 2 && rs.kept_ns == 200 && rs.slices_after == 6);
 	s = t.threads[0].slices;
 	if (t.threads[0].nr_slices == 6) {
@@ -189,7 +189,7 @@ static void test_keep_between(struct check_state *st)
 
 	/* From the first call of f to the return from s. */
 	build_between(&t, n);
-	CHECK(st, !rg_keep_between(&t, "f", "s", &rs));
+	CHECK(st, !rg_keep_between(&t, "f", "s", &rs, NULL, 0));
 	CHECK(st, rs.regions == 1 && rs.kept_ns == 700 && rs.slices_after == 7);
 	s = t.threads[0].slices;
 	CHECK(st, s[0].ts == 100 && s[0].dur == 700 &&
@@ -198,7 +198,7 @@ static void test_keep_between(struct check_state *st)
 
 	/* No such function: nothing kept, no region. */
 	build_between(&t, n);
-	CHECK(st, !rg_keep_between(&t, "nosuch", NULL, &rs));
+	CHECK(st, !rg_keep_between(&t, "nosuch", NULL, &rs, NULL, 0));
 	CHECK(st,
 	      !rs.regions && !t.threads[0].nr_slices && rs.slices_before == 7);
 	CHECK(st, !rs.start_calls);
@@ -207,7 +207,7 @@ static void test_keep_between(struct check_state *st)
 	/* A STOP the trace never calls keeps nothing either, and the
 	 * counts say which name is the one missing. */
 	build_between(&t, n);
-	CHECK(st, !rg_keep_between(&t, "f", "nosuch", &rs));
+	CHECK(st, !rg_keep_between(&t, "f", "nosuch", &rs, NULL, 0));
 	CHECK(st, !rs.regions && !t.threads[0].nr_slices);
 	CHECKF(st, rs.start_calls == 3 && !rs.stop_calls, "%llu calls of f",
 	       (unsigned long long)rs.start_calls);

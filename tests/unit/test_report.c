@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *info_of(const char *path, int *rc, struct pd_err *err)
+static char *info_of(const char *path, int *rc, char *err, size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -21,7 +21,7 @@ static char *info_of(const char *path, int *rc, struct pd_err *err)
 
 	if (!m)
 		return NULL;
-	*rc = report_print(m, path, err);
+	*rc = report_print(m, path, err, errlen);
 	fclose(m);
 	return buf;
 }
@@ -59,7 +59,7 @@ static void test_info(struct check_state *st)
 		"/lib64/libc-2.23.so: ",
 	};
 	char path[512], dir[64], cap[128], self[512];
-	struct pd_err err = {0};
+	char err[512] = "";
 	char *out;
 	int rc;
 	ssize_t n;
@@ -68,20 +68,20 @@ static void test_info(struct check_state *st)
 		return;
 
 	shared_path(path, sizeof(path), "perf.data.intel_pt-4.14");
-	out = info_of(path, &rc, &err);
-	CHECKF(st, rc == 0 && out, "%s", err.msg);
+	out = info_of(path, &rc, err, sizeof(err));
+	CHECKF(st, rc == 0 && out, "%s", err);
 	for (size_t i = 0; out && i < sizeof(want) / sizeof(want[0]); i++)
 		CHECKF(st, strstr(out, want[i]), "missing '%s' in:\n%s",
 		       want[i], out);
 	free(out);
 
 	shared_path(path, sizeof(path), "perf.data.piped.intel_pt-4.14");
-	out = info_of(path, &rc, &err);
+	out = info_of(path, &rc, err, sizeof(err));
 	CHECKF(st,
 	       rc == 0 && out && strstr(out, "format     piped") &&
 		       strstr(out, "cpu 0      76400 bytes") &&
 		       strstr(out, "-o - -- echo Hello, World!"),
-	       "%s", out ? out : err.msg);
+	       "%s", out ? out : err);
 	free(out);
 
 	/*
@@ -113,16 +113,17 @@ static void test_info(struct check_state *st)
 		self[n] = 0;
 		m3.filename = "/nonexistent/libgone.so";
 		memcpy(m.build_id, bid_a, 20);
-		CHECK(st, !pd_writer_open(&w, cap, PD_WRITE_FILE, &err));
+		rc = pd_writer_open(&w, cap, PD_WRITE_FILE, err, sizeof(err));
+		CHECK(st, !rc);
 		/* the capture maps itself: present, and not an ELF file */
-		if (!err.code) {
+		if (!rc) {
 			CHECK(st, !pd_write_mmap2(w, &m, NULL));
 			CHECK(st, !pd_write_mmap2(w, &m2, NULL));
 			CHECK(st, !pd_write_mmap2(w, &m3, NULL));
-			CHECK(st, !pd_writer_finish(w, &err));
+			CHECK(st, !pd_writer_finish(w, err, sizeof(err)));
 		}
-		out = info_of(cap, &rc, &err);
-		CHECKF(st, rc == 0 && out, "%s", err.msg);
+		out = info_of(cap, &rc, err, sizeof(err));
+		CHECKF(st, rc == 0 && out, "%s", err);
 		if (out) {
 			CHECKF(st,
 			       strstr(out, "present, build id DIFFERS (file "
@@ -147,10 +148,9 @@ static void test_info(struct check_state *st)
 
 		if (d) {
 			CHECK(st, !spit(cap, d, len / 2));
-			out = info_of(cap, &rc, &err);
-			CHECKF(st,
-			       rc < 0 && strstr(err.msg, cap) && out && !*out,
-			       "rc %d: %s", rc, err.msg);
+			out = info_of(cap, &rc, err, sizeof(err));
+			CHECKF(st, rc < 0 && strstr(err, cap) && out && !*out,
+			       "rc %d: %s", rc, err);
 			free(out);
 		}
 		free(d);
@@ -159,7 +159,8 @@ static void test_info(struct check_state *st)
 }
 
 /* A capture whose AUXTRACE_INFO has the given time_shift. */
-static int write_shift(const char *path, uint16_t shift, struct pd_err *err)
+static int write_shift(const char *path, uint16_t shift, char *err,
+		       size_t errlen)
 {
 	struct pd_writer *w;
 	struct perf_event_attr a, b;
@@ -167,7 +168,7 @@ static int write_shift(const char *path, uint16_t shift, struct pd_err *err)
 	struct pd_pt_info pt;
 	int rc;
 
-	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err);
+	rc = pd_writer_open(&w, path, PD_WRITE_FILE, err, errlen);
 	if (rc)
 		return rc;
 	sample_attrs(&a, &b);
@@ -178,7 +179,7 @@ static int write_shift(const char *path, uint16_t shift, struct pd_err *err)
 		pd_writer_abort(w);
 		return rc;
 	}
-	return pd_writer_finish(w, err);
+	return pd_writer_finish(w, err, errlen);
 }
 
 /* Shifting a 64-bit value by 64 or more is undefined, and no kernel
@@ -187,27 +188,27 @@ static int write_shift(const char *path, uint16_t shift, struct pd_err *err)
 static void test_bad_time_shift(struct check_state *st)
 {
 	char dir[64], path[128];
-	struct pd_err err = {0};
+	char err[512] = "";
 	size_t n;
 	char *out;
 	int rc = 0;
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/shift.data", dir);
-	CHECK(st, !write_shift(path, 64, &err));
-	CHECK(st, walk_all(path, &err, &n) == -EBADMSG);
-	CHECKF(st, strstr(err.msg, "time_shift is 64 or more"), "%s", err.msg);
-	out = info_of(path, &rc, &err);
-	CHECK(st, rc == -EBADMSG && strstr(err.msg, "time_shift"));
+	CHECK(st, !write_shift(path, 64, err, sizeof(err)));
+	CHECK(st, walk_all(path, err, sizeof(err), &n) == -EBADMSG);
+	CHECKF(st, strstr(err, "time_shift is 64 or more"), "%s", err);
+	out = info_of(path, &rc, err, sizeof(err));
+	CHECK(st, rc == -EBADMSG && strstr(err, "time_shift"));
 	free(out);
-	CHECK(st, !write_shift(path, 0xffff, &err));
-	CHECK(st, walk_all(path, &err, &n) == -EBADMSG);
+	CHECK(st, !write_shift(path, 0xffff, err, sizeof(err)));
+	CHECK(st, walk_all(path, err, sizeof(err), &n) == -EBADMSG);
 	/* the largest valid shift still converts and prints */
-	CHECK(st, !write_shift(path, 63, &err));
-	CHECKF(st, !walk_all(path, &err, &n), "%s", err.msg);
-	out = info_of(path, &rc, &err);
+	CHECK(st, !write_shift(path, 63, err, sizeof(err)));
+	CHECKF(st, !walk_all(path, err, sizeof(err), &n), "%s", err);
+	out = info_of(path, &rc, err, sizeof(err));
 	CHECKF(st, rc == 0 && out && strstr(out, "time_shift 63,"), "%s",
-	       rc ? err.msg : "no time_shift 63 in the report");
+	       rc ? err : "no time_shift 63 in the report");
 	free(out);
 	tmpdir_remove(dir);
 }

@@ -199,7 +199,7 @@ static void test_split(struct check_state *cs)
 	if (n == 3)
 		CHECK(cs, cuts[0] == 0 && cuts[1] == 40 && cuts[2] == 70 &&
 				  cuts[3] == 101);
-	CHECK(cs, !rg_part(&t, cuts[1], cuts[2], &v));
+	CHECK(cs, !rg_part(&t, cuts[1], cuts[2], &v, err, sizeof(err)));
 	CHECK(cs, v.nr_threads == 1 && v.threads[0].nr_slices == 4);
 	if (v.threads[0].nr_slices == 4) {
 		const struct mt_slice *s = v.threads[0].slices;
