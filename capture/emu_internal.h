@@ -194,6 +194,7 @@ struct emu {
 	bool have_sb;
 	/* A Go program's runtime, and its threads' goroutine switches. */
 	struct go_rt go;
+	uint64_t go_bias; /* its runtime addresses less its ELF vaddrs */
 	struct pd_ext_goroutine *gos;
 	size_t nr_gos, cap_gos;
 	struct emu_stats *st;

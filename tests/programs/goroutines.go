@@ -4,6 +4,8 @@
 // sync.WaitGroup parks and wakes goroutines, for the capture backends and
 // the goroutine stacks built from their captures.  Its output does not
 // depend on the schedule.
+//
+//	goroutines [WORKERS [DEPTH [ITEMS]]]	(8, 2000, 40)
 package main
 
 import (
@@ -47,6 +49,9 @@ func main() {
 	}
 	if len(os.Args) > 2 {
 		depth, _ = strconv.Atoi(os.Args[2])
+	}
+	if len(os.Args) > 3 {
+		items, _ = strconv.Atoi(os.Args[3])
 	}
 	var wg sync.WaitGroup
 	first := make(chan int)
