@@ -780,8 +780,11 @@ static int run_to(struct emu *e, const char *sym)
 		}
 		if (event == PTRACE_EVENT_FORK)
 			release_forked(tid, addr, word);
-		if (event == PTRACE_EVENT_CLONE && (rc = take_clone(e, tid)))
-			goto out;
+		if (event == PTRACE_EVENT_CLONE) {
+			if ((rc = take_clone(e, tid)))
+				goto out;
+			t = emu_thr_find(e, tid); /* e->thr may have moved */
+		}
 		/* A leader that exits while its threads run stays a zombie
 		 * until they end: it is not waited for. */
 		if (event == PTRACE_EVENT_EXIT && tid == e->pid && !t->exited) {
@@ -1305,7 +1308,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen)
 {
 	struct emu e = {.o = o, .st = st, .err = err, .errlen = errlen};
-	const char *start = o->start_at ? o->start_at : "main";
+	const char *start = o->start_at;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -1330,6 +1333,11 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = attach(&e, o->cap.pid);
 	} else {
 		rc = launch(&e, argv);
+		/* A Go program's own code begins at main.main. */
+		if (!rc)
+			go_setup(&e);
+		if (!start)
+			start = e.go.is_go ? "main.main" : "main";
 		if (!rc && *start)
 			rc = run_to(&e, start);
 	}
@@ -1355,7 +1363,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			}
 		}
 	}
-	if (!rc)
+	if (!rc && o->cap.pid > 0)
 		go_setup(&e);
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);

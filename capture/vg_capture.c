@@ -120,6 +120,8 @@ struct vg {
 	bool reaped;	 /* Valgrind's process waited for: status */
 	int status;
 	uint64_t *sys_next; /* per thread: where its system call returns */
+	/* Where tracing begins: --start-at, else main (main.main in Go). */
+	const char *start;
 	/* A program without a "main" symbol: main's file and offset. */
 	char start_file[PATH_MAX];
 	uint64_t start_off;
@@ -1329,8 +1331,7 @@ static int vg_launch(struct vg *v, char *const argv[])
 		return emu_fail(&v->e, -ENOMEM, "out of memory");
 	}
 	snprintf(fdopt, sizeof(fdopt), "--mt-sock=%s", v->lname);
-	snprintf(start, sizeof(start), "--mt-start=%s",
-		 o->start_at ? o->start_at : "main");
+	snprintf(start, sizeof(start), "--mt-start=%s", v->start);
 	snprintf(trig, sizeof(trig), "--mt-trigger=%s",
 		 v->trig_addr || v->trig_offs ? ""
 		 : o->cap.trigger	      ? o->cap.trigger
@@ -1606,10 +1607,11 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
 	if (!rc)
 		vg_go(&v, argv[0]);
-	if (!rc && (!o->start_at || o->start_at[0]))
-		rc = check_start(&v, argv[0],
-				 o->start_at ? o->start_at : "main", err,
-				 errlen);
+	v.start = o->start_at	 ? o->start_at
+		  : v.e.go.is_go ? "main.main"
+				 : "main";
+	if (!rc && v.start[0])
+		rc = check_start(&v, argv[0], v.start, err, errlen);
 	if (!rc)
 		rc = vg_launch(&v, argv);
 	if (!rc)
@@ -1670,9 +1672,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = emu_fail(&v.e, -ENOENT,
 			      "%s never reached %s: nothing was traced",
 			      argv[0],
-			      !o->start_at     ? "main"
-			      : o->start_at[0] ? o->start_at
-					       : "its first instruction");
+			      v.start[0] ? v.start : "its first instruction");
 	}
 	emu_free(&v.e);
 	free(v.trig_offs);

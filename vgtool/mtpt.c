@@ -549,10 +549,11 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (p & P_BEGIN) {
 		g_tnt = TNT_EMPTY;
 		g_th[g_cur].started = True;
-		rec(R_BEGIN, g_cur);
-		put64(ip);
+		/* Its goroutine first: the truth's first rows are its. */
 		if (o_go_fns)
 			go_say(ip);
+		rec(R_BEGIN, g_cur);
+		put64(ip);
 	} else if (p & P_ENABLE) {
 		rec(R_ENABLE, g_cur);
 		put64(ip);
@@ -572,10 +573,10 @@ static VG_REGPARM(1) void h_start(ULong ip)
 	g_pend = 0;
 	g_tnt = TNT_EMPTY;
 	g_th[g_cur].started = True;
-	rec(R_BEGIN, g_cur);
-	put64(ip);
 	if (o_go_fns)
 		go_say(ip);
+	rec(R_BEGIN, g_cur);
+	put64(ip);
 }
 
 static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)

@@ -49,7 +49,8 @@ switches() {
 		sed -n 's/^ *goroutine switches \([0-9]*\),.*/\1/p'
 }
 
-# gorun NAME BACKEND MIN_GOIDS PROG ARGS...: from main.main to the end,
+# gorun NAME BACKEND MIN_GOIDS PROG ARGS...: from main.main (START=:
+# mt-capture's default, main.main for a Go program) to the end,
 # as realprog compares it; the program's output as natively, goroutine
 # items, and at least MIN_GOIDS goroutines in the truth.
 gorun() {
@@ -57,7 +58,7 @@ gorun() {
 	shift 3
 	"$@" >"$W/$name.want"
 	res=$(REALPROG_EMULATE=$be REALPROG_TIMEOUT=300 \
-		realprog "$W" "$name" --start-at main.main -- "$@" </dev/null)
+		realprog "$W" "$name" ${START---start-at main.main} -- "$@" </dev/null)
 	n=$(goids "$W/$name.truth" 2>/dev/null)
 	if [ "${res##* }" != yes ]; then
 		why=$(echo "$res" | tail -n +2 | tr -s ' \n' ' ')
@@ -79,7 +80,7 @@ gorun() {
 # main, 8 stages, the deep one, the feeder: 11 goroutines.
 if [ -n "$have_vg" ]; then
 	gorun valgrind valgrind 9 "$W/g"
-	gorun valgrind_nl valgrind 9 "$W/gn"
+	START= gorun valgrind_nl valgrind 9 "$W/gn"
 fi
 # Single-stepped: a smaller run (main, 2 stages, deep, feeder), without
 # the runtime's preemption signals, whose moment varies from run to run:
