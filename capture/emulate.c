@@ -1304,6 +1304,15 @@ static int trace(struct emu *e)
 	return 0;
 }
 
+/* Did tracing begin for a thread? */
+static bool traced_any(const struct emu *e)
+{
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].started)
+			return true;
+	return false;
+}
+
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen)
 {
@@ -1391,8 +1400,9 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		trigger_never_mapped(&e);
 	if (e.pid > 0)
 		detach_all(&e);
-	/* Whatever was traced is written, even after an error. */
-	if (e.nr_thr)
+	/* Whatever was traced is written, even after an error (threads
+	 * run_to() saw before the start were not traced). */
+	if (traced_any(&e))
 		rc = emu_write_all(&e, e.hit_time ? e.hit_time : now_ns(), rc);
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);
