@@ -144,38 +144,82 @@ static int stop_signal(pid_t tid)
 }
 
 /*
+ * Wait for thread tid's next stop, or its end: 0 with *status, or -1 when
+ * it is gone, or is a zombie (an exited thread-group leader, whose end
+ * waitpid reports only after the other threads'), or keeps running for
+ * seconds.  Polled, so that a thread that ends meanwhile cannot hang us.
+ */
+static int wait_stop(const struct emu *e, pid_t tid, int *status)
+{
+	for (int i = 0; i < 5000; i++) {
+		struct task_state ts;
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+
+		if (r == tid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (task_state(e->pid, tid, &ts) || ts.state == 'Z' ||
+		    ts.state == 'X')
+			return -1;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	return -1;
+}
+
+/*
  * Let thread tid of e->pid go, to run on untraced.  It must be stopped
- * for that: one still single-stepping stops within an instruction, one
- * in a long system call (the stop flag broke the loop's wait) is stopped
- * by PTRACE_INTERRUPT, which only a seized (-p) thread accepts.  A
- * SIGTRAP queued behind its stop (a step just done, or the system call
- * it broke off ending, behind the interrupt's stop) would kill it once
- * let go: it is taken first.  Bounded: a thread that keeps changing is
- * let go as it is.  first: the thread is at its first stop, whose
- * SIGSTOP (a new thread's, or ours that stopped run_to()) is not the
- * program's.
+ * for that: one still single-stepping stops within an instruction; one
+ * in a long system call (the stop flag broke the loop's wait, or a Go
+ * thread parked in a futex) is stopped by PTRACE_INTERRUPT when it was
+ * seized (-p), else by a SIGSTOP of ours, which it does not keep (a stop
+ * that comes before that one's passes its signal on, and ours is waited
+ * for).  A SIGTRAP queued behind its stop (a step just done, or the
+ * system call it broke off ending, behind the interrupt's stop) would
+ * kill it once let go: it is taken first.  Bounded: a thread that keeps
+ * changing is let go as it is.  first: the thread is at (or before) its
+ * first stop, whose SIGSTOP (a new thread's, or ours that stopped
+ * run_to()) is not the program's.  A zombie is let be.
  */
 static void let_go(struct emu *e, pid_t tid, bool first)
 {
-	for (int round = 0; round < 8; round++) {
+	bool ours = false; /* our SIGSTOP is on its way */
+
+	for (int round = 0; round < 16; round++) {
 		struct task_state ts;
 		int status, sig = stop_signal(tid);
 
-		if (first && sig == SIGSTOP)
+		if ((first || ours) && sig == SIGSTOP) {
 			sig = 0;
+			first = ours = false;
+		}
 		if (sig < 0) {
-			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
-			if (wait_for(tid, &status, __WALL) != tid ||
-			    !WIFSTOPPED(status))
+			if (task_state(e->pid, tid, &ts) || ts.state == 'Z' ||
+			    ts.state == 'X')
+				return;
+			/* A new thread's first stop is on its way. */
+			if (!first && !ours &&
+			    ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+				if (syscall(SYS_tgkill, e->pid, tid, SIGSTOP))
+					return;
+				ours = true;
+			}
+			if (wait_stop(e, tid, &status) || !WIFSTOPPED(status))
 				return; /* gone */
 			continue;
 		}
-		if (round < 7 && !task_state(e->pid, tid, &ts) &&
+		if (ours) {
+			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
+				    0 ||
+			    wait_stop(e, tid, &status) || !WIFSTOPPED(status))
+				return;
+			continue;
+		}
+		if (round < 15 && !task_state(e->pid, tid, &ts) &&
 		    ts.trap_pending) {
 			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
 				    0 ||
-			    wait_for(tid, &status, __WALL) != tid ||
-			    !WIFSTOPPED(status))
+			    wait_stop(e, tid, &status) || !WIFSTOPPED(status))
 				return;
 			continue;
 		}
@@ -325,6 +369,33 @@ static int leave_in_syscall(struct emu *e, struct thr *t)
 	return 0;
 }
 
+/*
+ * A Go thread may have changed goroutines (see capture/gort.c): the g in
+ * the runtime's TLS slot and its id, an item when it is another than
+ * before, its first instruction ip.
+ */
+static int go_look(struct emu *e, struct thr *t, uint64_t ip, uint64_t when)
+{
+	uint64_t fs, g = 0, goid = 0;
+
+	errno = 0;
+	fs = (uint64_t)ptrace(PTRACE_PEEKUSER, t->tid,
+			      offsetof(struct user_regs_struct, fs_base), NULL);
+	if (errno || !fs ||
+	    read_mem(t->tid, fs + (uint64_t)e->go.tls_off, &g, sizeof(g)) !=
+		    sizeof(g))
+		g = 0;
+	if (g == t->g)
+		return 0;
+	if (g && e->go.goid_off &&
+	    read_mem(t->tid, g + e->go.goid_off, &goid, sizeof(goid)) !=
+		    sizeof(goid))
+		goid = 0;
+	if (emu_go_switch(e, t, when, ip, g, goid))
+		return mt_fail(e, -ENOMEM, "out of memory");
+	return 0;
+}
+
 /* Where the step of t's instruction went: the packets for it (unless an
  * emulated overflow is losing them), the shadow stack, the truth. */
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
@@ -369,6 +440,11 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 			rc = -ENOMEM;
 	}
 	e->st->branches++;
+	/* Before the truth: the frame the transfer enters is the new
+	 * goroutine's. */
+	if (!rc && e->go.is_go && go_rt_switches(&e->go, from - e->go_bias) &&
+	    go_look(e, t, to, tsc))
+		return -ENOMEM;
 	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
 		rc = -ENOMEM;
 	return rc ? mt_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
@@ -403,6 +479,8 @@ static int start_thread(struct emu *e, struct thr *t)
 	t->t0 = now_ns();
 	if (ptenc_start(t->enc, t->t0, ip, false))
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
+	if (e->go.is_go && go_look(e, t, ip, t->t0))
+		return -ENOMEM;
 	if (e->o->truth && tpush(e, t, t->t0, ip, 0, TR_CLIP_START))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	e->st->threads++;
@@ -456,14 +534,14 @@ static void release_forked(pid_t parent, uint64_t addr, uint64_t word)
 
 /* The target is stopped at the start's breakpoint, which has run: back to
  * the start's first byte. */
-static int rewind_to(struct emu *e, uint64_t addr)
+static int rewind_to(struct emu *e, pid_t tid, uint64_t addr)
 {
 	struct user_regs_struct r;
 
-	if (ptrace(PTRACE_GETREGS, e->pid, NULL, &r) < 0)
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
 		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	r.rip = addr;
-	if (ptrace(PTRACE_SETREGS, e->pid, NULL, &r) < 0)
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) < 0)
 		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 	return 0;
 }
@@ -510,13 +588,86 @@ static int watch_start(struct emu *e, struct symwatch *w, uint64_t *addr)
 	return 0;
 }
 
+/* Thread tid stopped: a thread it created (PTRACE_EVENT_CLONE) is known
+ * from now on, its first stop awaited. */
+static int take_clone(struct emu *e, pid_t tid)
+{
+	unsigned long child;
+
+	if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
+	    !thr_get(e, (pid_t)child))
+		return mt_fail(e, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * The start is reached by thread `hit`, which is stopped there: every
+ * other thread of the program (a Go program's runtime starts several
+ * before main.main) is stopped too, by a SIGSTOP of ours that it does not
+ * keep, to be traced from where it is (one whose first stop is on its way
+ * only waits for it).  What comes before that SIGSTOP's stop goes on: a
+ * signal is passed on (the thread stops at its handler's first
+ * instruction), a thread it creates is stopped as well, one that hit the
+ * start's breakpoint (now gone) goes back to it.  One that ends
+ * meanwhile, or is a zombie (a leader that exited while the others run),
+ * is not traced.
+ */
+static int hold_threads(struct emu *e, pid_t hit, uint64_t addr)
+{
+	for (size_t i = 0; i < e->nr_thr; i++) {
+		struct thr *t = &e->thr[i];
+		pid_t tid = t->tid;
+
+		if (t->exited || tid == hit)
+			continue;
+		if (!t->new_thread && syscall(SYS_tgkill, e->pid, tid, SIGSTOP))
+			goto gone;
+		for (;;) {
+			int status, sig, event, rc;
+
+			if (wait_stop(e, tid, &status) || !WIFSTOPPED(status))
+				goto gone;
+			sig = WSTOPSIG(status);
+			event = status >> 16;
+			if (sig == SIGSTOP && !event)
+				break;
+			if (event == PTRACE_EVENT_CLONE &&
+			    (rc = take_clone(e, tid)))
+				return rc;
+			if (sig == SIGTRAP && !event &&
+			    get_ip(tid) == addr + 1 &&
+			    (rc = rewind_to(e, tid, addr)))
+				return rc;
+			if (sig == SIGTRAP || event || sig == (SIGTRAP | 0x80))
+				sig = 0;
+			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
+			    0)
+				goto gone;
+		}
+		t = &e->thr[i];
+		t->new_thread = false;
+		ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)(long)LAUNCH_OPTS);
+		continue;
+	gone:
+		t = &e->thr[i];
+		if (!t->exited) {
+			t->exited = true;
+			e->live--;
+		}
+	}
+	return 0;
+}
+
 /*
  * Run the target to the first instruction of function sym of the
  * executable, or of a library it maps (then at each system call that
- * maps code until one has it), with a breakpoint there.  Told to stop
- * (Ctrl-C, SIGTERM) before it gets there, the target is stopped by a
- * SIGSTOP of ours (taken back before it is let go), its code put back
- * and it runs on untraced: -EINTR, with why in err.
+ * maps code until one has it), with a breakpoint there.  Its threads run
+ * freely meanwhile (their creation is seen: they are traced from the
+ * start on, see hold_threads()), and whichever reaches the start first
+ * begins there.  Told to stop (Ctrl-C, SIGTERM) before it gets there, the
+ * target is stopped by a SIGSTOP of ours (taken back before it is let
+ * go), its code put back and it runs on untraced: -EINTR, with why in
+ * err.
  */
 static int run_to(struct emu *e, const char *sym)
 {
@@ -524,6 +675,8 @@ static int run_to(struct emu *e, const char *sym)
 	struct symwatch *w = NULL;
 	int status, rc = exe_symbol(e, sym, &addr);
 	bool stopping = false;
+	pid_t tid = e->pid;
+	struct thr *t;
 
 	/* main is the program's own (symaddr_resolve() finds it stripped). */
 	if (rc == -ENOENT && strncmp(sym, "addr:", 5) && strcmp(sym, "main")) {
@@ -535,6 +688,12 @@ static int run_to(struct emu *e, const char *sym)
 		rc = set_breakpoint(e, sym, addr, &word);
 	if (rc)
 		goto out;
+	/* The first thread, stopped at its exec. */
+	if (!(t = thr_get(e, e->pid))) {
+		rc = mt_fail(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	t->new_thread = false;
 	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
 		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK |
 				  PTRACE_O_TRACESYSGOOD)) < 0 ||
@@ -555,11 +714,23 @@ static int run_to(struct emu *e, const char *sym)
 			}
 		}
 		/* A signal to mt-capture breaks the wait to be seen. */
-		if (waitpid(e->pid, &status, __WALL) < 0) {
+		if ((tid = waitpid(-1, &status, __WALL)) < 0) {
 			if (errno != EINTR) {
 				rc = mt_fail(e, -errno, "waitpid: %s",
 					     strerror(errno));
 				goto out;
+			}
+			continue;
+		}
+		if (!(t = thr_get(e, tid))) {
+			rc = mt_fail(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((WIFEXITED(status) || WIFSIGNALED(status)) &&
+		    tid != e->pid) {
+			if (!t->exited) {
+				t->exited = true;
+				e->live--;
 			}
 			continue;
 		}
@@ -582,12 +753,16 @@ static int run_to(struct emu *e, const char *sym)
 		}
 		sig = WSTOPSIG(status);
 		event = status >> 16;
+		if (t->new_thread && sig == SIGSTOP && !event) {
+			/* A thread's first stop: it runs on. */
+			t->new_thread = false;
+			sig = 0;
+		}
 		if (sig == (SIGTRAP | 0x80)) {
 			/* A system call's stop: is sym mapped now? */
 			struct user_regs_struct r;
 
-			if (!addr &&
-			    !ptrace(PTRACE_GETREGS, e->pid, NULL, &r) &&
+			if (!addr && !ptrace(PTRACE_GETREGS, tid, NULL, &r) &&
 			    syscall_mapped_code(&r) &&
 			    (rc = watch_start(e, w, &addr)) == 0 && addr)
 				rc = set_breakpoint(e, sym, addr, &word);
@@ -596,18 +771,31 @@ static int run_to(struct emu *e, const char *sym)
 			sig = 0;
 		}
 		if (event == PTRACE_EVENT_FORK)
-			release_forked(e->pid, addr, word);
+			release_forked(tid, addr, word);
+		if (event == PTRACE_EVENT_CLONE) {
+			if ((rc = take_clone(e, tid)))
+				goto out;
+			t = emu_thr_find(e, tid); /* e->thr may have moved */
+		}
+		/* A leader that exits while its threads run stays a zombie
+		 * until they end: it is not waited for. */
+		if (event == PTRACE_EVENT_EXIT && tid == e->pid && !t->exited) {
+			t->exited = true;
+			e->live--;
+		}
 		if (sig == SIGTRAP && !event) {
 			/* The breakpoint: the start is reached. */
-			if ((rc = rewind_to(e, addr)))
+			if ((rc = rewind_to(e, tid, addr)))
 				goto out;
 			if (!stopping)
 				break;
 		} else if (stopping && sig == SIGSTOP && !event) {
-			break; /* ours */
+			/* Ours: not the program's when it is let go. */
+			t->new_thread = true;
+			break;
 		}
 		/* Other stops before it: pass signals on. */
-		if (ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, e->pid, NULL,
+		if (ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, tid, NULL,
 			   (void *)(long)(sig == SIGTRAP || event ? 0 : sig)) <
 			    0 &&
 		    errno != ESRCH) {
@@ -616,8 +804,8 @@ static int run_to(struct emu *e, const char *sym)
 		}
 	}
 	if ((addr &&
-	     ptrace(PTRACE_POKETEXT, e->pid, (void *)addr, (void *)word) < 0) ||
-	    ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS) <
+	     ptrace(PTRACE_POKETEXT, tid, (void *)addr, (void *)word) < 0) ||
+	    ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)(long)LAUNCH_OPTS) <
 		    0) {
 		rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
 		goto out;
@@ -628,7 +816,9 @@ static int run_to(struct emu *e, const char *sym)
 			     "stopped before %s reached %s: nothing traced (it "
 			     "runs on)",
 			     e->exe, sym);
+		goto out;
 	}
+	rc = hold_threads(e, tid, addr);
 out:
 	if (rc == -ENOENT && !w) {
 		size_t len = strlen(e->err);
@@ -902,6 +1092,21 @@ static void trigger_never_mapped(struct emu *e)
 		 "%s--trigger: %s; traced to the end", len ? "; " : "", why);
 }
 
+/* A Go program: its runtime's switching functions, where it maps them. */
+static void go_setup(struct emu *e)
+{
+	uint64_t at;
+
+	go_rt_read(e->exe, &e->go);
+	for (size_t i = 0; i < e->go.nr_fns; i++)
+		if (!symaddr_resolve(e->pid, e->exe, e->go.fns[i].name, &at,
+				     e->err, e->errlen)) {
+			e->go_bias = at - e->go.fns[i].lo;
+			break;
+		}
+	e->err[0] = 0;
+}
+
 /* The step loop: until every thread has exited or we are told to stop. */
 static int trace(struct emu *e)
 {
@@ -910,9 +1115,12 @@ static int trace(struct emu *e)
 
 	if (!e->nr_thr && !thr_get(e, e->pid))
 		return mt_fail(e, -ENOMEM, "out of memory");
-	/* Every thread there is now (one, unless we attached) begins. */
+	/* Every thread there is now (one, unless we attached or a Go
+	 * runtime started more before the start) begins. */
 	for (size_t i = 0; i < e->nr_thr; i++) {
 		t = &e->thr[i];
+		if (t->exited)
+			continue;
 		if ((!t->started && (rc = start_thread(e, t))) ||
 		    (rc = step(e, &e->thr[i], 0)))
 			return rc;
@@ -1085,11 +1293,20 @@ static int trace(struct emu *e)
 	return 0;
 }
 
+/* Did tracing begin for a thread? */
+static bool traced_any(const struct emu *e)
+{
+	for (size_t i = 0; i < e->nr_thr; i++)
+		if (e->thr[i].started)
+			return true;
+	return false;
+}
+
 int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	    char *err, size_t errlen)
 {
 	struct emu e = {.o = o, .st = st, .err = err, .errlen = errlen};
-	const char *start = o->start_at ? o->start_at : "main";
+	const char *start = o->start_at;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -1114,6 +1331,11 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = attach(&e, o->cap.pid);
 	} else {
 		rc = launch(&e, argv);
+		/* A Go program's own code begins at main.main. */
+		if (!rc)
+			go_setup(&e);
+		if (!start)
+			start = e.go.is_go ? "main.main" : "main";
 		if (!rc && *start)
 			rc = run_to(&e, start);
 	}
@@ -1139,6 +1361,8 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			}
 		}
 	}
+	if (!rc && o->cap.pid > 0)
+		go_setup(&e);
 	if (!rc && o->truth)
 		rc = edsos_from_maps(&e);
 	if (!rc && o->cap.trigger &&
@@ -1165,8 +1389,9 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		trigger_never_mapped(&e);
 	if (e.pid > 0)
 		detach_all(&e);
-	/* Whatever was traced is written, even after an error. */
-	if (e.nr_thr)
+	/* Whatever was traced is written, even after an error (threads
+	 * run_to() saw before the start were not traced). */
+	if (traced_any(&e))
 		rc = emu_write_all(&e, e.hit_time ? e.hit_time : now_ns(), rc);
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);

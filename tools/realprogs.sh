@@ -106,13 +106,16 @@ same_calls() {
 
 # realprog W NAME [mt-capture options...] -- PROG ARGS...: capture and
 # compare; prints "NAME INSNS CALLS yes|no" and, on no, why.  Standard
-# input is the program's.
+# input is the program's.  REALPROG_EMULATE: the backend (valgrind);
+# REALPROG_TIMEOUT: seconds the capture may take (none).
 realprog() {
-	local w=$1 name=$2 opts=() insns calls why=
+	local w=$1 name=$2 opts=() insns calls why= lim=()
 	shift 2
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
-	if ! "$B/mt-capture" --emulate=valgrind "${opts[@]}" --truth "$w/$name.truth" \
+	[ -n "$REALPROG_TIMEOUT" ] && lim=(timeout -k 10 "$REALPROG_TIMEOUT")
+	if ! "${lim[@]}" "$B/mt-capture" --emulate="${REALPROG_EMULATE:-valgrind}" \
+		"${opts[@]}" --truth "$w/$name.truth" \
 		-o "$w/$name.bin" -- "$@" >"$w/$name.out" 2>"$w/$name.err"; then
 		echo "$name - - no"
 		sed 's/^/    /' "$w/$name.err" | tail -3

@@ -600,3 +600,28 @@ for be in ptrace valgrind; do
 		echo "FAIL emulate_late_maps_$be:$why"
 	fi
 done
+
+# A thread created before --start-at is reached runs meanwhile (main waits
+# for it) and is traced from the start on; the first thread then leaves
+# by pthread_exit, a zombie while the other runs on: the capture goes on
+# to the program's end, both backends.
+cc -O1 -g -pthread -o "$W/early" "$R/tests/programs/early.c"
+for be in ptrace valgrind; do
+	if [ $be = valgrind ] && { ! command -v valgrind >/dev/null ||
+		[ ! -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; }; then
+		echo "SKIP emulate_early_thread_$be (no valgrind)"
+		continue
+	fi
+	timeout -k 5 60 "$B/mt-capture" --emulate=$be --start-at start_here \
+		--truth "$W/early.truth" -o "$W/early.bin" -- "$W/early" \
+		>"$W/early.out" 2>"$W/early.err"
+	rc=$?
+	n=$(awk -F'\t' '$3 == "late"' "$W/early.truth" 2>/dev/null | wc -l)
+	if [ $rc = 0 ] && [ "$(grep -c late "$W/early.out")" = 3 ] && [ "$n" = 3 ] &&
+		"$B/mt-convert" -q "$W/early.bin" -o "$W/early.pftrace" 2>/dev/null; then
+		echo "PASS emulate_early_thread_$be"
+	else
+		echo "FAIL emulate_early_thread_$be: exit $rc, $n calls of late() traced"
+		sed 's/^/    /' "$W/early.err" | tail -2
+	fi
+done

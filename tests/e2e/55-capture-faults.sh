@@ -432,3 +432,28 @@ if [ -z "$bad" ] && alive "$state"; then
 else
 	echo "FAIL capture_faults_attach_threads_come_and_go: target '$state';$bad"
 fi
+
+# 12. SIGTERM while the program sits in a system call that never returns
+# by itself (pause(); a Go runtime's idle threads in futex waits): the
+# ptrace emulator stops it with a SIGSTOP of its own, which it takes
+# back, lets it go and writes the capture; the program stays paused,
+# neither stopped nor killed.
+printf '#include <stdio.h>\n#include <unistd.h>\nint main(void) { puts("paused"); fflush(stdout); pause(); return 0; }\n' >"$W/pause.c"
+cc -O1 -g -o "$W/pause" "$W/pause.c" || { echo "FAIL capture_faults_sigterm_in_pause: cc"; exit 0; }
+"$B/mt-capture" --emulate=ptrace -o "$W/pause.bin" -- "$W/pause" >"$W/pause.out" 2>"$W/pause.err" & C=$!
+for _ in $(seq 300); do grep -q paused "$W/pause.out" && break; sleep 0.1; done
+T=$(pgrep -P "$C" -x pause); PIDS="$PIDS $T"
+sleep 0.5
+kill -TERM "$C"
+for _ in $(seq 300); do kill -0 "$C" 2>/dev/null || break; sleep 0.1; done
+hung=
+kill -0 "$C" 2>/dev/null && { hung=1; kill -KILL "$C"; }
+wait "$C"; rc=$?
+state=$(awk '/^State:/ {print $2}' "/proc/$T/status" 2>/dev/null)
+if [ -z "$hung" ] && [ $rc = 0 ] && [ -s "$W/pause.bin" ] && [ "$state" = S ]; then
+	echo "PASS capture_faults_sigterm_in_pause"
+else
+	echo "FAIL capture_faults_sigterm_in_pause: ${hung:+hung, }exit $rc, target '$state'"
+	sed 's/^/    /' "$W/pause.err" | tail -2
+fi
+kill -KILL "$T" 2>/dev/null

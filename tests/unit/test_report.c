@@ -213,11 +213,63 @@ static void test_bad_time_shift(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/* An emulated Go capture's goroutine switches, thousands of items: one
+ * line that counts them and their threads, none a switch. */
+static void test_goroutine_items(struct check_state *st)
+{
+	char dir[64], path[128];
+	char err[512] = "";
+	struct pd_writer *w = NULL;
+	struct perf_event_attr a, b;
+	static const uint64_t ids[] = {11};
+	struct pd_pt_info pt;
+	struct pd_ext_buf ext = {0};
+	char *out;
+	int rc = 0;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/go.data", dir);
+	for (uint32_t i = 0; i < 3000 && !rc; i++) {
+		struct pd_ext_goroutine g = {.pid = 7,
+					     .tid = 7 + i % 3,
+					     .time = 1000 + i,
+					     .ip = 0x401000 + i,
+					     .g = 0xc000000000 +
+						  (i % 11) * 0x1000,
+					     .goid = i % 11};
+
+		rc = pd_ext_add_goroutine(&ext, &g);
+	}
+	CHECK(st, !rc);
+	sample_attrs(&a, &b);
+	sample_pt(&pt, true);
+	CHECK(st, !pd_writer_open(&w, path, PD_WRITE_FILE, err, sizeof(err)));
+	CHECK(st,
+	      w && !pd_writer_add_attr(w, &a, ids, 1) &&
+		      !pd_write_auxtrace_info(w, &pt, PD_PT_NR_FIXED, true) &&
+		      !pd_writer_set_feature(w, PD_FEAT_MT_EXT, ext.data,
+					     ext.len));
+	CHECKF(st, w && !pd_writer_finish(w, err, sizeof(err)), "%s", err);
+	pd_ext_buf_free(&ext);
+	out = info_of(path, &rc, err, sizeof(err));
+	CHECKF(st,
+	       rc == 0 && out &&
+		       strstr(out, "goroutine switches 3000, on 3 threads\n") &&
+		       !strstr(out, "item    type"),
+	       "%s",
+	       rc    ? err
+	       : out ? out
+		     : "no report");
+	free(out);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
 
 	RUN(&st, test_info);
 	RUN(&st, test_bad_time_shift);
+	RUN(&st, test_goroutine_items);
 	return CHECK_DONE(&st);
 }
