@@ -9,6 +9,7 @@
  * event; threads that never had one leave no trace in the model.  The
  * thread's execs, which the sideband dates, go in among its events.
  */
+#include "segments/go.h"
 #include "segments/segments.h"
 #include "util/util.h"
 
@@ -34,6 +35,10 @@ struct seg_all {
 	size_t nr, cap;
 	struct mt_hmap by_tid; /* tid -> index in one */
 	struct seg_one *last;  /* events come in runs of one thread */
+	/* Go: each process's goroutines not running, shared by its
+	 * threads' builders, made as its threads' are */
+	struct go_proc **go;
+	size_t nr_go, cap_go;
 };
 
 static void symbolize_pid(void *ctx, uint64_t ip, struct dec_sym *out)
@@ -69,8 +74,32 @@ void seg_all_free(struct seg_all *a)
 		free(a->one[i]);
 	}
 	free(a->one);
+	for (size_t i = 0; i < a->nr_go; i++)
+		go_proc_free(a->go[i]);
+	free(a->go);
 	mt_hmap_free(&a->by_tid);
 	free(a);
+}
+
+/* The builder of o shares its process's Go state with its others. */
+static int go_of(struct seg_all *a, struct seg_one *o)
+{
+	struct go_proc *p = NULL;
+
+	for (size_t i = 0; i < a->nr_go && !p; i++)
+		if (a->go[i]->pid == o->pid)
+			p = a->go[i];
+	if (!p) {
+		if (mt_grow((void **)&a->go, &a->cap_go, a->nr_go + 1,
+			    sizeof(*a->go)))
+			return -ENOMEM;
+		p = go_proc_new(o->pid);
+		if (!p)
+			return -ENOMEM;
+		a->go[a->nr_go++] = p;
+	}
+	seg_builder_go(o->b, p, o->d->gos, o->d->nr_gos);
+	return 0;
 }
 
 /* The builder of d, made (with its model thread) on first use. */
@@ -99,6 +128,11 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
 	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
 			    symbolize_pid, o)) {
+		free(o);
+		return NULL;
+	}
+	if (go_of(a, o)) {
+		seg_builder_free(o->b);
 		free(o);
 		return NULL;
 	}

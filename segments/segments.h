@@ -77,6 +77,17 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		    void *ctx);
 void seg_builder_free(struct seg_builder *b);
 
+/*
+ * A Go program's builder: p holds its process's goroutines that are not
+ * running (shared by the process's builders; NULL: the builder keeps its
+ * own), items the thread's switches as the capture recorded them (in
+ * time order; they name each goroutine; may be none).  Both must outlive
+ * the builder.
+ */
+struct go_proc;
+void seg_builder_go(struct seg_builder *b, struct go_proc *p,
+		    const struct dec_goroutine *items, size_t nr);
+
 /* One event, in time order.  Returns 0 or -ENOMEM. */
 int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	     uint64_t ip, uint64_t aux);
