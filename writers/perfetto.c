@@ -754,7 +754,7 @@ static int pf_write_all(struct pf *w)
 			return pf_failed(w);
 		w->tracks++;
 	}
-	if (nth + 4 > UINT32_MAX)
+	if (nth + 5 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
@@ -765,6 +765,8 @@ static int pf_write_all(struct pf *w)
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
 		return pf_failed(w);
 	if (pf_guesses(w, (uint32_t)(4 + nth)))
+		return pf_failed(w);
+	if (pf_goroutines(w, (uint32_t)(5 + nth)))
 		return pf_failed(w);
 	return pf_flush(w);
 }

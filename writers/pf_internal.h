@@ -217,5 +217,6 @@ int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 int pf_hits(struct pf *w, uint32_t seq);
 int pf_ptwrites(struct pf *w, uint32_t seq);
 int pf_guesses(struct pf *w, uint32_t seq);
+int pf_goroutines(struct pf *w, uint32_t seq);
 
 #endif
