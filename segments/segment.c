@@ -125,6 +125,7 @@ struct seg_builder {
 	 * are the resumed goroutine's */
 	struct go_susp *amb;
 	size_t nr_amb, amb_k, amb_climb, amb_slice;
+	uint64_t amb_time; /* of the resume */
 };
 
 static struct mt_thread *thr(struct seg_builder *b)
@@ -1133,6 +1134,7 @@ static int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to)
 			return -ENOMEM;
 	}
 	go_label(b, b->go_cur);
+	go_switch_ran(b->t, b->go_cur, b->amb_time);
 	return go_amb_drop(b, 0);
 }
 
@@ -1148,6 +1150,7 @@ static int go_amb_end(struct seg_builder *b)
 	for (size_t i = b->amb_slice; i < th->nr_slices; i++)
 		if (!(th->slices[i].flags & MT_SLICE_GAP))
 			th->slices[i].flags |= MT_SLICE_RESUME_GUESSED;
+	go_switch_ran(b->t, b->go_cur, b->amb_time);
 	return go_amb_drop(b, 0);
 }
 
@@ -1398,6 +1401,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 		b->amb_k = go_common(v, b->nr_amb);
 		b->amb_climb = 0;
 		b->amb_slice = thr(b)->nr_slices;
+		b->amb_time = time;
 		v = NULL;
 		s.gor = b->amb[0].gor;
 		s.goid = b->amb[0].goid;
@@ -1425,7 +1429,9 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 	}
 	if (!b->t->goroutines[s.gor - 1].start)
 		b->t->goroutines[s.gor - 1].start = e->name;
-	go_switch_ran(b->t, s.gor, time);
+	/* which ran is known once the candidates are told apart */
+	if (!b->nr_amb)
+		go_switch_ran(b->t, s.gor, time);
 	b->go_on = GS_G;
 	b->go_cur = s.gor;
 	b->go_goid = exact ? goid : s.goid;
