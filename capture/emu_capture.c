@@ -285,6 +285,17 @@ static int add_hits(struct emu *e, struct capfile *c)
 	return rc;
 }
 
+/* The goroutine switches the emulator saw, thread by thread in time
+ * order. */
+static int add_goroutines(struct emu *e, struct capfile *c)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < e->nr_gos && !rc; i++)
+		rc = pd_ext_add_goroutine(&c->ext, &e->gos[i]);
+	return rc;
+}
+
 /* The build ids of the files mapped, once the sideband is in: reading
  * them takes a while. */
 static int add_buildids(struct emu *e, struct capfile *c)
@@ -347,6 +358,8 @@ static int emu_extras(struct capfile *c, void *arg)
 				  e->vdso_len, e->vdso);
 	if (!rc)
 		rc = add_hits(e, c);
+	if (!rc)
+		rc = add_goroutines(e, c);
 	return rc ? rc : add_buildids(e, c);
 }
 

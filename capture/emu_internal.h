@@ -9,6 +9,7 @@
 
 #include "capture/capfile_internal.h"
 #include "capture/capture.h"
+#include "capture/gort_internal.h"
 #include "capture/sideband_internal.h"
 #include "ptenc/ptenc.h"
 #include "symbols/symbols.h"
@@ -51,6 +52,7 @@ struct trow {
 	uint32_t parent;  /* row index, UINT32_MAX for a root */
 	uint32_t depth;
 	uint8_t flags;
+	uint64_t goid; /* the goroutine the thread ran when it began */
 };
 
 /* The flags of truth.tsv (synth/README.md). */
@@ -113,6 +115,7 @@ struct thr {
 	uint32_t untraced_row; /* the truth's row for a signal's delivery */
 	bool left;	       /* its last syscall, which never returns, seen */
 	size_t snap_end;       /* --multi-snapshot: trace bytes already taken */
+	uint64_t g, goid;      /* a Go thread's goroutine (0: none seen) */
 };
 
 /* --multi-snapshot: one thread's ring at one hit, and the hits. */
@@ -189,6 +192,10 @@ struct emu {
 	uint64_t *sb_ids;
 	int nr_sb;
 	bool have_sb;
+	/* A Go program's runtime, and its threads' goroutine switches. */
+	struct go_rt go;
+	struct pd_ext_goroutine *gos;
+	size_t nr_gos, cap_gos;
 	struct emu_stats *st;
 	char *err;
 	size_t errlen;
@@ -225,6 +232,10 @@ pid_t emu_thr_pid(const struct emu *e, pid_t tid);
 uint64_t emu_drop_rand(struct emu *e, uint64_t n);
 /* Everything e owns. */
 void emu_free(struct emu *e);
+/* Thread t runs the goroutine at g (id goid) from ip at time on, when
+ * that is another than it ran: an item of the capture.  0 or -ENOMEM. */
+int emu_go_switch(struct emu *e, struct thr *t, uint64_t time, uint64_t ip,
+		  uint64_t g, uint64_t goid);
 
 /* emu_capture.c */
 /*

@@ -161,6 +161,7 @@ void emu_free(struct emu *e)
 		free(e->snaps[k].data);
 	free(e->snaps);
 	free(e->hits);
+	free(e->gos);
 	free(e->triggers);
 	for (int c = 0; c < e->nr_sb; c++)
 		sb_close(&e->sb[c]);
@@ -205,4 +206,24 @@ pid_t emu_thr_pid(const struct emu *e, pid_t tid)
 		if (e->thr[i].tid == tid && e->thr[i].pid)
 			return e->thr[i].pid;
 	return e->pid;
+}
+
+int emu_go_switch(struct emu *e, struct thr *t, uint64_t time, uint64_t ip,
+		  uint64_t g, uint64_t goid)
+{
+	if (g == t->g)
+		return 0;
+	if (mt_grow((void **)&e->gos, &e->cap_gos, e->nr_gos + 1,
+		    sizeof(*e->gos)))
+		return -ENOMEM;
+	e->gos[e->nr_gos++] = (struct pd_ext_goroutine){
+		.pid = (uint32_t)(t->pid ? t->pid : e->pid),
+		.tid = (uint32_t)t->tid,
+		.time = time,
+		.ip = ip,
+		.g = g,
+		.goid = goid};
+	t->g = g;
+	t->goid = goid;
+	return 0;
 }

@@ -104,8 +104,11 @@ int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
 	if (mt_grow((void **)&t->rows, &t->cap_rows, t->nr_rows + 1,
 		    sizeof(*t->rows)))
 		return -ENOMEM;
-	t->rows[t->nr_rows++] = (struct trow){
-		.start = start, .name = name, .parent = parent, .flags = flags};
+	t->rows[t->nr_rows++] = (struct trow){.start = start,
+					      .name = name,
+					      .parent = parent,
+					      .flags = flags,
+					      .goid = t->goid};
 	return 0;
 }
 
@@ -253,7 +256,7 @@ int write_truth(struct emu *e, uint64_t end)
 
 	if (!f)
 		return -EIO;
-	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\ttarget\n");
+	fprintf(f, "tid\tdepth\tname\tstart_ns\tend_ns\tflags\ttarget\tgoid\n");
 	for (size_t i = 0; i < e->nr_thr && !rc; i++) {
 		struct thr *t = &e->thr[i];
 		const struct trow **order;
@@ -308,8 +311,9 @@ int write_truth(struct emu *e, uint64_t end)
 						names[b]);
 					any = true;
 				}
-			fprintf(f, "%s\t%#llx\n", any ? "" : "-",
-				(unsigned long long)r->target);
+			fprintf(f, "%s\t%#llx\t%llu\n", any ? "" : "-",
+				(unsigned long long)r->target,
+				(unsigned long long)r->goid);
 		}
 		free(order);
 	}

@@ -64,6 +64,7 @@ enum {
 	R_PTW = 'w',
 	R_END = 'E',
 	R_EXEC = 'X',
+	R_GO = 'g',
 	R_PACKED = 0x80,
 };
 #define VG_MAGIC 0x6d747074u
@@ -1017,6 +1018,18 @@ static int vg_record(struct vg *v, struct rd *r)
 		if (!t->dropping)
 			rc = ptenc_ptwrite(t->enc, v->now, a, ip);
 		break;
+	case R_GO: {
+		uint64_t g;
+
+		v->now = rd_time(v, r);
+		a = rd_n(r, 8);
+		g = rd_n(r, 8);
+		b = rd_n(r, 8);
+		if (r->bad)
+			break;
+		rc = emu_go_switch(e, t, v->now, a, g, b);
+		break;
+	}
 	case R_EXEC: {
 		uint64_t n = rd_n(r, 2);
 
@@ -1224,6 +1237,16 @@ static int check_start(struct vg *v, const char *prog, const char *sym,
 	return 0;
 }
 
+/* A Go program: the tool reports its threads' goroutine switches. */
+static void vg_go(struct vg *v, const char *prog)
+{
+	char path[PATH_MAX];
+
+	if (capture_find_program(prog, path, sizeof(path)) &&
+	    !access(path, X_OK))
+		go_rt_read(path, &v->e.go);
+}
+
 /* The socket each process's tool connects to: an abstract name (no file
  * to remove), unique to this mt-capture. */
 static int vg_listen(struct vg *v)
@@ -1282,7 +1305,8 @@ static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
 	char dir[PATH_MAX], fdopt[96], start[600], trig[600], ptw[64],
-		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32];
+		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32],
+		gofns[16 + GO_SWITCH_MAX * 32], gotls[48], goid[48];
 	int argc = 0, rc;
 	char **args, *offs_opt = NULL;
 
@@ -1355,6 +1379,23 @@ static int vg_launch(struct vg *v, char *const argv[])
 		}
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
+		if (v->e.go.is_go) {
+			size_t len = (size_t)snprintf(gofns, sizeof(gofns),
+						      "--mt-go-fns=");
+
+			for (size_t i = 0; i < v->e.go.nr_fns; i++)
+				len += (size_t)snprintf(gofns + len,
+							sizeof(gofns) - len,
+							"%s%s", i ? "," : "",
+							v->e.go.fns[i].name);
+			snprintf(gotls, sizeof(gotls), "--mt-go-tls=%lld",
+				 (long long)v->e.go.tls_off);
+			snprintf(goid, sizeof(goid), "--mt-go-goid=%llu",
+				 (unsigned long long)v->e.go.goid_off);
+			args[k++] = gofns;
+			args[k++] = gotls;
+			args[k++] = goid;
+		}
 		args[k++] = "--";
 		for (int i = 0; i < argc; i++)
 			args[k++] = argv[i];
@@ -1563,6 +1604,8 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	v.e.rng = o->drop_seed ? o->drop_seed : 1;
 	if (o->cap.trigger)
 		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
+	if (!rc)
+		vg_go(&v, argv[0]);
 	if (!rc && (!o->start_at || o->start_at[0]))
 		rc = check_start(&v, argv[0],
 				 o->start_at ? o->start_at : "main", err,

@@ -784,12 +784,14 @@ static int print_binaries(FILE *o, struct info *in)
  * vDSO images, the kernel's code and symbols. */
 static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 {
-	size_t cur = 0, nr = 0;
+	size_t cur = 0, nr = 0, nr_go = 0, nr_gotid = 0;
+	uint32_t go_tids[64];
 	const uint8_t *p;
 	uint32_t type, size;
 	int rc;
 
 	while ((rc = pd_ext_next(in->f, &cur, &type, &p, &size, err)) == 1) {
+		struct pd_ext_goroutine gi;
 		struct pd_ext_hit h;
 		struct pd_ext_stack st;
 		struct pd_ext_vdso v;
@@ -799,6 +801,18 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 
 		if (!nr++)
 			fprintf(o, "\nsnapshot extras\n");
+		/* A switch an item: thousands of them, said in one line. */
+		if (type == PD_EXT_GOROUTINE &&
+		    !pd_ext_parse_goroutine(p, size, &gi)) {
+			size_t k = 0;
+
+			while (k < nr_gotid && go_tids[k] != gi.tid)
+				k++;
+			if (k == nr_gotid && k < 64)
+				go_tids[nr_gotid++] = gi.tid;
+			nr_go++;
+			continue;
+		}
 		if (type == PD_EXT_HIT && !pd_ext_parse_hit(p, size, &h)) {
 			fprintf(o, "  hit     tid %-7u %s arg %lld at ",
 				(unsigned)h.tid, h.name ? h.name : "?",
@@ -835,6 +849,10 @@ static int print_ext(FILE *o, struct info *in, struct pd_err *err)
 			fprintf(o, "  item    type %u, %u bytes\n", type, size);
 		}
 	}
+	if (nr_go)
+		fprintf(o, "  goroutine switches %zu, on %zu%s thread%s\n",
+			nr_go, nr_gotid, nr_gotid == 64 ? "+" : "",
+			nr_gotid == 1 ? "" : "s");
 	return rc;
 }
 

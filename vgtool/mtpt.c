@@ -32,6 +32,7 @@
  * so the state is global; the thread that runs owns g_pend and the TNT
  * pack.
  */
+#include "libvex_guest_amd64.h"
 #include "libvex_guest_offsets.h"
 #include "pub_tool_aspacemgr.h"
 #include "pub_tool_basics.h"
@@ -79,6 +80,7 @@ enum {
 	R_PTW = 'w',	 /* dt, u64 value, u64 ip */
 	R_END = 'E',	 /* dt, u64 instructions */
 	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
+	R_GO = 'g',	 /* dt, u64 ip, g, goid: it runs goroutine g from ip */
 	/* With c, i, j, r: a pack's fields (an N record's, less its ip)
 	 * come before the record's own. */
 	R_PACKED = 0x80,
@@ -99,6 +101,7 @@ struct th {
 	Bool started, exited;
 	UWord pend;
 	ULong sys_vt, sys_wall; /* at the last system call's entry */
+	ULong g;		/* the goroutine it runs (Go), 0: none seen */
 };
 
 /* Options. */
@@ -116,6 +119,12 @@ static const HChar *o_trigger_file;
 static const HChar *o_trigger_offs;
 static const HChar *o_ptwrite = NULL;
 static Bool o_truth = False;
+/* A Go program: the functions a thread changes goroutines in
+ * (comma-separated names), where its g is from the FS base, and where a g
+ * holds its id (0: not known). */
+static const HChar *o_go_fns;
+static Long o_go_tls = -8;
+static ULong o_go_goid;
 
 static Int g_fd = -1;
 static Bool g_tracing;	/* the start symbol was reached */
@@ -419,6 +428,48 @@ static inline Bool live(void)
 	return g_tracing && !g_dead && g_th[g_cur].started;
 }
 
+/* A word of the program's memory at a, or 0 when it is not readable. */
+static ULong peek64(Addr a)
+{
+	if (!a || !VG_(am_is_valid_for_client)(a, 8, VKI_PROT_READ))
+		return 0;
+	return *(const ULong *)a;
+}
+
+/* The g thread tid runs: the runtime's TLS slot (R14 mirrors it in Go
+ * code, but not right after systemstack returns or in morestack). */
+static ULong go_g(ThreadId tid)
+{
+	ULong fs = 0;
+
+	VG_(get_shadow_regs_area)
+	(tid, (UChar *)&fs, 0, offsetof(VexGuestAMD64State, guest_FS_CONST),
+	 sizeof(fs));
+	return fs ? peek64((Addr)(fs + (ULong)o_go_tls)) : 0;
+}
+
+/* The running thread, from ip on, runs the g in its slot: a record when
+ * that is another than before.  g0 and gsignal have id 0. */
+static void go_say(ULong ip)
+{
+	ULong g = go_g(g_cur);
+
+	if (g == g_th[g_cur].g)
+		return;
+	g_th[g_cur].g = g;
+	rec(R_GO, g_cur);
+	put64(ip);
+	put64(g);
+	put64(g && o_go_goid ? peek64((Addr)(g + o_go_goid)) : 0);
+}
+
+/* A transfer out of a function that switches goroutines goes to ip. */
+static VG_REGPARM(1) void h_go(ULong ip)
+{
+	if (live())
+		go_say(ip);
+}
+
 /* ---- helpers called from the instrumented code ---- */
 
 /* With --mt-truth, a conditional branch went (taken) to target or fell
@@ -500,6 +551,8 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 		g_th[g_cur].started = True;
 		rec(R_BEGIN, g_cur);
 		put64(ip);
+		if (o_go_fns)
+			go_say(ip);
 	} else if (p & P_ENABLE) {
 		rec(R_ENABLE, g_cur);
 		put64(ip);
@@ -521,6 +574,8 @@ static VG_REGPARM(1) void h_start(ULong ip)
 	g_th[g_cur].started = True;
 	rec(R_BEGIN, g_cur);
 	put64(ip);
+	if (o_go_fns)
+		go_say(ip);
 }
 
 static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)
@@ -758,6 +813,28 @@ static Bool is_start(Addr a)
 	       !VG_(strcmp)(path, o_start_file);
 }
 
+/* Is a in one of the functions of --mt-go-fns? */
+static Bool in_go_switch(Addr a)
+{
+	const HChar *fn, *p = o_go_fns;
+	UInt n;
+
+	if (!p || !VG_(get_fnname)(VG_(current_DiEpoch)(), a, &fn))
+		return False;
+	n = VG_(strlen)(fn);
+	while (*p) {
+		const HChar *end = VG_(strchr)(p, ',');
+		UInt len = end ? (UInt)(end - p) : VG_(strlen)(p);
+
+		if (len == n && !VG_(strncmp)(p, fn, n))
+			return True;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return False;
+}
+
 static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 			   const VexGuestLayout *layout,
 			   const VexGuestExtents *vge,
@@ -879,6 +956,11 @@ static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
 		addStmtToIRSB(out, st);
 	}
 	kind = cur == last ? cur_kind : K_PLAIN;
+	/* Where the runtime may have changed goroutines: before the
+	 * transfer's record, which is the new goroutine's. */
+	if (o_go_fns && kind != K_PLAIN && kind != K_COND &&
+	    kind != K_SYSCALL && in_go_switch(last))
+		dirty(out, "h_go", h_go, 1, mkIRExprVec_1(in->next));
 	switch (kind) {
 	case K_CALL:
 		if (in->next->tag == Iex_Const)
@@ -944,6 +1026,7 @@ static void pend(ThreadId tid, UWord why)
 static void on_first_insn(ThreadId tid)
 {
 	g_th[tid].lwp = VG_(gettid)();
+	g_th[tid].g = 0;
 	g_th[tid].exited = False;
 	g_th[tid].started = False;
 	if (g_tracing)
@@ -1108,6 +1191,12 @@ static Bool mt_option(const HChar *arg)
 	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
 		o_ptwrite = s;
 	} else if VG_BOOL_CLO (arg, "--mt-truth", o_truth) {
+	} else if VG_STR_CLO (arg, "--mt-go-fns", s) {
+		o_go_fns = s[0] ? s : NULL;
+	} else if VG_STR_CLO (arg, "--mt-go-tls", s) {
+		o_go_tls = VG_(strtoll10)(s, NULL);
+	} else if VG_STR_CLO (arg, "--mt-go-goid", s) {
+		o_go_goid = VG_(strtoull10)(s, NULL);
 	} else
 		return False;
 	return True;
@@ -1128,7 +1217,11 @@ static void mt_usage(void)
 	 "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
 	 "these offsets of a file\n"
 	 "    --mt-ptwrite=SYMBOL   report its argument\n"
-	 "    --mt-truth=yes|no     also report direct jumps\n");
+	 "    --mt-truth=yes|no     also report direct jumps\n"
+	 "    --mt-go-fns=F,...     Go: report goroutine switches out of "
+	 "these\n"
+	 "    --mt-go-tls=N         Go: g's slot from the FS base [-8]\n"
+	 "    --mt-go-goid=N        Go: the offset of a g's id [0: none]\n");
 }
 
 static void mt_debug_usage(void)
@@ -1174,6 +1267,7 @@ static void on_fork_child(ThreadId tid)
 	g_th[tid].lwp = VG_(gettid)();
 	g_th[tid].started = False;
 	g_th[tid].pend = 0;
+	g_th[tid].g = 0;
 	g_cur = tid;
 	g_said = 0;
 	g_pend = 0;
