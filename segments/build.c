@@ -98,7 +98,10 @@ static int go_of(struct seg_all *a, struct seg_one *o)
 			return -ENOMEM;
 		a->go[a->nr_go++] = p;
 	}
-	seg_builder_go(o->b, p, o->d->gos, o->d->nr_gos);
+	if (a->opts.no_goroutine_ids)
+		seg_builder_go(o->b, p, NULL, 0);
+	else
+		seg_builder_go(o->b, p, o->d->gos, o->d->nr_gos);
 	return 0;
 }
 

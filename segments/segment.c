@@ -23,7 +23,10 @@
 #include <string.h>
 
 #define LEVEL_BIAS (UINT32_C(1) << 30)
-#define SYM_CACHE  4096
+/* How far a Go switch item's time may be from its event's (go_item) */
+#define GO_ITEM_EARLY_NS 10000
+#define GO_ITEM_LATE_NS	 10000000
+#define SYM_CACHE	 4096
 
 enum frame_kind {
 	FR_FUNC,   /* a function activation */
@@ -1159,18 +1162,23 @@ static int go_amb_end(struct seg_builder *b)
 static uint64_t go_item(struct seg_builder *b, uint64_t time, uint64_t ip,
 			bool *known)
 {
-	/* Items are dated by the emulator, events by the decoder's clock:
-	 * the item of this switch is the next one to ip, not one far on. */
+	/*
+	 * Items are dated by the emulator, events by the decoder's clock,
+	 * which lags behind it (by up to the distance between timing
+	 * packets): the item of this switch is the first to ip dated from
+	 * a little before to a while after it.  Items between are of
+	 * switches that are not gogo's (systemstack's there and back).
+	 */
 	for (size_t i = b->next_go_item; i < b->nr_go_items; i++) {
 		const struct dec_goroutine *g = &b->go_items[i];
 
-		if (g->ip == ip) {
+		if (g->time > time + GO_ITEM_LATE_NS)
+			break;
+		if (g->ip == ip && g->time + GO_ITEM_EARLY_NS >= time) {
 			b->next_go_item = i + 1;
 			*known = true;
 			return g->goid;
 		}
-		if (g->time > time && i > b->next_go_item + 8)
-			break;
 	}
 	*known = false;
 	return 0;
@@ -1282,8 +1290,18 @@ static int go_to_g0(struct seg_builder *b, uint64_t time, uint64_t ip,
 		return rc;
 	s.goid = b->go_goid;
 	if (b->go_on != GS_G) {
-		b->go_cur = go_switch_goroutine(b->t, b->go, 0, go_root_name(b),
-						b->seg_start);
+		uint64_t goid = 0;
+
+		/* The capture names the goroutine the thread's trace began
+		 * in with its first item. */
+		if (b->go_on == GS_UNKNOWN && !b->next_go_item &&
+		    b->nr_go_items && b->go_items[0].time <= time) {
+			goid = b->go_items[0].goid;
+			b->next_go_item = 1;
+		}
+		b->go_goid = goid;
+		b->go_cur = go_switch_goroutine(b->t, b->go, goid,
+						go_root_name(b), b->seg_start);
 		if (!b->go_cur)
 			return -ENOMEM;
 		go_label(b, b->go_cur);
@@ -1382,6 +1400,8 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 		rc = go_amb_end(b);
 	if (rc)
 		return rc;
+	/* An item without the id (a binary without DWARF) says nothing. */
+	exact &= goid != 0;
 	if (exact) {
 		n = go_switch_resume(b->go, ip, goid, &s, &several);
 		if (n && !s.goid)
@@ -1421,6 +1441,10 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 						: MT_SLICE_INFERRED_START;
 		s.goid = goid;
 		s.gor = go_switch_goroutine(b->t, b->go, goid, e->name, time);
+		/* its start names it, even where another thread's trace
+		 * (read first) saw it resume */
+		if (s.gor && (flags & MT_SLICE_TAIL))
+			b->t->goroutines[s.gor - 1].start = e->name;
 	}
 	free(v);
 	if (!s.gor) {

@@ -28,7 +28,8 @@
 #include "model/model.h"
 
 struct seg_opts {
-	int no_final_stack; /* ignore the unwound stacks of the capture */
+	int no_final_stack;   /* ignore the unwound stacks of the capture */
+	int no_goroutine_ids; /* ignore its Go goroutine items */
 };
 
 /*
