@@ -50,6 +50,7 @@ struct go_susp {
 	uint64_t goid;	 /* 0: unknown */
 	uint64_t time;	 /* when it was suspended */
 	uint32_t gor;	 /* 1 + index in the trace's goroutines */
+	bool guessed;	 /* which goroutine it is was a guess */
 	void *frames;	 /* the builder's saved frames, root first */
 	size_t nr;
 };
@@ -60,7 +61,9 @@ struct go_proc {
 	uint32_t pid;
 	struct go_susp *v;
 	size_t nr, cap;
-	uint32_t nr_anon;	/* goroutines numbered by us */
+	uint32_t nr_anon; /* goroutines numbered by us */
+	bool held;	  /* its threads' events wait to be built in time order
+			     (segments/build.c) */
 	struct mt_hmap by_goid; /* goid -> 1 + index in t->goroutines */
 };
 

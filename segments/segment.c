@@ -129,6 +129,10 @@ struct seg_builder {
 	struct go_susp *amb;
 	size_t nr_amb, amb_k, amb_climb, amb_slice;
 	uint64_t amb_time; /* of the resume */
+	/* The running goroutine's identity is a guess: its slices from
+	 * guess_slice are flagged when its turn ends */
+	bool go_guess;
+	size_t guess_slice;
 };
 
 static struct mt_thread *thr(struct seg_builder *b)
@@ -1115,7 +1119,10 @@ static int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to)
 		const struct go_frame *v = c->frames;
 		size_t idx = c->nr - b->amb_k;
 
+		/* a frame whose return address is unknown (revealed by an
+		 * earlier turn's return) does not tell */
 		if (idx < b->amb_climb || idx - b->amb_climb >= c->nr ||
+		    !v[idx - b->amb_climb].f.ret ||
 		    v[idx - b->amb_climb].f.ret == to)
 			b->amb[keep++] = *c;
 		else if (!rc)
@@ -1130,6 +1137,7 @@ static int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to)
 	if (keep == 1) {
 		b->go_cur = b->amb[0].gor;
 		b->go_goid = b->amb[0].goid;
+		b->go_guess = b->amb[0].guessed;
 	} else {
 		b->go_cur = go_switch_goroutine(b->t, b->go, 0, go_root_name(b),
 						time);
@@ -1141,20 +1149,36 @@ static int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to)
 	return go_amb_drop(b, 0);
 }
 
-/* The resumed stack leaves (or the trace ends) with several candidates
- * left: the newest is taken, and every slice since the resume is
- * flagged a guess. */
+/*
+ * The resumed stack leaves (or the trace ends) with several candidates
+ * left: the newest is taken, its turn is a guess, and so is, from now
+ * on, which goroutine each of the others is (one of them ran: the pick
+ * may have swapped two), and whatever is resumed from them.
+ */
 static int go_amb_end(struct seg_builder *b)
 {
-	struct mt_thread *th = thr(b);
-
 	if (!b->nr_amb)
 		return 0;
-	for (size_t i = b->amb_slice; i < th->nr_slices; i++)
-		if (!(th->slices[i].flags & MT_SLICE_GAP))
-			th->slices[i].flags |= MT_SLICE_RESUME_GUESSED;
+	for (size_t i = 1; i < b->nr_amb; i++)
+		b->amb[i].guessed = true;
+	b->go_guess = true;
 	go_switch_ran(b->t, b->go_cur, b->amb_time);
 	return go_amb_drop(b, 0);
+}
+
+/* The running goroutine's turn ends: flagged resume_guessed when which
+ * goroutine it is was a guess. */
+static int go_turn_end(struct seg_builder *b)
+{
+	struct mt_thread *th = thr(b);
+	int rc = go_amb_end(b);
+
+	if (rc || !b->go_guess)
+		return rc;
+	for (size_t i = b->guess_slice; i < th->nr_slices; i++)
+		if (!(th->slices[i].flags & MT_SLICE_GAP))
+			th->slices[i].flags |= MT_SLICE_RESUME_GUESSED;
+	return 0;
 }
 
 /* The goroutine id the capture gives for a switch to ip at time, or 0
@@ -1285,10 +1309,12 @@ static int go_to_g0(struct seg_builder *b, uint64_t time, uint64_t ip,
 	int rc = go_proc_of(b);
 
 	if (!rc)
-		rc = go_amb_end(b);
+		rc = go_turn_end(b);
 	if (rc)
 		return rc;
 	s.goid = b->go_goid;
+	s.guessed = b->go_guess;
+	b->go_guess = false;
 	if (b->go_on != GS_G) {
 		uint64_t goid = 0;
 
@@ -1346,6 +1372,8 @@ static int go_back(struct seg_builder *b, uint64_t time, uint64_t ip)
 	b->go_on = GS_G;
 	b->go_cur = s.gor;
 	b->go_goid = s.goid;
+	b->go_guess = s.guessed;
+	b->guess_slice = thr(b)->nr_slices;
 	rc = go_restart(b, time, ip, s.frames, s.nr, 0, 0, false);
 	free(s.frames);
 	return rc;
@@ -1397,9 +1425,11 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 		return -ENOMEM;
 	rc = go_proc_of(b);
 	if (!rc)
-		rc = go_amb_end(b);
+		rc = go_turn_end(b);
 	if (rc)
 		return rc;
+	b->go_guess = false;
+	b->guess_slice = thr(b)->nr_slices;
 	/* An item without the id (a binary without DWARF) says nothing. */
 	exact &= goid != 0;
 	if (exact) {
@@ -1433,6 +1463,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 		from = s.frames;
 		nr = s.nr;
 		flags = 0;
+		b->go_guess = s.guessed;
 	} else {
 		/* A new goroutine at its function's start; else one that
 		 * was suspended before the trace (or on a thread whose
@@ -1493,6 +1524,11 @@ static int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	    (f->go == GO_SYSTEMSTACK && e->go == GO_SWITCH_HELPER))
 		return 1;
 	return go_to_g0(b, time, ip, aux, f->go, e->go == GO_GOEXIT0);
+}
+
+bool seg_builder_is_go(const struct seg_builder *b)
+{
+	return b->go_seen;
 }
 
 void seg_builder_go(struct seg_builder *b, struct go_proc *p,
@@ -1698,7 +1734,7 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final)
 	if (rc)
 		return rc;
 	b->have_gap = false;
-	rc = go_amb_end(b);
+	rc = go_turn_end(b);
 	if (rc)
 		return rc;
 	go_switch_ran(b->t, b->go_cur, b->last_time);

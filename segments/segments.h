@@ -21,6 +21,7 @@
 #ifndef MT_SEGMENTS_H
 #define MT_SEGMENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,6 +87,8 @@ void seg_builder_free(struct seg_builder *b);
  * the builder.
  */
 struct go_proc;
+/* Whether the builder has seen Go's scheduler (go.h). */
+bool seg_builder_is_go(const struct seg_builder *b);
 void seg_builder_go(struct seg_builder *b, struct go_proc *p,
 		    const struct dec_goroutine *items, size_t nr);
 
