@@ -545,7 +545,7 @@ static void test_roundtrip(struct check_state *cs)
 			" type = 'index' AND tbl_name = 'slice_raw'",
 			-1) == 2);
 	CHECK(cs, integrity_ok(db));
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 5);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 6);
 	/* Every slice is a call in function, every child one in caller
 	 * (their figures against SQL: tests/e2e/65-report.sh). */
 	CHECK(cs, q_int(db, "SELECT sum(calls) FROM function", -1) ==
@@ -632,6 +632,89 @@ static void test_metadata(struct check_state *cs)
 	       !strcmp(meta(db, "recorded_by", got, sizeof(got)),
 		       "mt-capture 9.9"),
 	       "recorded_by '%s'", got);
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
+/* Go goroutines: the goroutine table, and each slice's goroutine through
+ * its segment (NULL where none). */
+static void test_goroutines(struct check_state *cs)
+{
+	struct mt_trace t;
+	struct mt_thread *th;
+	char dir[64], path[128], err[256];
+	sqlite3 *db;
+	uint32_t f1 = 0;
+
+	mt_trace_init(&t);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/go.sqlite", dir);
+	CHECK(cs, mt_trace_add_process(&t, 5, "gofib") != NULL);
+	th = mt_trace_add_thread(&t, 5, 5, "gofib");
+	CHECK(cs, th != NULL);
+	if (th)
+		f1 = mt_frame_intern(&t, mt_str_intern(&t.strs, "main.work"), 0,
+				     0x1000);
+	for (uint32_t i = 0; th && i < 3; i++) {
+		struct mt_segment g = {.tid = 5,
+				       .start = 100 * i,
+				       .end = 100 * i + 100,
+				       .goroutine = i == 1 ? 0 : i / 2 + 1};
+		struct mt_slice s = {
+			.ts = 100 * i,
+			.dur = 50,
+			.frame = f1,
+			.parent = MT_NONE,
+			.segment = i,
+			.flags = i == 2 ? MT_SLICE_RESUMED |
+						  MT_SLICE_RESUME_GUESSED
+					: 0};
+
+		CHECK(cs,
+		      mt_trace_add_segment(&t, &g) && mt_thread_push(th, &s));
+	}
+	for (uint32_t i = 0; i < 2; i++) {
+		struct mt_goroutine g = {
+			.pid = 5,
+			.goid = i ? 0 : 7,
+			.start = mt_str_intern(&t.strs, "main.work"),
+			.first = 10 + i,
+			.last = 20 + i,
+			.nr = i};
+
+		CHECK(cs, mt_trace_add_goroutine(&t, &g) != NULL);
+	}
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM goroutine WHERE id = 1 AND"
+			" goid = 7 AND upid = 1 AND pid = 5 AND"
+			" name = 'goroutine 7 (main.work)' AND"
+			" start_function = 'main.work' AND first_ts = 10"
+			" AND last_ts = 20",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM goroutine WHERE id = 2 AND"
+			" goid IS NULL AND name = 'goroutine ~1 (main.work)'",
+			-1) == 1);
+	{
+		sqlite3_stmt *st = NULL;
+		const char *got = "";
+
+		if (sqlite3_prepare_v2(
+			    db,
+			    "SELECT group_concat(coalesce(goroutine,"
+			    " 0) || ':' || resumed || resume_guessed,"
+			    " ' ') FROM (SELECT * FROM slices ORDER"
+			    " BY ts)",
+			    -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			got = (const char *)sqlite3_column_text(st, 0);
+		CHECKF(cs, got && !strcmp(got, "1:00 0:00 2:11"), "got '%s'",
+		       got ? got : "");
+		sqlite3_finalize(st);
+	}
 	sqlite3_close(db);
 	tmpdir_remove(dir);
 	mt_trace_free(&t);
@@ -867,6 +950,7 @@ int main(void)
 	RUN(&st, test_roundtrip);
 	RUN(&st, test_empty);
 	RUN(&st, test_metadata);
+	RUN(&st, test_goroutines);
 	RUN(&st, test_errors);
 	RUN(&st, test_unsorted);
 	RUN(&st, test_bench);
