@@ -1505,8 +1505,9 @@ static int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	const struct sym_ent *e;
 
 	if (kind == DEC_RET)
-		return b->have_sys && b->go_on == GS_G0 && b->depth &&
-				       b->stack[0].ret == ip &&
+		/* Only the return of systemstack's function lands there,
+		 * even where a gap lost that function's frame. */
+		return b->have_sys && b->go_on == GS_G0 &&
 				       ip == b->go_sys.resume
 			       ? go_back(b, time, ip)
 			       : 1;
