@@ -124,6 +124,26 @@ else
 	fi
 fi
 
+# A capture whose goroutine items of a thread go back in time (the first
+# two swapped): one line naming the file, no output.
+python3 - "$W/raw.bin" "$W/bad.bin" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+head = struct.pack('<II', 7, 40)
+i = b.find(head)
+j = b.find(head, i + 48)
+b[i + 16:i + 24], b[j + 16:j + 24] = b[j + 16:j + 24], b[i + 16:i + 24]
+open(sys.argv[2], 'wb').write(b)
+PY
+if "$B/mt-convert" "$W/bad.bin" -o "$W/bad.pftrace" 2>"$W/bad.err"; then
+	echo "FAIL go_items_out_of_order: converted"
+elif [ "$(wc -l <"$W/bad.err")" = 1 ] && [ ! -e "$W/bad.pftrace" ] &&
+	grep -q "bad.bin: goroutine items of thread [0-9]* out of time order" "$W/bad.err"; then
+	echo "PASS go_items_out_of_order"
+else
+	echo "FAIL go_items_out_of_order: $(head -2 "$W/bad.err")"
+fi
+
 # Heuristic: the goroutine of each call in our numbering and the truth's.
 if ! "$B/mt-convert" -q --no-goroutine-ids "$W/raw.bin" -o "$W/h.pftrace" 2>"$W/h.err"; then
 	echo "FAIL go_heuristic: mt-convert failed: $(tail -1 "$W/h.err")"
