@@ -929,6 +929,8 @@ static int on_exec(struct seg_builder *b, uint64_t time)
 }
 
 static int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to);
+static int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip,
+		     bool resumed);
 static int go_amb_end(struct seg_builder *b);
 static void go_label(struct seg_builder *b, uint32_t gor);
 static uint32_t go_root_name(struct seg_builder *b);
@@ -1495,6 +1497,50 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 	return rc;
 }
 
+/*
+ * A segment begins after trace was lost (or tracing was off), where a
+ * switch may have been: the capture's last goroutine item before it, if
+ * any, says which goroutine runs, and a goroutine other than the one
+ * before begins a stack of its own (the one before was suspended in the
+ * gap, its resume point unknown).
+ */
+static int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip,
+		     bool resumed)
+{
+	const struct dec_goroutine *last = NULL;
+	uint32_t gor = 0;
+	int rc = open_segment(b, time, ip, resumed);
+
+	if (rc || !b->go_seen || !b->nr_go_items || b->go_on == GS_UNKNOWN)
+		return rc;
+	while (b->next_go_item < b->nr_go_items &&
+	       b->go_items[b->next_go_item].time <= time)
+		last = &b->go_items[b->next_go_item++];
+	if (!last ||
+	    (b->go_on == GS_G0 ? !last->goid : last->goid == b->go_goid))
+		return 0;
+	rc = go_proc_of(b);
+	if (!rc)
+		rc = go_turn_end(b);
+	if (rc)
+		return rc;
+	b->go_guess = false;
+	if (last->goid) {
+		gor = go_switch_goroutine(b->t, b->go, last->goid,
+					  go_root_name(b), time);
+		if (!gor)
+			return -ENOMEM;
+		go_switch_ran(b->t, gor, time);
+	}
+	b->go_on = last->goid ? GS_G : GS_G0;
+	b->go_cur = gor;
+	b->go_goid = last->goid;
+	b->go_first_seg = b->seg_id;
+	b->t->segments[b->seg_id].goroutine = gor;
+	b->t->segments[b->seg_id].exec = true;
+	return 0;
+}
+
 /* An event at a Go switch point is the switch: 0 or -ENOMEM.  1: it is
  * no switch. */
 static int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
@@ -1629,7 +1675,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 			if (rc)
 				return rc;
 		}
-		return open_segment(b, time, ip, false);
+		return go_reopen(b, time, ip, false);
 	case DEC_OVERFLOW: {
 		/* The gap runs from the last instruction traced to the
 		 * resume; before any segment it is a gap all the same.  No
@@ -1644,7 +1690,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		rc = close_segment(b, aux, "overflow", ip);
 		if (rc || !ip)
 			return rc;
-		return open_segment(b, time, ip, false);
+		return go_reopen(b, time, ip, false);
 	}
 	case DEC_ERROR:
 		return close_segment(b, time,
@@ -1673,7 +1719,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		 * back to user space (TIP.PGE), after its first sync point
 		 * or its last gap. */
 		if (kind == DEC_RESUME)
-			return open_segment(b, time, ip, true);
+			return go_reopen(b, time, ip, true);
 		return 0; /* nothing before the first sync point */
 	}
 	if (b->go_seen &&
