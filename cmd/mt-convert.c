@@ -48,6 +48,8 @@ static const char usage[] =
 	"  --no-final-stack   do not anchor roots on the stack unwound at\n"
 	"                     the snapshot\n"
 	"  --no-stitch        do not join call stacks across decode gaps\n"
+	"  --no-goroutine-ids ignore the Go goroutine ids the capture holds\n"
+	"                     (resumes are picked as a hardware trace's)\n"
 	"  --no-inline        no slices for the calls a compiler inlined\n"
 	"  --no-compress      write the Perfetto trace without zlib\n"
 	"  --tid TID[,TID...] convert only these threads (--info lists "
@@ -81,7 +83,7 @@ struct args {
 	uint32_t *tids;
 	size_t nr_tids;
 	int no_sqlite, no_final_stack, no_compress, no_stitch, no_inline, quiet;
-	int no_memory_check, stages;
+	int no_memory_check, stages, no_goroutine_ids;
 	uint64_t max_memory; /* 0: what the system has */
 	unsigned jobs;	     /* 0: one a core */
 	uint64_t piece_size; /* 0: the decoder's default */
@@ -336,6 +338,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->no_sqlite = 1;
 		} else if (!strcmp(s, "--no-final-stack")) {
 			a->no_final_stack = 1;
+		} else if (!strcmp(s, "--no-goroutine-ids")) {
+			a->no_goroutine_ids = 1;
 		} else if (!strcmp(s, "--no-stitch")) {
 			a->no_stitch = 1;
 		} else if (!strcmp(s, "--no-inline")) {
@@ -751,6 +755,7 @@ int main(int argc, char **argv)
 		.no_memory_check = a.no_memory_check,
 		.max_memory = a.max_memory,
 		.no_final_stack = a.no_final_stack,
+		.no_goroutine_ids = a.no_goroutine_ids,
 		.no_stitch = a.no_stitch,
 		.window = a.have_window ? &a.window : NULL,
 		.time = a.time,

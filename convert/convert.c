@@ -162,7 +162,8 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 				 .jobs = o->jobs,
 				 .piece_size = o->piece_size,
 				 .no_inline = o->no_inline};
-	struct seg_opts sopts = {.no_final_stack = o->no_final_stack};
+	struct seg_opts sopts = {.no_final_stack = o->no_final_stack,
+				 .no_goroutine_ids = o->no_goroutine_ids};
 	struct mt_trace *t = &c->r->trace;
 	int rc;
 

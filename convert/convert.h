@@ -70,6 +70,8 @@ struct mt_convert_opts {
 	uint64_t max_memory;
 
 	bool no_final_stack, no_stitch;
+	/* Go: resumes picked from the code alone, as a hardware trace's. */
+	bool no_goroutine_ids;
 
 	/* Cuts (regions/): window when non-NULL, time its text as given,
 	 * for messages; or between (and until) when non-NULL. */

@@ -104,6 +104,13 @@ struct dec_stack {
 	uint64_t *ips; /* leaf first: the IP, then return addresses */
 };
 
+/* A Go scheduler switch the capture recorded (PD_EXT_GOROUTINE): from
+ * the instruction at ip, at perf time time, the thread runs goroutine
+ * goid (0: its system stack). */
+struct dec_goroutine {
+	uint64_t time, ip, g, goid;
+};
+
 struct dec_thread {
 	uint32_t pid, tid;
 	const char *comm; /* last command name seen, "" if none */
@@ -115,6 +122,9 @@ struct dec_thread {
 	 * file order */
 	uint64_t *execs;
 	size_t nr_execs, cap_execs;
+	/* Its Go switches, in time order (none: not Go, or not recorded) */
+	struct dec_goroutine *gos;
+	size_t nr_gos, cap_gos;
 };
 
 struct dec_stats {

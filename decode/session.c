@@ -177,6 +177,32 @@ static void parse_cpuid(struct dec_capture *c)
 	c->cpu.stepping = (uint8_t)step;
 }
 
+/* A Go switch the emulator saw: to its thread's list, which the segment
+ * builder reads with the thread's events. */
+static int read_goroutine(struct dec_capture *c, const uint8_t *payload,
+			  uint32_t size, char *err, size_t errlen)
+{
+	struct pd_ext_goroutine g;
+	struct dec_thread *t;
+
+	if (pd_ext_parse_goroutine(payload, size, &g)) {
+		snprintf(err, errlen, "%s: malformed goroutine item", c->path);
+		return -EINVAL;
+	}
+	t = dec_thread_get(c, g.pid, g.tid);
+	if (!t || mt_grow((void **)&t->gos, &t->cap_gos, t->nr_gos + 1,
+			  sizeof(*t->gos)))
+		return -ENOMEM;
+	if (t->nr_gos && g.time < t->gos[t->nr_gos - 1].time) {
+		snprintf(err, errlen,
+			 "%s: goroutine items of thread %u out of time order",
+			 c->path, g.tid);
+		return -EINVAL;
+	}
+	t->gos[t->nr_gos++] = (struct dec_goroutine){g.time, g.ip, g.g, g.goid};
+	return 0;
+}
+
 static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 {
 	size_t cur = 0;
@@ -224,6 +250,12 @@ static int read_stacks(struct dec_capture *c, char *err, size_t errlen)
 				.arg = h.arg,
 				.name = h.name,
 			};
+			continue;
+		}
+		if (type == PD_EXT_GOROUTINE) {
+			rc = read_goroutine(c, payload, size, err, errlen);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (type != PD_EXT_STACK)
@@ -463,6 +495,7 @@ void dec_free(struct dec_capture *c)
 		free(c->threads[i].ev);
 		free(c->threads[i].final.ips);
 		free(c->threads[i].execs);
+		free(c->threads[i].gos);
 		free(c->comms[i]);
 	}
 	img_free(c->img);

@@ -8,6 +8,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,7 @@ void mt_trace_free(struct mt_trace *t)
 	free(t->stitches);
 	free(t->guesses);
 	free(t->segments);
+	free(t->goroutines);
 	free(t->frames);
 	mt_hmap_free(&t->frame_index);
 	mt_strtab_free(&t->strs);
@@ -249,6 +251,28 @@ struct mt_guess *mt_trace_add_guess(struct mt_trace *t,
 		return NULL;
 	t->guesses[t->nr_guesses] = *g;
 	return &t->guesses[t->nr_guesses++];
+}
+
+struct mt_goroutine *mt_trace_add_goroutine(struct mt_trace *t,
+					    const struct mt_goroutine *g)
+{
+	if (mt_grow((void **)&t->goroutines, &t->cap_goroutines,
+		    t->nr_goroutines + 1, sizeof(*t->goroutines)))
+		return NULL;
+	t->goroutines[t->nr_goroutines] = *g;
+	return &t->goroutines[t->nr_goroutines++];
+}
+
+void mt_goroutine_name(const struct mt_trace *t, const struct mt_goroutine *g,
+		       char *buf, size_t len)
+{
+	const char *fn = g->start ? mt_str(&t->strs, g->start) : "?";
+
+	if (g->goid)
+		snprintf(buf, len, "goroutine %llu (%s)",
+			 (unsigned long long)g->goid, fn);
+	else
+		snprintf(buf, len, "goroutine ~%u (%s)", g->nr, fn);
 }
 
 struct mt_segment *mt_trace_add_segment(struct mt_trace *t,

@@ -55,6 +55,12 @@ enum mt_slice_flags {
 	/* a call the compiler inlined: its first to its last instruction
 	 * traced, inside its caller's slice */
 	MT_SLICE_INLINED = 1 << 9,
+	/* a frame of a Go goroutine that a scheduler switch resumed: the
+	 * activation began in an earlier slice of that goroutine */
+	MT_SLICE_RESUMED = 1 << 10,
+	/* resumed where several suspended goroutines could have been (no
+	 * goroutine identity in the capture): the pick is a guess */
+	MT_SLICE_RESUME_GUESSED = 1 << 11,
 };
 
 /*
@@ -128,8 +134,26 @@ struct mt_segment {
 				"overflow", "decode error: ...") */
 	uint64_t end_ip;     /* where decoding stopped, 0 if unknown */
 	/* It began in a program an exec started after the thread's last
-	 * segment: no frame of an earlier one can be its caller */
+	 * segment, or on another stack than the last one's (a Go scheduler
+	 * switch): no frame of an earlier one can be its caller */
 	bool exec;
+	/* The Go goroutine whose stack it ran on: 1 + its index in the
+	 * trace's goroutines; 0 for none (not Go, a thread's system stack,
+	 * or unknown).  Every slice of a segment runs on its goroutine. */
+	uint32_t goroutine;
+};
+
+/* A Go goroutine that ran in the window. */
+struct mt_goroutine {
+	uint32_t pid;
+	uint64_t goid;	      /* the runtime's id, 0 when the capture did
+				 not say (hardware trace): then ids are ours */
+	uint32_t start;	      /* string id of the function it started in,
+				 or of its oldest frame seen when it began
+				 before the trace */
+	uint64_t first, last; /* perf time it first and last ran */
+	uint32_t nr;	      /* its number among its process's goroutines
+				 without a goid, from 1 (0 when goid) */
 };
 
 /* A stitch decision, kept for the audit table. */
@@ -172,6 +196,8 @@ struct mt_trace {
 	size_t nr_guesses, cap_guesses;
 	struct mt_segment *segments; /* index = segment id */
 	size_t nr_segments, cap_segments;
+	struct mt_goroutine *goroutines;
+	size_t nr_goroutines, cap_goroutines;
 	/* What wrote the capture ("mt-capture VERSION (commit C)", or
 	 * perf's version), for the outputs' metadata; "" when unknown. */
 	char recorded_by[128];
@@ -223,6 +249,8 @@ struct mt_segment *mt_trace_add_segment(struct mt_trace *t,
 					const struct mt_segment *s);
 struct mt_guess *mt_trace_add_guess(struct mt_trace *t,
 				    const struct mt_guess *g);
+struct mt_goroutine *mt_trace_add_goroutine(struct mt_trace *t,
+					    const struct mt_goroutine *g);
 /* The thread with this tid, or NULL. */
 struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
 
@@ -235,6 +263,17 @@ static inline const struct mt_frame *mt_slice_frame(const struct mt_trace *t,
 {
 	return &t->frames[s->frame];
 }
+/* The goroutine a slice ran on (1 + index in t->goroutines), 0: none. */
+static inline uint32_t mt_slice_goroutine(const struct mt_trace *t,
+					  const struct mt_slice *s)
+{
+	return s->segment < t->nr_segments ? t->segments[s->segment].goroutine
+					   : 0;
+}
+/* "goroutine 7 (main.work)", or "goroutine ~2 (main.work)" for one whose
+ * id the capture did not give. */
+void mt_goroutine_name(const struct mt_trace *t, const struct mt_goroutine *g,
+		       char *buf, size_t len);
 /* The slice's name as a string id, and as a string. */
 static inline uint32_t mt_slice_name(const struct mt_trace *t,
 				     const struct mt_slice *s)

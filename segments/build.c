@@ -9,6 +9,7 @@
  * event; threads that never had one leave no trace in the model.  The
  * thread's execs, which the sideband dates, go in among its events.
  */
+#include "segments/go.h"
 #include "segments/segments.h"
 #include "util/util.h"
 
@@ -17,12 +18,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An event held back (a Go process's: see take()). */
+struct seg_held {
+	uint64_t time, ip, aux;
+	enum dec_kind kind;
+};
+
 struct seg_one {
 	struct dec_thread *d; /* the decoder's thread */
 	uint32_t pid;
 	struct seg_builder *b;
 	struct seg_all *all;
 	size_t next_exec; /* d->execs before it are fed */
+	struct go_proc *go;
+	struct seg_held *held;
+	size_t nr_held, cap_held, next_held;
 };
 
 struct seg_all {
@@ -34,6 +44,10 @@ struct seg_all {
 	size_t nr, cap;
 	struct mt_hmap by_tid; /* tid -> index in one */
 	struct seg_one *last;  /* events come in runs of one thread */
+	/* Go: each process's goroutines not running, shared by its
+	 * threads' builders, made as its threads' are */
+	struct go_proc **go;
+	size_t nr_go, cap_go;
 };
 
 static void symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out)
@@ -66,11 +80,40 @@ void seg_all_free(struct seg_all *a)
 		return;
 	for (size_t i = 0; i < a->nr; i++) {
 		seg_builder_free(a->one[i]->b);
+		free(a->one[i]->held);
 		free(a->one[i]);
 	}
 	free(a->one);
+	for (size_t i = 0; i < a->nr_go; i++)
+		go_proc_free(a->go[i]);
+	free(a->go);
 	mt_hmap_free(&a->by_tid);
 	free(a);
+}
+
+/* The builder of o shares its process's Go state with its others. */
+static int go_of(struct seg_all *a, struct seg_one *o)
+{
+	struct go_proc *p = NULL;
+
+	for (size_t i = 0; i < a->nr_go && !p; i++)
+		if (a->go[i]->pid == o->pid)
+			p = a->go[i];
+	if (!p) {
+		if (mt_grow((void **)&a->go, &a->cap_go, a->nr_go + 1,
+			    sizeof(*a->go)))
+			return -ENOMEM;
+		p = go_proc_new(o->pid);
+		if (!p)
+			return -ENOMEM;
+		a->go[a->nr_go++] = p;
+	}
+	o->go = p;
+	if (a->opts.no_goroutine_ids)
+		seg_builder_go(o->b, p, NULL, 0);
+	else
+		seg_builder_go(o->b, p, o->d->gos, o->d->nr_gos);
+	return 0;
 }
 
 /* The builder of d, made (with its model thread) on first use. */
@@ -99,6 +142,11 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
 	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
 			    symbolize_pid, o)) {
+		free(o);
+		return NULL;
+	}
+	if (go_of(a, o)) {
+		seg_builder_free(o->b);
 		free(o);
 		return NULL;
 	}
@@ -132,6 +180,59 @@ static int feed(struct seg_one *o, uint64_t time, enum dec_kind kind,
 	return seg_feed(o->b, time, kind, ip, aux);
 }
 
+/*
+ * A Go goroutine may leave one thread and resume on another, whose
+ * events the decoder may hand over first (a thread's trace at a time):
+ * once a thread of a process shows Go's scheduler, its process's events
+ * are held and built in time order at the end (held_feed()), so that a
+ * goroutine is suspended before it is resumed.  Other programs' events
+ * go straight to their builders.
+ */
+static int take(struct seg_one *o, uint64_t time, enum dec_kind kind,
+		uint64_t ip, uint64_t aux)
+{
+	int rc;
+
+	if (o->go->held) {
+		if (mt_grow((void **)&o->held, &o->cap_held, o->nr_held + 1,
+			    sizeof(*o->held)))
+			return -ENOMEM;
+		o->held[o->nr_held++] = (struct seg_held){time, ip, aux, kind};
+		return 0;
+	}
+	rc = feed(o, time, kind, ip, aux);
+	o->go->held = seg_builder_is_go(o->b);
+	return rc;
+}
+
+/* The held events of every thread, merged by time (a thread's own keep
+ * their order). */
+static int held_feed(struct seg_all *a)
+{
+	for (;;) {
+		struct seg_one *next = NULL;
+		int rc;
+
+		for (size_t i = 0; i < a->nr; i++) {
+			struct seg_one *o = a->one[i];
+
+			if (o->next_held < o->nr_held &&
+			    (!next || o->held[o->next_held].time <
+					      next->held[next->next_held].time))
+				next = o;
+		}
+		if (!next)
+			return 0;
+		rc = feed(next, next->held[next->next_held].time,
+			  next->held[next->next_held].kind,
+			  next->held[next->next_held].ip,
+			  next->held[next->next_held].aux);
+		next->next_held++;
+		if (rc)
+			return rc;
+	}
+}
+
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux)
 {
@@ -139,7 +240,7 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 
 	if (!o)
 		return -ENOMEM;
-	return feed(o, time, kind, ip, aux);
+	return take(o, time, kind, ip, aux);
 }
 
 int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
@@ -160,11 +261,13 @@ int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
 			break;
 		}
 		for (size_t k = 0; k < d->nr && !rc; k++)
-			rc = feed(o, dec_event_time(&d->ev[k], d->base),
+			rc = take(o, dec_event_time(&d->ev[k], d->base),
 				  dec_event_kind(&d->ev[k]), d->ev[k].ip,
 				  d->ev[k].aux);
 		dec_thread_free_events(d);
 	}
+	if (!rc)
+		rc = held_feed(a);
 	for (size_t i = 0; i < a->nr && !rc; i++)
 		rc = seg_finish(a->one[i]->b, a->opts.no_final_stack
 						      ? NULL

@@ -21,6 +21,7 @@
 #ifndef MT_SEGMENTS_H
 #define MT_SEGMENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,8 @@
 #include "model/model.h"
 
 struct seg_opts {
-	int no_final_stack; /* ignore the unwound stacks of the capture */
+	int no_final_stack;   /* ignore the unwound stacks of the capture */
+	int no_goroutine_ids; /* ignore its Go goroutine items */
 };
 
 /*
@@ -77,6 +79,19 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		    struct seg_ends_table *ends, seg_symbolize_fn sym,
 		    void *ctx);
 void seg_builder_free(struct seg_builder *b);
+
+/*
+ * A Go program's builder: p holds its process's goroutines that are not
+ * running (shared by the process's builders; NULL: the builder keeps its
+ * own), items the thread's switches as the capture recorded them (in
+ * time order; they name each goroutine; may be none).  Both must outlive
+ * the builder.
+ */
+struct go_proc;
+/* Whether the builder has seen Go's scheduler (go.h). */
+bool seg_builder_is_go(const struct seg_builder *b);
+void seg_builder_go(struct seg_builder *b, struct go_proc *p,
+		    const struct dec_goroutine *items, size_t nr);
 
 /* One event, in time order.  Returns 0 or -ENOMEM. */
 int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,

@@ -146,3 +146,9 @@ for p in demo demo-O2 longjmp signal threads exception recursion; do
 		done
 	done
 done
+
+# Go: goroutines.go's calls on the right goroutine, with the capture's
+# goroutine ids and without (tools/accuracy-go.sh defines the figures).
+echo
+echo "Go (tests/programs/goroutines.go under --emulate=valgrind), packets dropped:"
+MT_BUILD=${MT_BUILD:-build} bash "$R/tools/accuracy-go.sh"

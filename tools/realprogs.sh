@@ -77,7 +77,7 @@ convert_calls() {
 		FROM slice s JOIN thread_track t ON s.track_id = t.id
 		JOIN thread th USING (utid)
 		WHERE NOT (s.tail OR s.inferred_start OR s.syscall OR s.inlined
-		OR s.untraced OR s.is_gap) ORDER BY th.tid, s.id"
+		OR s.untraced OR s.is_gap OR s.resumed) ORDER BY th.tid, s.id"
 }
 
 # same_calls A COL B: do A's calls (its 2nd column) and B's (column COL)

@@ -72,6 +72,8 @@ static const char *const an_names[] = {
 	"source",
 	"call_site",
 	"inlined",
+	"resumed",
+	"resume_guessed",
 };
 
 static const struct {
@@ -87,6 +89,8 @@ static const struct {
 	{MT_SLICE_UNTRACED, AN_UNTRACED},
 	{MT_SLICE_UNKNOWN, AN_UNKNOWN},
 	{MT_SLICE_INLINED, AN_INLINED},
+	{MT_SLICE_RESUMED, AN_RESUMED},
+	{MT_SLICE_RESUME_GUESSED, AN_RESUME_GUESSED},
 };
 
 /* One line in the caller's buffer, kept in w->code for the callers
@@ -418,7 +422,7 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 	const struct mt_frame *fr = mt_slice_frame(w->t, s);
 	struct pb_buf *b = &w->pk;
 	uint32_t name, dso = 0, src = 0, site = 0;
-	int name_new, dso_new = 0, src_new = 0, site_new = 0, pos_new;
+	int name_new, dso_new = 0, src_new = 0, site_new = 0, pos_new, go_new;
 	size_t pkt, m, e;
 
 	name = pf_intern(w, &w->names, fr->name, &name_new);
@@ -432,12 +436,16 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 		  w->pos_gen != w->gen;
 	if (pos_new)
 		w->pos_gen = w->gen;
-	if (!(name_new | dso_new | src | site | pos_new) &&
+	go_new = (s->flags & (MT_SLICE_RESUMED | MT_SLICE_RESUME_GUESSED)) &&
+		 w->go_gen != w->gen;
+	if (go_new)
+		w->go_gen = w->gen;
+	if (!(name_new | dso_new | src | site | pos_new | go_new) &&
 	    !(s->flags & w->flag_mask))
 		return pf_slice_begin_plain(w, ts, track, name, fr->addr, dso);
 
 	pkt = pf_event_packet(w, ts);
-	if (name_new || dso_new || src_new || site_new || pos_new) {
+	if (name_new || dso_new || src_new || site_new || pos_new || go_new) {
 		m = pb_begin(b, F_INTERNED_DATA);
 		if (name_new) {
 			e = pb_begin(b, F_ID_EVENT_NAMES);
@@ -453,6 +461,13 @@ static int pf_slice_begin(struct pf *w, uint64_t ts, uint64_t track,
 			pf_intern_value(b, site, mt_str(st, s->site));
 		for (uint32_t an = AN_SOURCE; pos_new && an <= AN_INLINED;
 		     an++) {
+			e = pb_begin(b, F_ID_ANNOT_NAMES);
+			pb_uint(b, F_IID, an);
+			pb_str(b, F_INTERNED_NAME, an_names[an - 1]);
+			pb_end(b, e);
+		}
+		for (uint32_t an = AN_RESUMED;
+		     go_new && an <= AN_RESUME_GUESSED; an++) {
 			e = pb_begin(b, F_ID_ANNOT_NAMES);
 			pb_uint(b, F_IID, an);
 			pb_str(b, F_INTERNED_NAME, an_names[an - 1]);
@@ -739,7 +754,7 @@ static int pf_write_all(struct pf *w)
 			return pf_failed(w);
 		w->tracks++;
 	}
-	if (nth + 4 > UINT32_MAX)
+	if (nth + 5 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
@@ -750,6 +765,8 @@ static int pf_write_all(struct pf *w)
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
 		return pf_failed(w);
 	if (pf_guesses(w, (uint32_t)(4 + nth)))
+		return pf_failed(w);
+	if (pf_goroutines(w, (uint32_t)(5 + nth)))
 		return pf_failed(w);
 	return pf_flush(w);
 }

@@ -112,6 +112,9 @@ enum {
 	AN_SOURCE,
 	AN_CALL_SITE,
 	AN_INLINED,
+	/* Interned when first used in a sequence: Go's goroutine flags */
+	AN_RESUMED,
+	AN_RESUME_GUESSED,
 };
 #define AN_EAGER AN_VALUE /* the last name interned up front */
 
@@ -168,6 +171,8 @@ struct pf {
 	size_t zcap;
 
 	uint32_t gen;	  /* of the current sequence */
+	uint32_t go_gen;  /* gen when AN_RESUMED and AN_RESUME_GUESSED
+			     were interned */
 	uint32_t pos_gen; /* gen when AN_SOURCE to AN_INLINED were
 			   * interned */
 	struct pf_intern names, strs;
@@ -212,5 +217,6 @@ int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 int pf_hits(struct pf *w, uint32_t seq);
 int pf_ptwrites(struct pf *w, uint32_t seq);
 int pf_guesses(struct pf *w, uint32_t seq);
+int pf_goroutines(struct pf *w, uint32_t seq);
 
 #endif

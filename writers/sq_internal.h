@@ -55,6 +55,7 @@ enum {
 	S_CALLER,
 	S_CALL_PATH,
 	S_SLOWEST,
+	S_GOROUTINE,
 	S_NR
 };
 

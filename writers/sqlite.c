@@ -123,7 +123,11 @@ static const char schema[] =
 	" (f.flags & 128) != 0 AS unknown,"
 	" (f.flags & 256) != 0 AS depth_guessed,"
 	" (f.flags & 512) != 0 AS inlined,"
+	" (f.flags & 1024) != 0 AS resumed,"
+	" (f.flags & 2048) != 0 AS resume_guessed,"
 	" s.segment AS segment, src.str AS source, cs.str AS call_site,"
+	" (SELECT g.goroutine FROM segment g WHERE g.id = s.segment)"
+	" AS goroutine,"
 	" NULL AS thread_ts, NULL AS thread_dur,"
 	" NULL AS thread_instruction_count,"
 	" NULL AS thread_instruction_delta,"
@@ -144,9 +148,17 @@ static const char schema[] =
 	"  WHEN 'bool' THEN CASE int_value WHEN 0 THEN 'false' ELSE 'true' END"
 	"  WHEN 'real' THEN CAST(real_value AS TEXT)"
 	"  ELSE CAST(int_value AS TEXT) END) VIRTUAL);"
+	/* goroutine: the Go goroutine whose stack the segment ran on (its
+	 * id in the goroutine table), NULL for none */
 	"CREATE TABLE segment("
 	"id INTEGER PRIMARY KEY, utid INTEGER, tid INTEGER, ts INTEGER,"
-	" dur INTEGER, end_reason TEXT, end_ip INTEGER);"
+	" dur INTEGER, end_reason TEXT, end_ip INTEGER, goroutine INTEGER);"
+	/* The Go goroutines that ran: goid is the runtime's id, NULL when
+	 * the capture did not give it (then name numbers it "~N"). */
+	"CREATE TABLE goroutine("
+	"id INTEGER PRIMARY KEY, upid INTEGER, pid INTEGER, goid INTEGER,"
+	" name TEXT, start_function TEXT, first_ts INTEGER,"
+	" last_ts INTEGER);"
 	"CREATE TABLE stitch("
 	"id INTEGER PRIMARY KEY, utid INTEGER, tid INTEGER,"
 	" segment_a INTEGER, segment_b INTEGER, frames_joined INTEGER,"
@@ -200,11 +212,13 @@ _Static_assert(MT_SLICE_INFERRED_START == 1 && MT_SLICE_INFERRED_END == 2 &&
 		       MT_SLICE_JOINED == 4 && MT_SLICE_GAP == 8 &&
 		       MT_SLICE_SYSCALL == 16 && MT_SLICE_UNTRACED == 32 &&
 		       MT_SLICE_TAIL == 64 && MT_SLICE_UNKNOWN == 128 &&
-		       MT_SLICE_DEPTH_GUESSED == 256 && MT_SLICE_INLINED == 512,
+		       MT_SLICE_DEPTH_GUESSED == 256 &&
+		       MT_SLICE_INLINED == 512 && MT_SLICE_RESUMED == 1024 &&
+		       MT_SLICE_RESUME_GUESSED == 2048,
 	       "slice flags changed: update the slice view");
 
 /* Bump when a table or column changes meaning. */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 /*
  * The flags a slice carries as args, under the keys trace_processor gives
@@ -225,6 +239,8 @@ static const struct {
 	{MT_SLICE_UNKNOWN, "debug.unknown"},
 	{MT_SLICE_DEPTH_GUESSED, "debug.depth_guessed"},
 	{MT_SLICE_INLINED, "debug.inlined"},
+	{MT_SLICE_RESUMED, "debug.resumed"},
+	{MT_SLICE_RESUME_GUESSED, "debug.resume_guessed"},
 };
 
 static const char *const stmt_sql[S_NR] = {
@@ -241,7 +257,10 @@ static const char *const stmt_sql[S_NR] = {
 	[S_ARG] = "INSERT INTO args(arg_set_id, flat_key, key, int_value,"
 		  " string_value, value_type) VALUES(?1, ?2, ?2, ?3, ?4, ?5)",
 	[S_SEGMENT] = "INSERT INTO segment(id, utid, tid, ts, dur, end_reason,"
-		      " end_ip) VALUES(?, ?, ?, ?, ?, ?, ?)",
+		      " end_ip, goroutine) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+	[S_GOROUTINE] = "INSERT INTO goroutine(id, upid, pid, goid, name,"
+			" start_function, first_ts, last_ts)"
+			" VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 	[S_STITCH] = "INSERT INTO stitch(id, utid, tid, segment_a, segment_b,"
 		     " frames_joined, score, reason)"
 		     " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
@@ -722,6 +741,36 @@ static int write_frames(struct sq *w)
 	return 0;
 }
 
+/* The goroutine table (ids from 1, as the segments name them). */
+static int write_goroutines(struct sq *w)
+{
+	const struct mt_trace *t = w->t;
+	sqlite3_stmt *st = w->stmts[S_GOROUTINE];
+	char name[512];
+	int rc;
+
+	for (size_t i = 0; i < t->nr_goroutines; i++) {
+		const struct mt_goroutine *g = &t->goroutines[i];
+		uint64_t upid = 0;
+
+		for (size_t p = 0; p < t->nr_procs && !upid; p++)
+			if (t->procs[p].pid == g->pid)
+				upid = p + 1;
+		mt_goroutine_name(t, g, name, sizeof(name));
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)i + 1);
+		bind_opt(st, 2, upid);
+		sqlite3_bind_int64(st, 3, g->pid);
+		bind_opt(st, 4, g->goid);
+		sqlite3_bind_text(st, 5, name, -1, SQLITE_TRANSIENT);
+		bind_str(w, st, 6, g->start);
+		bind_u64(st, 7, g->first);
+		bind_u64(st, 8, g->last);
+		if ((rc = step(w, st)))
+			return rc;
+	}
+	return 0;
+}
+
 static int write_extras(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
@@ -739,9 +788,12 @@ static int write_extras(struct sq *w)
 		bind_u64(st, 5, g->end - g->start);
 		bind_str(w, st, 6, g->end_reason);
 		bind_opt(st, 7, g->end_ip);
+		bind_opt(st, 8, g->goroutine);
 		if ((rc = step(w, st)))
 			return rc;
 	}
+	if ((rc = write_goroutines(w)))
+		return rc;
 	st = w->stmts[S_STITCH];
 	for (size_t i = 0; i < t->nr_stitches; i++) {
 		const struct mt_stitch *s = &t->stitches[i];

@@ -27,6 +27,8 @@ static const struct {
 	{MT_SLICE_UNKNOWN, "unknown"},
 	{MT_SLICE_DEPTH_GUESSED, "depth_guessed"},
 	{MT_SLICE_INLINED, "inlined"},
+	{MT_SLICE_RESUMED, "resumed"},
+	{MT_SLICE_RESUME_GUESSED, "resume_guessed"},
 };
 
 static int cmp_tid(const void *a, const void *b)

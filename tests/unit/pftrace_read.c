@@ -309,15 +309,17 @@ static void rd_annotation(struct rd *r, struct rd_seq *s, struct cur *c,
 				: &o->site) = id;
 	} else if (vf == 2 && val == 1) {
 		static const char *const fl[] = {
-			"inferred_start", "inferred_end", "joined",  "tail",
-			"depth_guessed",  "gap",	  "syscall", "untraced",
-			"unknown",	  "inlined"};
+			"inferred_start", "inferred_end",  "joined",
+			"tail",		  "depth_guessed", "gap",
+			"syscall",	  "untraced",	   "unknown",
+			"inlined",	  "resumed",	   "resume_guessed"};
 		static const uint32_t fv[] = {
 			MT_SLICE_INFERRED_START, MT_SLICE_INFERRED_END,
 			MT_SLICE_JOINED,	 MT_SLICE_TAIL,
 			MT_SLICE_DEPTH_GUESSED,	 MT_SLICE_GAP,
 			MT_SLICE_SYSCALL,	 MT_SLICE_UNTRACED,
-			MT_SLICE_UNKNOWN,	 MT_SLICE_INLINED};
+			MT_SLICE_UNKNOWN,	 MT_SLICE_INLINED,
+			MT_SLICE_RESUMED,	 MT_SLICE_RESUME_GUESSED};
 
 		for (size_t i = 0; i < sizeof(fl) / sizeof(*fl); i++)
 			if (!strcmp(n, fl[i]))

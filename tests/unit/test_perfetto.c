@@ -337,6 +337,88 @@ static void test_basic(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/* Go: a track per goroutine under its process with its turns, a
+ * "goroutines" child track of the thread, and the resumed flags as args;
+ * the thread's own slices as ever. */
+static void test_goroutines(struct check_state *st)
+{
+	struct mt_trace t;
+	struct builder b = {0};
+	struct wr_stats ws;
+	struct rd r;
+	char dir[64], path[128];
+	uint64_t proc = 0, thread = 0, gtrack = 0, ttrack = 0;
+	size_t on_g = 0, on_t = 0, resumed = 0;
+
+	tmpdir_make(dir, sizeof(dir));
+	mt_trace_init(&t);
+	if (!mt_trace_add_process(&t, 100, "gofib"))
+		exit(2);
+	b.th = mt_trace_add_thread(&t, 100, 100, "gofib");
+	for (uint32_t i = 0; i < 3; i++) {
+		struct mt_segment g = {.tid = 100,
+				       .start = 1000 + 100 * i,
+				       .end = 1100 + 100 * i,
+				       .goroutine = i == 1 ? 0 : 1};
+
+		if (!mt_trace_add_segment(&t, &g))
+			exit(2);
+		add(&t, &b, 0, 1000 + 100 * i, 50,
+		    i == 1 ? "park_m" : "main.work",
+		    i == 2 ? MT_SLICE_RESUMED : 0)
+			->segment = i;
+	}
+	{
+		struct mt_goroutine g = {.pid = 100,
+					 .goid = 7,
+					 .start = str_id(&t, "main.work"),
+					 .first = 1000,
+					 .last = 1300};
+
+		if (!mt_trace_add_goroutine(&t, &g))
+			exit(2);
+	}
+	snprintf(path, sizeof(path), "%s/go.pftrace", dir);
+	write_ok(st, &t, path, 0, 0, &ws);
+	CHECK(st, rd_file(&r, path) == 0);
+	for (size_t i = 0; i < r.nr_tracks; i++) {
+		const struct rd_track *k = &r.tracks[i];
+		const char *name =
+			k->name == MT_NONE ? "" : mt_str(&r.strs, k->name);
+
+		if (k->is_thread)
+			thread = k->uuid;
+		else if (!strcmp(name, "goroutine 7 (main.work)"))
+			gtrack = k->uuid, proc = k->parent;
+		else if (!strcmp(name, "goroutines"))
+			ttrack = k->uuid;
+	}
+	CHECK(st, gtrack && ttrack && thread && proc == 1);
+	for (size_t i = 0; i < r.nr_tracks; i++)
+		if (r.tracks[i].uuid == ttrack)
+			CHECK(st, r.tracks[i].parent == thread);
+	for (size_t i = 0; i < r.nr_slices; i++) {
+		const struct rd_slice *s = &r.slices[i];
+		const char *name =
+			s->o.name == MT_NONE ? "" : mt_str(&r.strs, s->o.name);
+
+		if (s->track == gtrack)
+			on_g += !strcmp(name, "on thread 100") &&
+				(s->ts == 1000 || s->ts == 1200) &&
+				s->dur == 100;
+		if (s->track == ttrack)
+			on_t += !strcmp(name, "goroutine 7 (main.work)");
+		resumed += !!(s->o.flags & MT_SLICE_RESUMED);
+	}
+	CHECKF(st, on_g == 2 && on_t == 2 && resumed == 1,
+	       "%zu turns on the goroutine's track, %zu on the thread's, "
+	       "%zu resumed",
+	       on_g, on_t, resumed);
+	rd_free(&r);
+	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
 /* The trace says what made it, and from what capture. */
 static void test_made_by(struct check_state *st)
 {
@@ -685,6 +767,7 @@ int main(void)
 
 	RUN(&st, test_basic);
 	RUN(&st, test_made_by);
+	RUN(&st, test_goroutines);
 	RUN(&st, test_deep);
 	RUN(&st, test_empty);
 	RUN(&st, test_bad_model);

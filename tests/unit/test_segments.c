@@ -692,6 +692,274 @@ static void test_inlined(struct check_state *st)
 	teardown(&f);
 }
 
+static void go_sym(void *ctx, uint64_t ip, struct img_sym *out)
+{
+	static const char *const names[] = {
+		"runtime.gogo.abi0",	  "gogo",
+		"runtime.mcall",	  "runtime.systemstack.abi0",
+		"runtime.morestack.abi0", "runtime.newstack",
+		"runtime.goexit0",	  "runtime.park_m",
+		"runtime.schedule",	  "runtime.gopark",
+	};
+	uint64_t k = ip / 0x1000;
+
+	fake_sym(ctx, ip, out);
+	if (k >= 80 && k < 90)
+		out->name = names[k - 80];
+}
+
+static int setup_go(struct fixture *f)
+{
+	mt_trace_init(&f->t);
+	f->ends = (struct seg_ends_table){0};
+	if (!mt_trace_add_thread(&f->t, 1, 1, "t"))
+		return -1;
+	return seg_builder_new(&f->b, &f->t, 0, &f->ends, go_sym, NULL);
+}
+
+/* Goroutine A (f1 f2) parks; B starts at f5 and parks in the same place;
+ * the resume fits both until A's stack returns into f2, which says it
+ * was A.  Each turn is a segment of its own, labelled by goroutine. */
+static void test_go_park_resume(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(89), AT(2, 0x15), "f1 f2 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f1 f2 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(88), AT(87, 0x10),
+		 "runtime.park_m runtime.schedule"},
+		{DEC_CALL, FN(80), AT(88, 0x10),
+		 "runtime.park_m runtime.schedule runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m runtime.schedule gogo"},
+		{DEC_IJUMP, FN(5), 0, "f5"},
+		{DEC_CALL, FN(89), AT(5, 0x10), "f5 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f5 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(80), AT(87, 0x10),
+		 "runtime.park_m runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m gogo"},
+		{DEC_IJUMP, AT(89, 0x15), 0, "runtime.gopark"},
+		{DEC_RET, AT(2, 0x15), 0, "f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+	const struct mt_thread *th;
+
+	CHECK(st, !setup_go(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:s 1:f2: 2:runtime.gopark: 3:runtime.mcall: "
+		   "0:runtime.park_m: 1:runtime.schedule: "
+		   "2:runtime.gogo.abi0: 2:gogo:t 0:f5:t 1:runtime.gopark: "
+		   "2:runtime.mcall: 0:runtime.park_m: 1:runtime.gogo.abi0: "
+		   "1:gogo:t 0:f1:se 1:f2:s 2:runtime.gopark:");
+	th = &f.t.threads[0];
+	CHECK(st, f.t.nr_goroutines == 2 && f.t.nr_segments == 5);
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		static const uint32_t want[] = {1, 1, 1, 1, 0, 0, 0, 0, 2,
+						2, 2, 0, 0, 0, 1, 1, 1};
+
+		CHECKF(st,
+		       i < sizeof(want) / sizeof(*want) &&
+			       mt_slice_goroutine(&f.t, &th->slices[i]) ==
+				       want[i],
+		       "slice %zu: goroutine %u", i,
+		       mt_slice_goroutine(&f.t, &th->slices[i]));
+		CHECKF(st,
+		       !(th->slices[i].flags & MT_SLICE_RESUME_GUESSED) &&
+			       !!(th->slices[i].flags & MT_SLICE_RESUMED) ==
+				       (i == 16),
+		       "slice %zu: flags %#x", i, th->slices[i].flags);
+	}
+	/* a slice ends where its goroutine's turn ends */
+	CHECK(st, th->slices[0].ts + th->slices[0].dur == 140);
+	if (f.t.nr_goroutines == 2)
+		CHECKF(st,
+		       !strcmp(mt_str(&f.t.strs, f.t.goroutines[1].start),
+			       "f5") &&
+			       f.t.goroutines[1].first == 180 &&
+			       f.t.goroutines[1].last == 210,
+		       "%s %" PRIu64 " %" PRIu64,
+		       mt_str(&f.t.strs, f.t.goroutines[1].start),
+		       f.t.goroutines[1].first, f.t.goroutines[1].last);
+	teardown(&f);
+}
+
+/* The same resume, but the goroutine parks again before it returns far
+ * enough to tell: its turn is flagged a guess. */
+static void test_go_ambiguous_guess(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(89), AT(1, 0x15), "f1 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f1 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(80), AT(87, 0x10),
+		 "runtime.park_m runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m gogo"},
+		{DEC_IJUMP, FN(5), 0, "f5"},
+		{DEC_CALL, FN(89), AT(5, 0x10), "f5 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f5 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(80), AT(87, 0x10),
+		 "runtime.park_m runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m gogo"},
+		{DEC_IJUMP, AT(89, 0x15), 0, "runtime.gopark"},
+		{DEC_CALL, FN(6), AT(89, 0x20), "runtime.gopark f6"},
+		{DEC_RET, AT(89, 0x20), 0, "runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x30),
+		 "runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+	};
+	const struct mt_thread *th;
+	size_t guessed = 0;
+
+	CHECK(st, !setup_go(&f));
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, !seg_finish(f.b, NULL));
+	th = &f.t.threads[0];
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		const struct mt_slice *x = &th->slices[i];
+		bool turn = x->ts >= 220 && x->ts < 260;
+
+		guessed += !!(x->flags & MT_SLICE_RESUME_GUESSED);
+		CHECKF(st, !!(x->flags & MT_SLICE_RESUME_GUESSED) == turn,
+		       "slice %zu (%s at %" PRIu64 "): flags %#x", i,
+		       mt_slice_str(&f.t, x), x->ts, x->flags);
+	}
+	CHECK(st, guessed == 3);
+	teardown(&f);
+}
+
+/* systemstack: fn runs on g0 as a stack of its own, and its return goes
+ * back to the goroutine's stack, with systemstack on top. */
+static void test_go_systemstack(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(83), AT(1, 0x15), "f1 runtime.systemstack.abi0"},
+		{DEC_CALL, FN(6), AT(83, 0x49), "f6"},
+		{DEC_CALL, FN(7), AT(6, 0x10), "f6 f7"},
+		{DEC_RET, AT(6, 0x10), 0, "f6"},
+		{DEC_RET, AT(83, 0x49), 0, "f1 runtime.systemstack.abi0"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup_go(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:s 1:runtime.systemstack.abi0: 0:f6: 1:f7: 0:f1:e "
+		   "1:runtime.systemstack.abi0:");
+	CHECK(st, f.t.nr_goroutines == 1 && f.t.nr_segments == 3 &&
+			  f.t.segments[0].goroutine == 1 &&
+			  f.t.segments[1].goroutine == 0 &&
+			  f.t.segments[2].goroutine == 1 &&
+			  f.t.segments[1].exec && f.t.segments[2].exec);
+	teardown(&f);
+}
+
+/* morestack: newstack on g0, then gogo back to where morestack would
+ * have returned; the prologue's jump to its own start is no new call. */
+static void test_go_morestack(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(3), AT(1, 0x15), "f1 f3"},
+		{DEC_CALL, FN(84), AT(3, 0x50), "f1 f3 runtime.morestack.abi0"},
+		{DEC_CALL, FN(85), AT(84, 0x8b), "runtime.newstack"},
+		{DEC_CALL, FN(80), AT(85, 0x10),
+		 "runtime.newstack runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.newstack gogo"},
+		{DEC_IJUMP, AT(3, 0x50), 0, "f1 f3"},
+		{DEC_JUMP, FN(3), 0, "f1 f3"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup_go(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f,
+		   "0:f1:s 1:f3: 2:runtime.morestack.abi0: 0:runtime.newstack: "
+		   "1:runtime.gogo.abi0: 1:gogo:t 0:f1:e 1:f3:");
+	teardown(&f);
+}
+
+/* With the capture's goroutine ids, a resume that fits two suspended
+ * goroutines is the one named: its whole stack, no guess. */
+static void test_go_exact(struct check_state *st)
+{
+	struct fixture f;
+	const struct dec_goroutine items[] = {
+		{155, FN(5), 0x100, 7},
+		{215, AT(89, 0x15), 0x200, 1},
+	};
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(89), AT(1, 0x15), "f1 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f1 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(80), AT(87, 0x10),
+		 "runtime.park_m runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m gogo"},
+		{DEC_IJUMP, FN(5), 0, "f5"},
+		{DEC_CALL, FN(89), AT(5, 0x10), "f5 runtime.gopark"},
+		{DEC_CALL, FN(82), AT(89, 0x15),
+		 "f5 runtime.gopark runtime.mcall"},
+		{DEC_CALL, FN(87), AT(82, 0x20), "runtime.park_m"},
+		{DEC_CALL, FN(80), AT(87, 0x10),
+		 "runtime.park_m runtime.gogo.abi0"},
+		{DEC_JUMP, FN(81), 0, "runtime.park_m gogo"},
+		{DEC_IJUMP, AT(89, 0x15), 0, "runtime.gopark"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+	const struct mt_thread *th;
+
+	CHECK(st, !setup_go(&f));
+	seg_builder_go(f.b, NULL, items, 2);
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, !seg_finish(f.b, NULL));
+	th = &f.t.threads[0];
+	for (size_t i = 0; i < th->nr_slices; i++)
+		CHECKF(st, !(th->slices[i].flags & MT_SLICE_RESUME_GUESSED),
+		       "slice %zu guessed", i);
+	/* the first goroutine's id comes with its resume */
+	CHECK(st, f.t.nr_goroutines == 3);
+	if (f.t.nr_goroutines == 3)
+		CHECK(st, f.t.goroutines[1].goid == 7 &&
+				  f.t.goroutines[2].goid == 1 &&
+				  !strcmp(mt_str(&f.t.strs,
+						 f.t.goroutines[1].start),
+					  "f5"));
+	teardown(&f);
+}
+
+/* A program without Go's runtime: a function named gogo jumping
+ * somewhere is no switch. */
+static void test_go_not_go(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(81), AT(1, 0x15), "f1 gogo"},
+		{DEC_IJUMP, FN(5), 0, "f1 f5"},
+	};
+
+	CHECK(st, !setup_go(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:gogo: 1:f5:et");
+	CHECK(st, f.t.nr_segments == 1 && f.t.nr_goroutines == 0);
+	teardown(&f);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -717,5 +985,11 @@ int main(void)
 	RUN(&st, test_final_stack_anchors_roots);
 	RUN(&st, test_anchor_after_syscall);
 	RUN(&st, test_inlined);
+	RUN(&st, test_go_park_resume);
+	RUN(&st, test_go_ambiguous_guess);
+	RUN(&st, test_go_systemstack);
+	RUN(&st, test_go_morestack);
+	RUN(&st, test_go_exact);
+	RUN(&st, test_go_not_go);
 	return CHECK_DONE(&st);
 }

@@ -545,7 +545,7 @@ static void test_roundtrip(struct check_state *cs)
 			" type = 'index' AND tbl_name = 'slice_raw'",
 			-1) == 2);
 	CHECK(cs, integrity_ok(db));
-	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 5);
+	CHECK(cs, q_int(db, "PRAGMA user_version", -1) == 6);
 	/* Every slice is a call in function, every child one in caller
 	 * (their figures against SQL: tests/e2e/65-report.sh). */
 	CHECK(cs, q_int(db, "SELECT sum(calls) FROM function", -1) ==
@@ -681,6 +681,90 @@ static void test_hit_names(struct check_state *cs)
 	mt_trace_free(&t);
 }
 
+/* Go goroutines: the goroutine table, and each slice's goroutine
+ * through its segment (NULL where none). */
+static void test_goroutines(struct check_state *cs)
+{
+	struct mt_trace t;
+	struct mt_thread *th;
+	char dir[64], path[128], err[256];
+	sqlite3 *db;
+	uint32_t f1 = 0;
+
+	mt_trace_init(&t);
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/go.sqlite", dir);
+	CHECK(cs, mt_trace_add_process(&t, 5, "gofib") != NULL);
+	th = mt_trace_add_thread(&t, 5, 5, "gofib");
+	CHECK(cs, th != NULL);
+	if (th)
+		f1 = mt_frame_intern(&t, mt_str_intern(&t.strs, "main.work"), 0,
+				     0x1000);
+	for (uint32_t i = 0; th && i < 3; i++) {
+		struct mt_segment g = {.tid = 5,
+				       .start = 100 * i,
+				       .end = 100 * i + 100,
+				       .goroutine = i == 1 ? 0 : i / 2 + 1};
+		struct mt_slice s = {
+			.ts = 100 * i,
+			.dur = 50,
+			.frame = f1,
+			.parent = MT_NONE,
+			.segment = i,
+			.flags = i == 2 ? MT_SLICE_RESUMED |
+						  MT_SLICE_RESUME_GUESSED
+					: 0};
+
+		CHECK(cs,
+		      mt_trace_add_segment(&t, &g) && mt_thread_push(th, &s));
+	}
+	for (uint32_t i = 0; i < 2; i++) {
+		struct mt_goroutine g = {
+			.pid = 5,
+			.goid = i ? 0 : 7,
+			.start = mt_str_intern(&t.strs, "main.work"),
+			.first = 10 + i,
+			.last = 20 + i,
+			.nr = i};
+
+		CHECK(cs, mt_trace_add_goroutine(&t, &g) != NULL);
+	}
+	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
+	db = db_open(path);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM goroutine WHERE id = 1 AND"
+			" goid = 7 AND upid = 1 AND pid = 5 AND"
+			" name = 'goroutine 7 (main.work)' AND"
+			" start_function = 'main.work' AND first_ts = 10"
+			" AND last_ts = 20",
+			-1) == 1);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM goroutine WHERE id = 2 AND"
+			" goid IS NULL AND name = 'goroutine ~1 "
+			"(main.work)'",
+			-1) == 1);
+	{
+		sqlite3_stmt *st = NULL;
+		const char *got = "";
+
+		if (sqlite3_prepare_v2(
+			    db,
+			    "SELECT group_concat(coalesce(goroutine,"
+			    " 0) || ':' || resumed || resume_guessed,"
+			    " ' ') FROM (SELECT * FROM slices ORDER"
+			    " BY ts)",
+			    -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			got = (const char *)sqlite3_column_text(st, 0);
+		CHECKF(cs, got && !strcmp(got, "1:00 0:00 2:11"), "got '%s'",
+		       got ? got : "");
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	tmpdir_remove(dir);
+	mt_trace_free(&t);
+}
+
 /* Whether the file at path is a database holding n slices. */
 static int has_slices(const char *path, int64_t n)
 {
@@ -737,8 +821,9 @@ static void test_errors(struct check_state *cs)
 	CHECK(cs, dir_entries(dir) == 1);
 
 	/*
-	 * A model the writer refuses midway, after the database was opened:
-	 * the old output stays as it was and no temporary file is left.
+	 * A model the writer refuses midway, after the database was
+	 * opened: the old output stays as it was and no temporary file
+	 * is left.
 	 */
 	{
 		struct mt_slice *s = &t.threads[1].slices[5];
@@ -760,7 +845,8 @@ static void test_errors(struct check_state *cs)
 		s->frame = saved;
 	}
 
-	/* The output is a directory: the rename fails at the very end. */
+	/* The output is a directory: the rename fails at the very end.
+	 */
 	snprintf(path, sizeof(path), "%s/adir", dir);
 	CHECK(cs, mkdir(path, 0700) == 0);
 	rc = wr_sqlite(&t, path, NULL, err, sizeof(err));
@@ -768,7 +854,8 @@ static void test_errors(struct check_state *cs)
 	CHECKF(cs, strstr(err, path) != NULL, "%s", err);
 	CHECK(cs, dir_entries(dir) == 2);
 
-	/* A tiny message buffer is cut, not overrun; none is allowed. */
+	/* A tiny message buffer is cut, not overrun; none is allowed.
+	 */
 	snprintf(path, sizeof(path), "%s/no/out.sqlite", dir);
 	memset(err, 'x', sizeof(err));
 	CHECK(cs, wr_sqlite(&t, path, NULL, err, 8) < 0);
@@ -781,8 +868,8 @@ static void test_errors(struct check_state *cs)
 
 /*
  * What the model promises never to hand over: starts out of order, one
- * past 2^63 (which SQLite reads as negative), and parents that are not a
- * depth-first walk (slice 4's parent closed when slice 3 began).  The
+ * past 2^63 (which SQLite reads as negative), and parents that are not
+ * a depth-first walk (slice 4's parent closed when slice 3 began).  The
  * indexes must still be in SQLite's order, and a thread without slices
  * is no trouble.
  */
@@ -825,26 +912,29 @@ static void test_unsorted(struct check_state *cs)
 	CHECKF(cs, wr_sqlite(&t, path, NULL, err, sizeof(err)) == 0, "%s", err);
 	db = db_open(path);
 	CHECK(cs, db && integrity_ok(db));
-	CHECK(cs,
-	      q_int(db,
-		    "SELECT count(*) FROM slice_raw INDEXED BY slice_track_ts"
-		    " WHERE track_id = 1 AND ts < 200",
-		    -1) == 2);
+	CHECK(cs, q_int(db,
+			"SELECT count(*) FROM slice_raw INDEXED BY "
+			"slice_track_ts"
+			" WHERE track_id = 1 AND ts < 200",
+			-1) == 2);
 	CHECK(cs, q_int(db,
 			"SELECT id FROM slice WHERE track_id = 1"
 			" ORDER BY ts LIMIT 1",
 			-1) == 2);
 	CHECK(cs, q_int(db,
-			"SELECT count(*) FROM slice_raw INDEXED BY slice_parent"
+			"SELECT count(*) FROM slice_raw INDEXED BY "
+			"slice_parent"
 			" WHERE parent_id IS NULL",
 			-1) == 5);
 	/* Ids 4..8 are the third thread's. */
 	CHECK(cs, q_int(db,
-			"SELECT count(*) FROM slice_raw INDEXED BY slice_parent"
+			"SELECT count(*) FROM slice_raw INDEXED BY "
+			"slice_parent"
 			" WHERE parent_id = 5 AND id IN (6, 8)",
 			-1) == 2);
 	CHECK(cs, q_int(db,
-			"SELECT count(*) FROM slice_raw INDEXED BY slice_parent"
+			"SELECT count(*) FROM slice_raw INDEXED BY "
+			"slice_parent"
 			" WHERE parent_id = 4 AND id IN (5, 7)",
 			-1) == 2);
 	sqlite3_close(db);
@@ -892,7 +982,8 @@ static void test_bench(struct check_state *cs)
 	CHECKF(cs, wr_sqlite(&t, path, &ws, err, sizeof(err)) == 0, "%s", err);
 	t1 = now_s();
 	CHECK(cs, ws.slices == n);
-	printf("sqlite: %zu slices in %.2f s: %.0f slices/s, %.1f bytes/slice"
+	printf("sqlite: %zu slices in %.2f s: %.0f slices/s, %.1f "
+	       "bytes/slice"
 	       " (%.1f MB)\n",
 	       n, t1 - t0, (double)n / (t1 - t0),
 	       n ? (double)ws.bytes / (double)n : 0.0, (double)ws.bytes / 1e6);
@@ -912,6 +1003,7 @@ int main(void)
 	RUN(&st, test_empty);
 	RUN(&st, test_metadata);
 	RUN(&st, test_hit_names);
+	RUN(&st, test_goroutines);
 	RUN(&st, test_errors);
 	RUN(&st, test_unsorted);
 	RUN(&st, test_bench);

@@ -1,0 +1,196 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Go programs' goroutines as stacks of their own: tests/programs/
+# goroutines.go (eight goroutines over channels, a WaitGroup, a stack
+# that grows) built with Debian's golang, captured under Valgrind with
+# the goroutine items and the truth, converted with the items (exact)
+# and without them (--no-goroutine-ids, as a hardware trace is).
+#
+# exact: the calls, thread by thread, equal the truth's by function and
+# goroutine id; no slice spans two goroutines; one goroutine track each
+# for the goroutines that ran.  heuristic: the same calls, no slice
+# spanning two goroutines, and each of our goroutines is one of the
+# truth's except where the slices say resume_guessed.  A program that is
+# not Go has no goroutine anywhere.
+B=${MT_BUILD:?}/bin
+R=${MT_ROOT:?}
+W=$(mktemp -d /tmp/mt-e2e-go.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+tps=${MT_SHARED:-$R/../shared}/tools/perfetto/trace_processor_shell
+
+if ! command -v go >/dev/null; then
+	echo "SKIP go (no go compiler: apt-get install golang-go)"
+	exit 0
+fi
+if ! (cd "$W" && GOCACHE="$W/gocache" \
+	go build -o "$W/goroutines" "$R/tests/programs/goroutines.go") >"$W/build.err" 2>&1; then
+	echo "FAIL go_build: $(tail -1 "$W/build.err")"
+	exit 0
+fi
+if ! "$B/mt-capture" --emulate=valgrind --start-at '' --truth "$W/truth.tsv" \
+	-o "$W/raw.bin" -- "$W/goroutines" 4 300 >"$W/cap.out" 2>"$W/cap.err"; then
+	echo "FAIL go_capture: $(tail -1 "$W/cap.err")"
+	exit 0
+fi
+
+# The calls of the truth and of a database, thread by thread: function
+# and goroutine id (the truth's eighth column; ours from the goroutine
+# table, 0 for none or one we numbered).  The runtime's signal
+# trampoline, entered by the kernel, is a call for us and not for the
+# truth (tools/realprogs.sh has perf's way of saying so).
+truth_calls() {
+	awk -F'\t' 'NR > 1 && $7 != "" && $7 != "0" && $3 !~ /^runtime\.sigtramp/ {
+		n = split($6, f, ","); ok = 1
+		for (i = 1; i <= n; i++)
+			if (f[i] == "tail" || f[i] == "signal" || f[i] == "syscall" ||
+			    f[i] == "clipped_start")
+				ok = 0
+		if (ok)
+			print $1, $3 "/" $8
+	}' "$1"
+}
+db_calls() { # DB COLUMN-EXPR
+	sqlite3 -separator ' ' "$1" "SELECT th.tid, s.name || '/' || $2
+		FROM slice s JOIN thread_track t ON s.track_id = t.id
+		JOIN thread th USING (utid) LEFT JOIN goroutine g ON g.id = s.goroutine
+		WHERE NOT (s.tail OR s.inferred_start OR s.syscall OR s.inlined
+		OR s.untraced OR s.is_gap OR s.resumed)
+		AND s.name NOT LIKE 'runtime.sigtramp%' ORDER BY th.tid, s.id"
+}
+# same A B: the lists agree thread by thread, but for two calls at a
+# thread's end (tools/realprogs.sh)
+same() {
+	awk -v slack=2 'FILENAME == ARGV[1] {a[$1, na[$1]++] = $2; tids[$1] = 1}
+		FILENAME == ARGV[2] {b[$1, nb[$1]++] = $2; tids[$1] = 1}
+		END {
+			bad = 0
+			for (t in tids) {
+				n = na[t] < nb[t] ? na[t] : nb[t]
+				for (i = 0; i < n; i++)
+					if (a[t, i] != b[t, i])
+						break
+				if (i < n || na[t] - nb[t] > slack || nb[t] - na[t] > slack) {
+					printf "thread %s: call %d of %d/%d: %s against %s\n", t, i,
+						na[t], nb[t], i < na[t] ? a[t, i] : "(none)",
+						i < nb[t] ? b[t, i] : "(none)"
+					bad = 1
+				}
+			}
+			exit bad
+		}' "$1" "$2"
+}
+# spans DB: slices under a parent of another goroutine, and slices that
+# overlap a segment of their thread run by another goroutine
+spans() {
+	sqlite3 "$1" "SELECT (SELECT count(*) FROM slice s JOIN slice p
+		ON s.parent_id = p.id WHERE s.goroutine IS NOT p.goroutine)
+		+ (SELECT count(*) FROM slice s JOIN thread_track t ON s.track_id = t.id
+		JOIN thread th USING (utid) WHERE EXISTS (SELECT 1 FROM segment g
+		WHERE g.tid = th.tid AND g.goroutine IS NOT s.goroutine
+		AND g.ts < s.ts + s.dur AND g.ts + g.dur > s.ts))"
+}
+
+truth_calls "$W/truth.tsv" >"$W/t.calls"
+ran=$(awk -F'\t' 'NR > 1 && $8 != 0 {print $8}' "$W/truth.tsv" | sort -u | wc -l)
+
+# Exact.
+if ! "$B/mt-convert" -q "$W/raw.bin" -o "$W/x.pftrace" 2>"$W/x.err"; then
+	echo "FAIL go_exact: mt-convert failed: $(tail -1 "$W/x.err")"
+	exit 0
+fi
+db_calls "$W/x.sqlite" "coalesce(g.goid, 0)" >"$W/x.calls"
+if out=$(same "$W/t.calls" "$W/x.calls"); then
+	echo "PASS go_exact_calls ($(wc -l <"$W/t.calls") calls, function and goroutine as the truth's)"
+else
+	echo "FAIL go_exact_calls: ${out//$'\n'/; }"
+fi
+n=$(spans "$W/x.sqlite")
+gors=$(sqlite3 "$W/x.sqlite" "SELECT count(*) FROM goroutine WHERE goid IS NOT NULL")
+anon=$(sqlite3 "$W/x.sqlite" "SELECT count(*) FROM goroutine WHERE goid IS NULL")
+if [ "$n" = 0 ] && [ "$gors" = "$ran" ] && [ "$anon" = 0 ]; then
+	echo "PASS go_exact_goroutines ($ran goroutines ran, no slice spans two)"
+else
+	echo "FAIL go_exact_goroutines: $n slices span two goroutines; $gors goroutines with ids, $anon without, $ran ran"
+fi
+if ! "$tps" --version >/dev/null 2>&1; then
+	echo "SKIP go_exact_tracks (no runnable trace_processor_shell in ../shared/tools/perfetto)"
+else
+	tracks=$("$tps" query "$W/x.pftrace" "SELECT count(*) AS n FROM track
+		WHERE name GLOB 'goroutine [0-9]* (*)'" 2>/dev/null | tail -1 | tr -dc 0-9)
+	if [ "$tracks" = "$ran" ]; then
+		echo "PASS go_exact_tracks ($tracks goroutine tracks)"
+	else
+		echo "FAIL go_exact_tracks: $tracks goroutine tracks, $ran goroutines ran"
+	fi
+fi
+
+# A capture whose goroutine items of a thread go back in time (the first
+# two swapped): one line naming the file, no output.
+python3 - "$W/raw.bin" "$W/bad.bin" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+head = struct.pack('<II', 7, 40)
+i = b.find(head)
+j = b.find(head, i + 48)
+b[i + 16:i + 24], b[j + 16:j + 24] = b[j + 16:j + 24], b[i + 16:i + 24]
+open(sys.argv[2], 'wb').write(b)
+PY
+if "$B/mt-convert" "$W/bad.bin" -o "$W/bad.pftrace" 2>"$W/bad.err"; then
+	echo "FAIL go_items_out_of_order: converted"
+elif [ "$(wc -l <"$W/bad.err")" = 1 ] && [ ! -e "$W/bad.pftrace" ] &&
+	grep -q "bad.bin: goroutine items of thread [0-9]* out of time order" "$W/bad.err"; then
+	echo "PASS go_items_out_of_order"
+else
+	echo "FAIL go_items_out_of_order: $(head -2 "$W/bad.err")"
+fi
+
+# Heuristic: the goroutine of each call in our numbering and the truth's.
+if ! "$B/mt-convert" -q --no-goroutine-ids "$W/raw.bin" -o "$W/h.pftrace" 2>"$W/h.err"; then
+	echo "FAIL go_heuristic: mt-convert failed: $(tail -1 "$W/h.err")"
+	exit 0
+fi
+db_calls "$W/h.sqlite" "coalesce(s.goroutine, 0) || '/' || s.resume_guessed" >"$W/h.calls"
+awk '{split($2, f, "/"); print $1, f[1]}' "$W/t.calls" >"$W/t.names"
+awk '{split($2, f, "/"); print $1, f[1]}' "$W/h.calls" >"$W/h.names"
+if out=$(same "$W/t.names" "$W/h.names"); then
+	echo "PASS go_heuristic_calls"
+else
+	echo "FAIL go_heuristic_calls: ${out//$'\n'/; }"
+fi
+n=$(spans "$W/h.sqlite")
+# each of ours is one goroutine of the truth's, and each of the truth's
+# one of ours, wherever no guess is flagged
+bad=$(paste -d ' ' "$W/t.calls" "$W/h.calls" | awk '{
+		split($2, t, "/"); split($4, h, "/")
+		if ($1 != $3 || h[3] == 1)
+			next
+		if (!((h[2], t[2]) in seen)) {
+			seen[h[2], t[2]] = 1; nh[h[2]]++; nt[t[2]]++
+		}
+	}
+	END {
+		for (k in seen) {
+			split(k, p, SUBSEP)
+			if (nh[p[1]] > 1 || nt[p[2]] > 1)
+				bad++
+		}
+		print bad + 0
+	}')
+guessed=$(sqlite3 "$W/h.sqlite" "SELECT count(*) FROM slice WHERE resume_guessed")
+if [ "$n" = 0 ] && [ "$bad" = 0 ]; then
+	echo "PASS go_heuristic_goroutines (no slice spans two; $guessed slices resume_guessed)"
+else
+	echo "FAIL go_heuristic_goroutines: $n slices span two goroutines, $bad pairings not one to one outside the guesses"
+fi
+
+# Not Go: nothing of goroutines.
+printf '#include <stdio.h>\nvoid gogo(void) { puts("x"); }\nint main(void)\n{\n\tgogo();\n\treturn 0;\n}\n' >"$W/c.c"
+cc -O1 -o "$W/c" "$W/c.c"
+if "$B/mt-capture" --emulate=valgrind -q -o "$W/c.bin" -- "$W/c" >/dev/null 2>&1 &&
+	"$B/mt-convert" -q "$W/c.bin" -o "$W/c.pftrace" 2>/dev/null &&
+	[ "$(sqlite3 "$W/c.sqlite" "SELECT (SELECT count(*) FROM goroutine)
+		+ (SELECT count(*) FROM slice WHERE goroutine IS NOT NULL OR resumed)")" = 0 ]; then
+	echo "PASS go_not_go"
+else
+	echo "FAIL go_not_go: goroutines in a C program's conversion"
+fi
