@@ -70,8 +70,8 @@ static const char usage[] =
 	"                     memory than SIZE (500M, 8G; default: what is\n"
 	"                     available)\n"
 	"  --no-memory-check  convert even when the capture looks too big\n"
-	"  -j, --jobs N       decode on N threads (default: one a core;\n"
-	"                     1: decode in one piece, on this thread)\n"
+	"  -j, --jobs N       decode and write on N threads (default: one a\n"
+	"                     core; 1: decode in one piece, on this thread)\n"
 	"  --piece-size SIZE  the trace a piece of a parallel decode has\n"
 	"                     (default 256K)\n"
 	"  --split N          write the Perfetto trace as parts of at most\n"
@@ -426,6 +426,7 @@ static int refuse_same_files(const char *const *names, const char *const *what,
 struct sqlite_job {
 	const struct mt_trace *t;
 	struct mt_outfile *f;
+	struct wr_sqlite_opts o;
 	int rc;
 	char err[512];
 };
@@ -434,7 +435,8 @@ static void *write_sqlite(void *arg)
 {
 	struct sqlite_job *j = arg;
 
-	j->rc = wr_sqlite_to(j->t, j->f, NULL, j->err, sizeof(j->err));
+	j->rc = wr_sqlite_to_opts(j->t, j->f, &j->o, NULL, j->err,
+				  sizeof(j->err));
 	if (!j->rc)
 		j->rc = mt_outfile_sync(j->f, j->err, sizeof(j->err));
 	return NULL;
@@ -1071,8 +1073,11 @@ int main(int argc, char **argv)
 	if (a.out && !a.split)
 		warn_big(&t, &a);
 	{
-		struct wr_perfetto_opts po = {.no_compress = a.no_compress};
-		struct sqlite_job job = {.t = &t, .f = &outs[OUT_SQLITE]};
+		struct wr_perfetto_opts po = {.no_compress = a.no_compress,
+					      .jobs = mt_nr_cores(a.jobs)};
+		struct sqlite_job job = {.t = &t,
+					 .f = &outs[OUT_SQLITE],
+					 .o.jobs = mt_nr_cores(a.jobs)};
 		pthread_t th;
 		bool threaded = false;
 		int prc = 0;
