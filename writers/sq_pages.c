@@ -193,10 +193,9 @@ static int parent_entry(struct bt_tree *bt, uint64_t parent, uint64_t id)
  * slice_parent: (parent_id, id).  Roots (a NULL parent) come first, all
  * threads' in id order; then each thread's children, parent by parent.
  * In a depth-first walk a parent's first child is the slice after it and
- * the others follow by sibling links, kept in next, a word per slice of
- * the largest thread: when the trees are written one after the other,
- * the words that held the frames (slice_raw is written: they are free),
- * so that the index costs no memory beyond them.
+ * the others follow by sibling links, kept in next: the words per slice
+ * that held the frames (slice_raw is written: they are free), so that
+ * the index costs no memory beyond them.
  */
 static int fill_parent_index(struct sq *w, struct bt_tree *bt, uint32_t *next)
 {
@@ -331,26 +330,20 @@ static int tree_wait(struct tree_job *j)
  * The three trees' leaves side by side: slice_raw's from the end of the
  * file on, slice_track_ts's after them and slice_parent's after those,
  * each run's first page found by a dry run of the tree before (for
- * slice_parent, of both before, side by side).  The parent index needs
- * words of its own for its links here, as the frames' are still read.
+ * slice_parent, of both before, side by side).  slice_parent begins once
+ * slice_raw is done, so that its links take the frames' words as when
+ * the trees are built in turn, rather than 4 more bytes a slice: the
+ * function figures, summed meanwhile, take longer than either.
  */
 static int trees_side_by_side(struct sq *w, struct bt_file *f,
 			      const uint32_t *roots, struct tree_job *jobs)
 {
-	const struct mt_trace *t = w->t;
 	struct tree_job dry[2] = {
 		{.w = w, .f = f, .which = SQ_TREE_ROWS, .root = roots[0]},
 		{.w = w, .f = f, .which = SQ_TREE_TRACK_TS, .root = roots[1]},
 	};
-	size_t most = 1;
 	int rc;
 
-	for (size_t ti = 0; ti < t->nr_threads; ti++)
-		if (t->threads[ti].nr_slices > most)
-			most = t->threads[ti].nr_slices;
-	jobs[SQ_TREE_PARENT].next = malloc(most * sizeof(uint32_t));
-	if (!jobs[SQ_TREE_PARENT].next)
-		return -ENOMEM;
 	tree_start(&jobs[SQ_TREE_ROWS]);
 	tree_start(&dry[0]);
 	tree_run(&dry[1]);
@@ -363,14 +356,18 @@ static int trees_side_by_side(struct sq *w, struct bt_file *f,
 		jobs[SQ_TREE_PARENT].first =
 			bt_run_end(&dry[1].bt, jobs[SQ_TREE_TRACK_TS].first);
 		tree_start(&jobs[SQ_TREE_TRACK_TS]);
-		tree_run(&jobs[SQ_TREE_PARENT]);
 	}
 	bt_free(&dry[0].bt);
 	bt_free(&dry[1].bt);
+	if (tree_wait(&jobs[SQ_TREE_ROWS]) && !rc)
+		rc = jobs[SQ_TREE_ROWS].rc;
+	if (!rc) {
+		jobs[SQ_TREE_PARENT].next = w->frame_of;
+		tree_run(&jobs[SQ_TREE_PARENT]);
+	}
 	for (size_t i = 0; i < SQ_NR_TREES; i++)
 		if (tree_wait(&jobs[i]) && !rc)
 			rc = jobs[i].rc;
-	free(jobs[SQ_TREE_PARENT].next);
 	return rc;
 }
 
