@@ -126,6 +126,9 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
+/* The most threads compressing batches (writers.h's jobs). */
+#define PF_MAX_COMPRESSORS 4
+
 /* A full batch, its compressed stream and what failed making it. */
 struct pf_batch {
 	struct pb_buf pk;

@@ -22,7 +22,8 @@ struct wr_perfetto_opts {
 	int no_compress;    /* write packets plainly, not in zlib batches */
 	uint32_t max_depth; /* nesting per track before a continuation
 			       track; 0 means Perfetto's limit, 512 */
-	unsigned jobs;	    /* threads compressing batches; 0: one */
+	unsigned jobs;	    /* threads compressing batches (at most 4
+			       are used); 0: one */
 };
 
 struct wr_stats {
