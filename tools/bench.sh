@@ -155,7 +155,10 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # Amdahl's law has it, into a part s on one thread and a part p spread
 # over the P cores (w = s + p / P, c = s + p); the one-thread share is
 # what the stages' s add up to against the whole, and bounds the
-# speedup that more cores give.
+# speedup that more cores give.  A stage whose CPU is below its wall
+# time is one timed on its own thread beside another (Perfetto beside
+# SQLite): what its helpers spent is not in it, and it is counted as on
+# one thread, an upper bound (marked *).
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
@@ -172,13 +175,14 @@ awk -v P="$(nproc)" '
 		printf "stages on %d cores (the one-thread part s of each: w = s + p/%d, c = s + p):\n", P, P
 		printf "  %-10s %8s %8s %8s %8s\n", "stage", "wall s", "CPU s", "1-thread", "share"
 		for (i = 1; i <= n; i++) {
-			s = P > 1 ? (P * w[i] - c[i]) / (P - 1) : w[i]
+			s = P > 1 && c[i] >= w[i] * 0.9 ? (P * w[i] - c[i]) / (P - 1) : w[i]
 			s = s < 0 ? 0 : (s > w[i] ? w[i] : s)
-			ser[i] = s; S += s; PAR += c[i] - s; W += w[i]; C += c[i]
+			ser[i] = s; S += s; PAR += c[i] > s ? c[i] - s : 0; W += w[i]; C += c[i]
 		}
 		T1 = S + PAR
 		for (i = 1; i <= n; i++)
-			printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%\n", name[i], w[i], c[i], ser[i], T1 ? ser[i] / T1 * 100 : 0
+			printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%%s\n", name[i], w[i], c[i], ser[i],
+				T1 ? ser[i] / T1 * 100 : 0, (c[i] < w[i] * 0.9 && w[i] > 0.01 ? " *" : "")
 		printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%\n", "all", W, C, S, T1 ? S / T1 * 100 : 0
 		for (k = 16; k <= 64; k *= 4)
 			printf "  on %2d cores: at most %.1fx the speed of one core (%.2f s), as %.1f%% runs on one thread\n",
