@@ -32,9 +32,11 @@
  * slice_raw keeps what is the slice's own (times, track, depth, parent,
  * segment) and its frame_id, and the view slice joins them back.
  *
- * Writing.  SQLite writes the schema and every table but slice_raw and
- * its two indexes, and is closed; btree.c then writes those three
- * b-trees into the file as SQLite lays them out.  Ids follow threads and,
+ * Writing.  SQLite writes the schema and every table but slice_raw, its
+ * two indexes and the function figures, and is closed; btree.c then
+ * writes those three b-trees into the file as SQLite lays them out (side
+ * by side with jobs > 1: sq_pages.c), and SQLite, opened again, adds the
+ * function figures, summed meanwhile, after them.  Ids follow threads and,
  * in a thread, start times, so the rows and the (track_id, ts) entries
  * come in key order as the model is read, and the parent_id entries by
  * following sibling links: no sort, no b-tree descent.
