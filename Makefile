@@ -62,7 +62,7 @@ VGTOOL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 # Keep intermediate objects (the mains are built through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test unit check-format format clean demo bench bench-capture bench-report accuracy timing golden-update fuzz \
+.PHONY: all deps test unit check-format format clean demo bench bench-scale bench-capture bench-report accuracy timing golden-update fuzz \
         mutate progs real-progs
 
 all: $(BINS) $(VGTOOL)
@@ -178,6 +178,11 @@ check-format:
 # Benchmarks (not tests): mt-convert against a bare libipt loop and perf.
 bench: all $(BUILD)/bin/mt-bench
 	@MT_BUILD=$(BUILD) bash tools/bench.sh $(BENCH_MB)
+
+# mt-convert with -j 1, 2, 4, ... up to the cores: one stream, 16 streams
+# and a 4 MiB snapshot; time, CPU and peak RSS for each.
+bench-scale: all $(BUILD)/bin/mt-bench
+	@MT_BUILD=$(BUILD) bash tools/bench-scale.sh $(BENCH_MB)
 
 # Real programs under --emulate=valgrind (and ptrace) against native.
 bench-capture: all $(BUILD)/bin/mt-bench

@@ -242,8 +242,11 @@ static int write_both(struct conv *c, char *err, size_t errlen)
 {
 	const struct mt_convert_opts *o = c->o;
 	const struct mt_trace *t = &c->r->trace;
-	struct wr_perfetto_opts po = {.no_compress = o->no_compress};
-	struct cv_sqlite_job job = {.t = t, .f = &c->outs[OUT_SQLITE]};
+	struct wr_perfetto_opts po = {.no_compress = o->no_compress,
+				      .jobs = mt_nr_cores(o->jobs)};
+	struct cv_sqlite_job job = {.t = t,
+				    .f = &c->outs[OUT_SQLITE],
+				    .o.jobs = mt_nr_cores(o->jobs)};
 	pthread_t th;
 	bool threaded = false;
 	int rc = 0;

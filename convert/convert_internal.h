@@ -8,6 +8,7 @@
 #define MT_CONVERT_INTERNAL_H
 
 #include "convert/convert.h"
+#include "writers/writers.h"
 
 #include <time.h>
 
@@ -52,6 +53,7 @@ int cv_check_tid_trace(const struct mt_trace *t,
 struct cv_sqlite_job {
 	const struct mt_trace *t;
 	struct mt_outfile *f;
+	struct wr_sqlite_opts o;
 	int rc;
 	char err[512];
 	struct mt_convert_time time;

@@ -42,7 +42,8 @@ void *cv_write_sqlite(void *arg)
 	struct cv_clock c;
 
 	cv_clock_start(&c, CLOCK_THREAD_CPUTIME_ID);
-	j->rc = wr_sqlite_to(j->t, j->f, NULL, j->err, sizeof(j->err));
+	j->rc = wr_sqlite_to_opts(j->t, j->f, &j->o, NULL, j->err,
+				  sizeof(j->err));
 	if (!j->rc)
 		j->rc = mt_outfile_sync(j->f, j->err, sizeof(j->err));
 	cv_clock_stop(&c, &j->time);

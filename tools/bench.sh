@@ -149,3 +149,42 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 		kb, tw, sw, to, so, (tw / to - 1) * 100
 	printf "  %.2f us an inlined slice (the synthetic capture above: %.2f us a slice end to end)\n",
 		(tw - to) / (sw - so) * 1e6, tc / slices * 1e6 }'
+
+# Where the time goes: mt-convert --stages prints "stage NAME WALL CPU"
+# for each stage.  A stage of wall w and CPU c on P cores is split, as
+# Amdahl's law has it, into a part s on one thread and a part p spread
+# over the P cores (w = s + p / P, c = s + p); the one-thread share is
+# what the stages' s add up to against the whole, and bounds the
+# speedup that more cores give.  A stage whose CPU is below its wall
+# time is one timed on its own thread beside another (Perfetto beside
+# SQLite): what its helpers spent is not in it, and it is counted as on
+# one thread, an upper bound (marked *).
+echo
+if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
+	echo "stages: skipped (mt-convert has no --stages)"
+	exit 0
+fi
+sync
+"$B/mt-convert" "$D/raw.bin" -o "$D/stages.pftrace" --sqlite "$D/stages.sqlite" \
+	--stages -q 2>&1 | grep '^stage ' >"$D/stages.txt" || true
+rm -f "$D/stages.pftrace" "$D/stages.sqlite"
+awk -v P="$(nproc)" '
+	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; n = NR }
+	END {
+		if (!n) { print "stages: mt-convert --stages printed none"; exit }
+		printf "stages on %d cores (the one-thread part s of each: w = s + p/%d, c = s + p):\n", P, P
+		printf "  %-10s %8s %8s %8s %8s\n", "stage", "wall s", "CPU s", "1-thread", "share"
+		for (i = 1; i <= n; i++) {
+			s = P > 1 && c[i] >= w[i] * 0.9 ? (P * w[i] - c[i]) / (P - 1) : w[i]
+			s = s < 0 ? 0 : (s > w[i] ? w[i] : s)
+			ser[i] = s; S += s; PAR += c[i] > s ? c[i] - s : 0; W += w[i]; C += c[i]
+		}
+		T1 = S + PAR
+		for (i = 1; i <= n; i++)
+			printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%%s\n", name[i], w[i], c[i], ser[i],
+				T1 ? ser[i] / T1 * 100 : 0, (c[i] < w[i] * 0.9 && w[i] > 0.01 ? " *" : "")
+		printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%\n", "all", W, C, S, T1 ? S / T1 * 100 : 0
+		for (k = 16; k <= 64; k *= 4)
+			printf "  on %2d cores: at most %.1fx the speed of one core (%.2f s), as %.1f%% runs on one thread\n",
+				k, T1 / (S + PAR / k), S + PAR / k, T1 ? S / T1 * 100 : 0
+	}' "$D/stages.txt"

@@ -231,6 +231,31 @@ int mt_jobs_put(struct mt_jobs *q, void *job);
 int mt_jobs_end(struct mt_jobs *q);
 
 /*
+ * Jobs worked on up to workers threads at once and finished in the order
+ * they were put (pool.c): work(ctx, worker, job) on any of them, worker
+ * being the thread's number (0 .. workers - 1, so that each can keep
+ * state of its own), then finish(ctx, job) one job at a time, in order.
+ * At most depth jobs are put and not finished: mt_pool_put() waits for
+ * room, and a job's buffers may be filled again once depth more jobs
+ * have been put after it, as with mt_jobs.  After a job fails the later
+ * ones are skipped, and every call returns that first error.  When no
+ * thread can be started, each job is worked and finished as it is put.
+ * Errors are negative errno values.
+ */
+struct mt_pool;
+int mt_pool_start(struct mt_pool **p, unsigned workers,
+		  int (*work)(void *ctx, unsigned worker, void *job),
+		  int (*finish)(void *ctx, void *job), void *ctx,
+		  unsigned depth);
+/* The threads it has (1 when it runs the jobs as they are put). */
+unsigned mt_pool_workers(const struct mt_pool *p);
+int mt_pool_put(struct mt_pool *p, void *job);
+/* Waits for every job, ends the threads and frees p (NULL: nothing). */
+int mt_pool_end(struct mt_pool *p);
+/* A jobs option's threads: jobs, or one a core when it is 0. */
+unsigned mt_nr_cores(unsigned jobs);
+
+/*
  * Opens path to read when it is a regular file, and never blocks: a
  * FIFO, a device, a socket or a directory is not opened (or not kept
  * open, when the path changed under us), whatever it leads to.  Returns

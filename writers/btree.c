@@ -167,17 +167,18 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, off_t off)
  * cache, 0.2 s direct).  A file system or an offset that takes no direct
  * writes says EINVAL, and the chunks go through the cache from then on.
  */
-static int write_direct(struct bt_file *f, const struct bt_chunk *c)
+static int write_direct(struct bt_out *o, const struct bt_chunk *c)
 {
+	const struct bt_file *f = o->f;
 	int rc;
 
-	if (f->dfd < 0)
+	if (o->dfd < 0)
 		return -EINVAL;
-	rc = pwrite_all(f->dfd, c->p, (size_t)c->nr * f->page_size,
+	rc = pwrite_all(o->dfd, c->p, (size_t)c->nr * f->page_size,
 			(off_t)(c->first - 1) * f->page_size);
 	if (rc == -EINVAL) {
-		close(f->dfd);
-		f->dfd = -1;
+		close(o->dfd);
+		o->dfd = -1;
 	}
 	return rc;
 }
@@ -185,9 +186,10 @@ static int write_direct(struct bt_file *f, const struct bt_chunk *c)
 /* A chunk's pages into the file, on the jobs' thread. */
 static int write_chunk(void *ctx, void *job)
 {
-	struct bt_file *f = ctx;
+	struct bt_out *o = ctx;
+	const struct bt_file *f = o->f;
 	const struct bt_chunk *c = job;
-	int rc = write_direct(f, c);
+	int rc = write_direct(o, c);
 
 	if (rc != -EINVAL)
 		return rc;
@@ -195,7 +197,7 @@ static int write_chunk(void *ctx, void *job)
 			(off_t)(c->first - 1) * f->page_size);
 	/* Pages are appended: the file so far is what to write back. */
 	if (!rc)
-		mt_writeback(&f->wb, f->fd,
+		mt_writeback(&o->wb, f->fd,
 			     (uint64_t)(c->first - 1 + c->nr) * f->page_size);
 	return rc;
 }
@@ -203,49 +205,124 @@ static int write_chunk(void *ctx, void *job)
 /* Hands the pages appended so far to the jobs' thread and goes on in
  * the next buffer, which the job before has written by then (the queue
  * holds BT_NR_CHUNKS - 1). */
-static int flush(struct bt_file *f)
+static int flush(struct bt_out *o)
 {
 	struct bt_chunk *c;
 	int rc;
 
-	if (!f->chunk_nr)
+	if (!o->chunk_nr)
 		return 0;
-	c = &f->jobs[f->nr_put % BT_NR_CHUNKS];
-	c->p = f->chunk;
-	c->first = f->chunk_first;
-	c->nr = f->chunk_nr;
-	f->chunk_nr = 0;
-	rc = mt_jobs_put(f->writer, c);
-	f->nr_put++;
-	f->chunk = f->bufs[f->nr_put % BT_NR_CHUNKS];
+	c = &o->jobs[o->nr_put % BT_NR_CHUNKS];
+	c->p = o->chunk;
+	c->first = o->chunk_first;
+	c->nr = o->chunk_nr;
+	o->chunk_nr = 0;
+	rc = mt_jobs_put(o->writer, c);
+	o->nr_put++;
+	o->chunk = o->bufs[o->nr_put % BT_NR_CHUNKS];
 	return rc;
 }
 
-/* Appends a page (zeroes when page is NULL); *pgno is its number. */
-static int append(struct bt_file *f, const uint8_t *page, uint32_t *pgno)
+/* The page after page p that a page appended may have. */
+static uint32_t next_page(const struct bt_file *f, uint32_t p)
 {
+	return p + 1 == f->lock_page ? p + 2 : p + 1;
+}
+
+/* Appends a page (zeroes when page is NULL); *pgno is its number. */
+static int append(struct bt_out *o, const uint8_t *page, uint32_t *pgno)
+{
+	const struct bt_file *f = o->f;
 	uint8_t *dst;
 	int rc;
 
+	if (o->dry) {
+		*pgno = 0;
+		o->count++;
+		return 0;
+	}
 	/* SQLite numbers pages in 32 bits and stops at 2^32 - 2. */
-	if (f->nr_pages >= 0xfffffffeu)
+	if (o->next >= 0xffffffffu)
 		return -EFBIG;
-	if (f->chunk_nr == f->chunk_cap && (rc = flush(f)))
+	if (o->chunk_nr == f->chunk_cap && (rc = flush(o)))
 		return rc;
-	if (!f->chunk_nr)
-		f->chunk_first = f->nr_pages + 1;
-	dst = f->chunk + (size_t)f->chunk_nr++ * f->page_size;
+	if (!o->chunk_nr)
+		o->chunk_first = o->next;
+	dst = o->chunk + (size_t)o->chunk_nr++ * f->page_size;
 	if (page)
 		memcpy(dst, page, f->page_size);
 	else
 		memset(dst, 0, f->page_size);
-	*pgno = ++f->nr_pages;
-	if (f->nr_pages + 1 == f->lock_page) {
+	*pgno = o->next++;
+	if (o->next == f->lock_page) {
 		uint32_t skip;
 
-		return append(f, NULL, &skip);
+		return append(o, NULL, &skip);
 	}
 	return 0;
+}
+
+/* Pages go to o from first on, or only are counted (dry). */
+static int out_start(struct bt_out *o, struct bt_file *f, uint32_t first,
+		     int dry)
+{
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->f = f;
+	o->dfd = -1;
+	o->dry = dry;
+	o->next = first == f->lock_page ? first + 1 : first;
+	if (dry)
+		return 0;
+	/* Direct writes want buffers aligned to the disk's blocks. */
+	for (int i = 0; i < BT_NR_CHUNKS; i++) {
+		void *b;
+
+		if (posix_memalign(&b, BT_ALIGN,
+				   (size_t)f->chunk_cap * f->page_size)) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		o->bufs[i] = b;
+	}
+	o->chunk = o->bufs[0];
+	o->dfd = open(f->path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	rc = mt_jobs_start(&o->writer, write_chunk, o, BT_NR_CHUNKS - 1);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	for (int i = 0; i < BT_NR_CHUNKS; i++)
+		free(o->bufs[i]);
+	if (o->dfd >= 0)
+		close(o->dfd);
+	memset(o, 0, sizeof(*o));
+	o->dfd = -1;
+	return rc;
+}
+
+/* Writes what is left (keep) and waits until every chunk is written or
+ * skipped; then frees the buffers. */
+static int out_end(struct bt_out *o, int keep)
+{
+	int rc = 0, jrc;
+
+	if (keep)
+		rc = flush(o);
+	jrc = mt_jobs_end(o->writer);
+	o->writer = NULL;
+	if (keep && !rc)
+		rc = jrc;
+	if (o->dfd >= 0 && close(o->dfd) && !rc)
+		rc = -errno;
+	o->dfd = -1;
+	for (int i = 0; i < BT_NR_CHUNKS; i++) {
+		free(o->bufs[i]);
+		o->bufs[i] = NULL;
+	}
+	o->chunk = NULL;
+	return rc;
 }
 
 int bt_open(struct bt_file *f, const char *path)
@@ -257,7 +334,7 @@ int bt_open(struct bt_file *f, const char *path)
 	int rc = -EINVAL;
 
 	memset(f, 0, sizeof(*f));
-	f->dfd = -1;
+	f->path = path;
 	f->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (f->fd < 0)
 		return -errno;
@@ -291,50 +368,48 @@ int bt_open(struct bt_file *f, const char *path)
 	f->lock_page = PENDING_BYTE / f->page_size + 1;
 	f->chunk_cap =
 		CHUNK_BYTES / f->page_size ? CHUNK_BYTES / f->page_size : 1;
-	/* Direct writes want buffers aligned to the disk's blocks. */
-	for (int i = 0; i < BT_NR_CHUNKS; i++) {
-		void *b;
-
-		if (posix_memalign(&b, BT_ALIGN,
-				   (size_t)f->chunk_cap * f->page_size)) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		f->bufs[i] = b;
-	}
-	f->chunk = f->bufs[0];
-	f->dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	rc = mt_jobs_start(&f->writer, write_chunk, f, BT_NR_CHUNKS - 1);
+	rc = out_start(&f->out, f, f->nr_pages + 1, 0);
 	if (rc)
 		goto fail;
 	return 0;
 fail:
-	for (int i = 0; i < BT_NR_CHUNKS; i++)
-		free(f->bufs[i]);
-	if (f->dfd >= 0)
-		close(f->dfd);
-	f->dfd = -1;
 	close(f->fd);
 	f->fd = -1;
 	return rc;
+}
+
+uint32_t bt_file_end(const struct bt_file *f)
+{
+	return f->out.next;
+}
+
+int bt_runs_done(struct bt_file *f, uint32_t end)
+{
+	int rc;
+
+	/* Nothing of the file's own is pending: its next page may move. */
+	if (f->failed)
+		return -EIO;
+	rc = flush(&f->out);
+	if (rc) {
+		f->failed = 1;
+		return rc;
+	}
+	f->out.next = end == f->lock_page ? end + 1 : end;
+	return 0;
 }
 
 int bt_close(struct bt_file *f, int abort)
 {
 	int keep = !abort && !f->failed; /* the trees go in the file */
 	uint8_t h[100];
-	int rc = 0, jrc;
+	int rc;
 
 	if (f->fd < 0)
 		return 0;
-	if (keep)
-		rc = flush(f);
 	/* Every chunk is written (or skipped, after a failure) before the
 	 * header says how many pages there are, and before the close. */
-	jrc = mt_jobs_end(f->writer);
-	f->writer = NULL;
-	if (keep && !rc)
-		rc = jrc;
+	rc = out_end(&f->out, keep);
 	if (keep && !rc) {
 		if (pread(f->fd, h, sizeof(h), 0) != sizeof(h))
 			rc = -EIO;
@@ -344,22 +419,14 @@ int bt_close(struct bt_file *f, int abort)
 			uint32_t counter = get32(h + 24) + 1;
 
 			put32(h + 24, counter);
-			put32(h + 28, f->nr_pages);
+			put32(h + 28, f->out.next - 1);
 			put32(h + 92, counter);
 			rc = pwrite_all(f->fd, h, sizeof(h), 0);
 		}
 	}
-	if (f->dfd >= 0 && close(f->dfd) && !rc)
-		rc = -errno;
-	f->dfd = -1;
 	if (close(f->fd) && !rc)
 		rc = -errno;
 	f->fd = -1;
-	for (int i = 0; i < BT_NR_CHUNKS; i++) {
-		free(f->bufs[i]);
-		f->bufs[i] = NULL;
-	}
-	f->chunk = NULL;
 	return rc;
 }
 
@@ -406,10 +473,20 @@ static void page_finish(struct bt_page *pg, const struct bt_file *f,
 /* ------------------------------------------------------------------ */
 /* Trees                                                               */
 
+/* A tree of the file's own fails the file; one of a run of its own
+ * only itself, as its thread may not touch the file (its caller then
+ * aborts the file). */
 static int fail(struct bt_tree *t, int rc)
 {
-	t->f->failed = 1;
+	t->failed = 1;
+	if (t->out == &t->f->out)
+		t->f->failed = 1;
 	return rc;
+}
+
+static int tree_failed(const struct bt_tree *t)
+{
+	return t->failed || (t->out == &t->f->out && t->f->failed);
 }
 
 static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
@@ -426,14 +503,11 @@ static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
 	return 0;
 }
 
-int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
+static int begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 {
-	memset(t, 0, sizeof(*t));
 	t->f = f;
 	t->index = index;
 	t->root = root;
-	if (f->failed || f->fd < 0)
-		return -EIO;
 	if (root < 2 || root > f->nr_pages || root == f->lock_page)
 		return fail(t, -EINVAL);
 	t->leaf.p = malloc(f->page_size);
@@ -443,8 +517,37 @@ int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 	return 0;
 }
 
+int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->out = &f->out;
+	if (f->failed || f->fd < 0)
+		return -EIO;
+	return begin(t, f, index, root);
+}
+
+int bt_begin_run(struct bt_tree *t, struct bt_file *f, int index, uint32_t root,
+		 uint32_t first)
+{
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->out = &t->own;
+	t->own.dfd = -1;
+	if (f->failed || f->fd < 0)
+		return -EIO;
+	rc = out_start(&t->own, f, first, !first);
+	if (rc)
+		return fail(t, rc);
+	return begin(t, f, index, root);
+}
+
 void bt_free(struct bt_tree *t)
 {
+	if (t->out == &t->own)
+		out_end(&t->own, 0);
 	free(t->leaf.p);
 	free(t->held);
 	free(t->items);
@@ -471,13 +574,13 @@ static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
 			return fail(t, -ENOMEM);
 	} else {
 		if (t->nr_leaves == 1) {
-			rc = append(f, t->held, &t->items[0].page);
+			rc = append(t->out, t->held, &t->items[0].page);
 			if (rc)
 				return fail(t, rc);
 			free(t->held);
 			t->held = NULL;
 		}
-		rc = append(f, t->leaf.p, &page);
+		rc = append(t->out, t->leaf.p, &page);
 		if (rc)
 			return fail(t, rc);
 	}
@@ -497,7 +600,7 @@ int bt_row(struct bt_tree *t, int64_t rowid, const int64_t *v, uint32_t nulls,
 	uint32_t len, rec_len;
 	int rc;
 
-	if (f->failed)
+	if (tree_failed(t))
 		return -EIO;
 	if (t->index || n < 0 || n > BT_MAX_COLS || rowid < 0 ||
 	    ((t->nr_leaves || t->leaf.nr) && rowid <= t->last_rowid))
@@ -560,7 +663,7 @@ int bt_entry(struct bt_tree *t, const int64_t *v, uint32_t nulls, int n)
 	uint32_t rec_len, hdr = 1;
 	int rc;
 
-	if (f->failed)
+	if (tree_failed(t))
 		return -EIO;
 	if (!t->index || n < 1 || n > BT_MAX_COLS)
 		return fail(t, -EINVAL);
@@ -643,7 +746,7 @@ static int build_levels(struct bt_tree *t)
 			rc = is_root ? pwrite_all(f->fd, pg.p, f->page_size,
 						  (off_t)(t->root - 1) *
 							  f->page_size)
-				     : append(f, pg.p, &page);
+				     : append(&f->out, pg.p, &page);
 			if (rc)
 				return fail(t, rc);
 			/* Each page takes two items or more: k stays behind
@@ -657,12 +760,13 @@ static int build_levels(struct bt_tree *t)
 	return 0;
 }
 
-int bt_end(struct bt_tree *t)
+/* The last leaf completes; a tree of one leaf has it in its root. */
+static int end_leaves(struct bt_tree *t)
 {
 	struct bt_file *f = t->f;
 	int rc;
 
-	if (f->failed)
+	if (tree_failed(t))
 		return -EIO;
 	if (t->pending_len) {
 		rc = place(t, t->pending, t->pending_len, 1);
@@ -673,6 +777,8 @@ int bt_end(struct bt_tree *t)
 	if (!t->nr_leaves) {
 		/* One leaf, empty or not: the root. */
 		page_finish(&t->leaf, f, 0);
+		if (t->out->dry)
+			return 0;
 		rc = pwrite_all(f->fd, t->leaf.p, f->page_size,
 				(off_t)(t->root - 1) * f->page_size);
 		return rc ? fail(t, rc) : 0;
@@ -685,7 +791,46 @@ int bt_end(struct bt_tree *t)
 		rc = leaf_done(t, key,
 			       put_varint(key, (uint64_t)t->last_rowid));
 	}
-	if (rc)
-		return rc;
+	return rc;
+}
+
+int bt_end(struct bt_tree *t)
+{
+	int rc = end_leaves(t);
+
+	return rc ? rc : build_levels(t);
+}
+
+int bt_end_leaves(struct bt_tree *t)
+{
+	int rc = end_leaves(t);
+
+	if (t->out == &t->own) {
+		int orc = out_end(&t->own, !rc);
+
+		if (!rc && orc)
+			rc = fail(t, orc);
+	}
+	return rc;
+}
+
+uint32_t bt_run_end(const struct bt_tree *t, uint32_t first)
+{
+	uint32_t p;
+
+	if (!t->own.dry)
+		return t->own.next;
+	p = first == t->f->lock_page ? first + 1 : first;
+	for (uint32_t i = 0; i < t->own.count; i++)
+		p = next_page(t->f, p);
+	return p;
+}
+
+int bt_levels(struct bt_tree *t)
+{
+	if (t->failed || t->f->failed)
+		return -EIO;
+	/* Its interior pages are the file's from here. */
+	t->out = &t->f->out;
 	return build_levels(t);
 }

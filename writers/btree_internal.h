@@ -40,24 +40,39 @@ struct bt_chunk {
 	uint32_t first, nr; /* pages first .. first + nr - 1 */
 };
 
-struct bt_file {
-	int fd;
-	int dfd; /* the same file for direct writes, or -1 (the writer's) */
-	uint32_t page_size;
-	uint32_t usable;    /* page_size less SQLite's reserved bytes */
-	uint32_t nr_pages;  /* pages in the file */
-	uint32_t lock_page; /* the page at 1 GiB, which SQLite never uses */
-	int small_ints;	    /* schema format 4: 0 and 1 take no bytes */
-	int failed;
+/*
+ * Where appended pages go: a run of pages from first on, numbered as
+ * they come (the lock page skipped), gathered into chunks that are
+ * written on a thread of their own (writer) while the next fills: chunk
+ * k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...].  A dry one only counts
+ * them.
+ */
+struct bt_out {
+	struct bt_file *f;
+	int dfd; /* the file for direct writes, or -1 (the writer's) */
+	int dry;
+	uint32_t next;	/* the number the next page appended gets */
+	uint32_t count; /* pages appended */
 	uint8_t *chunk; /* appended pages not yet written: one of bufs */
-	uint32_t chunk_first, chunk_nr, chunk_cap;
-	/* Full chunks go out on a thread of their own (writer) while the
-	 * next fills: chunk k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...]. */
+	uint32_t chunk_first, chunk_nr;
 	uint8_t *bufs[BT_NR_CHUNKS];
 	struct bt_chunk jobs[BT_NR_CHUNKS];
 	uint64_t nr_put;
 	struct mt_jobs *writer;
 	struct mt_writeback wb; /* the writer's */
+};
+
+struct bt_file {
+	int fd;
+	const char *path;
+	uint32_t page_size;
+	uint32_t usable;    /* page_size less SQLite's reserved bytes */
+	uint32_t nr_pages;  /* pages in the file as SQLite left it */
+	uint32_t lock_page; /* the page at 1 GiB, which SQLite never uses */
+	uint32_t chunk_cap; /* pages in a chunk */
+	int small_ints;	    /* schema format 4: 0 and 1 take no bytes */
+	int failed;
+	struct bt_out out; /* pages appended at the end of the file */
 };
 
 /* A page being filled: cells from the end backwards, their pointers
@@ -79,6 +94,9 @@ struct bt_item {
 
 struct bt_tree {
 	struct bt_file *f;
+	struct bt_out *out; /* where its leaves go: &f->out, or own */
+	struct bt_out own;
+	int failed;
 	int index; /* an index b-tree, else a table's */
 	uint32_t root;
 	struct bt_page leaf;
@@ -117,5 +135,29 @@ int bt_entry(struct bt_tree *t, const int64_t *v, uint32_t nulls, int n);
 /* Writes the interior levels and the root.  bt_free() after either. */
 int bt_end(struct bt_tree *t);
 void bt_free(struct bt_tree *t);
+
+/*
+ * Trees built side by side.  Each puts its leaves in a run of pages of
+ * its own, from page first on, and its interior pages (far fewer) at the
+ * end of the file once every tree's leaves are in: so the file is the
+ * same whichever tree is done first.  A run's first page is where the
+ * run before ends, known before that tree is built from a dry run of it
+ * (first 0), which only counts its pages.  bt_begin_run() starts such a
+ * tree; bt_end_leaves() completes its leaves and waits until they are
+ * written; bt_run_end() is then the page after its run, or, for a dry
+ * run, the page after it had it begun at first.  When every run is
+ * complete, bt_runs_done() makes the end of the last one the end of the
+ * file, and bt_levels() puts each tree's interior pages there, one tree
+ * after the other, in a fixed order.  A tree is used by one thread at a
+ * time; the file's calls are made when no tree's are.
+ */
+int bt_begin_run(struct bt_tree *t, struct bt_file *f, int index, uint32_t root,
+		 uint32_t first);
+int bt_end_leaves(struct bt_tree *t);
+uint32_t bt_run_end(const struct bt_tree *t, uint32_t first);
+/* The page the first run begins at. */
+uint32_t bt_file_end(const struct bt_file *f);
+int bt_runs_done(struct bt_file *f, uint32_t end);
+int bt_levels(struct bt_tree *t);
 
 #endif

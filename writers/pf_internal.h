@@ -129,8 +129,17 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
-/* buffers of full batches: all but one may wait in the jobs' queue */
-#define PF_NR_BATCHES 3
+/* The most threads compressing batches (writers.h's jobs). */
+#define PF_MAX_COMPRESSORS 4
+
+/* A full batch, its compressed stream and what failed making it. */
+struct pf_batch {
+	struct pb_buf pk;
+	uint8_t *zout; /* the packet of the stream at zoff, header first */
+	size_t zcap, zoff, zlen;
+	int rc;
+	const char *what;
+};
 
 #define HITS_TRACK_NAME "Snapshot symbol hits"
 
@@ -160,15 +169,17 @@ struct pf {
 
 	struct pb_buf pk; /* packets not yet written */
 	size_t flush_at;
-	/* Full batches go out on a thread of their own (out), which alone
-	 * touches what follows: the compressor, its output, the file. */
-	struct pb_buf batch[PF_NR_BATCHES];
+	/* Full batches are compressed on the pool's threads (out), each
+	 * with its own compressor, z[worker], and written in order by
+	 * whichever finishes them, which alone touches the file.  Batch k
+	 * fills batch[k % nr_batches]: all but one may be in the pool. */
+	struct pf_batch *batch;
+	size_t nr_batches;
 	uint64_t nr_put;
-	struct mt_jobs *out;
-	const char *io_what;		 /* what failed there */
-	struct libdeflate_compressor *z; /* NULL: plain */
-	uint8_t *zout;
-	size_t zcap;
+	struct mt_pool *out;
+	const char *io_what;		  /* what failed there */
+	struct libdeflate_compressor **z; /* nr_z of them; NULL: plain */
+	unsigned nr_z;
 
 	uint32_t gen;	  /* of the current sequence */
 	uint32_t go_gen;  /* gen when AN_RESUMED and AN_RESUME_GUESSED

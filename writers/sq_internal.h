@@ -84,6 +84,7 @@ struct sq {
 	} memo[1024];
 	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
 	uint64_t nr_slices;
+	unsigned jobs; /* threads the big trees may be built on */
 };
 
 /* One line in the caller's buffer, naming the database (util/err.h);

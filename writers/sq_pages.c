@@ -12,6 +12,8 @@
 #include "writers/btree_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,12 +22,11 @@
  * Columns as in the schema: id (the rowid, stored as NULL), ts, dur,
  * track_id, depth, parent_id, frame_id, segment.
  */
-static int write_slice_rows(struct sq *w, struct bt_file *f, uint32_t root)
+static int fill_slice_rows(struct sq *w, struct bt_tree *bt)
 {
 	const struct mt_trace *t = w->t;
-	struct bt_tree bt;
 	uint64_t id = 0;
-	int rc = bt_begin(&bt, f, 0, root);
+	int rc = 0;
 
 	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
@@ -47,12 +48,9 @@ static int write_slice_rows(struct sq *w, struct bt_file *f, uint32_t root)
 			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
 					 (uint32_t)(s->segment == MT_NONE) << 7;
 
-			rc = bt_row(&bt, (int64_t)id, v, nulls, 8);
+			rc = bt_row(bt, (int64_t)id, v, nulls, 8);
 		}
 	}
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
 	return rc;
 }
 
@@ -77,13 +75,12 @@ static int ts_idx_cmp(const void *a, const void *b)
  * table's order.  A thread whose starts are not in order (the model
  * promises they are) is sorted rather than trusted.
  */
-static int write_track_index(struct sq *w, struct bt_file *f, uint32_t root)
+static int fill_track_index(struct sq *w, struct bt_tree *bt)
 {
 	const struct mt_trace *t = w->t;
 	struct ts_idx *order = NULL;
-	struct bt_tree bt;
 	uint64_t base = 0;
-	int rc = bt_begin(&bt, f, 1, root);
+	int rc = 0;
 
 	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
@@ -108,15 +105,12 @@ static int write_track_index(struct sq *w, struct bt_file *f, uint32_t root)
 			int64_t v[3] = {(int64_t)ti, (int64_t)sl[k].ts,
 					(int64_t)(base + k)};
 
-			rc = bt_entry(&bt, v, 0, 3);
+			rc = bt_entry(bt, v, 0, 3);
 		}
 		free(order);
 		order = NULL;
 		base += n;
 	}
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
 	return rc;
 }
 
@@ -199,19 +193,17 @@ static int parent_entry(struct bt_tree *bt, uint64_t parent, uint64_t id)
  * slice_parent: (parent_id, id).  Roots (a NULL parent) come first, all
  * threads' in id order; then each thread's children, parent by parent.
  * In a depth-first walk a parent's first child is the slice after it and
- * the others follow by sibling links, kept in the word per slice that
- * held the frames (slice_raw is written: they are free), so the index
- * costs no memory beyond it.
+ * the others follow by sibling links, kept in next: the words per slice
+ * that held the frames (slice_raw is written: they are free), so that
+ * the index costs no memory beyond them.
  */
-static int write_parent_index(struct sq *w, struct bt_file *f, uint32_t root)
+static int fill_parent_index(struct sq *w, struct bt_tree *bt, uint32_t *next)
 {
 	const struct mt_trace *t = w->t;
-	uint32_t *next = w->frame_of;
 	struct open_slice *stack = NULL;
 	size_t cap = 0;
 	uint64_t base = 0;
-	struct bt_tree bt;
-	int rc = bt_begin(&bt, f, 1, root);
+	int rc = 0;
 
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
@@ -220,7 +212,7 @@ static int write_parent_index(struct sq *w, struct bt_file *f, uint32_t root)
 			if (th->slices[j].parent == MT_NONE) {
 				int64_t v[2] = {0, (int64_t)(base + j)};
 
-				rc = bt_entry(&bt, v, 1, 2);
+				rc = bt_entry(bt, v, 1, 2);
 			}
 		base += th->nr_slices;
 	}
@@ -237,21 +229,17 @@ static int write_parent_index(struct sq *w, struct bt_file *f, uint32_t root)
 							  ? (uint32_t)p + 1
 							  : MT_NONE;
 				     !rc && c != MT_NONE; c = next[c])
-					rc = parent_entry(&bt, base + p,
+					rc = parent_entry(bt, base + p,
 							  base + c);
 		} else if (rc == -EINVAL) {
 			rc = group_by_parent(sl, n, next, &nr);
 			for (size_t k = 0; !rc && k < nr; k++)
-				rc = parent_entry(&bt,
-						  base + sl[next[k]].parent,
+				rc = parent_entry(bt, base + sl[next[k]].parent,
 						  base + next[k]);
 		}
 		base += n;
 	}
 	free(stack);
-	if (!rc)
-		rc = bt_end(&bt);
-	bt_free(&bt);
 	return rc;
 }
 
@@ -283,20 +271,146 @@ int sq_read_roots(struct sq *w, uint32_t *roots)
 	return rc;
 }
 
-/* The slice table and its indexes, into the file SQLite has closed. */
+/* One of the trees: its leaves in a run of pages from first on (0: a
+ * dry run, which counts them), on a thread of its own or not. */
+struct tree_job {
+	struct sq *w;
+	struct bt_file *f;
+	unsigned which; /* SQ_TREE_* */
+	uint32_t root, first;
+	uint32_t *next; /* the parent index's sibling links */
+	struct bt_tree bt;
+	int rc;
+	pthread_t th;
+	bool threaded;
+};
+
+enum { SQ_TREE_ROWS, SQ_TREE_TRACK_TS, SQ_TREE_PARENT };
+
+static void *tree_run(void *arg)
+{
+	struct tree_job *j = arg;
+
+	j->rc = bt_begin_run(&j->bt, j->f, j->which != SQ_TREE_ROWS, j->root,
+			     j->first);
+	if (!j->rc) {
+		switch (j->which) {
+		case SQ_TREE_ROWS:
+			j->rc = fill_slice_rows(j->w, &j->bt);
+			break;
+		case SQ_TREE_TRACK_TS:
+			j->rc = fill_track_index(j->w, &j->bt);
+			break;
+		default:
+			j->rc = fill_parent_index(j->w, &j->bt, j->next);
+		}
+	}
+	if (!j->rc)
+		j->rc = bt_end_leaves(&j->bt);
+	return NULL;
+}
+
+/* A tree on a thread of its own, or on this one when none can be had. */
+static void tree_start(struct tree_job *j)
+{
+	j->threaded = !pthread_create(&j->th, NULL, tree_run, j);
+	if (!j->threaded)
+		tree_run(j);
+}
+
+static int tree_wait(struct tree_job *j)
+{
+	if (j->threaded)
+		pthread_join(j->th, NULL);
+	j->threaded = false;
+	return j->rc;
+}
+
+/*
+ * The three trees' leaves side by side: slice_raw's from the end of the
+ * file on, slice_track_ts's after them and slice_parent's after those,
+ * each run's first page found by a dry run of the tree before (for
+ * slice_parent, of both before, side by side).  slice_parent begins once
+ * slice_raw is done, so that its links take the frames' words as when
+ * the trees are built in turn, rather than 4 more bytes a slice: the
+ * function figures, summed meanwhile, take longer than either.
+ */
+static int trees_side_by_side(struct sq *w, struct bt_file *f,
+			      const uint32_t *roots, struct tree_job *jobs)
+{
+	struct tree_job dry[2] = {
+		{.w = w, .f = f, .which = SQ_TREE_ROWS, .root = roots[0]},
+		{.w = w, .f = f, .which = SQ_TREE_TRACK_TS, .root = roots[1]},
+	};
+	int rc;
+
+	tree_start(&jobs[SQ_TREE_ROWS]);
+	tree_start(&dry[0]);
+	tree_run(&dry[1]);
+	rc = tree_wait(&dry[0]);
+	if (!rc)
+		rc = dry[1].rc;
+	if (!rc) {
+		jobs[SQ_TREE_TRACK_TS].first =
+			bt_run_end(&dry[0].bt, jobs[SQ_TREE_ROWS].first);
+		jobs[SQ_TREE_PARENT].first =
+			bt_run_end(&dry[1].bt, jobs[SQ_TREE_TRACK_TS].first);
+		tree_start(&jobs[SQ_TREE_TRACK_TS]);
+	}
+	bt_free(&dry[0].bt);
+	bt_free(&dry[1].bt);
+	if (tree_wait(&jobs[SQ_TREE_ROWS]) && !rc)
+		rc = jobs[SQ_TREE_ROWS].rc;
+	if (!rc) {
+		jobs[SQ_TREE_PARENT].next = w->frame_of;
+		tree_run(&jobs[SQ_TREE_PARENT]);
+	}
+	for (size_t i = 0; i < SQ_NR_TREES; i++)
+		if (tree_wait(&jobs[i]) && !rc)
+			rc = jobs[i].rc;
+	return rc;
+}
+
+/* The same trees one after the other, on this thread. */
+static int trees_in_turn(struct sq *w, struct tree_job *jobs)
+{
+	int rc = 0;
+
+	/* slice_raw is written before: the frames' words are free. */
+	jobs[SQ_TREE_PARENT].next = w->frame_of;
+	for (size_t i = 0; !rc && i < SQ_NR_TREES; i++) {
+		if (i)
+			jobs[i].first =
+				bt_run_end(&jobs[i - 1].bt, jobs[i - 1].first);
+		tree_run(&jobs[i]);
+		rc = jobs[i].rc;
+	}
+	return rc;
+}
+
+/* The slice table and its indexes, into the file SQLite has closed:
+ * their leaves, then their interior pages. */
 int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
 {
+	struct tree_job jobs[SQ_NR_TREES];
 	struct bt_file f;
 	int rc = bt_open(&f, tmp);
 
 	if (rc)
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
-	rc = write_slice_rows(w, &f, roots[0]);
+	for (unsigned i = 0; i < SQ_NR_TREES; i++)
+		jobs[i] = (struct tree_job){
+			.w = w, .f = &f, .which = i, .root = roots[i]};
+	jobs[0].first = bt_file_end(&f);
+	rc = w->jobs > 1 ? trees_side_by_side(w, &f, roots, jobs)
+			 : trees_in_turn(w, jobs);
 	if (!rc)
-		rc = write_track_index(w, &f, roots[1]);
-	/* Last: it reuses the frames' words. */
-	if (!rc)
-		rc = write_parent_index(w, &f, roots[2]);
+		rc = bt_runs_done(&f, bt_run_end(&jobs[SQ_NR_TREES - 1].bt,
+						 jobs[SQ_NR_TREES - 1].first));
+	for (size_t i = 0; !rc && i < SQ_NR_TREES; i++)
+		rc = bt_levels(&jobs[i].bt);
+	for (size_t i = 0; i < SQ_NR_TREES; i++)
+		bt_free(&jobs[i].bt);
 	if (rc) {
 		bt_close(&f, 1);
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));

@@ -32,9 +32,11 @@
  * slice_raw keeps what is the slice's own (times, track, depth, parent,
  * segment) and its frame_id, and the view slice joins them back.
  *
- * Writing.  SQLite writes the schema and every table but slice_raw and
- * its two indexes, and is closed; btree.c then writes those three
- * b-trees into the file as SQLite lays them out.  Ids follow threads and,
+ * Writing.  SQLite writes the schema and every table but slice_raw, its
+ * two indexes and the function figures, and is closed; btree.c then
+ * writes those three b-trees into the file as SQLite lays them out (side
+ * by side with jobs > 1: sq_pages.c), and SQLite, opened again, adds the
+ * function figures, summed meanwhile, after them.  Ids follow threads and,
  * in a thread, start times, so the rows and the (track_id, ts) entries
  * come in key order as the model is read, and the parent_id entries by
  * following sibling links: no sort, no b-tree descent.
@@ -61,8 +63,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1073,29 +1077,85 @@ static int sum_functions(const struct mt_trace *t, struct fnmap *m,
 }
 
 /*
- * The tables function and caller (stats/): the durations of every whole
- * call are held until their percentiles are found, 8 bytes a slice
- * for the function and 8 for the pair, freed before the slice table is
- * written.
+ * The figures of the tables function and caller (stats/): the durations
+ * of every whole call are held until their percentiles are found, 8
+ * bytes a slice for the function and 8 for the pair.  Summed from the
+ * model alone, beside the slice table's pages when there are threads to
+ * spare (fn_sums_start), and freed once their rows are in.
  */
-static int write_functions(struct sq *w)
-{
-	const struct mt_trace *t = w->t;
-	struct fnmap m = {0};
+struct fn_sums {
+	const struct mt_trace *t;
+	struct fnmap m;
 	struct st_agg a;
-	sqlite3_stmt *st;
-	int rc = st_init(&a, 0);
+	bool have_agg;
+	int rc;
+	pthread_t th;
+	bool threaded;
+};
 
-	m.of_frame = malloc(((size_t)t->nr_frames * 2 + 1) * sizeof(uint32_t));
-	if (rc || !m.of_frame) {
-		rc = sq_fail(w, -ENOMEM, "out of memory");
-		goto out;
+static void *fn_sums_run(void *arg)
+{
+	struct fn_sums *fs = arg;
+	const struct mt_trace *t = fs->t;
+
+	fs->rc = st_init(&fs->a, 0);
+	fs->have_agg = !fs->rc;
+	fs->m.of_frame =
+		malloc(((size_t)t->nr_frames * 2 + 1) * sizeof(uint32_t));
+	if (fs->rc || !fs->m.of_frame) {
+		fs->rc = -ENOMEM;
+		return NULL;
 	}
-	memset(m.of_frame, 0xff, (size_t)t->nr_frames * 2 * sizeof(uint32_t));
-	if (sum_functions(t, &m, &a)) {
-		rc = sq_fail(w, -ENOMEM, "out of memory");
-		goto out;
-	}
+	memset(fs->m.of_frame, 0xff,
+	       (size_t)t->nr_frames * 2 * sizeof(uint32_t));
+	if (sum_functions(t, &fs->m, &fs->a))
+		fs->rc = -ENOMEM;
+	return NULL;
+}
+
+/* On a thread of its own with threads to spare, else when waited for. */
+static void fn_sums_start(struct fn_sums *fs, const struct mt_trace *t,
+			  unsigned jobs)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->t = t;
+	fs->threaded =
+		jobs > 1 && !pthread_create(&fs->th, NULL, fn_sums_run, fs);
+}
+
+static int fn_sums_wait(struct fn_sums *fs)
+{
+	if (fs->threaded)
+		pthread_join(fs->th, NULL);
+	else if (fs->t)
+		fn_sums_run(fs);
+	fs->threaded = false;
+	fs->t = NULL;
+	return fs->rc;
+}
+
+static void fn_sums_free(struct fn_sums *fs)
+{
+	fn_sums_wait(fs);
+	if (fs->have_agg)
+		st_free(&fs->a);
+	free(fs->m.of_frame);
+	free(fs->m.keys);
+	mt_hmap_free(&fs->m.index[0]);
+	mt_hmap_free(&fs->m.index[1]);
+	memset(fs, 0, sizeof(*fs));
+}
+
+/* The rows of the tables function, slowest, call_path and caller. */
+static int write_functions(struct sq *w, struct fn_sums *fs)
+{
+	sqlite3_stmt *st;
+	int rc = fn_sums_wait(fs);
+	const struct fnmap m = fs->m;
+	const struct st_agg a = fs->a;
+
+	if (rc)
+		return sq_fail(w, -ENOMEM, "out of memory");
 	st = w->stmts[S_FUNCTION];
 	for (size_t i = 0; !rc && i < m.nr; i++) {
 		sqlite3_bind_int64(st, 1, (int64_t)i);
@@ -1138,40 +1198,24 @@ static int write_functions(struct sq *w)
 		bind_fig(st, 4, &a.pairs[i].fig);
 		rc = step(w, st);
 	}
-out:
-	st_free(&a);
-	free(m.of_frame);
-	free(m.keys);
-	mt_hmap_free(&m.index[0]);
-	mt_hmap_free(&m.index[1]);
 	return rc;
 }
 
 static int close_db(struct sq *w);
 
-/*
- * SQLite writes the schema and the small tables and is closed; then the
- * slice table and its indexes are written into the file (btree.c), which
- * costs a fraction of what SQLite's inserts and index sorts would.
- */
-static int build(struct sq *w, const char *tmp)
+/* A connection to the database being built: one thread, no journal,
+ * no syncs (a failed build is thrown away whole, so there is nothing to
+ * roll back to), its statements prepared, in a transaction. */
+static int open_db(struct sq *w, const char *tmp)
 {
-	uint32_t roots[SQ_NR_TREES];
 	char sql[64];
 	int rc;
 
-	rc = check_strings(w);
-	if (rc)
-		return rc;
 	/* One connection, one thread: no per-call mutex. */
 	if (sqlite3_open_v2(tmp, &w->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK)
 		return sq_fail_db(w, "opening");
-	/*
-	 * No journal and no syncs: a failed build is thrown away whole, so
-	 * there is nothing to roll back to.
-	 */
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d;", SCHEMA_VERSION);
 	rc = exec(w, "PRAGMA page_size = 8192;"
 		     "PRAGMA journal_mode = OFF;"
@@ -1181,13 +1225,40 @@ static int build(struct sq *w, const char *tmp)
 		rc = exec(w, sql);
 	if (!rc)
 		rc = exec(w, "BEGIN;");
-	if (!rc)
-		rc = exec(w, schema);
-	for (int i = 0; !rc && i < S_NR; i++)
+	return rc;
+}
+
+static int prepare_all(struct sq *w)
+{
+	for (int i = 0; i < S_NR; i++)
 		if (sqlite3_prepare_v3(w->db, stmt_sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &w->stmts[i],
 				       NULL) != SQLITE_OK)
-			rc = sq_fail_db(w, "preparing");
+			return sq_fail_db(w, "preparing");
+	return 0;
+}
+
+/*
+ * SQLite writes the schema and the small tables and is closed; then the
+ * slice table and its indexes are written into the file (btree.c), which
+ * costs a fraction of what SQLite's inserts and index sorts would; then
+ * SQLite adds the function figures, summed meanwhile, after them.
+ */
+static int build(struct sq *w, const char *tmp)
+{
+	uint32_t roots[SQ_NR_TREES];
+	struct fn_sums fs;
+	int rc;
+
+	rc = check_strings(w);
+	if (rc)
+		return rc;
+	fn_sums_start(&fs, w->t, w->jobs);
+	rc = open_db(w, tmp);
+	if (!rc)
+		rc = exec(w, schema);
+	if (!rc)
+		rc = prepare_all(w);
 	if (!rc)
 		rc = write_threads(w);
 	if (!rc)
@@ -1201,8 +1272,6 @@ static int build(struct sq *w, const char *tmp)
 	if (!rc)
 		rc = write_metadata(w);
 	if (!rc)
-		rc = write_functions(w);
-	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)
 		rc = sq_read_roots(w, roots);
@@ -1210,6 +1279,17 @@ static int build(struct sq *w, const char *tmp)
 		rc = close_db(w);
 	if (!rc)
 		rc = sq_write_trees(w, tmp, roots);
+	if (!rc)
+		rc = open_db(w, tmp);
+	if (!rc)
+		rc = prepare_all(w);
+	if (!rc)
+		rc = write_functions(w, &fs);
+	fn_sums_free(&fs);
+	if (!rc)
+		rc = exec(w, "COMMIT;");
+	if (!rc)
+		rc = close_db(w);
 	return rc;
 }
 
@@ -1234,7 +1314,18 @@ static int close_db(struct sq *w)
 int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		 struct wr_stats *st, char *err, size_t errlen)
 {
-	struct sq w = {.t = t, .path = f->path, .err = err, .errlen = errlen};
+	return wr_sqlite_to_opts(t, f, NULL, st, err, errlen);
+}
+
+int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
+		      const struct wr_sqlite_opts *o, struct wr_stats *st,
+		      char *err, size_t errlen)
+{
+	struct sq w = {.t = t,
+		       .path = f->path,
+		       .err = err,
+		       .errlen = errlen,
+		       .jobs = o && o->jobs ? o->jobs : 1};
 	struct stat sb;
 	int rc;
 

@@ -22,6 +22,8 @@ struct wr_perfetto_opts {
 	int no_compress;    /* write packets plainly, not in zlib batches */
 	uint32_t max_depth; /* nesting per track before a continuation
 			       track; 0 means Perfetto's limit, 512 */
+	unsigned jobs;	    /* threads compressing batches (at most 4
+			       are used); 0: one */
 };
 
 struct wr_stats {
@@ -42,6 +44,17 @@ int wr_sqlite(const struct mt_trace *t, const char *path, struct wr_stats *st,
 	      char *err, size_t errlen);
 int wr_sqlite_to(const struct mt_trace *t, const struct mt_outfile *f,
 		 struct wr_stats *st, char *err, size_t errlen);
+
+struct wr_sqlite_opts {
+	/* threads that may build the slice table, its indexes and the
+	 * function figures side by side (2 or more: they are); 0: one.
+	 * The file is the same for any number. */
+	unsigned jobs;
+};
+/* wr_sqlite_to() with options (o may be NULL: the defaults). */
+int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
+		      const struct wr_sqlite_opts *o, struct wr_stats *st,
+		      char *err, size_t errlen);
 
 /*
  * Process-wide SQLite settings for speed (no allocation statistics, which

@@ -828,6 +828,100 @@ static void test_jobs_error(struct check_state *cs)
 		CHECK(cs, l.ran[i] == i);
 }
 
+/* The pool's jobs: work of uneven length on any thread, the finish
+ * logged, which must come in the order of the puts. */
+struct pool_log {
+	int finished[64];
+	atomic_int nr; /* jobs finished; finish runs one job at a time */
+	atomic_int worked;
+	atomic_int busy, most_busy; /* jobs being worked at once */
+	int fail_at;		    /* the job whose work fails, or -1 */
+};
+
+static int pool_work(void *ctx, unsigned worker, void *job)
+{
+	struct pool_log *l = ctx;
+	int id = *(int *)job, b = atomic_fetch_add(&l->busy, 1) + 1;
+	int most = atomic_load(&l->most_busy);
+
+	(void)worker;
+	while (b > most &&
+	       !atomic_compare_exchange_weak(&l->most_busy, &most, b))
+		;
+	/* Early jobs take longest, so that later ones are done first. */
+	usleep((useconds_t)(id % 8 == 0 ? 3000 : 200));
+	atomic_fetch_sub(&l->busy, 1);
+	atomic_fetch_add(&l->worked, 1);
+	return id == l->fail_at ? -ENOSPC : 0;
+}
+
+static int pool_finish(void *ctx, void *job)
+{
+	struct pool_log *l = ctx;
+
+	l->finished[atomic_load(&l->nr)] = *(int *)job;
+	atomic_fetch_add(&l->nr, 1);
+	return 0;
+}
+
+static void test_pool_order(struct check_state *cs)
+{
+	for (unsigned workers = 1; workers <= 8; workers *= 2) {
+		struct pool_log l = {.fail_at = -1};
+		int ids[64];
+		struct mt_pool *p;
+
+		CHECK(cs, mt_pool_start(&p, workers, pool_work, pool_finish, &l,
+					workers + 1) == 0 &&
+				  p);
+		if (!p)
+			return;
+		CHECK(cs, mt_pool_workers(p) == workers);
+		for (int i = 0; i < 64; i++) {
+			ids[i] = i;
+			CHECK(cs, mt_pool_put(p, &ids[i]) == 0);
+			/* Never more out than its depth. */
+			CHECK(cs,
+			      i + 1 - atomic_load(&l.nr) <= (int)workers + 1);
+		}
+		CHECK(cs, mt_pool_end(p) == 0);
+		CHECK(cs, l.nr == 64);
+		for (int i = 0; i < l.nr; i++)
+			CHECKF(cs, l.finished[i] == i,
+			       "%u threads: job %d finished as the %dth",
+			       workers, l.finished[i], i);
+		CHECKF(cs, atomic_load(&l.most_busy) <= (int)workers,
+		       "%d jobs worked at once on %u threads",
+		       atomic_load(&l.most_busy), workers);
+	}
+	CHECK(cs, mt_pool_end(NULL) == 0);
+}
+
+static void test_pool_error(struct check_state *cs)
+{
+	struct pool_log l = {.fail_at = 5};
+	int ids[20], rc = 0;
+	struct mt_pool *p;
+
+	CHECK(cs,
+	      mt_pool_start(&p, 4, pool_work, pool_finish, &l, 5) == 0 && p);
+	if (!p)
+		return;
+	for (int i = 0; i < 20; i++) {
+		ids[i] = i;
+		if (!rc)
+			rc = mt_pool_put(p, &ids[i]);
+		else
+			CHECK(cs, mt_pool_put(p, &ids[i]) == -ENOSPC);
+	}
+	/* The jobs before the failed one are finished, in order; none
+	 * after it is. */
+	CHECK(cs, mt_pool_end(p) == -ENOSPC);
+	CHECKF(cs, l.nr == 5, "%d jobs finished", l.nr);
+	for (int i = 0; i < l.nr; i++)
+		CHECK(cs, l.finished[i] == i);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -857,5 +951,7 @@ int main(void)
 	RUN(&st, test_jobs_order);
 	RUN(&st, test_jobs_reuse);
 	RUN(&st, test_jobs_error);
+	RUN(&st, test_pool_order);
+	RUN(&st, test_pool_error);
 	return CHECK_DONE(&st);
 }
