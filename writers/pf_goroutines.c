@@ -26,12 +26,6 @@ struct pf_turn {
 	bool on_thread; /* the thread's child track: named by goroutine */
 };
 
-struct pf_turnev {
-	uint64_t ts;
-	uint32_t begin; /* ENDs first at one time */
-	uint32_t turn;
-};
-
 static int pf_turn_cmp(const void *a, const void *b)
 {
 	const struct pf_turn *x = a, *y = b;
@@ -41,17 +35,6 @@ static int pf_turn_cmp(const void *a, const void *b)
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
 	return x->seg < y->seg ? -1 : x->seg > y->seg;
-}
-
-static int pf_turnev_cmp(const void *a, const void *b)
-{
-	const struct pf_turnev *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	return x->turn < y->turn ? -1 : x->turn > y->turn;
 }
 
 /* The tracks: each goroutine's under its process, then a child of each
@@ -113,23 +96,40 @@ static size_t pf_turn_clamp(struct pf_turn *v, size_t n)
 	return k;
 }
 
+struct turn_names {
+	const struct mt_trace *t;
+	const struct pf_turn *turn;
+};
+
+static void turn_name(void *ctx, size_t i, char *buf, size_t len)
+{
+	const struct turn_names *n = ctx;
+	const struct pf_turn *x = &n->turn[i];
+	const struct mt_segment *g = &n->t->segments[x->seg];
+
+	if (x->on_thread)
+		mt_goroutine_name(n->t, &n->t->goroutines[g->goroutine - 1],
+				  buf, len);
+	else
+		snprintf(buf, len, "on thread %u", g->tid);
+}
+
 int pf_goroutines(struct pf *w, uint32_t seq)
 {
 	const struct mt_trace *t = w->t;
 	struct mt_hmap th_track = {0};
 	uint64_t *g_track = NULL;
 	struct pf_turn *turn = NULL;
-	struct pf_turnev *ev = NULL;
-	size_t nt = 0, nev = 0;
-	char name[512];
+	struct pf_span *sp = NULL;
+	size_t nt = 0;
 	int rc = -1;
 
 	if (!t->nr_goroutines)
 		return 0;
 	g_track = malloc(t->nr_goroutines * sizeof(*g_track));
 	turn = malloc((2 * t->nr_segments + 1) * sizeof(*turn));
-	ev = malloc((4 * t->nr_segments + 1) * sizeof(*ev));
-	if (!g_track || !turn || !ev) {
+	sp = malloc((2 * t->nr_segments + 1) * sizeof(*sp));
+	if (!g_track || !turn || !sp) {
 		pf_fail(w, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -149,47 +149,18 @@ int pf_goroutines(struct pf *w, uint32_t seq)
 					      true};
 	}
 	nt = pf_turn_clamp(turn, nt);
-	for (size_t i = 0; i < nt; i++) {
-		ev[nev++] = (struct pf_turnev){turn[i].ts, 1, (uint32_t)i};
-		ev[nev++] = (struct pf_turnev){turn[i].end, 0, (uint32_t)i};
-	}
-	if (!nev) {
-		rc = 0;
-		goto out;
-	}
-	qsort(ev, nev, sizeof(*ev), pf_turnev_cmp);
-	if (pf_seq_start(w, seq, ev[0].ts, 0))
-		goto out;
-	for (size_t i = 0; i < nev; i++) {
-		const struct pf_turn *x = &turn[ev[i].turn];
-		const struct mt_segment *g = &t->segments[x->seg];
-		struct pb_buf *b = &w->pk;
-		size_t pkt = pf_event_packet(w, ev[i].ts), m;
+	for (size_t i = 0; i < nt; i++)
+		sp[i] = (struct pf_span){turn[i].ts, turn[i].end,
+					 turn[i].track};
+	{
+		struct turn_names names = {t, turn};
 
-		m = pb_begin(b, F_TRACK_EVENT);
-		pb_uint(b, F_TE_TYPE,
-			ev[i].begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
-		pb_uint(b, F_TE_TRACK, x->track);
-		if (ev[i].begin) {
-			if (x->on_thread)
-				mt_goroutine_name(
-					t, &t->goroutines[g->goroutine - 1],
-					name, sizeof(name));
-			else
-				snprintf(name, sizeof(name), "on thread %u",
-					 g->tid);
-			pb_str(b, F_TE_NAME, name);
-		}
-		pb_end(b, m);
-		if (pf_event_end(w, pkt))
-			goto out;
+		rc = pf_spans(w, seq, sp, nt, turn_name, &names);
 	}
-	w->slices += nev / 2;
-	rc = 0;
 out:
 	mt_hmap_free(&th_track);
 	free(g_track);
 	free(turn);
-	free(ev);
+	free(sp);
 	return rc ? pf_failed(w) : 0;
 }

@@ -224,6 +224,19 @@ void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v);
 int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 		  const char *name, const char *suffix);
 
+/*
+ * pf_marks.c: spans of time as slices on tracks of their own (depth
+ * guessed, goroutine turns): sequence seq gets a BEGIN at each span's ts,
+ * named by name(ctx, i, ...), and an END at its end, in time order (ENDs
+ * first at one time, then in span order).  Returns 0 or pf_failed().
+ */
+struct pf_span {
+	uint64_t ts, end, track;
+};
+int pf_spans(struct pf *w, uint32_t seq, const struct pf_span *sp, size_t n,
+	     void (*name)(void *ctx, size_t i, char *buf, size_t len),
+	     void *ctx);
+
 /* pf_marks.c: the sequences after the threads'. */
 int pf_hits(struct pf *w, uint32_t seq);
 int pf_ptwrites(struct pf *w, uint32_t seq);

@@ -235,15 +235,15 @@ out:
 	return rc;
 }
 
-struct pf_guessev {
+struct pf_spanev {
 	uint64_t ts;
 	uint32_t begin; /* ENDs first at one time */
 	uint32_t idx;
 };
 
-static int pf_guessev_cmp(const void *a, const void *b)
+static int pf_spanev_cmp(const void *a, const void *b)
 {
-	const struct pf_guessev *x = a, *y = b;
+	const struct pf_spanev *x = a, *y = b;
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
@@ -252,24 +252,77 @@ static int pf_guessev_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+int pf_spans(struct pf *w, uint32_t seq, const struct pf_span *sp, size_t n,
+	     void (*name)(void *ctx, size_t i, char *buf, size_t len),
+	     void *ctx)
+{
+	struct pf_spanev *ev;
+	size_t nev = 0;
+	char buf[512];
+	int rc = -1;
+
+	if (!n)
+		return 0;
+	ev = malloc(2 * n * sizeof(*ev));
+	if (!ev)
+		return pf_fail(w, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		ev[nev++] = (struct pf_spanev){sp[i].ts, 1, (uint32_t)i};
+		ev[nev++] = (struct pf_spanev){sp[i].end, 0, (uint32_t)i};
+	}
+	qsort(ev, nev, sizeof(*ev), pf_spanev_cmp);
+	if (pf_seq_start(w, seq, ev[0].ts, 0))
+		goto out;
+	for (size_t i = 0; i < nev; i++) {
+		struct pb_buf *b = &w->pk;
+		size_t pkt = pf_event_packet(w, ev[i].ts), m;
+
+		m = pb_begin(b, F_TRACK_EVENT);
+		pb_uint(b, F_TE_TYPE,
+			ev[i].begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
+		pb_uint(b, F_TE_TRACK, sp[ev[i].idx].track);
+		if (ev[i].begin) {
+			name(ctx, ev[i].idx, buf, sizeof(buf));
+			pb_str(b, F_TE_NAME, buf);
+		}
+		pb_end(b, m);
+		if (pf_event_end(w, pkt))
+			goto out;
+	}
+	w->slices += nev / 2;
+	rc = 0;
+out:
+	free(ev);
+	return rc ? pf_failed(w) : 0;
+}
+
 /*
  * Where stitching guessed the depth: a slice per span on a child track of
  * its thread ("depth guessed"), named by the depth from which the frames
  * are a guess, so that the time a user cannot trust shows beside the
  * frames.  A thread's spans do not overlap: one track each.
  */
+static void guess_name(void *ctx, size_t i, char *buf, size_t len)
+{
+	const struct mt_guess *const *x = ctx;
+
+	snprintf(buf, len, "depth %u and below", x[i]->depth);
+}
+
 int pf_guesses(struct pf *w, uint32_t seq)
 {
 	const struct mt_trace *t = w->t;
-	size_t n = t->nr_guesses, nev = 0;
-	struct pf_guessev *ev = NULL;
+	size_t n = t->nr_guesses, nsp = 0;
+	struct pf_span *sp = NULL;
+	const struct mt_guess **of = NULL;
 	struct mt_hmap track = {0};
 	int rc = -1;
 
 	if (!n)
 		return 0;
-	ev = malloc(2 * n * sizeof(*ev));
-	if (!ev) {
+	sp = malloc(n * sizeof(*sp));
+	of = malloc(n * sizeof(*of));
+	if (!sp || !of) {
 		pf_fail(w, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -295,42 +348,17 @@ int pf_guesses(struct pf *w, uint32_t seq)
 	}
 	for (size_t g = 0; g < n; g++) {
 		const struct mt_guess *x = &t->guesses[g];
+		uint64_t tr = mt_hmap_get(&track, x->tid);
 
-		if (mt_hmap_get(&track, x->tid) == UINT64_MAX)
+		if (tr == UINT64_MAX)
 			continue; /* a thread the trace does not have */
-		ev[nev++] = (struct pf_guessev){x->ts, 1, (uint32_t)g};
-		ev[nev++] = (struct pf_guessev){x->ts + x->dur, 0, (uint32_t)g};
+		of[nsp] = x;
+		sp[nsp++] = (struct pf_span){x->ts, x->ts + x->dur, tr};
 	}
-	if (!nev) {
-		rc = 0;
-		goto out;
-	}
-	qsort(ev, nev, sizeof(*ev), pf_guessev_cmp);
-	if (pf_seq_start(w, seq, ev[0].ts, 0))
-		goto out;
-	for (size_t i = 0; i < nev; i++) {
-		const struct mt_guess *x = &t->guesses[ev[i].idx];
-		struct pb_buf *b = &w->pk;
-		size_t pkt = pf_event_packet(w, ev[i].ts), m;
-		char name[48];
-
-		m = pb_begin(b, F_TRACK_EVENT);
-		pb_uint(b, F_TE_TYPE,
-			ev[i].begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
-		pb_uint(b, F_TE_TRACK, mt_hmap_get(&track, x->tid));
-		if (ev[i].begin) {
-			snprintf(name, sizeof(name), "depth %u and below",
-				 x->depth);
-			pb_str(b, F_TE_NAME, name);
-		}
-		pb_end(b, m);
-		if (pf_event_end(w, pkt))
-			goto out;
-	}
-	w->slices += nev / 2;
-	rc = 0;
+	rc = pf_spans(w, seq, sp, nsp, guess_name, of);
 out:
 	mt_hmap_free(&track);
-	free(ev);
+	free(sp);
+	free(of);
 	return rc ? pf_failed(w) : 0;
 }
