@@ -33,27 +33,15 @@ fi
 (cd "$W" && GOCACHE="$W/gocache" go build -o "$W/goroutines" \
 	"$R/tests/programs/goroutines.go") >/dev/null 2>&1
 
-# calls FILE: "tid function goid" of the truth's calls
-truth_calls() {
-	awk -F'\t' 'NR > 1 && $7 != "" && $7 != "0" && $3 !~ /^runtime\.sigtramp/ {
-		n = split($6, f, ","); ok = 1
-		for (i = 1; i <= n; i++)
-			if (f[i] == "tail" || f[i] == "signal" || f[i] == "syscall" ||
-			    f[i] == "clipped_start")
-				ok = 0
-		if (ok)
-			print $1, $3, $8
-	}' "$1"
+REALPROGS_LIB=1 MT_BUILD=${MT_BUILD:-build} . "$R/tools/realprogs.sh"
+# go_truth_calls FILE: "tid function goid" of the truth's calls
+go_truth_calls() {
+	truth_calls "$1" '$1, $3, $8' '^runtime\.sigtramp'
 }
 # db_calls DB: "tid function goid-or-ours guessed"
 db_calls() {
-	sqlite3 -separator ' ' "$1" "SELECT th.tid, s.name,
-		coalesce(g.goid, 'g' || s.goroutine, 0), s.resume_guessed
-		FROM slice s JOIN thread_track t ON s.track_id = t.id
-		JOIN thread th USING (utid) LEFT JOIN goroutine g ON g.id = s.goroutine
-		WHERE NOT (s.tail OR s.inferred_start OR s.syscall OR s.inlined
-		OR s.untraced OR s.is_gap OR s.resumed)
-		AND s.name NOT LIKE 'runtime.sigtramp%' ORDER BY th.tid, s.id"
+	convert_calls "$1" "s.name, coalesce(g.goid, 'g' || s.goroutine, 0),
+		s.resume_guessed" "AND s.name NOT LIKE 'runtime.sigtramp%'"
 }
 # pairs T D: the calls found (by function, in order, thread by thread:
 # difflib's matching blocks), "truth-goid ours guessed"
@@ -85,7 +73,7 @@ for every in 0 10000 1000; do
 	[ "$every" = 0 ] || drop=(--drop-every "$every")
 	"$B/mt-capture" --emulate=valgrind --start-at '' "${drop[@]}" \
 		--truth "$d.truth" -o "$d.bin" -- "$W/goroutines" 4 300 >/dev/null 2>&1
-	truth_calls "$d.truth" >"$d.t"
+	go_truth_calls "$d.truth" >"$d.t"
 	ran=$(awk -F'\t' 'NR > 1 && $8 != 0 {print $8}' "$d.truth" | sort -u | wc -l)
 	for mode in ids pc; do
 		opt=()

@@ -19,17 +19,20 @@
 B=${MT_BUILD:?}/bin
 R=${MT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
-# The calls of a --truth file: rows entered by a call (not by a jump,
-# not the kernel's delivering a signal, not found already running).
+# truth_calls FILE [PRINT [SKIP]]: the calls of a --truth file, rows
+# entered by a call (not by a jump, not the kernel's delivering a signal,
+# not found already running), as awk prints PRINT of each (default
+# "$1, $7": thread and target); SKIP: an awk regex of functions left out.
 truth_calls() {
-	awk -F'\t' 'NR > 1 && $7 != "" && $7 != "0" {
+	awk -F'\t' -v skip="${3:-^$}" 'NR > 1 && $7 != "" && $7 != "0" &&
+		(skip == "^$" || $3 !~ skip) {
 		n = split($6, f, ","); ok = 1
 		for (i = 1; i <= n; i++)
 			if (f[i] == "tail" || f[i] == "signal" || f[i] == "syscall" ||
 			    f[i] == "clipped_start")
 				ok = 0
 		if (ok)
-			print $1, $7
+			print '"${2:-\$1, \$7}"'
 	}' "$1"
 }
 
@@ -70,14 +73,16 @@ perf_calls() {
 		}'
 }
 
-# mt-convert's calls: slices entered by a call, in the order they were
-# entered (their ids), with the address they were entered at.
+# convert_calls DB [SELECT [WHERE]]: mt-convert's calls, slices entered
+# by a call, in the order they were entered (their ids): the thread and
+# SELECT of each (default: the address it was entered at; g is its
+# goroutine's row), WHERE: more of the condition ("AND ...").
 convert_calls() {
-	sqlite3 -separator ' ' "$1" "SELECT th.tid, printf('%#x', s.address)
+	sqlite3 -separator ' ' "$1" "SELECT th.tid, ${2:-printf('%#x', s.address)}
 		FROM slice s JOIN thread_track t ON s.track_id = t.id
-		JOIN thread th USING (utid)
+		JOIN thread th USING (utid) LEFT JOIN goroutine g ON g.id = s.goroutine
 		WHERE NOT (s.tail OR s.inferred_start OR s.syscall OR s.inlined
-		OR s.untraced OR s.is_gap OR s.resumed) ORDER BY th.tid, s.id"
+		OR s.untraced OR s.is_gap OR s.resumed) $3 ORDER BY th.tid, s.id"
 }
 
 # same_calls A COL B: do A's calls (its 2nd column) and B's (column COL)

@@ -33,51 +33,21 @@ if ! "$B/mt-capture" --emulate=valgrind --start-at '' --truth "$W/truth.tsv" \
 	exit 0
 fi
 
-# The calls of the truth and of a database, thread by thread: function
-# and goroutine id (the truth's eighth column; ours from the goroutine
-# table, 0 for none or one we numbered).  The runtime's signal
-# trampoline, entered by the kernel, is a call for us and not for the
-# truth (tools/realprogs.sh has perf's way of saying so).
-truth_calls() {
-	awk -F'\t' 'NR > 1 && $7 != "" && $7 != "0" && $3 !~ /^runtime\.sigtramp/ {
-		n = split($6, f, ","); ok = 1
-		for (i = 1; i <= n; i++)
-			if (f[i] == "tail" || f[i] == "signal" || f[i] == "syscall" ||
-			    f[i] == "clipped_start")
-				ok = 0
-		if (ok)
-			print $1, $3 "/" $8
-	}' "$1"
+# The calls of the truth and of a database, thread by thread
+# (tools/realprogs.sh): function and goroutine id (the truth's eighth
+# column; ours from the goroutine table, 0 for none or one we numbered).
+# The runtime's signal trampoline, entered by the kernel, is a call for
+# us and not for the truth.
+REALPROGS_LIB=1 . "$R/tools/realprogs.sh"
+go_truth_calls() {
+	truth_calls "$1" '$1, $3 "/" $8' '^runtime\.sigtramp'
 }
 db_calls() { # DB COLUMN-EXPR
-	sqlite3 -separator ' ' "$1" "SELECT th.tid, s.name || '/' || $2
-		FROM slice s JOIN thread_track t ON s.track_id = t.id
-		JOIN thread th USING (utid) LEFT JOIN goroutine g ON g.id = s.goroutine
-		WHERE NOT (s.tail OR s.inferred_start OR s.syscall OR s.inlined
-		OR s.untraced OR s.is_gap OR s.resumed)
-		AND s.name NOT LIKE 'runtime.sigtramp%' ORDER BY th.tid, s.id"
+	convert_calls "$1" "s.name || '/' || $2" \
+		"AND s.name NOT LIKE 'runtime.sigtramp%'"
 }
-# same A B: the lists agree thread by thread, but for two calls at a
-# thread's end (tools/realprogs.sh)
 same() {
-	awk -v slack=2 'FILENAME == ARGV[1] {a[$1, na[$1]++] = $2; tids[$1] = 1}
-		FILENAME == ARGV[2] {b[$1, nb[$1]++] = $2; tids[$1] = 1}
-		END {
-			bad = 0
-			for (t in tids) {
-				n = na[t] < nb[t] ? na[t] : nb[t]
-				for (i = 0; i < n; i++)
-					if (a[t, i] != b[t, i])
-						break
-				if (i < n || na[t] - nb[t] > slack || nb[t] - na[t] > slack) {
-					printf "thread %s: call %d of %d/%d: %s against %s\n", t, i,
-						na[t], nb[t], i < na[t] ? a[t, i] : "(none)",
-						i < nb[t] ? b[t, i] : "(none)"
-					bad = 1
-				}
-			}
-			exit bad
-		}' "$1" "$2"
+	same_calls "$1" 2 "$2"
 }
 # spans DB: slices under a parent of another goroutine, and slices that
 # overlap a segment of their thread run by another goroutine
@@ -90,7 +60,7 @@ spans() {
 		AND g.ts < s.ts + s.dur AND g.ts + g.dur > s.ts))"
 }
 
-truth_calls "$W/truth.tsv" >"$W/t.calls"
+go_truth_calls "$W/truth.tsv" >"$W/t.calls"
 ran=$(awk -F'\t' 'NR > 1 && $8 != 0 {print $8}' "$W/truth.tsv" | sort -u | wc -l)
 
 # Exact.
