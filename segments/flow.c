@@ -11,36 +11,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
+int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 {
 	size_t i;
 
-	size_t h = host_at(b);
+	size_t h = seg_host_at(b);
 
 	/* Tracing stopped on the return, its target unsaid: it leaves the
 	 * frame on top, to whichever caller is below. */
 	if (!to) {
 		if (h > 0 && h < b->depth && b->stack[h].kind == FR_FUNC)
-			pop_to(b, h, time);
+			seg_pop_to(b, h, time);
 		return 0;
 	}
 
 	/* The callee whose return address this is, topmost first. */
 	for (i = b->depth; i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && b->stack[i].ret == to) {
-			pop_to(b, i, time);
-			return inl_at(b, time, to, 0);
+			seg_pop_to(b, i, time);
+			return seg_inl_at(b, time, to, 0);
 		}
 	/* A runtime's raise returning into a handler (unwind_quirks.c). */
-	if (h < b->depth && ocaml_raise_ret(mt_slice_str(
-				    b->t, &thr(b)->slices[b->stack[h].slice])))
-		return on_jump(b, time, to, true);
+	if (h < b->depth &&
+	    ocaml_raise_ret(
+		    mt_slice_str(b->t, &seg_thr(b)->slices[b->stack[h].slice])))
+		return seg_on_jump(b, time, to, true);
 	/* Else a frame of the function it lands in, below the top. */
 	for (i = h; h < b->depth && i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && to >= b->stack[i].lo &&
 		    to < b->stack[i].hi) {
-			pop_to(b, with_inlined(b, i), time);
-			return inl_at(b, time, to, 0);
+			seg_pop_to(b, seg_with_inlined(b, i), time);
+			return seg_inl_at(b, time, to, 0);
 		}
 	/* A signal handler returns into the kernel's trampoline, which
 	 * takes its place until sigreturn resumes the interrupted code. */
@@ -48,11 +49,11 @@ int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 		int32_t lv = b->stack[h].level;
 		int rc;
 
-		pop_to(b, h, time);
-		rc = push_fn(b, time, lv, to, 0, MT_SLICE_TAIL);
+		seg_pop_to(b, h, time);
+		rc = seg_push_fn(b, time, lv, to, 0, MT_SLICE_TAIL);
 		if (!rc)
-			top(b)->async = true;
-		return then_inl(b, rc, time, to, 0);
+			seg_top(b)->async = true;
+		return seg_then_inl(b, rc, time, to, 0);
 	}
 	/* Else it climbs above everything we know. */
 	if (b->nr_amb) {
@@ -61,14 +62,15 @@ int on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 		if (rc)
 			return rc;
 	}
-	pop_to(b, 0, time);
-	return then_inl(b, reveal_at(b, to, to - 1), time, to, 0);
+	seg_pop_to(b, 0, time);
+	return seg_then_inl(b, seg_reveal_at(b, to, to - 1), time, to, 0);
 }
 
-int on_jump(struct seg_builder *b, uint64_t time, uint64_t to, bool indirect)
+int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
+		bool indirect)
 {
-	const struct sym_ent *e = lookup(b, to);
-	size_t h = host_at(b);
+	const struct sym_ent *e = seg_lookup(b, to);
+	size_t h = seg_host_at(b);
 	struct frame *f = h < b->depth ? &b->stack[h] : NULL;
 	uint64_t ret;
 	int32_t lv;
@@ -76,15 +78,15 @@ int on_jump(struct seg_builder *b, uint64_t time, uint64_t to, bool indirect)
 	if (!e)
 		return -ENOMEM;
 	if (f && f->kind == FR_FUNC && to >= f->lo && to < f->hi)
-		return inl_at(b, time, to, 0);
+		return seg_inl_at(b, time, to, 0);
 	/* Into the middle of a function below: a longjmp or an exception
 	 * unwinding to it. */
 	if (!(e->known && to == e->lo))
 		for (size_t i = h; f && i-- > 0;)
 			if (b->stack[i].kind == FR_FUNC &&
 			    to >= b->stack[i].lo && to < b->stack[i].hi) {
-				pop_to(b, with_inlined(b, i), time);
-				return inl_at(b, time, to, 0);
+				seg_pop_to(b, seg_with_inlined(b, i), time);
+				return seg_inl_at(b, time, to, 0);
 			}
 	/*
 	 * An indirect jump into the middle of a function nowhere on the stack
@@ -98,11 +100,11 @@ int on_jump(struct seg_builder *b, uint64_t time, uint64_t to, bool indirect)
 	if (indirect && e->known && to != e->lo) {
 		int rc;
 
-		pop_to(b, 0, time);
-		rc = reveal(b, to);
+		seg_pop_to(b, 0, time);
+		rc = seg_reveal(b, to);
 		if (!rc)
 			b->reveal_ips[b->nr_reveals - 1] = 0;
-		return then_inl(b, rc, time, to, MT_SLICE_INFERRED_START);
+		return seg_then_inl(b, rc, time, to, MT_SLICE_INFERRED_START);
 	}
 	/*
 	 * A tail call, or a direct jump into the middle of a function nowhere
@@ -114,46 +116,46 @@ int on_jump(struct seg_builder *b, uint64_t time, uint64_t to, bool indirect)
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
 	if (f)
-		pop_to(b, h, time);
-	return then_inl(b, push_fn(b, time, lv, to, ret, MT_SLICE_TAIL), time,
-			to, 0);
+		seg_pop_to(b, h, time);
+	return seg_then_inl(b, seg_push_fn(b, time, lv, to, ret, MT_SLICE_TAIL),
+			    time, to, 0);
 }
 
-int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
+int seg_on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)
 {
 	const struct sym_ent *e;
-	struct frame *f = top(b);
+	struct frame *f = seg_top(b);
 	size_t h;
 
 	if (f && f->kind == FR_PSEUDO) {
-		pop_to(b, b->depth - 1, time);
-		f = top(b);
+		seg_pop_to(b, b->depth - 1, time);
+		f = seg_top(b);
 	}
 	if (!f)
-		return then_inl(b,
-				push_fn(b, time, b->rmin, ip, 0,
-					MT_SLICE_INFERRED_START),
-				time, ip, MT_SLICE_INFERRED_START);
+		return seg_then_inl(b,
+				    seg_push_fn(b, time, b->rmin, ip, 0,
+						MT_SLICE_INFERRED_START),
+				    time, ip, MT_SLICE_INFERRED_START);
 	if (ip >= f->lo && ip < f->hi)
-		return inl_at(b, time, ip, 0);
-	h = host_at(b);
+		return seg_inl_at(b, time, ip, 0);
+	h = seg_host_at(b);
 	for (size_t i = h; i-- > 0;)
 		if (b->stack[i].kind == FR_FUNC && ip >= b->stack[i].lo &&
 		    ip < b->stack[i].hi) {
-			pop_to(b, with_inlined(b, i), time);
-			return inl_at(b, time, ip, 0);
+			seg_pop_to(b, seg_with_inlined(b, i), time);
+			return seg_inl_at(b, time, ip, 0);
 		}
-	e = lookup(b, ip);
+	e = seg_lookup(b, ip);
 	if (!e)
 		return -ENOMEM;
 	/* At a function's entry: delivered like a call (a signal
 	 * handler); it returns to a trampoline we will see. */
 	if (e->known && ip == e->lo) {
-		int rc = push_fn(b, time, f->level + 1, ip, 0, 0);
+		int rc = seg_push_fn(b, time, f->level + 1, ip, 0, 0);
 
 		if (!rc)
-			top(b)->async = true;
-		return then_inl(b, rc, time, ip, 0);
+			seg_top(b)->async = true;
+		return seg_then_inl(b, rc, time, ip, 0);
 	}
-	return on_jump(b, time, ip, false);
+	return seg_on_jump(b, time, ip, false);
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct mt_thread *thr(struct seg_builder *b)
+struct mt_thread *seg_thr(struct seg_builder *b)
 {
 	return &b->t->threads[b->thread];
 }
@@ -29,7 +29,7 @@ static uint32_t pos_intern(struct seg_builder *b, const char *file,
 	return id == MT_NONE ? 0 : id;
 }
 
-const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
+const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 {
 	struct sym_ent *e =
 		&b->cache[(ip ^ (ip >> 7) ^ (ip >> 17)) & (SYM_CACHE - 1)];
@@ -74,23 +74,24 @@ const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip)
 	return e;
 }
 
-struct frame *top(struct seg_builder *b)
+struct frame *seg_top(struct seg_builder *b)
 {
 	return b->depth ? &b->stack[b->depth - 1] : NULL;
 }
 
-struct mt_slice *slice_of(struct seg_builder *b, const struct frame *f)
+struct mt_slice *seg_slice_of(struct seg_builder *b, const struct frame *f)
 {
-	return &thr(b)->slices[f->slice];
+	return &seg_thr(b)->slices[f->slice];
 }
 
 /* Append a slice for a new frame at level lv; parent is the frame below
  * (or unknown, for a root). */
-int push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
-	 uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi, uint8_t kind)
+int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
+	     uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi,
+	     uint8_t kind)
 {
-	struct mt_thread *th = thr(b);
-	struct frame *below = top(b);
+	struct mt_thread *th = seg_thr(b);
+	struct frame *below = seg_top(b);
 	struct mt_slice s = {
 		.ts = time,
 		.frame = frame,
@@ -135,40 +136,40 @@ static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
 	uint64_t v;
 
 	if (!caller || caller->kind == FR_PSEUDO || !ret ||
-	    !b->t->frames[thr(b)->slices[caller->slice].frame].source)
+	    !b->t->frames[seg_thr(b)->slices[caller->slice].frame].source)
 		return 0;
 	if (mt_hmap_find(&b->sites, ret, &v))
 		return (uint32_t)v;
-	e = lookup(b, ret - 1);
+	e = seg_lookup(b, ret - 1);
 	v = e ? e->site : 0;
 	/* A full table only costs the lookups again. */
 	mt_hmap_set(&b->sites, ret, v);
 	return (uint32_t)v;
 }
 
-int push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
-	    uint64_t ret, uint32_t flags)
+int seg_push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
+		uint64_t ret, uint32_t flags)
 {
-	uint32_t site = call_site(b, top(b), ret);
-	const struct sym_ent *e = lookup(b, ip);
+	uint32_t site = call_site(b, seg_top(b), ret);
+	const struct sym_ent *e = seg_lookup(b, ip);
 	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;
-	rc = push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
+	rc = seg_push(b, time, lv, e->frame, flags, ret, e->lo, e->hi, FR_FUNC);
 	if (!rc) {
-		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
-		top(b)->inl_code = e->fn_inl;
-		top(b)->go = e->go;
+		seg_thr(b)->slices[seg_thr(b)->nr_slices - 1].site = site;
+		seg_top(b)->inl_code = e->fn_inl;
+		seg_top(b)->go = e->go;
 	}
 	return rc;
 }
 
 /* The index of the top frame that is no inlined call (b->depth when
  * there is none). */
-size_t host_at(const struct seg_builder *b)
+size_t seg_host_at(const struct seg_builder *b)
 {
 	for (size_t i = b->depth; i-- > 0;)
 		if (b->stack[i].kind != FR_INLINE)
@@ -178,7 +179,7 @@ size_t host_at(const struct seg_builder *b)
 
 /* How many frames stay when frame i is returned to: it and the calls
  * inlined into it that are open. */
-size_t with_inlined(const struct seg_builder *b, size_t i)
+size_t seg_with_inlined(const struct seg_builder *b, size_t i)
 {
 	size_t n = i + 1;
 
@@ -222,11 +223,11 @@ static int inl_frame(struct seg_builder *b, uint32_t dso,
  * calls it is inlined in: those already open stay, the others end at
  * time and the missing ones begin there (flags: how they begin).
  */
-int inl_open(struct seg_builder *b, uint64_t time,
-	     const struct sym_inline *leaf, uint32_t flags)
+int seg_inl_open(struct seg_builder *b, uint64_t time,
+		 const struct sym_inline *leaf, uint32_t flags)
 {
 	const struct sym_inline *chain[64];
-	size_t h = host_at(b), n = 0, keep;
+	size_t h = seg_host_at(b), n = 0, keep;
 
 	if (h == b->depth || b->stack[h].kind != FR_FUNC)
 		return 0;
@@ -243,32 +244,33 @@ int inl_open(struct seg_builder *b, uint64_t time,
 		       b->stack[h + 1 + keep].in == chain[keep];
 	     keep++)
 		;
-	pop_to(b, h + 1 + keep, time);
+	seg_pop_to(b, h + 1 + keep, time);
 	for (size_t j = keep; j < n; j++) {
 		const struct frame *host = &b->stack[h];
-		const struct frame *f = top(b);
+		const struct frame *f = seg_top(b);
 		uint32_t frame, site;
-		int rc =
-			inl_frame(b, b->t->frames[slice_of(b, host)->frame].dso,
-				  chain[j], &frame, &site);
+		int rc = inl_frame(
+			b, b->t->frames[seg_slice_of(b, host)->frame].dso,
+			chain[j], &frame, &site);
 
 		if (!rc)
-			rc = push(b, time, f->level + 1, frame,
-				  flags | MT_SLICE_INLINED, 0, host->lo,
-				  host->hi, FR_INLINE);
+			rc = seg_push(b, time, f->level + 1, frame,
+				      flags | MT_SLICE_INLINED, 0, host->lo,
+				      host->hi, FR_INLINE);
 		if (rc)
 			return rc;
-		top(b)->in = chain[j];
-		thr(b)->slices[thr(b)->nr_slices - 1].site = site;
+		seg_top(b)->in = chain[j];
+		seg_thr(b)->slices[seg_thr(b)->nr_slices - 1].site = site;
 	}
 	return 0;
 }
 
 /* Code at ip runs in the top function: the calls inlined there open. */
-int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip, uint32_t flags)
+int seg_inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
+	       uint32_t flags)
 {
 	const struct sym_ent *e;
-	size_t h = host_at(b);
+	size_t h = seg_host_at(b);
 
 	/* Every arrival in a function passes here: its entry, a return
 	 * into it, a resume. */
@@ -277,34 +279,34 @@ int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip, uint32_t flags)
 	/* Most code has nothing inlined: no lookup there. */
 	if (h == b->depth || (h + 1 == b->depth && !b->stack[h].inl_code))
 		return 0;
-	e = lookup(b, ip);
+	e = seg_lookup(b, ip);
 	if (!e)
 		return -ENOMEM;
 	if (!e->inl && h + 1 == b->depth)
 		return 0;
-	return inl_open(b, time, e->inl, flags);
+	return seg_inl_open(b, time, e->inl, flags);
 }
 
 /* After rc (0: a frame was pushed or found), the calls inlined at ip. */
-int then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
-	     uint32_t flags)
+int seg_then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
+		 uint32_t flags)
 {
-	return rc ? rc : inl_at(b, time, ip, flags);
+	return rc ? rc : seg_inl_at(b, time, ip, flags);
 }
 
-void end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
-	       uint32_t flags)
+void seg_end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
+		   uint32_t flags)
 {
-	struct mt_slice *s = slice_of(b, f);
+	struct mt_slice *s = seg_slice_of(b, f);
 
 	s->dur = time > s->ts ? time - s->ts : 0;
 	s->flags |= flags;
 }
 
-void pop_to(struct seg_builder *b, size_t n, uint64_t time)
+void seg_pop_to(struct seg_builder *b, size_t n, uint64_t time)
 {
 	while (b->depth > n) {
-		end_frame(b, top(b), time, 0);
+		seg_end_frame(b, seg_top(b), time, 0);
 		b->depth--;
 	}
 }
@@ -316,7 +318,7 @@ void pop_to(struct seg_builder *b, size_t n, uint64_t time)
 static int reveal_slice(struct seg_builder *b, uint64_t ip, struct mt_slice s,
 			struct frame f)
 {
-	struct mt_thread *th = thr(b);
+	struct mt_thread *th = seg_thr(b);
 	int32_t lv = b->rmin - 1;
 	uint32_t idx;
 	size_t cap = b->cap_reveals;
@@ -354,9 +356,9 @@ static int reveal_slice(struct seg_builder *b, uint64_t ip, struct mt_slice s,
 	return 0;
 }
 
-int reveal(struct seg_builder *b, uint64_t ip)
+int seg_reveal(struct seg_builder *b, uint64_t ip)
 {
-	const struct sym_ent *e = lookup(b, ip);
+	const struct sym_ent *e = seg_lookup(b, ip);
 
 	if (!e)
 		return -ENOMEM;
@@ -375,9 +377,9 @@ int reveal(struct seg_builder *b, uint64_t ip)
  * the function at ip is revealed with the calls inlined where it made
  * the call, innermost first, so that what returned sits under them.
  */
-int reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call)
+int seg_reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call)
 {
-	const struct sym_ent *e = lookup(b, call), *f;
+	const struct sym_ent *e = seg_lookup(b, call), *f;
 	const struct sym_inline *in;
 	uint64_t lo, hi;
 	uint32_t dso;
@@ -386,7 +388,7 @@ int reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call)
 		return -ENOMEM;
 	in = e->inl;
 	dso = e->dso;
-	f = lookup(b, ip);
+	f = seg_lookup(b, ip);
 	if (!f)
 		return -ENOMEM;
 	lo = f->lo;
@@ -408,5 +410,5 @@ int reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call)
 		if (rc)
 			return rc;
 	}
-	return reveal(b, ip);
+	return seg_reveal(b, ip);
 }

@@ -103,7 +103,7 @@ static int go_amb_end(struct seg_builder *b)
  * goroutine it is was a guess. */
 int go_turn_end(struct seg_builder *b)
 {
-	struct mt_thread *th = thr(b);
+	struct mt_thread *th = seg_thr(b);
 	int rc = go_amb_end(b);
 
 	if (rc || !b->go_guess)
@@ -145,7 +145,7 @@ static int go_proc_of(struct seg_builder *b)
 {
 	if (b->go)
 		return 0;
-	b->go = go_proc_new(thr(b)->pid);
+	b->go = go_proc_new(seg_thr(b)->pid);
 	b->go_own = true;
 	return b->go ? 0 : -ENOMEM;
 }
@@ -154,7 +154,7 @@ static int go_proc_of(struct seg_builder *b)
 void go_label(struct seg_builder *b, uint32_t gor)
 {
 	for (size_t i = b->go_first_seg; i < b->t->nr_segments; i++)
-		if (b->t->segments[i].tid == thr(b)->tid)
+		if (b->t->segments[i].tid == seg_thr(b)->tid)
 			b->t->segments[i].goroutine = gor;
 }
 
@@ -166,7 +166,7 @@ static int go_save(struct seg_builder *b, size_t n, struct go_susp *s)
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const struct mt_slice *sl = slice_of(b, &b->stack[i]);
+		const struct mt_slice *sl = seg_slice_of(b, &b->stack[i]);
 
 		v[i] = (struct go_frame){.f = b->stack[i],
 					 .frame = sl->frame,
@@ -187,18 +187,18 @@ static int go_restart(struct seg_builder *b, uint64_t time, uint64_t ip,
 		      const struct go_frame *saved, size_t n, uint32_t flags,
 		      uint64_t ret, bool cut)
 {
-	int rc = end_segment(b, time, "goroutine switch", ip, 0);
+	int rc = seg_end_segment(b, time, "goroutine switch", ip, 0);
 
 	b->have_gap = false;
 	if (!rc)
-		rc = open_bare(b, time, ip);
+		rc = seg_open_bare(b, time, ip);
 	if (rc)
 		return rc;
 	b->t->segments[b->seg_id].exec = true;
 	b->go_first_seg = b->seg_id;
 	if (!n)
-		return then_inl(b, push_fn(b, time, 0, ip, ret, flags), time,
-				ip, flags & MT_SLICE_INFERRED_START);
+		return seg_then_inl(b, seg_push_fn(b, time, 0, ip, ret, flags),
+				    time, ip, flags & MT_SLICE_INFERRED_START);
 	for (size_t i = 0; i < n; i++) {
 		const struct go_frame *g = &saved[i];
 		uint32_t keep =
@@ -206,27 +206,28 @@ static int go_restart(struct seg_builder *b, uint64_t time, uint64_t ip,
 
 		/* cut: frames below saved[0] are not known, so where it
 		 * returns to is no frame's (a return there reveals one) */
-		rc = push(b, time, (int32_t)i, g->frame,
-			  keep | flags | MT_SLICE_RESUMED,
-			  cut && !i ? 0 : g->f.ret, g->f.lo, g->f.hi,
-			  g->f.kind);
+		rc = seg_push(b, time, (int32_t)i, g->frame,
+			      keep | flags | MT_SLICE_RESUMED,
+			      cut && !i ? 0 : g->f.ret, g->f.lo, g->f.hi,
+			      g->f.kind);
 		if (rc)
 			return rc;
-		top(b)->at = g->f.at;
-		top(b)->async = g->f.async;
-		top(b)->inl_code = g->f.inl_code;
-		top(b)->go = g->f.go;
-		top(b)->in = g->f.in;
-		thr(b)->slices[thr(b)->nr_slices - 1].site = g->site;
+		seg_top(b)->at = g->f.at;
+		seg_top(b)->async = g->f.async;
+		seg_top(b)->inl_code = g->f.inl_code;
+		seg_top(b)->go = g->f.go;
+		seg_top(b)->in = g->f.in;
+		seg_thr(b)->slices[seg_thr(b)->nr_slices - 1].site = g->site;
 	}
-	return inl_at(b, time, ip, 0);
+	return seg_inl_at(b, time, ip, 0);
 }
 
 /* The name of the oldest frame open: a goroutine's start, as far as the
  * trace saw it. */
 uint32_t go_root_name(struct seg_builder *b)
 {
-	return b->depth ? mt_slice_name(b->t, slice_of(b, &b->stack[0])) : 0;
+	return b->depth ? mt_slice_name(b->t, seg_slice_of(b, &b->stack[0]))
+			: 0;
 }
 
 /*
@@ -237,7 +238,7 @@ uint32_t go_root_name(struct seg_builder *b)
 static int go_to_g0(struct seg_builder *b, uint64_t time, uint64_t ip,
 		    uint64_t ret, enum go_fn how, bool ends)
 {
-	size_t h = host_at(b);
+	size_t h = seg_host_at(b);
 	struct go_susp s = {.time = time};
 	int rc = go_proc_of(b);
 
@@ -306,7 +307,7 @@ static int go_back(struct seg_builder *b, uint64_t time, uint64_t ip)
 	b->go_cur = s.gor;
 	b->go_goid = s.goid;
 	b->go_guess = s.guessed;
-	b->guess_slice = thr(b)->nr_slices;
+	b->guess_slice = seg_thr(b)->nr_slices;
 	rc = go_restart(b, time, ip, s.frames, s.nr, 0, 0, false);
 	free(s.frames);
 	return rc;
@@ -346,7 +347,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 {
 	bool exact, several = false;
 	uint64_t goid = go_item(b, time, ip, &exact);
-	const struct sym_ent *e = lookup(b, ip);
+	const struct sym_ent *e = seg_lookup(b, ip);
 	struct go_susp s = {0}, *v = NULL;
 	const struct go_frame *from = NULL;
 	size_t nr = 0;
@@ -362,7 +363,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 	if (rc)
 		return rc;
 	b->go_guess = false;
-	b->guess_slice = thr(b)->nr_slices;
+	b->guess_slice = seg_thr(b)->nr_slices;
 	/* An item without the id (a binary without DWARF) says nothing. */
 	exact &= goid != 0;
 	if (exact) {
@@ -383,7 +384,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 		b->nr_amb = (size_t)n;
 		b->amb_k = go_common(v, b->nr_amb);
 		b->amb_climb = 0;
-		b->amb_slice = thr(b)->nr_slices;
+		b->amb_slice = seg_thr(b)->nr_slices;
 		b->amb_time = time;
 		v = NULL;
 		s.gor = b->amb[0].gor;
@@ -439,7 +440,7 @@ int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip, bool resumed)
 {
 	const struct dec_goroutine *last = NULL;
 	uint32_t gor = 0;
-	int rc = open_segment(b, time, ip, resumed);
+	int rc = seg_open_segment(b, time, ip, resumed);
 
 	if (rc || !b->go_seen || !b->nr_go_items || b->go_on == GS_UNKNOWN)
 		return rc;
@@ -476,7 +477,7 @@ int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip, bool resumed)
 int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	    uint64_t ip, uint64_t aux)
 {
-	size_t h = host_at(b);
+	size_t h = seg_host_at(b);
 	const struct frame *f = h < b->depth ? &b->stack[h] : NULL;
 	const struct sym_ent *e;
 
@@ -494,7 +495,7 @@ int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	if (f->go != GO_MCALL && f->go != GO_MORESTACK &&
 	    f->go != GO_SYSTEMSTACK)
 		return 1;
-	e = lookup(b, ip);
+	e = seg_lookup(b, ip);
 	if (!e)
 		return -ENOMEM;
 	if ((f->go == GO_MORESTACK && e->go != GO_NEWSTACK) ||

@@ -27,7 +27,7 @@ struct frame {
 	uint32_t slice;
 	int32_t level;
 	uint64_t ret;	 /* return address, 0 if unknown */
-	uint64_t at;	 /* where control last came into it (inl_at()) */
+	uint64_t at;	 /* where control last came into it (seg_inl_at()) */
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
 	uint8_t kind;
 	bool async;    /* entered by the kernel (a signal handler) */
@@ -124,38 +124,41 @@ struct seg_builder {
 };
 
 /* frames.c: the frame stack */
-struct mt_thread *thr(struct seg_builder *b);
-const struct sym_ent *lookup(struct seg_builder *b, uint64_t ip);
-struct frame *top(struct seg_builder *b);
-struct mt_slice *slice_of(struct seg_builder *b, const struct frame *f);
-int push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
-	 uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi, uint8_t kind);
-int push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
-	    uint64_t ret, uint32_t flags);
-size_t host_at(const struct seg_builder *b);
-size_t with_inlined(const struct seg_builder *b, size_t i);
-int inl_open(struct seg_builder *b, uint64_t time,
-	     const struct sym_inline *leaf, uint32_t flags);
-int inl_at(struct seg_builder *b, uint64_t time, uint64_t ip, uint32_t flags);
-int then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
-	     uint32_t flags);
-void end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
+struct mt_thread *seg_thr(struct seg_builder *b);
+const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip);
+struct frame *seg_top(struct seg_builder *b);
+struct mt_slice *seg_slice_of(struct seg_builder *b, const struct frame *f);
+int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
+	     uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi,
+	     uint8_t kind);
+int seg_push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
+		uint64_t ret, uint32_t flags);
+size_t seg_host_at(const struct seg_builder *b);
+size_t seg_with_inlined(const struct seg_builder *b, size_t i);
+int seg_inl_open(struct seg_builder *b, uint64_t time,
+		 const struct sym_inline *leaf, uint32_t flags);
+int seg_inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
 	       uint32_t flags);
-void pop_to(struct seg_builder *b, size_t n, uint64_t time);
-int reveal(struct seg_builder *b, uint64_t ip);
-int reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call);
+int seg_then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
+		 uint32_t flags);
+void seg_end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
+		   uint32_t flags);
+void seg_pop_to(struct seg_builder *b, size_t n, uint64_t time);
+int seg_reveal(struct seg_builder *b, uint64_t ip);
+int seg_reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call);
 
 /* flow.c: returns, jumps and resumes */
-int on_return(struct seg_builder *b, uint64_t time, uint64_t to);
-int on_jump(struct seg_builder *b, uint64_t time, uint64_t to, bool indirect);
-int on_resume(struct seg_builder *b, uint64_t time, uint64_t ip);
+int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to);
+int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
+		bool indirect);
+int seg_on_resume(struct seg_builder *b, uint64_t time, uint64_t ip);
 
 /* segment.c: segments opening and closing */
-int end_segment(struct seg_builder *b, uint64_t time, const char *reason,
-		uint64_t ip, uint32_t end_flags);
-int open_bare(struct seg_builder *b, uint64_t time, uint64_t ip);
-int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
-		 bool resumed);
+int seg_end_segment(struct seg_builder *b, uint64_t time, const char *reason,
+		    uint64_t ip, uint32_t end_flags);
+int seg_open_bare(struct seg_builder *b, uint64_t time, uint64_t ip);
+int seg_open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
+		     bool resumed);
 
 /* go_turn.c: the switches between goroutines' stacks */
 int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,

@@ -89,7 +89,7 @@ static int gap_begins(struct seg_builder *b, uint64_t time, const char *reason)
 /* The pending gap ends at time: its slice. */
 static int gap_ends(struct seg_builder *b, uint64_t time)
 {
-	struct mt_thread *th = thr(b);
+	struct mt_thread *th = seg_thr(b);
 	char buf[160];
 	uint32_t name;
 	struct mt_slice g = {
@@ -117,9 +117,9 @@ static int gap_ends(struct seg_builder *b, uint64_t time)
 /* A segment begins at ip.  resumed: tracing started there (TIP.PGE);
  * after an exec that is the new program's first instruction, so its
  * first frame begins there, not before. */
-int open_bare(struct seg_builder *b, uint64_t time, uint64_t ip)
+int seg_open_bare(struct seg_builder *b, uint64_t time, uint64_t ip)
 {
-	struct mt_thread *th = thr(b);
+	struct mt_thread *th = seg_thr(b);
 	struct mt_segment seg = {
 		.tid = th->tid, .start = time, .goroutine = b->go_cur};
 
@@ -144,14 +144,14 @@ int open_bare(struct seg_builder *b, uint64_t time, uint64_t ip)
 	return 0;
 }
 
-int open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
-		 bool resumed)
+int seg_open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
+		     bool resumed)
 {
 	uint32_t first = resumed && b->exec_next ? 0 : MT_SLICE_INFERRED_START;
-	int rc = open_bare(b, time, ip);
+	int rc = seg_open_bare(b, time, ip);
 
-	return then_inl(b, rc ? rc : push_fn(b, time, 0, ip, 0, first), time,
-			ip, first);
+	return seg_then_inl(b, rc ? rc : seg_push_fn(b, time, 0, ip, 0, first),
+			    time, ip, first);
 }
 
 /* Reveal callers that no return showed from the stack unwound at the end
@@ -178,7 +178,8 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 
 		for (size_t j = 0; j < have && same; j++) {
 			const struct frame *f;
-			const struct sym_ent *e = lookup(b, st->ips[lead + j]);
+			const struct sym_ent *e =
+				seg_lookup(b, st->ips[lead + j]);
 
 			/* The functions' own frames, without the calls
 			 * inlined into them. */
@@ -187,12 +188,13 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 			f = &b->stack[--at];
 			if (!e)
 				return -ENOMEM;
-			same = e->name == mt_slice_name(b->t, slice_of(b, f));
+			same = e->name ==
+			       mt_slice_name(b->t, seg_slice_of(b, f));
 		}
 		if (!same)
 			continue;
 		for (size_t j = lead + have; j < st->nr; j++) {
-			int rc = reveal_at(b, st->ips[j], st->ips[j] - 1);
+			int rc = seg_reveal_at(b, st->ips[j], st->ips[j] - 1);
 
 			if (rc)
 				return rc;
@@ -313,7 +315,7 @@ static int keep_chains(struct seg_builder *b, size_t n)
 	/* Revealed inlined calls are part of their function's frame to
 	 * stitching, as in the end chain. */
 	for (size_t i = 0; i <= k && i < n; i++) {
-		if (i < k && (thr(b)->slices[b->reveals[k - 1 - i]].flags &
+		if (i < k && (seg_thr(b)->slices[b->reveals[k - 1 - i]].flags &
 			      MT_SLICE_INLINED))
 			continue;
 		e->start_chain[at] = (uint32_t)(b->first + i);
@@ -342,10 +344,10 @@ static int keep_chains(struct seg_builder *b, size_t n)
 
 /* Close the open segment at time: open frames end there (with
  * end_flags), the revealed callers move in front, levels become depths. */
-int end_segment(struct seg_builder *b, uint64_t time, const char *reason,
-		uint64_t ip, uint32_t end_flags)
+int seg_end_segment(struct seg_builder *b, uint64_t time, const char *reason,
+		    uint64_t ip, uint32_t end_flags)
 {
-	struct mt_thread *th = thr(b);
+	struct mt_thread *th = seg_thr(b);
 	struct mt_segment *seg;
 	size_t n = th->nr_slices - b->first, k = b->nr_reveals;
 	uint32_t r;
@@ -358,7 +360,7 @@ int end_segment(struct seg_builder *b, uint64_t time, const char *reason,
 	if (keep_chains(b, n))
 		return -ENOMEM;
 	while (b->depth) {
-		end_frame(b, top(b), time, end_flags);
+		seg_end_frame(b, seg_top(b), time, end_flags);
 		b->depth--;
 	}
 	r = mt_str_intern(&b->t->strs, reason);
@@ -385,7 +387,7 @@ int end_segment(struct seg_builder *b, uint64_t time, const char *reason,
 static int close_segment(struct seg_builder *b, uint64_t time,
 			 const char *reason, uint64_t ip)
 {
-	return end_segment(b, time, reason, ip, MT_SLICE_INFERRED_END);
+	return seg_end_segment(b, time, reason, ip, MT_SLICE_INFERRED_END);
 }
 
 /*
@@ -402,7 +404,7 @@ static int on_exec(struct seg_builder *b, uint64_t time)
 	if (b->open && b->ended)
 		rc = close_segment(b, time, "end of trace", 0);
 	else if (b->open)
-		rc = end_segment(b, time, "exec", 0, 0);
+		rc = seg_end_segment(b, time, "exec", 0, 0);
 	else
 		rc = gap_ends(b, time);
 	b->have_gap = false;
@@ -415,7 +417,7 @@ static const char *error_reason(struct seg_builder *b, uint64_t ip,
 				uint64_t code, char *buf, size_t len)
 {
 	if (code == (uint64_t)pte_nomap) {
-		const struct sym_ent *e = lookup(b, ip);
+		const struct sym_ent *e = seg_lookup(b, ip);
 		const char *dso = e ? mt_str(&b->t->strs, e->dso) : "";
 		const char *base = strrchr(dso, '/');
 
@@ -465,7 +467,7 @@ static int gap_switch(struct seg_builder *b, uint64_t time, bool in)
  */
 static bool overflow_at_stop(struct seg_builder *b, uint64_t ip)
 {
-	const struct frame *f = b->open ? top(b) : NULL;
+	const struct frame *f = b->open ? seg_top(b) : NULL;
 
 	return ip && f && f->kind == FR_PSEUDO && b->stop_ip == ip;
 }
@@ -504,7 +506,7 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		int rc;
 
 		if (overflow_at_stop(b, ip))
-			return on_resume(b, time, ip);
+			return seg_on_resume(b, time, ip);
 
 		if (aux > time || !aux)
 			aux = time;
@@ -550,41 +552,42 @@ int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 		if (rc <= 0)
 			return rc;
 	}
-	f = top(b);
+	f = seg_top(b);
 	switch (kind) {
 	case DEC_CALL:
 		if (f && f->kind == FR_PSEUDO)
-			pop_to(b, b->depth - 1, time);
-		f = top(b);
-		return then_inl(b,
-				push_fn(b, time, f ? f->level + 1 : b->rmin, ip,
-					aux, 0),
-				time, ip, 0);
+			seg_pop_to(b, b->depth - 1, time);
+		f = seg_top(b);
+		return seg_then_inl(b,
+				    seg_push_fn(b, time,
+						f ? f->level + 1 : b->rmin, ip,
+						aux, 0),
+				    time, ip, 0);
 	case DEC_RET:
 		if (f && f->kind == FR_PSEUDO)
-			pop_to(b, b->depth - 1, time);
-		return on_return(b, time, ip);
+			seg_pop_to(b, b->depth - 1, time);
+		return seg_on_return(b, time, ip);
 	case DEC_JUMP:
 	case DEC_IJUMP:
-		return on_jump(b, time, ip, kind == DEC_IJUMP);
+		return seg_on_jump(b, time, ip, kind == DEC_IJUMP);
 	case DEC_SYSCALL:
 	case DEC_STOP:
 		if (f && f->kind == FR_PSEUDO)
 			return 0;
 		b->stop_ip = kind == DEC_STOP ? ip : 0;
 		/* A kernel traced but not decodable (aux): its time. */
-		return push(b, time, f ? f->level + 1 : b->rmin,
-			    aux			  ? b->frame_kernel
-			    : kind == DEC_SYSCALL ? b->frame_syscall
-						  : b->frame_untraced,
-			    kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
-						: MT_SLICE_UNTRACED,
-			    0, 1, 0, FR_PSEUDO);
+		return seg_push(b, time, f ? f->level + 1 : b->rmin,
+				aux		      ? b->frame_kernel
+				: kind == DEC_SYSCALL ? b->frame_syscall
+						      : b->frame_untraced,
+				kind == DEC_SYSCALL ? MT_SLICE_SYSCALL
+						    : MT_SLICE_UNTRACED,
+				0, 1, 0, FR_PSEUDO);
 	case DEC_RESUME:
-		return on_resume(b, time, ip);
+		return seg_on_resume(b, time, ip);
 	case DEC_INLINE:
-		return inl_open(b, time,
-				(const struct sym_inline *)(uintptr_t)aux, 0);
+		return seg_inl_open(
+			b, time, (const struct sym_inline *)(uintptr_t)aux, 0);
 	default:
 		return 0;
 	}
