@@ -2,14 +2,8 @@
 /* How returns, jumps and resumes move the segment builder's frame stack. */
 #include "segments/seg_internal.h"
 #include "segments/unwind_quirks.h"
-#include "symbols/symbols.h"
-#include "util/util.h"
 
 #include <errno.h>
-#include <intel-pt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 {

@@ -2,15 +2,11 @@
 /* The segment builder's frame stack: pushing and ending frames, the
  * calls inlined at an address, callers revealed by returns. */
 #include "segments/seg_internal.h"
-#include "segments/unwind_quirks.h"
 #include "symbols/symbols.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <intel-pt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 struct mt_thread *seg_thr(struct seg_builder *b)
 {

@@ -1,15 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include "segments/seg_internal.h"
-#include "segments/unwind_quirks.h"
-#include "symbols/symbols.h"
-#include "util/util.h"
-
-#include <errno.h>
-#include <intel-pt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 /*
  * Go: the switches between goroutines' stacks (go.h).  A switch ends the
  * segment of the stack that ran (its frames end there, a known end) and
@@ -17,6 +6,10 @@
  * flag), so that no slice spans two goroutines; the frames of a resumed
  * goroutine begin again there, flagged resumed.
  */
+#include "segments/seg_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 /* The candidates of an ambiguous resume but keep go back to the
  * suspended; keep's frames go. */

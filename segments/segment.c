@@ -11,15 +11,11 @@
  * other slices and turns levels into depths.
  */
 #include "segments/seg_internal.h"
-#include "segments/unwind_quirks.h"
-#include "symbols/symbols.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <intel-pt.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		    struct seg_ends_table *ends, seg_symbolize_fn sym,
