@@ -11,13 +11,13 @@
 /* A pool of decoding threads for the capture, or NULL in *out when one
  * thread is all there is (one core, --jobs 1): 0 or -ENOMEM.  io and to
  * are the scheduler's: the runs read through io, and their events reach
- * to on the thread that calls par_decode(). */
+ * to on the thread that calls dec_par_decode(). */
 struct par;
-int par_new(struct par **out, struct dec_capture *c, const struct strm_io *io,
-	    const struct strm_out *to);
-void par_free(struct par *p);
-/* How many buffers to hand par_decode() at once (1 without a pool). */
-unsigned par_group(const struct par *p);
+int dec_par_new(struct par **out, struct dec_capture *c,
+		const struct strm_io *io, const struct strm_out *to);
+void dec_par_free(struct par *p);
+/* How many buffers to hand dec_par_decode() at once (1 without a pool). */
+unsigned dec_par_group(const struct par *p);
 
 /* A buffer to decode, its bytes ready. */
 struct par_buf {
@@ -37,7 +37,7 @@ struct par_buf {
  * that decode at once.  done and total are for the progress callback.
  * Returns 0, -ENOMEM, -EINTR (progress said stop) or the sink's error.
  */
-int par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
-	       uint64_t done, uint64_t total);
+int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
+		   uint64_t done, uint64_t total);
 
 #endif

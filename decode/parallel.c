@@ -613,8 +613,8 @@ bool dec_runs_aside(const struct dec_capture *c)
 	return nr_jobs(c) >= 2;
 }
 
-int par_new(struct par **out, struct dec_capture *c, const struct strm_io *io,
-	    const struct strm_out *to)
+int dec_par_new(struct par **out, struct dec_capture *c,
+		const struct strm_io *io, const struct strm_out *to)
 {
 	unsigned n = nr_jobs(c);
 	struct par *p;
@@ -649,7 +649,7 @@ no_lock:
 	return -ENOMEM;
 }
 
-void par_free(struct par *p)
+void dec_par_free(struct par *p)
 {
 	if (!p)
 		return;
@@ -672,7 +672,7 @@ void par_free(struct par *p)
 	free(p);
 }
 
-unsigned par_group(const struct par *p)
+unsigned dec_par_group(const struct par *p)
 {
 	return p ? 4 * p->nthreads : 1;
 }
@@ -811,8 +811,8 @@ static void piece_free(struct piece *pc)
 	pc->ncp = pc->cap_cp = 0;
 }
 
-int par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
-	       uint64_t done, uint64_t total)
+int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
+		   uint64_t done, uint64_t total)
 {
 	struct dec_capture *c = p->c;
 	size_t n = 0;

@@ -193,7 +193,7 @@ static void release(struct dec_capture *c, struct prep *pr)
 static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
 		 struct prep *preps, size_t *n, uint64_t *done, uint64_t total)
 {
-	int rc = *n ? par_decode(par, bufs, *n, *done, total) : 0;
+	int rc = *n ? dec_par_decode(par, bufs, *n, *done, total) : 0;
 
 	for (size_t b = 0; b < *n; b++) {
 		release(c, &preps[b]);
@@ -222,9 +222,9 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	uint64_t done = 0, total = 0;
 	int rc = 0;
 
-	if (!s || par_new(&par, c, &io, &out))
+	if (!s || dec_par_new(&par, c, &io, &out))
 		goto oom;
-	group = par_group(par);
+	group = dec_par_group(par);
 	bufs = calloc(group, sizeof(*bufs));
 	preps = calloc(group, sizeof(*preps));
 	if (!bufs || !preps)
@@ -302,7 +302,7 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 			release(c, &preps[b]);
 	if (rc != -ENOMEM && rc != -EINTR)
 		rc = 0;
-	par_free(par);
+	dec_par_free(par);
 	free(bufs);
 	free(preps);
 	strm_free(s);
@@ -319,7 +319,7 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 	}
 	return 0;
 oom:
-	par_free(par);
+	dec_par_free(par);
 	free(bufs);
 	free(preps);
 	free(s);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Where in A's chain B's frame ahead + i sits. */
-size_t a_pos(const struct match *m, size_t i)
+size_t stitch_a_pos(const struct match *m, size_t i)
 {
 	size_t p = m->off + i;
 
@@ -41,7 +41,7 @@ static bool recursion_level(const struct mt_slice *sl,
 
 /* Whether a caller of B's chain is known from a jump landing in it, not
  * from the call it made (no return address into its child). */
-bool jump_link(const struct chainv *b)
+bool stitch_jump_link(const struct chainv *b)
 {
 	for (size_t i = 0; i + 1 < b->n; i++)
 		if (!b->ip[i])
@@ -49,9 +49,9 @@ bool jump_link(const struct chainv *b)
 	return false;
 }
 
-struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
-		       const struct chainv *a, const struct chainv *b,
-		       size_t off, size_t ahead)
+struct match stitch_try_align(const struct mt_slice *sl,
+			      const struct mt_frame *fr, const struct chainv *a,
+			      const struct chainv *b, size_t off, size_t ahead)
 {
 	struct match m = {.off = off, .ahead = ahead};
 	size_t na = a->n, nb = b->n, change, p = off;
@@ -62,7 +62,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 	 * the frames joined that are a recursion's levels */
 	size_t own = 0, st_own[MAX_STEPS], rec = 0, st_rec[MAX_STEPS];
 	/* which only a step reads: none without a caller B learnt by a jump */
-	bool steps = !ahead && jump_link(b);
+	bool steps = !ahead && stitch_jump_link(b);
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -167,7 +167,7 @@ struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
 }
 
 /* The depth at which an alignment puts B's frames, relative to A's. */
-long depth_of(const struct match *m)
+long stitch_depth_of(const struct match *m)
 {
 	return (long)m->off - (long)m->ahead;
 }
@@ -196,7 +196,7 @@ static void keep_backed(struct alignment *r, const struct match *m)
 	/* the loops visit off in rising order: the first seen is the
 	 * highest at its depth */
 	for (size_t i = 0; i < r->nr_backed; i++)
-		if (depth_of(&r->backed[i]) == depth_of(m))
+		if (stitch_depth_of(&r->backed[i]) == stitch_depth_of(m))
 			return;
 	if (r->nr_backed < 2)
 		r->backed[r->nr_backed++] = *m;
@@ -212,10 +212,10 @@ static bool skipped(const struct align_at *skip, size_t nskip, size_t off,
 	return false;
 }
 
-void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
-		  const struct chainv *a, const struct chainv *b,
-		  const struct align_at *skip, size_t nskip,
-		  struct alignment *r)
+void stitch_align_except(const struct mt_slice *sl, const struct mt_frame *fr,
+			 const struct chainv *a, const struct chainv *b,
+			 const struct align_at *skip, size_t nskip,
+			 struct alignment *r)
 {
 	struct match m;
 
@@ -226,7 +226,7 @@ void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 				break; /* one side starts at its root */
 			if (skipped(skip, nskip, off, ahead))
 				continue;
-			m = try_align(sl, fr, a, b, off, ahead);
+			m = stitch_try_align(sl, fr, a, b, off, ahead);
 			if (!m.len)
 				continue;
 			keep_cand(r, &m);
@@ -246,7 +246,7 @@ void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
 		if (skipped(skip, nskip, off, 0))
 			continue;
-		m = try_align(sl, fr, a, b, off, 0);
+		m = stitch_try_align(sl, fr, a, b, off, 0);
 		/* one call site more or less: B's leaf resuming at the
 		 * return site confirms every level of a recursion through
 		 * one site but A's leaf */
@@ -257,10 +257,11 @@ void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 	}
 }
 
-void align(const struct mt_slice *sl, const struct mt_frame *fr,
-	   const struct chainv *a, const struct chainv *b, struct alignment *r)
+void stitch_align(const struct mt_slice *sl, const struct mt_frame *fr,
+		  const struct chainv *a, const struct chainv *b,
+		  struct alignment *r)
 {
-	align_except(sl, fr, a, b, NULL, 0, r);
+	stitch_align_except(sl, fr, a, b, NULL, 0, r);
 }
 
 /*
@@ -269,7 +270,7 @@ void align(const struct mt_slice *sl, const struct mt_frame *fr,
  * to it after an unjoined gap) where it occurs once on the chain, so
  * that it cannot be a recursion's other activation.
  */
-bool at_thread_root(const struct thread_state *s, const struct chainv *a)
+bool stitch_at_thread_root(const struct thread_state *s, const struct chainv *a)
 {
 	const struct mt_slice *sl = s->th->slices;
 	const struct mt_frame *fr = s->t->frames;
@@ -277,7 +278,7 @@ bool at_thread_root(const struct thread_state *s, const struct chainv *a)
 
 	if (sl[a->sl[0]].segment == s->first_segment)
 		return true;
-	if (name != s->root_name || parent_of(s, a->sl[0]) != MT_NONE)
+	if (name != s->root_name || stitch_parent_of(s, a->sl[0]) != MT_NONE)
 		return false;
 	for (size_t i = 1; i < a->n; i++)
 		if (fr[sl[a->sl[i]].frame].name == name)
@@ -289,9 +290,9 @@ bool at_thread_root(const struct thread_state *s, const struct chainv *a)
  * may return and be called again inside a gap): a join needs a call site
  * that confirms it, or both stacks starting at the thread's root, the
  * one the trace began under. */
-bool weak_match(const struct thread_state *s, const struct chainv *a,
-		const struct match *m)
+bool stitch_weak_match(const struct thread_state *s, const struct chainv *a,
+		       const struct match *m)
 {
 	return !m->confirmed &&
-	       (m->off > 0 || m->ahead > 0 || !at_thread_root(s, a));
+	       (m->off > 0 || m->ahead > 0 || !stitch_at_thread_root(s, a));
 }

@@ -34,12 +34,13 @@ static size_t other_depth(const struct thread_state *s, const struct chainv *av,
 	size_t from = SIZE_MAX;
 
 	for (size_t i = 0; i < r->nr_backed && from == SIZE_MAX; i++)
-		if (depth_of(&r->backed[i]) != depth_of(m)) {
+		if (stitch_depth_of(&r->backed[i]) != stitch_depth_of(m)) {
 			from = r->backed[i].off;
 			*alt = r->backed[i];
 		}
 	/* joining the roots needs no call site at the thread's root */
-	if (r->at_root.len && depth_of(m) != 0 && at_thread_root(s, av)) {
+	if (r->at_root.len && stitch_depth_of(m) != 0 &&
+	    stitch_at_thread_root(s, av)) {
 		from = 0;
 		*alt = r->at_root;
 	}
@@ -48,7 +49,7 @@ static size_t other_depth(const struct thread_state *s, const struct chainv *av,
 
 /*
  * Alignments tie, or several depths explain B as well (a recursion):
- * the next segments may tell them apart (roll_pick()).  Only candidates
+ * the next segments may tell them apart (stitch_roll_pick()).  Only candidates
  * that are not weak take part.  True when they picked one.
  */
 static bool handle_tie_by_rollout(struct thread_state *s,
@@ -62,9 +63,9 @@ static bool handle_tie_by_rollout(struct thread_state *s,
 	if (ib == MT_NONE || (!r->ties && r->nr_near <= 1))
 		return false;
 	for (size_t i = 0; i < r->nr_cand; i++)
-		if (!weak_match(s, av, &r->cand[i]))
+		if (!stitch_weak_match(s, av, &r->cand[i]))
 			c[nc++] = r->cand[i];
-	k = roll_pick(s, av, ib, c, nc, &v->gain, &v->pinned);
+	k = stitch_roll_pick(s, av, ib, c, nc, &v->gain, &v->pinned);
 	if (k < 0) {
 		v->gain = 0;
 		return false;
@@ -92,9 +93,10 @@ static void handle_recursion_tie(struct thread_state *s,
 				 const struct alignment *r, struct verdict *v)
 {
 	struct match *m = &v->m;
-	int k = ib != MT_NONE ? look_ahead(s, av, ib, r, &v->pinned) : -1;
+	int k = ib != MT_NONE ? stitch_look_ahead(s, av, ib, r, &v->pinned)
+			      : -1;
 
-	if (k >= 0 && !weak_match(s, av, &r->near[k])) {
+	if (k >= 0 && !stitch_weak_match(s, av, &r->near[k])) {
 		v->ahead_used = r->near[k].off != m->off;
 		*m = r->near[k];
 		return;
@@ -127,7 +129,7 @@ static void handle_other_depth(const struct thread_state *s,
 	c[0] = *m;
 	c[1] = alt;
 	if (ib != MT_NONE && v->gain <= 0 &&
-	    roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
+	    stitch_roll_pick(s, av, ib, c, 2, &g, &pinned) == 0 && pinned)
 		return;
 	v->shifted = !m->guessed;
 	if (m->ahead > alt.ahead && m->ahead - alt.ahead > m->bguess)
@@ -153,7 +155,7 @@ static void handle_other_activation(const struct thread_state *s,
 				    const struct chainv *bv, struct match *m)
 {
 	const struct stitch_opts *o = s->o;
-	size_t p = a_pos(m, m->len - 1), i = m->ahead + m->len - 1;
+	size_t p = stitch_a_pos(m, m->len - 1), i = m->ahead + m->len - 1;
 	bool leaf = p + 1 == av->n, ret_to = i + 1 < bv->n;
 	uint64_t from = leaf ? av->at : av->ip[p], to = bv->ip[i];
 
@@ -176,19 +178,19 @@ static void handle_other_activation(const struct thread_state *s,
 	 * guess from the first such frame down.
 	 */
 	while (m->split && m->len >= 2) {
-		size_t pp = a_pos(m, m->len - 2);
+		size_t pp = stitch_a_pos(m, m->len - 2);
 		uint64_t site = av->ip[pp];
 
-		if (pp + 1 != a_pos(m, m->len - 1) || !site ||
+		if (pp + 1 != stitch_a_pos(m, m->len - 1) || !site ||
 		    site != bv->ip[m->ahead + m->len - 2] ||
 		    !o->code.never_reaches(o->code.ctx, s->th->pid, site, site,
 					   true))
 			break;
 		m->len--;
 		m->recalled++;
-		if (!m->guessed || a_pos(m, m->len - 1) < m->sure) {
+		if (!m->guessed || stitch_a_pos(m, m->len - 1) < m->sure) {
 			m->guessed = true;
-			m->sure = a_pos(m, m->len - 1);
+			m->sure = stitch_a_pos(m, m->len - 1);
 		}
 	}
 }
@@ -211,7 +213,7 @@ static enum img_calls new_call(const struct thread_state *s,
 
 	if (!m->split || m->len != 1 || m->ahead || !o || !o->code.calls_to)
 		return IMG_CALLS_SURE;
-	p = a_pos(m, 0);
+	p = stitch_a_pos(m, 0);
 	callee = s->t->frames[s->th->slices[bv->sl[0]].frame].addr;
 	if (!p || !av->ip[p - 1] || !callee)
 		return IMG_CALLS_SURE;
@@ -285,7 +287,7 @@ static int settle_locally(struct thread_state *s, const struct chainv *av,
 	 * place after a gap.  Joined at the least change, marked as a
 	 * guess, rather than left to float without its callers.
 	 */
-	if (weak_match(s, av, &v->m) && !v->guessed) {
+	if (stitch_weak_match(s, av, &v->m) && !v->guessed) {
 		snprintf(why, len, "weak: no call site confirms the frames");
 		return 0;
 	}
@@ -301,9 +303,9 @@ static int settle_locally(struct thread_state *s, const struct chainv *av,
  * whose later segments may settle a recursion's depth (MT_NONE: bv
  * already holds what they revealed).
  */
-int decide(struct thread_state *s, const struct chainv *av,
-	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
-	   size_t len)
+int stitch_decide(struct thread_state *s, const struct chainv *av,
+		  const struct chainv *bv, uint32_t ib, struct match *m,
+		  char *why, size_t len)
 {
 	struct align_at out[MAX_GIVE_WAY] = {{0, 0}};
 	size_t nout = 0, part = SIZE_MAX;
@@ -323,8 +325,8 @@ int decide(struct thread_state *s, const struct chainv *av,
 	for (;;) {
 		bool ok;
 
-		align_except(s->th->slices, s->t->frames, av, bv, out, nout,
-			     &r);
+		stitch_align_except(s->th->slices, s->t->frames, av, bv, out,
+				    nout, &r);
 		*m = r.best;
 		v = (struct verdict){.m = r.best};
 		ok = m->len && (handle_tie_by_rollout(s, av, ib, &r, &v) ||
@@ -346,14 +348,14 @@ int decide(struct thread_state *s, const struct chainv *av,
 		    new_call(s, av, bv, m) == IMG_CALLS_SURE)
 			break;
 		out[nout++] = (struct align_at){m->off, m->ahead};
-		if (a_pos(m, 0) < part)
-			part = a_pos(m, 0);
+		if (stitch_a_pos(m, 0) < part)
+			part = stitch_a_pos(m, 0);
 	}
 	if (nout) {
 		/* another depth, not ruled out, fits: the frames from the
 		 * caller of the shallower of B's first frames are a guess */
-		if (a_pos(&v.m, 0) < part)
-			part = a_pos(&v.m, 0);
+		if (stitch_a_pos(&v.m, 0) < part)
+			part = stitch_a_pos(&v.m, 0);
 		part = part ? part - 1 : 0;
 		if (!v.m.guessed || part < v.m.sure)
 			v.m.sure = part;
@@ -361,7 +363,7 @@ int decide(struct thread_state *s, const struct chainv *av,
 		v.shifted = true;
 		*m = v.m;
 	}
-	if (m->split && join_deepest(s, bv, m) == MT_NONE) {
+	if (m->split && stitch_join_deepest(s, bv, m) == MT_NONE) {
 		snprintf(
 			why, len,
 			"another activation: the code cannot get back to where "

@@ -29,7 +29,7 @@
 static size_t pos_on_chain(const struct thread_state *s, size_t na, uint32_t x,
 			   size_t pos)
 {
-	x = resolve(s, x);
+	x = stitch_resolve(s, x);
 	for (size_t i = 0; i < na; i++)
 		if (s->chain[i] == x)
 			return i;
@@ -37,10 +37,10 @@ static size_t pos_on_chain(const struct thread_state *s, size_t na, uint32_t x,
 }
 
 /*
- * Whether join m of B's chain (jumps: with a jump_link()) puts the frames from
- * A's chain[p] down at known depths again: it joins frames above p, nothing it
- * joins there is a guess, and B knows each of its frames' callers by the call
- * it made.  A caller that B learnt of from a jump landing in it (a
+ * Whether join m of B's chain (jumps: with a stitch_jump_link()) puts the
+ * frames from A's chain[p] down at known depths again: it joins frames above p,
+ * nothing it joins there is a guess, and B knows each of its frames' callers by
+ * the call it made.  A caller that B learnt of from a jump landing in it (a
  * longjmp, an exception) says nothing of the frames between: in a
  * recursion, how many there were is the join's own reading.
  */
@@ -77,7 +77,8 @@ static size_t rerun_below(const struct thread_state *s, size_t na,
 		return SIZE_MAX;
 	}
 	for (size_t i = 0; i < n; i++)
-		names[i] = mt_slice_name(t, &sl[resolve(s, bv->sl[from + i])]);
+		names[i] = mt_slice_name(
+			t, &sl[stitch_resolve(s, bv->sl[from + i])]);
 	qsort(names, n, sizeof(*names), mt_cmp_u32);
 	for (size_t i = na; i-- > 0 && at == SIZE_MAX;) {
 		uint32_t x = mt_slice_name(t, &sl[s->chain[i]]);
@@ -100,7 +101,7 @@ static bool own_depths(const struct thread_state *s, const struct chainv *av,
 		       const struct match *m, bool jumps)
 {
 	return m->len && !m->off && !m->ahead && !m->nr_skips && !jumps &&
-	       at_thread_root(s, av);
+	       stitch_at_thread_root(s, av);
 }
 
 /* The first of B's frames that m places at A's chain[pos] or below,
@@ -110,8 +111,8 @@ static uint32_t first_from(const struct thread_state *s,
 			   size_t pos)
 {
 	for (size_t i = 0; m->ahead + i < bv->n; i++)
-		if (a_pos(m, i) >= pos)
-			return resolve(s, bv->sl[m->ahead + i]);
+		if (stitch_a_pos(m, i) >= pos)
+			return stitch_resolve(s, bv->sl[m->ahead + i]);
 	return MT_NONE;
 }
 
@@ -136,11 +137,12 @@ static int add_span(struct thread_state *s, uint32_t x, size_t pos, uint64_t at,
  * what m guesses or doubts opens one.  Joins made out of time order (the
  * later passes) settle only spans that began before.
  */
-int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
-		  const struct chainv *bv, size_t nr_own, const struct match *m)
+int stitch_guess_at_join(struct thread_state *s, uint64_t at, size_t na,
+			 const struct chainv *bv, size_t nr_own,
+			 const struct match *m)
 {
 	struct chainv av = {s->chain, s->rets, na, 0};
-	bool jumps = jump_link(bv), looked = false;
+	bool jumps = stitch_jump_link(bv), looked = false;
 	bool own = own_depths(s, &av, m, jumps), rooted = own && !m->guessed;
 	size_t rerun = SIZE_MAX, nb = m->ahead + m->len, q = SIZE_MAX;
 	bool new_doubt = false;
@@ -153,7 +155,7 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 
 		if (g->to != OPEN || g->from >= at)
 			continue;
-		if (rooted && resolve(s, g->x) == root)
+		if (rooted && stitch_resolve(s, g->x) == root)
 			continue;
 		p = pos_on_chain(s, na, g->x, rooted ? SIZE_MAX : g->pos);
 		if (!rooted && !settles(m, jumps, p))
@@ -190,8 +192,8 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 	if (rooted && q < m->len)
 		rc = add_span(s, s->chain[q], q, at, s->chain[q]);
 	else if (rooted && (q != SIZE_MAX || new_doubt) && nb < bv->n)
-		rc = add_span(s, resolve(s, bv->sl[nb]), m->len, at,
-			      resolve(s, bv->sl[nb]));
+		rc = add_span(s, stitch_resolve(s, bv->sl[nb]), m->len, at,
+			      stitch_resolve(s, bv->sl[nb]));
 	if (rc)
 		return rc;
 	/*
@@ -205,11 +207,12 @@ int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
 	 */
 	for (size_t i = bv->n - nr_own; i + 1 < bv->n; i++)
 		if (!bv->ip[i]) {
-			uint32_t x = resolve(s, bv->sl[i + 1]);
+			uint32_t x = stitch_resolve(s, bv->sl[i + 1]);
 
 			if (i + 1 >= nb &&
-			    (rc = add_span(s, x, a_pos(m, i + 1 - m->ahead), at,
-					   x)) != 0)
+			    (rc = add_span(s, x,
+					   stitch_a_pos(m, i + 1 - m->ahead),
+					   at, x)) != 0)
 				return rc;
 			break;
 		}
@@ -302,8 +305,8 @@ static int add_pieces(const struct thread_state *s, const struct mt_slice *out,
  * its life covers (a sparse table: one lookup a slice).  The spans go
  * to the trace too (add_pieces()).
  */
-int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
-	       const uint32_t *where)
+int stitch_guess_mark(const struct thread_state *s, struct mt_slice *out,
+		      size_t n, const uint32_t *where)
 {
 	size_t nb = 0, np, levels = 1;
 	uint64_t *cut = NULL, *to = NULL;
@@ -322,7 +325,8 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 
 		to[k] = g->to;
 		if (g->until != MT_NONE) {
-			uint64_t e = end_of(&out[where[resolve(s, g->until)]]);
+			uint64_t e = end_of(
+				&out[where[stitch_resolve(s, g->until)]]);
 
 			if (e < to[k])
 				to[k] = e > g->from ? e : g->from + 1;
@@ -353,7 +357,7 @@ int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
 	for (size_t k = 0; k < s->nr_spans; k++) {
 		const struct guess_span *g = &s->spans[k];
 
-		order[k].depth = out[where[resolve(s, g->x)]].depth;
+		order[k].depth = out[where[stitch_resolve(s, g->x)]].depth;
 		order[k].idx = (uint32_t)k;
 	}
 	qsort(order, s->nr_spans, sizeof(*order), cmp_depth);

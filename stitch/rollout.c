@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Later segments' word on alignments that tie: the callers they reveal
- * above B's roots (look_ahead()), and each candidate carried forward
- * over them (roll_pick()).
+ * above B's roots (stitch_look_ahead()), and each candidate carried forward
+ * over them (stitch_roll_pick()).
  */
 #include "stitch/stitch_internal.h"
 
@@ -25,8 +25,9 @@ static int pick_near(const struct mt_slice *sl, const struct mt_frame *fr,
 	for (size_t k = 0; k < r->nr_near; k++) {
 		size_t off = r->near[k].off;
 		struct match m =
-			off >= e ? try_align(sl, fr, a, &ext, off - e, 0)
-				 : try_align(sl, fr, a, &ext, 0, e - off);
+			off >= e
+				? stitch_try_align(sl, fr, a, &ext, off - e, 0)
+				: stitch_try_align(sl, fr, a, &ext, 0, e - off);
 
 		if (m.len > bestlen ||
 		    (m.len == bestlen && m.confirmed > bestconf)) {
@@ -91,7 +92,7 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
 		if (!in_run(s, w->next))
 			continue;
 		w->steps++;
-		align(sl, s->t->frames, &cl, &cv, &rc);
+		stitch_align(sl, s->t->frames, &cl, &cv, &rc);
 		if (!rc.best.len || rc.ties || !rc.best.confirmed ||
 		    rc.nr_near > 1)
 			return 0;
@@ -139,8 +140,8 @@ static int ext_next(const struct thread_state *s, struct ext_walk *w)
  * Returns the index into r->near of the one they pick, or -1; *pinned
  * when those callers reach A's root, so that no other depth is left.
  */
-int look_ahead(struct thread_state *s, const struct chainv *a, uint32_t ib,
-	       const struct alignment *r, bool *pinned)
+int stitch_look_ahead(struct thread_state *s, const struct chainv *a,
+		      uint32_t ib, const struct alignment *r, bool *pinned)
 {
 	struct ext_walk w;
 	int pick = -1;
@@ -164,7 +165,7 @@ int look_ahead(struct thread_state *s, const struct chainv *a, uint32_t ib,
  * plausible alignment is carried forward over the next segments without
  * touching the slices: a virtual stack stands for A's end chain, each
  * later segment is aligned against it greedily, and candidates that
- * trail drop out (roll_pick()).  Only where the local evidence ties: a
+ * trail drop out (stitch_roll_pick()).  Only where the local evidence ties: a
  * clearly better alignment is not second-guessed by a future that may
  * differ for reasons of its own.
  */
@@ -200,7 +201,7 @@ static void vs_free(struct vstack *v)
 
 /*
  * The stack at C's end once C is joined to h as m says (m NULL: not
- * joined, C's own frames alone), into out.  As apply_join() would leave
+ * joined, C's own frames alone), into out.  As stitch_apply_join() would leave
  * it: frames below the join stay; C's end chain sits on the joined
  * frames, which keep A's call sites where A knew them.
  */
@@ -214,7 +215,7 @@ static int vs_after(const struct vstack *h, const struct seg_ends *c,
 	       c->end_chain[j] == c->start_chain[j])
 		j++;
 	if (m && !m->ahead && j)
-		base = (last = a_pos(m, j - 1)) + 1;
+		base = (last = stitch_a_pos(m, j - 1)) + 1;
 	else
 		j = 0;
 	n = base + c->nr_end - j;
@@ -227,8 +228,9 @@ static int vs_after(const struct vstack *h, const struct seg_ends *c,
 	}
 	/* Call sites C knew where h did not, between joined frames. */
 	for (size_t k = 0; k + 1 < j; k++)
-		if (!out->ip[a_pos(m, k)] && a_pos(m, k + 1) == a_pos(m, k) + 1)
-			out->ip[a_pos(m, k)] = c->end_rets[k];
+		if (!out->ip[stitch_a_pos(m, k)] &&
+		    stitch_a_pos(m, k + 1) == stitch_a_pos(m, k) + 1)
+			out->ip[stitch_a_pos(m, k)] = c->end_rets[k];
 	if (j)
 		out->ip[last] = c->end_rets[j - 1];
 	for (size_t k = j; k < c->nr_end; k++) {
@@ -260,9 +262,9 @@ static int greedy_join(const struct thread_state *s, const struct chainv *a,
 {
 	struct alignment r;
 
-	align(s->th->slices, s->t->frames, a, b, &r);
+	stitch_align(s->th->slices, s->t->frames, a, b, &r);
 	*m = r.best;
-	return m->len && !weak_match(s, a, m);
+	return m->len && !stitch_weak_match(s, a, m);
 }
 
 /*
@@ -274,8 +276,9 @@ static int greedy_join(const struct thread_state *s, const struct chainv *a,
  * futures differ for reasons of their own.  Returns the index of the one
  * left, or -1 (none stands out, or out of memory); *gain is its lead.
  */
-int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
-	      const struct match *cand, size_t nc, double *gain, bool *pinned)
+int stitch_roll_pick(const struct thread_state *s, const struct chainv *a,
+		     uint32_t ib, const struct match *cand, size_t nc,
+		     double *gain, bool *pinned)
 {
 	bool rooted[MAX_CAND] = {false};
 	const struct seg_ends *b = ends_of(s, ib);

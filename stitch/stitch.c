@@ -47,7 +47,7 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	struct chainv av, bv;
 	size_t na;
 	char why[256];
-	int rc = end_chain(s, ends_of(s, ia), &na);
+	int rc = stitch_end_chain(s, ends_of(s, ia), &na);
 
 	if (rc)
 		return rc;
@@ -56,20 +56,22 @@ static int stitch_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 			      "no frames on one side");
 	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
-	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)))
+	if (!stitch_decide(s, &av, &bv, ib, &m, why, sizeof(why)))
 		return record(t, s->th->tid, ia, ib, 0, m.len ? m.score : 0,
 			      why);
-	if (join && (!ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))) {
+	if (join && (!stitch_ahead_fits(s, &bv, &m) ||
+		     !stitch_callers_fit(s, &bv, &m))) {
 		snprintf(why + strlen(why), sizeof(why) - strlen(why),
 			 "; not joined: %s",
-			 ahead_fits(s, &bv, &m) ? not_callers : not_ahead);
+			 stitch_ahead_fits(s, &bv, &m) ? not_callers
+						       : not_ahead);
 		return record(t, s->th->tid, ia, ib, 0, m.score, why);
 	}
 	rc = record(t, s->th->tid, ia, ib,
 		    join ? (uint32_t)(m.len - m.split) : 0, m.score, why);
 	if (rc || !join)
 		return rc;
-	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
+	return stitch_apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 /* A decision the first pass recorded, made again: now a join as m says. */
@@ -99,7 +101,7 @@ static uint32_t first_root(const struct thread_state *s, uint32_t i)
 		    x->segment >= s->t->nr_segments ||
 		    !ends_of(s, x->segment)->nr_start)
 			break;
-		r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
+		r = stitch_resolve(s, ends_of(s, x->segment)->start_chain[0]);
 		if (r == i)
 			break;
 		i = r;
@@ -125,19 +127,19 @@ static bool handle_island(const struct thread_state *s, size_t k, size_t rec,
 {
 	const struct mt_trace *t = s->t;
 	const struct mt_slice *sl = s->th->slices;
-	uint32_t up = resolve(s, x->start_chain[0]);
+	uint32_t up = stitch_resolve(s, x->start_chain[0]);
 	bool own = false;
 
 	for (size_t n = 0; sl[up].parent != MT_NONE && n < s->th->nr_slices;
 	     n++)
-		up = resolve(s, sl[up].parent);
+		up = stitch_resolve(s, sl[up].parent);
 	for (size_t q = k; q < rec && !own; q++)
 		own = sl[up].segment == t->stitches[q].seg_b;
 	if (!own)
 		return false;
-	for (uint32_t y = resolve(s, b->start_chain[0]), n = 0;
+	for (uint32_t y = stitch_resolve(s, b->start_chain[0]), n = 0;
 	     y != MT_NONE && n <= s->th->nr_slices; n++) {
-		uint32_t p = parent_of(s, y);
+		uint32_t p = stitch_parent_of(s, y);
 
 		if (y == up || (p == MT_NONE && first_root(s, y) == up))
 			return false;
@@ -195,7 +197,7 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	size_t na;
 	uint32_t top = MT_NONE, deepest, g;
 	char why[320];
-	int rc = end_chain(s, ends_of(s, ia), &na);
+	int rc = stitch_end_chain(s, ends_of(s, ia), &na);
 
 	if (rc || !na || !b->nr_start)
 		return rc;
@@ -203,29 +205,29 @@ static int join_across(struct thread_state *s, size_t k, size_t rec)
 	bv = (struct chainv){b->start_chain, b->start_ips, b->nr_start};
 	if (x->nr_start && !handle_island(s, k, rec, x, b, &top))
 		return 0;
-	if (!decide(s, &av, &bv, ib, &m, why, sizeof(why)) ||
-	    !ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))
+	if (!stitch_decide(s, &av, &bv, ib, &m, why, sizeof(why)) ||
+	    !stitch_ahead_fits(s, &bv, &m) || !stitch_callers_fit(s, &bv, &m))
 		return 0;
-	deepest = join_deepest(s, &bv, &m);
+	deepest = stitch_join_deepest(s, &bv, &m);
 	if (top != MT_NONE) {
 		/* X ran while the joined frames were live, somewhere under
 		 * the deepest of them: at a depth nobody can tell.  Unless
 		 * X is among them (hung there by an earlier join). */
-		for (size_t i = 0; i <= a_pos(&m, m.len - 1); i++)
+		for (size_t i = 0; i <= stitch_a_pos(&m, m.len - 1); i++)
 			if (s->chain[i] == top)
 				return 0;
-		if (slice_set_parent(s, top, deepest) ||
-		    slice_add_flags(s, top, MT_SLICE_DEPTH_GUESSED))
+		if (stitch_slice_set_parent(s, top, deepest) ||
+		    stitch_slice_add_flags(s, top, MT_SLICE_DEPTH_GUESSED))
 			return -ENOMEM;
 	}
 	handle_sliver_guess(&m);
 	across_note(why, sizeof(why), ia, ix, st->seg_a, &m);
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	g = gap_before(s, x);
-	if (g != MT_NONE && slice_set_parent(s, g, deepest))
+	g = stitch_gap_before(s, x);
+	if (g != MT_NONE && stitch_slice_set_parent(s, g, deepest))
 		return -ENOMEM;
-	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
+	return stitch_apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 /*
@@ -247,11 +249,11 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 	size_t na, nb;
 	char why[320], was[256];
 	bool shared = false;
-	int rc = end_chain(s, ends_of(s, ia), &na);
+	int rc = stitch_end_chain(s, ends_of(s, ia), &na);
 
 	if (rc || !na || !b->nr_start)
 		return rc;
-	nb = extended_chain(s, b);
+	nb = stitch_extended_chain(s, b);
 	if (!nb)
 		return -ENOMEM;
 	if (nb == b->nr_start)
@@ -270,8 +272,8 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		return 0;
 	av = (struct chainv){s->chain, s->rets, na, ends_of(s, ia)->end_at};
 	bv = (struct chainv){s->xs, s->xi, nb};
-	if (!decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)) ||
-	    !ahead_fits(s, &bv, &m) || !callers_fit(s, &bv, &m))
+	if (!stitch_decide(s, &av, &bv, MT_NONE, &m, why, sizeof(why)) ||
+	    !stitch_ahead_fits(s, &bv, &m) || !stitch_callers_fit(s, &bv, &m))
 		return 0;
 	snprintf(was, sizeof(was), "%s", mt_str(&t->strs, st->reason));
 	snprintf(why + strlen(why), sizeof(why) - strlen(why),
@@ -279,7 +281,7 @@ static int rejoin_pair(struct thread_state *s, uint32_t ia, uint32_t ib,
 		 nb - b->nr_start, nb - b->nr_start == 1 ? "" : "s", was);
 	if (amend(t, st, why, &m))
 		return -ENOMEM;
-	return apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
+	return stitch_apply_join(s, ib, t->segments[ia].end, na, &bv, &m);
 }
 
 /* The call sites every segment of the thread saw, by slice. */
@@ -300,9 +302,11 @@ static int thread_init(struct thread_state *s)
 		if (t->segments[i].tid != s->th->tid)
 			continue;
 		for (size_t k = 0; k + 1 < g->nr_end && !rc; k++)
-			rc = ret_set(s, g->end_chain[k + 1], g->end_rets[k]);
+			rc = stitch_ret_set(s, g->end_chain[k + 1],
+					    g->end_rets[k]);
 		for (size_t k = 0; k + 1 < g->nr_start && !rc; k++)
-			rc = ret_set(s, g->start_chain[k + 1], g->start_ips[k]);
+			rc = stitch_ret_set(s, g->start_chain[k + 1],
+					    g->start_ips[k]);
 	}
 	return rc;
 }
@@ -316,7 +320,7 @@ static void thread_free(struct thread_state *s)
 	free(s->xs);
 	free(s->xi);
 	free(s->spans);
-	undo_free(&s->undo);
+	stitch_undo_free(&s->undo);
 }
 
 /* First pass: each pair of neighbours, and across a segment that joined
@@ -403,19 +407,20 @@ static int pass_rejoin(struct thread_state *s, size_t first_rec)
 /* The top of slice i's tree as the joins left it. */
 static uint32_t top_of(const struct thread_state *s, uint32_t i)
 {
-	uint32_t up = resolve(s, i);
+	uint32_t up = stitch_resolve(s, i);
 
-	for (size_t n = 0; parent_of(s, up) != MT_NONE && n < s->th->nr_slices;
-	     n++)
-		up = parent_of(s, up);
+	for (size_t n = 0;
+	     stitch_parent_of(s, up) != MT_NONE && n < s->th->nr_slices; n++)
+		up = stitch_parent_of(s, up);
 	return up;
 }
 
-/* parent_of(i) != MT_NONE, without resolving a parent it has itself
+/* stitch_parent_of(i) != MT_NONE, without resolving a parent it has itself
  * (pass_root() asks it of every slice). */
 static bool has_parent(const struct thread_state *s, uint32_t i)
 {
-	return s->th->slices[i].parent != MT_NONE || parent_of(s, i) != MT_NONE;
+	return s->th->slices[i].parent != MT_NONE ||
+	       stitch_parent_of(s, i) != MT_NONE;
 }
 
 /*
@@ -463,13 +468,14 @@ static int pass_root(struct thread_state *s)
 				continue;
 			s->joins++;
 			if (same) {
-				if (merge(s, root, x))
+				if (stitch_merge(s, root, x))
 					return -ENOMEM;
 				continue;
 			}
-			if (slice_set_parent(s, x, root) ||
+			if (stitch_slice_set_parent(s, x, root) ||
 			    (!(sl[i].flags & MT_SLICE_GAP) &&
-			     slice_add_flags(s, x, MT_SLICE_DEPTH_GUESSED)))
+			     stitch_slice_add_flags(s, x,
+						    MT_SLICE_DEPTH_GUESSED)))
 				return -ENOMEM;
 		}
 	return 0;
@@ -498,7 +504,7 @@ static void next_run(struct thread_state *s, uint32_t lo)
 
 /*
  * All or nothing: a thread whose joins do not make a tree (-EINVAL from
- * rebuild(), a fault of ours, not of the capture) is given back as it
+ * stitch_rebuild(), a fault of ours, not of the capture) is given back as it
  * was, without its decisions, and the caller told.  Out of memory, the
  * slices are put back too, but the conversion cannot go on.
  */
@@ -522,9 +528,9 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 			rc = pass_root(&s);
 	}
 	if (!rc && s.joins)
-		rc = rebuild(&s);
+		rc = stitch_rebuild(&s);
 	if (rc) {
-		undo_edits(&s);
+		stitch_undo_edits(&s);
 		t->nr_stitches = first_rec;
 	}
 	thread_free(&s);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* What a join may change of a slice, as it was before the thread's
- * first edit of it (depths change only in rebuild()'s new array). */
+ * first edit of it (depths change only in stitch_rebuild()'s new array). */
 struct undo_entry {
 	uint64_t ts, dur;
 	uint32_t idx, parent, flags;
@@ -33,7 +33,7 @@ struct undo_entry {
 /*
  * What a thread's stitching edited, to give the thread back as it was
  * when the joins do not make a tree.  Only slices edited are kept, once
- * each, and only until rebuild() knows the tree is one: a copy of every
+ * each, and only until stitch_rebuild() knows the tree is one: a copy of every
  * slice would double the memory of a conversion.
  */
 struct undo_log {
@@ -84,7 +84,8 @@ struct thread_state {
 	struct guess_span *spans;
 	size_t nr_spans, cap_spans;
 	struct undo_log undo;
-	/* why rebuild() refused the joins' tree (-EINVAL), for the caller */
+	/* why stitch_rebuild() refused the joins' tree (-EINVAL), for the
+	 * caller */
 	const char *fault;
 };
 
@@ -187,74 +188,80 @@ static inline bool in_run(const struct thread_state *s, size_t i)
 }
 
 /* tree.c */
-uint32_t resolve(const struct thread_state *s, uint32_t i);
-uint32_t parent_of(const struct thread_state *s, uint32_t i);
-uint64_t ret_of(const struct thread_state *s, uint32_t slice);
-int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret);
-int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n);
-size_t extended_chain(struct thread_state *s, const struct seg_ends *b);
-uint32_t gap_before(const struct thread_state *s, const struct seg_ends *b);
-struct mt_slice *slice_edit(struct thread_state *s, uint32_t i);
-int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
-int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
+uint32_t stitch_resolve(const struct thread_state *s, uint32_t i);
+uint32_t stitch_parent_of(const struct thread_state *s, uint32_t i);
+uint64_t stitch_ret_of(const struct thread_state *s, uint32_t slice);
+int stitch_ret_set(struct thread_state *s, uint32_t slice, uint64_t ret);
+int stitch_end_chain(struct thread_state *s, const struct seg_ends *a,
+		     size_t *n);
+size_t stitch_extended_chain(struct thread_state *s, const struct seg_ends *b);
+uint32_t stitch_gap_before(const struct thread_state *s,
+			   const struct seg_ends *b);
+struct mt_slice *stitch_slice_edit(struct thread_state *s, uint32_t i);
+int stitch_slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p);
+int stitch_slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags);
 /* x and y are one activation: y becomes x (joined). */
-int merge(struct thread_state *s, uint32_t x, uint32_t y);
-bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
-		const struct match *m);
-bool callers_fit(const struct thread_state *s, const struct chainv *bv,
-		 const struct match *m);
-int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
-	       const struct chainv *bv, const struct match *m);
+int stitch_merge(struct thread_state *s, uint32_t x, uint32_t y);
+bool stitch_ahead_fits(const struct thread_state *s, const struct chainv *bv,
+		       const struct match *m);
+bool stitch_callers_fit(const struct thread_state *s, const struct chainv *bv,
+			const struct match *m);
+int stitch_apply_join(struct thread_state *s, uint32_t ib, uint64_t at,
+		      size_t na, const struct chainv *bv,
+		      const struct match *m);
 /* The deepest frame m keeps joined (B's first frame then hangs under
  * it), MT_NONE when none. */
-uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
-		      const struct match *m);
-int rebuild(struct thread_state *s);
-void undo_edits(struct thread_state *s);
-void undo_free(struct undo_log *u);
+uint32_t stitch_join_deepest(const struct thread_state *s,
+			     const struct chainv *bv, const struct match *m);
+int stitch_rebuild(struct thread_state *s);
+void stitch_undo_edits(struct thread_state *s);
+void stitch_undo_free(struct undo_log *u);
 
 /* guess.c */
-int guess_at_join(struct thread_state *s, uint64_t at, size_t na,
-		  const struct chainv *bv, size_t nr_own,
-		  const struct match *m);
-int guess_mark(const struct thread_state *s, struct mt_slice *out, size_t n,
-	       const uint32_t *where);
+int stitch_guess_at_join(struct thread_state *s, uint64_t at, size_t na,
+			 const struct chainv *bv, size_t nr_own,
+			 const struct match *m);
+int stitch_guess_mark(const struct thread_state *s, struct mt_slice *out,
+		      size_t n, const uint32_t *where);
 
 /* align.c */
-size_t a_pos(const struct match *m, size_t i);
-long depth_of(const struct match *m);
+size_t stitch_a_pos(const struct match *m, size_t i);
+long stitch_depth_of(const struct match *m);
 /* sl: the thread's slices; fr: the trace's frames (their names). */
-struct match try_align(const struct mt_slice *sl, const struct mt_frame *fr,
-		       const struct chainv *a, const struct chainv *b,
-		       size_t off, size_t ahead);
-void align(const struct mt_slice *sl, const struct mt_frame *fr,
-	   const struct chainv *a, const struct chainv *b, struct alignment *r);
+struct match stitch_try_align(const struct mt_slice *sl,
+			      const struct mt_frame *fr, const struct chainv *a,
+			      const struct chainv *b, size_t off, size_t ahead);
+void stitch_align(const struct mt_slice *sl, const struct mt_frame *fr,
+		  const struct chainv *a, const struct chainv *b,
+		  struct alignment *r);
 /* An alignment by where it puts B (struct match's off and ahead). */
 struct align_at {
 	size_t off, ahead;
 };
 /* The same but for the nskip alignments in skip, which the code ruled
  * out. */
-void align_except(const struct mt_slice *sl, const struct mt_frame *fr,
-		  const struct chainv *a, const struct chainv *b,
-		  const struct align_at *skip, size_t nskip,
-		  struct alignment *r);
-bool at_thread_root(const struct thread_state *s, const struct chainv *a);
+void stitch_align_except(const struct mt_slice *sl, const struct mt_frame *fr,
+			 const struct chainv *a, const struct chainv *b,
+			 const struct align_at *skip, size_t nskip,
+			 struct alignment *r);
+bool stitch_at_thread_root(const struct thread_state *s,
+			   const struct chainv *a);
 /* Whether a caller in b is known from a jump landing in it (ip 0), not
  * from the call it made. */
-bool jump_link(const struct chainv *b);
-bool weak_match(const struct thread_state *s, const struct chainv *a,
-		const struct match *m);
+bool stitch_jump_link(const struct chainv *b);
+bool stitch_weak_match(const struct thread_state *s, const struct chainv *a,
+		       const struct match *m);
 
 /* rollout.c */
-int look_ahead(struct thread_state *s, const struct chainv *a, uint32_t ib,
-	       const struct alignment *r, bool *pinned);
-int roll_pick(const struct thread_state *s, const struct chainv *a, uint32_t ib,
-	      const struct match *cand, size_t nc, double *gain, bool *pinned);
+int stitch_look_ahead(struct thread_state *s, const struct chainv *a,
+		      uint32_t ib, const struct alignment *r, bool *pinned);
+int stitch_roll_pick(const struct thread_state *s, const struct chainv *a,
+		     uint32_t ib, const struct match *cand, size_t nc,
+		     double *gain, bool *pinned);
 
 /* decide.c */
-int decide(struct thread_state *s, const struct chainv *av,
-	   const struct chainv *bv, uint32_t ib, struct match *m, char *why,
-	   size_t len);
+int stitch_decide(struct thread_state *s, const struct chainv *av,
+		  const struct chainv *bv, uint32_t ib, struct match *m,
+		  char *why, size_t len);
 
 #endif

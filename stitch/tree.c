@@ -10,8 +10,8 @@
  * B's frames anywhere in A's tree, and B's revealed callers may become
  * callers of A's roots, without moving anything by hand.
  *
- * Every edit of a slice goes through slice_edit(), which keeps the
- * slice as it was the first time: undo_edits() gives the thread back
+ * Every edit of a slice goes through stitch_slice_edit(), which keeps the
+ * slice as it was the first time: stitch_undo_edits() gives the thread back
  * as segments/ built it.
  */
 #include "stitch/stitch_internal.h"
@@ -20,13 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t ret_of(const struct thread_state *s, uint32_t slice)
+uint64_t stitch_ret_of(const struct thread_state *s, uint32_t slice)
 {
 	return mt_hmap_get(&s->rets_of, slice);
 }
 
 /* An unknown call site (0) is not kept: it would read as one anyway. */
-int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret)
+int stitch_ret_set(struct thread_state *s, uint32_t slice, uint64_t ret)
 {
 	return ret ? mt_hmap_set(&s->rets_of, slice, ret) : 0;
 }
@@ -36,7 +36,7 @@ int ret_set(struct thread_state *s, uint32_t slice, uint64_t ret)
  * NULL when out of memory.  The bitmap comes with the first edit, so a
  * thread without joins costs nothing.
  */
-struct mt_slice *slice_edit(struct thread_state *s, uint32_t i)
+struct mt_slice *stitch_slice_edit(struct thread_state *s, uint32_t i)
 {
 	struct undo_log *u = &s->undo;
 
@@ -62,7 +62,7 @@ struct mt_slice *slice_edit(struct thread_state *s, uint32_t i)
 }
 
 /* Every slice back as it was before the thread's first edit. */
-void undo_edits(struct thread_state *s)
+void stitch_undo_edits(struct thread_state *s)
 {
 	struct undo_log *u = &s->undo;
 
@@ -79,14 +79,14 @@ void undo_edits(struct thread_state *s)
 		memset(u->saved, 0, s->th->nr_slices / 8 + 1);
 }
 
-void undo_free(struct undo_log *u)
+void stitch_undo_free(struct undo_log *u)
 {
 	free(u->saved);
 	free(u->log);
 	memset(u, 0, sizeof(*u));
 }
 
-uint32_t resolve(const struct thread_state *s, uint32_t i)
+uint32_t stitch_resolve(const struct thread_state *s, uint32_t i)
 {
 	while (s->alias[i] != i)
 		i = s->alias[i];
@@ -103,19 +103,19 @@ uint32_t resolve(const struct thread_state *s, uint32_t i)
  * that has a parent (one step was not enough: a root found so would
  * have been a root of the tree, beside the frames it ran under).
  */
-uint32_t parent_of(const struct thread_state *s, uint32_t i)
+uint32_t stitch_parent_of(const struct thread_state *s, uint32_t i)
 {
 	for (size_t n = 0; n < s->th->nr_slices; n++) {
 		const struct mt_slice *x = &s->th->slices[i];
 		uint32_t r;
 
 		if (x->parent != MT_NONE)
-			return resolve(s, x->parent);
+			return stitch_resolve(s, x->parent);
 		if (x->flags & MT_SLICE_GAP ||
 		    x->segment >= s->t->nr_segments ||
 		    !ends_of(s, x->segment)->nr_start)
 			return MT_NONE;
-		r = resolve(s, ends_of(s, x->segment)->start_chain[0]);
+		r = stitch_resolve(s, ends_of(s, x->segment)->start_chain[0]);
 		if (r == i)
 			return MT_NONE;
 		i = r;
@@ -130,19 +130,20 @@ uint32_t parent_of(const struct thread_state *s, uint32_t i)
  */
 static uint32_t caller_of(const struct thread_state *s, uint32_t i)
 {
-	uint32_t p = parent_of(s, i);
+	uint32_t p = stitch_parent_of(s, i);
 
 	for (size_t n = 0;
 	     p != MT_NONE && (s->th->slices[p].flags & MT_SLICE_INLINED) &&
 	     n < s->th->nr_slices;
 	     n++)
-		p = parent_of(s, p);
+		p = stitch_parent_of(s, p);
 	return p;
 }
 
 /* A's open frames at its end, root first, through aliases; with the
  * return address into each where A knew it. */
-int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
+int stitch_end_chain(struct thread_state *s, const struct seg_ends *a,
+		     size_t *n)
 {
 	size_t len = 0;
 	uint32_t x;
@@ -150,7 +151,7 @@ int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
 	*n = 0;
 	if (!a->nr_end)
 		return 0;
-	x = resolve(s, a->end_chain[a->nr_end - 1]);
+	x = stitch_resolve(s, a->end_chain[a->nr_end - 1]);
 	for (;;) {
 		if (mt_grow((void **)&s->chain, &s->cap_chain, len + 1,
 			    sizeof(*s->chain)))
@@ -173,17 +174,17 @@ int end_chain(struct thread_state *s, const struct seg_ends *a, size_t *n)
 	/* The call site into each frame's open child, wherever it was
 	 * seen: in A, or in an earlier segment joined to it. */
 	for (size_t i = 0; i + 1 < len; i++)
-		s->rets[i] = ret_of(s, s->chain[i + 1]);
+		s->rets[i] = stitch_ret_of(s, s->chain[i + 1]);
 	*n = len;
 	return 0;
 }
 
 /* The same activation on both sides: x stays, y becomes x. */
-int merge(struct thread_state *s, uint32_t x, uint32_t y)
+int stitch_merge(struct thread_state *s, uint32_t x, uint32_t y)
 {
 	const struct mt_slice *sy = &s->th->slices[y];
-	struct mt_slice *sx = slice_edit(s, x);
-	uint64_t r = ret_of(s, x);
+	struct mt_slice *sx = stitch_slice_edit(s, x);
+	uint64_t r = stitch_ret_of(s, x);
 
 	if (!sx)
 		return -ENOMEM;
@@ -192,12 +193,13 @@ int merge(struct thread_state *s, uint32_t x, uint32_t y)
 	sx->flags = (sx->flags & ~MT_SLICE_INFERRED_END) |
 		    (sy->flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
 	s->alias[y] = x;
-	return r ? 0 : ret_set(s, x, ret_of(s, y));
+	return r ? 0 : stitch_ret_set(s, x, stitch_ret_of(s, y));
 }
 
 /* The [decode gap] slice before B: the builder puts it just before B's
  * first slice (its start chain's root). */
-uint32_t gap_before(const struct thread_state *s, const struct seg_ends *b)
+uint32_t stitch_gap_before(const struct thread_state *s,
+			   const struct seg_ends *b)
 {
 	uint32_t g = b->nr_start ? b->start_chain[0] : 0;
 
@@ -224,7 +226,7 @@ static int live_through(struct thread_state *s, uint32_t ib, uint32_t y,
 	}
 
 	for (size_t j = from; j < n; j++) {
-		struct mt_slice *x = slice_edit(s, s->chain[j]);
+		struct mt_slice *x = stitch_slice_edit(s, s->chain[j]);
 
 		if (!x)
 			return -ENOMEM;
@@ -237,9 +239,9 @@ static int live_through(struct thread_state *s, uint32_t ib, uint32_t y,
 }
 
 /* Slice i's parent becomes p. */
-int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p)
+int stitch_slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p)
 {
-	struct mt_slice *x = slice_edit(s, i);
+	struct mt_slice *x = stitch_slice_edit(s, i);
 
 	if (!x)
 		return -ENOMEM;
@@ -248,9 +250,9 @@ int slice_set_parent(struct thread_state *s, uint32_t i, uint32_t p)
 }
 
 /* Slice i is flagged so. */
-int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags)
+int stitch_slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags)
 {
-	struct mt_slice *x = slice_edit(s, i);
+	struct mt_slice *x = stitch_slice_edit(s, i);
 
 	if (!x)
 		return -ENOMEM;
@@ -259,7 +261,7 @@ int slice_add_flags(struct thread_state *s, uint32_t i, uint32_t flags)
 }
 
 /* A's root's segment's first root, when it is another slice with no
- * parent yet: the segment's other roots share its parent (parent_of()),
+ * parent yet: the segment's other roots share its parent (stitch_parent_of()),
  * so it goes under B's revealed callers too. */
 static uint32_t other_root(const struct thread_state *s, uint32_t aroot)
 {
@@ -268,7 +270,7 @@ static uint32_t other_root(const struct thread_state *s, uint32_t aroot)
 
 	if (seg >= s->t->nr_segments || !ends_of(s, seg)->nr_start)
 		return MT_NONE;
-	r0 = resolve(s, ends_of(s, seg)->start_chain[0]);
+	r0 = stitch_resolve(s, ends_of(s, seg)->start_chain[0]);
 	return sl[r0].parent == MT_NONE && r0 != aroot ? r0 : MT_NONE;
 }
 
@@ -290,14 +292,14 @@ static uint64_t revealed_from(const struct thread_state *s)
  * gap, by a join across it) must have begun by then, or a caller would
  * begin after its callee.
  */
-bool ahead_fits(const struct thread_state *s, const struct chainv *bv,
-		const struct match *m)
+bool stitch_ahead_fits(const struct thread_state *s, const struct chainv *bv,
+		       const struct match *m)
 {
 	uint32_t p;
 
 	if (!m->ahead)
 		return true;
-	p = parent_of(s, resolve(s, bv->sl[0]));
+	p = stitch_parent_of(s, stitch_resolve(s, bv->sl[0]));
 	return p == MT_NONE || s->th->slices[p].ts <= revealed_from(s);
 }
 
@@ -318,14 +320,14 @@ static int meet_apart(const struct thread_state *s, uint32_t px, uint32_t py)
 	if (px == MT_NONE || py == MT_NONE)
 		return 0; /* the common case: no callers on one side */
 	for (uint32_t p = px; p != MT_NONE && n < s->th->nr_slices;
-	     p = parent_of(s, p), n++)
+	     p = stitch_parent_of(s, p), n++)
 		if (mt_hmap_set(&step, p, n + 1)) {
 			rc = -ENOMEM;
 			goto out;
 		}
 	n = 0;
 	for (uint32_t p = py; p != MT_NONE && n < s->th->nr_slices;
-	     p = parent_of(s, p), n++) {
+	     p = stitch_parent_of(s, p), n++) {
 		uint64_t at;
 
 		if (mt_hmap_find(&step, p, &at)) {
@@ -358,16 +360,17 @@ static bool same_call(const struct thread_state *s, uint32_t x, uint32_t y)
  * and would leave them a tree of their own beside A's, through the same
  * time.
  */
-bool callers_fit(const struct thread_state *s, const struct chainv *bv,
-		 const struct match *m)
+bool stitch_callers_fit(const struct thread_state *s, const struct chainv *bv,
+			const struct match *m)
 {
 	size_t nj = m->len - m->split;
 	uint32_t px, py;
 
 	if (m->ahead || (!nj && !m->split))
 		return true;
-	px = nj ? parent_of(s, s->chain[a_pos(m, 0)]) : join_deepest(s, bv, m);
-	py = parent_of(s, bv->sl[0]);
+	px = nj ? stitch_parent_of(s, s->chain[stitch_a_pos(m, 0)])
+		: stitch_join_deepest(s, bv, m);
+	py = stitch_parent_of(s, bv->sl[0]);
 	/* already one tree, at another depth (out of memory: no join) */
 	if (meet_apart(s, px, py))
 		return false;
@@ -376,8 +379,8 @@ bool callers_fit(const struct thread_state *s, const struct chainv *bv,
 	     n++) {
 		if (!same_call(s, px, py))
 			return false;
-		px = parent_of(s, px);
-		py = parent_of(s, py);
+		px = stitch_parent_of(s, px);
+		py = stitch_parent_of(s, py);
 	}
 	return true;
 }
@@ -387,7 +390,7 @@ bool callers_fit(const struct thread_state *s, const struct chainv *bv,
 static int move_back(struct thread_state *s, uint32_t i, uint64_t from,
 		     bool guessed)
 {
-	struct mt_slice *y = slice_edit(s, i);
+	struct mt_slice *y = stitch_slice_edit(s, i);
 	uint64_t e;
 
 	if (!y)
@@ -417,27 +420,27 @@ static int hang_under_revealed(struct thread_state *s, const struct chainv *bv,
 
 	for (size_t j = 0; j < m->ahead; j++) {
 		bool guessed = j + m->bguess >= m->ahead;
-		uint32_t p = parent_of(s, bv->sl[j + 1]);
+		uint32_t p = stitch_parent_of(s, bv->sl[j + 1]);
 
 		if (move_back(s, bv->sl[j], from, guessed))
 			return -ENOMEM;
 		for (size_t n = 0;
-		     p != MT_NONE && p != resolve(s, bv->sl[j]) &&
+		     p != MT_NONE && p != stitch_resolve(s, bv->sl[j]) &&
 		     (s->th->slices[p].flags & MT_SLICE_INLINED) &&
 		     n < s->th->nr_slices;
-		     p = parent_of(s, p), n++)
+		     p = stitch_parent_of(s, p), n++)
 			if (move_back(s, p, from, guessed))
 				return -ENOMEM;
 	}
 	{
-		uint32_t p = parent_of(s, bv->sl[m->ahead]);
+		uint32_t p = stitch_parent_of(s, bv->sl[m->ahead]);
 
 		if (p != MT_NONE && p != aroot &&
 		    (s->th->slices[p].flags & MT_SLICE_INLINED))
 			up = p;
 	}
-	if (slice_set_parent(s, aroot, up) ||
-	    (r0 != MT_NONE && slice_set_parent(s, r0, up)))
+	if (stitch_slice_set_parent(s, aroot, up) ||
+	    (r0 != MT_NONE && stitch_slice_set_parent(s, r0, up)))
 		return -ENOMEM;
 	return 0;
 }
@@ -454,12 +457,12 @@ static size_t inlined_around(const struct thread_state *s, uint32_t i,
 			     uint32_t *in, uint32_t *caller)
 {
 	size_t n = 0;
-	uint32_t p = parent_of(s, i);
+	uint32_t p = stitch_parent_of(s, i);
 
 	while (p != MT_NONE && (s->th->slices[p].flags & MT_SLICE_INLINED) &&
 	       n < MAX_INLINED) {
 		in[n++] = p;
-		p = parent_of(s, p);
+		p = stitch_parent_of(s, p);
 	}
 	*caller = p;
 	return n;
@@ -495,7 +498,7 @@ static int merge_inlined(struct thread_state *s, uint32_t x, uint32_t y)
 	while (na && nb && same_inlined(s, ia[na - 1], ib[nb - 1])) {
 		uint32_t a = ia[--na], b = ib[--nb];
 
-		if (a != b && merge(s, a, b))
+		if (a != b && stitch_merge(s, a, b))
 			return -ENOMEM;
 	}
 	if (na || !nb)
@@ -506,7 +509,7 @@ static int merge_inlined(struct thread_state *s, uint32_t x, uint32_t y)
 	for (size_t k = nb; k-- > 0;)
 		if (move_back(s, ib[k], s->th->slices[x].ts, false))
 			return -ENOMEM;
-	return slice_set_parent(s, x, ib[0]);
+	return stitch_slice_set_parent(s, x, ib[0]);
 }
 
 /*
@@ -532,23 +535,23 @@ static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
 	for (;
 	     px != MT_NONE && py != MT_NONE && px != py && n < s->th->nr_slices;
 	     n++) {
-		/* not the same callers (callers_fit() keeps the joins
+		/* not the same callers (stitch_callers_fit() keeps the joins
 		 * from it): left as they are */
 		if (!same_call(s, px, py))
 			return 0;
-		if (merge(s, px, py))
+		if (stitch_merge(s, px, py))
 			return -ENOMEM;
 		top = px;
-		px = parent_of(s, px);
-		py = parent_of(s, py);
+		px = stitch_parent_of(s, px);
+		py = stitch_parent_of(s, py);
 	}
 	if (px != MT_NONE || py == MT_NONE || top == MT_NONE)
 		return 0;
 	for (uint32_t p = py; p != MT_NONE && n < s->th->nr_slices;
-	     p = parent_of(s, p), n++)
+	     p = stitch_parent_of(s, p), n++)
 		if (move_back(s, p, s->th->slices[top].ts, false))
 			return -ENOMEM;
-	return slice_set_parent(s, top, py);
+	return stitch_slice_set_parent(s, top, py);
 }
 
 /*
@@ -558,14 +561,14 @@ static int merge_callers(struct thread_state *s, uint32_t px, uint32_t py,
  * them (the frames stepped over lived until the jump, and B's new call
  * was made by the last of them).
  */
-uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
-		      const struct match *m)
+uint32_t stitch_join_deepest(const struct thread_state *s,
+			     const struct chainv *bv, const struct match *m)
 {
 	size_t p;
 
 	if (m->len && !m->split)
-		return s->chain[a_pos(m, m->len - 1)];
-	p = a_pos(m, m->len ? m->len - 1 : 0);
+		return s->chain[stitch_a_pos(m, m->len - 1)];
+	p = stitch_a_pos(m, m->len ? m->len - 1 : 0);
 	if (p)
 		return s->chain[p - 1];
 	return m->ahead ? bv->sl[m->ahead - 1] : MT_NONE;
@@ -573,54 +576,56 @@ uint32_t join_deepest(const struct thread_state *s, const struct chainv *bv,
 
 /* Join B (segment ib, its frames bv, root first) to A (s->chain, na
  * frames) as m says, across the gap that began at time at. */
-int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
-	       const struct chainv *bv, const struct match *m)
+int stitch_apply_join(struct thread_state *s, uint32_t ib, uint64_t at,
+		      size_t na, const struct chainv *bv, const struct match *m)
 {
 	const struct seg_ends *b = ends_of(s, ib);
-	uint32_t deepest = join_deepest(s, bv, m);
-	uint32_t gap = gap_before(s, b);
+	uint32_t deepest = stitch_join_deepest(s, bv, m);
+	uint32_t gap = stitch_gap_before(s, b);
 	size_t nj = m->len - m->split;
 	int rc = 0;
 
 	s->joins++;
 	for (size_t i = 0; i < nj && !rc; i++)
-		rc = merge(s, s->chain[a_pos(m, i)], bv->sl[m->ahead + i]);
+		rc = stitch_merge(s, s->chain[stitch_a_pos(m, i)],
+				  bv->sl[m->ahead + i]);
 	/* B's first frame, joined, may have callers of its own already */
 	if (!rc && nj && !m->ahead)
-		rc = merge_callers(s, parent_of(s, s->chain[a_pos(m, 0)]),
-				   parent_of(s, bv->sl[0]),
-				   s->chain[a_pos(m, 0)]);
+		rc = merge_callers(
+			s, stitch_parent_of(s, s->chain[stitch_a_pos(m, 0)]),
+			stitch_parent_of(s, bv->sl[0]),
+			s->chain[stitch_a_pos(m, 0)]);
 	for (size_t i = 0; i < nj && !rc; i++)
-		rc = merge_inlined(s, s->chain[a_pos(m, i)],
+		rc = merge_inlined(s, s->chain[stitch_a_pos(m, i)],
 				   bv->sl[m->ahead + i]);
 	/* B's other activation hangs beside A's: under its caller, which
 	 * is B's too once joined (but where a step lies between), else
 	 * A's. */
 	if (!rc && m->split && !nj && !m->ahead)
-		rc = merge_callers(s, deepest, parent_of(s, bv->sl[0]),
+		rc = merge_callers(s, deepest, stitch_parent_of(s, bv->sl[0]),
 				   MT_NONE);
 	if (!rc && m->split &&
 	    ((!nj && !m->ahead) ||
-	     (nj && a_pos(m, nj) - 1 != a_pos(m, nj - 1))))
-		rc = slice_set_parent(s, bv->sl[m->ahead + nj], deepest);
+	     (nj && stitch_a_pos(m, nj) - 1 != stitch_a_pos(m, nj - 1))))
+		rc = stitch_slice_set_parent(s, bv->sl[m->ahead + nj], deepest);
 	/* A's callers above the join live at least as long. */
 	if (!rc)
 		rc = live_through(s, ib, b->start_chain[0], 0, m->off);
 	/* and so do the frames B stepped over, between joined ones */
 	for (size_t k = 0; k < m->nr_skips && !rc; k++) {
-		size_t to = a_pos(m, m->skip_at[k]);
+		size_t to = stitch_a_pos(m, m->skip_at[k]);
 
 		rc = live_through(s, ib, bv->sl[m->ahead + m->skip_at[k]],
 				  to - m->skip_len[k], to);
 	}
 	/* From here, a guess's depth, or none that this join settled. */
 	if (!rc)
-		rc = guess_at_join(s, at, na, bv, b->nr_start, m);
+		rc = stitch_guess_at_join(s, at, na, bv, b->nr_start, m);
 	if (!rc && m->ahead)
 		rc = hang_under_revealed(s, bv, m);
 	/* The gap between sits under the deepest joined frame. */
 	if (!rc && gap != MT_NONE)
-		rc = slice_set_parent(s, gap, deepest);
+		rc = stitch_slice_set_parent(s, gap, deepest);
 	return rc;
 }
 
@@ -630,10 +635,10 @@ int apply_join(struct thread_state *s, uint32_t ib, uint64_t at, size_t na,
  * root first, resolved, with where each child returned to: into
  * s->xs/s->xi.  Returns the length, 0 when out of memory.
  */
-size_t extended_chain(struct thread_state *s, const struct seg_ends *b)
+size_t stitch_extended_chain(struct thread_state *s, const struct seg_ends *b)
 {
 	size_t up = 0, n;
-	uint32_t x = caller_of(s, resolve(s, b->start_chain[0]));
+	uint32_t x = caller_of(s, stitch_resolve(s, b->start_chain[0]));
 
 	for (uint32_t p = x; p != MT_NONE && up < (1u << 20);
 	     p = caller_of(s, p))
@@ -648,11 +653,11 @@ size_t extended_chain(struct thread_state *s, const struct seg_ends *b)
 	for (size_t i = up; i-- > 0; x = caller_of(s, x))
 		s->xs[i] = x;
 	for (size_t i = 0; i < b->nr_start; i++) {
-		s->xs[up + i] = resolve(s, b->start_chain[i]);
+		s->xs[up + i] = stitch_resolve(s, b->start_chain[i]);
 		s->xi[up + i] = b->start_ips[i];
 	}
 	for (size_t i = 0; i < up; i++)
-		s->xi[i] = ret_of(s, s->xs[i + 1]);
+		s->xi[i] = stitch_ret_of(s, s->xs[i + 1]);
 	return n;
 }
 
@@ -801,7 +806,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 		goto out;
 	}
 	/* Nor may a callee begin before its caller: a trace viewer would
-	 * nest it elsewhere, or not at all (ahead_fits() keeps the joins
+	 * nest it elsewhere, or not at all (stitch_ahead_fits() keeps the joins
 	 * from doing it; this keeps a fault of ours out of the output). */
 	for (size_t i = 0; i < at; i++)
 		if (out[i].parent != MT_NONE &&
@@ -840,7 +845,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 		goto out;
 	}
 	/* and what ran at a guessed depth, as long as the guess stood */
-	if (where && guess_mark(s, out, at, where))
+	if (where && stitch_guess_mark(s, out, at, where))
 		goto out;
 	memcpy(th->slices, out, at * sizeof(*out));
 	th->nr_slices = at;
@@ -858,14 +863,14 @@ out:
 
 /*
  * The thread's slices as the joins left them, in pre-order.  Parents are
- * all settled before any is rewritten (parent_of() reads a root's
+ * all settled before any is rewritten (stitch_parent_of() reads a root's
  * start-chain root, which may come later), and kept aside until the tree
  * is known to be one.  Any failure (a cycle, a callee that would begin
  * before its caller, out of memory) leaves the slices as the joins left
- * them, for undo_edits(): the log goes only once the new layout is in
+ * them, for stitch_undo_edits(): the log goes only once the new layout is in
  * place.
  */
-int rebuild(struct thread_state *s)
+int stitch_rebuild(struct thread_state *s)
 {
 	size_t n = s->th->nr_slices;
 	uint32_t *par = malloc((n ? n : 1) * sizeof(*par));
@@ -875,14 +880,14 @@ int rebuild(struct thread_state *s)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (s->alias[i] == i)
-			par[i] = parent_of(s, (uint32_t)i);
+			par[i] = stitch_parent_of(s, (uint32_t)i);
 	rc = reaches_roots(s, par);
 	if (rc == -EINVAL)
 		s->fault = "joins close a cycle";
 	if (!rc)
 		rc = lay_out(s, par);
 	if (!rc)
-		undo_free(&s->undo);
+		stitch_undo_free(&s->undo);
 	free(par);
 	return rc;
 }

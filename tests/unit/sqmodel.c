@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A model to write and read back (the SQLite writer's tests): random call
- * trees, odd names, a chain DEEP levels deep, gaps and empty threads.
+ * trees, odd names, a chain DEEP levels deep, gaps and empty threads;
+ * and the queries that read a database back.
  */
 #include "tests/unit/sqmodel.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* xorshift64*: tests must not depend on the C library's rand(). */
 uint64_t rnd(uint64_t *s)
@@ -267,3 +271,71 @@ size_t total_slices(const struct mt_trace *t)
 }
 
 /* ------------------------------------------------------------------ */
+
+/* Entries in dir, "." and ".." aside. */
+int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One integer from a query, or def when it returns no row. */
+int64_t q_int(sqlite3 *db, const char *sql, int64_t def)
+{
+	sqlite3_stmt *st;
+	int64_t v = def;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "  query failed: %s: %s\n", sql,
+			sqlite3_errmsg(db));
+		return def;
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+sqlite3 *db_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+/* PRAGMA integrity_check says ok: the indexes hold every row, in order. */
+int integrity_ok(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int ok;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return 0;
+	ok = sqlite3_step(st) == SQLITE_ROW &&
+	     !strcmp((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	return ok;
+}

@@ -8,6 +8,8 @@
 
 #include "model/model.h"
 
+#include <sqlite3.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +27,14 @@ void gen_tree(struct mt_trace *t, size_t ti, size_t n, uint32_t depth,
 /* The model every round-trip test writes. */
 void build_model(struct mt_trace *t);
 size_t total_slices(const struct mt_trace *t);
+
+/* Entries in dir, "." and ".." aside. */
+int dir_entries(const char *dir);
+double now_s(void);
+/* One integer from a query, or def when it returns no row. */
+int64_t q_int(sqlite3 *db, const char *sql, int64_t def);
+sqlite3 *db_open(const char *path);
+/* PRAGMA integrity_check says ok: the indexes hold every row, in order. */
+int integrity_ok(sqlite3 *db);
 
 #endif

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the segment builder share: segments.h is the public
+ * interface, this is its state and the steps each file lends the others. */
+#ifndef MT_SEG_INTERNAL_H
+#define MT_SEG_INTERNAL_H
+
+#include "segments/go.h"
+#include "segments/segments.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LEVEL_BIAS (UINT32_C(1) << 30)
+/* How far a Go switch item's time may be from its event's (go_item) */
+#define GO_ITEM_EARLY_NS 10000
+#define GO_ITEM_LATE_NS	 10000000
+#define SYM_CACHE	 4096
+
+enum frame_kind {
+	FR_FUNC,   /* a function activation */
+	FR_PSEUDO, /* [syscall] / [untraced]: tracing is off */
+	FR_INLINE, /* a call the compiler inlined, above its function's
+		      frame (and above those inlined around it) */
+};
+
+struct frame {
+	uint32_t slice;
+	int32_t level;
+	uint64_t ret;	 /* return address, 0 if unknown */
+	uint64_t at;	 /* where control last came into it (seg_inl_at()) */
+	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
+	uint8_t kind;
+	bool async;    /* entered by the kernel (a signal handler) */
+	bool inl_code; /* the function has inlined calls */
+	uint8_t go;    /* enum go_fn: a Go switch point */
+	const struct sym_inline *in; /* FR_INLINE: the call */
+};
+
+struct sym_ent {
+	uint64_t ip;
+	uint64_t lo, hi;
+	uint32_t name, dso;
+	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
+	uint32_t site;	/* "FILE:LINE" of ip itself, 0 unknown */
+	bool valid, known;
+	bool fn_inl;		      /* its function has inlined calls */
+	uint8_t go;		      /* enum go_fn of its function */
+	const struct sym_inline *inl; /* innermost inlined call at ip */
+};
+
+/* What the running stack of a Go thread is (go.h). */
+enum go_on { GS_UNKNOWN, GS_G, GS_G0 };
+
+/* A frame of a stack not running, kept to be resumed. */
+struct go_frame {
+	struct frame f;
+	uint32_t frame, site, flags; /* of its slice */
+};
+
+struct seg_builder {
+	struct mt_trace *t;
+	size_t thread;
+	struct seg_ends_table *ends; /* NULL: not kept */
+	seg_symbolize_fn sym;
+	void *ctx;
+
+	struct frame *stack;
+	size_t depth, cap;
+
+	bool open;	  /* a segment is open */
+	bool any;	  /* one was: seg_id is valid */
+	bool ended;	  /* it saw DEC_END: closes at finish or next sync */
+	uint64_t stop_ip; /* where the open [untraced] frame began */
+	uint32_t paused;  /* reason of a gap paused while off the CPU */
+	uint32_t seg_id;
+	uint64_t seg_start, last_time;
+	size_t first;	 /* its first slice */
+	int32_t rmin;	 /* lowest level so far */
+	uint32_t *roots; /* slices at level rmin (parent unknown) */
+	size_t nr_roots, cap_roots;
+	uint32_t *reveals;    /* revealed callers, in order of discovery */
+	uint64_t *reveal_ips; /* the address each was revealed at */
+	size_t nr_reveals, cap_reveals;
+	uint64_t sync_ip; /* where the segment began */
+
+	bool exec_next; /* an exec since the last segment: the next one
+			   begins in another program */
+
+	bool have_gap; /* a gap is pending since gap_start */
+	uint64_t gap_start;
+	uint32_t gap_reason;
+
+	uint32_t frame_syscall, frame_untraced, frame_kernel;
+	struct sym_ent cache[SYM_CACHE];
+	/* return address -> string id of its call's "FILE:LINE" + 1 */
+	struct mt_hmap sites;
+	/* an inlined call -> its frame id, and "FILE:LINE" of the call
+	 * the compiler replaced << 32 */
+	struct mt_hmap inl_frames;
+
+	/* Go (go.h): on once the runtime's switch points are seen */
+	bool go_seen;
+	struct go_proc *go;    /* the process's goroutines not running */
+	bool go_own;	       /* go is the builder's */
+	uint8_t go_on;	       /* enum go_on */
+	uint32_t go_cur;       /* the running goroutine (1 + index), 0 none */
+	uint64_t go_goid;      /* its id, 0 unknown */
+	uint32_t go_first_seg; /* the first segment of the running stack */
+	struct go_susp go_sys; /* the goroutine systemstack left */
+	bool have_sys;
+	const struct dec_goroutine *go_items; /* the capture's switches */
+	size_t nr_go_items, next_go_item;
+	/* A resume that several suspended goroutines fitted: they are
+	 * told apart by where the resumed stack returns to (amb_climb
+	 * returns above its amb_k frames so far); slices from amb_slice
+	 * are the resumed goroutine's */
+	struct go_susp *amb;
+	size_t nr_amb, amb_k, amb_climb, amb_slice;
+	uint64_t amb_time; /* of the resume */
+	/* The running goroutine's identity is a guess: its slices from
+	 * guess_slice are flagged when its turn ends */
+	bool go_guess;
+	size_t guess_slice;
+};
+
+/* frames.c: the frame stack */
+struct mt_thread *seg_thr(struct seg_builder *b);
+const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip);
+struct frame *seg_top(struct seg_builder *b);
+struct mt_slice *seg_slice_of(struct seg_builder *b, const struct frame *f);
+int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
+	     uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi,
+	     uint8_t kind);
+int seg_push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
+		uint64_t ret, uint32_t flags);
+size_t seg_host_at(const struct seg_builder *b);
+size_t seg_with_inlined(const struct seg_builder *b, size_t i);
+int seg_inl_open(struct seg_builder *b, uint64_t time,
+		 const struct sym_inline *leaf, uint32_t flags);
+int seg_inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
+	       uint32_t flags);
+int seg_then_inl(struct seg_builder *b, int rc, uint64_t time, uint64_t ip,
+		 uint32_t flags);
+void seg_end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
+		   uint32_t flags);
+void seg_pop_to(struct seg_builder *b, size_t n, uint64_t time);
+int seg_reveal(struct seg_builder *b, uint64_t ip);
+int seg_reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call);
+
+/* flow.c: returns, jumps and resumes */
+int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to);
+int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
+		bool indirect);
+int seg_on_resume(struct seg_builder *b, uint64_t time, uint64_t ip);
+
+/* segment.c: segments opening and closing */
+int seg_end_segment(struct seg_builder *b, uint64_t time, const char *reason,
+		    uint64_t ip, uint32_t end_flags);
+int seg_open_bare(struct seg_builder *b, uint64_t time, uint64_t ip);
+int seg_open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
+		     bool resumed);
+
+/* go_turn.c: the switches between goroutines' stacks */
+int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
+	    uint64_t ip, uint64_t aux);
+int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip, bool resumed);
+int go_turn_end(struct seg_builder *b);
+int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to);
+void go_label(struct seg_builder *b, uint32_t gor);
+uint32_t go_root_name(struct seg_builder *b);
+
+#endif
