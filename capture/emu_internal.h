@@ -250,15 +250,15 @@ int emu_add_map(struct emu *e, const char *line, uint64_t time);
 int emu_write_capture(struct emu *e, uint64_t end);
 
 /* emu_truth.c */
-int edsos_from_maps(struct emu *e);
-int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
-	     uint8_t flags);
-int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
-	  uint64_t ret, uint8_t flags);
-void tpop_to(struct thr *t, size_t n, uint64_t when);
-int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
-		   uint64_t back);
-int write_truth(struct emu *e, uint64_t end);
+int emu_edsos_from_maps(struct emu *e);
+int emu_truth_row_add(struct thr *t, uint64_t start, const char *name,
+		      uint32_t parent, uint8_t flags);
+int emu_truth_push(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
+		   uint64_t ret, uint8_t flags);
+void emu_truth_pop_to(struct thr *t, size_t n, uint64_t when);
+int emu_truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
+		       uint64_t back);
+int emu_truth_write(struct emu *e, uint64_t end);
 /* --drop-every's gaps: one more, and all of them as gaps.tsv (--gaps). */
 int emu_add_gap(struct emu *e, struct thr *t, uint64_t resume,
 		uint64_t resume_ip);

@@ -362,9 +362,10 @@ static int leave_in_syscall(struct emu *e, struct thr *t)
 	if (!t->dropping && ptenc_pgd(t->enc, t->step_tsc))
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->o->truth &&
-	    trow_add(t, t->step_tsc, "[syscall]",
-		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX,
-		     TR_SYSCALL))
+	    emu_truth_row_add(t, t->step_tsc, "[syscall]",
+			      t->tdepth ? t->tstack[t->tdepth - 1].row
+					: UINT32_MAX,
+			      TR_SYSCALL))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -445,7 +446,7 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 	if (!rc && e->go.is_go && go_rt_switches(&e->go, from - e->go_bias) &&
 	    go_look(e, t, to, tsc))
 		return -ENOMEM;
-	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
+	if (!rc && e->o->truth && emu_truth_transfer(e, t, to, next, tsc))
 		rc = -ENOMEM;
 	return rc ? mt_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
@@ -481,7 +482,7 @@ static int start_thread(struct emu *e, struct thr *t)
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->go.is_go && go_look(e, t, ip, t->t0))
 		return -ENOMEM;
-	if (e->o->truth && tpush(e, t, t->t0, ip, 0, TR_CLIP_START))
+	if (e->o->truth && emu_truth_push(e, t, t->t0, ip, 0, TR_CLIP_START))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	e->st->threads++;
 	return 0;
@@ -1193,8 +1194,8 @@ static int trace(struct emu *e)
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
-					if (tpush(e, t, now_ns(), ip, 0,
-						  TR_SIGNAL))
+					if (emu_truth_push(e, t, now_ns(), ip,
+							   0, TR_SIGNAL))
 						return mt_fail(e, -ENOMEM,
 							       "out of memory");
 					t->tstack[t->tdepth - 1].async = true;
@@ -1280,10 +1281,11 @@ static int trace(struct emu *e)
 			/* The kernel's time delivering it, as a decoder
 			 * shows it. */
 			if (e->o->truth &&
-			    trow_add(t, now_ns(), "[untraced]",
-				     t->tdepth ? t->tstack[t->tdepth - 1].row
-					       : UINT32_MAX,
-				     0))
+			    emu_truth_row_add(
+				    t, now_ns(), "[untraced]",
+				    t->tdepth ? t->tstack[t->tdepth - 1].row
+					      : UINT32_MAX,
+				    0))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			t->untraced_row = (uint32_t)t->nr_rows - 1;
 			if ((rc = step(e, t, sig)))
@@ -1364,7 +1366,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc && o->cap.pid > 0)
 		go_setup(&e);
 	if (!rc && o->truth)
-		rc = edsos_from_maps(&e);
+		rc = emu_edsos_from_maps(&e);
 	if (!rc && o->cap.trigger &&
 	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
 		rc = line_trigger_resolve(e.pid, e.exe, o->cap.trigger,

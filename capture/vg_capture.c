@@ -296,7 +296,7 @@ static int vg_truth(struct vg *v, struct thr *t, uint8_t cls, uint64_t to,
 		return 0;
 	t->step.cls = cls;
 	t->step_tsc = v->now;
-	return truth_transfer(&v->e, t, to, next, v->now);
+	return emu_truth_transfer(&v->e, t, to, next, v->now);
 }
 
 /* --snapshot-size: the ring keeps the newest bytes.  Trimmed now and
@@ -405,8 +405,9 @@ static int vg_async(struct vg *v, struct thr *t, bool user, uint64_t ip)
 	if (ptenc_async_pgd(t->enc, v->now, ip))
 		return -ENOMEM;
 	if (e->o->truth &&
-	    trow_add(t, v->now, "[untraced]",
-		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX, 0))
+	    emu_truth_row_add(
+		    t, v->now, "[untraced]",
+		    t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX, 0))
 		return -ENOMEM;
 	t->untraced_row = (uint32_t)t->nr_rows - 1;
 	return 0;
@@ -466,7 +467,7 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 
 	if (t->step.cls == IC_SYSCALL && v->sys_next[k]) {
 		if (e->o->truth &&
-		    truth_transfer(e, t, ip, v->sys_next[k], v->now))
+		    emu_truth_transfer(e, t, ip, v->sys_next[k], v->now))
 			return -ENOMEM;
 		v->sys_next[k] = 0;
 	}
@@ -477,7 +478,7 @@ static int vg_enable(struct vg *v, struct thr *t, uint64_t ip)
 		if (e->o->truth && t->tdepth &&
 		    !(ip >= t->tstack[t->tdepth - 1].lo &&
 		      ip < t->tstack[t->tdepth - 1].hi)) {
-			if (tpush(e, t, v->now, ip, 0, TR_SIGNAL))
+			if (emu_truth_push(e, t, v->now, ip, 0, TR_SIGNAL))
 				return -ENOMEM;
 			t->tstack[t->tdepth - 1].async = true;
 		}
@@ -567,9 +568,9 @@ static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
 	t->async = false;
 	v->sys_next[t - e->thr] = 0;
 	if (e->o->truth)
-		tpop_to(t, 0, v->now);
+		emu_truth_pop_to(t, 0, v->now);
 	if (vg_enable(v, t, ip) ||
-	    (e->o->truth && tpush(e, t, v->now, ip, 0, 0)))
+	    (e->o->truth && emu_truth_push(e, t, v->now, ip, 0, 0)))
 		return -ENOMEM;
 	/* A PSB+ (its TSC) at once: a decoder's time for the new program
 	 * must not fall before the exec's COMM, as it would by MTC alone. */
@@ -834,7 +835,8 @@ static int vg_record(struct vg *v, struct rd *r)
 		t->t0 = t->last_pkt_tsc = v->now;
 		t->last_pkt_ip = ip;
 		if (ptenc_start(t->enc, v->now, ip, false) ||
-		    (e->o->truth && tpush(e, t, v->now, ip, 0, TR_CLIP_START)))
+		    (e->o->truth &&
+		     emu_truth_push(e, t, v->now, ip, 0, TR_CLIP_START)))
 			return -ENOMEM;
 		e->st->threads++;
 		break;
@@ -972,10 +974,10 @@ static int vg_record(struct vg *v, struct rd *r)
 		 * stays open, as a decoder sees it. */
 		if (e->o->truth && t->step.cls == IC_SYSCALL &&
 		    v->sys_next[t - e->thr] &&
-		    trow_add(t, t->step_tsc, "[syscall]",
-			     t->tdepth ? t->tstack[t->tdepth - 1].row
-				       : UINT32_MAX,
-			     TR_SYSCALL))
+		    emu_truth_row_add(t, t->step_tsc, "[syscall]",
+				      t->tdepth ? t->tstack[t->tdepth - 1].row
+						: UINT32_MAX,
+				      TR_SYSCALL))
 			return -ENOMEM;
 		if (!t->exited) {
 			t->exited = true;
