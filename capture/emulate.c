@@ -56,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
+uint64_t emu_now_ns(void)
 {
 	struct timespec t;
 
@@ -64,7 +64,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+int emu_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {buf, len}, remote = {(void *)addr, len};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
@@ -86,7 +86,7 @@ static pid_t wait_for(pid_t pid, int *status, int flags)
 	return r;
 }
 
-static uint64_t get_ip(pid_t tid)
+uint64_t emu_get_ip(pid_t tid)
 {
 	errno = 0;
 	return (uint64_t)ptrace(PTRACE_PEEKUSER, tid,
@@ -179,7 +179,7 @@ static int wait_stop(const struct emu *e, pid_t tid, int *status)
  * kill it once let go: it is taken first.  Bounded: a thread that keeps
  * changing is let go as it is.  first: the thread is at (or before) its
  * first stop, whose SIGSTOP (a new thread's, or ours that stopped
- * run_to()) is not the program's.  A zombie is let be.
+ * emu_run_to()) is not the program's.  A zombie is let be.
  */
 static void let_go(struct emu *e, pid_t tid, bool first)
 {
@@ -245,7 +245,7 @@ static int let_go_stray(pid_t tid, void *arg)
 	return 0;
 }
 
-static void detach_all(struct emu *e)
+void emu_detach_all(struct emu *e)
 {
 	for (size_t i = 0; i < e->nr_thr; i++)
 		if (!e->thr[i].exited)
@@ -270,7 +270,7 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 	c->ip = ip;
 	c->valid = true;
 	c->len = 1;
-	n = read_mem(tid, ip, b, sizeof(b));
+	n = emu_read_mem(tid, ip, b, sizeof(b));
 	if (n <= 0)
 		return c;
 	size = (size_t)n;
@@ -305,7 +305,7 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 }
 
 /* Thread tid, made if new (e->thr may move), or NULL: no memory. */
-static struct thr *thr_get(struct emu *e, pid_t tid)
+struct thr *emu_thr_get(struct emu *e, pid_t tid)
 {
 	struct thr *t = emu_thr_find(e, tid);
 
@@ -383,13 +383,13 @@ static int go_look(struct emu *e, struct thr *t, uint64_t ip, uint64_t when)
 	fs = (uint64_t)ptrace(PTRACE_PEEKUSER, t->tid,
 			      offsetof(struct user_regs_struct, fs_base), NULL);
 	if (errno || !fs ||
-	    read_mem(t->tid, fs + (uint64_t)e->go.tls_off, &g, sizeof(g)) !=
+	    emu_read_mem(t->tid, fs + (uint64_t)e->go.tls_off, &g, sizeof(g)) !=
 		    sizeof(g))
 		g = 0;
 	if (g == t->g)
 		return 0;
 	if (g && e->go.goid_off &&
-	    read_mem(t->tid, g + e->go.goid_off, &goid, sizeof(goid)) !=
+	    emu_read_mem(t->tid, g + e->go.goid_off, &goid, sizeof(goid)) !=
 		    sizeof(goid))
 		goid = 0;
 	if (emu_go_switch(e, t, when, ip, g, goid))
@@ -402,7 +402,7 @@ static int go_look(struct emu *e, struct thr *t, uint64_t ip, uint64_t when)
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
 {
 	const struct insn *in = &t->step;
-	uint64_t from = t->step_ip, next = from + in->len, tsc = now_ns();
+	uint64_t from = t->step_ip, next = from + in->len, tsc = emu_now_ns();
 	int rc = 0;
 
 	if (in->cls == IC_PLAIN)
@@ -453,13 +453,13 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 
 static int step(struct emu *e, struct thr *t, int sig)
 {
-	uint64_t ip = get_ip(t->tid);
+	uint64_t ip = emu_get_ip(t->tid);
 
 	if (errno)
 		return 0; /* gone: its exit is on its way */
 	t->step_ip = ip;
 	t->step = *decode(e, t->tid, ip);
-	t->step_tsc = now_ns();
+	t->step_tsc = emu_now_ns();
 	e->st->insns++;
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig) < 0 &&
 	    errno != ESRCH)
@@ -471,13 +471,13 @@ static int step(struct emu *e, struct thr *t, int sig)
 /* Tracing starts for t at its current IP. */
 static int start_thread(struct emu *e, struct thr *t)
 {
-	uint64_t ip = get_ip(t->tid);
+	uint64_t ip = emu_get_ip(t->tid);
 
 	if (errno)
 		return 0;
 	t->new_thread = false;
 	t->started = true;
-	t->t0 = now_ns();
+	t->t0 = emu_now_ns();
 	if (ptenc_start(t->enc, t->t0, ip, false))
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->go.is_go && go_look(e, t, ip, t->t0))
@@ -493,14 +493,14 @@ static int start_thread(struct emu *e, struct thr *t)
  * address already).  Returns 0, -ENOENT when there is no such symbol
  * (err says so), or another negative code.
  */
-static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
+int emu_exe_symbol(struct emu *e, const char *sym, uint64_t *out)
 {
 	return symaddr_resolve(e->pid, e->exe, sym, out, e->err, e->errlen);
 }
 
 /* The runtime address of a data object of the executable (the stub API's
  * mt_mark_start_ns), or 0. */
-static uint64_t exe_object(struct emu *e, const char *name)
+uint64_t emu_exe_object(struct emu *e, const char *name)
 {
 	return symaddr_object(e->pid, e->exe, name);
 }
@@ -552,7 +552,7 @@ static int rewind_to(struct emu *e, pid_t tid, uint64_t addr)
  * An mmap or mprotect that made memory executable and succeeded (at a
  * system call's entry rax is -ENOSYS).
  */
-static bool syscall_mapped_code(const struct user_regs_struct *r)
+bool emu_syscall_mapped_code(const struct user_regs_struct *r)
 {
 	return (r->orig_rax == SYS_mmap || r->orig_rax == SYS_mprotect) &&
 	       (r->rdx & PROT_EXEC) && (int64_t)r->rax >= 0;
@@ -596,7 +596,7 @@ static int take_clone(struct emu *e, pid_t tid)
 	unsigned long child;
 
 	if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
-	    !thr_get(e, (pid_t)child))
+	    !emu_thr_get(e, (pid_t)child))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -636,7 +636,7 @@ static int hold_threads(struct emu *e, pid_t hit, uint64_t addr)
 			    (rc = take_clone(e, tid)))
 				return rc;
 			if (sig == SIGTRAP && !event &&
-			    get_ip(tid) == addr + 1 &&
+			    emu_get_ip(tid) == addr + 1 &&
 			    (rc = rewind_to(e, tid, addr)))
 				return rc;
 			if (sig == SIGTRAP || event || sig == (SIGTRAP | 0x80))
@@ -670,11 +670,11 @@ static int hold_threads(struct emu *e, pid_t hit, uint64_t addr)
  * go), its code put back and it runs on untraced: -EINTR, with why in
  * err.
  */
-static int run_to(struct emu *e, const char *sym)
+int emu_run_to(struct emu *e, const char *sym)
 {
 	uint64_t addr = 0, word = 0;
 	struct symwatch *w = NULL;
-	int status, rc = exe_symbol(e, sym, &addr);
+	int status, rc = emu_exe_symbol(e, sym, &addr);
 	bool stopping = false;
 	pid_t tid = e->pid;
 	struct thr *t;
@@ -690,7 +690,7 @@ static int run_to(struct emu *e, const char *sym)
 	if (rc)
 		goto out;
 	/* The first thread, stopped at its exec. */
-	if (!(t = thr_get(e, e->pid))) {
+	if (!(t = emu_thr_get(e, e->pid))) {
 		rc = mt_fail(e, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -723,7 +723,7 @@ static int run_to(struct emu *e, const char *sym)
 			}
 			continue;
 		}
-		if (!(t = thr_get(e, tid))) {
+		if (!(t = emu_thr_get(e, tid))) {
 			rc = mt_fail(e, -ENOMEM, "out of memory");
 			goto out;
 		}
@@ -764,7 +764,7 @@ static int run_to(struct emu *e, const char *sym)
 			struct user_regs_struct r;
 
 			if (!addr && !ptrace(PTRACE_GETREGS, tid, NULL, &r) &&
-			    syscall_mapped_code(&r) &&
+			    emu_syscall_mapped_code(&r) &&
 			    (rc = watch_start(e, w, &addr)) == 0 && addr)
 				rc = set_breakpoint(e, sym, addr, &word);
 			if (rc)
@@ -812,7 +812,7 @@ static int run_to(struct emu *e, const char *sym)
 		goto out;
 	}
 	if (stopping) {
-		detach_all(e);
+		emu_detach_all(e);
 		rc = mt_fail(e, -EINTR,
 			     "stopped before %s reached %s: nothing traced (it "
 			     "runs on)",
@@ -831,7 +831,7 @@ out:
 	return rc;
 }
 
-static int launch(struct emu *e, char *const argv[])
+int emu_launch(struct emu *e, char *const argv[])
 {
 	const struct target_how how = {.traced = true};
 	struct target t;
@@ -905,7 +905,7 @@ static int seize_thread(struct emu *e, pid_t tid)
 		if (!ours)
 			return 0;
 	}
-	t = thr_get(e, tid);
+	t = emu_thr_get(e, tid);
 	if (!t)
 		return mt_fail(e, -ENOMEM, "out of memory");
 	/* A thread the kernel attached for us stops by itself; its first
@@ -946,7 +946,7 @@ static int seize_new(pid_t tid, void *arg)
 	return seize_thread(e, tid);
 }
 
-static int attach(struct emu *e, int pid)
+int emu_attach(struct emu *e, int pid)
 {
 	int rc;
 
@@ -982,7 +982,7 @@ static int emu_ptwrite(struct emu *e, struct thr *t, pid_t tid, uint64_t ip)
 		   NULL);
 	if (errno)
 		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-	if (ptenc_ptwrite(t->enc, now_ns(), (uint64_t)v, ip))
+	if (ptenc_ptwrite(t->enc, emu_now_ns(), (uint64_t)v, ip))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -1051,7 +1051,7 @@ static int take_trigger_addrs(struct emu *e)
  */
 static int resolve_trigger(struct emu *e, const char *sym)
 {
-	int rc = exe_symbol(e, sym, &e->trigger);
+	int rc = emu_exe_symbol(e, sym, &e->trigger);
 
 	if (rc != -ENOENT || !strncmp(sym, "addr:", 5))
 		return rc;
@@ -1071,9 +1071,9 @@ static int after_syscall(struct emu *e, struct thr *t)
 	int rc;
 
 	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) < 0 ||
-	    !syscall_mapped_code(&r))
+	    !emu_syscall_mapped_code(&r))
 		return 0;
-	if (emu_collect_maps(e, now_ns()) < 0)
+	if (emu_collect_maps(e, emu_now_ns()) < 0)
 		return mt_fail(e, -ENOMEM, "out of memory");
 	if (!e->trigger_watch)
 		return 0;
@@ -1114,7 +1114,7 @@ static int trace(struct emu *e)
 	struct thr *t;
 	int rc, status;
 
-	if (!e->nr_thr && !thr_get(e, e->pid))
+	if (!e->nr_thr && !emu_thr_get(e, e->pid))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	/* Every thread there is now (one, unless we attached or a Go
 	 * runtime started more before the start) begins. */
@@ -1138,7 +1138,7 @@ static int trace(struct emu *e)
 			return mt_fail(e, -errno, "waitpid: %s",
 				       strerror(errno));
 		}
-		t = thr_get(e, tid);
+		t = emu_thr_get(e, tid);
 		if (!t)
 			return mt_fail(e, -ENOMEM, "out of memory");
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -1156,7 +1156,7 @@ static int trace(struct emu *e)
 			unsigned long child;
 
 			if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
-			    !thr_get(e, (pid_t)child))
+			    !emu_thr_get(e, (pid_t)child))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			/* The clone finishes in this thread's step. */
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
@@ -1165,7 +1165,7 @@ static int trace(struct emu *e)
 		if (event) {
 			if (event == PTRACE_EVENT_EXIT &&
 			    ((rc = leave_in_syscall(e, t)) ||
-			     emu_collect_maps(e, now_ns()) < 0))
+			     emu_collect_maps(e, emu_now_ns()) < 0))
 				return rc ? rc
 					  : mt_fail(e, -ENOMEM,
 						    "out of memory");
@@ -1179,7 +1179,7 @@ static int trace(struct emu *e)
 			continue;
 		}
 		if (sig == SIGTRAP) {
-			uint64_t ip = get_ip(tid);
+			uint64_t ip = emu_get_ip(tid);
 
 			if (errno)
 				continue;
@@ -1187,15 +1187,16 @@ static int trace(struct emu *e)
 				/* The handler's first instruction. */
 				t->async = false;
 				if (e->o->truth && t->untraced_row < t->nr_rows)
-					t->rows[t->untraced_row].end = now_ns();
-				if (ptenc_pge(t->enc, now_ns(), ip))
+					t->rows[t->untraced_row].end =
+						emu_now_ns();
+				if (ptenc_pge(t->enc, emu_now_ns(), ip))
 					return mt_fail(e, -ENOMEM,
 						       "out of memory");
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
-					if (emu_truth_push(e, t, now_ns(), ip,
-							   0, TR_SIGNAL))
+					if (emu_truth_push(e, t, emu_now_ns(),
+							   ip, 0, TR_SIGNAL))
 						return mt_fail(e, -ENOMEM,
 							       "out of memory");
 					t->tstack[t->tdepth - 1].async = true;
@@ -1213,11 +1214,11 @@ static int trace(struct emu *e)
 			if (e->trigger && at_trigger(e, ip)) {
 				/* The snapshot point: stop here.  The stub's
 				 * argument is in rdi. */
-				uint64_t when = now_ns(), mark = 0;
+				uint64_t when = emu_now_ns(), mark = 0;
 
 				if (e->mark_addr &&
-				    read_mem(e->pid, e->mark_addr, &mark,
-					     sizeof(mark)) != sizeof(mark))
+				    emu_read_mem(e->pid, e->mark_addr, &mark,
+						 sizeof(mark)) != sizeof(mark))
 					mark = 0;
 				/* --duration-thresh: only when it took that
 				 * long since mt_mark_start(). */
@@ -1269,20 +1270,20 @@ static int trace(struct emu *e)
 		 * the kernel sends the thread.
 		 */
 		{
-			uint64_t ip = get_ip(tid);
+			uint64_t ip = emu_get_ip(tid);
 
 			if (errno)
 				continue;
 			if (ip != t->step_ip && (rc = transfer(e, t, ip)))
 				return rc;
-			if (ptenc_async_pgd(t->enc, now_ns(), ip))
+			if (ptenc_async_pgd(t->enc, emu_now_ns(), ip))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			t->async = true;
 			/* The kernel's time delivering it, as a decoder
 			 * shows it. */
 			if (e->o->truth &&
 			    emu_truth_row_add(
-				    t, now_ns(), "[untraced]",
+				    t, emu_now_ns(), "[untraced]",
 				    t->tdepth ? t->tstack[t->tdepth - 1].row
 					      : UINT32_MAX,
 				    0))
@@ -1330,18 +1331,18 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			     "traced",
 			     o->cap.pid);
 	} else if (o->cap.pid > 0) {
-		rc = attach(&e, o->cap.pid);
+		rc = emu_attach(&e, o->cap.pid);
 	} else {
-		rc = launch(&e, argv);
+		rc = emu_launch(&e, argv);
 		/* A Go program's own code begins at main.main. */
 		if (!rc)
 			go_setup(&e);
 		if (!start)
 			start = e.go.is_go ? "main.main" : "main";
 		if (!rc && *start)
-			rc = run_to(&e, start);
+			rc = emu_run_to(&e, start);
 	}
-	if (!rc && emu_collect_maps(&e, now_ns()) < 0)
+	if (!rc && emu_collect_maps(&e, emu_now_ns()) < 0)
 		rc = mt_fail(&e, -ENOMEM, "out of memory");
 	if (!rc)
 		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
@@ -1376,25 +1377,26 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			e.trigger = e.triggers[0];
 	} else if (!rc && o->cap.trigger)
 		rc = resolve_trigger(&e, o->cap.trigger);
-	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
+	else if (!rc && emu_exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
 	if (!rc && (e.trigger || e.trigger_watch))
-		e.mark_addr = exe_object(&e, "mt_mark_start_ns");
+		e.mark_addr = emu_exe_object(&e, "mt_mark_start_ns");
 	/* A program without mt_ptwrite() writes nothing. */
-	if (!rc && o->ptwrite && exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
+	if (!rc && o->ptwrite && emu_exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
 		e.ptw_addr = 0;
-	e.start_time = now_ns();
+	e.start_time = emu_now_ns();
 	if (!rc)
 		rc = trace(&e);
-	st->seconds = (double)(now_ns() - e.start_time) / 1e9;
+	st->seconds = (double)(emu_now_ns() - e.start_time) / 1e9;
 	if (!rc && e.trigger_watch && !e.trigger)
 		trigger_never_mapped(&e);
 	if (e.pid > 0)
-		detach_all(&e);
+		emu_detach_all(&e);
 	/* Whatever was traced is written, even after an error (threads
-	 * run_to() saw before the start were not traced). */
+	 * emu_run_to() saw before the start were not traced). */
 	if (traced_any(&e))
-		rc = emu_write_all(&e, e.hit_time ? e.hit_time : now_ns(), rc);
+		rc = emu_write_all(&e, e.hit_time ? e.hit_time : emu_now_ns(),
+				   rc);
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);
 	emu_free(&e);
