@@ -22,6 +22,7 @@
 #include "capture/emu_internal.h"
 #include "capture/symaddr_internal.h"
 #include "capture/target_internal.h"
+#include "capture/vg_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
@@ -302,7 +303,7 @@ static int vg_truth(struct vg *v, struct thr *t, uint8_t cls, uint64_t to,
 /* --snapshot-size: the ring keeps the newest bytes.  Trimmed now and
  * then, at a PSB (every 4 KiB), not at every packet: twice the size is
  * kept at most, and a PSB period. */
-static void vg_trim(struct vg *v, struct thr *t)
+void vg_trim(struct vg *v, struct thr *t)
 {
 	uint64_t size = v->e.o->cap.snapshot_size;
 	size_t len, drop;
@@ -433,7 +434,7 @@ static int vg_drop_end(struct vg *v, struct thr *t, uint64_t ip)
  * a record and ends after the record its count runs out in, at ip, where
  * that record's last branch went.  Returns 1 (lost), 0 or -ENOMEM.
  */
-static int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip)
+int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip)
 {
 	struct emu *e = &v->e;
 	unsigned k = 0;
@@ -751,7 +752,7 @@ static int vg_carried(struct vg *v, struct thr *t, unsigned n, uint64_t t0,
 
 /* One record at r.  Returns 0, 1 when the capture ends with it, SHORT
  * (r->bad) when it is not all there yet, or a negative code. */
-static int vg_record(struct vg *v, struct rd *r)
+int vg_record(struct vg *v, struct rd *r)
 {
 	struct emu *e = &v->e;
 	struct thr *t = v->cur < e->nr_thr ? &e->thr[v->cur] : NULL;
@@ -1089,7 +1090,7 @@ static int vg_record(struct vg *v, struct rd *r)
 }
 
 /* Every whole record read so far; what is cut short waits for more. */
-static int vg_parse(struct vg *v)
+int vg_parse(struct vg *v)
 {
 	size_t off = 0;
 	int rc = 0;
