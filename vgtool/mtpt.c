@@ -839,11 +839,10 @@ static Bool in_go_switch(Addr a)
 	return False;
 }
 
-static IRSB *mt_instrument(VgCallbackClosure *closure, IRSB *in,
-			   const VexGuestLayout *layout,
-			   const VexGuestExtents *vge,
-			   const VexArchInfo *archinfo_host, IRType gWordTy,
-			   IRType hWordTy)
+IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
+		      const VexGuestLayout *layout, const VexGuestExtents *vge,
+		      const VexArchInfo *archinfo_host, IRType gWordTy,
+		      IRType hWordTy)
 {
 	IRSB *out;
 	Int i = 0, ninsn = 0, kind = K_PLAIN, cur_kind = K_PLAIN;
@@ -1304,7 +1303,7 @@ static void mt_pre_clo_init(void)
 	VG_(details_description)("Intel PT events for mt-capture");
 	VG_(details_copyright_author)("Copyright (C) the mt authors.");
 	VG_(details_bug_reports_to)("the mt project");
-	VG_(basic_tool_funcs)(mt_post_clo_init, mt_instrument, mt_fini);
+	VG_(basic_tool_funcs)(mt_post_clo_init, mtpt_instrument, mt_fini);
 	VG_(needs_command_line_options)(mt_option, mt_usage, mt_debug_usage);
 	VG_(needs_syscall_wrapper)(on_pre_syscall, on_post_syscall);
 	VG_(track_start_client_code)(on_start_client);
