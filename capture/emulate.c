@@ -17,40 +17,32 @@
  * monotonic clock, as perf's own is.
  *
  * Around the trace: the program is started or attached to (-p, every
- * thread); its mappings come from /proc/PID/maps and, where the kernel
- * allows a dummy event, its sideband from perf_event_open's rings
- * (sideband.c); the vDSO's bytes are read from it, since no file holds
- * them.  --snapshot-size keeps the newest bytes of each thread as the
- * hardware's ring does; a trigger (mt_snapshot_point, a symbol or
- * FILE:LINE) ends the capture or, with --multi-snapshot, takes a
- * snapshot at every hit.  --truth and --drop-every serve the tests: the
- * calls the emulator saw (emu_truth.c), and overflows it made up.
+ * thread) and run to the start (emu_ptrace.c); its mappings come from
+ * /proc/PID/maps and, where the kernel allows a dummy event, its sideband
+ * from perf_event_open's rings (sideband.c); the vDSO's bytes are read
+ * from it, since no file holds them.  --snapshot-size keeps the newest
+ * bytes of each thread as the hardware's ring does; a trigger
+ * (mt_snapshot_point, a symbol or FILE:LINE) ends the capture or, with
+ * --multi-snapshot, takes a snapshot at every hit.  --truth and
+ * --drop-every serve the tests: the calls the emulator saw (emu_truth.c),
+ * and overflows it made up.
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
 #include "capture/symaddr_internal.h"
-#include "capture/target_internal.h"
 #include "capture/unwind_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
 
 #include <capstone/capstone.h>
-#include <dirent.h>
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>

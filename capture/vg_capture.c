@@ -12,7 +12,8 @@
  * docs/capture.md.  Here each thread's records go through ptenc, as the
  * ptrace emulator's steps do, and the capture is written by the same
  * code (emu_capture.c, emu_truth.c): the two backends' captures differ
- * only in their clock.
+ * only in their clock.  The records are read in vg_hot.c and
+ * vg_record.c; here, the tool's processes and their sockets.
  *
  * The clock is virtual: the tool counts instructions, one a nanosecond,
  * and adds the wall time each system call took (see vgtool/mtpt.c); the

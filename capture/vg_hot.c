@@ -7,11 +7,8 @@
 #include "capture/emu_internal.h"
 #include "capture/vg_internal.h"
 #include "util/err.h"
-#include "util/util.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* A pack of n branches (none: n 0) from t0 over dt, into t's packets. */

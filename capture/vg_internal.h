@@ -110,9 +110,6 @@ struct rd {
 	bool bad;
 };
 
-struct vg;
-struct rd;
-
 /* vg_hot.c */
 /* Every whole record read so far; what is cut short waits for more. */
 int vg_parse(struct vg *v);
