@@ -74,13 +74,17 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/vgtool/mtpt.o: vgtool/mtpt.c
-	@mkdir -p $(dir $@)
-	$(CC) $(VGTOOL_CFLAGS) -c $< -o $@
+# Every file of vgtool/ is the tool's, built with its flags (the pattern
+# is more specific than the library's, so it wins).
+VGTOOL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard vgtool/*.c))
 
-$(BUILD)/lib/valgrind/mtpt-amd64-linux: $(BUILD)/obj/vgtool/mtpt.o
+$(BUILD)/obj/vgtool/%.o: vgtool/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< -static -nodefaultlibs -nostartfiles -u _start \
+	$(CC) $(VGTOOL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/valgrind/mtpt-amd64-linux: $(VGTOOL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -static -nodefaultlibs -nostartfiles -u _start \
 		-Wl,--build-id=none -Wl,-Ttext-segment=0x58000000 \
 		$(VG_LIBS)/libcoregrind-amd64-linux.a \
 		$(VG_LIBS)/libvex-amd64-linux.a \
@@ -166,7 +170,7 @@ progs: $(BINS) $(TOOLS)
 
 unit: $(BINS) $(TESTS) $(TOOLS)
 
-FORMAT_SRCS := $(LIB_SRCS) $(CMD_SRCS) $(wildcard synth/*.c tools/*.c */*.h \
+FORMAT_SRCS := $(LIB_SRCS) $(CMD_SRCS) $(wildcard synth/*.c tools/*.c vgtool/*.c */*.h \
                tests/*/*.[ch] tests/programs/*.cc examples/*.c)
 
 format:

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #define EMU_PMU_TYPE   8
 #define EMU_TSC_CTC    40 /* "TSC" 1 GHz, crystal 25 MHz */
@@ -235,6 +236,33 @@ void emu_free(struct emu *e);
 int emu_go_switch(struct emu *e, struct thr *t, uint64_t time, uint64_t ip,
 		  uint64_t g, uint64_t goid);
 
+/* emulate.c: the step loop (the ptrace backend) */
+/* Thread tid, made if new (e->thr may move), or NULL: no memory. */
+struct thr *emu_thr_get(struct emu *e, pid_t tid);
+
+/* emu_ptrace.c: the ptrace backend's control of the target's threads */
+/* CLOCK_MONOTONIC in ns: the "TSC" of an emulated capture. */
+uint64_t emu_now_ns(void);
+/* Up to len bytes of pid's memory at addr: how many, or -errno. */
+int emu_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* The IP of stopped thread tid. */
+uint64_t emu_get_ip(pid_t tid);
+/* Every thread still ours is let go. */
+void emu_detach_all(struct emu *e);
+/* The runtime address of symbol sym of the executable: 0, -ENOENT (err
+ * says so), or another negative code. */
+int emu_exe_symbol(struct emu *e, const char *sym, uint64_t *out);
+/* The runtime address of a data object of the executable, or 0. */
+uint64_t emu_exe_object(struct emu *e, const char *name);
+/* Did the system call stopped at (or stepped over) with r map code? */
+bool emu_syscall_mapped_code(const struct user_regs_struct *r);
+/* Run the target until a thread reaches sym, every thread held there. */
+int emu_run_to(struct emu *e, const char *sym);
+/* Start argv under ptrace, stopped at its exec. */
+int emu_launch(struct emu *e, char *const argv[]);
+/* Seize every thread of process pid and stop it. */
+int emu_attach(struct emu *e, int pid);
+
 /* emu_capture.c */
 /*
  * The target's executable mappings, read while it lives (after reaching
@@ -250,15 +278,15 @@ int emu_add_map(struct emu *e, const char *line, uint64_t time);
 int emu_write_capture(struct emu *e, uint64_t end);
 
 /* emu_truth.c */
-int edsos_from_maps(struct emu *e);
-int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
-	     uint8_t flags);
-int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
-	  uint64_t ret, uint8_t flags);
-void tpop_to(struct thr *t, size_t n, uint64_t when);
-int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
-		   uint64_t back);
-int write_truth(struct emu *e, uint64_t end);
+int emu_edsos_from_maps(struct emu *e);
+int emu_truth_row_add(struct thr *t, uint64_t start, const char *name,
+		      uint32_t parent, uint8_t flags);
+int emu_truth_push(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
+		   uint64_t ret, uint8_t flags);
+void emu_truth_pop_to(struct thr *t, size_t n, uint64_t when);
+int emu_truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
+		       uint64_t back);
+int emu_truth_write(struct emu *e, uint64_t end);
 /* --drop-every's gaps: one more, and all of them as gaps.tsv (--gaps). */
 int emu_add_gap(struct emu *e, struct thr *t, uint64_t resume,
 		uint64_t resume_ip);

@@ -127,7 +127,7 @@ int emu_write_all(struct emu *e, uint64_t end, int rc)
 	e->errlen = sizeof(werr);
 	wrc = emu_write_capture(e, end);
 	if (!wrc && e->o->truth)
-		wrc = write_truth(e, end);
+		wrc = emu_truth_write(e, end);
 	if (!wrc && e->o->gaps)
 		wrc = emu_write_gaps(e);
 	e->err = keep;

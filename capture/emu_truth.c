@@ -80,7 +80,7 @@ static const char *fn_at(struct emu *e, uint64_t ip, uint64_t *lo, uint64_t *hi)
 	return "[unknown]";
 }
 
-int edsos_from_maps(struct emu *e)
+int emu_edsos_from_maps(struct emu *e)
 {
 	char path[4096];
 
@@ -98,8 +98,8 @@ int edsos_from_maps(struct emu *e)
 	return 0;
 }
 
-int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
-	     uint8_t flags)
+int emu_truth_row_add(struct thr *t, uint64_t start, const char *name,
+		      uint32_t parent, uint8_t flags)
 {
 	if (mt_grow((void **)&t->rows, &t->cap_rows, t->nr_rows + 1,
 		    sizeof(*t->rows)))
@@ -113,14 +113,14 @@ int trow_add(struct thr *t, uint64_t start, const char *name, uint32_t parent,
 }
 
 /* A new frame on top (parent: the current top). */
-int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
-	  uint64_t ret, uint8_t flags)
+int emu_truth_push(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
+		   uint64_t ret, uint8_t flags)
 {
 	struct tframe f = {.ret = ret};
 	const char *name = fn_at(e, ip, &f.lo, &f.hi);
 	uint32_t parent = t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX;
 
-	if (trow_add(t, when, name, parent, flags) ||
+	if (emu_truth_row_add(t, when, name, parent, flags) ||
 	    mt_grow((void **)&t->tstack, &t->cap_tstack, t->tdepth + 1,
 		    sizeof(*t->tstack)))
 		return -ENOMEM;
@@ -132,7 +132,7 @@ int tpush(struct emu *e, struct thr *t, uint64_t when, uint64_t ip,
 	return 0;
 }
 
-void tpop_to(struct thr *t, size_t n, uint64_t when)
+void emu_truth_pop_to(struct thr *t, size_t n, uint64_t when)
 {
 	while (t->tdepth > n)
 		t->rows[t->tstack[--t->tdepth].row].end = when;
@@ -143,7 +143,7 @@ static void tleave(struct thr *t, size_t n, uint64_t when, uint8_t how)
 {
 	for (size_t i = n; i < t->tdepth; i++)
 		t->rows[t->tstack[i].row].flags |= how;
-	tpop_to(t, n, when);
+	emu_truth_pop_to(t, n, when);
 }
 
 /* A return or jump climbed above every frame seen: the function at ip
@@ -154,7 +154,7 @@ static int treveal(struct emu *e, struct thr *t, uint64_t ip)
 	const char *name = fn_at(e, ip, &f.lo, &f.hi);
 	uint32_t row = (uint32_t)t->nr_rows;
 
-	if (trow_add(t, t->t0, name, UINT32_MAX, TR_CLIP_START))
+	if (emu_truth_row_add(t, t->t0, name, UINT32_MAX, TR_CLIP_START))
 		return -ENOMEM;
 	for (size_t i = 0; i < t->nr_rows - 1; i++)
 		if (t->rows[i].parent == UINT32_MAX && i != row)
@@ -167,8 +167,8 @@ static int treveal(struct emu *e, struct thr *t, uint64_t ip)
 	return 0;
 }
 
-int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
-		   uint64_t back)
+int emu_truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
+		       uint64_t back)
 {
 	const struct insn *in = &t->step;
 	uint64_t when = t->step_tsc;
@@ -177,21 +177,21 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 	switch (in->cls) {
 	case IC_CALL:
 	case IC_ICALL:
-		return tpush(e, t, when, to, next, 0);
+		return emu_truth_push(e, t, when, to, next, 0);
 	case IC_RET:
 		for (size_t i = t->tdepth; i-- > 0;)
 			if (t->tstack[i].ret == to) {
 				/* Frames above the one returned from were
 				 * left without a ret of their own. */
-				tpop_to(t, t->tdepth - 1, when);
+				emu_truth_pop_to(t, t->tdepth - 1, when);
 				tleave(t, i, when, TR_UNWOUND);
 				return 0;
 			}
 		/* A handler returns into the kernel's trampoline, which takes
 		 * its place until sigreturn. */
 		if (top && top->async) {
-			tpop_to(t, t->tdepth - 1, when);
-			if (tpush(e, t, when, to, 0, TR_TAIL))
+			emu_truth_pop_to(t, t->tdepth - 1, when);
+			if (emu_truth_push(e, t, when, to, 0, TR_TAIL))
 				return -ENOMEM;
 			t->tstack[t->tdepth - 1].async = true;
 			return 0;
@@ -202,15 +202,15 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		for (size_t i = t->tdepth; i-- > 1;)
 			if (to >= t->tstack[i - 1].lo &&
 			    to < t->tstack[i - 1].hi) {
-				tpop_to(t, t->tdepth - 1, when);
+				emu_truth_pop_to(t, t->tdepth - 1, when);
 				tleave(t, i, when, TR_UNWOUND);
 				return 0;
 			}
-		tpop_to(t, 0, when);
+		emu_truth_pop_to(t, 0, when);
 		return treveal(e, t, to);
 	case IC_SYSCALL:
-		if (trow_add(t, when, "[syscall]", top ? top->row : UINT32_MAX,
-			     TR_SYSCALL))
+		if (emu_truth_row_add(t, when, "[syscall]",
+				      top ? top->row : UINT32_MAX, TR_SYSCALL))
 			return -ENOMEM;
 		t->rows[t->nr_rows - 1].end = back;
 		/* sigreturn: back to the interrupted frame, below. */
@@ -239,7 +239,7 @@ int truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 			uint64_t ret = top->ret;
 
 			tleave(t, t->tdepth - 1, when, TR_TAIL_OUT);
-			if (tpush(e, t, when, to, ret, TR_TAIL))
+			if (emu_truth_push(e, t, when, to, ret, TR_TAIL))
 				return -ENOMEM;
 		}
 		return 0;
@@ -258,7 +258,7 @@ static int cmp_trow(const void *a, const void *b)
 	return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-int write_truth(struct emu *e, uint64_t end)
+int emu_truth_write(struct emu *e, uint64_t end)
 {
 	struct mt_outfile out;
 	FILE *f = mt_outfile_fopen(&out, e->o->truth, e->err, e->errlen);
@@ -275,7 +275,7 @@ int write_truth(struct emu *e, uint64_t end)
 		 * sees them. */
 		for (size_t k = 0; k < t->tdepth; k++)
 			t->rows[t->tstack[k].row].flags |= TR_CLIP_END;
-		tpop_to(t, 0, end);
+		emu_truth_pop_to(t, 0, end);
 		for (size_t k = 0; k < t->nr_rows; k++)
 			if (!t->rows[k].end) {
 				t->rows[k].end = end;

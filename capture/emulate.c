@@ -17,241 +17,36 @@
  * monotonic clock, as perf's own is.
  *
  * Around the trace: the program is started or attached to (-p, every
- * thread); its mappings come from /proc/PID/maps and, where the kernel
- * allows a dummy event, its sideband from perf_event_open's rings
- * (sideband.c); the vDSO's bytes are read from it, since no file holds
- * them.  --snapshot-size keeps the newest bytes of each thread as the
- * hardware's ring does; a trigger (mt_snapshot_point, a symbol or
- * FILE:LINE) ends the capture or, with --multi-snapshot, takes a
- * snapshot at every hit.  --truth and --drop-every serve the tests: the
- * calls the emulator saw (emu_truth.c), and overflows it made up.
+ * thread) and run to the start (emu_ptrace.c); its mappings come from
+ * /proc/PID/maps and, where the kernel allows a dummy event, its sideband
+ * from perf_event_open's rings (sideband.c); the vDSO's bytes are read
+ * from it, since no file holds them.  --snapshot-size keeps the newest
+ * bytes of each thread as the hardware's ring does; a trigger
+ * (mt_snapshot_point, a symbol or FILE:LINE) ends the capture or, with
+ * --multi-snapshot, takes a snapshot at every hit.  --truth and
+ * --drop-every serve the tests: the calls the emulator saw (emu_truth.c),
+ * and overflows it made up.
  */
 #include "capture/capture.h"
 #include "capture/emu_internal.h"
 #include "capture/symaddr_internal.h"
-#include "capture/target_internal.h"
 #include "capture/unwind_internal.h"
 #include "symbols/symbols.h"
 #include "util/err.h"
 #include "util/util.h"
 
 #include <capstone/capstone.h>
-#include <dirent.h>
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {buf, len}, remote = {(void *)addr, len};
-	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-
-	return n < 0 ? -errno : (int)n;
-}
-
-/*
- * waitpid, resumed after a signal to mt-capture (Ctrl-C, SIGTERM) breaks
- * into it: those only set the stop flag, which the step loop reads.
- */
-static pid_t wait_for(pid_t pid, int *status, int flags)
-{
-	pid_t r;
-
-	do
-		r = waitpid(pid, status, flags);
-	while (r < 0 && errno == EINTR);
-	return r;
-}
-
-static uint64_t get_ip(pid_t tid)
-{
-	errno = 0;
-	return (uint64_t)ptrace(PTRACE_PEEKUSER, tid,
-				offsetof(struct user_regs_struct, rip), NULL);
-}
-
-/* What /proc/PID/task/TID/status says of a thread. */
-struct task_state {
-	char state;	   /* R, S, Z... */
-	pid_t tracer;	   /* 0: none */
-	bool trap_pending; /* a SIGTRAP queued for it (SigPnd) */
-};
-
-static int task_field(const char *key, const char *val, void *arg)
-{
-	struct task_state *ts = arg;
-	unsigned long long mask = 0;
-	int tracer = 0;
-
-	if (!strcmp(key, "State"))
-		ts->state = val[0];
-	else if (!strcmp(key, "TracerPid") && sscanf(val, "%d", &tracer) == 1)
-		ts->tracer = tracer;
-	else if (!strcmp(key, "SigPnd")) {
-		if (sscanf(val, "%llx", &mask) == 1)
-			ts->trap_pending = mask & (1ull << (SIGTRAP - 1));
-		return 1; /* nothing after it is wanted */
-	}
-	return 0;
-}
-
-/* 0, or -ENOENT when the thread is gone. */
-static int task_state(pid_t pid, pid_t tid, struct task_state *ts)
-{
-	int rc;
-
-	memset(ts, 0, sizeof(*ts));
-	rc = mt_proc_status(pid, tid, task_field, ts);
-	return rc < 0 ? -ENOENT : 0;
-}
-
-/*
- * The signal that thread tid, if in a ptrace stop, stopped with and is to
- * be given when let go: 0 for a SIGTRAP (a step's trap, or one of
- * ptrace's own stops) or a group-stop, where PTRACE_GETSIGINFO says
- * EINVAL.  -1 when it is not stopped.
- */
-static int stop_signal(pid_t tid)
-{
-	siginfo_t si;
-
-	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0)
-		return errno == EINVAL ? 0 : -1;
-	return si.si_signo == SIGTRAP ? 0 : si.si_signo;
-}
-
-/*
- * Wait for thread tid's next stop, or its end: 0 with *status, or -1 when
- * it is gone, or is a zombie (an exited thread-group leader, whose end
- * waitpid reports only after the other threads'), or keeps running for
- * seconds.  Polled, so that a thread that ends meanwhile cannot hang us.
- */
-static int wait_stop(const struct emu *e, pid_t tid, int *status)
-{
-	for (int i = 0; i < 5000; i++) {
-		struct task_state ts;
-		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
-
-		if (r == tid)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (task_state(e->pid, tid, &ts) || ts.state == 'Z' ||
-		    ts.state == 'X')
-			return -1;
-		nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
-	return -1;
-}
-
-/*
- * Let thread tid of e->pid go, to run on untraced.  It must be stopped
- * for that: one still single-stepping stops within an instruction; one
- * in a long system call (the stop flag broke the loop's wait, or a Go
- * thread parked in a futex) is stopped by PTRACE_INTERRUPT when it was
- * seized (-p), else by a SIGSTOP of ours, which it does not keep (a stop
- * that comes before that one's passes its signal on, and ours is waited
- * for).  A SIGTRAP queued behind its stop (a step just done, or the
- * system call it broke off ending, behind the interrupt's stop) would
- * kill it once let go: it is taken first.  Bounded: a thread that keeps
- * changing is let go as it is.  first: the thread is at (or before) its
- * first stop, whose SIGSTOP (a new thread's, or ours that stopped
- * run_to()) is not the program's.  A zombie is let be.
- */
-static void let_go(struct emu *e, pid_t tid, bool first)
-{
-	bool ours = false; /* our SIGSTOP is on its way */
-
-	for (int round = 0; round < 16; round++) {
-		struct task_state ts;
-		int status, sig = stop_signal(tid);
-
-		if ((first || ours) && sig == SIGSTOP) {
-			sig = 0;
-			first = ours = false;
-		}
-		if (sig < 0) {
-			if (task_state(e->pid, tid, &ts) || ts.state == 'Z' ||
-			    ts.state == 'X')
-				return;
-			/* A new thread's first stop is on its way. */
-			if (!first && !ours &&
-			    ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
-				if (syscall(SYS_tgkill, e->pid, tid, SIGSTOP))
-					return;
-				ours = true;
-			}
-			if (wait_stop(e, tid, &status) || !WIFSTOPPED(status))
-				return; /* gone */
-			continue;
-		}
-		if (ours) {
-			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
-				    0 ||
-			    wait_stop(e, tid, &status) || !WIFSTOPPED(status))
-				return;
-			continue;
-		}
-		if (round < 15 && !task_state(e->pid, tid, &ts) &&
-		    ts.trap_pending) {
-			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
-				    0 ||
-			    wait_stop(e, tid, &status) || !WIFSTOPPED(status))
-				return;
-			continue;
-		}
-		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
-		return;
-	}
-}
-
-/*
- * Leave the target running on its own (or let it finish): every thread
- * known, then any other still ours, at its first stop: one whose
- * creation the step loop had not seen yet, or all of them when the start
- * was never reached.
- */
-/* A thread still ours that the step loop had not seen. */
-static int let_go_stray(pid_t tid, void *arg)
-{
-	struct emu *e = arg;
-	struct task_state ts;
-
-	if (!task_state(e->pid, tid, &ts) && ts.tracer == getpid())
-		let_go(e, tid, true);
-	return 0;
-}
-
-static void detach_all(struct emu *e)
-{
-	for (size_t i = 0; i < e->nr_thr; i++)
-		if (!e->thr[i].exited)
-			let_go(e, e->thr[i].tid, e->thr[i].new_thread);
-	target_tasks(e->pid, let_go_stray, e);
-}
 
 /* The instruction at ip, decoded once. */
 static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
@@ -270,7 +65,7 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 	c->ip = ip;
 	c->valid = true;
 	c->len = 1;
-	n = read_mem(tid, ip, b, sizeof(b));
+	n = emu_read_mem(tid, ip, b, sizeof(b));
 	if (n <= 0)
 		return c;
 	size = (size_t)n;
@@ -305,7 +100,7 @@ static const struct insn *decode(struct emu *e, pid_t tid, uint64_t ip)
 }
 
 /* Thread tid, made if new (e->thr may move), or NULL: no memory. */
-static struct thr *thr_get(struct emu *e, pid_t tid)
+struct thr *emu_thr_get(struct emu *e, pid_t tid)
 {
 	struct thr *t = emu_thr_find(e, tid);
 
@@ -362,9 +157,10 @@ static int leave_in_syscall(struct emu *e, struct thr *t)
 	if (!t->dropping && ptenc_pgd(t->enc, t->step_tsc))
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->o->truth &&
-	    trow_add(t, t->step_tsc, "[syscall]",
-		     t->tdepth ? t->tstack[t->tdepth - 1].row : UINT32_MAX,
-		     TR_SYSCALL))
+	    emu_truth_row_add(t, t->step_tsc, "[syscall]",
+			      t->tdepth ? t->tstack[t->tdepth - 1].row
+					: UINT32_MAX,
+			      TR_SYSCALL))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -382,13 +178,13 @@ static int go_look(struct emu *e, struct thr *t, uint64_t ip, uint64_t when)
 	fs = (uint64_t)ptrace(PTRACE_PEEKUSER, t->tid,
 			      offsetof(struct user_regs_struct, fs_base), NULL);
 	if (errno || !fs ||
-	    read_mem(t->tid, fs + (uint64_t)e->go.tls_off, &g, sizeof(g)) !=
+	    emu_read_mem(t->tid, fs + (uint64_t)e->go.tls_off, &g, sizeof(g)) !=
 		    sizeof(g))
 		g = 0;
 	if (g == t->g)
 		return 0;
 	if (g && e->go.goid_off &&
-	    read_mem(t->tid, g + e->go.goid_off, &goid, sizeof(goid)) !=
+	    emu_read_mem(t->tid, g + e->go.goid_off, &goid, sizeof(goid)) !=
 		    sizeof(goid))
 		goid = 0;
 	if (emu_go_switch(e, t, when, ip, g, goid))
@@ -401,7 +197,7 @@ static int go_look(struct emu *e, struct thr *t, uint64_t ip, uint64_t when)
 static int transfer(struct emu *e, struct thr *t, uint64_t to)
 {
 	const struct insn *in = &t->step;
-	uint64_t from = t->step_ip, next = from + in->len, tsc = now_ns();
+	uint64_t from = t->step_ip, next = from + in->len, tsc = emu_now_ns();
 	int rc = 0;
 
 	if (in->cls == IC_PLAIN)
@@ -445,20 +241,20 @@ static int transfer(struct emu *e, struct thr *t, uint64_t to)
 	if (!rc && e->go.is_go && go_rt_switches(&e->go, from - e->go_bias) &&
 	    go_look(e, t, to, tsc))
 		return -ENOMEM;
-	if (!rc && e->o->truth && truth_transfer(e, t, to, next, tsc))
+	if (!rc && e->o->truth && emu_truth_transfer(e, t, to, next, tsc))
 		rc = -ENOMEM;
 	return rc ? mt_fail(e, -ENOMEM, "out of memory encoding trace") : 0;
 }
 
 static int step(struct emu *e, struct thr *t, int sig)
 {
-	uint64_t ip = get_ip(t->tid);
+	uint64_t ip = emu_get_ip(t->tid);
 
 	if (errno)
 		return 0; /* gone: its exit is on its way */
 	t->step_ip = ip;
 	t->step = *decode(e, t->tid, ip);
-	t->step_tsc = now_ns();
+	t->step_tsc = emu_now_ns();
 	e->st->insns++;
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig) < 0 &&
 	    errno != ESRCH)
@@ -470,500 +266,20 @@ static int step(struct emu *e, struct thr *t, int sig)
 /* Tracing starts for t at its current IP. */
 static int start_thread(struct emu *e, struct thr *t)
 {
-	uint64_t ip = get_ip(t->tid);
+	uint64_t ip = emu_get_ip(t->tid);
 
 	if (errno)
 		return 0;
 	t->new_thread = false;
 	t->started = true;
-	t->t0 = now_ns();
+	t->t0 = emu_now_ns();
 	if (ptenc_start(t->enc, t->t0, ip, false))
 		return mt_fail(e, -ENOMEM, "out of memory encoding trace");
 	if (e->go.is_go && go_look(e, t, ip, t->t0))
 		return -ENOMEM;
-	if (e->o->truth && tpush(e, t, t->t0, ip, 0, TR_CLIP_START))
+	if (e->o->truth && emu_truth_push(e, t, t->t0, ip, 0, TR_CLIP_START))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	e->st->threads++;
-	return 0;
-}
-
-/*
- * The runtime address of symbol sym of the executable ("addr:0x..." is an
- * address already).  Returns 0, -ENOENT when there is no such symbol
- * (err says so), or another negative code.
- */
-static int exe_symbol(struct emu *e, const char *sym, uint64_t *out)
-{
-	return symaddr_resolve(e->pid, e->exe, sym, out, e->err, e->errlen);
-}
-
-/* The runtime address of a data object of the executable (the stub API's
- * mt_mark_start_ns), or 0. */
-static uint64_t exe_object(struct emu *e, const char *name)
-{
-	return symaddr_object(e->pid, e->exe, name);
-}
-
-/* The options of a program started under ptrace: its threads are traced
- * (and it is killed should mt-capture die: it is ours). */
-#define LAUNCH_OPTS                                                            \
-	(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)
-
-/*
- * A child forked before the start is reached holds a copy of the start's
- * breakpoint (fork copies the int3 with the rest of memory) and is not
- * traced: it would die of the SIGTRAP on reaching the start.  The kernel
- * attached it to us (PTRACE_O_TRACEFORK) before it ran; the start's code
- * is put back in its memory and it is let go, to run on untraced.
- */
-static void release_forked(pid_t parent, uint64_t addr, uint64_t word)
-{
-	unsigned long msg;
-	pid_t child;
-	int status;
-
-	if (ptrace(PTRACE_GETEVENTMSG, parent, NULL, &msg) < 0)
-		return;
-	child = (pid_t)msg;
-	/* Its first stop (its SIGSTOP) may come after the fork's event. */
-	if (wait_for(child, &status, __WALL) != child || !WIFSTOPPED(status))
-		return;
-	ptrace(PTRACE_POKETEXT, child, (void *)addr, (void *)word);
-	ptrace(PTRACE_DETACH, child, NULL, NULL);
-}
-
-/* The target is stopped at the start's breakpoint, which has run: back to
- * the start's first byte. */
-static int rewind_to(struct emu *e, pid_t tid, uint64_t addr)
-{
-	struct user_regs_struct r;
-
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
-		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-	r.rip = addr;
-	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) < 0)
-		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-	return 0;
-}
-
-/*
- * After a system call (its stop, or the step over it): did it map code?
- * An mmap or mprotect that made memory executable and succeeded (at a
- * system call's entry rax is -ENOSYS).
- */
-static bool syscall_mapped_code(const struct user_regs_struct *r)
-{
-	return (r->orig_rax == SYS_mmap || r->orig_rax == SYS_mprotect) &&
-	       (r->rdx & PROT_EXEC) && (int64_t)r->rax >= 0;
-}
-
-/* The start's breakpoint at addr: its code's word into *word. */
-static int set_breakpoint(struct emu *e, const char *sym, uint64_t addr,
-			  uint64_t *word)
-{
-	errno = 0;
-	*word = (uint64_t)ptrace(PTRACE_PEEKTEXT, e->pid, (void *)addr, NULL);
-	if (errno)
-		return mt_fail(e, -errno, "reading %s at %#llx: %s", sym,
-			       (unsigned long long)addr, strerror(errno));
-	if (ptrace(PTRACE_POKETEXT, e->pid, (void *)addr,
-		   (void *)((*word & ~0xffull) | 0xcc)) < 0)
-		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-	return 0;
-}
-
-/*
- * sym is no function of the executable: look in the libraries mapped now
- * (the loader) and, while there is none, at every system call that maps
- * code.  Its first address into *addr, or 0 for not yet.
- */
-static int watch_start(struct emu *e, struct symwatch *w, uint64_t *addr)
-{
-	size_t n;
-	int rc = symwatch_scan(w, e->pid, e->err, e->errlen);
-
-	if (rc < 0)
-		return rc;
-	*addr = rc > 0 ? symwatch_addrs(w, &n)[0] : 0;
-	return 0;
-}
-
-/* Thread tid stopped: a thread it created (PTRACE_EVENT_CLONE) is known
- * from now on, its first stop awaited. */
-static int take_clone(struct emu *e, pid_t tid)
-{
-	unsigned long child;
-
-	if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
-	    !thr_get(e, (pid_t)child))
-		return mt_fail(e, -ENOMEM, "out of memory");
-	return 0;
-}
-
-/*
- * The start is reached by thread `hit`, which is stopped there: every
- * other thread of the program (a Go program's runtime starts several
- * before main.main) is stopped too, by a SIGSTOP of ours that it does not
- * keep, to be traced from where it is (one whose first stop is on its way
- * only waits for it).  What comes before that SIGSTOP's stop goes on: a
- * signal is passed on (the thread stops at its handler's first
- * instruction), a thread it creates is stopped as well, one that hit the
- * start's breakpoint (now gone) goes back to it.  One that ends
- * meanwhile, or is a zombie (a leader that exited while the others run),
- * is not traced.
- */
-static int hold_threads(struct emu *e, pid_t hit, uint64_t addr)
-{
-	for (size_t i = 0; i < e->nr_thr; i++) {
-		struct thr *t = &e->thr[i];
-		pid_t tid = t->tid;
-
-		if (t->exited || tid == hit)
-			continue;
-		if (!t->new_thread && syscall(SYS_tgkill, e->pid, tid, SIGSTOP))
-			goto gone;
-		for (;;) {
-			int status, sig, event, rc;
-
-			if (wait_stop(e, tid, &status) || !WIFSTOPPED(status))
-				goto gone;
-			sig = WSTOPSIG(status);
-			event = status >> 16;
-			if (sig == SIGSTOP && !event)
-				break;
-			if (event == PTRACE_EVENT_CLONE &&
-			    (rc = take_clone(e, tid)))
-				return rc;
-			if (sig == SIGTRAP && !event &&
-			    get_ip(tid) == addr + 1 &&
-			    (rc = rewind_to(e, tid, addr)))
-				return rc;
-			if (sig == SIGTRAP || event || sig == (SIGTRAP | 0x80))
-				sig = 0;
-			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) <
-			    0)
-				goto gone;
-		}
-		t = &e->thr[i];
-		t->new_thread = false;
-		ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)(long)LAUNCH_OPTS);
-		continue;
-	gone:
-		t = &e->thr[i];
-		if (!t->exited) {
-			t->exited = true;
-			e->live--;
-		}
-	}
-	return 0;
-}
-
-/*
- * Run the target to the first instruction of function sym of the
- * executable, or of a library it maps (then at each system call that
- * maps code until one has it), with a breakpoint there.  Its threads run
- * freely meanwhile (their creation is seen: they are traced from the
- * start on, see hold_threads()), and whichever reaches the start first
- * begins there.  Told to stop (Ctrl-C, SIGTERM) before it gets there, the
- * target is stopped by a SIGSTOP of ours (taken back before it is let
- * go), its code put back and it runs on untraced: -EINTR, with why in
- * err.
- */
-static int run_to(struct emu *e, const char *sym)
-{
-	uint64_t addr = 0, word = 0;
-	struct symwatch *w = NULL;
-	int status, rc = exe_symbol(e, sym, &addr);
-	bool stopping = false;
-	pid_t tid = e->pid;
-	struct thr *t;
-
-	/* main is the program's own (symaddr_resolve() finds it stripped). */
-	if (rc == -ENOENT && strncmp(sym, "addr:", 5) && strcmp(sym, "main")) {
-		if (!(w = symwatch_new(sym)))
-			return mt_fail(e, -ENOMEM, "out of memory");
-		rc = watch_start(e, w, &addr);
-	}
-	if (!rc && addr)
-		rc = set_breakpoint(e, sym, addr, &word);
-	if (rc)
-		goto out;
-	/* The first thread, stopped at its exec. */
-	if (!(t = thr_get(e, e->pid))) {
-		rc = mt_fail(e, -ENOMEM, "out of memory");
-		goto out;
-	}
-	t->new_thread = false;
-	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
-		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK |
-				  PTRACE_O_TRACESYSGOOD)) < 0 ||
-	    ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, e->pid, NULL, NULL) <
-		    0) {
-		rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		int sig, event;
-
-		if (!stopping && *e->o->cap.stop) {
-			stopping = true;
-			if (kill(e->pid, SIGSTOP) < 0) {
-				rc = mt_fail(e, -errno, "kill: %s",
-					     strerror(errno));
-				goto out;
-			}
-		}
-		/* A signal to mt-capture breaks the wait to be seen. */
-		if ((tid = waitpid(-1, &status, __WALL)) < 0) {
-			if (errno != EINTR) {
-				rc = mt_fail(e, -errno, "waitpid: %s",
-					     strerror(errno));
-				goto out;
-			}
-			continue;
-		}
-		if (!(t = thr_get(e, tid))) {
-			rc = mt_fail(e, -ENOMEM, "out of memory");
-			goto out;
-		}
-		if ((WIFEXITED(status) || WIFSIGNALED(status)) &&
-		    tid != e->pid) {
-			if (!t->exited) {
-				t->exited = true;
-				e->live--;
-			}
-			continue;
-		}
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			if (!addr && !stopping) {
-				/* In no file it mapped: say what there is. */
-				size_t len;
-
-				rc = symwatch_missing(w, e->exe, e->err,
-						      e->errlen);
-				len = strlen(e->err);
-				snprintf(e->err + len, e->errlen - len,
-					 "; --start-at '' traces from exec");
-				goto out;
-			}
-			rc = mt_fail(e, stopping ? -EINTR : -ESRCH,
-				     "%s exited before reaching %s", e->exe,
-				     sym);
-			goto out;
-		}
-		sig = WSTOPSIG(status);
-		event = status >> 16;
-		if (t->new_thread && sig == SIGSTOP && !event) {
-			/* A thread's first stop: it runs on. */
-			t->new_thread = false;
-			sig = 0;
-		}
-		if (sig == (SIGTRAP | 0x80)) {
-			/* A system call's stop: is sym mapped now? */
-			struct user_regs_struct r;
-
-			if (!addr && !ptrace(PTRACE_GETREGS, tid, NULL, &r) &&
-			    syscall_mapped_code(&r) &&
-			    (rc = watch_start(e, w, &addr)) == 0 && addr)
-				rc = set_breakpoint(e, sym, addr, &word);
-			if (rc)
-				goto out;
-			sig = 0;
-		}
-		if (event == PTRACE_EVENT_FORK)
-			release_forked(tid, addr, word);
-		if (event == PTRACE_EVENT_CLONE) {
-			if ((rc = take_clone(e, tid)))
-				goto out;
-			t = emu_thr_find(e, tid); /* e->thr may have moved */
-		}
-		/* A leader that exits while its threads run stays a zombie
-		 * until they end: it is not waited for. */
-		if (event == PTRACE_EVENT_EXIT && tid == e->pid && !t->exited) {
-			t->exited = true;
-			e->live--;
-		}
-		if (sig == SIGTRAP && !event) {
-			/* The breakpoint: the start is reached. */
-			if ((rc = rewind_to(e, tid, addr)))
-				goto out;
-			if (!stopping)
-				break;
-		} else if (stopping && sig == SIGSTOP && !event) {
-			/* Ours: not the program's when it is let go. */
-			t->new_thread = true;
-			break;
-		}
-		/* Other stops before it: pass signals on. */
-		if (ptrace(addr ? PTRACE_CONT : PTRACE_SYSCALL, tid, NULL,
-			   (void *)(long)(sig == SIGTRAP || event ? 0 : sig)) <
-			    0 &&
-		    errno != ESRCH) {
-			rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-			goto out;
-		}
-	}
-	if ((addr &&
-	     ptrace(PTRACE_POKETEXT, tid, (void *)addr, (void *)word) < 0) ||
-	    ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)(long)LAUNCH_OPTS) <
-		    0) {
-		rc = mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-		goto out;
-	}
-	if (stopping) {
-		detach_all(e);
-		rc = mt_fail(e, -EINTR,
-			     "stopped before %s reached %s: nothing traced (it "
-			     "runs on)",
-			     e->exe, sym);
-		goto out;
-	}
-	rc = hold_threads(e, tid, addr);
-out:
-	if (rc == -ENOENT && !w) {
-		size_t len = strlen(e->err);
-
-		snprintf(e->err + len, e->errlen - len,
-			 "; --start-at '' traces from exec");
-	}
-	symwatch_free(w);
-	return rc;
-}
-
-static int launch(struct emu *e, char *const argv[])
-{
-	const struct target_how how = {.traced = true};
-	struct target t;
-	int rc;
-
-	/* Told to stop already: better never started than started and let
-	 * go at once. */
-	if (*e->o->cap.stop)
-		return mt_fail(e, -EINTR,
-			       "stopped before %s was started: nothing traced",
-			       argv[0]);
-	rc = target_fork(&t, argv, &how, e->err, e->errlen);
-	if (!rc) {
-		e->pid = t.pid;
-		rc = target_exec(&t, argv[0], e->err, e->errlen);
-		e->pid = t.pid;
-	}
-	if (rc)
-		return rc;
-	ptrace(PTRACE_SETOPTIONS, e->pid, NULL, (void *)(long)LAUNCH_OPTS);
-	rc = capture_exe(e->pid, e->exe, sizeof(e->exe), e->comm,
-			 sizeof(e->comm));
-	if (rc)
-		return mt_fail(e, rc, "/proc/%d/exe: %s", e->pid,
-			       strerror(-rc));
-	return 0;
-}
-
-/*
- * A thread that could not be seized because it is ending (ESRCH, or EPERM
- * for one already a zombie), or because the seize of a thread in clone()
- * already made its new thread ours (EPERM, its tracer us): either way no
- * reason to give up the capture.  Returns 1 when tid is ours already, 0
- * when it is gone or going, -1 when the error stands.
- */
-static int seize_refused_benignly(pid_t pid, pid_t tid, int err)
-{
-	struct task_state ts;
-
-	if (err == ESRCH)
-		return 0;
-	if (err != EPERM)
-		return -1;
-	if (task_state(pid, tid, &ts))
-		return 0;
-	if (ts.tracer == getpid())
-		return 1;
-	return ts.state == 'Z' || ts.state == 'X' ? 0 : -1;
-}
-
-/* Seize thread tid of e->pid and stop it where it is: 0 (also when it
- * ended meanwhile: then it is not traced), or a negative code. */
-static int seize_thread(struct emu *e, pid_t tid)
-{
-	struct thr *t;
-	int status, ours = 0;
-
-	if (ptrace(PTRACE_SEIZE, tid, NULL,
-		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT)) <
-	    0) {
-		int err = errno;
-
-		ours = seize_refused_benignly(e->pid, tid, err);
-		if (ours < 0)
-			return mt_fail(e, -err, "cannot attach to %d: %s%s",
-				       tid, strerror(err),
-				       err == EPERM
-					       ? " (see /proc/sys/kernel/yama/"
-						 "ptrace_scope, or run as root)"
-					       : "");
-		if (!ours)
-			return 0;
-	}
-	t = thr_get(e, tid);
-	if (!t)
-		return mt_fail(e, -ENOMEM, "out of memory");
-	/* A thread the kernel attached for us stops by itself; its first
-	 * stop, in the step loop, starts it. */
-	if (ours)
-		return 0;
-	/* Stop it where it is; from there it is single-stepped. */
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno != ESRCH)
-		return mt_fail(e, -errno, "cannot stop thread %d: %s", tid,
-			       strerror(errno));
-	if (wait_for(tid, &status, __WALL) != tid) {
-		if (errno != ECHILD)
-			return mt_fail(e, -errno, "cannot stop thread %d: %s",
-				       tid, strerror(errno));
-		status = 0; /* reaped already: gone */
-	}
-	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		t->exited = true;
-		e->live--;
-	}
-	return 0;
-}
-
-/*
- * Seize every thread of a running process and stop it.  Threads come and
- * go meanwhile: one that ends first is simply not traced, and one that a
- * thread not yet stopped creates shows in the next reading of the task
- * list, so it is read until a reading finds none new.
- */
-static int seize_new(pid_t tid, void *arg)
-{
-	struct emu *e = arg;
-
-	for (size_t i = 0; i < e->nr_thr; i++)
-		if (e->thr[i].tid == tid)
-			return 0;
-	e->found = true;
-	return seize_thread(e, tid);
-}
-
-static int attach(struct emu *e, int pid)
-{
-	int rc;
-
-	e->pid = pid;
-	rc = capture_exe(pid, e->exe, sizeof(e->exe), e->comm, sizeof(e->comm));
-	if (rc)
-		return mt_fail(e, rc, "no process %d (%s)", pid, strerror(-rc));
-	do {
-		e->found = false;
-		rc = target_tasks(pid, seize_new, e);
-		if (rc && !e->found) /* only seizing sets found */
-			return mt_fail(e, rc, "/proc/%d/task: %s", pid,
-				       strerror(-rc));
-		if (rc)
-			return rc;
-	} while (e->found);
-	if (!e->live)
-		return mt_fail(e, -ESRCH, "no process %d (it ended)", pid);
 	return 0;
 }
 
@@ -981,7 +297,7 @@ static int emu_ptwrite(struct emu *e, struct thr *t, pid_t tid, uint64_t ip)
 		   NULL);
 	if (errno)
 		return mt_fail(e, -errno, "ptrace: %s", strerror(errno));
-	if (ptenc_ptwrite(t->enc, now_ns(), (uint64_t)v, ip))
+	if (ptenc_ptwrite(t->enc, emu_now_ns(), (uint64_t)v, ip))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -1050,7 +366,7 @@ static int take_trigger_addrs(struct emu *e)
  */
 static int resolve_trigger(struct emu *e, const char *sym)
 {
-	int rc = exe_symbol(e, sym, &e->trigger);
+	int rc = emu_exe_symbol(e, sym, &e->trigger);
 
 	if (rc != -ENOENT || !strncmp(sym, "addr:", 5))
 		return rc;
@@ -1070,9 +386,9 @@ static int after_syscall(struct emu *e, struct thr *t)
 	int rc;
 
 	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) < 0 ||
-	    !syscall_mapped_code(&r))
+	    !emu_syscall_mapped_code(&r))
 		return 0;
-	if (emu_collect_maps(e, now_ns()) < 0)
+	if (emu_collect_maps(e, emu_now_ns()) < 0)
 		return mt_fail(e, -ENOMEM, "out of memory");
 	if (!e->trigger_watch)
 		return 0;
@@ -1113,7 +429,7 @@ static int trace(struct emu *e)
 	struct thr *t;
 	int rc, status;
 
-	if (!e->nr_thr && !thr_get(e, e->pid))
+	if (!e->nr_thr && !emu_thr_get(e, e->pid))
 		return mt_fail(e, -ENOMEM, "out of memory");
 	/* Every thread there is now (one, unless we attached or a Go
 	 * runtime started more before the start) begins. */
@@ -1137,7 +453,7 @@ static int trace(struct emu *e)
 			return mt_fail(e, -errno, "waitpid: %s",
 				       strerror(errno));
 		}
-		t = thr_get(e, tid);
+		t = emu_thr_get(e, tid);
 		if (!t)
 			return mt_fail(e, -ENOMEM, "out of memory");
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -1155,7 +471,7 @@ static int trace(struct emu *e)
 			unsigned long child;
 
 			if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) &&
-			    !thr_get(e, (pid_t)child))
+			    !emu_thr_get(e, (pid_t)child))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			/* The clone finishes in this thread's step. */
 			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
@@ -1164,7 +480,7 @@ static int trace(struct emu *e)
 		if (event) {
 			if (event == PTRACE_EVENT_EXIT &&
 			    ((rc = leave_in_syscall(e, t)) ||
-			     emu_collect_maps(e, now_ns()) < 0))
+			     emu_collect_maps(e, emu_now_ns()) < 0))
 				return rc ? rc
 					  : mt_fail(e, -ENOMEM,
 						    "out of memory");
@@ -1178,7 +494,7 @@ static int trace(struct emu *e)
 			continue;
 		}
 		if (sig == SIGTRAP) {
-			uint64_t ip = get_ip(tid);
+			uint64_t ip = emu_get_ip(tid);
 
 			if (errno)
 				continue;
@@ -1186,15 +502,16 @@ static int trace(struct emu *e)
 				/* The handler's first instruction. */
 				t->async = false;
 				if (e->o->truth && t->untraced_row < t->nr_rows)
-					t->rows[t->untraced_row].end = now_ns();
-				if (ptenc_pge(t->enc, now_ns(), ip))
+					t->rows[t->untraced_row].end =
+						emu_now_ns();
+				if (ptenc_pge(t->enc, emu_now_ns(), ip))
 					return mt_fail(e, -ENOMEM,
 						       "out of memory");
 				if (e->o->truth && t->tdepth &&
 				    !(ip >= t->tstack[t->tdepth - 1].lo &&
 				      ip < t->tstack[t->tdepth - 1].hi)) {
-					if (tpush(e, t, now_ns(), ip, 0,
-						  TR_SIGNAL))
+					if (emu_truth_push(e, t, emu_now_ns(),
+							   ip, 0, TR_SIGNAL))
 						return mt_fail(e, -ENOMEM,
 							       "out of memory");
 					t->tstack[t->tdepth - 1].async = true;
@@ -1212,11 +529,11 @@ static int trace(struct emu *e)
 			if (e->trigger && at_trigger(e, ip)) {
 				/* The snapshot point: stop here.  The stub's
 				 * argument is in rdi. */
-				uint64_t when = now_ns(), mark = 0;
+				uint64_t when = emu_now_ns(), mark = 0;
 
 				if (e->mark_addr &&
-				    read_mem(e->pid, e->mark_addr, &mark,
-					     sizeof(mark)) != sizeof(mark))
+				    emu_read_mem(e->pid, e->mark_addr, &mark,
+						 sizeof(mark)) != sizeof(mark))
 					mark = 0;
 				/* --duration-thresh: only when it took that
 				 * long since mt_mark_start(). */
@@ -1268,22 +585,23 @@ static int trace(struct emu *e)
 		 * the kernel sends the thread.
 		 */
 		{
-			uint64_t ip = get_ip(tid);
+			uint64_t ip = emu_get_ip(tid);
 
 			if (errno)
 				continue;
 			if (ip != t->step_ip && (rc = transfer(e, t, ip)))
 				return rc;
-			if (ptenc_async_pgd(t->enc, now_ns(), ip))
+			if (ptenc_async_pgd(t->enc, emu_now_ns(), ip))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			t->async = true;
 			/* The kernel's time delivering it, as a decoder
 			 * shows it. */
 			if (e->o->truth &&
-			    trow_add(t, now_ns(), "[untraced]",
-				     t->tdepth ? t->tstack[t->tdepth - 1].row
-					       : UINT32_MAX,
-				     0))
+			    emu_truth_row_add(
+				    t, emu_now_ns(), "[untraced]",
+				    t->tdepth ? t->tstack[t->tdepth - 1].row
+					      : UINT32_MAX,
+				    0))
 				return mt_fail(e, -ENOMEM, "out of memory");
 			t->untraced_row = (uint32_t)t->nr_rows - 1;
 			if ((rc = step(e, t, sig)))
@@ -1328,18 +646,18 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			     "traced",
 			     o->cap.pid);
 	} else if (o->cap.pid > 0) {
-		rc = attach(&e, o->cap.pid);
+		rc = emu_attach(&e, o->cap.pid);
 	} else {
-		rc = launch(&e, argv);
+		rc = emu_launch(&e, argv);
 		/* A Go program's own code begins at main.main. */
 		if (!rc)
 			go_setup(&e);
 		if (!start)
 			start = e.go.is_go ? "main.main" : "main";
 		if (!rc && *start)
-			rc = run_to(&e, start);
+			rc = emu_run_to(&e, start);
 	}
-	if (!rc && emu_collect_maps(&e, now_ns()) < 0)
+	if (!rc && emu_collect_maps(&e, emu_now_ns()) < 0)
 		rc = mt_fail(&e, -ENOMEM, "out of memory");
 	if (!rc)
 		mt_vdso_read(e.pid, &e.vdso, &e.vdso_start, &e.vdso_len);
@@ -1364,7 +682,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	if (!rc && o->cap.pid > 0)
 		go_setup(&e);
 	if (!rc && o->truth)
-		rc = edsos_from_maps(&e);
+		rc = emu_edsos_from_maps(&e);
 	if (!rc && o->cap.trigger &&
 	    line_trigger_spec(o->cap.trigger, NULL, 0, &(unsigned){0})) {
 		rc = line_trigger_resolve(e.pid, e.exe, o->cap.trigger,
@@ -1374,25 +692,26 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			e.trigger = e.triggers[0];
 	} else if (!rc && o->cap.trigger)
 		rc = resolve_trigger(&e, o->cap.trigger);
-	else if (!rc && exe_symbol(&e, "mt_snapshot_point", &e.trigger))
+	else if (!rc && emu_exe_symbol(&e, "mt_snapshot_point", &e.trigger))
 		e.trigger = 0; /* no stub in the program: no trigger */
 	if (!rc && (e.trigger || e.trigger_watch))
-		e.mark_addr = exe_object(&e, "mt_mark_start_ns");
+		e.mark_addr = emu_exe_object(&e, "mt_mark_start_ns");
 	/* A program without mt_ptwrite() writes nothing. */
-	if (!rc && o->ptwrite && exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
+	if (!rc && o->ptwrite && emu_exe_symbol(&e, "mt_ptwrite", &e.ptw_addr))
 		e.ptw_addr = 0;
-	e.start_time = now_ns();
+	e.start_time = emu_now_ns();
 	if (!rc)
 		rc = trace(&e);
-	st->seconds = (double)(now_ns() - e.start_time) / 1e9;
+	st->seconds = (double)(emu_now_ns() - e.start_time) / 1e9;
 	if (!rc && e.trigger_watch && !e.trigger)
 		trigger_never_mapped(&e);
 	if (e.pid > 0)
-		detach_all(&e);
+		emu_detach_all(&e);
 	/* Whatever was traced is written, even after an error (threads
-	 * run_to() saw before the start were not traced). */
+	 * emu_run_to() saw before the start were not traced). */
 	if (traced_any(&e))
-		rc = emu_write_all(&e, e.hit_time ? e.hit_time : now_ns(), rc);
+		rc = emu_write_all(&e, e.hit_time ? e.hit_time : emu_now_ns(),
+				   rc);
 	if (e.pid > 0)
 		waitpid(e.pid, NULL, __WALL | WNOHANG);
 	emu_free(&e);

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the parts of the Valgrind backend share: vg_capture.c (the tool's
+ * processes and their sockets), vg_hot.c (the records most of the stream
+ * is) and vg_record.c (every record, and what the records do).
+ */
+#ifndef MT_VG_INTERNAL_H
+#define MT_VG_INTERNAL_H
+
+#include "capture/emu_internal.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The records of vgtool/mtpt.c. */
+enum {
+	R_HELLO = 'H',
+	R_SWITCH = 'S',
+	R_BEGIN = 'B',
+	R_TNT = 'N',
+	R_COND = 'C',
+	R_JMP = 'J',
+	R_CALL = 'c',
+	R_ICALL = 'i',
+	R_IJMP = 'j',
+	R_RET = 'r',
+	R_SYSCALL = 'y',
+	R_ASYNC = 'a',
+	R_ENABLE = 'e',
+	R_EXIT = 'x',
+	R_MMAP = 'm',
+	R_HIT = 'h',
+	R_PTW = 'w',
+	R_END = 'E',
+	R_EXEC = 'X',
+	R_GO = 'g',
+	R_PACKED = 0x80,
+};
+#define VG_MAGIC 0x6d747074u
+
+/*
+ * The time an exec takes on the virtual clock: about what the kernel
+ * takes natively, and more than two MTC periods, so that a decoder, which
+ * dates the new program's first branches by the MTC before them, dates
+ * them after the exec's COMM.
+ */
+#define EXEC_NS 50000
+
+/* A record cut short by the end of what was read: read more. */
+#define SHORT 1
+
+/*
+ * One process's stream: each connects on its own (the first, a fork of a
+ * traced one, the program an exec starts).  The one being read is swapped
+ * into struct vg's fields of the same names, which the records use.
+ */
+struct vgs {
+	int sock; /* -1 once it closed */
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t now;
+	size_t cur;
+	pid_t pid;
+	bool hello, ended, exec_pending, later, need_comm;
+};
+
+struct vg {
+	struct emu e;
+	int sock;
+	pid_t child;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t now; /* the stream's clock: the last record's time */
+	bool hello, ended, hit;
+	char exec[256]; /* what the program last tried to exec, or "" */
+	size_t cur;	/* the thread the records are of, or SIZE_MAX */
+	/* The stream's process; its last record an exec's; it is not the
+	 * first process as it began (its tasks are dated records); it
+	 * exec'd and its command name is still to come. */
+	pid_t spid;
+	bool exec_pending, later, need_comm;
+	/* Where each process's tool connects (abstract), and the streams. */
+	int lsock;
+	char lname[64];
+	struct vgs *strm;
+	size_t nr_strm, cap_strm;
+	uint64_t newest; /* the newest time of any stream */
+	bool main_ended; /* the first process's stream ended as it should */
+	bool reaped;	 /* Valgrind's process waited for: status */
+	int status;
+	uint64_t *sys_next; /* per thread: where its system call returns */
+	/* Where tracing begins: --start-at, else main (main.main in Go). */
+	const char *start;
+	/* A program without a "main" symbol: main's file and offset. */
+	char start_file[PATH_MAX];
+	uint64_t start_off;
+	/* A trigger that is no function: addr:, or FILE:LINE as offsets
+	 * ("%llx,...") of the executable trig_file. */
+	uint64_t trig_addr;
+	char trig_file[PATH_MAX];
+	char *trig_offs;
+};
+
+/* A cursor over one record. */
+struct rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+/* vg_hot.c */
+/* Every whole record read so far; what is cut short waits for more. */
+int vg_parse(struct vg *v);
+
+/* vg_record.c */
+/* One record at r: 0, 1 when the capture ends with it, SHORT (r->bad)
+ * when it is not all there yet, or a negative code. */
+int vg_record(struct vg *v, struct rd *r);
+/* --snapshot-size: the ring of t keeps the newest bytes. */
+void vg_trim(struct vg *v, struct thr *t);
+/* --drop-every: are the packets of this record's n branches lost? 1
+ * (lost, tracing resuming at ip), 0 or -ENOMEM. */
+int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip);
+
+#endif
