@@ -309,7 +309,7 @@ static int exec(struct sq *w, const char *sql)
 }
 
 /* Runs a bound insert and readies it for the next row. */
-static int step(struct sq *w, sqlite3_stmt *st)
+static int sq_step(struct sq *w, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 
@@ -321,7 +321,7 @@ static int step(struct sq *w, sqlite3_stmt *st)
 
 /* String id 0 is "": stored as NULL, as trace_processor leaves names it
  * does not know. */
-static void bind_str(struct sq *w, sqlite3_stmt *st, int i, uint32_t id)
+static void sq_bind_str(struct sq *w, sqlite3_stmt *st, int i, uint32_t id)
 {
 	if (id)
 		sqlite3_bind_text(st, i, mt_str(&w->t->strs, id), -1,
@@ -333,16 +333,16 @@ static void bind_str(struct sq *w, sqlite3_stmt *st, int i, uint32_t id)
 /* Addresses and times are unsigned in the model, signed in SQLite: they
  * are stored bit for bit, so kernel addresses read back negative, as in
  * trace_processor. */
-static void bind_u64(sqlite3_stmt *st, int i, uint64_t v)
+static void sq_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
 {
 	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
 /* 0 means "none" for the optional numbers in the model. */
-static void bind_opt(sqlite3_stmt *st, int i, uint64_t v)
+static void sq_bind_opt(sqlite3_stmt *st, int i, uint64_t v)
 {
 	if (v)
-		bind_u64(st, i, v);
+		sq_bind_u64(st, i, v);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -398,9 +398,9 @@ static int write_process(struct sq *w, uint32_t pid, uint32_t name)
 	sqlite3_bind_int64(st, 1, w->next_upid++);
 	sqlite3_bind_int64(st, 2, pid);
 	/* The model's process name is the command line when known. */
-	bind_str(w, st, 3, name);
-	bind_str(w, st, 4, name);
-	return step(w, st);
+	sq_bind_str(w, st, 3, name);
+	sq_bind_str(w, st, 4, name);
+	return sq_step(w, st);
 }
 
 /*
@@ -408,7 +408,7 @@ static int write_process(struct sq *w, uint32_t pid, uint32_t name)
  * process gets a nameless one, as trace_processor creates for a thread
  * descriptor naming an unknown pid.
  */
-static int write_threads(struct sq *w)
+static int sq_write_threads(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	size_t n = t->nr_procs + t->nr_threads;
@@ -448,18 +448,18 @@ static int write_threads(struct sq *w)
 		st = w->stmts[S_THREAD];
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i + 1);
 		sqlite3_bind_int64(st, 2, th->tid);
-		bind_str(w, st, 3, th->name);
+		sq_bind_str(w, st, 3, th->name);
 		sqlite3_bind_int64(st, 4, upid);
 		sqlite3_bind_int(st, 5, th->tid == th->pid);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 		if (rc)
 			return rc;
 
 		st = w->stmts[S_TRACK];
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
-		bind_str(w, st, 2, th->name);
+		sq_bind_str(w, st, 2, th->name);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)i + 1);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 		if (rc)
 			return rc;
 	}
@@ -472,7 +472,7 @@ static int write_arg(struct sq *w, uint64_t set, const char *key,
 {
 	sqlite3_stmt *st = w->stmts[S_ARG];
 
-	bind_u64(st, 1, set);
+	sq_bind_u64(st, 1, set);
 	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
 	if (s) {
 		sqlite3_bind_null(st, 3);
@@ -482,7 +482,7 @@ static int write_arg(struct sq *w, uint64_t set, const char *key,
 		sqlite3_bind_null(st, 4);
 	}
 	sqlite3_bind_text(st, 5, type, -1, SQLITE_STATIC);
-	return step(w, st);
+	return sq_step(w, st);
 }
 
 static int write_aset(struct sq *w, uint64_t set, const struct aset *a)
@@ -577,18 +577,18 @@ static int write_gap(struct sq *w, const struct mt_slice *s, uint32_t utid,
 {
 	sqlite3_stmt *st = w->stmts[S_GAP];
 
-	bind_u64(st, 1, gap_id);
+	sq_bind_u64(st, 1, gap_id);
 	sqlite3_bind_int64(st, 2, utid);
-	bind_u64(st, 3, s->ts);
-	bind_u64(st, 4, s->dur);
-	bind_str(w, st, 5, mt_slice_name(w->t, s));
+	sq_bind_u64(st, 3, s->ts);
+	sq_bind_u64(st, 4, s->dur);
+	sq_bind_str(w, st, 5, mt_slice_name(w->t, s));
 	bind_gap_reason(st, 6, mt_slice_str(w->t, s));
-	bind_u64(st, 7, id);
+	sq_bind_u64(st, 7, id);
 	if (s->segment != MT_NONE)
 		sqlite3_bind_int64(st, 8, s->segment);
 	else
 		sqlite3_bind_null(st, 8);
-	return step(w, st);
+	return sq_step(w, st);
 }
 
 /* A string id as stored in frame: NULL for the empty string. */
@@ -602,7 +602,7 @@ static void bind_sid(sqlite3_stmt *st, int i, uint32_t id)
 
 /* The model's string table, which slice_raw's name and dso ids index,
  * then the hits' names that are not in it. */
-static int write_strings(struct sq *w)
+static int sq_write_strings(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	sqlite3_stmt *st = w->stmts[S_STRING];
@@ -613,7 +613,7 @@ static int write_strings(struct sq *w)
 		sqlite3_bind_int64(st, 1, i);
 		sqlite3_bind_text(st, 2, mt_str(&t->strs, i), -1,
 				  SQLITE_STATIC);
-		if ((rc = step(w, st)))
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	for (uint32_t i = 1; i < t->hit_names.nr; i++) {
@@ -623,7 +623,7 @@ static int write_strings(struct sq *w)
 			continue;
 		sqlite3_bind_int64(st, 1, next++);
 		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-		if ((rc = step(w, st)))
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	return 0;
@@ -668,12 +668,12 @@ static int frame_find(struct sq *w, const struct mt_slice *s, uint32_t *id)
 		sqlite3_bind_int64(st, 3, set);
 	else
 		sqlite3_bind_null(st, 3);
-	bind_opt(st, 4, fr->addr);
+	sq_bind_opt(st, 4, fr->addr);
 	bind_sid(st, 5, fr->dso);
 	sqlite3_bind_int64(st, 6, s->flags);
 	bind_sid(st, 7, fr->source);
 	bind_sid(st, 8, set >= 0 ? w->asets[set].site : 0);
-	return step(w, st);
+	return sq_step(w, st);
 }
 
 /* frame_find(), remembered: a slot per (model frame, flags, call site),
@@ -705,7 +705,7 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
  * or written, and its gap row written.  The trees are written from the
  * frames kept here once SQLite is closed.
  */
-static int write_frames(struct sq *w)
+static int sq_write_frames(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	uint64_t id = 0, gaps = 0;
@@ -762,20 +762,20 @@ static int write_goroutines(struct sq *w)
 				upid = p + 1;
 		mt_goroutine_name(t, g, name, sizeof(name));
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i + 1);
-		bind_opt(st, 2, upid);
+		sq_bind_opt(st, 2, upid);
 		sqlite3_bind_int64(st, 3, g->pid);
-		bind_opt(st, 4, g->goid);
+		sq_bind_opt(st, 4, g->goid);
 		sqlite3_bind_text(st, 5, name, -1, SQLITE_TRANSIENT);
-		bind_str(w, st, 6, g->start);
-		bind_u64(st, 7, g->first);
-		bind_u64(st, 8, g->last);
-		if ((rc = step(w, st)))
+		sq_bind_str(w, st, 6, g->start);
+		sq_bind_u64(st, 7, g->first);
+		sq_bind_u64(st, 8, g->last);
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	return 0;
 }
 
-static int write_extras(struct sq *w)
+static int sq_write_extras(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	sqlite3_stmt *st;
@@ -788,12 +788,12 @@ static int write_extras(struct sq *w)
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
 		bind_utid(w, st, 2, g->tid);
 		sqlite3_bind_int64(st, 3, g->tid);
-		bind_u64(st, 4, g->start);
-		bind_u64(st, 5, g->end - g->start);
-		bind_str(w, st, 6, g->end_reason);
-		bind_opt(st, 7, g->end_ip);
-		bind_opt(st, 8, g->goroutine);
-		if ((rc = step(w, st)))
+		sq_bind_u64(st, 4, g->start);
+		sq_bind_u64(st, 5, g->end - g->start);
+		sq_bind_str(w, st, 6, g->end_reason);
+		sq_bind_opt(st, 7, g->end_ip);
+		sq_bind_opt(st, 8, g->goroutine);
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	if ((rc = write_goroutines(w)))
@@ -809,8 +809,8 @@ static int write_extras(struct sq *w)
 		sqlite3_bind_int64(st, 5, s->seg_b);
 		sqlite3_bind_int64(st, 6, s->frames_joined);
 		sqlite3_bind_double(st, 7, s->score);
-		bind_str(w, st, 8, s->reason);
-		if ((rc = step(w, st)))
+		sq_bind_str(w, st, 8, s->reason);
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	st = w->stmts[S_GUESS];
@@ -820,10 +820,10 @@ static int write_extras(struct sq *w)
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
 		bind_utid(w, st, 2, g->tid);
 		sqlite3_bind_int64(st, 3, g->tid);
-		bind_u64(st, 4, g->ts);
-		bind_u64(st, 5, g->dur);
+		sq_bind_u64(st, 4, g->ts);
+		sq_bind_u64(st, 5, g->dur);
 		sqlite3_bind_int64(st, 6, g->depth);
-		if ((rc = step(w, st)))
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	st = w->stmts[S_HIT];
@@ -831,19 +831,19 @@ static int write_extras(struct sq *w)
 		const struct mt_hit *h = &t->hits[i];
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
-		bind_u64(st, 2, h->ts);
-		bind_opt(st, 3, h->mark_start);
+		sq_bind_u64(st, 2, h->ts);
+		sq_bind_opt(st, 3, h->mark_start);
 		sqlite3_bind_int64(st, 4, h->pid);
 		sqlite3_bind_int64(st, 5, h->tid);
 		bind_utid(w, st, 6, h->tid);
-		bind_u64(st, 7, h->ip);
+		sq_bind_u64(st, 7, h->ip);
 		sqlite3_bind_int64(st, 8, h->arg);
 		if (h->name)
 			sqlite3_bind_text(st, 9, mt_str(&t->hit_names, h->name),
 					  -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 9);
-		if ((rc = step(w, st)))
+		if ((rc = sq_step(w, st)))
 			return rc;
 	}
 	return 0;
@@ -879,7 +879,7 @@ static uint32_t slice_at(const struct mt_thread *th, uint64_t ts)
 }
 
 /* converted_by: this program; recorded_by: what wrote the capture. */
-static int write_metadata(struct sq *w)
+static int sq_write_metadata(struct sq *w)
 {
 	const char *rows[2][2] = {{"converted_by", NULL},
 				  {"recorded_by", w->t->recorded_by}};
@@ -898,13 +898,13 @@ static int write_metadata(struct sq *w)
 			continue;
 		sqlite3_bind_text(st, 1, rows[i][0], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, rows[i][1], -1, SQLITE_STATIC);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 	}
 	sqlite3_finalize(st);
 	return rc;
 }
 
-static int write_ptwrites(struct sq *w)
+static int sq_write_ptwrites(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	sqlite3_stmt *st = w->stmts[S_PTWRITE];
@@ -922,22 +922,22 @@ static int write_ptwrites(struct sq *w)
 		base[i + 1] = base[i] + t->threads[i].nr_slices;
 	for (size_t i = 0; i < t->nr_ptwrites && !rc; i++) {
 		const struct mt_ptwrite *p = &t->ptwrites[i];
-		/* utid is the thread's index + 1 (write_threads) */
+		/* utid is the thread's index + 1 (sq_write_threads) */
 		uint32_t utid = idmap_find(w->tids, t->nr_threads, p->tid);
 		uint32_t s =
 			utid ? slice_at(&t->threads[utid - 1], p->ts) : MT_NONE;
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
-		bind_u64(st, 2, p->ts);
+		sq_bind_u64(st, 2, p->ts);
 		bind_utid(w, st, 3, p->tid);
 		sqlite3_bind_int64(st, 4, p->tid);
-		bind_opt(st, 5, p->ip);
-		bind_u64(st, 6, p->value);
+		sq_bind_opt(st, 5, p->ip);
+		sq_bind_u64(st, 6, p->value);
 		if (s != MT_NONE)
-			bind_u64(st, 7, base[utid - 1] + s);
+			sq_bind_u64(st, 7, base[utid - 1] + s);
 		else
 			sqlite3_bind_null(st, 7);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 	}
 	free(base);
 	return rc;
@@ -945,7 +945,7 @@ static int write_ptwrites(struct sq *w)
 
 /* Checks the model's string ids outside the slices, which the hot loop
  * checks itself. */
-static int check_strings(struct sq *w)
+static int sq_check_strings(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	uint32_t nr = t->strs.nr;
@@ -977,16 +977,16 @@ static void bind_fig(sqlite3_stmt *st, int i, const struct st_fig *f)
 {
 	bool whole = f->calls > f->inferred;
 
-	bind_u64(st, i, f->calls);
-	bind_u64(st, i + 1, f->inferred);
-	bind_u64(st, i + 2, f->total);
+	sq_bind_u64(st, i, f->calls);
+	sq_bind_u64(st, i + 1, f->inferred);
+	sq_bind_u64(st, i + 2, f->total);
 	sqlite3_bind_int64(st, i + 3, f->self);
-	bind_u64(st, i + 4, f->inferred_dur);
+	sq_bind_u64(st, i + 4, f->inferred_dur);
 	for (int k = 0; k < 4; k++) {
 		const uint64_t v[4] = {f->p50, f->p90, f->p99, f->max};
 
 		if (whole)
-			bind_u64(st, i + 5 + k, v[k]);
+			sq_bind_u64(st, i + 5 + k, v[k]);
 		else
 			sqlite3_bind_null(st, i + 5 + k);
 	}
@@ -1159,21 +1159,21 @@ static int write_functions(struct sq *w, struct fn_sums *fs)
 	st = w->stmts[S_FUNCTION];
 	for (size_t i = 0; !rc && i < m.nr; i++) {
 		sqlite3_bind_int64(st, 1, (int64_t)i);
-		bind_str(w, st, 2, m.keys[i].name);
-		bind_str(w, st, 3, m.keys[i].dso);
+		sq_bind_str(w, st, 2, m.keys[i].name);
+		sq_bind_str(w, st, 3, m.keys[i].dso);
 		sqlite3_bind_int(st, 4, m.keys[i].inlined);
 		bind_fig(st, 5, &a.fns[i]);
 		rc = bind_hist(w, st, 14, a.hist[i]);
 		if (!rc)
-			rc = step(w, st);
+			rc = sq_step(w, st);
 	}
 	st = w->stmts[S_SLOWEST];
 	for (size_t i = 0; !rc && i < m.nr; i++)
 		for (unsigned k = 0; !rc && k < a.nr_top[i]; k++) {
 			sqlite3_bind_int64(st, 1, (int64_t)i);
-			bind_u64(st, 2, a.top[i][k].id);
-			bind_u64(st, 3, a.top[i][k].dur);
-			rc = step(w, st);
+			sq_bind_u64(st, 2, a.top[i][k].id);
+			sq_bind_u64(st, 3, a.top[i][k].dur);
+			rc = sq_step(w, st);
 		}
 	st = w->stmts[S_CALL_PATH];
 	for (size_t i = 0; !rc && i < a.nr_paths; i++) {
@@ -1185,10 +1185,10 @@ static int write_functions(struct sq *w, struct fn_sums *fs)
 		else
 			sqlite3_bind_int64(st, 2, p->parent);
 		sqlite3_bind_int64(st, 3, p->fn);
-		bind_u64(st, 4, p->calls);
-		bind_u64(st, 5, p->total);
+		sq_bind_u64(st, 4, p->calls);
+		sq_bind_u64(st, 5, p->total);
 		sqlite3_bind_int64(st, 6, p->self);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 	}
 	st = w->stmts[S_CALLER];
 	for (size_t i = 0; !rc && i < a.nr_pairs; i++) {
@@ -1196,7 +1196,7 @@ static int write_functions(struct sq *w, struct fn_sums *fs)
 		sqlite3_bind_int64(st, 2, a.pairs[i].caller);
 		sqlite3_bind_int64(st, 3, a.pairs[i].callee);
 		bind_fig(st, 4, &a.pairs[i].fig);
-		rc = step(w, st);
+		rc = sq_step(w, st);
 	}
 	return rc;
 }
@@ -1250,7 +1250,7 @@ static int build(struct sq *w, const char *tmp)
 	struct fn_sums fs;
 	int rc;
 
-	rc = check_strings(w);
+	rc = sq_check_strings(w);
 	if (rc)
 		return rc;
 	fn_sums_start(&fs, w->t, w->jobs);
@@ -1260,17 +1260,17 @@ static int build(struct sq *w, const char *tmp)
 	if (!rc)
 		rc = prepare_all(w);
 	if (!rc)
-		rc = write_threads(w);
+		rc = sq_write_threads(w);
 	if (!rc)
-		rc = write_strings(w);
+		rc = sq_write_strings(w);
 	if (!rc)
-		rc = write_frames(w);
+		rc = sq_write_frames(w);
 	if (!rc)
-		rc = write_extras(w);
+		rc = sq_write_extras(w);
 	if (!rc)
-		rc = write_ptwrites(w);
+		rc = sq_write_ptwrites(w);
 	if (!rc)
-		rc = write_metadata(w);
+		rc = sq_write_metadata(w);
 	if (!rc)
 		rc = exec(w, "COMMIT;");
 	if (!rc)
