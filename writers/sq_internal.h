@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the SQLite writer's rooms share: sqlite.c (the schema, the small
- * tables through SQLite, the frames) and sq_pages.c (slice_raw and its
- * indexes written as pages).
+ * What the SQLite writer's rooms share: sqlite.c (the schema, the order
+ * of the writes, the function figures), sq_tables.c (the small tables
+ * through SQLite, the frames) and sq_pages.c (slice_raw and its indexes
+ * written as pages).
  */
 #ifndef MT_SQ_INTERNAL_H
 #define MT_SQ_INTERNAL_H
@@ -93,6 +94,25 @@ int sq_fail(struct sq *w, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* SQLite's own message for what failed. */
 int sq_fail_db(struct sq *w, const char *what);
+
+/* Runs a bound insert and readies it for the next row. */
+int sq_step(struct sq *w, sqlite3_stmt *st);
+/* String id 0 is "": bound as NULL. */
+void sq_bind_str(struct sq *w, sqlite3_stmt *st, int i, uint32_t id);
+/* A model number bound bit for bit into SQLite's signed integer. */
+void sq_bind_u64(sqlite3_stmt *st, int i, uint64_t v);
+/* 0 means "none": bound as NULL. */
+void sq_bind_opt(sqlite3_stmt *st, int i, uint64_t v);
+
+/* sq_tables.c, in the order sqlite.c calls them: the model's string ids
+ * outside the slices checked first, then the tables SQLite writes. */
+int sq_check_strings(struct sq *w);
+int sq_write_threads(struct sq *w);
+int sq_write_strings(struct sq *w);
+int sq_write_frames(struct sq *w);
+int sq_write_extras(struct sq *w);
+int sq_write_ptwrites(struct sq *w);
+int sq_write_metadata(struct sq *w);
 
 /* sq_pages.c.  The trees SQLite left empty: slice_raw, slice_track_ts,
  * slice_parent. */
