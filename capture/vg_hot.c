@@ -151,17 +151,8 @@ static int vg_hot(struct vg *v, struct rd *r)
 		t->last_pkt_tsc = now;
 		t->last_pkt_ip = ip;
 	}
-	if (ip) {
-		int sync;
-
-		t->last_ip = ip;
-		sync = ptenc_maybe_psb(t->enc, now, ip);
-		if (sync < 0)
-			return mt_fail(e, -ENOMEM,
-				       "out of memory encoding trace");
-		if (sync)
-			vg_trim(v, t);
-	}
+	if (ip && vg_psb_at(v, t, now, ip))
+		return -ENOMEM;
 	return rc;
 }
 

@@ -120,6 +120,23 @@ int vg_parse(struct vg *v);
 int vg_record(struct vg *v, struct rd *r);
 /* --snapshot-size: the ring of t keeps the newest bytes. */
 void vg_trim(struct vg *v, struct thr *t);
+
+/* After a transfer to ip at now: the thread's last IP, and a PSB where
+ * the encoder wants one, the ring trimmed to it.  Returns 0 or
+ * mt_fail()'s code. */
+static inline int vg_psb_at(struct vg *v, struct thr *t, uint64_t now,
+			    uint64_t ip)
+{
+	int sync;
+
+	t->last_ip = ip;
+	sync = ptenc_maybe_psb(t->enc, now, ip);
+	if (sync < 0)
+		return mt_fail(&v->e, -ENOMEM, "out of memory encoding trace");
+	if (sync)
+		vg_trim(v, t);
+	return 0;
+}
 /* --drop-every: are the packets of this record's n branches lost? 1
  * (lost, tracing resuming at ip), 0 or -ENOMEM. */
 int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip);

@@ -799,15 +799,7 @@ int vg_record(struct vg *v, struct rd *r)
 			t->last_pkt_ip = ip;
 		}
 	}
-	if (t && psb && ip) {
-		t->last_ip = ip;
-		int sync = ptenc_maybe_psb(t->enc, v->now, ip);
-
-		if (sync < 0)
-			return mt_fail(e, -ENOMEM,
-				       "out of memory encoding trace");
-		if (sync)
-			vg_trim(v, t);
-	}
+	if (t && psb && ip && vg_psb_at(v, t, v->now, ip))
+		return -ENOMEM;
 	return rc;
 }

@@ -143,6 +143,15 @@ static int go_proc_of(struct seg_builder *b)
 	return b->go ? 0 : -ENOMEM;
 }
 
+/* The turn of the stack that ran ends, in the process's goroutines
+ * (made on the first switch). */
+static int go_leave(struct seg_builder *b)
+{
+	int rc = go_proc_of(b);
+
+	return rc ? rc : go_turn_end(b);
+}
+
 /* The stack that ran was a goroutine's (gor): so were its segments. */
 void go_label(struct seg_builder *b, uint32_t gor)
 {
@@ -233,10 +242,8 @@ static int go_to_g0(struct seg_builder *b, uint64_t time, uint64_t ip,
 {
 	size_t h = seg_host_at(b);
 	struct go_susp s = {.time = time};
-	int rc = go_proc_of(b);
+	int rc = go_leave(b);
 
-	if (!rc)
-		rc = go_turn_end(b);
 	if (rc)
 		return rc;
 	s.goid = b->go_goid;
@@ -350,10 +357,7 @@ static int go_gogo(struct seg_builder *b, uint64_t time, uint64_t ip)
 
 	if (!e)
 		return -ENOMEM;
-	rc = go_proc_of(b);
-	if (!rc)
-		rc = go_turn_end(b);
-	if (rc)
+	if ((rc = go_leave(b)))
 		return rc;
 	b->go_guess = false;
 	b->guess_slice = seg_thr(b)->nr_slices;
@@ -443,10 +447,7 @@ int go_reopen(struct seg_builder *b, uint64_t time, uint64_t ip, bool resumed)
 	if (!last ||
 	    (b->go_on == GS_G0 ? !last->goid : last->goid == b->go_goid))
 		return 0;
-	rc = go_proc_of(b);
-	if (!rc)
-		rc = go_turn_end(b);
-	if (rc)
+	if ((rc = go_leave(b)))
 		return rc;
 	b->go_guess = false;
 	if (last->goid) {
