@@ -121,6 +121,20 @@ static int nomem(struct st_db *d)
 	return st_db_fail(d, -ENOMEM, "out of memory");
 }
 
+/* A table whose rows went in (rc: st_tab_row()'s, non-zero when memory
+ * ran out) printed, and freed with the ids it was ranked by. */
+static int tab_done(struct st_db *d, struct st_tab *t, uint32_t *ids, int rc,
+		    FILE *out, bool csv)
+{
+	if (!rc)
+		st_tab_print(t, out, csv);
+	else
+		rc = nomem(d);
+	st_tab_free(t);
+	free(ids);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* The top functions */
 
@@ -210,13 +224,7 @@ static int top_rows(struct st_db *d, const struct st_agg *g, bool total,
 				      c.inferred, c.p50, c.p90, c.p99, c.max,
 				      c.fn, c.dso);
 	}
-	if (!rc)
-		st_tab_print(&t, out, csv);
-	else
-		rc = nomem(d);
-	st_tab_free(&t);
-	free(ids);
-	return rc;
+	return tab_done(d, &t, ids, rc, out, csv);
 }
 
 static const char *region_name(const struct st_region *r)
@@ -358,13 +366,7 @@ static int relations(struct st_db *d, const struct st_agg *g, uint32_t fn,
 		rc = st_tab_row(&t, c.calls, c.inferred, c.total, c.self, c.p50,
 				c.p99, c.max, c.fn, c.dso);
 	}
-	if (!rc)
-		st_tab_print(&t, out, false);
-	else
-		rc = nomem(d);
-	st_tab_free(&t);
-	free(ids);
-	return rc;
+	return tab_done(d, &t, ids, rc, out, false);
 }
 
 static const char *const func_csv_head[] = {

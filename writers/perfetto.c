@@ -541,19 +541,30 @@ static int pf_slice_end(struct pf *w, uint64_t ts, uint64_t track)
 	return pf_event_close(w, p, pkt, te, ts);
 }
 
+/* A track descriptor's packet begun: its uuid and parent (0: none);
+ * *m is the descriptor, to end before the packet. */
+static size_t pf_desc_begin(struct pf *w, uint64_t uuid, uint64_t parent,
+			    size_t *m)
+{
+	struct pb_buf *b = &w->pk;
+	size_t pkt;
+
+	w->seq = DESC_SEQ;
+	pkt = pf_packet(w, 0);
+	*m = pb_begin(b, F_TRACK_DESC);
+	pb_uint(b, F_TD_UUID, uuid);
+	if (parent)
+		pb_uint(b, F_TD_PARENT, parent);
+	return pkt;
+}
+
 /* A track descriptor with no process or thread: a named child track. */
 int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 		  const char *name, const char *suffix)
 {
 	struct pb_buf *b = &w->pk;
-	size_t pkt, m, n;
+	size_t m, n, pkt = pf_desc_begin(w, uuid, parent, &m);
 
-	w->seq = DESC_SEQ;
-	pkt = pf_packet(w, 0);
-	m = pb_begin(b, F_TRACK_DESC);
-	pb_uint(b, F_TD_UUID, uuid);
-	if (parent)
-		pb_uint(b, F_TD_PARENT, parent);
 	n = pb_begin(b, F_TD_NAME);
 	pb_raw(b, name, strlen(name));
 	pb_raw(b, suffix, strlen(suffix));
@@ -591,12 +602,8 @@ static int pf_desc_process(struct pf *w, uint64_t uuid,
 			   const struct mt_process *p)
 {
 	struct pb_buf *b = &w->pk;
-	size_t pkt, m, d;
+	size_t m, d, pkt = pf_desc_begin(w, uuid, 0, &m);
 
-	w->seq = DESC_SEQ;
-	pkt = pf_packet(w, 0);
-	m = pb_begin(b, F_TRACK_DESC);
-	pb_uint(b, F_TD_UUID, uuid);
 	d = pb_begin(b, F_TD_PROCESS);
 	pb_uint(b, F_PD_PID, p->pid);
 	if (p->name)
@@ -610,14 +617,8 @@ static int pf_desc_thread(struct pf *w, uint64_t uuid, uint64_t parent,
 			  const struct mt_thread *th)
 {
 	struct pb_buf *b = &w->pk;
-	size_t pkt, m, d;
+	size_t m, d, pkt = pf_desc_begin(w, uuid, parent, &m);
 
-	w->seq = DESC_SEQ;
-	pkt = pf_packet(w, 0);
-	m = pb_begin(b, F_TRACK_DESC);
-	pb_uint(b, F_TD_UUID, uuid);
-	if (parent)
-		pb_uint(b, F_TD_PARENT, parent);
 	d = pb_begin(b, F_TD_THREAD);
 	pb_uint(b, F_THD_PID, th->pid);
 	pb_uint(b, F_THD_TID, th->tid);
