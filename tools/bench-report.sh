@@ -6,15 +6,8 @@
 # caller tables; --function, --slowest, --folded and a region scan
 # slice_raw.  Timings are whatever this machine gives today.
 set -e
-MB=${1:-64}
-B=${MT_BUILD:-build}/bin
-D=${MT_BUILD:-build}/bench/$MB
-mkdir -p "$D"
-if [ ! -f "$D/raw.bin" ]; then
-	branches=$((MB * 1048576 * 10 / 6))
-	echo "generating a capture of ~$MB MiB of AUX ($branches branches)..."
-	"$B/mt-synth" --seed 4242 --branches "$branches" -o "$D" >/dev/null
-fi
+. "$(dirname "$0")/bench-lib.sh"
+bench_capture "${1:-64}"
 db=$D/report.sqlite
 if [ ! -f "$db" ] || [ "$B/mt-convert" -nt "$db" ]; then
 	echo "converting..."

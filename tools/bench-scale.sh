@@ -11,18 +11,12 @@
 # machine gives today: run it twice before believing a number.
 set -e
 MB=${1:-64}
-B=${MT_BUILD:-build}/bin
-D=${MT_BUILD:-build}/bench/$MB
 S=${MT_BUILD:-build}/bench/snap4
-mkdir -p "$D"
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
 # The same captures as make bench, and the 16 streams beside them.
-branches=$((MB * 1048576 * 10 / 6))
-if [ ! -f "$D/raw.bin" ]; then
-	echo "generating a capture of ~$MB MiB of AUX ($branches branches)..."
-	"$B/mt-synth" --seed 4242 --branches "$branches" -o "$D" >/dev/null
-fi
+. "$(dirname "$0")/bench-lib.sh"
+bench_capture "$MB"
 if [ ! -f "$D/t16/raw.bin" ]; then
 	echo "generating 16 streams of $((branches / 16)) branches each..."
 	"$B/mt-synth" --seed 4244 --threads 16 --branches "$((branches / 16))" \

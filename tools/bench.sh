@@ -7,16 +7,8 @@
 # output bytes per slice, and the ratios.  Timings are whatever this
 # machine gives today: run it twice before believing a number.
 set -e
-MB=${1:-64}
-B=${MT_BUILD:-build}/bin
-D=${MT_BUILD:-build}/bench/$MB
-mkdir -p "$D"
-if [ ! -f "$D/raw.bin" ]; then
-	# about 0.6 bytes of AUX per branch with MTC timing
-	branches=$((MB * 1048576 * 10 / 6))
-	echo "generating a capture of ~$MB MiB of AUX ($branches branches)..."
-	"$B/mt-synth" --seed 4242 --branches "$branches" -o "$D" >/dev/null
-fi
+. "$(dirname "$0")/bench-lib.sh"
+bench_capture "${1:-64}"
 aux_bytes=$(stat -c %s "$D/raw.bin")
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
