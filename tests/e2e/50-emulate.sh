@@ -337,13 +337,14 @@ else
 fi
 
 # --duration-thresh: the first request at least 100 ms after its
-# mt_mark_start() snapshots (the waits grow 30 ms a round); the hit keeps
-# the mark.
+# mt_mark_start() snapshots (the waits grow 30 ms a round: the fourth,
+# unless single-stepping on a loaded machine makes an earlier one that
+# slow); the hit keeps the mark.
 cc -O1 -I"$R" -o "$W/marked" "$R/tests/programs/marked.c" ||
 	{ echo "FAIL emulate: cc marked"; exit 0; }
 if capture marked "$W/marked" --duration-thresh 100ms &&
 	hit=$(sqlite3 "$W/marked.sqlite" "SELECT arg, ts - mark_start >= 100000000,
-		mark_start > 0 FROM hit") && [[ "$hit" =~ ^[3-9]\|1\|1$ ]]; then
+		mark_start > 0 FROM hit") && [[ "$hit" =~ ^[0-9]+\|1\|1$ ]]; then
 	echo "PASS emulate_duration_thresh (hit $hit)"
 else
 	echo "FAIL emulate_duration_thresh: '$hit'"; sed 's/^/    /' "$W/marked.err" | tail -3
