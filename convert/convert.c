@@ -64,6 +64,7 @@ struct conv {
 	/* The stage running (r->failed), since clock. */
 	struct cv_clock clock;
 	bool in_stage;
+	double pool_cpu_s; /* its pools' threads', which the clock misses */
 };
 
 static void tell_outputs(const struct conv *c, const struct mt_outfile *f,
@@ -88,6 +89,8 @@ static void stage_end(struct conv *c)
 		return;
 	c->in_stage = false;
 	cv_clock_stop(&c->clock, &c->r->stages[c->r->failed]);
+	c->r->stages[c->r->failed].cpu_s += c->pool_cpu_s;
+	c->pool_cpu_s = 0;
 	if (c->o->on_stage)
 		c->o->on_stage(c->o->ctx, c->r->failed);
 }
@@ -235,9 +238,21 @@ static int cut(struct conv *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The CPU seconds the process has spent (0 where there is no clock). */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* The Perfetto trace (or its parts) on this thread, the database on a
  * second one, each synced as soon as it is written, while the other is
- * still being written, rather than both after. */
+ * still being written, rather than both after.  Each stage's CPU is its
+ * own threads': Perfetto's is this thread's and its pool's, SQLite's
+ * what the process spent meanwhile beyond that, as nothing else runs. */
 static int write_both(struct conv *c, char *err, size_t errlen)
 {
 	const struct mt_convert_opts *o = c->o;
@@ -247,6 +262,8 @@ static int write_both(struct conv *c, char *err, size_t errlen)
 	struct cv_sqlite_job job = {.t = t,
 				    .f = &c->outs[OUT_SQLITE],
 				    .o.jobs = mt_nr_cores(o->jobs)};
+	struct wr_stats st = {0};
+	double cpu0 = process_cpu_s(), pf_cpu = 0;
 	pthread_t th;
 	bool threaded = false;
 	int rc = 0;
@@ -260,19 +277,25 @@ static int write_both(struct conv *c, char *err, size_t errlen)
 		stage_begin(c, MT_STAGE_PERFETTO, CLOCK_THREAD_CPUTIME_ID);
 		if (o->split)
 			rc = cv_write_parts(t, o, &po, &c->parts, &c->nr_parts,
-					    err, errlen);
+					    &st.cpu_s, err, errlen);
 		else
-			rc = wr_perfetto_to(t, &c->outs[OUT_PERFETTO], &po,
-					    NULL, err, errlen);
+			rc = wr_perfetto_to(t, &c->outs[OUT_PERFETTO], &po, &st,
+					    err, errlen);
 		if (!o->split && !rc)
 			rc = mt_outfile_sync(&c->outs[OUT_PERFETTO], err,
 					     errlen);
+		c->pool_cpu_s = st.cpu_s;
 		stage_end(c);
+		pf_cpu = c->r->stages[MT_STAGE_PERFETTO].cpu_s;
 	}
 	if (threaded)
 		pthread_join(th, NULL);
 	if (o->sqlite) {
+		double rest = process_cpu_s() - cpu0 - pf_cpu;
+
 		c->r->stages[MT_STAGE_SQLITE] = job.time;
+		if (rest > job.time.cpu_s)
+			c->r->stages[MT_STAGE_SQLITE].cpu_s = rest;
 		if (o->on_stage)
 			o->on_stage(o->ctx, MT_STAGE_SQLITE);
 	}

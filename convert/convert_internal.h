@@ -65,11 +65,12 @@ void *cv_write_sqlite(void *job);
  * o->split: the trace cut into parts (regions/), each begun as an
  * output of its own (told to o->on_outputs) and written and synced in
  * turn; *parts (calloc'd, *nr_parts begun) is the caller's to commit or
- * abort, failed or not.
+ * abort, failed or not.  The CPU the writer's own threads spent is
+ * added to *cpu_s.
  */
 int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 		   const struct wr_perfetto_opts *po, struct mt_outfile **parts,
-		   size_t *nr_parts, char *err, size_t errlen);
+		   size_t *nr_parts, double *cpu_s, char *err, size_t errlen);
 
 /* One line to o->warn when the trace is more than the UI loads, with
  * the ways through. */

@@ -66,7 +66,7 @@ static char *part_path(const char *out, size_t k)
 
 int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 		   const struct wr_perfetto_opts *po, struct mt_outfile **parts,
-		   size_t *nr_parts, char *err, size_t errlen)
+		   size_t *nr_parts, double *cpu_s, char *err, size_t errlen)
 {
 	uint64_t *cuts = NULL;
 	size_t n = 0;
@@ -77,6 +77,7 @@ int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 				    "planning the --split parts", err, errlen);
 	for (size_t k = 0; !rc && k < n; k++) {
 		struct mt_trace view;
+		struct wr_stats st = {0};
 		char *path = part_path(o->perfetto, k + 1);
 
 		if (!path) {
@@ -95,7 +96,8 @@ int cv_write_parts(const struct mt_trace *t, const struct mt_convert_opts *o,
 		rc = rg_part(t, cuts[k], cuts[k + 1], &view, err, errlen);
 		if (rc)
 			break;
-		rc = wr_perfetto_to(&view, &(*parts)[k], po, NULL, err, errlen);
+		rc = wr_perfetto_to(&view, &(*parts)[k], po, &st, err, errlen);
+		*cpu_s += st.cpu_s;
 		rg_part_free(&view);
 		if (!rc)
 			rc = mt_outfile_sync(&(*parts)[k], err, errlen);

@@ -147,10 +147,12 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # Amdahl's law has it, into a part s on one thread and a part p spread
 # over the P cores (w = s + p / P, c = s + p); the one-thread share is
 # what the stages' s add up to against the whole, and bounds the
-# speedup that more cores give.  A stage whose CPU is below its wall
-# time is one timed on its own thread beside another (Perfetto beside
-# SQLite): what its helpers spent is not in it, and it is counted as on
-# one thread, an upper bound (marked *).
+# speedup that more cores give.  Perfetto and SQLite run side by side:
+# each counts its own threads' CPU (Perfetto its thread and its pools',
+# SQLite what the process spent beside them), so their shares are
+# estimates of the overlap.  A stage whose CPU is still below its wall
+# time waited on something else, and is counted as on one thread, an
+# upper bound (marked *).
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct mt_pool {
@@ -34,8 +35,19 @@ struct mt_pool {
 	uint64_t put, taken, done; /* jobs put, given to a worker, finished */
 	bool finishing;		   /* a worker is finishing jobs */
 	bool quit;
-	int rc; /* the first failed job's error */
+	int rc;		 /* the first failed job's error */
+	uint64_t cpu_ns; /* the CPU of the threads that have ended */
 };
+
+/* The calling thread's CPU so far, in ns (0 where there is no clock). */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Finishes, in order, the jobs whose work is done: with the lock held,
  * which is let go while each one is finished. */
@@ -93,6 +105,8 @@ static void *pool_main(void *arg)
 		p->worked[slot] = true;
 		finish_ready(p);
 	}
+	/* What the thread spent, for the stage that started the pool. */
+	p->cpu_ns += thread_cpu_ns();
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -180,6 +194,11 @@ int mt_pool_put(struct mt_pool *p, void *job)
 
 int mt_pool_end(struct mt_pool *p)
 {
+	return mt_pool_end_cpu(p, NULL);
+}
+
+int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s)
+{
 	int rc;
 
 	if (!p)
@@ -193,6 +212,8 @@ int mt_pool_end(struct mt_pool *p)
 			pthread_join(p->th[i], NULL);
 	}
 	rc = p->rc;
+	if (cpu_s)
+		*cpu_s += (double)p->cpu_ns / 1e9;
 	pthread_cond_destroy(&p->changed);
 	pthread_mutex_destroy(&p->lock);
 	free(p->ring);

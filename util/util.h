@@ -252,6 +252,9 @@ unsigned mt_pool_workers(const struct mt_pool *p);
 int mt_pool_put(struct mt_pool *p, void *job);
 /* Waits for every job, ends the threads and frees p (NULL: nothing). */
 int mt_pool_end(struct mt_pool *p);
+/* mt_pool_end(), adding to *cpu_s (if not NULL) the CPU seconds its
+ * threads spent: what the caller's own CPU clock does not see. */
+int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s);
 /* A jobs option's threads: jobs, or one a core when it is 0. */
 unsigned mt_nr_cores(unsigned jobs);
 

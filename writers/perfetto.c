@@ -868,7 +868,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	}
 	if (pf_write_all(&w))
 		goto fail;
-	rc = mt_pool_end(w.out);
+	rc = mt_pool_end_cpu(w.out, &w.cpu_s);
 	w.out = NULL;
 	if (rc) {
 		pf_fail_out(&w, rc);
@@ -884,6 +884,7 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 		st->bytes = w.bytes;
 		st->slices = w.slices;
 		st->tracks = w.tracks;
+		st->cpu_s = w.cpu_s;
 	}
 	rc = 0;
 	goto out;

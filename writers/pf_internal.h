@@ -200,7 +200,8 @@ struct pf {
 
 	uint64_t slices;
 	uint32_t tracks;
-	int code; /* the last failure's errno value, for pf_failed() */
+	double cpu_s; /* of the pools' threads */
+	int code;     /* the last failure's errno value, for pf_failed() */
 };
 
 /* One line in the caller's buffer (errors as util/err.h says), kept in

@@ -30,6 +30,8 @@ struct wr_stats {
 	uint64_t bytes;	 /* size of the file written */
 	uint64_t slices; /* slices written */
 	uint32_t tracks; /* thread tracks, continuation ones included */
+	double cpu_s;	 /* CPU seconds of the writer's own threads, which
+			    the caller's thread clock does not see */
 };
 
 int wr_perfetto(const struct mt_trace *t, const char *path,

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_parse_u64(struct check_state *cs)
@@ -922,6 +923,48 @@ static void test_pool_error(struct check_state *cs)
 		CHECK(cs, l.finished[i] == i);
 }
 
+/* A job that spends 20 ms of its own thread's CPU. */
+static int pool_spin(void *ctx, unsigned worker, void *job)
+{
+	struct timespec a, b;
+
+	(void)ctx;
+	(void)worker;
+	(void)job;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec <
+	       20000000L);
+	return 0;
+}
+
+static int pool_none(void *ctx, void *job)
+{
+	(void)ctx;
+	(void)job;
+	return 0;
+}
+
+/* What the pool's threads spent is told to whoever ends it: four jobs
+ * of 20 ms each, on two threads, are at least 80 ms of CPU the
+ * caller's own clock never sees. */
+static void test_pool_cpu(struct check_state *cs)
+{
+	struct mt_pool *p;
+	double cpu = 0.5;
+	int ids[4];
+
+	CHECK(cs,
+	      mt_pool_start(&p, 2, pool_spin, pool_none, NULL, 3) == 0 && p);
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++)
+		CHECK(cs, mt_pool_put(p, &ids[i]) == 0);
+	CHECK(cs, mt_pool_end_cpu(p, &cpu) == 0);
+	CHECKF(cs, cpu >= 0.5 + 0.08, "%.3f s of CPU added", cpu - 0.5);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -953,5 +996,6 @@ int main(void)
 	RUN(&st, test_jobs_error);
 	RUN(&st, test_pool_order);
 	RUN(&st, test_pool_error);
+	RUN(&st, test_pool_cpu);
 	return CHECK_DONE(&st);
 }
