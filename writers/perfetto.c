@@ -212,7 +212,7 @@ static int pf_fail_out(struct pf *w, int rc)
  * the batch nr_batches before, which has gone out by then (the pool
  * holds nr_batches - 1).
  */
-static int pf_flush(struct pf *w)
+int pf_flush(struct pf *w)
 {
 	struct pf_batch *b;
 	struct pb_buf full;
@@ -222,6 +222,8 @@ static int pf_flush(struct pf *w)
 		return pf_fail(w, -ENOMEM, "out of memory");
 	if (!w->pk.len)
 		return 0;
+	if (w->par)
+		return pf_par_flush(w);
 	if (w->compress && w->pk.len > UINT32_MAX)
 		return pf_fail(w, -EFBIG, "packet batch too large to compress");
 	b = &w->batch[w->nr_put % w->nr_batches];
@@ -640,8 +642,12 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 	const char *name;
 
 	while (w->nr_lvl <= lvl) {
-		uint64_t uuid = w->next_uuid++;
+		uint64_t uuid;
 
+		/* On a pool thread, the first one's uuid is found then. */
+		if (w->par && w->nr_lvl == 1 && pf_par_first_level(w))
+			return 0;
+		uuid = w->next_uuid++;
 		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
 			    sizeof(*w->lvl))) {
 			pf_fail(w, -ENOMEM, "out of memory");
@@ -671,8 +677,8 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
  * rather than written with time going backwards or slices overlapping,
  * which Perfetto would drop or mis-nest.
  */
-static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
-		     uint32_t seq)
+int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
+	      uint32_t seq)
 {
 	const struct mt_slice *sl = th->slices;
 	uint64_t last;
@@ -739,6 +745,24 @@ static int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	return 0;
 }
 
+/*
+ * The level tracks pf_thread() makes for th beyond its own, counted
+ * without writing: the stack as it has it when each BEGIN goes out.
+ */
+size_t pf_thread_levels(const struct pf *w, const struct mt_thread *th)
+{
+	size_t sp = 0, most = 0;
+
+	for (size_t i = 0; i < th->nr_slices; i++) {
+		if (sp > th->slices[i].depth)
+			sp = th->slices[i].depth;
+		if (sp / w->max_depth > most)
+			most = sp / w->max_depth;
+		sp++;
+	}
+	return most;
+}
+
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
 {
 	for (size_t i = 0; i < t->nr_procs; i++)
@@ -759,6 +783,8 @@ static int pf_open(struct pf *w, const struct mt_outfile *f)
 	}
 	return 0;
 }
+
+static int pf_after_threads(struct pf *w, size_t nth);
 
 static int pf_write_all(struct pf *w)
 {
@@ -783,10 +809,24 @@ static int pf_write_all(struct pf *w)
 	}
 	if (nth + 5 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
+	/* The threads side by side when there are threads to do it, in
+	 * the same bytes. */
+	if (w->jobs > 1 && nth > 1) {
+		int rc = pf_threads_par(w, w->jobs);
+
+		if (rc != 1)
+			return rc ? pf_failed(w) : pf_after_threads(w, nth);
+	}
 	for (size_t i = 0; i < nth; i++)
 		if (pf_thread(w, &t->threads[i], 1 + t->nr_procs + i,
 			      (uint32_t)(2 + i)))
 			return pf_failed(w);
+	return pf_after_threads(w, nth);
+}
+
+/* The sequences after the threads', and the last batch. */
+static int pf_after_threads(struct pf *w, size_t nth)
+{
 	if (pf_hits(w, (uint32_t)(2 + nth)))
 		return pf_failed(w);
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
@@ -835,7 +875,8 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	 * the bench capture 4.0 s against 2.1), so past a few threads the
 	 * encoding on this one is what they wait for, and each more only
 	 * holds two more batches in memory. */
-	w.nr_z = w.compress && o && o->jobs > 1 ? o->jobs : 1;
+	w.jobs = o && o->jobs > 1 ? o->jobs : 1;
+	w.nr_z = w.compress ? w.jobs : 1;
 	if (w.nr_z > PF_MAX_COMPRESSORS)
 		w.nr_z = PF_MAX_COMPRESSORS;
 	/* Every thread busy, one batch waiting to be written, one filling. */

@@ -129,8 +129,9 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
-/* The most threads compressing batches (writers.h's jobs). */
-#define PF_MAX_COMPRESSORS 4
+/* The most threads compressing batches (writers.h's jobs): each holds
+ * two batches, about 1 MB. */
+#define PF_MAX_COMPRESSORS 16
 
 /* A full batch, its compressed stream and what failed making it. */
 struct pf_batch {
@@ -202,6 +203,12 @@ struct pf {
 	uint32_t tracks;
 	double cpu_s; /* of the pools' threads */
 	int code;     /* the last failure's errno value, for pf_failed() */
+	unsigned jobs;
+
+	/* An encoder on a pool thread (pf_threads.c): its packets go to
+	 * par, for thread job, rather than to the file. */
+	struct pf_par *par;
+	struct pf_tjob *job;
 };
 
 /* One line in the caller's buffer (errors as util/err.h says), kept in
@@ -210,6 +217,8 @@ int pf_fail(struct pf *w, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The failure below, for callers that only learn that something failed. */
 int pf_failed(const struct pf *w);
+/* The packets so far out, as a batch (or, on an encoder, to par). */
+int pf_flush(struct pf *w);
 /* A packet of the current sequence at ts (clock 64, deltas), with what
  * it needs of the incremental state; pf_event_end() puts the time down,
  * last, and closes it (pf_packet_end() closes any other packet). */
@@ -224,6 +233,24 @@ void pf_arg_uint(struct pb_buf *b, uint32_t an, uint32_t field, uint64_t v);
 /* A track uuid under parent, named name and suffix. */
 int pf_desc_track(struct pf *w, uint64_t uuid, uint64_t parent,
 		  const char *name, const char *suffix);
+
+/* Thread th's sequence seq, on track uuid and the level tracks below
+ * it, of which pf_thread_levels() counts how many it makes. */
+int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
+	      uint32_t seq);
+size_t pf_thread_levels(const struct pf *w, const struct mt_thread *th);
+
+/*
+ * pf_threads.c: every thread's sequence, in order, encoded on up to
+ * workers pool threads; w->next_uuid, slices and tracks as after the
+ * same pf_thread() calls in turn.  1: no threads could be started,
+ * nothing done.  An encoder hands its full buffer over with
+ * pf_par_flush(), and learns its first level track's uuid from
+ * pf_par_first_level().
+ */
+int pf_threads_par(struct pf *w, unsigned workers);
+int pf_par_flush(struct pf *e);
+int pf_par_first_level(struct pf *e);
 
 /*
  * pf_marks.c: spans of time as slices on tracks of their own (depth

@@ -475,6 +475,86 @@ static void test_deep(struct check_state *st)
 	tmpdir_remove(dir);
 }
 
+/*
+ * The threads' sequences are encoded side by side with jobs: the file
+ * must be the one a single thread writes, byte for byte, compressed or
+ * not.  Seven threads, one of them empty and one 300 deep, written with
+ * a depth limit of 4 as well, so that every thread makes level tracks
+ * whose uuids follow those of the threads before it; and batches that
+ * end in the middle of a thread.
+ */
+static void test_jobs_same(struct check_state *st)
+{
+	static const unsigned jobs[] = {1, 2, 3, 8};
+	static const uint32_t limits[] = {0, 4};
+	struct mt_trace t;
+	struct builder b = {0};
+	char dir[64], path[128];
+
+	tmpdir_make(dir, sizeof(dir));
+	model_random(&t, 120000, 5, 7);
+	if (!mt_trace_add_thread(&t, 1000, 1900, "idle"))
+		exit(2);
+	b.th = mt_trace_add_thread(&t, 1000, 1901, "deep");
+	if (!b.th)
+		exit(2);
+	for (uint32_t d = 0; d < 300; d++)
+		add(&t, &b, d, 2000000 + d, 1000 - d, d % 2 ? "down" : "up", 0);
+	for (size_t l = 0; l < 2; l++)
+		for (int nc = 0; nc < 2; nc++) {
+			uint8_t *ref = NULL;
+			size_t ref_len = 0;
+			struct wr_stats ref_ws = {0};
+
+			for (size_t k = 0; k < sizeof(jobs) / sizeof(jobs[0]);
+			     k++) {
+				struct wr_perfetto_opts o = {.no_compress = nc,
+							     .max_depth =
+								     limits[l],
+							     .jobs = jobs[k]};
+				struct wr_stats ws = {0};
+				char err[512] = "";
+				uint8_t *got;
+				size_t len = 0;
+
+				snprintf(path, sizeof(path),
+					 "%s/j%u-%zu-%d.pftrace", dir, jobs[k],
+					 l, nc);
+				CHECKF(st,
+				       wr_perfetto(&t, path, &o, &ws, err,
+						   sizeof(err)) == 0,
+				       "-j %u: %s", jobs[k], err);
+				got = slurp(path, &len);
+				CHECK(st, got);
+				if (!ref) {
+					ref = got;
+					ref_len = len;
+					ref_ws = ws;
+					check_file(st, &t, path,
+						   limits[l] ? limits[l] : 512,
+						   !nc);
+					continue;
+				}
+				CHECKF(st,
+				       got && len == ref_len &&
+					       !memcmp(got, ref, len),
+				       "-j %u, depth %u, %s: not the bytes "
+				       "of -j 1",
+				       jobs[k], limits[l],
+				       nc ? "plain" : "compressed");
+				CHECK(st, ws.slices == ref_ws.slices &&
+						  ws.tracks == ref_ws.tracks);
+				/* Its pools' threads did work the caller's
+				 * clock does not see. */
+				CHECK(st, ws.cpu_s > 0);
+				free(got);
+			}
+			free(ref);
+		}
+	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
 static void test_empty(struct check_state *st)
 {
 	struct mt_trace t;
@@ -590,9 +670,9 @@ static void test_errors(struct check_state *st)
  * process's.
  */
 static int write_limited(const struct mt_trace *t, const char *dir,
-			 int no_compress)
+			 int no_compress, unsigned jobs)
 {
-	struct wr_perfetto_opts o = {.no_compress = no_compress};
+	struct wr_perfetto_opts o = {.no_compress = no_compress, .jobs = jobs};
 	struct rlimit lim = {1u << 20, 1u << 20};
 	char path[160], err[512] = "";
 	int bad = 0, rc;
@@ -620,17 +700,21 @@ static void test_write_error(struct check_state *st)
 	char dir[64];
 
 	tmpdir_make(dir, sizeof(dir));
-	/* about 12 MB plain, 1.5 MB compressed: several batches */
-	model_random(&t, 300000, 2, 42);
-	for (int nc = 0; nc < 2; nc++) {
+	/* about 12 MB plain, 1.5 MB compressed: several batches; with
+	 * jobs, the threads encoded side by side stop too. */
+	model_random(&t, 300000, 4, 42);
+	for (int k = 0; k < 4; k++) {
+		int nc = k & 1;
+		unsigned jobs = k & 2 ? 4 : 1;
 		pid_t pid = fork();
 		int status = 0;
 
 		if (pid == 0)
-			_exit(write_limited(&t, dir, nc));
+			_exit(write_limited(&t, dir, nc, jobs));
 		CHECK(st, pid > 0 && waitpid(pid, &status, 0) == pid);
 		CHECKF(st, WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		       "%s: status %d", nc ? "plain" : "compressed", status);
+		       "%s, -j %u: status %d", nc ? "plain" : "compressed",
+		       jobs, status);
 	}
 	mt_trace_free(&t);
 	tmpdir_remove(dir);
@@ -769,6 +853,7 @@ int main(void)
 	RUN(&st, test_made_by);
 	RUN(&st, test_goroutines);
 	RUN(&st, test_deep);
+	RUN(&st, test_jobs_same);
 	RUN(&st, test_empty);
 	RUN(&st, test_bad_model);
 	RUN(&st, test_errors);
