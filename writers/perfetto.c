@@ -872,9 +872,10 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	}
 	/* One compressor a thread; plainly, one thread only writes.  A
 	 * batch compresses in about twice the time it took to encode (on
-	 * the bench capture 4.0 s against 2.1), so past a few threads the
-	 * encoding on this one is what they wait for, and each more only
-	 * holds two more batches in memory. */
+	 * the bench capture 4.0 s against 2.1), so for one thread's
+	 * packets past a few the encoding is what they wait for, and each
+	 * more only holds two more batches in memory; several threads'
+	 * are encoded side by side, and feed more. */
 	w.jobs = o && o->jobs > 1 ? o->jobs : 1;
 	w.nr_z = w.compress ? w.jobs : 1;
 	if (w.nr_z > PF_MAX_COMPRESSORS)

@@ -129,9 +129,12 @@ enum {
  */
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
-/* The most threads compressing batches (writers.h's jobs): each holds
- * two batches, about 1 MB. */
-#define PF_MAX_COMPRESSORS 16
+/* The most threads compressing batches (writers.h's jobs).  Each holds
+ * about 1 MB of batches; a batch compresses in about twice the time it
+ * took to encode, so with the threads' sequences encoded side by side
+ * (pf_threads.c) more than 4 are fed, and past 8 they would mostly hold
+ * memory. */
+#define PF_MAX_COMPRESSORS 8
 
 /* A full batch, its compressed stream and what failed making it. */
 struct pf_batch {

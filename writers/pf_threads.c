@@ -10,7 +10,7 @@
  * counted again where needed (pf_thread_levels()), which is rare, as
  * only a thread deeper than max_depth makes one.
  *
- * Each encoder fills pieces of PT_PIECE bytes, cut at packets, and
+ * Each encoder fills pieces of about PT_PIECE bytes, cut at packets, and
  * hands them over; the calling thread takes the pieces of thread 0,
  * then those of thread 1, and so on, and copies their packets into the
  * batches exactly where the single thread would have cut them (after
@@ -29,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PT_PIECE (64u << 10)
-#define PT_AHEAD 4
+/* A piece ends past 60 KiB: its buffer stays at 64 KiB, packets being
+ * small. */
+#define PT_PIECE (60u << 10)
+#define PT_AHEAD 3
 
 struct pf_piece {
 	struct pb_buf pk;
