@@ -79,17 +79,28 @@ int pf_par_first_level(struct pf *e)
 	const struct mt_trace *t = e->t;
 	uint64_t uuid = 1 + t->nr_procs + t->nr_threads;
 
-	pthread_mutex_lock(&par->lock);
 	for (size_t i = 0; i < e->job->thread; i++) {
 		struct pf_tjob *j = &par->jobs[i];
+		size_t n;
+		bool known;
 
-		if (!j->levels_known) {
-			j->levels = pf_thread_levels(e, &t->threads[i]);
-			j->levels_known = true;
+		pthread_mutex_lock(&par->lock);
+		known = j->levels_known;
+		n = j->levels;
+		pthread_mutex_unlock(&par->lock);
+		/* Counted without the lock, as it may be long: whoever
+		 * counts it too finds the same. */
+		if (!known) {
+			n = pf_thread_levels(e, &t->threads[i]);
+			pthread_mutex_lock(&par->lock);
+			if (!j->levels_known) {
+				j->levels = n;
+				j->levels_known = true;
+			}
+			pthread_mutex_unlock(&par->lock);
 		}
-		uuid += j->levels;
+		uuid += n;
 	}
-	pthread_mutex_unlock(&par->lock);
 	e->next_uuid = uuid;
 	return 0;
 }
