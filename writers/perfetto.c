@@ -31,7 +31,9 @@
  * KB, while the next fills, so memory stays flat whatever the trace size.
  * Each batch is compressed on its own, on one of opts->jobs threads, and
  * the batches are written in order: the file does not depend on how many
- * threads there were.
+ * threads there were.  With several threads and jobs, the threads'
+ * sequences are encoded side by side too (pf_threads.c), into the same
+ * batches.
  *
  * Size, on the bench capture: a BEGIN and its END are 42.5 bytes, 16 of
  * them the address and dso arguments (a 47-bit address is a 7-byte

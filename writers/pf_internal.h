@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the Perfetto writer's rooms share: perfetto.c (the file, the
- * sequences, the threads' slices) and pf_marks.c (the trigger hits and
- * the values the program wrote, on tracks and sequences of their own).
+ * sequences, the threads' slices), pf_threads.c (the threads' sequences
+ * encoded side by side) and pf_marks.c (the trigger hits and the values
+ * the program wrote, on tracks and sequences of their own).
  * Field numbers are those of tests/proto/perfetto_subset.proto.
  */
 #ifndef MT_PF_INTERNAL_H
