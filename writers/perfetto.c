@@ -882,6 +882,8 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	w.nr_z = w.compress ? w.jobs : 1;
 	if (w.nr_z > PF_MAX_COMPRESSORS)
 		w.nr_z = PF_MAX_COMPRESSORS;
+	if (t->nr_threads < 2 && w.nr_z > PF_MAX_COMPRESSORS_ONE)
+		w.nr_z = PF_MAX_COMPRESSORS_ONE;
 	/* Every thread busy, one batch waiting to be written, one filling. */
 	w.nr_batches = (size_t)w.nr_z + 2;
 	w.batch = calloc(w.nr_batches, sizeof(*w.batch));

@@ -131,11 +131,12 @@ enum {
 #define FLUSH_COMPRESSED (448u << 10)
 #define FLUSH_PLAIN	 (1u << 20)
 /* The most threads compressing batches (writers.h's jobs).  Each holds
- * about 1 MB of batches; a batch compresses in about twice the time it
- * took to encode, so with the threads' sequences encoded side by side
- * (pf_threads.c) more than 4 are fed, and past 8 they would mostly hold
- * memory. */
-#define PF_MAX_COMPRESSORS 8
+ * about 1 MB of batches, and a batch compresses in about twice the time
+ * it took to encode: one thread's packets feed 4 (more only hold
+ * memory: +1.6 bytes a slice of peak RSS at -j 8 on a 6M-slice
+ * capture), several threads' encoded side by side (pf_threads.c) 8. */
+#define PF_MAX_COMPRESSORS     8
+#define PF_MAX_COMPRESSORS_ONE 4
 
 /* A full batch, its compressed stream and what failed making it. */
 struct pf_batch {
