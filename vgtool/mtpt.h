@@ -115,7 +115,6 @@ extern UInt mtpt_len;
 
 /* and the output channel's functions that are not inline. */
 ULong mtpt_wall_ns(void);
-ULong mtpt_vt_now(void);
 void mtpt_flush_out(void);
 UChar mtpt_open_stream(UInt ppid, UInt ptid);
 void mtpt_say_thread(ThreadId tid);
@@ -126,6 +125,12 @@ IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
 		      const VexGuestLayout *layout, const VexGuestExtents *vge,
 		      const VexArchInfo *archinfo_host, IRType gWordTy,
 		      IRType hWordTy);
+
+/* The virtual clock: inline, as every call, return and jump reads it. */
+static inline ULong mtpt_vt_now(void)
+{
+	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
+}
 
 /* Room for n more bytes (n <= sizeof(mtpt_buf)): where they go. */
 static inline UChar *room(UInt n)
@@ -265,7 +270,9 @@ static inline __attribute__((always_inline)) UChar *rec_room(UChar type, UInt n)
 {
 	UChar *p;
 
-	mtpt_say_thread(mtpt_cur);
+	/* The thread changes seldom: no call when it did not. */
+	if (mtpt_cur != mtpt_said)
+		mtpt_say_thread(mtpt_cur);
 	p = room(1 + PACK_MAX + 10 + n);
 	if (mtpt_tnt != TNT_EMPTY) {
 		*p++ = type | R_PACKED;
