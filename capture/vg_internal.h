@@ -110,6 +110,13 @@ struct rd {
 	bool bad;
 };
 
+/* The count of a pack of branches (a record's u64, not 0): where its
+ * leading 1 is, the branches below it. */
+static inline unsigned vg_pack_n(uint64_t word)
+{
+	return 63 - (unsigned)__builtin_clzll(word);
+}
+
 /* vg_hot.c */
 /* Every whole record read so far; what is cut short waits for more. */
 int vg_parse(struct vg *v);

@@ -456,6 +456,15 @@ static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
 	return ptenc_maybe_psb(t->enc, v->now, ip) < 0 ? -ENOMEM : 0;
 }
 
+/* A pack of branches that is 0, without the leading 1 that counts
+ * them. */
+static int vg_no_count(struct emu *e)
+{
+	return mt_fail(e, -EPROTO,
+		       "the Valgrind tool's stream has a run of branches "
+		       "without its count");
+}
+
 /*
  * The n branches a call, return or jump carries (R_PACKED) and the
  * transfer itself, on vg_record()'s way (--drop-every): lost together,
@@ -468,7 +477,7 @@ static int vg_carried(struct vg *v, struct thr *t, unsigned n, uint64_t t0,
 	int lost = vg_drop(v, t, 1 + n, ip);
 
 	if (!lost && n)
-		*rc = ptenc_conds(t->enc, t0, dt, n, bits);
+		*rc = ptenc_tnt_word(t->enc, t0, dt, bits);
 	v->e.st->branches += n;
 	return lost;
 }
@@ -490,17 +499,14 @@ int vg_record(struct vg *v, struct rd *r)
 	if (r->bad)
 		return SHORT;
 	if ((type & R_PACKED) && t) {
-		pn = (unsigned)rd_n(r, 1);
 		pbits = rd_n(r, 8);
 		pt0 = rd_time(v, r);
 		pdt = rd_leb(r);
 		if (r->bad)
 			return SHORT;
-		if (pn > 64)
-			return mt_fail(e, -EPROTO,
-				       "the Valgrind tool's stream has a run "
-				       "of %u branches (at most 64)",
-				       pn);
+		if (!pbits)
+			return vg_no_count(e);
+		pn = vg_pack_n(pbits);
 		type &= ~R_PACKED;
 		if (type != R_CALL && type != R_ICALL && type != R_IJMP &&
 		    type != R_RET)
@@ -565,23 +571,21 @@ int vg_record(struct vg *v, struct rd *r)
 		e->st->threads++;
 		break;
 	case R_TNT: {
-		unsigned n = (unsigned)rd_n(r, 1);
 		uint64_t bits = rd_n(r, 8), t0 = rd_time(v, r);
 		uint64_t dt = rd_leb(r);
+		unsigned n;
 
 		ip = rd_n(r, 8);
 		if (r->bad)
 			break;
-		if (n > 64)
-			return mt_fail(e, -EPROTO,
-				       "the Valgrind tool's stream has a run "
-				       "of %u branches (at most 64)",
-				       n);
+		if (!bits)
+			return vg_no_count(e);
+		n = vg_pack_n(bits);
 		v->now = t0 + dt;
 		branch = true;
 		lost = vg_drop(v, t, n, ip);
 		if (!lost)
-			rc = ptenc_conds(t->enc, t0, dt, n, bits);
+			rc = ptenc_tnt_word(t->enc, t0, dt, bits);
 		e->st->branches += n;
 		break;
 	}

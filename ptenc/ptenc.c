@@ -23,41 +23,12 @@
  *    non-turbo ratio) since the previous CYC or the PSB's TSC.
  */
 #include "ptenc/ptenc.h"
+#include "ptenc/ptenc_fast.h"
 
 #include <errno.h>
 #include <intel-pt.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define RETSTACK_MAX 64
-
-struct ptenc {
-	struct ptenc_cfg cfg;
-	struct pt_encoder *enc;
-	uint8_t scratch[64];
-	uint64_t rng; /* splitmix64 state, for PAD placement */
-
-	uint8_t *buf;
-	size_t len, cap;
-	bool oom;
-
-	uint64_t last_ip;
-	bool last_ip_valid;
-
-	uint64_t tnt_bits;
-	unsigned tnt_n;
-	uint64_t tnt_time;
-
-	uint64_t rs[RETSTACK_MAX]; /* ring; rs_top is the next free slot */
-	unsigned rs_top, rs_n;
-
-	size_t next_psb;
-	uint64_t mtc_last_period;
-	/* The TSCs of mtc_last_period, once known: an event in them needs
-	 * no MTC, without the division that says so (0, 0: unknown). */
-	uint64_t mtc_lo, mtc_hi;
-	uint64_t cyc_last;
-};
 
 static uint64_t rng_below(struct ptenc *g, uint64_t n)
 {
@@ -393,6 +364,8 @@ struct ptenc *ptenc_new(const struct ptenc_cfg *cfg, uint64_t seed)
 		g->cfg.tnt_max = 6;
 	if (!g->cfg.tsc_ctc_ratio)
 		g->cfg.tsc_ctc_ratio = 1;
+	g->fast = g->cfg.timing == PTENC_MTC && !g->cfg.pad_chance &&
+		  g->cfg.tnt_max == 6;
 	g->rng = seed;
 	pt_config_init(&pc);
 	pc.begin = g->scratch;
@@ -563,14 +536,19 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 	return 0;
 }
 
+int ptenc_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt, uint64_t word)
+{
+	unsigned n;
+
+	if (!word)
+		return -EINVAL;
+	n = 63 - (unsigned)__builtin_clzll(word);
+	return n ? ptenc_conds(g, t0, dt, n, bit_reverse(word) >> (64 - n)) : 0;
+}
+
 void ptenc_call(struct ptenc *g, uint64_t ret_ip)
 {
-	if (g->cfg.noretcomp)
-		return;
-	g->rs[g->rs_top] = ret_ip;
-	g->rs_top = (g->rs_top + 1) % RETSTACK_MAX;
-	if (g->rs_n < RETSTACK_MAX)
-		g->rs_n++;
+	ptenc_fast_call(g, ret_ip);
 }
 
 int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target)

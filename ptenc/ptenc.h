@@ -45,6 +45,9 @@ int ptenc_cond(struct ptenc *g, uint64_t tsc, bool taken);
  * more than 64. */
 int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 		uint64_t bits);
+/* The same, the branches as a shift register holds them: below the
+ * leading 1 of word, the first highest (at most 63; -EINVAL for 0). */
+int ptenc_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt, uint64_t word);
 void ptenc_call(struct ptenc *g, uint64_t ret_ip);
 int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target);
 int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target);

@@ -116,11 +116,6 @@ ULong mtpt_wall_ns(void)
 
 /* The virtual clock: instructions at the nominal rate, plus the wall
  * time system calls took. */
-ULong mtpt_vt_now(void)
-{
-	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
-}
-
 void mtpt_flush_out(void)
 {
 	UInt off = 0;

@@ -37,7 +37,7 @@ enum {
 	R_HELLO = 'H',	 /* u32 magic, u32 pid, u64 t0, u32 ppid, u32 ptid */
 	R_SWITCH = 'S',	 /* u32 tid: the records after are its own */
 	R_BEGIN = 'B',	 /* dt, u64 ip: tracing begins for the thread */
-	R_TNT = 'N',	 /* u8 n, u64 bits, dt, dt2, u64 ip */
+	R_TNT = 'N',	 /* u64 pack, dt, dt2, u64 ip */
 	R_COND = 'C',	 /* dt, u8 taken, u64 target, u64 next (--mt-truth) */
 	R_JMP = 'J',	 /* dt, u64 target: a direct jump (--mt-truth) */
 	R_CALL = 'c',	 /* dt, u64 ret, u64 target */
@@ -59,7 +59,7 @@ enum {
 	R_PACKED = 0x80,
 };
 /* The most bytes a pack's fields take. */
-#define PACK_MAX   (1 + 8 + 10 + 10)
+#define PACK_MAX   (8 + 10 + 10)
 #define MAGIC	   0x6d747074u /* "mtpt" */
 #define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
 #define MAX_FRAMES 256
@@ -115,7 +115,6 @@ extern UInt mtpt_len;
 
 /* and the output channel's functions that are not inline. */
 ULong mtpt_wall_ns(void);
-ULong mtpt_vt_now(void);
 void mtpt_flush_out(void);
 UChar mtpt_open_stream(UInt ppid, UInt ptid);
 void mtpt_say_thread(ThreadId tid);
@@ -126,6 +125,12 @@ IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
 		      const VexGuestLayout *layout, const VexGuestExtents *vge,
 		      const VexArchInfo *archinfo_host, IRType gWordTy,
 		      IRType hWordTy);
+
+/* The virtual clock: inline, as every call, return and jump reads it. */
+static inline ULong mtpt_vt_now(void)
+{
+	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
+}
 
 /* Room for n more bytes (n <= sizeof(mtpt_buf)): where they go. */
 static inline UChar *room(UInt n)
@@ -214,22 +219,13 @@ static inline UChar *wtime(UChar *p, ULong vt)
 	return p;
 }
 
-static inline ULong bit_reverse(ULong x)
-{
-	x = (x >> 1 & 0x5555555555555555ull) | (x & 0x5555555555555555ull) << 1;
-	x = (x >> 2 & 0x3333333333333333ull) | (x & 0x3333333333333333ull) << 2;
-	x = (x >> 4 & 0x0f0f0f0f0f0f0f0full) | (x & 0x0f0f0f0f0f0f0f0full) << 4;
-	return __builtin_bswap64(x);
-}
-
-/* The fields of a pack at p: u8 n, u64 bits, dt of the first, span. */
+/* The fields of a pack at p: u64 word (the branches below its leading
+ * 1, the first highest: the shift register as the instrumented code
+ * leaves it, so that neither side turns it around), dt of the first,
+ * span. */
 static inline UChar *wpack(UChar *p)
 {
-	UInt n = 63 - (UInt)__builtin_clzll(mtpt_tnt);
-
-	*p++ = (UChar)n;
-	/* The record's bit k is the k-th branch. */
-	p = w64(p, bit_reverse(mtpt_tnt) >> (64 - n));
+	p = w64(p, mtpt_tnt);
 	p = wtime(p, mtpt_t0 + mtpt_extra + (mtpt_tnt_t0 >> TIME_SHIFT));
 	return wleb(p, (mtpt_tnt_t1 - mtpt_tnt_t0) >> TIME_SHIFT);
 }
@@ -265,7 +261,9 @@ static inline __attribute__((always_inline)) UChar *rec_room(UChar type, UInt n)
 {
 	UChar *p;
 
-	mtpt_say_thread(mtpt_cur);
+	/* The thread changes seldom: no call when it did not. */
+	if (mtpt_cur != mtpt_said)
+		mtpt_say_thread(mtpt_cur);
 	p = room(1 + PACK_MAX + 10 + n);
 	if (mtpt_tnt != TNT_EMPTY) {
 		*p++ = type | R_PACKED;

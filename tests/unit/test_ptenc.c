@@ -3,12 +3,15 @@
  * The packet encoder's short paths against its long ones: a run of
  * branches given at once (ptenc_conds(), as the Valgrind backend gives
  * them) writes the bytes that the same branches one by one write
- * (ptenc_cond()), and the IP packets it writes itself are the ones
- * libipt's decoder reads back as the IPs given.
+ * (ptenc_cond()), and so do the inline paths of ptenc_fast.h; and the
+ * IP packets it writes itself are the ones libipt's decoder reads back
+ * as the IPs given.
  */
 #include "ptenc/ptenc.h"
+#include "ptenc/ptenc_fast.h"
 #include "tests/unit/check.h"
 
+#include <errno.h>
 #include <intel-pt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +102,77 @@ static void test_conds_as_cond(struct check_state *st)
 	}
 }
 
+/* The inline paths (ptenc_fast.h, the Valgrind backend's) against the
+ * functions one event at a time: the same bytes, returns compressed or
+ * not, runs across MTCs and PSBs included. */
+static void test_fast_as_slow(struct check_state *st)
+{
+	struct ptenc_cfg cfg = {.timing = PTENC_MTC,
+				.psb_period = 0,
+				.mtc_period = 3,
+				.tsc_ctc_ratio = 40,
+				.cbr = 20,
+				.tnt_max = 6};
+	struct ptenc *fast = ptenc_new(&cfg, 1), *one = ptenc_new(&cfg, 1);
+	uint64_t s = 99, tsc = 1000000, stack[256];
+	unsigned depth = 0;
+	const uint8_t *a, *b;
+	size_t la, lb;
+	int rc = 0;
+
+	CHECK(st, fast && one && fast->fast);
+	if (!fast || !one)
+		return;
+	rc |= ptenc_start(fast, tsc, 0x401000, false);
+	rc |= ptenc_start(one, tsc, 0x401000, false);
+	for (int i = 0; i < 50000 && !rc; i++) {
+		uint64_t r = next_rand(&s), ip = some_ip(&s);
+		unsigned n = (unsigned)(r % 64);
+		uint64_t word = 1ull << n | (next_rand(&s) & ((1ull << n) - 1));
+		uint64_t dt = (r >> 8) % 400, step;
+
+		/* A pack of n branches (first highest) over dt ticks. */
+		step = n > 1 ? (dt << 16) / (n - 1) : 0;
+		rc |= ptenc_fast_tnt_word(fast, tsc, dt, word);
+		for (unsigned k = 0; k < n; k++)
+			rc |= ptenc_cond(one, tsc + ((k * step) >> 16),
+					 word >> (n - 1 - k) & 1);
+		tsc += dt + 1;
+		switch ((r >> 20) % 4) {
+		case 0:
+			ptenc_fast_call(fast, ip);
+			ptenc_call(one, ip);
+			if (depth < 256)
+				stack[depth++] = ip;
+			break;
+		case 1:
+			/* Mostly to where the last call left. */
+			if (depth && r >> 40 & 7)
+				ip = stack[--depth];
+			rc |= ptenc_fast_ret(fast, tsc, ip);
+			rc |= ptenc_ret(one, tsc, ip);
+			break;
+		default:
+			rc |= ptenc_fast_tip(fast, tsc, ip);
+			rc |= ptenc_indirect(one, tsc, ip);
+			break;
+		}
+		if (ptenc_fast_psb_due(fast))
+			rc |= ptenc_maybe_psb(fast, tsc, ip) < 0;
+		rc |= ptenc_maybe_psb(one, tsc, ip) < 0;
+	}
+	rc |= ptenc_finish(fast, tsc);
+	rc |= ptenc_finish(one, tsc);
+	CHECK(st, !rc);
+	a = ptenc_data(fast, &la);
+	b = ptenc_data(one, &lb);
+	CHECKF(st, la == lb && !memcmp(a, b, la), "%zu bytes against %zu", la,
+	       lb);
+	CHECK(st, ptenc_tnt_word(one, tsc, 0, 0) == -EINVAL);
+	ptenc_free(fast);
+	ptenc_free(one);
+}
+
 /* The IP of an IP packet, from the last one (SDM, "IP Compression"). */
 static uint64_t full_ip(const struct pt_packet_ip *p, uint64_t last)
 {
@@ -169,6 +243,7 @@ int main(void)
 	struct check_state st = {0};
 
 	RUN(&st, test_conds_as_cond);
+	RUN(&st, test_fast_as_slow);
 	RUN(&st, test_ip_packets);
 	return CHECK_DONE(&st);
 }
