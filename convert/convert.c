@@ -392,7 +392,8 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 	if (!o->no_stitch) {
 		struct stitch_opts so = {.unstitched = warn_unstitched,
 					 .ctx = (void *)o,
-					 .code = img_reach_of(dec_image(c.dc))};
+					 .code = img_reach_of(dec_image(c.dc)),
+					 .jobs = mt_nr_cores(o->jobs)};
 
 		stage_begin(&c, MT_STAGE_STITCH, process);
 		if ((rc = stitch_trace(t, &c.ends, &so, err, errlen)))

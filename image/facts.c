@@ -27,10 +27,14 @@ int img_new(struct img **out, const char *path, const struct img_opts *o)
 		goto no_cs_lock;
 	if (pthread_mutex_init(&c->jit_lock, NULL))
 		goto no_jit_lock;
+	if (pthread_mutex_init(&c->reach_lock, NULL))
+		goto no_reach_lock;
 	if (o)
 		c->opts = *o;
 	*out = c;
 	return 0;
+no_reach_lock:
+	pthread_mutex_destroy(&c->jit_lock);
 no_jit_lock:
 	pthread_mutex_destroy(&c->cs_lock);
 no_cs_lock:
@@ -52,6 +56,7 @@ void img_free(struct img *c)
 	pthread_mutex_destroy(&c->dwarf_lock);
 	pthread_mutex_destroy(&c->cs_lock);
 	pthread_mutex_destroy(&c->jit_lock);
+	pthread_mutex_destroy(&c->reach_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
 		sym_map_free(c->procs[i].jit);

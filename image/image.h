@@ -28,8 +28,8 @@
  *
  * Threads: a decoding thread and one that names addresses may use an
  * image at once (the notes of missing binaries, the DWARF and the JIT
- * maps are behind locks); img_never_reaches() and img_calls_to() are for
- * one thread at a time.
+ * maps are behind locks), and so may the threads that ask
+ * img_never_reaches() and img_calls_to() (their answers are too).
  */
 #ifndef MT_IMAGE_H
 #define MT_IMAGE_H

@@ -88,6 +88,8 @@ struct img {
 
 	struct pt_image_section_cache *iscache;
 	struct img_reach_ent *reach; /* reach.c's answers, NULL until asked */
+	/* The answers, for the threads that stitch at once. */
+	pthread_mutex_t reach_lock;
 };
 
 /* image.c */

@@ -426,32 +426,40 @@ out:
 	return r;
 }
 
-/* A walk's answer, from the cache of the last ones when it holds it. */
+/* A walk's answer, from the cache of the last ones when it holds it.
+ * The walk runs outside the lock: two threads may walk the same
+ * function at once, and both find the same answer. */
 static enum walk cached_walk(struct img *c, uint32_t pid, uint64_t from,
 			     uint64_t to, bool ret_to, bool calls)
 {
+	struct img_reach_ent want = {.from = from,
+				     .to = to,
+				     .pid = pid,
+				     .used = true,
+				     .ret_to = ret_to,
+				     .calls = calls};
 	struct img_reach_ent *e;
 	size_t h = (size_t)((from * 0x9e3779b97f4a7c15ull) ^ (to >> 1) ^
 			    ((uint64_t)pid << 17) ^ calls) &
 		   (REACH_CACHE - 1);
-	enum walk r;
 
+	pthread_mutex_lock(&c->reach_lock);
 	if (!c->reach)
 		c->reach = calloc(REACH_CACHE, sizeof(*c->reach));
 	e = c->reach ? &c->reach[h] : NULL;
 	if (e && e->used && e->from == from && e->to == to && e->pid == pid &&
-	    e->ret_to == ret_to && e->calls == calls)
-		return (enum walk)e->answer;
-	r = walk_fn(c, pid, from, to, ret_to, calls);
+	    e->ret_to == ret_to && e->calls == calls) {
+		want.answer = e->answer;
+		pthread_mutex_unlock(&c->reach_lock);
+		return (enum walk)want.answer;
+	}
+	pthread_mutex_unlock(&c->reach_lock);
+	want.answer = (uint8_t)walk_fn(c, pid, from, to, ret_to, calls);
+	pthread_mutex_lock(&c->reach_lock);
 	if (e)
-		*e = (struct img_reach_ent){.from = from,
-					    .to = to,
-					    .pid = pid,
-					    .used = true,
-					    .ret_to = ret_to,
-					    .calls = calls,
-					    .answer = (uint8_t)r};
-	return r;
+		*e = want;
+	pthread_mutex_unlock(&c->reach_lock);
+	return (enum walk)want.answer;
 }
 
 bool img_never_reaches(struct img *c, uint32_t pid, uint64_t from, uint64_t to,

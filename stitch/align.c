@@ -6,6 +6,7 @@
  */
 #include "stitch/stitch_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Where in A's chain B's frame ahead + i sits. */
@@ -49,9 +50,12 @@ bool stitch_jump_link(const struct chainv *b)
 	return false;
 }
 
-struct match stitch_try_align(const struct mt_slice *sl,
+/* stitch_try_align(), where jump_link is stitch_jump_link(b): the
+ * caller that tries every alignment of b asks it once, not once each. */
+static struct match try_align(const struct mt_slice *sl,
 			      const struct mt_frame *fr, const struct chainv *a,
-			      const struct chainv *b, size_t off, size_t ahead)
+			      const struct chainv *b, size_t off, size_t ahead,
+			      bool jump_link)
 {
 	struct match m = {.off = off, .ahead = ahead};
 	size_t na = a->n, nb = b->n, change, p = off;
@@ -62,7 +66,7 @@ struct match stitch_try_align(const struct mt_slice *sl,
 	 * the frames joined that are a recursion's levels */
 	size_t own = 0, st_own[MAX_STEPS], rec = 0, st_rec[MAX_STEPS];
 	/* which only a step reads: none without a caller B learnt by a jump */
-	bool steps = !ahead && stitch_jump_link(b);
+	bool steps = !ahead && jump_link;
 
 	for (size_t i = 0; p < na && ahead + i < nb; i++, p++) {
 		const struct mt_slice *x = &sl[a->sl[p]];
@@ -166,6 +170,14 @@ struct match stitch_try_align(const struct mt_slice *sl,
 	return m;
 }
 
+struct match stitch_try_align(const struct mt_slice *sl,
+			      const struct mt_frame *fr, const struct chainv *a,
+			      const struct chainv *b, size_t off, size_t ahead)
+{
+	return try_align(sl, fr, a, b, off, ahead,
+			 !ahead && stitch_jump_link(b));
+}
+
 /* The depth at which an alignment puts B's frames, relative to A's. */
 long stitch_depth_of(const struct match *m)
 {
@@ -212,12 +224,32 @@ static bool skipped(const struct align_at *skip, size_t nskip, size_t off,
 	return false;
 }
 
+/* An alignment as the near ones are chosen by. */
+struct tried {
+	size_t len, confirmed;
+};
+
+/* As many frames as the best, and one call site more or less: B's leaf
+ * resuming at the return site confirms every level of a recursion
+ * through one site but A's leaf. */
+static bool near_best(const struct alignment *r, const struct tried *m)
+{
+	return m->len == r->best.len && m->confirmed <= r->best.confirmed + 1 &&
+	       m->confirmed + 1 >= r->best.confirmed;
+}
+
 void stitch_align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 			 const struct chainv *a, const struct chainv *b,
 			 const struct align_at *skip, size_t nskip,
 			 struct alignment *r)
 {
 	struct match m;
+	/* What the alignments at each off with ahead 0 explained, for the
+	 * near ones: each is tried once (on deep recursions, with hundreds
+	 * of frames on either side, the tries are most of a conversion).
+	 * NULL when there is no room: tried again. */
+	struct tried *tried = malloc((a->n ? a->n : 1) * sizeof(*tried));
+	bool jump_link = stitch_jump_link(b);
 
 	memset(r, 0, sizeof(*r));
 	for (size_t off = 0; off < a->n; off++)
@@ -226,7 +258,9 @@ void stitch_align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 				break; /* one side starts at its root */
 			if (skipped(skip, nskip, off, ahead))
 				continue;
-			m = stitch_try_align(sl, fr, a, b, off, ahead);
+			m = try_align(sl, fr, a, b, off, ahead, jump_link);
+			if (!ahead && tried)
+				tried[off] = (struct tried){m.len, m.confirmed};
 			if (!m.len)
 				continue;
 			keep_cand(r, &m);
@@ -239,22 +273,20 @@ void stitch_align_except(const struct mt_slice *sl, const struct mt_frame *fr,
 			}
 		}
 	if (!r->best.len)
-		return;
+		goto out;
 	while (r->nr_cand &&
 	       r->cand[r->nr_cand - 1].score < r->best.score - CAND_MARGIN)
 		r->nr_cand--;
 	for (size_t off = 0; off < a->n && r->nr_near < MAX_NEAR; off++) {
-		if (skipped(skip, nskip, off, 0))
+		if (skipped(skip, nskip, off, 0) ||
+		    (tried && !near_best(r, &tried[off])))
 			continue;
-		m = stitch_try_align(sl, fr, a, b, off, 0);
-		/* one call site more or less: B's leaf resuming at the
-		 * return site confirms every level of a recursion through
-		 * one site but A's leaf */
-		if (m.len == r->best.len &&
-		    m.confirmed <= r->best.confirmed + 1 &&
-		    m.confirmed + 1 >= r->best.confirmed)
+		m = try_align(sl, fr, a, b, off, 0, jump_link);
+		if (near_best(r, &(struct tried){m.len, m.confirmed}))
 			r->near[r->nr_near++] = m;
 	}
+out:
+	free(tried);
 }
 
 void stitch_align(const struct mt_slice *sl, const struct mt_frame *fr,

@@ -505,11 +505,12 @@ static void next_run(struct thread_state *s, uint32_t lo)
 /*
  * All or nothing: a thread whose joins do not make a tree (-EINVAL from
  * stitch_rebuild(), a fault of ours, not of the capture) is given back as it
- * was, without its decisions, and the caller told.  Out of memory, the
+ * was, without its decisions, and *fault says why.  Out of memory, the
  * slices are put back too, but the conversion cannot go on.
  */
 static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
-			 struct mt_thread *th, const struct stitch_opts *o)
+			 struct mt_thread *th, const struct stitch_opts *o,
+			 const char **fault)
 {
 	struct thread_state s = {
 		.t = t, .o = o, .ends = ends, .th = th, .root_name = MT_NONE};
@@ -534,22 +535,142 @@ static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 		t->nr_stitches = first_rec;
 	}
 	thread_free(&s);
-	if (rc == -EINVAL && o && o->unstitched)
-		o->unstitched(o->ctx, th->tid,
-			      s.fault ? s.fault : "the joins make no tree");
-	return rc == -EINVAL ? 0 : rc;
+	*fault = s.fault ? s.fault : "the joins make no tree";
+	return rc;
+}
+
+/*
+ * The threads are stitched at once, one a worker, each into a trace of
+ * its own that shares the model's slices, frames and segments but keeps
+ * its own decisions, spans and strings (the reasons).  Each thread edits
+ * only its own slices.  In the threads' order, what a thread kept is then
+ * added to the model: its strings interned in the order it interned them,
+ * which gives every string the id that stitching the threads one after
+ * another gives it, and its decisions and spans after the ones before.
+ */
+struct stitch_job {
+	struct mt_trace own; /* the model's, but for what is kept apart */
+	struct mt_thread *th;
+	const char *fault;
+	int rc;
+};
+
+struct stitch_all {
+	struct mt_trace *t;
+	const struct seg_ends_table *ends;
+	const struct stitch_opts *o;
+};
+
+static int stitch_work(void *ctx, unsigned worker, void *job)
+{
+	const struct stitch_all *a = ctx;
+	struct stitch_job *j = job;
+
+	(void)worker;
+	j->rc = stitch_thread(&j->own, a->ends, j->th, a->o, &j->fault);
+	/* A thread left unstitched is told of in order, when it is kept. */
+	return j->rc == -EINVAL ? 0 : j->rc;
+}
+
+static void job_free(struct stitch_job *j)
+{
+	mt_strtab_free(&j->own.strs);
+	free(j->own.stitches);
+	free(j->own.guesses);
+	memset(j, 0, sizeof(*j));
+}
+
+static int stitch_keep(void *ctx, void *job)
+{
+	const struct stitch_all *a = ctx;
+	struct stitch_job *j = job;
+	struct mt_trace *t = a->t;
+	uint32_t *ids = malloc(j->own.strs.nr * sizeof(*ids) + 1);
+	int rc = 0;
+
+	if (!ids)
+		goto no_mem;
+	for (uint32_t k = 0; k < j->own.strs.nr; k++) {
+		ids[k] = mt_str_intern(&t->strs, mt_str(&j->own.strs, k));
+		if (ids[k] == MT_NONE)
+			goto no_mem;
+	}
+	for (size_t k = 0; k < j->own.nr_stitches; k++) {
+		struct mt_stitch st = j->own.stitches[k];
+
+		st.reason = ids[st.reason];
+		if (!mt_trace_add_stitch(t, &st))
+			goto no_mem;
+	}
+	for (size_t k = 0; k < j->own.nr_guesses; k++)
+		if (!mt_trace_add_guess(t, &j->own.guesses[k]))
+			goto no_mem;
+	if (j->rc == -EINVAL && a->o && a->o->unstitched)
+		a->o->unstitched(a->o->ctx, j->th->tid, j->fault);
+	goto out;
+no_mem:
+	rc = -ENOMEM;
+out:
+	free(ids);
+	job_free(j);
+	return rc;
 }
 
 int stitch_trace(struct mt_trace *t, const struct seg_ends_table *ends,
 		 const struct stitch_opts *o, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < t->nr_threads; i++) {
-		int rc = stitch_thread(t, ends, &t->threads[i], o);
+	struct stitch_all a = {.t = t, .ends = ends, .o = o};
+	size_t n = t->nr_threads;
+	unsigned workers = o && o->jobs > 1 ? o->jobs : 1;
+	struct stitch_job *jobs = calloc(n ? n : 1, sizeof(*jobs));
+	struct mt_pool *pool = NULL;
+	/* What each thread's own trace starts as: taken before any worker
+	 * adds to the model. */
+	struct mt_trace base = *t;
+	size_t put = 0;
+	int rc = 0;
 
-		if (rc) {
-			snprintf(err, errlen, "out of memory while stitching");
-			return rc;
-		}
+	memset(&base.strs, 0, sizeof(base.strs));
+	base.stitches = NULL;
+	base.nr_stitches = base.cap_stitches = 0;
+	base.guesses = NULL;
+	base.nr_guesses = base.cap_guesses = 0;
+	if (!jobs) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	return 0;
+	if (workers > n)
+		workers = (unsigned)n;
+	if (workers > 1 && (rc = mt_pool_start(&pool, workers, stitch_work,
+					       stitch_keep, &a, 2 * workers)))
+		goto out;
+	for (; put < n && !rc; put++) {
+		struct stitch_job *j = &jobs[put];
+
+		j->own = base;
+		mt_strtab_init(&j->own.strs);
+		j->th = &t->threads[put];
+		if (!j->own.strs.nr) {
+			rc = -ENOMEM;
+			put++;
+			break;
+		}
+		if (pool)
+			rc = mt_pool_put(pool, j);
+		else if (!(rc = stitch_work(&a, 0, j)))
+			rc = stitch_keep(&a, j);
+	}
+	if (pool) {
+		int prc = mt_pool_end(pool);
+
+		rc = rc ? rc : prc;
+	}
+out:
+	/* Jobs skipped after a failure, or that failed, hold their own. */
+	for (size_t i = 0; jobs && i < put; i++)
+		job_free(&jobs[i]);
+	free(jobs);
+	if (rc)
+		snprintf(err, errlen, "out of memory while stitching");
+	return rc;
 }

@@ -51,6 +51,9 @@ struct stitch_opts {
 	 * otherwise.  Either may be NULL: nothing proven, MAYBE.
 	 */
 	struct img_reach code;
+	/* Threads stitched at once (0 or 1: one at a time); code's answers
+	 * must then be safe to ask from as many threads. */
+	unsigned jobs;
 };
 
 /* ends: the frames open at each segment's two ends, as the segment

@@ -558,6 +558,109 @@ out:
 	seg_ends_free(&ends);
 	mt_trace_free(&t);
 }
+/* Threads for test_threads_at_once(): each kind of thread in turn, a
+ * cycle (given back) every fifth. */
+static void build_many(struct check_state *st, struct mt_trace *t,
+		       struct seg_ends_table *ends, size_t n)
+{
+	const struct ev cyc[] = {
+		{DEC_SYNC, AT(2, 0x10), 0},	{DEC_CALL, FN(3), AT(2, 0x15)},
+		{DEC_OVERFLOW, AT(3, 0x30), 0}, {DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	const struct ev ok[] = {
+		CALLS_TO_F3,
+		{DEC_OVERFLOW, AT(3, 0x30), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+	const struct ev two[] = {
+		CALLS_TO_F4,
+		{DEC_OVERFLOW, AT(4, 0x30), 0},
+		{DEC_RET, AT(3, 0x15), 0},
+		{DEC_CALL, FN(6), AT(3, 0x25)},
+		{DEC_OVERFLOW, AT(6, 0x30), 0},
+		{DEC_RET, AT(3, 0x25), 0},
+		{DEC_RET, AT(2, 0x15), 0},
+		{DEC_RET, AT(1, 0x15), 0},
+	};
+
+	for (size_t i = 0; i < n; i++)
+		CHECK(st, mt_trace_add_thread(t, 1, (uint32_t)(10 + i), "t") !=
+				  NULL);
+	for (size_t i = 0; i < n; i++) {
+		if (i % 5 == 4) {
+			uint32_t f1, f2;
+
+			build_thread(st, t, i, ends, cyc,
+				     sizeof(cyc) / sizeof(*cyc));
+			f2 = slice_named(t, &t->threads[i], "f2", 0);
+			f1 = slice_named(t, &t->threads[i], "f1", 0);
+			CHECK(st, f1 != MT_NONE && f2 != MT_NONE);
+			if (f1 != MT_NONE && f2 != MT_NONE)
+				t->threads[i].slices[f1].parent = f2;
+		} else if (i % 2) {
+			build_thread(st, t, i, ends, two,
+				     sizeof(two) / sizeof(*two));
+		} else {
+			build_thread(st, t, i, ends, ok,
+				     sizeof(ok) / sizeof(*ok));
+		}
+	}
+}
+
+/*
+ * Threads stitched at once give what stitching them one after another
+ * gives: the same slices, the same decisions in the same order, the same
+ * strings under the same ids, the same spans, and the threads given back
+ * told of in the same order.
+ */
+static void test_threads_at_once(struct check_state *st)
+{
+	enum { N = 23 };
+	struct mt_trace t[2];
+	struct seg_ends_table ends[2] = {{0}};
+	uint32_t got[2][N + 1] = {{0}};
+	char err[128];
+
+	for (int k = 0; k < 2; k++) {
+		struct stitch_opts so = {.unstitched = note_unstitched,
+					 .ctx = got[k],
+					 .jobs = k ? 4 : 1};
+
+		mt_trace_init(&t[k]);
+		build_many(st, &t[k], &ends[k], N);
+		CHECK(st,
+		      !stitch_trace(&t[k], &ends[k], &so, err, sizeof(err)));
+	}
+	CHECKF(st,
+	       got[0][0] == N / 5 && !memcmp(got[0], got[1], sizeof(got[0])),
+	       "%u and %u threads given back", got[0][0], got[1][0]);
+	CHECK(st, t[0].nr_stitches > N &&
+			  t[0].nr_stitches == t[1].nr_stitches &&
+			  !memcmp(t[0].stitches, t[1].stitches,
+				  t[0].nr_stitches * sizeof(*t[0].stitches)));
+	CHECK(st, t[0].nr_guesses == t[1].nr_guesses &&
+			  (!t[0].nr_guesses ||
+			   !memcmp(t[0].guesses, t[1].guesses,
+				   t[0].nr_guesses * sizeof(*t[0].guesses))));
+	CHECK(st, t[0].strs.nr == t[1].strs.nr &&
+			  t[0].strs.len == t[1].strs.len &&
+			  !memcmp(t[0].strs.buf, t[1].strs.buf, t[0].strs.len));
+	for (size_t i = 0; i < N; i++)
+		CHECKF(st,
+		       t[0].threads[i].nr_slices == t[1].threads[i].nr_slices &&
+			       !memcmp(t[0].threads[i].slices,
+				       t[1].threads[i].slices,
+				       t[0].threads[i].nr_slices *
+					       sizeof(struct mt_slice)),
+		       "thread %zu", i);
+	for (int k = 0; k < 2; k++) {
+		seg_ends_free(&ends[k]);
+		mt_trace_free(&t[k]);
+	}
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -574,5 +677,6 @@ int main(void)
 	RUN(&st, test_second_roots_chained);
 	RUN(&st, test_longjmp_step_other_call);
 	RUN(&st, test_recursion_across_second_root);
+	RUN(&st, test_threads_at_once);
 	return CHECK_DONE(&st);
 }
