@@ -156,7 +156,8 @@ static int vg_hot(struct vg *v, struct rd *r)
 	return rc;
 }
 
-/* Every whole record read so far; what is cut short waits for more. */
+/* Every whole record read so far (v->used bytes); what is cut short
+ * waits for more. */
 int vg_parse(struct vg *v)
 {
 	size_t off = 0;
@@ -188,7 +189,6 @@ int vg_parse(struct vg *v)
 			break;
 		off = (size_t)(r.p - v->buf);
 	}
-	memmove(v->buf, v->buf + off, v->len - off);
-	v->len -= off;
+	v->used = off;
 	return rc < 0 ? rc : 0;
 }

@@ -11,8 +11,9 @@
  * your option) any later version.  See vgtool/COPYING.
  *
  * It runs inside Valgrind (linked with its libraries, hence the GPL) and
- * talks to mt-capture only through the socket named by --mt-sock: a stream
- * of records whose layout docs/capture.md describes.  mt-capture encodes
+ * talks to mt-capture only through the socket named by --mt-sock and the
+ * ring of shared memory mt-capture answers it with there: a stream of
+ * records whose layout docs/capture.md describes.  mt-capture encodes
  * the packets; this side only says what happened, as cheaply as it can:
  *
  *  - each superblock is one straight run of guest instructions ending at
@@ -101,10 +102,12 @@ ULong mtpt_tnt = TNT_EMPTY;
 ULong mtpt_tnt_t0, mtpt_tnt_t1;
 ULong mtpt_tnt_ip;
 struct th *mtpt_th; /* VG_N_THREADS of them */
-/* What is not sent yet: a buffer small enough that a reader stopped
- * at any moment (Ctrl-C) misses little. */
-UChar mtpt_buf[1 << 16];
+/* Where the records go: the shared ring, or before it is there (the
+ * hello, sent on the socket) and once mt-capture is gone, this. */
+static UChar scratch[ROOM_MAX];
+UChar *mtpt_buf = scratch;
 UInt mtpt_len;
+UInt mtpt_lim = sizeof(scratch);
 
 ULong mtpt_wall_ns(void)
 {
@@ -121,10 +124,199 @@ ULong mtpt_vt_now(void)
 	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
 }
 
+/*
+ * The shared ring mt-capture hands each process's tool with its answer
+ * (docs/capture.md, "The stream of the Valgrind tool"): a page of
+ * positions, the ring, then ROOM_MAX bytes past its end where a record
+ * that runs over the end is written whole, and copied to the ring's
+ * start before it is published (mt-capture maps the ring twice in a row,
+ * so it reads such a record whole too).  Bytes are published every
+ * RING_CHUNK and where mtpt_flush_out() is called; the socket carries
+ * only a byte that wakes a side that said it sleeps.
+ */
+struct ring_hdr {
+	ULong wpos;  /* bytes published: ours */
+	ULong rwake; /* the reader, asleep, wants waking at this wpos */
+	UInt rsleep; /* the reader sleeps */
+	UInt closed; /* the reader reads no more */
+	ULong size;  /* of the ring: mt-capture's */
+	UChar pad[32];
+	ULong rpos;  /* bytes read: the reader's */
+	ULong wwake; /* we wait for this rpos */
+	UInt wsleep; /* we wait */
+};
+#define RING_HDR	4096u
+#define RING_CHUNK	(1u << 16)
+#define MT_MSG_DONTWAIT 0x40
+#define MT_POLLERR	0x8
+#define MT_POLLHUP	0x10
+#define MT_POLLNVAL	0x20
+
+static struct ring_hdr *ring; /* NULL: none */
+static SizeT ring_maplen;
+static UInt ring_size;
+static UInt ring_pub; /* where in mtpt_buf the unpublished bytes begin */
+static ULong ring_w;  /* bytes published */
+
+extern SysRes VG_(am_shared_mmap_file_float_valgrind)(SizeT length, UInt prot,
+						      Int fd, Off64T offset);
+
+static void to_scratch(void)
+{
+	mtpt_buf = scratch;
+	mtpt_len = ring_pub = 0;
+	mtpt_lim = sizeof(scratch);
+}
+
+/* A byte on the socket: the other side, asleep, wakes (one there
+ * already does as well). */
+static void wake(void)
+{
+	UChar b = 0;
+	SysRes r;
+
+	do
+		r = VG_(do_syscall)(__NR_sendto, mtpt_fd, (RegWord)&b, 1,
+				    VKI_MSG_NOSIGNAL | MT_MSG_DONTWAIT, 0, 0, 0,
+				    0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) && sr_Err(r) != VKI_EAGAIN)
+		mtpt_dead = True;
+}
+
+/* The reader, if it sleeps and wants what there is (force: whatever it
+ * wants), is woken. */
+static void ring_wake_reader(Bool force)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ring->closed, __ATOMIC_RELAXED)) {
+		mtpt_dead = True;
+		return;
+	}
+	if (__atomic_load_n(&ring->rsleep, __ATOMIC_RELAXED) &&
+	    (force ||
+	     ring_w >= __atomic_load_n(&ring->rwake, __ATOMIC_RELAXED)) &&
+	    __atomic_exchange_n(&ring->rsleep, 0, __ATOMIC_SEQ_CST))
+		wake();
+}
+
+/* What was written since the last time is the reader's. */
+static void ring_publish(Bool force)
+{
+	UInt len = mtpt_len;
+
+	if (len == ring_pub)
+		return;
+	ring_w += len - ring_pub;
+	if (len >= ring_size) {
+		VG_(memcpy)(mtpt_buf, mtpt_buf + ring_size, len - ring_size);
+		len -= ring_size;
+	}
+	__atomic_store_n(&ring->wpos, ring_w, __ATOMIC_RELEASE);
+	mtpt_len = ring_pub = len;
+	ring_wake_reader(force);
+}
+
+/* How many bytes from mtpt_len on are free (0: the reader is not as it
+ * should be: we are done). */
+static ULong ring_free(void)
+{
+	ULong r = __atomic_load_n(&ring->rpos, __ATOMIC_ACQUIRE);
+
+	if (r > ring_w || ring_w - r > ring_size) {
+		mtpt_dead = True;
+		return 0;
+	}
+	return ring_size - (ring_w - r);
+}
+
+/* Writes may go on to the next chunk, or as far as is free. */
+static void ring_limit(ULong free)
+{
+	ULong lim = (ULong)mtpt_len + (free < RING_CHUNK ? free : RING_CHUNK);
+
+	if (lim > (ULong)ring_size + ROOM_MAX)
+		lim = (ULong)ring_size + ROOM_MAX;
+	mtpt_lim = (UInt)lim;
+}
+
+/* The ring is full: wait, the reader woken first, until it has read up
+ * to need, or is gone (the socket closes). */
+static void ring_wait(ULong need)
+{
+	struct vki_pollfd p = {.fd = mtpt_fd, .events = VKI_POLLIN};
+	UChar b[64];
+	SysRes r;
+
+	__atomic_store_n(&ring->wwake, need, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring->wsleep, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ring->rpos, __ATOMIC_ACQUIRE) >= need) {
+		__atomic_store_n(&ring->wsleep, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	ring_wake_reader(True);
+	if (mtpt_dead)
+		return;
+	do
+		r = VG_(do_syscall)(__NR_poll, (RegWord)&p, 1, -1, 0, 0, 0, 0,
+				    0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) ||
+	    (p.revents & (MT_POLLERR | MT_POLLHUP | MT_POLLNVAL))) {
+		mtpt_dead = True;
+		return;
+	}
+	do
+		r = VG_(do_syscall)(__NR_recvfrom, mtpt_fd, (RegWord)b,
+				    sizeof(b), MT_MSG_DONTWAIT, 0, 0, 0, 0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) ? sr_Err(r) != VKI_EAGAIN : sr_Res(r) == 0)
+		mtpt_dead = True;
+}
+
+/* room() found too little: publish, and wait for a chunk's room if the
+ * reader is that far behind. */
+void mtpt_room_slow(UInt n)
+{
+	if (ring && mtpt_dead) {
+		to_scratch();
+		return;
+	}
+	if (!ring) {
+		mtpt_flush_out();
+		return;
+	}
+	ring_publish(False);
+	while (!mtpt_dead) {
+		ULong free = ring_free();
+
+		if (free >= RING_CHUNK && free >= n) {
+			ring_limit(free);
+			return;
+		}
+		if (!mtpt_dead)
+			ring_wait(ring_w + (n > RING_CHUNK ? n : RING_CHUNK) -
+				  ring_size);
+	}
+	to_scratch();
+}
+
+/* What was written is mt-capture's now (it may be read at once). */
 void mtpt_flush_out(void)
 {
 	UInt off = 0;
 
+	if (ring) {
+		if (!mtpt_dead)
+			ring_publish(True);
+		if (!mtpt_dead)
+			ring_limit(ring_free());
+		if (mtpt_dead)
+			to_scratch();
+		return;
+	}
+	/* Before the ring: the hello, on the socket. */
 	while (off < mtpt_len && !mtpt_dead) {
 		/* MSG_NOSIGNAL: a write to a closed socket must not raise
 		 * SIGPIPE, which would be delivered to the program. */
@@ -143,6 +335,82 @@ void mtpt_flush_out(void)
 	mtpt_len = 0;
 }
 
+/* Bytes are written that mt-capture has not been given. */
+static Bool unsent(void)
+{
+	return mtpt_len != ring_pub;
+}
+
+static void ring_unmap(void)
+{
+	if (ring)
+		VG_(am_munmap_valgrind)((Addr)ring, ring_maplen);
+	ring = NULL;
+	to_scratch();
+}
+
+/* The ring mt-capture sent, as its file fd says it is. */
+static Bool ring_map(Int fd)
+{
+	struct vg_stat st;
+	SysRes r;
+	struct ring_hdr *h;
+
+	if (VG_(fstat)(fd, &st) || st.size < (Long)(RING_HDR + 2 * ROOM_MAX))
+		return False;
+	r = VG_(am_shared_mmap_file_float_valgrind)(
+		(SizeT)st.size, VKI_PROT_READ | VKI_PROT_WRITE, fd, 0);
+	if (sr_isError(r))
+		return False;
+	h = (struct ring_hdr *)sr_Res(r);
+	if (h->size < 2 * RING_CHUNK || h->size > (1u << 30) ||
+	    h->size + RING_HDR + ROOM_MAX != (ULong)st.size || h->wpos) {
+		VG_(am_munmap_valgrind)((Addr)h, (SizeT)st.size);
+		return False;
+	}
+	ring = h;
+	ring_maplen = (SizeT)st.size;
+	ring_size = (UInt)h->size;
+	ring_w = 0;
+	mtpt_buf = (UChar *)h + RING_HDR;
+	mtpt_len = ring_pub = 0;
+	ring_limit(ring_free());
+	return True;
+}
+
+/* mt-capture's answer to the hello: a byte, and with 'S' and 'T' the
+ * ring's file. */
+static UChar answer(void)
+{
+	UChar c = 0;
+	ULong ctl[4];
+	struct vki_iovec io = {.iov_base = &c, .iov_len = 1};
+	struct vki_msghdr m = {.msg_iov = &io,
+			       .msg_iovlen = 1,
+			       .msg_control = ctl,
+			       .msg_controllen = sizeof(ctl)};
+	struct vki_cmsghdr *cm;
+	Int fd = -1;
+	SysRes r;
+
+	do
+		r = VG_(do_syscall)(__NR_recvmsg, mtpt_fd, (RegWord)&m, 0, 0, 0,
+				    0, 0, 0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) || sr_Res(r) != 1)
+		return 0;
+	cm = VKI_CMSG_FIRSTHDR(&m);
+	if (cm && cm->cmsg_level == VKI_SOL_SOCKET &&
+	    cm->cmsg_type == VKI_SCM_RIGHTS &&
+	    cm->cmsg_len >= sizeof(*cm) + sizeof(fd))
+		VG_(memcpy)(&fd, VKI_CMSG_DATA(cm), sizeof(fd));
+	if ((c == 'S' || c == 'T') && (fd < 0 || !ring_map(fd)))
+		c = 0;
+	if (fd >= 0)
+		VG_(close)(fd);
+	return c;
+}
+
 /*
  * A stream of this process's own to mt-capture (each process, the first,
  * one it forked or one that exec'd, connects anew): the hello (with a
@@ -158,7 +426,7 @@ UChar mtpt_open_stream(UInt ppid, UInt ptid)
 	UChar c = 0;
 	Int fd;
 
-	mtpt_len = 0;
+	ring_unmap();
 	mtpt_dead = True;
 	if (!n || n + 1 >= sizeof(a.sun_path))
 		return 0;
@@ -186,12 +454,8 @@ UChar mtpt_open_stream(UInt ppid, UInt ptid)
 	put32(ppid);
 	put32(ptid);
 	mtpt_flush_out();
-	do
-		r = VG_(do_syscall)(__NR_read, mtpt_fd, (RegWord)&c, 1, 0, 0, 0,
-				    0, 0);
-	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
-	if (mtpt_dead || sr_isError(r) || sr_Res(r) != 1)
-		c = 0;
+	if (!mtpt_dead)
+		c = answer();
 	if (c != 'T' && c != 'S')
 		mtpt_dead = True;
 	return c;
@@ -316,7 +580,7 @@ static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 		mtpt_flush_out();
 	}
 	/* It may block: what happened so far is sent first. */
-	if (mtpt_th[tid].sys_wall && mtpt_len) {
+	if (mtpt_th[tid].sys_wall && unsent()) {
 		flush_tnt();
 		mtpt_flush_out();
 	}
@@ -478,7 +742,8 @@ static void on_fork_child(ThreadId tid)
 	UInt ptid = (UInt)mtpt_th[tid].lwp;
 	Bool was_dead = mtpt_dead;
 
-	mtpt_len = 0;
+	/* The ring is the parent's: none of its bytes are ours. */
+	ring_unmap();
 	mtpt_tnt = TNT_EMPTY;
 	mtpt_dead = True;
 	if (mtpt_fd >= 0)
