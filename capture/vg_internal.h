@@ -72,7 +72,7 @@ struct vg_ring_hdr {
 };
 #define VG_RING_HDR   4096u
 #define VG_RING_SLACK (1u << 16)
-#define VG_RING_SIZE  (4u << 20)
+#define VG_RING_SIZE  (1u << 20)
 
 struct vg_ring {
 	struct vg_ring_hdr *h;
