@@ -53,11 +53,11 @@ enum {
  * The shared ring each process's tool writes its records to (the
  * socket carries the hello and the answer, then only a byte that wakes a
  * side that said it sleeps, and its end says the process is gone).  A
- * memfd: a page of positions, the ring, then VG_RING_SLACK bytes the
- * tool writes a record that runs over the ring's end into, before it
- * copies them to the ring's start (vgtool/mtpt.c has the writer's side).
- * Here the ring is mapped twice in a row, so that whatever is unread is
- * one run of bytes.
+ * memfd: a page of positions, then the ring, which the tool fills with
+ * its buffer's bytes (64 KiB at most at once: vgtool/mtpt.c has the
+ * writer's side), a record cut at the ring's end or anywhere.  Here the
+ * ring is mapped twice in a row, so that whatever is unread is one run
+ * of bytes.
  */
 struct vg_ring_hdr {
 	uint64_t wpos;	 /* bytes published: the tool's */
@@ -70,9 +70,9 @@ struct vg_ring_hdr {
 	uint64_t wwake;	 /* the tool waits for this rpos */
 	uint32_t wsleep; /* the tool waits: we wake it */
 };
-#define VG_RING_HDR   4096u
-#define VG_RING_SLACK (1u << 16)
-#define VG_RING_SIZE  (1u << 20)
+#define VG_RING_HDR  4096u
+#define VG_RING_MIN  (128u << 10) /* twice the tool's buffer */
+#define VG_RING_SIZE (1u << 20)
 
 struct vg_ring {
 	struct vg_ring_hdr *h;
@@ -82,7 +82,7 @@ struct vg_ring {
 };
 
 /* vg_ring.c */
-/* A ring of size bytes (a multiple of the page size, 128 KiB at least)
+/* A ring of size bytes (a multiple of the page size, VG_RING_MIN at least)
  * and its file, to hand to the tool: 0 or a negative errno. */
 int vg_ring_new(size_t size, struct vg_ring **out, int *fd);
 /* The closed flag set (the tool stops writing), the ring unmapped. */

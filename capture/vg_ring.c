@@ -18,13 +18,13 @@
 int vg_ring_new(size_t size, struct vg_ring **out, int *fd)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t file = VG_RING_HDR + size + VG_RING_SLACK;
+	size_t file = VG_RING_HDR + size;
 	struct vg_ring *r = NULL;
 	uint8_t *m = MAP_FAILED;
 	int rc = -EINVAL;
 
 	*fd = -1;
-	if (size < 2 * VG_RING_SLACK || size % page || VG_RING_HDR % page)
+	if (size < VG_RING_MIN || size % page || VG_RING_HDR % page)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	*fd = memfd_create("mt-capture-ring", MFD_CLOEXEC);

@@ -102,12 +102,12 @@ ULong mtpt_tnt = TNT_EMPTY;
 ULong mtpt_tnt_t0, mtpt_tnt_t1;
 ULong mtpt_tnt_ip;
 struct th *mtpt_th; /* VG_N_THREADS of them */
-/* Where the records go: the shared ring, or before it is there (the
- * hello, sent on the socket) and once mt-capture is gone, this. */
-static UChar scratch[ROOM_MAX];
-UChar *mtpt_buf = scratch;
+/* What is not given to mt-capture yet: a buffer that stays in the
+ * cache, copied into the ring at once when full (the ring's lines go
+ * between the cores in one run, not a record at a time), and small
+ * enough that a reader stopped at any moment (Ctrl-C) misses little. */
+UChar mtpt_buf[1 << 16];
 UInt mtpt_len;
-UInt mtpt_lim = sizeof(scratch);
 
 ULong mtpt_wall_ns(void)
 {
@@ -127,11 +127,9 @@ ULong mtpt_vt_now(void)
 /*
  * The shared ring mt-capture hands each process's tool with its answer
  * (docs/capture.md, "The stream of the Valgrind tool"): a page of
- * positions, the ring, then ROOM_MAX bytes past its end where a record
- * that runs over the end is written whole, and copied to the ring's
- * start before it is published (mt-capture maps the ring twice in a row,
- * so it reads such a record whole too).  Bytes are published every
- * RING_CHUNK and where mtpt_flush_out() is called; the socket carries
+ * positions, then the ring, which mt-capture maps twice in a row, so
+ * that it reads a record over the ring's end whole.  mtpt_buf is copied
+ * in when full and where mtpt_flush_out() is called; the socket carries
  * only a byte that wakes a side that said it sleeps.
  */
 struct ring_hdr {
@@ -146,7 +144,6 @@ struct ring_hdr {
 	UInt wsleep; /* we wait */
 };
 #define RING_HDR	4096u
-#define RING_CHUNK	(1u << 16)
 #define MT_MSG_DONTWAIT 0x40
 #define MT_POLLERR	0x8
 #define MT_POLLHUP	0x10
@@ -155,18 +152,12 @@ struct ring_hdr {
 static struct ring_hdr *ring; /* NULL: none */
 static SizeT ring_maplen;
 static UInt ring_size;
-static UInt ring_pub; /* where in mtpt_buf the unpublished bytes begin */
-static ULong ring_w;  /* bytes published */
+static ULong ring_w; /* bytes published */
 
 extern SysRes VG_(am_shared_mmap_file_float_valgrind)(SizeT length, UInt prot,
 						      Int fd, Off64T offset);
 
-static void to_scratch(void)
-{
-	mtpt_buf = scratch;
-	mtpt_len = ring_pub = 0;
-	mtpt_lim = sizeof(scratch);
-}
+static UChar *ring_data; /* the ring, in the mapping */
 
 /* A byte on the socket: the other side, asleep, wakes (one there
  * already does as well). */
@@ -200,24 +191,7 @@ static void ring_wake_reader(Bool force)
 		wake();
 }
 
-/* What was written since the last time is the reader's. */
-static void ring_publish(Bool force)
-{
-	UInt len = mtpt_len;
-
-	if (len == ring_pub)
-		return;
-	ring_w += len - ring_pub;
-	if (len >= ring_size) {
-		VG_(memcpy)(mtpt_buf, mtpt_buf + ring_size, len - ring_size);
-		len -= ring_size;
-	}
-	__atomic_store_n(&ring->wpos, ring_w, __ATOMIC_RELEASE);
-	mtpt_len = ring_pub = len;
-	ring_wake_reader(force);
-}
-
-/* How many bytes from mtpt_len on are free (0: the reader is not as it
+/* How many bytes of the ring are free (0: the reader is not as it
  * should be: we are done). */
 static ULong ring_free(void)
 {
@@ -228,16 +202,6 @@ static ULong ring_free(void)
 		return 0;
 	}
 	return ring_size - (ring_w - r);
-}
-
-/* Writes may go on to the next chunk, or as far as is free. */
-static void ring_limit(ULong free)
-{
-	ULong lim = (ULong)mtpt_len + (free < RING_CHUNK ? free : RING_CHUNK);
-
-	if (lim > (ULong)ring_size + ROOM_MAX)
-		lim = (ULong)ring_size + ROOM_MAX;
-	mtpt_lim = (UInt)lim;
 }
 
 /* The ring is full: wait, the reader woken first, until it has read up
@@ -275,31 +239,44 @@ static void ring_wait(ULong need)
 		mtpt_dead = True;
 }
 
-/* room() found too little: publish, and wait for a chunk's room if the
- * reader is that far behind. */
-void mtpt_room_slow(UInt n)
+/* A copy as the CPU does it fastest (VG_(memcpy) goes a word at a
+ * time). */
+static void copy(UChar *d, const UChar *s, SizeT n)
 {
-	if (ring && mtpt_dead) {
-		to_scratch();
-		return;
-	}
-	if (!ring) {
-		mtpt_flush_out();
-		return;
-	}
-	ring_publish(False);
-	while (!mtpt_dead) {
-		ULong free = ring_free();
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
 
-		if (free >= RING_CHUNK && free >= n) {
-			ring_limit(free);
-			return;
-		}
+/* What was written is the reader's: into the ring when it has room. */
+static void ring_publish(Bool force)
+{
+	UInt len = mtpt_len, o, first;
+
+	while (!mtpt_dead && len) {
+		if (ring_free() >= len)
+			break;
 		if (!mtpt_dead)
-			ring_wait(ring_w + (n > RING_CHUNK ? n : RING_CHUNK) -
-				  ring_size);
+			ring_wait(ring_w + len - ring_size);
 	}
-	to_scratch();
+	mtpt_len = 0;
+	if (mtpt_dead || !len)
+		return;
+	o = (UInt)(ring_w % ring_size);
+	first = len < ring_size - o ? len : ring_size - o;
+	copy(ring_data + o, mtpt_buf, first);
+	copy(ring_data, mtpt_buf + first, len - first);
+	ring_w += len;
+	__atomic_store_n(&ring->wpos, ring_w, __ATOMIC_RELEASE);
+	ring_wake_reader(force);
+}
+
+/* room() found too little: what there is goes to mt-capture, which is
+ * woken if it sleeps and wants that much. */
+void mtpt_flush_full(void)
+{
+	if (ring)
+		ring_publish(False);
+	else
+		mtpt_flush_out();
 }
 
 /* What was written is mt-capture's now (it may be read at once). */
@@ -308,12 +285,7 @@ void mtpt_flush_out(void)
 	UInt off = 0;
 
 	if (ring) {
-		if (!mtpt_dead)
-			ring_publish(True);
-		if (!mtpt_dead)
-			ring_limit(ring_free());
-		if (mtpt_dead)
-			to_scratch();
+		ring_publish(True);
 		return;
 	}
 	/* Before the ring: the hello, on the socket. */
@@ -338,7 +310,7 @@ void mtpt_flush_out(void)
 /* Bytes are written that mt-capture has not been given. */
 static Bool unsent(void)
 {
-	return mtpt_len != ring_pub;
+	return mtpt_len != 0;
 }
 
 static void ring_unmap(void)
@@ -346,7 +318,7 @@ static void ring_unmap(void)
 	if (ring)
 		VG_(am_munmap_valgrind)((Addr)ring, ring_maplen);
 	ring = NULL;
-	to_scratch();
+	mtpt_len = 0;
 }
 
 /* The ring mt-capture sent, as its file fd says it is. */
@@ -356,25 +328,25 @@ static Bool ring_map(Int fd)
 	SysRes r;
 	struct ring_hdr *h;
 
-	if (VG_(fstat)(fd, &st) || st.size < (Long)(RING_HDR + 2 * ROOM_MAX))
+	if (VG_(fstat)(fd, &st) ||
+	    st.size < (Long)(RING_HDR + 2 * sizeof(mtpt_buf)))
 		return False;
 	r = VG_(am_shared_mmap_file_float_valgrind)(
 		(SizeT)st.size, VKI_PROT_READ | VKI_PROT_WRITE, fd, 0);
 	if (sr_isError(r))
 		return False;
 	h = (struct ring_hdr *)sr_Res(r);
-	if (h->size < 2 * RING_CHUNK || h->size > (1u << 30) ||
-	    h->size + RING_HDR + ROOM_MAX != (ULong)st.size || h->wpos) {
+	if (h->size < 2 * sizeof(mtpt_buf) || h->size > (1u << 30) ||
+	    h->size + RING_HDR != (ULong)st.size || h->wpos) {
 		VG_(am_munmap_valgrind)((Addr)h, (SizeT)st.size);
 		return False;
 	}
 	ring = h;
 	ring_maplen = (SizeT)st.size;
 	ring_size = (UInt)h->size;
+	ring_data = (UChar *)h + RING_HDR;
 	ring_w = 0;
-	mtpt_buf = (UChar *)h + RING_HDR;
-	mtpt_len = ring_pub = 0;
-	ring_limit(ring_free());
+	mtpt_len = 0;
 	return True;
 }
 

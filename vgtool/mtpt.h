@@ -110,15 +110,14 @@ extern ULong mtpt_tnt;
 extern ULong mtpt_tnt_t0, mtpt_tnt_t1;
 extern ULong mtpt_tnt_ip;
 extern struct th *mtpt_th;
-extern UChar *mtpt_buf;
+extern UChar mtpt_buf[1 << 16];
 extern UInt mtpt_len;
-extern UInt mtpt_lim;
 
 /* and the output channel's functions that are not inline. */
 ULong mtpt_wall_ns(void);
 ULong mtpt_vt_now(void);
 void mtpt_flush_out(void);
-void mtpt_room_slow(UInt n);
+void mtpt_flush_full(void);
 UChar mtpt_open_stream(UInt ppid, UInt ptid);
 void mtpt_say_thread(ThreadId tid);
 void mtpt_flush_tnt_now(void);
@@ -129,16 +128,11 @@ IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
 		      const VexArchInfo *archinfo_host, IRType gWordTy,
 		      IRType hWordTy);
 
-/* The most bytes room() is asked for at once. */
-#define ROOM_MAX (1u << 16)
-
-/* Room for n more bytes (n <= ROOM_MAX): where they go.  mtpt_buf is the
- * shared ring (its bytes from mtpt_len to mtpt_lim are free), or a
- * scratch buffer before the ring is there and once mt-capture is gone. */
+/* Room for n more bytes (n <= sizeof(mtpt_buf)): where they go. */
 static inline UChar *room(UInt n)
 {
-	if (mtpt_len + n > mtpt_lim)
-		mtpt_room_slow(n);
+	if (mtpt_len + n > sizeof(mtpt_buf))
+		mtpt_flush_full();
 	return mtpt_buf + mtpt_len;
 }
 

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The reader's side of the Valgrind tool's shared ring (capture/vg_ring.c),
- * against a writer that does what vgtool/mtpt.c does: writes past the
- * ring's end into the slack and copies that to the ring's start before
- * it publishes.  A record over the end is read whole; the positions a
- * writer cannot have written are refused; the sleep and wake flags; the
- * closed flag.
+ * against a writer that does what vgtool/mtpt.c does: fills a buffer and
+ * copies it into the ring, cut in two at the ring's end.  A record over the end
+ * is read whole; the positions a writer cannot have written are refused; the
+ * sleep and wake flags; the closed flag.
  */
 #include "capture/vg_internal.h"
 #include "tests/unit/check.h"
@@ -17,22 +16,24 @@
 
 #define SIZE (128u << 10)
 
-/* The tool's view: the file mapped once. */
+/* The tool's view: the file mapped once, and its buffer. */
 struct writer {
 	struct vg_ring_hdr *h;
-	uint8_t *buf; /* the ring, then the slack */
-	size_t len, pub;
+	uint8_t *ring;
+	uint8_t buf[1 << 16];
+	size_t len;
 	uint64_t w;
 };
 
 static int writer_map(struct writer *wr, int fd)
 {
-	void *m = mmap(NULL, VG_RING_HDR + SIZE + VG_RING_SLACK,
-		       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = mmap(NULL, VG_RING_HDR + SIZE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
 
 	if (m == MAP_FAILED)
 		return -1;
-	*wr = (struct writer){.h = m, .buf = (uint8_t *)m + VG_RING_HDR};
+	wr->h = m;
+	wr->ring = (uint8_t *)m + VG_RING_HDR;
 	return 0;
 }
 
@@ -44,12 +45,13 @@ static void writer_put(struct writer *wr, const uint8_t *p, size_t n)
 
 static void writer_publish(struct writer *wr)
 {
-	wr->w += wr->len - wr->pub;
-	if (wr->len >= SIZE) {
-		memcpy(wr->buf, wr->buf + SIZE, wr->len - SIZE);
-		wr->len -= SIZE;
-	}
-	wr->pub = wr->len;
+	size_t o = wr->w % SIZE,
+	       first = wr->len < SIZE - o ? wr->len : SIZE - o;
+
+	memcpy(wr->ring + o, wr->buf, first);
+	memcpy(wr->ring, wr->buf + first, wr->len - first);
+	wr->w += wr->len;
+	wr->len = 0;
 	__atomic_store_n(&wr->h->wpos, wr->w, __ATOMIC_RELEASE);
 }
 
@@ -80,9 +82,9 @@ static void test_ring_wrap(struct check_state *cs)
 		size_t len, off = 0;
 
 		/* A chunk, as room for it is free. */
-		while (wr.len - wr.pub < 40000 &&
-		       wr.w + (wr.len - wr.pub) + sizeof(rec) + 2 <=
-			       wr.h->rpos + SIZE) {
+		while (wr.len + sizeof(rec) <= sizeof(wr.buf) &&
+		       wr.len < 40000 &&
+		       wr.w + wr.len + sizeof(rec) <= wr.h->rpos + SIZE) {
 			size_t n;
 
 			seed = seed * 6364136223846793005ull +
@@ -91,7 +93,8 @@ static void test_ring_wrap(struct check_state *cs)
 			rec[0] = (uint8_t)(n >> 8);
 			rec[1] = (uint8_t)n;
 			memset(rec + 2, (int)(n & 0xff), n - 2);
-			if (wr.len < SIZE && wr.len + n > SIZE)
+			if ((wr.w + wr.len) / SIZE !=
+			    (wr.w + wr.len + n - 1) / SIZE)
 				over_end++;
 			writer_put(&wr, rec, n);
 			written += n;
@@ -117,7 +120,7 @@ static void test_ring_wrap(struct check_state *cs)
 	CHECK(cs, wr.h->rpos == read_total);
 	vg_ring_free(r);
 	CHECK(cs, wr.h->closed == 1);
-	munmap(wr.h, VG_RING_HDR + SIZE + VG_RING_SLACK);
+	munmap(wr.h, VG_RING_HDR + SIZE);
 }
 
 /* Positions no writer can have published: refused, never read. */
