@@ -109,21 +109,6 @@ struct th *mtpt_th; /* VG_N_THREADS of them */
 UChar mtpt_buf[1 << 16];
 UInt mtpt_len;
 
-ULong mtpt_wall_ns(void)
-{
-	struct vki_timespec ts;
-
-	VG_(clock_gettime)(&ts, VKI_CLOCK_MONOTONIC);
-	return (ULong)ts.tv_sec * 1000000000ull + (ULong)ts.tv_nsec;
-}
-
-/* The virtual clock: instructions at the nominal rate, plus the wall
- * time system calls took. */
-ULong mtpt_vt_now(void)
-{
-	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
-}
-
 /*
  * The shared ring mt-capture hands each process's tool with its answer
  * (docs/capture.md, "The stream of the Valgrind tool"): a page of
@@ -279,7 +264,21 @@ void mtpt_flush_full(void)
 		mtpt_flush_out();
 }
 
-/* What was written is mt-capture's now (it may be read at once). */
+ULong mtpt_wall_ns(void)
+{
+	struct vki_timespec ts;
+
+	VG_(clock_gettime)(&ts, VKI_CLOCK_MONOTONIC);
+	return (ULong)ts.tv_sec * 1000000000ull + (ULong)ts.tv_nsec;
+}
+
+/* The virtual clock: instructions at the nominal rate, plus the wall
+ * time system calls took. */
+ULong mtpt_vt_now(void)
+{
+	return mtpt_t0 + (mtpt_icount >> TIME_SHIFT) + mtpt_extra;
+}
+
 void mtpt_flush_out(void)
 {
 	UInt off = 0;
