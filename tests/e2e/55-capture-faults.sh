@@ -466,7 +466,7 @@ if command -v valgrind >/dev/null && [ -x "$B/../lib/valgrind/mtpt-amd64-linux" 
 	printf '#include <stdio.h>\nstatic volatile unsigned sink;\n__attribute__((noinline)) static void f(unsigned i) { sink += i; }\nint main(void)\n{\n\tputs("up");\n\tfflush(stdout);\n\tfor (unsigned i = 0;; i++)\n\t\tf(i);\n}\n' >"$W/caller.c"
 	cc -O1 -g -o "$W/caller" "$W/caller.c" || { echo "FAIL capture_faults_vg_tool_killed: cc"; exit 0; }
 	"$B/mt-capture" --emulate=valgrind -o "$W/killed.bin" -- "$W/caller" >"$W/killed.out" 2>"$W/killed.err" & C=$!
-	for _ in $(seq 300); do grep -q up "$W/killed.out" && break; sleep 0.1; done
+	for _ in $(seq 300); do grep -qs up "$W/killed.out" && break; sleep 0.1; done
 	T=$(pgrep -P "$C"); PIDS="$PIDS $T"
 	# Some chunks of the ring are published first.
 	sleep 1
@@ -495,7 +495,7 @@ fi
 if command -v valgrind >/dev/null && [ -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; then
 	MT_TEST_VG_RING=131072 "$B/mt-capture" --emulate=valgrind -o "$W/term.bin" -- "$W/caller" \
 		>"$W/term.out" 2>"$W/term.err" & C=$!
-	for _ in $(seq 300); do grep -q up "$W/term.out" && break; sleep 0.1; done
+	for _ in $(seq 300); do grep -qs up "$W/term.out" && break; sleep 0.1; done
 	T=$(pgrep -P "$C"); PIDS="$PIDS $T"
 	sleep 1
 	kill -TERM "$C"
