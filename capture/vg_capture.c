@@ -8,12 +8,13 @@
  * thread, what the hardware turns into packets: conditional branches
  * (taken bits, packed), calls, returns and indirect branches with their
  * targets, system calls, signals, the mappings of executable files, and
- * the trigger's hits, on a socket; the record layout is in
+ * the trigger's hits, in a ring of shared memory of each process's own
+ * (a socket says when it connects and when it is gone); the record layout is in
  * docs/capture.md.  Here each thread's records go through ptenc, as the
  * ptrace emulator's steps do, and the capture is written by the same
  * code (emu_capture.c, emu_truth.c): the two backends' captures differ
  * only in their clock.  The records are read in vg_hot.c and
- * vg_record.c; here, the tool's processes and their sockets.
+ * vg_record.c; here, the tool's processes, their sockets and rings.
  *
  * The clock is virtual: the tool counts instructions, one a nanosecond,
  * and adds the wall time each system call took (see vgtool/mtpt.c); the
@@ -347,6 +348,18 @@ static int vg_launch(struct vg *v, char *const argv[])
 	return rc;
 }
 
+/* Each process's ring: MT_TEST_VG_RING bytes when set (a small one, for
+ * the tests, wraps often), else VG_RING_SIZE. */
+static size_t vg_ring_size(void)
+{
+	const char *env = getenv("MT_TEST_VG_RING");
+	uint64_t n;
+
+	if (env && env[0] && !mt_parse_u64(env, 0, SIZE_MAX, &n))
+		return (size_t)n;
+	return VG_RING_SIZE;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -361,6 +374,7 @@ static void strm_in(struct vg *v, size_t k)
 	const struct vgs *s = &v->strm[k];
 
 	v->sock = s->sock;
+	v->ring = s->ring;
 	v->buf = s->buf;
 	v->len = s->len;
 	v->cap = s->cap;
@@ -376,38 +390,139 @@ static void strm_in(struct vg *v, size_t k)
 
 static void strm_out(struct vg *v, size_t k)
 {
-	v->strm[k] =
-		(struct vgs){v->sock,  v->buf,		v->len,	  v->cap,
-			     v->now,   v->cur,		v->spid,  v->hello,
-			     v->ended, v->exec_pending, v->later, v->need_comm};
+	v->strm[k] = (struct vgs){
+		v->sock,	 v->ring,  v->buf,	v->len,	  v->cap,
+		v->now,		 v->cur,   v->spid,	v->hello, v->ended,
+		v->exec_pending, v->later, v->need_comm};
 	if (v->now > v->newest)
 		v->newest = v->now;
 	v->sock = -1;
+	v->ring = NULL;
 	v->buf = NULL;
 	v->len = v->cap = 0;
 }
 
-/* What stream k has now, encoded: 1 when it had something, 0 when not
- * (or it closed), or a negative code. */
-static int strm_read(struct vg *v, size_t k)
+int vg_answer(struct vg *v, char say)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec io = {.iov_base = &say, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1};
+	int fd = -1, rc;
+
+	if (say == 'S' || say == 'T') {
+		struct cmsghdr *c;
+
+		rc = vg_ring_new(v->ring_size, &v->ring, &fd);
+		if (rc)
+			return mt_fail(
+				&v->e, rc,
+				"a shared ring for the Valgrind tool: %s",
+				strerror(-rc));
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.b;
+		m.msg_controllen = sizeof(u.b);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	}
+	rc = sendmsg(v->sock, &m, MSG_NOSIGNAL) == 1 ? 0 : 1;
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		vg_ring_free(v->ring);
+		v->ring = NULL;
+	}
+	return rc;
+}
+
+/* A byte on the socket of the stream read: its tool, waiting for room
+ * in its ring, goes on (one there already does as well). */
+static void strm_wake(struct vg *v)
+{
+	char b = 0;
+
+	(void)!send(v->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* What is new in the ring of the stream read, encoded: 1 when there was
+ * something, 0 when not, or a negative code. */
+static int ring_read(struct vg *v)
+{
+	uint8_t *sbuf = v->buf;
+	size_t slen = v->len;
+	const uint8_t *p;
+	size_t len;
+	int rc = vg_ring_unread(v->ring, &p, &len);
+
+	if (rc < 0)
+		return mt_fail(&v->e, rc,
+			       "the Valgrind tool of process %d: its ring's "
+			       "positions are not as they can be",
+			       (int)v->spid);
+	if (!rc)
+		return 0;
+	/* Read where it is, whole: the ring is mapped twice in a row. */
+	v->buf = (uint8_t *)p;
+	v->len = len;
+	v->used = 0;
+	rc = vg_parse(v);
+	v->buf = sbuf;
+	v->len = slen;
+	if (vg_ring_consume(v->ring, v->used))
+		strm_wake(v);
+	return rc ? rc : 1;
+}
+
+/*
+ * What stream k has now, encoded: 1 when it had something, 0 when not
+ * (or it closed), or a negative code.  ready: its socket has something
+ * (the hello; once there is a ring, a wake or its end).
+ */
+static int strm_read(struct vg *v, size_t k, bool ready)
 {
 	ssize_t n = 0;
+	bool eof = false;
 	int rc = 0;
 
 	strm_in(v, k);
-	if (mt_grow((void **)&v->buf, &v->cap, v->len + (1 << 20), 1)) {
+	if (!v->ring && !ready) {
+		/* nothing */
+	} else if (v->ring) {
+		char b[256];
+
+		if (ready && v->sock >= 0) {
+			n = recv(v->sock, b, sizeof(b), MSG_DONTWAIT);
+			eof = n == 0 ||
+			      (n < 0 && errno != EINTR && errno != EAGAIN);
+		}
+		/* After its end: all it published is there. */
+		rc = ring_read(v);
+		n = 0;
+	} else if (mt_grow((void **)&v->buf, &v->cap, v->len + 4096, 1)) {
 		rc = mt_fail(&v->e, -ENOMEM, "out of memory");
 	} else {
 		n = recv(v->sock, v->buf + v->len, v->cap - v->len,
 			 MSG_DONTWAIT);
+		eof = n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
 		if (n > 0) {
 			v->len += (size_t)n;
+			v->used = 0;
 			rc = vg_parse(v);
-		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-			/* Its process is gone (or exec'd). */
-			close(v->sock);
-			v->sock = -1;
+			memmove(v->buf, v->buf + v->used, v->len - v->used);
+			v->len -= v->used;
 		}
+	}
+	if (eof) {
+		/* Its process is gone (or exec'd). */
+		close(v->sock);
+		v->sock = -1;
+		vg_ring_free(v->ring);
+		v->ring = NULL;
 	}
 	strm_out(v, k);
 	return rc ? rc : n > 0;
@@ -460,6 +575,19 @@ static bool strm_awaited(struct vg *v)
 	return false;
 }
 
+/* Asleep until a ring has half its size new, or its tool says to wake:
+ * the poll's time, 0 when a ring has something new already. */
+static int strm_sleep(struct vg *v)
+{
+	int timeout = 200;
+
+	for (size_t k = 0; k < v->nr_strm; k++)
+		if (v->strm[k].ring && v->strm[k].sock >= 0 &&
+		    !vg_ring_sleep(v->strm[k].ring, v->ring_size / 2))
+			timeout = 0;
+	return timeout;
+}
+
 /* Read and encode until every process's stream has ended, the capture
  * ends at a hit, or we are told to stop. */
 static int vg_loop(struct vg *v)
@@ -469,31 +597,40 @@ static int vg_loop(struct vg *v)
 	int rc = 0;
 
 	while (!rc && !v->hit && !*v->e.o->cap.stop) {
-		size_t np = 1;
+		size_t np = 1, nr = v->nr_strm;
+		int n;
 
-		if (mt_grow((void **)&p, &cap, v->nr_strm + 1, sizeof(*p))) {
+		if (mt_grow((void **)&p, &cap, nr + 1, sizeof(*p))) {
 			rc = mt_fail(&v->e, -ENOMEM, "out of memory");
 			break;
 		}
 		p[0] = (struct pollfd){v->lsock, POLLIN, 0};
-		for (size_t k = 0; k < v->nr_strm; k++)
+		for (size_t k = 0; k < nr; k++)
 			if (v->strm[k].sock >= 0)
 				p[np++] = (struct pollfd){v->strm[k].sock,
 							  POLLIN, 0};
 		if (np == 1 && !strm_awaited(v))
 			break;
-		if (poll(p, np, 200) < 0) {
+		n = poll(p, np, strm_sleep(v));
+		for (size_t k = 0; k < nr; k++)
+			if (v->strm[k].ring)
+				vg_ring_awake(v->strm[k].ring);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = mt_fail(&v->e, -errno, "poll: %s",
 				     strerror(errno));
 			break;
 		}
-		for (size_t i = 1, k = 0; i < np && rc >= 0 && !v->hit; i++) {
-			while (v->strm[k].sock != p[i].fd)
-				k++;
-			if (p[i].revents)
-				rc = strm_read(v, k);
+		/* Every ring is looked at, its socket read when it has
+		 * something. */
+		for (size_t i = 1, k = 0; k < nr && rc >= 0 && !v->hit; k++) {
+			bool ready = false;
+
+			if (i < np && v->strm[k].sock == p[i].fd)
+				ready = p[i++].revents != 0;
+			if (ready || v->strm[k].ring)
+				rc = strm_read(v, k, ready);
 		}
 		if (rc > 0)
 			rc = 0;
@@ -501,9 +638,13 @@ static int vg_loop(struct vg *v)
 			rc = strm_accept(v);
 	}
 	free(p);
-	/* Told to stop: what the tools sent before is in the capture. */
+	/* Told to stop: what the tools published before is in the
+	 * capture, and they publish no more. */
 	for (size_t k = 0; k < v->nr_strm && *v->e.o->cap.stop; k++)
-		while (!v->hit && (rc = strm_read(v, k)) > 0)
+		if (v->strm[k].ring)
+			vg_ring_close(v->strm[k].ring);
+	for (size_t k = 0; k < v->nr_strm && *v->e.o->cap.stop; k++)
+		while (!v->hit && (rc = strm_read(v, k, true)) > 0)
 			;
 	return rc < 0 ? rc : 0;
 }
@@ -525,6 +666,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			       "--emulate=valgrind starts the program: -p "
 			       "needs --emulate=ptrace");
 	v.e.rng = o->drop_seed ? o->drop_seed : 1;
+	v.ring_size = vg_ring_size();
 	if (o->cap.trigger)
 		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);
 	if (!rc)
@@ -549,8 +691,9 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			 "the Valgrind tool's stream ended early (Valgrind "
 			 "failed?)");
 	/* The program runs on untraced after a hit or Ctrl-C: the tool
-	 * stops when it finds the socket closed. */
+	 * stops when it finds its ring closed, or the socket. */
 	for (size_t k = 0; k < v.nr_strm; k++) {
+		vg_ring_free(v.strm[k].ring);
 		if (v.strm[k].sock >= 0)
 			close(v.strm[k].sock);
 		free(v.strm[k].buf);

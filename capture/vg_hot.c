@@ -167,7 +167,8 @@ out:
 	return rc;
 }
 
-/* Every whole record read so far; what is cut short waits for more. */
+/* Every whole record read so far (v->used bytes); what is cut short
+ * waits for more. */
 int vg_parse(struct vg *v)
 {
 	size_t off = 0;
@@ -201,7 +202,6 @@ int vg_parse(struct vg *v)
 			break;
 		off = (size_t)(r.p - v->buf);
 	}
-	memmove(v->buf, v->buf + off, v->len - off);
-	v->len -= off;
+	v->used = off;
 	return rc < 0 ? rc : 0;
 }

@@ -49,6 +49,58 @@ enum {
  */
 #define EXEC_NS 50000
 
+/*
+ * The shared ring each process's tool writes its records to (the
+ * socket carries the hello and the answer, then only a byte that wakes a
+ * side that said it sleeps, and its end says the process is gone).  A
+ * memfd: a page of positions, then the ring, which the tool fills with
+ * its buffer's bytes (64 KiB at most at once: vgtool/mtpt.c has the
+ * writer's side), a record cut at the ring's end or anywhere.  Here the
+ * ring is mapped twice in a row, so that whatever is unread is one run
+ * of bytes.
+ */
+struct vg_ring_hdr {
+	uint64_t wpos;	 /* bytes published: the tool's */
+	uint64_t rwake;	 /* we sleep until wpos reaches this */
+	uint32_t rsleep; /* we sleep: the tool wakes us */
+	uint32_t closed; /* we read no more: the tool stops */
+	uint64_t size;	 /* of the ring */
+	uint8_t pad[32];
+	uint64_t rpos;	 /* bytes read: ours */
+	uint64_t wwake;	 /* the tool waits for this rpos */
+	uint32_t wsleep; /* the tool waits: we wake it */
+};
+#define VG_RING_HDR  4096u
+#define VG_RING_MIN  (128u << 10) /* twice the tool's buffer */
+#define VG_RING_SIZE (1u << 20)
+
+struct vg_ring {
+	struct vg_ring_hdr *h;
+	const uint8_t *data; /* the ring, twice */
+	size_t size, maplen;
+	uint64_t seen; /* wpos as last read */
+};
+
+/* vg_ring.c */
+/* A ring of size bytes (a multiple of the page size, VG_RING_MIN at least)
+ * and its file, to hand to the tool: 0 or a negative errno. */
+int vg_ring_new(size_t size, struct vg_ring **out, int *fd);
+/* The closed flag set (the tool stops writing), the ring unmapped. */
+void vg_ring_free(struct vg_ring *r);
+/* What is unread at *p, *len bytes: 1 when some are new since the last
+ * call, 0 when none are, -EPROTO when the positions are not as they can
+ * be. */
+int vg_ring_unread(struct vg_ring *r, const uint8_t **p, size_t *len);
+/* n bytes read: true when the tool waits for them (wake it). */
+bool vg_ring_consume(struct vg_ring *r, size_t n);
+/* We are to sleep, and are woken when the tool has published want more
+ * bytes, or says so: false when there is something new already. */
+bool vg_ring_sleep(struct vg_ring *r, size_t want);
+/* Awake again: the tool need not wake us. */
+void vg_ring_awake(struct vg_ring *r);
+/* We read no more: the tool stops. */
+void vg_ring_close(struct vg_ring *r);
+
 /* A record cut short by the end of what was read: read more. */
 #define SHORT 1
 
@@ -58,7 +110,8 @@ enum {
  * into struct vg's fields of the same names, which the records use.
  */
 struct vgs {
-	int sock; /* -1 once it closed */
+	int sock;	      /* -1 once it closed */
+	struct vg_ring *ring; /* once it is answered (traced) */
 	uint8_t *buf;
 	size_t len, cap;
 	uint64_t now;
@@ -70,10 +123,14 @@ struct vgs {
 struct vg {
 	struct emu e;
 	int sock;
+	struct vg_ring *ring;
 	pid_t child;
+	/* What is read: the socket's bytes before the ring, else the
+	 * ring's; vg_parse() says how many it used. */
 	uint8_t *buf;
-	size_t len, cap;
-	uint64_t now; /* the stream's clock: the last record's time */
+	size_t len, cap, used;
+	size_t ring_size; /* of each process's ring */
+	uint64_t now;	  /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
 	char exec[256]; /* what the program last tried to exec, or "" */
 	size_t cur;	/* the thread the records are of, or SIZE_MAX */
@@ -118,8 +175,15 @@ static inline unsigned vg_pack_n(uint64_t word)
 }
 
 /* vg_hot.c */
-/* Every whole record read so far; what is cut short waits for more. */
+/* Every whole record read so far (v->used bytes); what is cut short
+ * waits for more. */
 int vg_parse(struct vg *v);
+
+/* vg_capture.c */
+/* The answer to the hello of the stream read ('N', 'S' or 'T'), with the
+ * ring its records go to when it is traced: 0, 1 when the process is
+ * gone (its stream ends), or a negative code. */
+int vg_answer(struct vg *v, char say);
 
 /* vg_record.c */
 /* One record at r: 0, 1 when the capture ends with it, SHORT (r->bad)

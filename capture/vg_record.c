@@ -403,7 +403,7 @@ static int vg_hello(struct vg *v, pid_t pid, uint64_t t0, pid_t ppid,
 {
 	struct emu *e = &v->e;
 	char say = 'N';
-	int rc = 0;
+	int rc = 0, sent;
 
 	v->hello = true;
 	v->spid = pid;
@@ -430,8 +430,9 @@ static int vg_hello(struct vg *v, pid_t pid, uint64_t t0, pid_t ppid,
 		rc = emu_task_add(e, ET_EXEC, v->newest, pid, pid, 0, 0,
 				  comm_of(e, pid));
 	}
-	if (write(v->sock, &say, 1) != 1)
-		return 0; /* it is gone: its stream ends */
+	sent = vg_answer(v, say);
+	if (sent)
+		return sent < 0 ? sent : 0; /* 1: it is gone, its stream ends */
 	return rc;
 }
 

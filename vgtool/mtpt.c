@@ -11,8 +11,9 @@
  * your option) any later version.  See vgtool/COPYING.
  *
  * It runs inside Valgrind (linked with its libraries, hence the GPL) and
- * talks to mt-capture only through the socket named by --mt-sock: a stream
- * of records whose layout docs/capture.md describes.  mt-capture encodes
+ * talks to mt-capture only through the socket named by --mt-sock and the
+ * ring of shared memory mt-capture answers it with there: a stream of
+ * records whose layout docs/capture.md describes.  mt-capture encodes
  * the packets; this side only says what happened, as cheaply as it can:
  *
  *  - each superblock is one straight run of guest instructions ending at
@@ -101,10 +102,167 @@ ULong mtpt_tnt = TNT_EMPTY;
 ULong mtpt_tnt_t0, mtpt_tnt_t1;
 ULong mtpt_tnt_ip;
 struct th *mtpt_th; /* VG_N_THREADS of them */
-/* What is not sent yet: a buffer small enough that a reader stopped
- * at any moment (Ctrl-C) misses little. */
+/* What is not given to mt-capture yet: a buffer that stays in the
+ * cache, copied into the ring at once when full (the ring's lines go
+ * between the cores in one run, not a record at a time), and small
+ * enough that a reader stopped at any moment (Ctrl-C) misses little. */
 UChar mtpt_buf[1 << 16];
 UInt mtpt_len;
+
+/*
+ * The shared ring mt-capture hands each process's tool with its answer
+ * (docs/capture.md, "The stream of the Valgrind tool"): a page of
+ * positions, then the ring, which mt-capture maps twice in a row, so
+ * that it reads a record over the ring's end whole.  mtpt_buf is copied
+ * in when full and where mtpt_flush_out() is called; the socket carries
+ * only a byte that wakes a side that said it sleeps.
+ */
+struct ring_hdr {
+	ULong wpos;  /* bytes published: ours */
+	ULong rwake; /* the reader, asleep, wants waking at this wpos */
+	UInt rsleep; /* the reader sleeps */
+	UInt closed; /* the reader reads no more */
+	ULong size;  /* of the ring: mt-capture's */
+	UChar pad[32];
+	ULong rpos;  /* bytes read: the reader's */
+	ULong wwake; /* we wait for this rpos */
+	UInt wsleep; /* we wait */
+};
+#define RING_HDR	4096u
+#define MT_MSG_DONTWAIT 0x40
+#define MT_POLLERR	0x8
+#define MT_POLLHUP	0x10
+#define MT_POLLNVAL	0x20
+
+static struct ring_hdr *ring; /* NULL: none */
+static SizeT ring_maplen;
+static UInt ring_size;
+static ULong ring_w; /* bytes published */
+
+extern SysRes VG_(am_shared_mmap_file_float_valgrind)(SizeT length, UInt prot,
+						      Int fd, Off64T offset);
+
+static UChar *ring_data; /* the ring, in the mapping */
+
+/* A byte on the socket: the other side, asleep, wakes (one there
+ * already does as well). */
+static void wake(void)
+{
+	UChar b = 0;
+	SysRes r;
+
+	do
+		r = VG_(do_syscall)(__NR_sendto, mtpt_fd, (RegWord)&b, 1,
+				    VKI_MSG_NOSIGNAL | MT_MSG_DONTWAIT, 0, 0, 0,
+				    0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) && sr_Err(r) != VKI_EAGAIN)
+		mtpt_dead = True;
+}
+
+/* The reader, if it sleeps and wants what there is (force: whatever it
+ * wants), is woken. */
+static void ring_wake_reader(Bool force)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ring->closed, __ATOMIC_RELAXED)) {
+		mtpt_dead = True;
+		return;
+	}
+	if (__atomic_load_n(&ring->rsleep, __ATOMIC_RELAXED) &&
+	    (force ||
+	     ring_w >= __atomic_load_n(&ring->rwake, __ATOMIC_RELAXED)) &&
+	    __atomic_exchange_n(&ring->rsleep, 0, __ATOMIC_SEQ_CST))
+		wake();
+}
+
+/* How many bytes of the ring are free (0: the reader is not as it
+ * should be: we are done). */
+static ULong ring_free(void)
+{
+	ULong r = __atomic_load_n(&ring->rpos, __ATOMIC_ACQUIRE);
+
+	if (r > ring_w || ring_w - r > ring_size) {
+		mtpt_dead = True;
+		return 0;
+	}
+	return ring_size - (ring_w - r);
+}
+
+/* The ring is full: wait, the reader woken first, until it has read up
+ * to need, or is gone (the socket closes). */
+static void ring_wait(ULong need)
+{
+	struct vki_pollfd p = {.fd = mtpt_fd, .events = VKI_POLLIN};
+	UChar b[64];
+	SysRes r;
+
+	__atomic_store_n(&ring->wwake, need, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring->wsleep, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ring->rpos, __ATOMIC_ACQUIRE) >= need) {
+		__atomic_store_n(&ring->wsleep, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	ring_wake_reader(True);
+	if (mtpt_dead)
+		return;
+	do
+		r = VG_(do_syscall)(__NR_poll, (RegWord)&p, 1, -1, 0, 0, 0, 0,
+				    0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) ||
+	    (p.revents & (MT_POLLERR | MT_POLLHUP | MT_POLLNVAL))) {
+		mtpt_dead = True;
+		return;
+	}
+	do
+		r = VG_(do_syscall)(__NR_recvfrom, mtpt_fd, (RegWord)b,
+				    sizeof(b), MT_MSG_DONTWAIT, 0, 0, 0, 0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) ? sr_Err(r) != VKI_EAGAIN : sr_Res(r) == 0)
+		mtpt_dead = True;
+}
+
+/* A copy as the CPU does it fastest (VG_(memcpy) goes a word at a
+ * time). */
+static void copy(UChar *d, const UChar *s, SizeT n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+/* What was written is the reader's: into the ring when it has room. */
+static void ring_publish(Bool force)
+{
+	UInt len = mtpt_len, o, first;
+
+	while (!mtpt_dead && len) {
+		if (ring_free() >= len)
+			break;
+		if (!mtpt_dead)
+			ring_wait(ring_w + len - ring_size);
+	}
+	mtpt_len = 0;
+	if (mtpt_dead || !len)
+		return;
+	o = (UInt)(ring_w % ring_size);
+	first = len < ring_size - o ? len : ring_size - o;
+	copy(ring_data + o, mtpt_buf, first);
+	copy(ring_data, mtpt_buf + first, len - first);
+	ring_w += len;
+	__atomic_store_n(&ring->wpos, ring_w, __ATOMIC_RELEASE);
+	ring_wake_reader(force);
+}
+
+/* room() found too little: what there is goes to mt-capture, which is
+ * woken if it sleeps and wants that much. */
+void mtpt_flush_full(void)
+{
+	if (ring)
+		ring_publish(False);
+	else
+		mtpt_flush_out();
+}
 
 ULong mtpt_wall_ns(void)
 {
@@ -120,6 +278,11 @@ void mtpt_flush_out(void)
 {
 	UInt off = 0;
 
+	if (ring) {
+		ring_publish(True);
+		return;
+	}
+	/* Before the ring: the hello, on the socket. */
 	while (off < mtpt_len && !mtpt_dead) {
 		/* MSG_NOSIGNAL: a write to a closed socket must not raise
 		 * SIGPIPE, which would be delivered to the program. */
@@ -138,6 +301,82 @@ void mtpt_flush_out(void)
 	mtpt_len = 0;
 }
 
+/* Bytes are written that mt-capture has not been given. */
+static Bool unsent(void)
+{
+	return mtpt_len != 0;
+}
+
+static void ring_unmap(void)
+{
+	if (ring)
+		VG_(am_munmap_valgrind)((Addr)ring, ring_maplen);
+	ring = NULL;
+	mtpt_len = 0;
+}
+
+/* The ring mt-capture sent, as its file fd says it is. */
+static Bool ring_map(Int fd)
+{
+	struct vg_stat st;
+	SysRes r;
+	struct ring_hdr *h;
+
+	if (VG_(fstat)(fd, &st) ||
+	    st.size < (Long)(RING_HDR + 2 * sizeof(mtpt_buf)))
+		return False;
+	r = VG_(am_shared_mmap_file_float_valgrind)(
+		(SizeT)st.size, VKI_PROT_READ | VKI_PROT_WRITE, fd, 0);
+	if (sr_isError(r))
+		return False;
+	h = (struct ring_hdr *)sr_Res(r);
+	if (h->size < 2 * sizeof(mtpt_buf) || h->size > (1u << 30) ||
+	    h->size + RING_HDR != (ULong)st.size || h->wpos) {
+		VG_(am_munmap_valgrind)((Addr)h, (SizeT)st.size);
+		return False;
+	}
+	ring = h;
+	ring_maplen = (SizeT)st.size;
+	ring_size = (UInt)h->size;
+	ring_data = (UChar *)h + RING_HDR;
+	ring_w = 0;
+	mtpt_len = 0;
+	return True;
+}
+
+/* mt-capture's answer to the hello: a byte, and with 'S' and 'T' the
+ * ring's file. */
+static UChar answer(void)
+{
+	UChar c = 0;
+	ULong ctl[4];
+	struct vki_iovec io = {.iov_base = &c, .iov_len = 1};
+	struct vki_msghdr m = {.msg_iov = &io,
+			       .msg_iovlen = 1,
+			       .msg_control = ctl,
+			       .msg_controllen = sizeof(ctl)};
+	struct vki_cmsghdr *cm;
+	Int fd = -1;
+	SysRes r;
+
+	do
+		r = VG_(do_syscall)(__NR_recvmsg, mtpt_fd, (RegWord)&m, 0, 0, 0,
+				    0, 0, 0);
+	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
+	if (sr_isError(r) || sr_Res(r) != 1)
+		return 0;
+	cm = VKI_CMSG_FIRSTHDR(&m);
+	if (cm && cm->cmsg_level == VKI_SOL_SOCKET &&
+	    cm->cmsg_type == VKI_SCM_RIGHTS &&
+	    cm->cmsg_len >= sizeof(*cm) + sizeof(fd))
+		VG_(memcpy)(&fd, VKI_CMSG_DATA(cm), sizeof(fd));
+	if ((c == 'S' || c == 'T') && (fd < 0 || !ring_map(fd)))
+		c = 0;
+	if (fd >= 0)
+		VG_(close)(fd);
+	return c;
+}
+
 /*
  * A stream of this process's own to mt-capture (each process, the first,
  * one it forked or one that exec'd, connects anew): the hello (with a
@@ -153,7 +392,7 @@ UChar mtpt_open_stream(UInt ppid, UInt ptid)
 	UChar c = 0;
 	Int fd;
 
-	mtpt_len = 0;
+	ring_unmap();
 	mtpt_dead = True;
 	if (!n || n + 1 >= sizeof(a.sun_path))
 		return 0;
@@ -181,12 +420,8 @@ UChar mtpt_open_stream(UInt ppid, UInt ptid)
 	put32(ppid);
 	put32(ptid);
 	mtpt_flush_out();
-	do
-		r = VG_(do_syscall)(__NR_read, mtpt_fd, (RegWord)&c, 1, 0, 0, 0,
-				    0, 0);
-	while (sr_isError(r) && sr_Err(r) == VKI_EINTR);
-	if (mtpt_dead || sr_isError(r) || sr_Res(r) != 1)
-		c = 0;
+	if (!mtpt_dead)
+		c = answer();
 	if (c != 'T' && c != 'S')
 		mtpt_dead = True;
 	return c;
@@ -311,7 +546,7 @@ static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 		mtpt_flush_out();
 	}
 	/* It may block: what happened so far is sent first. */
-	if (mtpt_th[tid].sys_wall && mtpt_len) {
+	if (mtpt_th[tid].sys_wall && unsent()) {
 		flush_tnt();
 		mtpt_flush_out();
 	}
@@ -473,7 +708,8 @@ static void on_fork_child(ThreadId tid)
 	UInt ptid = (UInt)mtpt_th[tid].lwp;
 	Bool was_dead = mtpt_dead;
 
-	mtpt_len = 0;
+	/* The ring is the parent's: none of its bytes are ours. */
+	ring_unmap();
 	mtpt_tnt = TNT_EMPTY;
 	mtpt_dead = True;
 	if (mtpt_fd >= 0)

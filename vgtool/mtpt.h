@@ -116,6 +116,7 @@ extern UInt mtpt_len;
 /* and the output channel's functions that are not inline. */
 ULong mtpt_wall_ns(void);
 void mtpt_flush_out(void);
+void mtpt_flush_full(void);
 UChar mtpt_open_stream(UInt ppid, UInt ptid);
 void mtpt_say_thread(ThreadId tid);
 void mtpt_flush_tnt_now(void);
@@ -136,7 +137,7 @@ static inline ULong mtpt_vt_now(void)
 static inline UChar *room(UInt n)
 {
 	if (mtpt_len + n > sizeof(mtpt_buf))
-		mtpt_flush_out();
+		mtpt_flush_full();
 	return mtpt_buf + mtpt_len;
 }
 

@@ -231,6 +231,29 @@ if [ "$got" = "2 0 fe,true," ]; then
 else
 	echo "FAIL vg_follow_children_exec: '$got'"; sed 's/^/    /' "$W/forkexec.err" | tail -3
 fi
+# The shared ring: one of 128 KiB (MT_TEST_VG_RING), which the records
+# of a parent and the child it forks amid them wrap round about fifteen
+# times, records over its end included, and which the tool waits on when
+# it is full, gives each process the same branches as the default ring.
+printf '#include <sys/wait.h>\n#include <unistd.h>\nstatic volatile unsigned sink;\n__attribute__((noinline)) static unsigned f(unsigned n)\n{\n\treturn n ? f(n - 1) + (n & 3 ? 1 : 2) : 0;\n}\nstatic void work(unsigned n)\n{\n\tfor (unsigned i = 0; i < n; i++)\n\t\tsink += f(i %% 50);\n}\nint main(void)\n{\n\tint st;\n\twork(1500);\n\tpid_t c = fork();\n\tif (c == 0) {\n\t\twork(1000);\n\t\t_exit(0);\n\t}\n\twork(1500);\n\treturn waitpid(c, &st, 0) != c || st;\n}\n' >"$W/ringer.c"
+cc -O1 -g -o "$W/ringer" "$W/ringer.c"
+# branches NAME: each process's branches, the first process's first.
+branches() {
+	perf script -i "$W/$1.bin" --itrace=b -F pid,flags,ip,addr 2>/dev/null |
+		awk '!($1 in r) {r[$1] = ++n} {$1 = r[$1]; print}' | sort -s -n -k1,1 | md5sum
+}
+if "$B/mt-capture" --emulate=valgrind --follow-children -o "$W/ring_big.bin" -- "$W/ringer" \
+	>/dev/null 2>"$W/ring_big.err" &&
+	MT_TEST_VG_RING=131072 "$B/mt-capture" --emulate=valgrind --follow-children \
+		-o "$W/ring_small.bin" -- "$W/ringer" >/dev/null 2>"$W/ring_small.err" &&
+	n=$(perf script -i "$W/ring_small.bin" --itrace=b -F pid 2>/dev/null | sort -u | wc -l) &&
+	[ "$n" = 2 ] && [ "$(branches ring_big)" = "$(branches ring_small)" ] &&
+	! perf script -i "$W/ring_small.bin" --itrace=b 2>&1 | grep -q 'trace error'; then
+	echo "PASS vg_small_ring ($(grep -o '[0-9]* branches' "$W/ring_small.err"), the same in both processes)"
+else
+	echo "FAIL vg_small_ring: ${n:-?} processes, branches differ or a run failed"
+	sed 's/^/    /' "$W/ring_small.err" | tail -3
+fi
 # The trigger ends the stream before the tool's count of instructions:
 # the summary gives none rather than 0.
 if grep -q '^mt-capture: .*/stub.bin: [0-9]* branches, 1 thread' "$W/stub.err"; then

@@ -94,7 +94,8 @@ GODEBUG=asyncpreemptoff=1 gorun ptrace ptrace 4 "$W/g" 2 50
 # sigterm NAME BACKEND: SIGTERM a while into a long Go run ends
 # mt-capture (never a hang: the runtime's threads sit in futex waits)
 # with a capture that converts; before main.main is reached it says
-# nothing was traced, so it is tried again later.  The program, let go,
+# nothing was traced (under Valgrind, before the tool said what it
+# mapped, that no file has main.main), so it is tried again later.  The program, let go,
 # ends on its own.
 sigterm() {
 	local name=$1 be=$2 rc why= d
@@ -111,7 +112,7 @@ sigterm() {
 			why="mt-capture hung after SIGTERM"
 			break
 		fi
-		grep -q 'nothing traced' "$W/$name.err" && continue
+		grep -qE 'nothing (was )?traced|no symbol .main.main.' "$W/$name.err" && continue
 		if [ $rc != 0 ] || [ ! -s "$W/$name.bin" ]; then
 			why="exit $rc, no capture"
 		elif ! "$B/mt-convert" -q "$W/$name.bin" -o "$W/$name.pftrace" 2>"$W/$name.cerr"; then

@@ -457,3 +457,64 @@ else
 	sed 's/^/    /' "$W/pause.err" | tail -2
 fi
 kill -KILL "$T" 2>/dev/null
+
+# 13. The Valgrind backend: the tool's process killed (SIGKILL) as it
+# writes records into its ring without a pause (a program that calls
+# for ever): mt-capture sees its stream end, neither hangs nor crashes,
+# and writes the capture of what the tool published, which perf reads.
+if command -v valgrind >/dev/null && [ -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; then
+	printf '#include <stdio.h>\nstatic volatile unsigned sink;\n__attribute__((noinline)) static void f(unsigned i) { sink += i; }\nint main(void)\n{\n\tputs("up");\n\tfflush(stdout);\n\tfor (unsigned i = 0;; i++)\n\t\tf(i);\n}\n' >"$W/caller.c"
+	cc -O1 -g -o "$W/caller" "$W/caller.c" || { echo "FAIL capture_faults_vg_tool_killed: cc"; exit 0; }
+	"$B/mt-capture" --emulate=valgrind -o "$W/killed.bin" -- "$W/caller" >"$W/killed.out" 2>"$W/killed.err" & C=$!
+	for _ in $(seq 300); do grep -qs up "$W/killed.out" && break; sleep 0.1; done
+	T=$(pgrep -P "$C"); PIDS="$PIDS $T"
+	# Some chunks of the ring are published first.
+	sleep 1
+	kill -KILL $T
+	for _ in $(seq 300); do kill -0 "$C" 2>/dev/null || break; sleep 0.1; done
+	hung=
+	kill -0 "$C" 2>/dev/null && { hung=1; kill -KILL "$C"; }
+	wait "$C"; rc=$?
+	calls=$(perf script -i "$W/killed.bin" --itrace=c -F ip,sym,addr 2>/dev/null |
+		head -5000 | awk '$NF == "f"' | wc -l)
+	if [ -z "$hung" ] && [ $rc -lt 128 ] && [ -n "$T" ] && [ "${calls:-0}" -gt 1000 ]; then
+		echo "PASS capture_faults_vg_tool_killed (calls of f before the kill; exit $rc)"
+	else
+		echo "FAIL capture_faults_vg_tool_killed: ${hung:+hung, }exit $rc, ${calls:-no} calls of f in the first 5000, tool '$T'"
+		sed 's/^/    /' "$W/killed.err" | tail -2
+	fi
+else
+	echo "SKIP capture_faults_vg_tool_killed (valgrind or its tool not built)"
+fi
+
+# 14. The Valgrind backend, SIGTERM to mt-capture while the tool writes
+# without a pause into a small ring (MT_TEST_VG_RING), so that it waits
+# on the ring when mt-capture stops reading: the capture is written, and
+# the program runs on, untraced, neither stopped nor waiting (its CPU
+# time grows).
+if command -v valgrind >/dev/null && [ -x "$B/../lib/valgrind/mtpt-amd64-linux" ]; then
+	MT_TEST_VG_RING=131072 "$B/mt-capture" --emulate=valgrind -o "$W/term.bin" -- "$W/caller" \
+		>"$W/term.out" 2>"$W/term.err" & C=$!
+	for _ in $(seq 300); do grep -qs up "$W/term.out" && break; sleep 0.1; done
+	T=$(pgrep -P "$C"); PIDS="$PIDS $T"
+	sleep 1
+	kill -TERM "$C"
+	for _ in $(seq 300); do kill -0 "$C" 2>/dev/null || break; sleep 0.1; done
+	hung=
+	kill -0 "$C" 2>/dev/null && { hung=1; kill -KILL "$C"; }
+	wait "$C"; rc=$?
+	cpu() { awk '{print $14 + $15}' "/proc/$T/stat" 2>/dev/null; }
+	a=$(cpu) grew=
+	for _ in $(seq 100); do
+		b=$(cpu)
+		[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] && { grew=1; break; }
+		sleep 0.1
+	done
+	if [ -z "$hung" ] && [ $rc = 0 ] && [ -s "$W/term.bin" ] && [ -n "$grew" ]; then
+		echo "PASS capture_faults_vg_sigterm (the program runs on)"
+	else
+		echo "FAIL capture_faults_vg_sigterm: ${hung:+hung, }exit $rc, CPU time '$a' then '$b'"
+		sed 's/^/    /' "$W/term.err" | tail -2
+	fi
+	kill -KILL $T 2>/dev/null
+fi
