@@ -303,6 +303,11 @@ static int vg_launch(struct vg *v, char *const argv[])
 		}
 		args[k++] = ptw;
 		args[k++] = o->truth ? "--mt-truth=yes" : "--mt-truth=no";
+		/* Returns compressed by the tool (a record fewer each),
+		 * unless the encoder compresses none, or --drop-every
+		 * loses transfers, which it counts by the record. */
+		args[k++] = o->noretcomp || o->drop_every ? "--mt-retcomp=no"
+							  : "--mt-retcomp=yes";
 		if (v->e.go.is_go) {
 			size_t len = (size_t)snprintf(gofns, sizeof(gofns),
 						      "--mt-go-fns=");

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* The longest record vg_hot() reads: a packed call. */
-#define HOT_MAX (1 + 8 + 3 * 10 + 8 + 8)
+#define HOT_MAX (1 + 8 + 4 * 10 + 8 + 8)
 
 /* A LEB128 number at *pp, of 10 bytes at most (false: longer). */
 static inline bool hot_leb(const uint8_t **pp, uint64_t *v)
@@ -49,6 +49,22 @@ static inline uint64_t hot_u64(const uint8_t **pp)
 	return v;
 }
 
+/* A pack's branches, and the returns among them: out of the stack of
+ * calls (-EPROTO: they return above it). */
+static inline int hot_pack(struct thr *t, struct ptenc *g, uint64_t t0,
+			   uint64_t dt, uint64_t word, uint64_t rets)
+{
+	unsigned nr;
+	int rc;
+
+	if (!rets)
+		return ptenc_fast_tnt_word(g, t0, dt, word);
+	rc = ptenc_fast_tnt_rets(g, t0, dt, word, rets, t->shadow, t->depth);
+	nr = (unsigned)__builtin_popcountll(rets);
+	t->depth -= nr <= t->depth ? nr : t->depth;
+	return rc;
+}
+
 /*
  * The records most of the stream is (branches, calls, returns, indirect
  * jumps, and the last three with a pack of branches before them) without
@@ -77,10 +93,12 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 		const uint8_t *q = p;
 		int type = *q++;
 		uint64_t word = 1, t0 = 0, dt = 0, at = now, ip, a, x;
+		uint64_t rets = 0;
 
 		if (type == R_TNT || (type & R_PACKED)) {
 			word = hot_u64(&q);
-			if (!word || !hot_leb(&q, &x) || !hot_leb(&q, &dt))
+			if (!word || !hot_leb(&q, &x) || !hot_leb(&q, &dt) ||
+			    !hot_leb(&q, &rets))
 				break;
 			t0 = now + x;
 			at = t0 + dt;
@@ -91,7 +109,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 		switch (type) {
 		case R_TNT:
 			ip = hot_u64(&q);
-			rc = ptenc_fast_tnt_word(g, t0, dt, word);
+			rc = hot_pack(t, g, t0, dt, word, rets);
 			break;
 		case R_CALL:
 		case R_ICALL:
@@ -102,7 +120,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 			at += x;
 			a = hot_u64(&q);
 			ip = hot_u64(&q);
-			rc = ptenc_fast_tnt_word(g, t0, dt, word);
+			rc = hot_pack(t, g, t0, dt, word, rets);
 			if (!rc && (type & ~R_PACKED) == R_ICALL)
 				rc = ptenc_fast_tip(g, at, ip);
 			ptenc_fast_call(g, a);
@@ -118,7 +136,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 				goto out;
 			at += x;
 			ip = hot_u64(&q);
-			rc = ptenc_fast_tnt_word(g, t0, dt, word);
+			rc = hot_pack(t, g, t0, dt, word, rets);
 			for (size_t i = t->depth; i-- > 0;)
 				if (t->shadow[i] == ip) {
 					t->depth = i;
@@ -134,7 +152,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 				goto out;
 			at += x;
 			ip = hot_u64(&q);
-			rc = ptenc_fast_tnt_word(g, t0, dt, word);
+			rc = hot_pack(t, g, t0, dt, word, rets);
 			if (!rc)
 				rc = ptenc_fast_tip(g, at, ip);
 			branches++;
@@ -146,7 +164,10 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 		now = at;
 		v->exec_pending = false;
 		if (rc < 0) {
-			rc = mt_fail(e, rc, "out of memory encoding trace");
+			rc = rc == -EPROTO ? vg_ret_above(e)
+					   : mt_fail(e, rc,
+						     "out of memory encoding "
+						     "trace");
 			break;
 		}
 		if ((type & ~R_PACKED) != R_CALL) {

@@ -208,6 +208,10 @@ static inline int vg_psb_at(struct vg *v, struct thr *t, uint64_t now,
 		vg_trim(v, t);
 	return 0;
 }
+
+/* A pack's returns go above the stack of calls: a failure, said. */
+int vg_ret_above(struct emu *e);
+
 /* --drop-every: are the packets of this record's n branches lost? 1
  * (lost, tracing resuming at ip), 0 or -ENOMEM. */
 int vg_drop(struct vg *v, struct thr *t, unsigned n, uint64_t ip);

@@ -466,6 +466,41 @@ static int vg_no_count(struct emu *e)
 		       "without its count");
 }
 
+int vg_ret_above(struct emu *e)
+{
+	return mt_fail(e, -EPROTO,
+		       "the Valgrind tool's stream has a return above the "
+		       "calls it reported");
+}
+
+/* A pack's branches into the packets, the returns among them (rets)
+ * out of the stack of calls, unless lost. */
+static int vg_pack(struct vg *v, struct thr *t, bool lost, uint64_t t0,
+		   uint64_t dt, uint64_t bits, uint64_t rets)
+{
+	unsigned nr = (unsigned)__builtin_popcountll(rets);
+	unsigned n = vg_pack_n(bits);
+	uint64_t now = v->now;
+	int rc = 0;
+
+	if (nr > t->depth || rets >> n)
+		return vg_ret_above(&v->e);
+	if (!lost)
+		rc = ptenc_tnt_word_rets(t->enc, t0, dt, bits, rets, t->shadow,
+					 t->depth);
+	/* The truth's rows of the returns (with --truth the pack holds
+	 * nothing else), each at its time on the pack's line. */
+	for (unsigned k = 0, i = 0; !rc && v->e.o->truth && k < n; k++) {
+		if (!(rets >> k & 1))
+			continue;
+		v->now = t0 + (n > 1 ? dt * k / (n - 1) : 0);
+		rc = vg_truth(v, t, IC_RET, t->shadow[t->depth - 1 - i++], 0);
+	}
+	v->now = now;
+	t->depth -= nr;
+	return rc == -EPROTO ? vg_ret_above(&v->e) : rc;
+}
+
 /*
  * The n branches a call, return or jump carries (R_PACKED) and the
  * transfer itself, on vg_record()'s way (--drop-every): lost together,
@@ -473,12 +508,13 @@ static int vg_no_count(struct emu *e)
  * the packets (*rc).  Returns what vg_drop() does.
  */
 static int vg_carried(struct vg *v, struct thr *t, unsigned n, uint64_t t0,
-		      uint64_t dt, uint64_t bits, uint64_t ip, int *rc)
+		      uint64_t dt, uint64_t bits, uint64_t rets, uint64_t ip,
+		      int *rc)
 {
 	int lost = vg_drop(v, t, 1 + n, ip);
 
-	if (!lost && n)
-		*rc = ptenc_tnt_word(t->enc, t0, dt, bits);
+	if (lost >= 0 && n)
+		*rc = vg_pack(v, t, lost, t0, dt, bits, rets);
 	v->e.st->branches += n;
 	return lost;
 }
@@ -495,7 +531,7 @@ int vg_record(struct vg *v, struct rd *r)
 	bool psb = false, branch = false, direct = false;
 	/* The branches a call, return or jump carries (R_PACKED). */
 	unsigned pn = 0;
-	uint64_t pbits = 0, pt0 = 0, pdt = 0;
+	uint64_t pbits = 0, pt0 = 0, pdt = 0, prets = 0;
 
 	if (r->bad)
 		return SHORT;
@@ -503,6 +539,7 @@ int vg_record(struct vg *v, struct rd *r)
 		pbits = rd_n(r, 8);
 		pt0 = rd_time(v, r);
 		pdt = rd_leb(r);
+		prets = rd_leb(r);
 		if (r->bad)
 			return SHORT;
 		if (!pbits)
@@ -573,7 +610,7 @@ int vg_record(struct vg *v, struct rd *r)
 		break;
 	case R_TNT: {
 		uint64_t bits = rd_n(r, 8), t0 = rd_time(v, r);
-		uint64_t dt = rd_leb(r);
+		uint64_t dt = rd_leb(r), rets = rd_leb(r);
 		unsigned n;
 
 		ip = rd_n(r, 8);
@@ -585,8 +622,8 @@ int vg_record(struct vg *v, struct rd *r)
 		v->now = t0 + dt;
 		branch = true;
 		lost = vg_drop(v, t, n, ip);
-		if (!lost)
-			rc = ptenc_tnt_word(t->enc, t0, dt, bits);
+		if (lost >= 0)
+			rc = vg_pack(v, t, lost, t0, dt, bits, rets);
 		e->st->branches += n;
 		break;
 	}
@@ -625,7 +662,7 @@ int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		branch = true;
-		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, prets, ip, &rc);
 		if (type == R_ICALL && !lost && !rc)
 			rc = ptenc_indirect(t->enc, v->now, ip);
 		if (!lost)
@@ -645,7 +682,7 @@ int vg_record(struct vg *v, struct rd *r)
 		if (r->bad)
 			break;
 		branch = true;
-		lost = vg_carried(v, t, pn, pt0, pdt, pbits, ip, &rc);
+		lost = vg_carried(v, t, pn, pt0, pdt, pbits, prets, ip, &rc);
 		if (type == R_RET) {
 			/* Pop to the frame it returns into (longjmp-like
 			 * returns skip several). */
@@ -794,8 +831,11 @@ int vg_record(struct vg *v, struct rd *r)
 		return SHORT;
 	if (lost < 0)
 		rc = lost;
-	if (rc < 0)
+	/* (What else fails has said why.) */
+	if (rc == -ENOMEM)
 		return mt_fail(e, rc, "out of memory encoding trace");
+	if (rc < 0)
+		return rc;
 	/* A branch record: its packets, unless lost, are the newest. */
 	if (t && branch && !lost) {
 		psb = true;

@@ -546,6 +546,33 @@ int ptenc_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt, uint64_t word)
 	return n ? ptenc_conds(g, t0, dt, n, bit_reverse(word) >> (64 - n)) : 0;
 }
 
+int ptenc_tnt_word_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
+			uint64_t word, uint64_t rets, const uint64_t *stack,
+			size_t depth)
+{
+	unsigned n, i = 0;
+	uint64_t step;
+
+	if (!word)
+		return -EINVAL;
+	n = 63 - (unsigned)__builtin_clzll(word);
+	if (rets >> n || (unsigned)__builtin_popcountll(rets) > depth)
+		return -EPROTO;
+	/* One at a time, each at the time ptenc_conds() gives it (the
+	 * encoder's stack cleared since the calls, seldom). */
+	step = n > 1 ? (dt << 16) / (n - 1) : 0;
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t tk = t0 + ((k * step) >> 16);
+		int rc = rets >> k & 1
+				 ? ptenc_ret(g, tk, stack[depth - 1 - i++])
+				 : ptenc_cond(g, tk, word >> (n - 1 - k) & 1);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 void ptenc_call(struct ptenc *g, uint64_t ret_ip)
 {
 	ptenc_fast_call(g, ret_ip);

@@ -48,6 +48,14 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 /* The same, the branches as a shift register holds them: below the
  * leading 1 of word, the first highest (at most 63; -EINVAL for 0). */
 int ptenc_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt, uint64_t word);
+/* The same, where the branches whose bits are set in rets (bit k: the
+ * k-th, the first 0) are returns, the i-th of them (the first 0) to
+ * stack[depth - 1 - i], the caller's stack of return addresses: a taken
+ * bit each where the encoder's own stack compresses it, else a TIP, as
+ * ptenc_ret() does (-EPROTO: the stack holds fewer). */
+int ptenc_tnt_word_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
+			uint64_t word, uint64_t rets, const uint64_t *stack,
+			size_t depth);
 void ptenc_call(struct ptenc *g, uint64_t ret_ip);
 int ptenc_indirect(struct ptenc *g, uint64_t tsc, uint64_t target);
 int ptenc_ret(struct ptenc *g, uint64_t tsc, uint64_t target);

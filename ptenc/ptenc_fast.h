@@ -103,6 +103,28 @@ static inline int ptenc_fast_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt,
 	return 0;
 }
 
+/* ptenc_tnt_word_rets(): at once when the encoder's stack holds the
+ * returns' targets, as the caller's does, on top. */
+static inline int ptenc_fast_tnt_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
+				      uint64_t word, uint64_t rets,
+				      const uint64_t *stack, size_t depth)
+{
+	unsigned nr = (unsigned)__builtin_popcountll(rets), top = g->rs_top;
+
+	if (!word || rets >> (63 - __builtin_clzll(word)) || nr > g->rs_n ||
+	    nr > depth)
+		return ptenc_tnt_word_rets(g, t0, dt, word, rets, stack, depth);
+	for (unsigned i = 0; i < nr; i++) {
+		top = (top + RETSTACK_MAX - 1) % RETSTACK_MAX;
+		if (g->rs[top] != stack[depth - 1 - i])
+			return ptenc_tnt_word_rets(g, t0, dt, word, rets, stack,
+						   depth);
+	}
+	g->rs_top = top;
+	g->rs_n -= nr;
+	return ptenc_fast_tnt_word(g, t0, dt, word);
+}
+
 /* ptenc_call(). */
 static inline void ptenc_fast_call(struct ptenc *g, uint64_t ret_ip)
 {

@@ -77,6 +77,7 @@ const HChar *mtpt_opt_trigger_file;
 const HChar *mtpt_opt_trigger_offs;
 const HChar *mtpt_opt_ptwrite = NULL;
 Bool mtpt_opt_truth = False;
+Bool mtpt_opt_retcomp = False;
 /* A Go program: the functions a thread changes goroutines in
  * (comma-separated names), where its g is from the FS base, and where a g
  * holds its id (0: not known). */
@@ -101,7 +102,8 @@ ThreadId mtpt_said; /* the thread the last R_SWITCH named */
 ULong mtpt_tnt = TNT_EMPTY;
 ULong mtpt_tnt_t0, mtpt_tnt_t1;
 ULong mtpt_tnt_ip;
-struct th *mtpt_th; /* VG_N_THREADS of them */
+ULong mtpt_tnt_rets; /* which of its bits are returns (wpack()) */
+struct th *mtpt_th;  /* VG_N_THREADS of them */
 /* What is not given to mt-capture yet: a buffer that stays in the
  * cache, copied into the ring at once when full (the ring's lines go
  * between the cores in one run, not a record at a time), and small
@@ -451,7 +453,7 @@ void mtpt_flush_tnt_now(void)
 		p = w64(p, mtpt_tnt_ip);
 		mtpt_len = (UInt)(p - mtpt_buf);
 	}
-	mtpt_tnt = TNT_EMPTY;
+	tnt_reset();
 }
 
 /* ---- events Valgrind reports ---- */
@@ -647,6 +649,7 @@ static Bool mt_option(const HChar *arg)
 		mtpt_opt_trigger_offs = s;
 	} else if VG_STR_CLO (arg, "--mt-ptwrite", s) {
 		mtpt_opt_ptwrite = s;
+	} else if VG_BOOL_CLO (arg, "--mt-retcomp", mtpt_opt_retcomp) {
 	} else if VG_BOOL_CLO (arg, "--mt-truth", mtpt_opt_truth) {
 	} else if VG_STR_CLO (arg, "--mt-go-fns", s) {
 		mtpt_opt_go_fns = s[0] ? s : NULL;
@@ -674,6 +677,8 @@ static void mt_usage(void)
 	 "    --mt-trigger-file=PATH --mt-trigger-offs=HEX,...  or "
 	 "these offsets of a file\n"
 	 "    --mt-ptwrite=SYMBOL   report its argument\n"
+	 "    --mt-retcomp=yes|no   returns to the newest call as taken "
+	 "bits [no]\n"
 	 "    --mt-truth=yes|no     also report direct jumps\n"
 	 "    --mt-go-fns=F,...     Go: report goroutine switches out of "
 	 "these\n"
@@ -710,7 +715,7 @@ static void on_fork_child(ThreadId tid)
 
 	/* The ring is the parent's: none of its bytes are ours. */
 	ring_unmap();
-	mtpt_tnt = TNT_EMPTY;
+	tnt_reset();
 	mtpt_dead = True;
 	if (mtpt_fd >= 0)
 		VG_(close)(mtpt_fd);

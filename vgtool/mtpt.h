@@ -59,7 +59,7 @@ enum {
 	R_PACKED = 0x80,
 };
 /* The most bytes a pack's fields take. */
-#define PACK_MAX   (8 + 10 + 10)
+#define PACK_MAX   (8 + 10 + 10 + 10)
 #define MAGIC	   0x6d747074u /* "mtpt" */
 #define TIME_SHIFT 0	       /* 1 instruction a nanosecond */
 #define MAX_FRAMES 256
@@ -69,12 +69,20 @@ enum { K_PLAIN, K_COND, K_JMP, K_CALL, K_ICALL, K_IJMP, K_RET, K_SYSCALL };
 /* Why a thread's next block must say where it is (mtpt_pend bits). */
 enum { P_BEGIN = 1, P_ENABLE = 2 };
 
+/* The returns whose target is the return address of the newest call
+ * not yet returned from go into the pack as its bits (taken), as the
+ * hardware compresses them: the return addresses of the calls, as many
+ * as the hardware keeps (RETSTACK_MAX in ptenc/ptenc_fast.h). */
+#define RS_MAX 64
+
 struct th {
 	Int lwp;
 	Bool started, exited;
 	UWord pend;
 	ULong sys_vt, sys_wall; /* at the last system call's entry */
 	ULong g;		/* the goroutine it runs (Go), 0: none seen */
+	ULong rs[RS_MAX];	/* a ring; rs_top the next free slot */
+	UInt rs_top, rs_n;
 };
 
 #define TNT_EMPTY 1ull
@@ -91,6 +99,7 @@ extern const HChar *mtpt_opt_trigger_file;
 extern const HChar *mtpt_opt_trigger_offs;
 extern const HChar *mtpt_opt_ptwrite;
 extern Bool mtpt_opt_truth;
+extern Bool mtpt_opt_retcomp;
 extern const HChar *mtpt_opt_go_fns;
 extern Long mtpt_opt_go_tls;
 extern ULong mtpt_opt_go_goid;
@@ -109,6 +118,7 @@ extern ThreadId mtpt_said;
 extern ULong mtpt_tnt;
 extern ULong mtpt_tnt_t0, mtpt_tnt_t1;
 extern ULong mtpt_tnt_ip;
+extern ULong mtpt_tnt_rets;
 extern struct th *mtpt_th;
 extern UChar mtpt_buf[1 << 16];
 extern UInt mtpt_len;
@@ -220,15 +230,23 @@ static inline UChar *wtime(UChar *p, ULong vt)
 	return p;
 }
 
+/* The pack is empty. */
+static inline void tnt_reset(void)
+{
+	mtpt_tnt = TNT_EMPTY;
+	mtpt_tnt_rets = 0;
+}
+
 /* The fields of a pack at p: u64 word (the branches below its leading
  * 1, the first highest: the shift register as the instrumented code
  * leaves it, so that neither side turns it around), dt of the first,
- * span. */
+ * span, which of them are returns (bit k: the k-th, the first 0). */
 static inline UChar *wpack(UChar *p)
 {
 	p = w64(p, mtpt_tnt);
 	p = wtime(p, mtpt_t0 + mtpt_extra + (mtpt_tnt_t0 >> TIME_SHIFT));
-	return wleb(p, (mtpt_tnt_t1 - mtpt_tnt_t0) >> TIME_SHIFT);
+	p = wleb(p, (mtpt_tnt_t1 - mtpt_tnt_t0) >> TIME_SHIFT);
+	return wleb(p, mtpt_tnt_rets);
 }
 
 static inline void flush_tnt(void)
@@ -269,7 +287,7 @@ static inline __attribute__((always_inline)) UChar *rec_room(UChar type, UInt n)
 	if (mtpt_tnt != TNT_EMPTY) {
 		*p++ = type | R_PACKED;
 		p = wpack(p);
-		mtpt_tnt = TNT_EMPTY;
+		tnt_reset();
 	} else {
 		*p++ = type;
 	}

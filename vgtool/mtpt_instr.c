@@ -77,10 +77,57 @@ static void h_tnt_full(void)
 	flush_tnt();
 }
 
+/* A call's return address, for its return (RS_MAX). */
+static inline void rs_push(ULong ret)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+
+	th->rs[th->rs_top] = ret;
+	th->rs_top = (th->rs_top + 1) % RS_MAX;
+	if (th->rs_n < RS_MAX)
+		th->rs_n++;
+}
+
+/*
+ * A return to target as a taken bit of the pack, when target is the
+ * return address of the newest call not returned from: a record fewer,
+ * a third of a call-heavy program's.  Otherwise, as the hardware does,
+ * no return compresses again until calls are made anew.  mt-capture
+ * knows the target from its own stack of calls, and makes the bit a TIP
+ * where its encoder cannot compress the return (its stack of return
+ * addresses cleared at a PSB).
+ */
+static inline Bool rs_pack_ret(ULong target)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+	UInt top = (th->rs_top + RS_MAX - 1) % RS_MAX;
+
+	if (!th->rs_n)
+		return False;
+	if (th->rs[top] != target) {
+		th->rs_n = 0;
+		return False;
+	}
+	th->rs_top = top;
+	th->rs_n--;
+	if (mtpt_tnt == TNT_EMPTY)
+		mtpt_tnt_t0 = mtpt_icount;
+	mtpt_tnt_rets |= 1ull << (63 - __builtin_clzll(mtpt_tnt));
+	mtpt_tnt = mtpt_tnt << 1 | 1;
+	mtpt_tnt_t1 = mtpt_icount;
+	mtpt_tnt_ip = target;
+	/* 63 bits: the leading 1 is the sign bit (add_tnt()). */
+	if ((Long)mtpt_tnt < 0)
+		flush_tnt();
+	return True;
+}
+
 static VG_REGPARM(2) void h_call(ULong ret, ULong target)
 {
 	if (!live())
 		return;
+	if (mtpt_opt_retcomp)
+		rs_push(ret);
 	rec_end(w64(w64(rec_room(R_CALL, 16), ret), target));
 }
 
@@ -88,6 +135,8 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 {
 	if (!live())
 		return;
+	if (mtpt_opt_retcomp)
+		rs_push(ret);
 	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
 }
 
@@ -108,7 +157,7 @@ static VG_REGPARM(1) void h_jmp(ULong target)
 
 static VG_REGPARM(1) void h_ret(ULong target)
 {
-	if (!live())
+	if (!live() || (mtpt_opt_retcomp && rs_pack_ret(target)))
 		return;
 	rec_end(w64(rec_room(R_RET, 8), target));
 }
@@ -132,7 +181,8 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (!mtpt_tracing || mtpt_dead)
 		return;
 	if (p & P_BEGIN) {
-		mtpt_tnt = TNT_EMPTY;
+		tnt_reset();
+		mtpt_th[mtpt_cur].rs_n = 0;
 		mtpt_th[mtpt_cur].started = True;
 		/* Its goroutine first: the truth's first rows are its. */
 		if (mtpt_opt_go_fns)
@@ -156,7 +206,8 @@ static VG_REGPARM(1) void h_start(ULong ip)
 		if (mtpt_th[t].lwp && !mtpt_th[t].exited && t != mtpt_cur)
 			mtpt_th[t].pend |= P_BEGIN;
 	mtpt_pend = 0;
-	mtpt_tnt = TNT_EMPTY;
+	tnt_reset();
+	mtpt_th[mtpt_cur].rs_n = 0;
 	mtpt_th[mtpt_cur].started = True;
 	if (mtpt_opt_go_fns)
 		go_say(ip);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <intel-pt.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,112 @@ static void test_fast_as_slow(struct check_state *st)
 	ptenc_free(one);
 }
 
+/*
+ * Packs with returns among their branches (the Valgrind tool's returns
+ * to the newest call): the inline path, ptenc_tnt_word_rets() and the
+ * events one at a time write the same bytes, a taken bit where the
+ * encoder's stack compresses the return and a TIP where a PSB cleared
+ * it; and a pack that returns above the caller's stack is refused.
+ */
+static void test_rets_as_one(struct check_state *st)
+{
+	for (int timing = PTENC_TSC; timing <= PTENC_MTC; timing++) {
+		struct ptenc_cfg cfg = {.timing = (enum ptenc_timing)timing,
+					.psb_period = 0,
+					.mtc_period = 3,
+					.tsc_ctc_ratio = 40,
+					.cbr = 20,
+					.tnt_max = 6};
+		struct ptenc *fast = ptenc_new(&cfg, 1),
+			     *mid = ptenc_new(&cfg, 1),
+			     *one = ptenc_new(&cfg, 1);
+		uint64_t s = 7 + (uint64_t)timing, tsc = 1000000, stack[4096];
+		size_t depth = 0, la, lb, lc, nrets = 0;
+		const uint8_t *a, *b, *c;
+		int rc = 0;
+
+		CHECK(st, fast && mid && one);
+		if (!fast || !mid || !one)
+			return;
+		rc |= ptenc_start(fast, tsc, 0x401000, false);
+		rc |= ptenc_start(mid, tsc, 0x401000, false);
+		rc |= ptenc_start(one, tsc, 0x401000, false);
+		for (int i = 0; i < 30000 && !rc; i++) {
+			uint64_t r = next_rand(&s), ip = some_ip(&s);
+			unsigned n = (unsigned)(r % 64), nr = 0;
+			uint64_t word = 1, rets = 0, bits = next_rand(&s);
+			/* (One time for every bit with TSC alone: the
+			 * packets do not say the times between.) */
+			uint64_t dt = timing == PTENC_TSC ? 0 : (r >> 8) % 400;
+
+			for (unsigned k = 0; k < n; k++) {
+				bool ret = nr < depth && !(bits >> k % 64 & 6);
+
+				word = word << 1 | (ret || bits >> k & 1);
+				rets |= (uint64_t)ret << k;
+				nr += ret;
+			}
+			rc |= rets ? ptenc_fast_tnt_rets(fast, tsc, dt, word,
+							 rets, stack, depth)
+				   : ptenc_fast_tnt_word(fast, tsc, dt, word);
+			rc |= ptenc_tnt_word_rets(mid, tsc, dt, word, rets,
+						  stack, depth);
+			for (unsigned k = 0, j = 0; k < n; k++)
+				rc |= rets >> k & 1
+					      ? ptenc_ret(
+							one, tsc,
+							stack[depth - 1 - j++])
+					      : ptenc_cond(one, tsc,
+							   word >> (n - 1 - k) &
+								   1);
+			depth -= nr;
+			nrets += nr;
+			tsc += dt + 1;
+			switch ((r >> 20) % 4) {
+			case 0:
+			case 1:
+				ptenc_fast_call(fast, ip);
+				ptenc_call(mid, ip);
+				ptenc_call(one, ip);
+				if (depth < 4096)
+					stack[depth++] = ip;
+				break;
+			case 2:
+				rc |= ptenc_indirect(fast, tsc, ip);
+				rc |= ptenc_indirect(mid, tsc, ip);
+				rc |= ptenc_indirect(one, tsc, ip);
+				break;
+			default:
+				rc |= ptenc_maybe_psb(fast, tsc, ip) < 0;
+				rc |= ptenc_maybe_psb(mid, tsc, ip) < 0;
+				rc |= ptenc_maybe_psb(one, tsc, ip) < 0;
+				break;
+			}
+		}
+		rc |= ptenc_finish(fast, tsc);
+		rc |= ptenc_finish(mid, tsc);
+		rc |= ptenc_finish(one, tsc);
+		CHECKF(st, !rc && nrets > 10000, "rc %d, %zu returns", rc,
+		       nrets);
+		a = ptenc_data(fast, &la);
+		b = ptenc_data(mid, &lb);
+		c = ptenc_data(one, &lc);
+		CHECKF(st, la == lb && !memcmp(a, b, la),
+		       "timing %d: inline %zu bytes, ptenc_tnt_word_rets %zu",
+		       timing, la, lb);
+		if (timing == PTENC_TSC)
+			CHECKF(st, lb == lc && !memcmp(b, c, lb),
+			       "%zu bytes against %zu one at a time", lb, lc);
+		CHECK(st, ptenc_tnt_word_rets(mid, tsc, 0, 4 | 3, 1, stack,
+					      0) == -EPROTO);
+		CHECK(st, ptenc_tnt_word_rets(mid, tsc, 0, 4 | 3, 8, stack,
+					      4) == -EPROTO);
+		ptenc_free(fast);
+		ptenc_free(mid);
+		ptenc_free(one);
+	}
+}
+
 /* The IP of an IP packet, from the last one (SDM, "IP Compression"). */
 static uint64_t full_ip(const struct pt_packet_ip *p, uint64_t last)
 {
@@ -244,6 +351,7 @@ int main(void)
 
 	RUN(&st, test_conds_as_cond);
 	RUN(&st, test_fast_as_slow);
+	RUN(&st, test_rets_as_one);
 	RUN(&st, test_ip_packets);
 	return CHECK_DONE(&st);
 }
