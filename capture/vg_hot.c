@@ -60,7 +60,7 @@ static inline int hot_pack(struct thr *t, struct ptenc *g, uint64_t t0,
 	if (!rets)
 		return ptenc_fast_tnt_word(g, t0, dt, word);
 	rc = ptenc_fast_tnt_rets(g, t0, dt, word, rets, t->shadow, t->depth);
-	nr = (unsigned)__builtin_popcountll(rets);
+	nr = ptenc_nbits(rets);
 	t->depth -= nr <= t->depth ? nr : t->depth;
 	return rc;
 }

@@ -103,13 +103,24 @@ static inline int ptenc_fast_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt,
 	return 0;
 }
 
+/* The bits set in x: a pack holds a return or two (without -mpopcnt,
+ * __builtin_popcountll() is a call). */
+static inline unsigned ptenc_nbits(uint64_t x)
+{
+	unsigned n = 0;
+
+	for (; x; x &= x - 1)
+		n++;
+	return n;
+}
+
 /* ptenc_tnt_word_rets(): at once when the encoder's stack holds the
  * returns' targets, as the caller's does, on top. */
 static inline int ptenc_fast_tnt_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
 				      uint64_t word, uint64_t rets,
 				      const uint64_t *stack, size_t depth)
 {
-	unsigned nr = (unsigned)__builtin_popcountll(rets), top = g->rs_top;
+	unsigned nr = ptenc_nbits(rets), top = g->rs_top;
 
 	if (!word || rets >> (63 - __builtin_clzll(word)) || nr > g->rs_n ||
 	    nr > depth)
