@@ -126,6 +126,9 @@ struct mt_convert_opts {
 struct mt_convert_time {
 	bool ran;
 	double wall_s, cpu_s;
+	/* The process's peak RSS at the stage's end (KiB): the stage
+	 * that raised it is where the memory went. */
+	long peak_kb;
 };
 
 struct mt_convert_result {

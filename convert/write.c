@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static double since(clockid_t id, const struct timespec *a)
 {
@@ -31,9 +32,12 @@ void cv_clock_start(struct cv_clock *c, clockid_t cpu_id)
 
 void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
 {
+	struct rusage ru;
+
 	out->ran = true;
 	out->wall_s = since(CLOCK_MONOTONIC, &c->wall);
 	out->cpu_s = since(c->cpu_id, &c->cpu);
+	out->peak_kb = getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
 }
 
 void *cv_write_sqlite(void *arg)
