@@ -45,19 +45,41 @@
 #define EV_BLOCK      2048 /* events a block of a run's output */
 #define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
 
+/* 32 bytes: the events waiting are most of what a parallel decode adds
+ * to the memory (2 * nthreads pieces' worth).  tk: the time from the
+ * block's base (signed) in the high 56 bits, whether the event was
+ * delivered, not only pushed (struct strm_out), in bit 7, the kind in
+ * the low 7. */
 struct run_ev {
-	uint64_t t, ip, aux;
+	uint64_t tk, ip, aux;
 	struct dec_thread *th;
-	enum dec_kind k;
-	bool counted; /* delivered, not only pushed (struct strm_out) */
 };
 
 /* A run's events are a list of blocks, so that the thread handing them
  * over can read the first while the run appends to the last. */
 struct ev_block {
 	struct ev_block *next;
+	uint64_t base; /* the time of its first event */
 	struct run_ev e[EV_BLOCK];
 };
+
+_Static_assert(DEC_EXEC < 0x80, "a kind fits run_ev's 7 bits");
+
+static inline struct run_ev run_ev_make(const struct ev_block *b, uint64_t t,
+					enum dec_kind k, bool counted,
+					uint64_t ip, uint64_t aux,
+					struct dec_thread *th)
+{
+	return (struct run_ev){(t - b->base) << 8 | (uint64_t)counted << 7 |
+				       (uint64_t)k,
+			       ip, aux, th};
+}
+
+static inline uint64_t run_ev_time(const struct ev_block *b,
+				   const struct run_ev *v)
+{
+	return b->base + (uint64_t)((int64_t)v->tk >> 8);
+}
 
 /* What decides a stream's next events, at a tick: compared whole, so
  * every byte of it is set (no padding). */
@@ -475,6 +497,7 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 		if (!b)
 			return -ENOMEM;
 		b->next = NULL;
+		b->base = t;
 		if (pc->ev_last)
 			pc->ev_last->next = b;
 		else
@@ -482,7 +505,7 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 		pc->ev_last = b;
 	}
 	pc->ev_last->e[n % EV_BLOCK] =
-		(struct run_ev){t, ip, aux, th, k, counted};
+		run_ev_make(pc->ev_last, t, k, counted, ip, aux, th);
 	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
 	return 0;
 }
@@ -773,9 +796,11 @@ static int hand_over(struct par *p, struct piece *pc)
 			if (pos < pc->from)
 				continue;
 			v = &pc->ev_first->e[pos % EV_BLOCK];
-			rc = p->to.deliver(p->to.ctx, v->th, v->counted,
-					   pc->b->own != NULL, v->t, v->k,
-					   v->ip, v->aux);
+			rc = p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
+					   pc->b->own != NULL,
+					   run_ev_time(pc->ev_first, v),
+					   (enum dec_kind)(v->tk & 0x7f), v->ip,
+					   v->aux);
 			if (rc) {
 				pthread_mutex_lock(&p->lock);
 				blocks_put(p, read);
