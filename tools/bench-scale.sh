@@ -7,7 +7,9 @@
 # peak RSS, the CPU against -j 1's, and the wall time against the bare
 # libipt loop spread over that many cores (the floor of a libipt-based
 # converter on them).  The outputs of every -j are compared with -j 1's:
-# they must be the same, byte for byte.  Timings are whatever this
+# they must be the same, byte for byte.  Last, the machine's own CPU
+# growth with every core busy (the bare loop alone, then once on each
+# core at once).  Timings are whatever this
 # machine gives today: run it twice before believing a number.
 set -e
 MB=${1:-64}
@@ -73,3 +75,24 @@ echo "cores: $cores; -j $js"
 scale "one stream" "$D/raw.bin"
 scale "16 streams" "$D/t16/raw.bin"
 scale "4 MiB snapshot" "$S/raw.bin"
+
+# How much of the CPU that grows with -j is the machine's own: the bare
+# loop on the snapshot (three times over, to last a second or two) alone,
+# then one copy of it on each core at once.  The copies share no work,
+# so whatever CPU each gains is the machine's (SMT siblings sharing a
+# core, the caches and memory bandwidth, a VM's neighbours), and bounds
+# from below what a conversion on every core can keep to.
+loops() {
+	"$B/mt-bench" run sh -c "for i in 1 2 3; do '$B/mt-bench' decode '$S/raw.bin' >/dev/null; done"
+}
+one=$(field cpu "$(loops)")
+for k in $(seq "$cores"); do
+	loops >"$W/loop$k" &
+done
+wait
+all=$(cat "$W"/loop* | sed -n 's/.*cpu=\([0-9.]*\).*/\1/p' |
+	awk '{s += $1} END {print s / NR}')
+echo
+awk -v one="$one" -v all="$all" -v cores="$cores" 'BEGIN {
+	printf "the machine: the bare loop takes %.2f s of CPU alone, %.2f s each with %d at once: %.2fx (no work shared)\n",
+		one, all, cores, all / one }'
