@@ -37,15 +37,22 @@ static uint64_t some_ip(uint64_t *s)
 	return base[r % 4] + (r >> 8) % (r & 16 ? 0x100 : 0x10000000);
 }
 
+/* The emulators' packets (TNT-8 of 6 bits, MTC period 3), timed as
+ * asked. */
+static struct ptenc_cfg cfg_of(enum ptenc_timing timing)
+{
+	return (struct ptenc_cfg){.timing = timing,
+				  .psb_period = 0,
+				  .mtc_period = 3,
+				  .tsc_ctc_ratio = 40,
+				  .cbr = 20,
+				  .tnt_max = 6};
+}
+
 static void test_conds_as_cond(struct check_state *st)
 {
 	for (int timing = PTENC_TSC; timing <= PTENC_MTC; timing++) {
-		struct ptenc_cfg cfg = {.timing = (enum ptenc_timing)timing,
-					.psb_period = 0,
-					.mtc_period = 3,
-					.tsc_ctc_ratio = 40,
-					.cbr = 20,
-					.tnt_max = 6};
+		struct ptenc_cfg cfg = cfg_of((enum ptenc_timing)timing);
 		struct ptenc *run = ptenc_new(&cfg, 1),
 			     *one = ptenc_new(&cfg, 1);
 		uint64_t s = 42 + (uint64_t)timing, tsc = 1000000;
@@ -108,12 +115,7 @@ static void test_conds_as_cond(struct check_state *st)
  * not, runs across MTCs and PSBs included. */
 static void test_fast_as_slow(struct check_state *st)
 {
-	struct ptenc_cfg cfg = {.timing = PTENC_MTC,
-				.psb_period = 0,
-				.mtc_period = 3,
-				.tsc_ctc_ratio = 40,
-				.cbr = 20,
-				.tnt_max = 6};
+	struct ptenc_cfg cfg = cfg_of(PTENC_MTC);
 	struct ptenc *fast = ptenc_new(&cfg, 1), *one = ptenc_new(&cfg, 1);
 	uint64_t s = 99, tsc = 1000000, stack[256];
 	unsigned depth = 0;
@@ -184,12 +186,7 @@ static void test_fast_as_slow(struct check_state *st)
 static void test_rets_as_one(struct check_state *st)
 {
 	for (int timing = PTENC_TSC; timing <= PTENC_MTC; timing++) {
-		struct ptenc_cfg cfg = {.timing = (enum ptenc_timing)timing,
-					.psb_period = 0,
-					.mtc_period = 3,
-					.tsc_ctc_ratio = 40,
-					.cbr = 20,
-					.tnt_max = 6};
+		struct ptenc_cfg cfg = cfg_of((enum ptenc_timing)timing);
 		struct ptenc *fast = ptenc_new(&cfg, 1),
 			     *mid = ptenc_new(&cfg, 1),
 			     *one = ptenc_new(&cfg, 1);
