@@ -731,6 +731,8 @@ static void on_fork_child(ThreadId tid)
 	mtpt_th[tid].started = False;
 	mtpt_th[tid].pend = 0;
 	mtpt_th[tid].g = 0;
+	/* Its calls are its parent's: none it returns to compresses. */
+	mtpt_th[tid].rs_n = 0;
 	mtpt_cur = tid;
 	mtpt_said = 0;
 	mtpt_pend = 0;
