@@ -74,6 +74,7 @@ static const char usage[] =
 	"                     time, each with the stack at its start\n"
 	"  --stages           after the summary, one line per stage that\n"
 	"                     ran: stage NAME WALL_S CPU_S PEAK_RSS_KIB\n"
+	"                     OWN_CPU_S\n"
 	"  -q, --quiet        no summary\n";
 
 struct args {
@@ -576,16 +577,16 @@ static void warn_line(void *ctx, const char *line)
 }
 
 /* Where the time went: the wall and CPU seconds of each stage that ran
- * (convert.h says which overlap and how each is counted), and the peak
- * RSS in KiB at its end. */
+ * (convert.h says which overlap and how each is counted), the peak RSS
+ * in KiB at its end, and the CPU seconds of the thread that ran it. */
 static void print_stages(const struct mt_convert_result *r)
 {
 	for (int s = 0; s < MT_STAGE_NR; s++)
 		if (r->stages[s].ran)
-			fprintf(stderr, "stage %s %.6f %.6f %ld\n",
+			fprintf(stderr, "stage %s %.6f %.6f %ld %.6f\n",
 				mt_convert_stage_name((enum mt_convert_stage)s),
 				r->stages[s].wall_s, r->stages[s].cpu_s,
-				r->stages[s].peak_kb);
+				r->stages[s].peak_kb, r->stages[s].own_cpu_s);
 }
 
 /* What this program keeps while the conversion runs. */

@@ -129,6 +129,10 @@ struct mt_convert_time {
 	/* The process's peak RSS at the stage's end (KiB): the stage
 	 * that raised it is where the memory went. */
 	long peak_kb;
+	/* The CPU time of the thread that ran the stage (not its pools'
+	 * or workers'): work no more cores can share, such as building
+	 * the segments from the events the decode's workers hand over. */
+	double own_cpu_s;
 };
 
 struct mt_convert_result {

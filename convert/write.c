@@ -28,6 +28,7 @@ void cv_clock_start(struct cv_clock *c, clockid_t cpu_id)
 	c->cpu_id = cpu_id;
 	clock_gettime(CLOCK_MONOTONIC, &c->wall);
 	clock_gettime(cpu_id, &c->cpu);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c->own);
 }
 
 void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
@@ -37,6 +38,7 @@ void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
 	out->ran = true;
 	out->wall_s = since(CLOCK_MONOTONIC, &c->wall);
 	out->cpu_s = since(c->cpu_id, &c->cpu);
+	out->own_cpu_s = since(CLOCK_THREAD_CPUTIME_ID, &c->own);
 	out->peak_kb = getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
 }
 

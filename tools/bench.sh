@@ -152,7 +152,11 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # SQLite what the process spent beside them), so their shares are
 # estimates of the overlap.  A stage whose CPU is still below its wall
 # time waited on something else, and is counted as on one thread, an
-# upper bound (marked *).
+# upper bound (marked *).  And the CPU of the thread that ran a stage
+# (its sixth field: the decode's is the building of the segments from
+# the events its workers hand over) runs on one thread whatever the
+# cores: when it is more than the split says, it is the stage's
+# one-thread part (marked +).
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
@@ -163,7 +167,7 @@ sync
 	--stages -q 2>&1 | grep '^stage ' >"$D/stages.txt" || true
 rm -f "$D/stages.pftrace" "$D/stages.sqlite"
 awk -v P="$(nproc)" '
-	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; n = NR }
+	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; own[NR] = $6 + 0; n = NR }
 	END {
 		if (!n) { print "stages: mt-convert --stages printed none"; exit }
 		printf "stages on %d cores (the one-thread part s of each: w = s + p/%d, c = s + p):\n", P, P
@@ -171,12 +175,17 @@ awk -v P="$(nproc)" '
 		for (i = 1; i <= n; i++) {
 			s = P > 1 && c[i] >= w[i] * 0.9 ? (P * w[i] - c[i]) / (P - 1) : w[i]
 			s = s < 0 ? 0 : (s > w[i] ? w[i] : s)
+			mark[i] = c[i] < w[i] * 0.9 && w[i] > 0.01 ? " *" : ""
+			if (P > 1 && own[i] > s && s < w[i]) {
+				s = own[i] > w[i] ? w[i] : own[i]
+				mark[i] = " +"
+			}
 			ser[i] = s; S += s; PAR += c[i] > s ? c[i] - s : 0; W += w[i]; C += c[i]
 		}
 		T1 = S + PAR
 		for (i = 1; i <= n; i++)
 			printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%%s\n", name[i], w[i], c[i], ser[i],
-				T1 ? ser[i] / T1 * 100 : 0, (c[i] < w[i] * 0.9 && w[i] > 0.01 ? " *" : "")
+				T1 ? ser[i] / T1 * 100 : 0, mark[i]
 		printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%\n", "all", W, C, S, T1 ? S / T1 * 100 : 0
 		for (k = 16; k <= 64; k *= 4)
 			printf "  on %2d cores: at most %.1fx the speed of one core (%.2f s), as %.1f%% runs on one thread\n",

@@ -238,13 +238,13 @@ static void test_mt_convert_stages(struct check_state *st)
 	CHECK(st, f != NULL);
 	while (f && fgets(line, sizeof(line), f)) {
 		char name[32];
-		double wall, cpu;
+		double wall, cpu, own;
 		long peak;
 
 		CHECKF(st,
-		       sscanf(line, "stage %31s %lf %lf %ld", name, &wall, &cpu,
-			      &peak) == 4 &&
-			       wall >= 0 && cpu >= 0,
+		       sscanf(line, "stage %31s %lf %lf %ld %lf", name, &wall,
+			      &cpu, &peak, &own) == 5 &&
+			       wall >= 0 && cpu >= 0 && own >= 0,
 		       "%s", line);
 		/* (The Perfetto trace and the database end in either
 		 * order: the peaks are not in order.) */
