@@ -128,8 +128,8 @@ heuristic() {
 		return
 	fi
 	db_calls "$d/h.sqlite" "coalesce(s.goroutine, 0) || '/' || s.resume_guessed" >"$d/h.calls"
-	awk '{split($2, f, "/"); print $1, f[1]}' "$d/t.calls" >"$d/t.names"
-	awk '{split($2, f, "/"); print $1, f[1]}' "$d/h.calls" >"$d/h.names"
+	awk '{sub(/\/[^\/]*$/, "", $2); print $1, $2}' "$d/t.calls" >"$d/t.names"
+	awk '{sub(/\/[^\/]*\/[^\/]*$/, "", $2); print $1, $2}' "$d/h.calls" >"$d/h.names"
 	if hcalls=$(same "$d/t.names" "$d/h.names"); then
 		hcalls=
 	else
@@ -137,13 +137,21 @@ heuristic() {
 	fi
 	n=$(spans "$d/h.sqlite")
 	# each of ours is one goroutine of the truth's, and each of the
-	# truth's one of ours, wherever no guess is flagged
-	bad=$(paste -d ' ' "$d/t.calls" "$d/h.calls" | awk '{
-			split($2, t, "/"); split($4, h, "/")
-			if ($1 != $3 || h[3] == 1)
+	# truth's one of ours, wherever no guess is flagged: the k-th call
+	# of a thread against the k-th of the same thread (the two lists
+	# need not give the threads in the same order: two that begin at
+	# once come in either)
+	# (the fields counted from the end: a Go function's name may hold
+	# a slash)
+	bad=$(awk 'FILENAME == ARGV[1] { m = split($2, f, "/"); tg[$1, nt0[$1]++] = f[m]; next }
+		{
+			m = split($2, h, "/")
+			k = nh0[$1]++
+			g = h[m - 1]
+			if (!(($1, k) in tg) || h[m] == 1)
 				next
-			if (!((h[2], t[2]) in seen)) {
-				seen[h[2], t[2]] = 1; nh[h[2]]++; nt[t[2]]++
+			if (!((g, tg[$1, k]) in seen)) {
+				seen[g, tg[$1, k]] = 1; nh[g]++; nt[tg[$1, k]]++
 			}
 		}
 		END {
@@ -153,37 +161,19 @@ heuristic() {
 					bad++
 			}
 			print bad + 0
-		}')
+		}' "$d/t.calls" "$d/h.calls")
 	guessed=$(sqlite3 "$d/h.sqlite" "SELECT count(*) FROM slice WHERE resume_guessed")
 }
-# The heuristic pairs goroutines by what their stacks show; on some of
-# Valgrind's thread schedules (they vary from run to run) it pairs a few
-# without flagging a guess: an open defect of the heuristic, not of the
-# capture.  So a run that fails it is captured again, twice at most, and
-# the line says how many runs it took.
 heuristic "$W"
-try=1
-while [ $try -lt 3 ] && [ -z "$hcalls" ] && { [ "$n" != 0 ] || [ "$bad" != 0 ]; }; do
-	try=$((try + 1))
-	mkdir -p "$W/run$try"
-	if ! GODEBUG=asyncpreemptoff=1 "$B/mt-capture" --emulate=valgrind --start-at '' \
-		--truth "$W/run$try/truth.tsv" -o "$W/run$try/raw.bin" -- "$W/goroutines" 4 300 \
-		>"$W/run$try/cap.out" 2>"$W/run$try/cap.err"; then
-		echo "FAIL go_capture: $(tail -1 "$W/run$try/cap.err")"
-		break
-	fi
-	go_truth_calls "$W/run$try/truth.tsv" >"$W/run$try/t.calls"
-	heuristic "$W/run$try"
-done
 if [ -z "$hcalls" ]; then
 	echo "PASS go_heuristic_calls"
 else
 	echo "FAIL go_heuristic_calls: ${hcalls//$'\n'/; }"
 fi
 if [ -z "$hcalls" ] && [ "$n" = 0 ] && [ "$bad" = 0 ]; then
-	echo "PASS go_heuristic_goroutines (no slice spans two; $guessed slices resume_guessed; run $try of 3)"
+	echo "PASS go_heuristic_goroutines (no slice spans two; $guessed slices resume_guessed)"
 elif [ -z "$hcalls" ]; then
-	echo "FAIL go_heuristic_goroutines: $n slices span two goroutines, $bad pairings not one to one outside the guesses (in each of $try runs)"
+	echo "FAIL go_heuristic_goroutines: $n slices span two goroutines, $bad pairings not one to one outside the guesses"
 fi
 
 # Not Go: nothing of goroutines.
