@@ -12,107 +12,8 @@
 #include "writers/btree_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/*
- * slice_raw: one row per slice in id order, which is its rowid order.
- * Columns as in the schema: id (the rowid, stored as NULL), ts, dur,
- * track_id, depth, parent_id, frame_id, segment.
- */
-static int fill_slice_rows(struct sq *w, struct bt_tree *bt)
-{
-	const struct mt_trace *t = w->t;
-	uint64_t id = 0;
-	int rc = 0;
-
-	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-		uint64_t base = id;
-
-		for (size_t j = 0; !rc && j < th->nr_slices; j++, id++) {
-			const struct mt_slice *s = &th->slices[j];
-			int root_slice = s->parent == MT_NONE;
-			int64_t v[8] = {
-				0,
-				(int64_t)s->ts,
-				(int64_t)s->dur,
-				(int64_t)ti,
-				s->depth,
-				root_slice ? 0 : (int64_t)(base + s->parent),
-				w->frame_of[id],
-				s->segment,
-			};
-			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
-					 (uint32_t)(s->segment == MT_NONE) << 7;
-
-			rc = bt_row(bt, (int64_t)id, v, nulls, 8);
-		}
-	}
-	return rc;
-}
-
-/* A slice's start, as SQLite orders it (signed), and its index. */
-struct ts_idx {
-	int64_t ts;
-	size_t j;
-};
-
-static int ts_idx_cmp(const void *a, const void *b)
-{
-	const struct ts_idx *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->j < y->j ? -1 : x->j > y->j;
-}
-
-/*
- * slice_track_ts: (track_id, ts, id).  Ids are in thread order, and in a
- * thread in pre-order, which is start order: the entries come in the
- * table's order.  A thread whose starts are not in order (the model
- * promises they are) is sorted rather than trusted.
- */
-static int fill_track_index(struct sq *w, struct bt_tree *bt)
-{
-	const struct mt_trace *t = w->t;
-	struct ts_idx *order = NULL;
-	uint64_t base = 0;
-	int rc = 0;
-
-	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
-		const struct mt_slice *sl = th->slices;
-		size_t n = th->nr_slices, j = 1;
-
-		while (j < n && (int64_t)sl[j - 1].ts <= (int64_t)sl[j].ts)
-			j++;
-		if (j < n) {
-			order = malloc(n * sizeof(*order));
-			if (!order) {
-				rc = -ENOMEM;
-				break;
-			}
-			for (j = 0; j < n; j++)
-				order[j] =
-					(struct ts_idx){(int64_t)sl[j].ts, j};
-			qsort(order, n, sizeof(*order), ts_idx_cmp);
-		}
-		for (j = 0; !rc && j < n; j++) {
-			size_t k = order ? order[j].j : j;
-			int64_t v[3] = {(int64_t)ti, (int64_t)sl[k].ts,
-					(int64_t)(base + k)};
-
-			rc = bt_entry(bt, v, 0, 3);
-		}
-		free(order);
-		order = NULL;
-		base += n;
-	}
-	return rc;
-}
 
 /* An open ancestor in a walk of a thread's slices, and its last child
  * seen so far. */
@@ -271,146 +172,307 @@ int sq_read_roots(struct sq *w, uint32_t *roots)
 	return rc;
 }
 
-/* One of the trees: its leaves in a run of pages from first on (0: a
- * dry run, which counts them), on a thread of its own or not. */
-struct tree_job {
+/* Rows (or entries) of a range: fixed, so that the pages are the same
+ * for any number of threads.  A range's pages are held until joined:
+ * about 1.8 MB of slice_raw. */
+#define SQ_RANGE ((uint64_t)1 << 16)
+
+/* The trees built in ranges, slice_raw's first. */
+enum { SQ_TREE_ROWS, SQ_TREE_TRACK_TS, SQ_NR_RANGED };
+
+/* What the ranges share; read only while they are built. */
+struct sq_plan {
 	struct sq *w;
 	struct bt_file *f;
-	unsigned which; /* SQ_TREE_* */
-	uint32_t root, first;
-	uint32_t *next; /* the parent index's sibling links */
-	struct bt_tree bt;
-	int rc;
-	pthread_t th;
-	bool threaded;
+	uint64_t *base;	  /* by thread: its first slice id; then the end */
+	uint32_t **order; /* by thread: its slices by start, when they are
+			     not in order already, else NULL */
+	uint64_t nr_ranges;
+	struct bt_tree trees[SQ_NR_RANGED]; /* the ranges joined */
 };
 
-enum { SQ_TREE_ROWS, SQ_TREE_TRACK_TS, SQ_TREE_PARENT };
+/* One range of one tree: rows (or entries) first .. end - 1. */
+struct range_job {
+	struct sq_plan *p;
+	unsigned tree;
+	uint64_t first, end;
+	struct bt_tree bt;
+};
 
-static void *tree_run(void *arg)
+/* The thread the row (or entry) at pos is of: the last whose base is
+ * at or before it. */
+static size_t thread_at(const struct sq_plan *p, uint64_t pos)
 {
-	struct tree_job *j = arg;
+	size_t lo = 0, hi = p->w->t->nr_threads;
 
-	j->rc = bt_begin_run(&j->bt, j->f, j->which != SQ_TREE_ROWS, j->root,
-			     j->first);
-	if (!j->rc) {
-		switch (j->which) {
-		case SQ_TREE_ROWS:
-			j->rc = fill_slice_rows(j->w, &j->bt);
-			break;
-		case SQ_TREE_TRACK_TS:
-			j->rc = fill_track_index(j->w, &j->bt);
-			break;
-		default:
-			j->rc = fill_parent_index(j->w, &j->bt, j->next);
-		}
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->base[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	if (!j->rc)
-		j->rc = bt_end_leaves(&j->bt);
-	return NULL;
-}
-
-/* A tree on a thread of its own, or on this one when none can be had. */
-static void tree_start(struct tree_job *j)
-{
-	j->threaded = !pthread_create(&j->th, NULL, tree_run, j);
-	if (!j->threaded)
-		tree_run(j);
-}
-
-static int tree_wait(struct tree_job *j)
-{
-	if (j->threaded)
-		pthread_join(j->th, NULL);
-	j->threaded = false;
-	return j->rc;
+	return lo;
 }
 
 /*
- * The three trees' leaves side by side: slice_raw's from the end of the
- * file on, slice_track_ts's after them and slice_parent's after those,
- * each run's first page found by a dry run of the tree before (for
- * slice_parent, of both before, side by side).  slice_parent begins once
- * slice_raw is done, so that its links take the frames' words as when
- * the trees are built in turn, rather than 4 more bytes a slice: the
- * function figures, summed meanwhile, take longer than either.
+ * slice_raw's rows first .. end - 1, in id order, which is its rowid
+ * order.  Columns as in the schema: id (the rowid, stored as NULL), ts,
+ * dur, track_id, depth, parent_id, frame_id, segment.
  */
-static int trees_side_by_side(struct sq *w, struct bt_file *f,
-			      const uint32_t *roots, struct tree_job *jobs)
+static int fill_slice_rows(const struct sq_plan *p, struct bt_tree *bt,
+			   uint64_t first, uint64_t end)
 {
-	struct tree_job dry[2] = {
-		{.w = w, .f = f, .which = SQ_TREE_ROWS, .root = roots[0]},
-		{.w = w, .f = f, .which = SQ_TREE_TRACK_TS, .root = roots[1]},
-	};
-	int rc;
-
-	tree_start(&jobs[SQ_TREE_ROWS]);
-	tree_start(&dry[0]);
-	tree_run(&dry[1]);
-	rc = tree_wait(&dry[0]);
-	if (!rc)
-		rc = dry[1].rc;
-	if (!rc) {
-		jobs[SQ_TREE_TRACK_TS].first =
-			bt_run_end(&dry[0].bt, jobs[SQ_TREE_ROWS].first);
-		jobs[SQ_TREE_PARENT].first =
-			bt_run_end(&dry[1].bt, jobs[SQ_TREE_TRACK_TS].first);
-		tree_start(&jobs[SQ_TREE_TRACK_TS]);
-	}
-	bt_free(&dry[0].bt);
-	bt_free(&dry[1].bt);
-	if (tree_wait(&jobs[SQ_TREE_ROWS]) && !rc)
-		rc = jobs[SQ_TREE_ROWS].rc;
-	if (!rc) {
-		jobs[SQ_TREE_PARENT].next = w->frame_of;
-		tree_run(&jobs[SQ_TREE_PARENT]);
-	}
-	for (size_t i = 0; i < SQ_NR_TREES; i++)
-		if (tree_wait(&jobs[i]) && !rc)
-			rc = jobs[i].rc;
-	return rc;
-}
-
-/* The same trees one after the other, on this thread. */
-static int trees_in_turn(struct sq *w, struct tree_job *jobs)
-{
+	const struct mt_trace *t = p->w->t;
+	size_t ti = thread_at(p, first);
+	uint64_t id = first;
 	int rc = 0;
 
-	/* slice_raw is written before: the frames' words are free. */
-	jobs[SQ_TREE_PARENT].next = w->frame_of;
-	for (size_t i = 0; !rc && i < SQ_NR_TREES; i++) {
-		if (i)
-			jobs[i].first =
-				bt_run_end(&jobs[i - 1].bt, jobs[i - 1].first);
-		tree_run(&jobs[i]);
-		rc = jobs[i].rc;
+	for (; !rc && id < end; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+		uint64_t base = p->base[ti];
+		uint64_t stop = p->base[ti + 1] < end ? p->base[ti + 1] : end;
+
+		for (; !rc && id < stop; id++) {
+			const struct mt_slice *s = &th->slices[id - base];
+			int root_slice = s->parent == MT_NONE;
+			int64_t v[8] = {
+				0,
+				(int64_t)s->ts,
+				(int64_t)s->dur,
+				(int64_t)ti,
+				s->depth,
+				root_slice ? 0 : (int64_t)(base + s->parent),
+				p->w->frame_of[id],
+				s->segment,
+			};
+			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
+					 (uint32_t)(s->segment == MT_NONE) << 7;
+
+			rc = bt_row(bt, (int64_t)id, v, nulls, 8);
+		}
 	}
 	return rc;
 }
 
-/* The slice table and its indexes, into the file SQLite has closed:
- * their leaves, then their interior pages. */
+/*
+ * slice_track_ts's entries first .. end - 1: (track_id, ts, id).  Ids
+ * are in thread order, and in a thread in pre-order, which is start
+ * order: entry k is slice k's.  A thread whose starts are not in order
+ * (the model promises they are) has its order sorted beforehand.
+ */
+static int fill_track_index(const struct sq_plan *p, struct bt_tree *bt,
+			    uint64_t first, uint64_t end)
+{
+	const struct mt_trace *t = p->w->t;
+	size_t ti = thread_at(p, first);
+	uint64_t pos = first;
+	int rc = 0;
+
+	for (; !rc && pos < end; ti++) {
+		const struct mt_slice *sl = t->threads[ti].slices;
+		const uint32_t *order = p->order[ti];
+		uint64_t base = p->base[ti];
+		uint64_t stop = p->base[ti + 1] < end ? p->base[ti + 1] : end;
+
+		for (; !rc && pos < stop; pos++) {
+			size_t k = order ? order[pos - base] : pos - base;
+			int64_t v[3] = {(int64_t)ti, (int64_t)sl[k].ts,
+					(int64_t)(base + k)};
+
+			rc = bt_entry(bt, v, 0, 3);
+		}
+	}
+	return rc;
+}
+
+/* A slice's start, as SQLite orders it (signed), and its index. */
+struct ts_idx {
+	int64_t ts;
+	size_t j;
+};
+
+static int ts_idx_cmp(const void *a, const void *b)
+{
+	const struct ts_idx *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->j < y->j ? -1 : x->j > y->j;
+}
+
+/* The order of a thread's slices by start, for one whose slices are not
+ * in it. */
+static int sort_thread(const struct mt_thread *th, uint32_t **order)
+{
+	size_t n = th->nr_slices;
+	struct ts_idx *by_ts = malloc(n * sizeof(*by_ts));
+
+	*order = malloc(n * sizeof(**order));
+	if (!by_ts || !*order) {
+		free(by_ts);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j < n; j++)
+		by_ts[j] = (struct ts_idx){(int64_t)th->slices[j].ts, j};
+	qsort(by_ts, n, sizeof(*by_ts), ts_idx_cmp);
+	for (size_t j = 0; j < n; j++)
+		(*order)[j] = (uint32_t)by_ts[j].j;
+	free(by_ts);
+	return 0;
+}
+
+static int plan_start(struct sq_plan *p, struct sq *w, struct bt_file *f,
+		      const uint32_t *roots)
+{
+	const struct mt_trace *t = w->t;
+	int rc = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->w = w;
+	p->f = f;
+	p->base = malloc((t->nr_threads + 1) * sizeof(*p->base));
+	p->order = calloc(t->nr_threads + 1, sizeof(*p->order));
+	if (!p->base || !p->order)
+		return -ENOMEM;
+	p->base[0] = 0;
+	for (size_t ti = 0; ti < t->nr_threads; ti++) {
+		const struct mt_thread *th = &t->threads[ti];
+
+		p->base[ti + 1] = p->base[ti] + th->nr_slices;
+		if (!rc && w->ts_unsorted[ti])
+			rc = sort_thread(th, &p->order[ti]);
+	}
+	p->nr_ranges = (w->nr_slices + SQ_RANGE - 1) / SQ_RANGE;
+	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+		rc = bt_begin(&p->trees[i], f, i != SQ_TREE_ROWS, roots[i]);
+	return rc;
+}
+
+static void plan_free(struct sq_plan *p)
+{
+	for (size_t ti = 0; p->order && ti < p->w->t->nr_threads; ti++)
+		free(p->order[ti]);
+	free(p->order);
+	free(p->base);
+	for (unsigned i = 0; i < SQ_NR_RANGED; i++)
+		bt_free(&p->trees[i]);
+}
+
+/* A range's leaves, into memory, on any thread. */
+static int range_work(void *ctx, unsigned worker, void *job)
+{
+	struct range_job *j = job;
+	const struct sq_plan *p = ctx;
+	int rc;
+
+	(void)worker;
+	rc = bt_range_begin(&j->bt, p->f, j->tree != SQ_TREE_ROWS,
+			    j->end < p->w->nr_slices, j->end - j->first);
+	if (!rc)
+		rc = j->tree == SQ_TREE_ROWS
+			     ? fill_slice_rows(p, &j->bt, j->first, j->end)
+			     : fill_track_index(p, &j->bt, j->first, j->end);
+	if (!rc)
+		rc = bt_range_end(&j->bt);
+	return rc;
+}
+
+/* A range's leaves into the file, after the ranges before it. */
+static int range_finish(void *ctx, void *job)
+{
+	struct sq_plan *p = ctx;
+	struct range_job *j = job;
+	int rc = bt_join(&p->trees[j->tree], &j->bt);
+
+	bt_free(&j->bt);
+	return rc;
+}
+
+/*
+ * slice_raw's ranges, then slice_track_ts's: built on jobs threads when
+ * there are more than one, joined in this order.  Jobs ahead of the
+ * oldest one not joined: 2 a thread, a range's pages each.
+ */
+static int build_ranges(struct sq_plan *p, unsigned jobs)
+{
+	unsigned depth = 2 * jobs;
+	struct range_job *slots = calloc(depth + 1, sizeof(*slots));
+	struct mt_pool *pool = NULL;
+	uint64_t k = 0;
+	int rc;
+
+	if (!slots)
+		return -ENOMEM;
+	rc = jobs > 1 ? mt_pool_start(&pool, jobs, range_work, range_finish, p,
+				      depth)
+		      : 0;
+	for (unsigned tree = 0; !rc && tree < SQ_NR_RANGED; tree++)
+		for (uint64_t r = 0; !rc && r < p->nr_ranges; r++, k++) {
+			struct range_job *j = &slots[k % (depth + 1)];
+
+			/* What a failed job left; one joined is freed. */
+			bt_free(&j->bt);
+			*j = (struct range_job){
+				.p = p,
+				.tree = tree,
+				.first = r * SQ_RANGE,
+				.end = r + 1 < p->nr_ranges ? (r + 1) * SQ_RANGE
+							    : p->w->nr_slices};
+			if (pool) {
+				rc = mt_pool_put(pool, j);
+			} else {
+				rc = range_work(p, 0, j);
+				if (!rc)
+					rc = range_finish(p, j);
+			}
+		}
+	if (pool) {
+		int prc = mt_pool_end(pool);
+
+		if (!rc)
+			rc = prc;
+	}
+	for (unsigned i = 0; i <= depth; i++)
+		bt_free(&slots[i].bt);
+	free(slots);
+	return rc;
+}
+
+/*
+ * The slice table and its indexes, into the file SQLite has closed:
+ * slice_raw's leaves and slice_track_ts's, built in ranges side by side
+ * (build_ranges), then slice_parent's, read off the sibling links that
+ * take the frames' words once slice_raw is written; then the interior
+ * pages of the three.
+ */
 int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
 {
-	struct tree_job jobs[SQ_NR_TREES];
+	struct sq_plan p;
+	struct bt_tree parent = {0};
 	struct bt_file f;
 	int rc = bt_open(&f, tmp);
 
 	if (rc)
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
-	for (unsigned i = 0; i < SQ_NR_TREES; i++)
-		jobs[i] = (struct tree_job){
-			.w = w, .f = &f, .which = i, .root = roots[i]};
-	jobs[0].first = bt_file_end(&f);
-	rc = w->jobs > 1 ? trees_side_by_side(w, &f, roots, jobs)
-			 : trees_in_turn(w, jobs);
+	rc = plan_start(&p, w, &f, roots);
 	if (!rc)
-		rc = bt_runs_done(&f, bt_run_end(&jobs[SQ_NR_TREES - 1].bt,
-						 jobs[SQ_NR_TREES - 1].first));
-	for (size_t i = 0; !rc && i < SQ_NR_TREES; i++)
-		rc = bt_levels(&jobs[i].bt);
-	for (size_t i = 0; i < SQ_NR_TREES; i++)
-		bt_free(&jobs[i].bt);
+		rc = build_ranges(&p, w->jobs);
+	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+		rc = bt_end_leaves(&p.trees[i]);
+	if (!rc)
+		rc = bt_begin(&parent, &f, 1, roots[SQ_NR_RANGED]);
+	if (!rc)
+		rc = fill_parent_index(w, &parent, w->frame_of);
+	if (!rc)
+		rc = bt_end_leaves(&parent);
+	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+		rc = bt_levels(&p.trees[i]);
+	if (!rc)
+		rc = bt_levels(&parent);
+	bt_free(&parent);
+	plan_free(&p);
 	if (rc) {
 		bt_close(&f, 1);
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));

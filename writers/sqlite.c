@@ -704,6 +704,7 @@ int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
 	free(w.frames);
 	mt_hmap_free(&w.frame_heads);
 	free(w.frame_of);
+	free(w.ts_unsorted);
 	free(w.tids);
 	free(w.pids);
 	return rc;
