@@ -177,26 +177,45 @@ int sq_read_roots(struct sq *w, uint32_t *roots)
  * about 1.8 MB of slice_raw. */
 #define SQ_RANGE ((uint64_t)1 << 16)
 
-/* The trees built in ranges, slice_raw's first. */
-enum { SQ_TREE_ROWS, SQ_TREE_TRACK_TS, SQ_NR_RANGED };
+/* The jobs, in the order of the trees' leaves in the file. */
+enum {
+	SQ_TREE_ROWS,	  /* slice_raw's ranges */
+	SQ_TREE_TRACK_TS, /* slice_track_ts's */
+	SQ_TREE_PARENT,	  /* slice_parent's */
+	SQ_LINKS,	  /* slice_parent's sibling links, by block of ids */
+};
 
-/* What the ranges share; read only while they are built. */
+/* What the jobs share; read only while they are worked, written only as
+ * they finish. */
 struct sq_plan {
 	struct sq *w;
 	struct bt_file *f;
-	uint64_t *base;	  /* by thread: its first slice id; then the end */
-	uint32_t **order; /* by thread: its slices by start, when they are
-			     not in order already, else NULL */
-	uint64_t nr_ranges;
-	struct bt_tree trees[SQ_NR_RANGED]; /* the ranges joined */
+	uint64_t *base;	    /* by thread: its first slice id; then the end */
+	uint32_t **order;   /* by thread: its slices by start, when they are
+			       not in order already, else NULL */
+	uint64_t nr_ranges; /* of the first two trees; blocks of ids */
+	/*
+	 * slice_parent's entries by block of SQ_RANGE ids: the roots in it
+	 * (unit b), the children of the parents in it (unit nr_ranges + b),
+	 * and the ranges cut between units, each range_end[r] its end.
+	 */
+	uint64_t *unit_entries;
+	uint64_t *range_end;
+	uint64_t nr_parent_ranges;
+	bool not_walk; /* a thread is no depth-first walk */
+	struct bt_tree trees[SQ_TREE_PARENT + 1]; /* the ranges joined */
 };
 
-/* One range of one tree: rows (or entries) first .. end - 1. */
+/* One job: rows (or entries, or units, or ids) first .. end - 1 of one
+ * tree. */
 struct range_job {
 	struct sq_plan *p;
-	unsigned tree;
-	uint64_t first, end;
+	unsigned kind; /* SQ_TREE_*, SQ_LINKS */
+	uint64_t first, end, nr;
 	struct bt_tree bt;
+	uint64_t *kids; /* SQ_LINKS: children by block of their parent */
+	uint64_t roots;
+	bool not_walk;
 };
 
 /* The thread the row (or entry) at pos is of: the last whose base is
@@ -345,7 +364,11 @@ static int plan_start(struct sq_plan *p, struct sq *w, struct bt_file *f,
 			rc = sort_thread(th, &p->order[ti]);
 	}
 	p->nr_ranges = (w->nr_slices + SQ_RANGE - 1) / SQ_RANGE;
-	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+	p->unit_entries = calloc(2 * p->nr_ranges + 1, sizeof(uint64_t));
+	p->range_end = calloc(2 * p->nr_ranges + 1, sizeof(uint64_t));
+	if (!p->unit_entries || !p->range_end)
+		rc = -ENOMEM;
+	for (unsigned i = 0; !rc && i <= SQ_TREE_PARENT; i++)
 		rc = bt_begin(&p->trees[i], f, i != SQ_TREE_ROWS, roots[i]);
 	return rc;
 }
@@ -356,11 +379,108 @@ static void plan_free(struct sq_plan *p)
 		free(p->order[ti]);
 	free(p->order);
 	free(p->base);
-	for (unsigned i = 0; i < SQ_NR_RANGED; i++)
+	free(p->unit_entries);
+	free(p->range_end);
+	for (unsigned i = 0; i <= SQ_TREE_PARENT; i++)
 		bt_free(&p->trees[i]);
 }
 
-/* A range's leaves, into memory, on any thread. */
+/*
+ * The sibling links of the slices in a block of ids, into the frames'
+ * words (set to MT_NONE before), and its counts: the roots in it, and
+ * the children of the parents in each block.  A slice's previous
+ * sibling is the child of its parent that the slice before it is or
+ * descends from: found going up from there, which takes as many steps
+ * in all as the walk's stack would pop.  Not finding the parent there
+ * means the thread is no depth-first walk.
+ */
+static int link_block(const struct sq_plan *p, struct range_job *j)
+{
+	const struct mt_trace *t = p->w->t;
+	uint32_t *next = p->w->frame_of;
+	size_t ti = thread_at(p, j->first);
+	uint64_t id = j->first;
+
+	j->kids = calloc(p->nr_ranges, sizeof(*j->kids));
+	if (!j->kids)
+		return -ENOMEM;
+	for (; id < j->end; ti++) {
+		const struct mt_slice *sl = t->threads[ti].slices;
+		uint64_t base = p->base[ti];
+		uint64_t stop =
+			p->base[ti + 1] < j->end ? p->base[ti + 1] : j->end;
+
+		for (; id < stop; id++) {
+			uint32_t c = (uint32_t)(id - base), par = sl[c].parent;
+			uint32_t x = c - 1;
+
+			if (par == MT_NONE) {
+				j->roots++;
+				continue;
+			}
+			j->kids[(base + par) / SQ_RANGE]++;
+			/* parent < c (sq_write_frames): x only goes down. */
+			while (x != par && sl[x].parent != par) {
+				x = sl[x].parent;
+				if (x == MT_NONE) {
+					j->not_walk = true;
+					return 0;
+				}
+			}
+			if (x != par)
+				next[base + x] = c;
+		}
+	}
+	return 0;
+}
+
+/* slice_parent's entries of units first .. end - 1, in order: roots by
+ * id, then children by parent and id (the first child of a parent is
+ * the slice after it, the others follow by sibling links). */
+static int fill_parent_units(const struct sq_plan *p, struct bt_tree *bt,
+			     uint64_t first, uint64_t end)
+{
+	const struct mt_trace *t = p->w->t;
+	const uint32_t *next = p->w->frame_of;
+	uint64_t n = p->w->nr_slices;
+	int rc = 0;
+
+	for (uint64_t u = first; !rc && u < end; u++) {
+		int kids = u >= p->nr_ranges;
+		uint64_t b = kids ? u - p->nr_ranges : u;
+		uint64_t id = b * SQ_RANGE;
+		uint64_t stop = id + SQ_RANGE < n ? id + SQ_RANGE : n;
+		size_t ti = thread_at(p, id);
+
+		for (; !rc && id < stop; ti++) {
+			const struct mt_slice *sl = t->threads[ti].slices;
+			uint64_t base = p->base[ti];
+			uint64_t tend =
+				p->base[ti + 1] < stop ? p->base[ti + 1] : stop;
+			uint32_t nr = (uint32_t)(p->base[ti + 1] - base);
+
+			for (; !rc && id < tend; id++) {
+				uint32_t k = (uint32_t)(id - base), c;
+
+				if (!kids) {
+					int64_t v[2] = {0, (int64_t)id};
+
+					if (sl[k].parent == MT_NONE)
+						rc = bt_entry(bt, v, 1, 2);
+					continue;
+				}
+				c = k + 1 < nr && sl[k + 1].parent == k
+					    ? k + 1
+					    : MT_NONE;
+				for (; !rc && c != MT_NONE; c = next[base + c])
+					rc = parent_entry(bt, id, base + c);
+			}
+		}
+	}
+	return rc;
+}
+
+/* A range's leaves, into memory, on any thread; or a block's links. */
 static int range_work(void *ctx, unsigned worker, void *job)
 {
 	struct range_job *j = job;
@@ -368,34 +488,77 @@ static int range_work(void *ctx, unsigned worker, void *job)
 	int rc;
 
 	(void)worker;
-	rc = bt_range_begin(&j->bt, p->f, j->tree != SQ_TREE_ROWS,
-			    j->end < p->w->nr_slices, j->end - j->first);
-	if (!rc)
-		rc = j->tree == SQ_TREE_ROWS
-			     ? fill_slice_rows(p, &j->bt, j->first, j->end)
-			     : fill_track_index(p, &j->bt, j->first, j->end);
-	if (!rc)
-		rc = bt_range_end(&j->bt);
-	return rc;
+	if (j->kind == SQ_LINKS)
+		return link_block(p, j);
+	rc = bt_range_begin(&j->bt, p->f, j->kind != SQ_TREE_ROWS,
+			    j->kind == SQ_TREE_PARENT
+				    ? j->end < 2 * p->nr_ranges
+				    : j->end < p->w->nr_slices,
+			    j->nr);
+	if (rc)
+		return rc;
+	switch (j->kind) {
+	case SQ_TREE_ROWS:
+		rc = fill_slice_rows(p, &j->bt, j->first, j->end);
+		break;
+	case SQ_TREE_TRACK_TS:
+		rc = fill_track_index(p, &j->bt, j->first, j->end);
+		break;
+	default:
+		rc = fill_parent_units(p, &j->bt, j->first, j->end);
+	}
+	return rc ? rc : bt_range_end(&j->bt);
 }
 
-/* A range's leaves into the file, after the ranges before it. */
+/* A range's leaves into the file, after the ranges before it; a block's
+ * counts into the plan. */
 static int range_finish(void *ctx, void *job)
 {
 	struct sq_plan *p = ctx;
 	struct range_job *j = job;
-	int rc = bt_join(&p->trees[j->tree], &j->bt);
+	int rc = 0;
 
+	if (j->kind == SQ_LINKS) {
+		uint64_t b = j->first / SQ_RANGE;
+
+		p->unit_entries[b] = j->roots;
+		for (uint64_t k = 0; k <= b; k++)
+			p->unit_entries[p->nr_ranges + k] += j->kids[k];
+		p->not_walk |= j->not_walk;
+	} else {
+		rc = bt_join(&p->trees[j->kind], &j->bt);
+	}
+	free(j->kids);
+	j->kids = NULL;
 	bt_free(&j->bt);
 	return rc;
 }
 
+/* Job r of a kind: what it covers. */
+static void job_at(struct sq_plan *p, struct range_job *j, unsigned kind,
+		   uint64_t r)
+{
+	*j = (struct range_job){.p = p, .kind = kind};
+	if (kind == SQ_TREE_PARENT) {
+		j->first = r ? p->range_end[r - 1] : 0;
+		j->end = p->range_end[r];
+		for (uint64_t u = j->first; u < j->end; u++)
+			j->nr += p->unit_entries[u];
+		return;
+	}
+	j->first = r * SQ_RANGE;
+	j->end = r + 1 < p->nr_ranges ? (r + 1) * SQ_RANGE : p->w->nr_slices;
+	j->nr = j->end - j->first;
+}
+
 /*
- * slice_raw's ranges, then slice_track_ts's: built on jobs threads when
- * there are more than one, joined in this order.  Jobs ahead of the
- * oldest one not joined: 2 a thread, a range's pages each.
+ * Jobs of the kinds given, nr[i] of kind kinds[i], worked on jobs
+ * threads when there are more than one and finished in this order.
+ * Jobs ahead of the oldest one not finished: 2 a thread, a range's pages
+ * each.
  */
-static int build_ranges(struct sq_plan *p, unsigned jobs)
+static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
+		    const uint64_t *nr, size_t nr_kinds)
 {
 	unsigned depth = 2 * jobs;
 	struct range_job *slots = calloc(depth + 1, sizeof(*slots));
@@ -408,18 +571,14 @@ static int build_ranges(struct sq_plan *p, unsigned jobs)
 	rc = jobs > 1 ? mt_pool_start(&pool, jobs, range_work, range_finish, p,
 				      depth)
 		      : 0;
-	for (unsigned tree = 0; !rc && tree < SQ_NR_RANGED; tree++)
-		for (uint64_t r = 0; !rc && r < p->nr_ranges; r++, k++) {
+	for (size_t i = 0; !rc && i < nr_kinds; i++)
+		for (uint64_t r = 0; !rc && r < nr[i]; r++, k++) {
 			struct range_job *j = &slots[k % (depth + 1)];
 
-			/* What a failed job left; one joined is freed. */
+			/* What a failed job left; one finished is freed. */
+			free(j->kids);
 			bt_free(&j->bt);
-			*j = (struct range_job){
-				.p = p,
-				.tree = tree,
-				.first = r * SQ_RANGE,
-				.end = r + 1 < p->nr_ranges ? (r + 1) * SQ_RANGE
-							    : p->w->nr_slices};
+			job_at(p, j, kinds[i], r);
 			if (pool) {
 				rc = mt_pool_put(pool, j);
 			} else {
@@ -434,10 +593,67 @@ static int build_ranges(struct sq_plan *p, unsigned jobs)
 		if (!rc)
 			rc = prc;
 	}
-	for (unsigned i = 0; i <= depth; i++)
+	for (unsigned i = 0; i <= depth; i++) {
+		free(slots[i].kids);
 		bt_free(&slots[i].bt);
+	}
 	free(slots);
 	return rc;
+}
+
+/*
+ * slice_parent's ranges: units taken in order until a range has
+ * SQ_RANGE entries or more; the last one takes what is left.  Then
+ * every range but the last has 2 entries or more, as a range of an
+ * index that another follows must.
+ */
+static void cut_parent_ranges(struct sq_plan *p)
+{
+	uint64_t nr_units = 2 * p->nr_ranges, in = 0;
+
+	p->nr_parent_ranges = 0;
+	for (uint64_t u = 0; u < nr_units; u++) {
+		in += p->unit_entries[u];
+		if (in >= SQ_RANGE) {
+			p->range_end[p->nr_parent_ranges++] = u + 1;
+			in = 0;
+		}
+	}
+	if (in) {
+		p->range_end[p->nr_parent_ranges++] = nr_units;
+	} else if (p->nr_parent_ranges) {
+		/* Units without entries at the end go with the last. */
+		p->range_end[p->nr_parent_ranges - 1] = nr_units;
+	}
+}
+
+/*
+ * The three trees' leaves: slice_raw's and slice_track_ts's ranges,
+ * then, once slice_raw's no longer need the frames' words, the sibling
+ * links in them, block by block, then slice_parent's ranges.  A thread
+ * that is no depth-first walk (the model promises none is) has
+ * slice_parent written on this thread instead.
+ */
+static int build_leaves(struct sq_plan *p, unsigned jobs)
+{
+	unsigned kinds[2] = {SQ_TREE_ROWS, SQ_TREE_TRACK_TS};
+	uint64_t nr[2] = {p->nr_ranges, p->nr_ranges};
+	int rc = run_jobs(p, jobs, kinds, nr, 2);
+
+	if (rc)
+		return rc;
+	memset(p->w->frame_of, 0xff, p->w->nr_slices * sizeof(uint32_t));
+	kinds[0] = SQ_LINKS;
+	rc = run_jobs(p, jobs, kinds, nr, 1);
+	if (rc)
+		return rc;
+	if (p->not_walk)
+		return fill_parent_index(p->w, &p->trees[SQ_TREE_PARENT],
+					 p->w->frame_of);
+	cut_parent_ranges(p);
+	kinds[0] = SQ_TREE_PARENT;
+	nr[0] = p->nr_parent_ranges;
+	return run_jobs(p, jobs, kinds, nr, 1);
 }
 
 /*
@@ -450,7 +666,6 @@ static int build_ranges(struct sq_plan *p, unsigned jobs)
 int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
 {
 	struct sq_plan p;
-	struct bt_tree parent = {0};
 	struct bt_file f;
 	int rc = bt_open(&f, tmp);
 
@@ -458,20 +673,11 @@ int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
 	rc = plan_start(&p, w, &f, roots);
 	if (!rc)
-		rc = build_ranges(&p, w->jobs);
-	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+		rc = build_leaves(&p, w->jobs);
+	for (unsigned i = 0; !rc && i <= SQ_TREE_PARENT; i++)
 		rc = bt_end_leaves(&p.trees[i]);
-	if (!rc)
-		rc = bt_begin(&parent, &f, 1, roots[SQ_NR_RANGED]);
-	if (!rc)
-		rc = fill_parent_index(w, &parent, w->frame_of);
-	if (!rc)
-		rc = bt_end_leaves(&parent);
-	for (unsigned i = 0; !rc && i < SQ_NR_RANGED; i++)
+	for (unsigned i = 0; !rc && i <= SQ_TREE_PARENT; i++)
 		rc = bt_levels(&p.trees[i]);
-	if (!rc)
-		rc = bt_levels(&parent);
-	bt_free(&parent);
 	plan_free(&p);
 	if (rc) {
 		bt_close(&f, 1);
