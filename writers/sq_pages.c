@@ -4,7 +4,9 @@
  * out (btree.c) into the file SQLite has written the schema and the small
  * tables into and closed: rows and index entries come in key order, so
  * no sort and no b-tree descent is needed (docs/writers.md has the
- * figures).
+ * figures).  Each tree is built in ranges of rows that do not depend on
+ * the number of threads, side by side, and joined in order: the file is
+ * the same for any number.
  */
 #include "writers/sq_internal.h"
 
