@@ -556,13 +556,13 @@ static void job_at(struct sq_plan *p, struct range_job *j, unsigned kind,
 /*
  * Jobs of the kinds given, nr[i] of kind kinds[i], worked on jobs
  * threads when there are more than one and finished in this order.
- * Jobs ahead of the oldest one not finished: 2 a thread, a range's pages
- * each.
+ * Jobs ahead of the oldest one not finished: one a thread and 2 more,
+ * a range's pages each.
  */
 static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 		    const uint64_t *nr, size_t nr_kinds)
 {
-	unsigned depth = 2 * jobs;
+	unsigned depth = jobs + 2;
 	struct range_job *slots = calloc(depth + 1, sizeof(*slots));
 	struct mt_pool *pool = NULL;
 	uint64_t k = 0;
