@@ -232,11 +232,7 @@ static int append(struct bt_out *o, const uint8_t *page, uint32_t *pgno)
 	int rc;
 
 	if (o->in_mem) {
-		if (mt_grow((void **)&o->mem, &o->mem_cap,
-			    ((size_t)o->count + 1) * f->page_size, 1))
-			return -ENOMEM;
-		memcpy(o->mem + (size_t)o->count * f->page_size, page,
-		       f->page_size);
+		/* Built where it goes (mem_leaf). */
 		*pgno = o->count++;
 		return 0;
 	}
@@ -476,6 +472,21 @@ static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
 	return 0;
 }
 
+/* A range's next leaf begins where it will stay, after the others in
+ * memory: no copy when it is complete. */
+static int mem_leaf(struct bt_tree *t)
+{
+	struct bt_out *o = &t->own;
+	size_t ps = t->f->page_size;
+
+	if (mt_grow((void **)&o->mem, &o->mem_cap, ((size_t)o->count + 1) * ps,
+		    1))
+		return fail(t, -ENOMEM);
+	t->leaf.p = o->mem + (size_t)o->count * ps;
+	page_init(&t->leaf, t->f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
+	return 0;
+}
+
 static int begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 {
 	t->f = f;
@@ -483,6 +494,8 @@ static int begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 	t->root = root;
 	if (root < 2 || root > f->nr_pages || root == f->lock_page)
 		return fail(t, -EINVAL);
+	if (t->own.in_mem)
+		return mem_leaf(t);
 	t->leaf.p = malloc(f->page_size);
 	if (!t->leaf.p)
 		return fail(t, -ENOMEM);
@@ -503,7 +516,21 @@ int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 int bt_range_begin(struct bt_tree *t, struct bt_file *f, int index, int more,
 		   uint64_t nr)
 {
+	/* A range of the same file before keeps its buffers: growing them
+	 * again for each range was a tenth of the pages' cost. */
+	struct bt_tree was = *t;
+
+	if (!was.own.in_mem || was.f != f) {
+		bt_free(t);
+		memset(&was, 0, sizeof(was));
+	}
 	memset(t, 0, sizeof(*t));
+	t->own.mem = was.own.mem;
+	t->own.mem_cap = was.own.mem_cap;
+	t->items = was.items;
+	t->cap_items = was.cap_items;
+	t->keys = was.keys;
+	t->keys_cap = was.keys_cap;
 	t->f = f;
 	t->out = &t->own;
 	t->own.f = f;
@@ -520,8 +547,10 @@ int bt_range_begin(struct bt_tree *t, struct bt_file *f, int index, int more,
 
 void bt_free(struct bt_tree *t)
 {
+	/* A range's leaf is in its memory. */
+	if (!t->own.in_mem)
+		free(t->leaf.p);
 	free(t->own.mem);
-	free(t->leaf.p);
 	free(t->held);
 	free(t->items);
 	free(t->keys);
@@ -573,6 +602,8 @@ static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
 	rc = put_leaf(t, t->leaf.p, key, key_len);
 	if (rc)
 		return rc;
+	if (t->own.in_mem)
+		return mem_leaf(t);
 	page_init(&t->leaf, t->f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
 	return 0;
 }

@@ -153,7 +153,8 @@ void bt_free(struct bt_tree *t);
  * entry that separates a range's last leaf from the next range's first
  * is the range's own last one: a range that another follows (more) says
  * how many entries it is given (nr, 2 or more), and its entry before the
- * last ends its leaves.
+ * last ends its leaves.  A range tree (or a zeroed one) may be begun
+ * again for the next range once joined: it keeps its buffers.
  *
  * Several trees' leaves may go in the file one tree after the other
  * (bt_end_leaves() completes them, bt_join() or not) and their interior

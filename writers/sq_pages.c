@@ -532,15 +532,16 @@ static int range_finish(void *ctx, void *job)
 	}
 	free(j->kids);
 	j->kids = NULL;
-	bt_free(&j->bt);
 	return rc;
 }
 
-/* Job r of a kind: what it covers. */
+/* Job r of a kind: what it covers.  Its tree keeps the buffers of the
+ * job before it in the slot. */
 static void job_at(struct sq_plan *p, struct range_job *j, unsigned kind,
 		   uint64_t r)
 {
-	*j = (struct range_job){.p = p, .kind = kind};
+	free(j->kids);
+	*j = (struct range_job){.p = p, .kind = kind, .bt = j->bt};
 	if (kind == SQ_TREE_PARENT) {
 		j->first = r ? p->range_end[r - 1] : 0;
 		j->end = p->range_end[r];
@@ -577,9 +578,6 @@ static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 		for (uint64_t r = 0; !rc && r < nr[i]; r++, k++) {
 			struct range_job *j = &slots[k % (depth + 1)];
 
-			/* What a failed job left; one finished is freed. */
-			free(j->kids);
-			bt_free(&j->bt);
 			job_at(p, j, kinds[i], r);
 			if (pool) {
 				rc = mt_pool_put(pool, j);
