@@ -177,7 +177,8 @@ int sq_read_roots(struct sq *w, uint32_t *roots)
 /* Rows (or entries) of a range: fixed, so that the pages are the same
  * for any number of threads.  A range's pages are held until joined:
  * about 1.8 MB of slice_raw. */
-#define SQ_RANGE ((uint64_t)1 << 16)
+#define SQ_RANGE      ((uint64_t)1 << 16)
+#define SQ_KEEP_BYTES ((size_t)4 << 20)
 
 /* The jobs, in the order of the trees' leaves in the file. */
 enum {
@@ -529,6 +530,10 @@ static int range_finish(void *ctx, void *job)
 		p->not_walk |= j->not_walk;
 	} else {
 		rc = bt_join(&p->trees[j->kind], &j->bt);
+		/* Kept for the next range in the slot, unless it is one of
+		 * the few far larger (a parent's children all in one). */
+		if (j->bt.own.mem_cap > SQ_KEEP_BYTES)
+			bt_free(&j->bt);
 	}
 	free(j->kids);
 	j->kids = NULL;
@@ -564,7 +569,8 @@ static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 		    const uint64_t *nr, size_t nr_kinds)
 {
 	unsigned depth = jobs + 2;
-	struct range_job *slots = calloc(depth + 1, sizeof(*slots));
+	unsigned nr_slots = jobs > 1 ? depth + 1 : 1;
+	struct range_job *slots = calloc(nr_slots, sizeof(*slots));
 	struct mt_pool *pool = NULL;
 	uint64_t k = 0;
 	int rc;
@@ -576,7 +582,7 @@ static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 		      : 0;
 	for (size_t i = 0; !rc && i < nr_kinds; i++)
 		for (uint64_t r = 0; !rc && r < nr[i]; r++, k++) {
-			struct range_job *j = &slots[k % (depth + 1)];
+			struct range_job *j = &slots[k % nr_slots];
 
 			job_at(p, j, kinds[i], r);
 			if (pool) {
@@ -593,7 +599,7 @@ static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 		if (!rc)
 			rc = prc;
 	}
-	for (unsigned i = 0; i <= depth; i++) {
+	for (unsigned i = 0; i < nr_slots; i++) {
 		free(slots[i].kids);
 		bt_free(&slots[i].bt);
 	}
