@@ -874,9 +874,30 @@ int bt_end_leaves(struct bt_tree *t)
 	return end_leaves(t);
 }
 
+int bt_range_start(struct bt_tree *t, int more, uint64_t nr)
+{
+	if (tree_failed(t))
+		return -EIO;
+	if (t->own.in_mem || t->leaf.nr || t->pending_len)
+		return fail(t, -EINVAL);
+	t->more = more;
+	t->expect = nr;
+	t->given = 0;
+	t->joined = 0;
+	return 0;
+}
+
 int bt_range_end(struct bt_tree *t)
 {
-	return end_leaves(t);
+	int rc;
+
+	if (tree_failed(t))
+		return -EIO;
+	rc = end_range(t);
+	/* A tree's own range: its leaves so far are complete. */
+	if (!rc && !t->own.in_mem)
+		t->joined = 1;
+	return rc;
 }
 
 int bt_join(struct bt_tree *t, const struct bt_tree *r)

@@ -164,6 +164,10 @@ void bt_free(struct bt_tree *t);
 int bt_range_begin(struct bt_tree *t, struct bt_file *f, int index, int more,
 		   uint64_t nr);
 int bt_range_end(struct bt_tree *t);
+/* A range of a tree begun with bt_begin() built in it directly, on its
+ * thread: the same pages as a range built apart and joined.  Ended with
+ * bt_range_end(). */
+int bt_range_start(struct bt_tree *t, int more, uint64_t nr);
 int bt_join(struct bt_tree *t, const struct bt_tree *r);
 int bt_end_leaves(struct bt_tree *t);
 int bt_levels(struct bt_tree *t);

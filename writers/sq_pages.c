@@ -484,6 +484,32 @@ static int fill_parent_units(const struct sq_plan *p, struct bt_tree *bt,
 }
 
 /* A range's leaves, into memory, on any thread; or a block's links. */
+/* Another range of the job's tree follows it. */
+static int range_more(const struct sq_plan *p, const struct range_job *j)
+{
+	return j->kind == SQ_TREE_PARENT ? j->end < 2 * p->nr_ranges
+					 : j->end < p->w->nr_slices;
+}
+
+/* The job's rows or entries into bt, and the range's end. */
+static int range_fill(const struct sq_plan *p, const struct range_job *j,
+		      struct bt_tree *bt)
+{
+	int rc;
+
+	switch (j->kind) {
+	case SQ_TREE_ROWS:
+		rc = fill_slice_rows(p, bt, j->first, j->end);
+		break;
+	case SQ_TREE_TRACK_TS:
+		rc = fill_track_index(p, bt, j->first, j->end);
+		break;
+	default:
+		rc = fill_parent_units(p, bt, j->first, j->end);
+	}
+	return rc ? rc : bt_range_end(bt);
+}
+
 static int range_work(void *ctx, unsigned worker, void *job)
 {
 	struct range_job *j = job;
@@ -494,23 +520,8 @@ static int range_work(void *ctx, unsigned worker, void *job)
 	if (j->kind == SQ_LINKS)
 		return link_block(p, j);
 	rc = bt_range_begin(&j->bt, p->f, j->kind != SQ_TREE_ROWS,
-			    j->kind == SQ_TREE_PARENT
-				    ? j->end < 2 * p->nr_ranges
-				    : j->end < p->w->nr_slices,
-			    j->nr);
-	if (rc)
-		return rc;
-	switch (j->kind) {
-	case SQ_TREE_ROWS:
-		rc = fill_slice_rows(p, &j->bt, j->first, j->end);
-		break;
-	case SQ_TREE_TRACK_TS:
-		rc = fill_track_index(p, &j->bt, j->first, j->end);
-		break;
-	default:
-		rc = fill_parent_units(p, &j->bt, j->first, j->end);
-	}
-	return rc ? rc : bt_range_end(&j->bt);
+			    range_more(p, j), j->nr);
+	return rc ? rc : range_fill(p, j, &j->bt);
 }
 
 /* A range's leaves into the file, after the ranges before it; a block's
@@ -538,6 +549,21 @@ static int range_finish(void *ctx, void *job)
 	free(j->kids);
 	j->kids = NULL;
 	return rc;
+}
+
+/* On one thread, a range goes straight into its tree, with no copy:
+ * the same pages. */
+static int range_direct(struct sq_plan *p, struct range_job *j)
+{
+	struct bt_tree *bt = &p->trees[j->kind];
+	int rc;
+
+	if (j->kind == SQ_LINKS) {
+		rc = link_block(p, j);
+		return rc ? rc : range_finish(p, j);
+	}
+	rc = bt_range_start(bt, range_more(p, j), j->nr);
+	return rc ? rc : range_fill(p, j, bt);
 }
 
 /* Job r of a kind: what it covers.  Its tree keeps the buffers of the
@@ -585,13 +611,7 @@ static int run_jobs(struct sq_plan *p, unsigned jobs, const unsigned *kinds,
 			struct range_job *j = &slots[k % nr_slots];
 
 			job_at(p, j, kinds[i], r);
-			if (pool) {
-				rc = mt_pool_put(pool, j);
-			} else {
-				rc = range_work(p, 0, j);
-				if (!rc)
-					rc = range_finish(p, j);
-			}
+			rc = pool ? mt_pool_put(pool, j) : range_direct(p, j);
 		}
 	if (pool) {
 		int prc = mt_pool_end(pool);
