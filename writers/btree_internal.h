@@ -45,7 +45,8 @@ struct bt_chunk {
  * they come (the lock page skipped), gathered into chunks that are
  * written on a thread of their own (writer) while the next fills: chunk
  * k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...].  A range's (in_mem)
- * only keeps them, in mem, until they are joined to their tree.
+ * has its leaves built in mem, one after the other, and kept there until
+ * they are joined to their tree.
  */
 struct bt_out {
 	struct bt_file *f;
@@ -99,9 +100,10 @@ struct bt_tree {
 	struct bt_out *out; /* where its leaves go: &f->out, or own */
 	struct bt_out own;  /* a range's, in memory */
 	int failed;
-	int index;		/* an index b-tree, else a table's */
-	int joined;		/* its leaves are ranges' (bt_join) */
-	int more;		/* a range that another follows */
+	int index;  /* an index b-tree, else a table's */
+	int joined; /* its leaves so far are complete: ranges' (bt_join) or
+		       its own (bt_range_end) */
+	int more;   /* a range that another follows */
 	uint64_t expect, given; /* a range's entries: to come, given */
 	uint32_t root;
 	struct bt_page leaf;

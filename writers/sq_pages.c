@@ -430,8 +430,12 @@ static int link_block(const struct sq_plan *p, struct range_job *j)
 					return 0;
 				}
 			}
+			/* In a walk each slice has one next sibling; in a
+			 * thread that is none two blocks may name one
+			 * (and the links are not used). */
 			if (x != par)
-				next[base + x] = c;
+				__atomic_store_n(&next[base + x], c,
+						 __ATOMIC_RELAXED);
 		}
 	}
 	return 0;
