@@ -223,22 +223,17 @@ static int flush(struct bt_out *o)
 	return rc;
 }
 
-/* The page after page p that a page appended may have. */
-static uint32_t next_page(const struct bt_file *f, uint32_t p)
-{
-	return p + 1 == f->lock_page ? p + 2 : p + 1;
-}
-
-/* Appends a page (zeroes when page is NULL); *pgno is its number. */
+/* Appends a page (zeroes when page is NULL); *pgno is its number, or
+ * in memory its place there. */
 static int append(struct bt_out *o, const uint8_t *page, uint32_t *pgno)
 {
 	const struct bt_file *f = o->f;
 	uint8_t *dst;
 	int rc;
 
-	if (o->dry) {
-		*pgno = 0;
-		o->count++;
+	if (o->in_mem) {
+		/* Built where it goes (mem_leaf). */
+		*pgno = o->count++;
 		return 0;
 	}
 	/* SQLite numbers pages in 32 bits and stops at 2^32 - 2. */
@@ -262,19 +257,15 @@ static int append(struct bt_out *o, const uint8_t *page, uint32_t *pgno)
 	return 0;
 }
 
-/* Pages go to o from first on, or only are counted (dry). */
-static int out_start(struct bt_out *o, struct bt_file *f, uint32_t first,
-		     int dry)
+/* Pages go to o from first on. */
+static int out_start(struct bt_out *o, struct bt_file *f, uint32_t first)
 {
 	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->f = f;
 	o->dfd = -1;
-	o->dry = dry;
 	o->next = first == f->lock_page ? first + 1 : first;
-	if (dry)
-		return 0;
 	/* Direct writes want buffers aligned to the disk's blocks. */
 	for (int i = 0; i < BT_NR_CHUNKS; i++) {
 		void *b;
@@ -368,7 +359,7 @@ int bt_open(struct bt_file *f, const char *path)
 	f->lock_page = PENDING_BYTE / f->page_size + 1;
 	f->chunk_cap =
 		CHUNK_BYTES / f->page_size ? CHUNK_BYTES / f->page_size : 1;
-	rc = out_start(&f->out, f, f->nr_pages + 1, 0);
+	rc = out_start(&f->out, f, f->nr_pages + 1);
 	if (rc)
 		goto fail;
 	return 0;
@@ -376,27 +367,6 @@ fail:
 	close(f->fd);
 	f->fd = -1;
 	return rc;
-}
-
-uint32_t bt_file_end(const struct bt_file *f)
-{
-	return f->out.next;
-}
-
-int bt_runs_done(struct bt_file *f, uint32_t end)
-{
-	int rc;
-
-	/* Nothing of the file's own is pending: its next page may move. */
-	if (f->failed)
-		return -EIO;
-	rc = flush(&f->out);
-	if (rc) {
-		f->failed = 1;
-		return rc;
-	}
-	f->out.next = end == f->lock_page ? end + 1 : end;
-	return 0;
 }
 
 int bt_close(struct bt_file *f, int abort)
@@ -473,9 +443,8 @@ static void page_finish(struct bt_page *pg, const struct bt_file *f,
 /* ------------------------------------------------------------------ */
 /* Trees                                                               */
 
-/* A tree of the file's own fails the file; one of a run of its own
- * only itself, as its thread may not touch the file (its caller then
- * aborts the file). */
+/* A tree of the file's own fails the file; a range only itself, as its
+ * thread may not touch the file (its caller then aborts the file). */
 static int fail(struct bt_tree *t, int rc)
 {
 	t->failed = 1;
@@ -503,6 +472,21 @@ static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
 	return 0;
 }
 
+/* A range's next leaf begins where it will stay, after the others in
+ * memory: no copy when it is complete. */
+static int mem_leaf(struct bt_tree *t)
+{
+	struct bt_out *o = &t->own;
+	size_t ps = t->f->page_size;
+
+	if (mt_grow((void **)&o->mem, &o->mem_cap, ((size_t)o->count + 1) * ps,
+		    1))
+		return fail(t, -ENOMEM);
+	t->leaf.p = o->mem + (size_t)o->count * ps;
+	page_init(&t->leaf, t->f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
+	return 0;
+}
+
 static int begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 {
 	t->f = f;
@@ -510,6 +494,8 @@ static int begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 	t->root = root;
 	if (root < 2 || root > f->nr_pages || root == f->lock_page)
 		return fail(t, -EINVAL);
+	if (t->own.in_mem)
+		return mem_leaf(t);
 	t->leaf.p = malloc(f->page_size);
 	if (!t->leaf.p)
 		return fail(t, -ENOMEM);
@@ -527,28 +513,44 @@ int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root)
 	return begin(t, f, index, root);
 }
 
-int bt_begin_run(struct bt_tree *t, struct bt_file *f, int index, uint32_t root,
-		 uint32_t first)
+int bt_range_begin(struct bt_tree *t, struct bt_file *f, int index, int more,
+		   uint64_t nr)
 {
-	int rc;
+	/* A range of the same file before keeps its buffers: growing them
+	 * again for each range was a tenth of the pages' cost. */
+	struct bt_tree was = *t;
 
+	if (!was.own.in_mem || was.f != f) {
+		bt_free(t);
+		memset(&was, 0, sizeof(was));
+	}
 	memset(t, 0, sizeof(*t));
+	t->own.mem = was.own.mem;
+	t->own.mem_cap = was.own.mem_cap;
+	t->items = was.items;
+	t->cap_items = was.cap_items;
+	t->keys = was.keys;
+	t->keys_cap = was.keys_cap;
 	t->f = f;
 	t->out = &t->own;
+	t->own.f = f;
 	t->own.dfd = -1;
-	if (f->failed || f->fd < 0)
+	t->own.in_mem = 1;
+	t->more = more;
+	t->expect = nr;
+	if (f->fd < 0)
 		return -EIO;
-	rc = out_start(&t->own, f, first, !first);
-	if (rc)
-		return fail(t, rc);
-	return begin(t, f, index, root);
+	/* The root is the joined tree's: 2 stands for any page SQLite
+	 * made. */
+	return begin(t, f, index, 2);
 }
 
 void bt_free(struct bt_tree *t)
 {
-	if (t->out == &t->own)
-		out_end(&t->own, 0);
-	free(t->leaf.p);
+	/* A range's leaf is in its memory. */
+	if (!t->own.in_mem)
+		free(t->leaf.p);
+	free(t->own.mem);
 	free(t->held);
 	free(t->items);
 	free(t->keys);
@@ -556,31 +558,31 @@ void bt_free(struct bt_tree *t)
 }
 
 /*
- * The leaf is complete: it is written (the first one waits until a
- * second shows it is not the root), noted for the level above with the
- * key that follows it, and the next leaf begins.
+ * A complete leaf is written (a tree's first one waits until a second
+ * shows it is not the root; a range's go to memory) and noted for the
+ * level above with the key that follows it.
  */
-static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
+static int put_leaf(struct bt_tree *t, const uint8_t *leaf, const uint8_t *key,
+		    uint32_t key_len)
 {
 	struct bt_file *f = t->f;
 	uint32_t page = 0;
 	int rc;
 
-	page_finish(&t->leaf, f, 0);
-	if (t->nr_leaves == 0) {
-		t->held = t->leaf.p;
-		t->leaf.p = malloc(f->page_size);
-		if (!t->leaf.p)
+	if (t->nr_leaves == 0 && !t->out->in_mem) {
+		t->held = malloc(f->page_size);
+		if (!t->held)
 			return fail(t, -ENOMEM);
+		memcpy(t->held, leaf, f->page_size);
 	} else {
-		if (t->nr_leaves == 1) {
+		if (t->held) {
 			rc = append(t->out, t->held, &t->items[0].page);
 			if (rc)
 				return fail(t, rc);
 			free(t->held);
 			t->held = NULL;
 		}
-		rc = append(t->out, t->leaf.p, &page);
+		rc = append(t->out, leaf, &page);
 		if (rc)
 			return fail(t, rc);
 	}
@@ -588,7 +590,21 @@ static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
 	if (rc)
 		return fail(t, rc);
 	t->nr_leaves++;
-	page_init(&t->leaf, f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
+	return 0;
+}
+
+/* The leaf is complete: put, and the next one begins. */
+static int leaf_done(struct bt_tree *t, const uint8_t *key, uint32_t key_len)
+{
+	int rc;
+
+	page_finish(&t->leaf, t->f, 0);
+	rc = put_leaf(t, t->leaf.p, key, key_len);
+	if (rc)
+		return rc;
+	if (t->own.in_mem)
+		return mem_leaf(t);
+	page_init(&t->leaf, t->f, t->index ? PAGE_INDEX_LEAF : PAGE_TABLE_LEAF);
 	return 0;
 }
 
@@ -602,9 +618,11 @@ int bt_row(struct bt_tree *t, int64_t rowid, const int64_t *v, uint32_t nulls,
 
 	if (tree_failed(t))
 		return -EIO;
-	if (t->index || n < 0 || n > BT_MAX_COLS || rowid < 0 ||
+	if (t->index || t->joined || n < 0 || n > BT_MAX_COLS || rowid < 0 ||
 	    ((t->nr_leaves || t->leaf.nr) && rowid <= t->last_rowid))
 		return fail(t, -EINVAL);
+	if (!t->nr_leaves && !t->leaf.nr)
+		t->first_rowid = rowid;
 	rec_len = record(f, rec, v, nulls, n);
 	len = varint_len(rec_len) + varint_len((uint64_t)rowid) + rec_len;
 	/* Longer rows would spill to overflow pages. */
@@ -665,10 +683,15 @@ int bt_entry(struct bt_tree *t, const int64_t *v, uint32_t nulls, int n)
 
 	if (tree_failed(t))
 		return -EIO;
-	if (!t->index || n < 1 || n > BT_MAX_COLS)
+	if (!t->index || t->joined || n < 1 || n > BT_MAX_COLS ||
+	    (t->more && t->given == t->expect))
 		return fail(t, -EINVAL);
+	/* A range's last entry separates it from the next range's: the one
+	 * before it is the last in a leaf. */
+	t->given++;
 	if (t->pending_len) {
-		rc = place(t, t->pending, t->pending_len, 0);
+		rc = place(t, t->pending, t->pending_len,
+			   t->more && t->given == t->expect);
 		if (rc)
 			return rc;
 	}
@@ -760,6 +783,41 @@ static int build_levels(struct bt_tree *t)
 	return 0;
 }
 
+/*
+ * A range's last leaf completes, into memory: a table's with its last
+ * rowid, an index's with the range's last entry when another range
+ * follows (the entry before it is in the leaf: bt_entry), else with
+ * nothing.  A range without rows has no leaf.
+ */
+static int end_range(struct bt_tree *t)
+{
+	int rc;
+
+	if (!t->index) {
+		uint8_t key[9];
+
+		if (!t->leaf.nr)
+			return 0;
+		return leaf_done(t, key,
+				 put_varint(key, (uint64_t)t->last_rowid));
+	}
+	if (t->more) {
+		/* Too few entries to leave one between the ranges. */
+		if (t->given != t->expect || t->expect < 2 || !t->leaf.nr)
+			return fail(t, -EINVAL);
+		rc = leaf_done(t, t->pending, t->pending_len);
+		t->pending_len = 0;
+		return rc;
+	}
+	if (t->pending_len) {
+		rc = place(t, t->pending, t->pending_len, 1);
+		if (rc)
+			return rc;
+		t->pending_len = 0;
+	}
+	return t->leaf.nr ? leaf_done(t, NULL, 0) : 0;
+}
+
 /* The last leaf completes; a tree of one leaf has it in its root. */
 static int end_leaves(struct bt_tree *t)
 {
@@ -768,6 +826,18 @@ static int end_leaves(struct bt_tree *t)
 
 	if (tree_failed(t))
 		return -EIO;
+	if (t->own.in_mem)
+		return end_range(t);
+	if (t->joined) {
+		if (!t->held)
+			return 0;
+		/* One leaf in all: the root. */
+		rc = pwrite_all(f->fd, t->held, f->page_size,
+				(off_t)(t->root - 1) * f->page_size);
+		free(t->held);
+		t->held = NULL;
+		return rc ? fail(t, rc) : 0;
+	}
 	if (t->pending_len) {
 		rc = place(t, t->pending, t->pending_len, 1);
 		if (rc)
@@ -777,8 +847,6 @@ static int end_leaves(struct bt_tree *t)
 	if (!t->nr_leaves) {
 		/* One leaf, empty or not: the root. */
 		page_finish(&t->leaf, f, 0);
-		if (t->out->dry)
-			return 0;
 		rc = pwrite_all(f->fd, t->leaf.p, f->page_size,
 				(off_t)(t->root - 1) * f->page_size);
 		return rc ? fail(t, rc) : 0;
@@ -803,27 +871,59 @@ int bt_end(struct bt_tree *t)
 
 int bt_end_leaves(struct bt_tree *t)
 {
-	int rc = end_leaves(t);
+	return end_leaves(t);
+}
 
-	if (t->out == &t->own) {
-		int orc = out_end(&t->own, !rc);
+int bt_range_start(struct bt_tree *t, int more, uint64_t nr)
+{
+	if (tree_failed(t))
+		return -EIO;
+	if (t->own.in_mem || t->leaf.nr || t->pending_len)
+		return fail(t, -EINVAL);
+	t->more = more;
+	t->expect = nr;
+	t->given = 0;
+	t->joined = 0;
+	return 0;
+}
 
-		if (!rc && orc)
-			rc = fail(t, orc);
-	}
+int bt_range_end(struct bt_tree *t)
+{
+	int rc;
+
+	if (tree_failed(t))
+		return -EIO;
+	rc = end_range(t);
+	/* A tree's own range: its leaves so far are complete. */
+	if (!rc && !t->own.in_mem)
+		t->joined = 1;
 	return rc;
 }
 
-uint32_t bt_run_end(const struct bt_tree *t, uint32_t first)
+int bt_join(struct bt_tree *t, const struct bt_tree *r)
 {
-	uint32_t p;
+	size_t page_size = t->f->page_size;
+	int rc;
 
-	if (!t->own.dry)
-		return t->own.next;
-	p = first == t->f->lock_page ? first + 1 : first;
-	for (uint32_t i = 0; i < t->own.count; i++)
-		p = next_page(t->f, p);
-	return p;
+	if (tree_failed(t))
+		return -EIO;
+	if (r->failed || !r->own.in_mem || r->index != t->index ||
+	    t->own.in_mem || t->leaf.nr || t->pending_len ||
+	    (!t->index && t->nr_leaves && r->nr_leaves &&
+	     r->first_rowid <= t->last_rowid))
+		return fail(t, -EINVAL);
+	t->joined = 1;
+	for (size_t i = 0; i < r->nr_leaves; i++) {
+		const struct bt_item *it = &r->items[i];
+
+		rc = put_leaf(t, r->own.mem + i * page_size,
+			      r->keys + it->key_off, it->key_len);
+		if (rc)
+			return rc;
+	}
+	if (r->nr_leaves)
+		t->last_rowid = r->last_rowid;
+	return 0;
 }
 
 int bt_levels(struct bt_tree *t)

@@ -44,13 +44,16 @@ struct bt_chunk {
  * Where appended pages go: a run of pages from first on, numbered as
  * they come (the lock page skipped), gathered into chunks that are
  * written on a thread of their own (writer) while the next fills: chunk
- * k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...].  A dry one only counts
- * them.
+ * k is jobs[k % BT_NR_CHUNKS], in bufs[k % ...].  A range's (in_mem)
+ * has its leaves built in mem, one after the other, and kept there until
+ * they are joined to their tree.
  */
 struct bt_out {
 	struct bt_file *f;
 	int dfd; /* the file for direct writes, or -1 (the writer's) */
-	int dry;
+	int in_mem;
+	uint8_t *mem;
+	size_t mem_cap;
 	uint32_t next;	/* the number the next page appended gets */
 	uint32_t count; /* pages appended */
 	uint8_t *chunk; /* appended pages not yet written: one of bufs */
@@ -95,18 +98,23 @@ struct bt_item {
 struct bt_tree {
 	struct bt_file *f;
 	struct bt_out *out; /* where its leaves go: &f->out, or own */
-	struct bt_out own;
+	struct bt_out own;  /* a range's, in memory */
 	int failed;
-	int index; /* an index b-tree, else a table's */
+	int index;  /* an index b-tree, else a table's */
+	int joined; /* its leaves so far are complete: ranges' (bt_join) or
+		       its own (bt_range_end) */
+	int more;   /* a range that another follows */
+	uint64_t expect, given; /* a range's entries: to come, given */
 	uint32_t root;
 	struct bt_page leaf;
 	uint8_t *held;	    /* the first leaf, until a second one shows
 			       that it is not the root */
 	uint64_t nr_leaves; /* leaves completed */
-	int64_t last_rowid; /* of the last row in leaf (tables) */
-	uint8_t pending[BT_MAX_CELL]; /* the last index entry given, placed
-					 when the next shows it is not
-					 the last */
+	int64_t first_rowid, last_rowid; /* the tree's first, the last one
+					    given (tables) */
+	uint8_t pending[BT_MAX_CELL];	 /* the last index entry given, placed
+					    when the next shows it is not
+					    the last */
 	uint32_t pending_len;
 	uint32_t last_len;     /* of the last cell put in an index leaf */
 	struct bt_item *items; /* the leaves, then each level's pages */
@@ -137,27 +145,33 @@ int bt_end(struct bt_tree *t);
 void bt_free(struct bt_tree *t);
 
 /*
- * Trees built side by side.  Each puts its leaves in a run of pages of
- * its own, from page first on, and its interior pages (far fewer) at the
- * end of the file once every tree's leaves are in: so the file is the
- * same whichever tree is done first.  A run's first page is where the
- * run before ends, known before that tree is built from a dry run of it
- * (first 0), which only counts its pages.  bt_begin_run() starts such a
- * tree; bt_end_leaves() completes its leaves and waits until they are
- * written; bt_run_end() is then the page after its run, or, for a dry
- * run, the page after it had it begun at first.  When every run is
- * complete, bt_runs_done() makes the end of the last one the end of the
- * file, and bt_levels() puts each tree's interior pages there, one tree
- * after the other, in a fixed order.  A tree is used by one thread at a
- * time; the file's calls are made when no tree's are.
+ * Trees built in ranges, on several threads.  A range is a run of a
+ * tree's rows or entries, in order, whose leaves are built in memory by
+ * itself (bt_range_begin(), bt_row() or bt_entry(), bt_range_end()), on
+ * any thread: it touches nothing of the file's.  bt_join() then appends
+ * them, numbered, to the tree begun with bt_begin(), range after range
+ * in key order, on one thread.  A range's last leaf ends with it, so
+ * the pages depend only on where the ranges are cut.  In an index the
+ * entry that separates a range's last leaf from the next range's first
+ * is the range's own last one: a range that another follows (more) says
+ * how many entries it is given (nr, 2 or more), and its entry before the
+ * last ends its leaves.  A range tree (or a zeroed one) may be begun
+ * again for the next range once joined: it keeps its buffers.
+ *
+ * Several trees' leaves may go in the file one tree after the other
+ * (bt_end_leaves() completes them, bt_join() or not) and their interior
+ * pages after all of them (bt_levels(), in a fixed order): the file is
+ * then the same however the ranges were spread over threads.
  */
-int bt_begin_run(struct bt_tree *t, struct bt_file *f, int index, uint32_t root,
-		 uint32_t first);
+int bt_range_begin(struct bt_tree *t, struct bt_file *f, int index, int more,
+		   uint64_t nr);
+int bt_range_end(struct bt_tree *t);
+/* A range of a tree begun with bt_begin() built in it directly, on its
+ * thread: the same pages as a range built apart and joined.  Ended with
+ * bt_range_end(). */
+int bt_range_start(struct bt_tree *t, int more, uint64_t nr);
+int bt_join(struct bt_tree *t, const struct bt_tree *r);
 int bt_end_leaves(struct bt_tree *t);
-uint32_t bt_run_end(const struct bt_tree *t, uint32_t first);
-/* The page the first run begins at. */
-uint32_t bt_file_end(const struct bt_file *f);
-int bt_runs_done(struct bt_file *f, uint32_t end);
 int bt_levels(struct bt_tree *t);
 
 #endif

@@ -12,6 +12,7 @@
 #include "util/util.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,6 +85,7 @@ struct sq {
 		uint32_t frame, flags, site, id;
 	} memo[1024];
 	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
+	bool *ts_unsorted;  /* by thread: its starts are not in order */
 	uint64_t nr_slices;
 	unsigned jobs; /* threads the big trees may be built on */
 };

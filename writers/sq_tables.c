@@ -408,7 +408,9 @@ int sq_write_frames(struct sq *w)
 		w->nr_slices += t->threads[ti].nr_slices;
 	if (w->nr_slices > SIZE_MAX / sizeof(*w->frame_of) ||
 	    !(w->frame_of = malloc((size_t)(w->nr_slices ? w->nr_slices : 1) *
-				   sizeof(*w->frame_of))))
+				   sizeof(*w->frame_of))) ||
+	    !(w->ts_unsorted =
+		      calloc(t->nr_threads + 1, sizeof(*w->ts_unsorted))))
 		return sq_fail(w, -ENOMEM, "out of memory");
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
@@ -427,6 +429,10 @@ int sq_write_frames(struct sq *w)
 					"thread %" PRIu32 " slice %zu: "
 					"parent or string id out of range",
 					th->tid, j);
+			/* The start index takes a thread whose starts are
+			 * in order as it is. */
+			if (j && (int64_t)s[-1].ts > (int64_t)s->ts)
+				w->ts_unsorted[ti] = true;
 			rc = frame_get(w, s, &w->frame_of[id]);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,

@@ -34,11 +34,11 @@
  *
  * Writing.  SQLite writes the schema and every table but slice_raw, its
  * two indexes and the function figures, and is closed; btree.c then
- * writes those three b-trees into the file as SQLite lays them out (side
- * by side with jobs > 1: sq_pages.c), and SQLite, opened again, adds the
- * function figures, summed meanwhile, after them.  Ids follow threads and,
- * in a thread, start times, so the rows and the (track_id, ts) entries
- * come in key order as the model is read, and the parent_id entries by
+ * writes those three b-trees into the file as SQLite lays them out (in
+ * fixed ranges of rows, on the jobs' threads: sq_pages.c), and SQLite, opened
+ * again, adds the function figures, summed meanwhile, after them.  Ids follow
+ * threads and, in a thread, start times, so the rows and the (track_id, ts)
+ * entries come in key order as the model is read, and the parent_id entries by
  * following sibling links: no sort, no b-tree descent.
  *
  * Cost.  On 1.7M slices (mt-synth --seed 4242 --branches 8000000) the
@@ -704,6 +704,7 @@ int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
 	free(w.frames);
 	mt_hmap_free(&w.frame_heads);
 	free(w.frame_of);
+	free(w.ts_unsorted);
 	free(w.tids);
 	free(w.pids);
 	return rc;

@@ -174,42 +174,86 @@ static int make_db(const char *path, int page_size, uint32_t root[3])
 	return ok ? 0 : -1;
 }
 
-static int write_index(struct bt_file *f, uint32_t root, struct row *r,
-		       size_t n, const int *cols, int ncols)
+/*
+ * How the trees are cut into ranges (bt_range_*): rows (or entries) a
+ * range, 0 for none; joined from trees of their own, else put straight
+ * into the tree.
+ */
+struct cut {
+	size_t range;
+	int joined;
+};
+
+/* A row (index: an entry) into t. */
+static int put_one(struct bt_tree *t, const struct row *r, const int *cols,
+		   int ncols)
 {
-	struct bt_tree t;
-	int rc;
+	int64_t v[BT_MAX_COLS] = {0};
+	uint32_t nulls = 0;
 
-	sort_cols = cols;
-	sort_ncols = ncols;
-	qsort(r, n, sizeof(*r), qsort_cmp);
-	rc = bt_begin(&t, f, 1, root);
-	for (size_t i = 0; !rc && i < n; i++) {
-		int64_t v[BT_MAX_COLS];
-		uint32_t nulls = 0;
-
-		for (int k = 0; k < ncols; k++) {
-			v[k] = r[i].v[cols[k]];
-			nulls |= (r[i].nulls >> cols[k] & 1) << k;
-		}
-		v[ncols] = r[i].id;
-		rc = bt_entry(&t, v, nulls, ncols + 1);
+	if (!cols) {
+		memcpy(v + 1, r->v, sizeof(r->v));
+		return bt_row(t, r->id, v, 1u | r->nulls << 1, NCOLS + 1);
 	}
+	for (int k = 0; k < ncols; k++) {
+		v[k] = r->v[cols[k]];
+		nulls |= (r->nulls >> cols[k] & 1) << k;
+	}
+	v[ncols] = r->id;
+	return bt_entry(t, v, nulls, ncols + 1);
+}
+
+/* Rows r into the tree at root (cols NULL: the table), cut as c says;
+ * the last range takes what is left over a whole range. */
+static int write_tree(struct bt_file *f, uint32_t root, const struct row *r,
+		      size_t n, const int *cols, int ncols, struct cut c)
+{
+	size_t nr = c.range ? (n / c.range ? n / c.range : 1) : 0;
+	struct bt_tree t, part = {0};
+	int rc = bt_begin(&t, f, cols != NULL, root);
+
+	for (size_t i = 0; !rc && !nr && i < n; i++)
+		rc = put_one(&t, &r[i], cols, ncols);
+	for (size_t k = 0; !rc && k < nr; k++) {
+		size_t a = k * c.range, b = k + 1 < nr ? a + c.range : n;
+		struct bt_tree *into = c.joined ? &part : &t;
+
+		rc = c.joined ? bt_range_begin(&part, f, cols != NULL,
+					       k + 1 < nr, b - a)
+			      : bt_range_start(&t, k + 1 < nr, b - a);
+		for (size_t i = a; !rc && i < b; i++)
+			rc = put_one(into, &r[i], cols, ncols);
+		if (!rc)
+			rc = bt_range_end(into);
+		if (!rc && c.joined)
+			rc = bt_join(&t, &part);
+	}
+	bt_free(&part);
 	if (!rc)
-		rc = bt_end(&t);
+		rc = nr ? bt_end_leaves(&t) : 0;
+	if (!rc)
+		rc = nr ? bt_levels(&t) : bt_end(&t);
 	bt_free(&t);
 	return rc;
 }
 
+static int write_index(struct bt_file *f, uint32_t root, struct row *r,
+		       size_t n, const int *cols, int ncols, struct cut c)
+{
+	sort_cols = cols;
+	sort_ncols = ncols;
+	qsort(r, n, sizeof(*r), qsort_cmp);
+	return write_tree(f, root, r, n, cols, ncols, c);
+}
+
 /* Our trees for rows r into t, its two indexes. */
-static int write_trees(const char *path, const uint32_t root[3],
-		       const struct row *rows, size_t n)
+static int write_trees_cut(const char *path, const uint32_t root[3],
+			   const struct row *rows, size_t n, struct cut c)
 {
 	static const int narrow[] = {0, 1};
 	static const int wide[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
 	struct row *r = malloc((n ? n : 1) * sizeof(*r));
 	struct bt_file f;
-	struct bt_tree t;
 	int rc;
 
 	if (!r)
@@ -220,23 +264,20 @@ static int write_trees(const char *path, const uint32_t root[3],
 		free(r);
 		return rc;
 	}
-	rc = bt_begin(&t, &f, 0, root[0]);
-	for (size_t i = 0; !rc && i < n; i++) {
-		int64_t v[NCOLS + 1] = {0};
-
-		memcpy(v + 1, r[i].v, sizeof(r[i].v));
-		rc = bt_row(&t, r[i].id, v, 1u | r[i].nulls << 1, NCOLS + 1);
-	}
+	rc = write_tree(&f, root[0], r, n, NULL, 0, c);
 	if (!rc)
-		rc = bt_end(&t);
-	bt_free(&t);
+		rc = write_index(&f, root[1], r, n, narrow, 2, c);
 	if (!rc)
-		rc = write_index(&f, root[1], r, n, narrow, 2);
-	if (!rc)
-		rc = write_index(&f, root[2], r, n, wide, 9);
+		rc = write_index(&f, root[2], r, n, wide, 9, c);
 	rc = rc ? (bt_close(&f, 1), rc) : bt_close(&f, 0);
 	free(r);
 	return rc;
+}
+
+static int write_trees(const char *path, const uint32_t root[3],
+		       const struct row *rows, size_t n)
+{
+	return write_trees_cut(path, root, rows, n, (struct cut){0, 0});
 }
 
 /* The same rows through SQLite's inserts, into r. */
@@ -307,7 +348,8 @@ static void compare(struct check_state *cs, sqlite3 *db, const char *t_idx,
 	sqlite3_finalize(y);
 }
 
-static void one_case(struct check_state *cs, int page_size, size_t n, int small)
+static void cut_case(struct check_state *cs, int page_size, size_t n, int small,
+		     struct cut c)
 {
 	char dir[64], path[128];
 	uint32_t root[3];
@@ -318,11 +360,12 @@ static void one_case(struct check_state *cs, int page_size, size_t n, int small)
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/t.sqlite", dir);
 	CHECK(cs, make_db(path, page_size, root) == 0);
-	rc = write_trees(path, root, r, n);
-	CHECKF(cs, rc == 0, "page size %d, %zu rows: %s", page_size, n,
-	       strerror(-rc));
+	rc = write_trees_cut(path, root, r, n, c);
+	CHECKF(cs, rc == 0, "page size %d, %zu rows, ranges of %zu: %s",
+	       page_size, n, c.range, strerror(-rc));
 	CHECK(cs, sqlite3_open(path, &db) == SQLITE_OK);
-	CHECKF(cs, integrity_ok(db), "page size %d, %zu rows", page_size, n);
+	CHECKF(cs, integrity_ok(db), "page size %d, %zu rows, ranges of %zu",
+	       page_size, n, c.range);
 	CHECK(cs, q_int(db, "SELECT count(*) FROM t") == (int64_t)n);
 	insert_ref(cs, db, r, n);
 	compare(cs, db, "t_narrow", "r_narrow", "c0, c1, id");
@@ -347,6 +390,11 @@ static void one_case(struct check_state *cs, int page_size, size_t n, int small)
 	sqlite3_close(db);
 	tmpdir_remove(dir);
 	free(r);
+}
+
+static void one_case(struct check_state *cs, int page_size, size_t n, int small)
+{
+	cut_case(cs, page_size, n, small, (struct cut){0, 0});
 }
 
 static void test_sizes(struct check_state *cs)
@@ -398,6 +446,24 @@ static void test_every_count(struct check_state *cs)
 		free(r);
 	}
 	tmpdir_remove(dir);
+}
+
+/*
+ * Trees cut into ranges, joined or put straight into the tree: every
+ * range size from 2 entries to past a leaf, over row counts that make a
+ * leaf, a few and a few levels; each must read as SQLite's own, whatever
+ * entry a range ends on (one that fills its leaf, or does not fit).
+ */
+static void test_ranges(struct check_state *cs)
+{
+	static const size_t ranges[] = {2, 3, 40};
+	static const size_t counts[] = {1, 41, 160, 1000};
+
+	for (size_t k = 0; k < sizeof(ranges) / sizeof(*ranges); k++)
+		for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++)
+			for (int joined = 0; joined < 2; joined++)
+				cut_case(cs, 512, counts[i], (int)(i % 2),
+					 (struct cut){ranges[k], joined});
 }
 
 /* A file that is no database, and rows out of order, are refused. */
@@ -489,6 +555,7 @@ int main(void)
 	RUN(&st, test_sizes);
 	RUN(&st, test_boundaries);
 	RUN(&st, test_every_count);
+	RUN(&st, test_ranges);
 	RUN(&st, test_refusals);
 	RUN(&st, test_write_error);
 	return CHECK_DONE(&st);
