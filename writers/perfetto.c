@@ -646,9 +646,8 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 	const char *name;
 
 	while (w->nr_lvl <= lvl) {
-		uint64_t uuid;
+		uint64_t uuid = pf_level_uuid(w->lvl[0], w->nr_lvl);
 
-		uuid = w->next_uuid++;
 		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
 			    sizeof(*w->lvl))) {
 			pf_fail(w, -ENOMEM, "out of memory");
@@ -671,11 +670,11 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 
 /*
  * Piece k of thread th's slices as BEGIN/END pairs, from the state the
- * pieces before it left (w->stack and sp, last, the level tracks,
- * next_uuid).  The slices are in pre-order, so a stack of open ones gives
- * each its END just before the next slice that is not inside it starts:
- * ENDs at the time of the next BEGIN come first, and every BEGIN gets its
- * END, the last piece putting down those still open.  A model that breaks
+ * pieces before it left (w->stack and sp, last, the level tracks).  The
+ * slices are in pre-order, so a stack of open ones gives each its END
+ * just before the next slice that is not inside it starts: ENDs at the
+ * time of the next BEGIN come first, and every BEGIN gets its END, the
+ * last piece putting down those still open.  A model that breaks
  * its own ordering (a start before the previous event, an end past the
  * next start) is clamped rather than written with time going backwards
  * or slices overlapping, which Perfetto would drop or mis-nest.
@@ -810,26 +809,14 @@ int pf_thread_scan(const struct pf *w, const struct mt_thread *th, size_t k,
 		if (sp > sl[i].depth)
 			sp = sl[i].depth;
 		lvl = sp / w->max_depth;
-		if (lvl >= c->nr_lvl) {
-			c->next_uuid += lvl + 1 - c->nr_lvl;
+		if (lvl >= c->nr_lvl)
 			c->nr_lvl = lvl + 1;
-		}
 		if (sl[i].ts > c->last)
 			c->last = sl[i].ts;
 		c->stack[sp++] = (uint32_t)i;
 	}
 	c->sp = sp;
 	return 0;
-}
-
-/* The pieces of every thread. */
-static size_t pf_pieces(const struct mt_trace *t)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->nr_threads; i++)
-		n += pf_thread_pieces(&t->threads[i]);
-	return n;
 }
 
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
@@ -860,7 +847,8 @@ static int pf_write_all(struct pf *w)
 	const struct mt_trace *t = w->t;
 	size_t nth = t->nr_threads;
 
-	/* uuids: processes 1..P, threads P+1..P+T, then levels and hits. */
+	/* uuids: processes 1..P, threads P+1..P+T, then hits and the
+	 * rest; a thread's level tracks pf_level_uuid(). */
 	w->next_uuid = 1 + t->nr_procs + nth;
 	/* An empty trace stays an empty file. */
 	if ((t->nr_procs || nth) && pf_made_by(w))
@@ -878,9 +866,8 @@ static int pf_write_all(struct pf *w)
 	}
 	if (nth + 5 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
-	/* The threads' pieces side by side when there are several, in the
-	 * same bytes. */
-	if (w->jobs > 1 && pf_pieces(t) > 1) {
+	/* The threads or their pieces side by side, in the same bytes. */
+	if (w->jobs > 1) {
 		int rc = pf_threads_par(w, w->jobs);
 
 		if (rc != 1)

@@ -221,9 +221,10 @@ struct pf {
 	unsigned jobs;
 
 	/* An encoder on a pool thread (pf_threads.c): its packets go to
-	 * par, for thread job, rather than to the file. */
+	 * par, for job, now at piece, rather than to the file. */
 	struct pf_par *par;
 	struct pf_tjob *job;
+	size_t piece;
 };
 
 /* One line in the caller's buffer (errors as util/err.h says), kept in
@@ -260,25 +261,29 @@ int pf_thread_piece(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 		    uint32_t seq, size_t k);
 
 /* What a thread's pieces leave for the next one: its open slices, the
- * time last put down, its tracks so far (its own included) and the next
- * level track's uuid. */
+ * time last put down, its tracks so far (its own included). */
 struct pf_cut {
 	uint32_t *stack;
 	size_t sp, cap;
 	uint64_t last;
 	size_t nr_lvl;
-	uint64_t next_uuid;
 };
+/* The uuid of level lvl's track of the thread whose track is uuid: what
+ * a thread's pieces need of the others' level tracks is then nothing. */
+static inline uint64_t pf_level_uuid(uint64_t uuid, size_t lvl)
+{
+	return uuid << 32 | lvl;
+}
 /* c, after the pieces before k, as pf_thread_piece() leaves it after k;
  * 0 or -ENOMEM. */
 int pf_thread_scan(const struct pf *w, const struct mt_thread *th, size_t k,
 		   struct pf_cut *c);
 
 /*
- * pf_threads.c: every thread's sequence, in order, its pieces encoded on
- * up to workers pool threads; w->next_uuid, slices and tracks as after
- * the same pf_thread() calls in turn.  1: no threads could be started,
- * nothing done.  An encoder hands its full buffer over with
+ * pf_threads.c: every thread's sequence, in order, encoded on up to
+ * workers pool threads; slices and tracks as after the same pf_thread()
+ * calls in turn.  1: no threads could be started, or there is nothing
+ * to share, nothing done.  An encoder hands its full buffer over with
  * pf_par_flush().
  */
 int pf_threads_par(struct pf *w, unsigned workers);

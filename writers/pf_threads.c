@@ -1,28 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The threads' sequences encoded side by side, in pieces of
- * PF_PIECE_SLICES slices (pf_thread_piece()), each piece on a pool
- * thread, and put into the file in order, so that the file is the one a
- * single thread writes.
+ * The threads' sequences encoded side by side on pool threads and put
+ * into the file in order, so that the file is the one a single thread
+ * writes.
  *
- * A piece starts by clearing its sequence's incremental state (interning,
- * clock 64, the default track), so its packets depend on nothing before
- * them but what pf_thread_scan() finds of the pieces before without
- * writing: the open slices, the time last put down, the level tracks
- * made and the next uuid.  Each piece's job scans its own slices first,
- * from what the job before found, and passes the result on to the next
- * before it encodes: the scans follow each other, a few ns a slice,
- * while the encodings overlap.  Jobs are taken in the order they were
- * put, so the one a job waits for is under way.
+ * A thread's slices are encoded in pieces of PF_PIECE_SLICES
+ * (pf_thread_piece()), each starting by clearing its sequence's
+ * incremental state (interning, clock 64, the default track), so a
+ * piece's packets depend on nothing before them but what
+ * pf_thread_scan() finds of the pieces before without writing: the open
+ * slices, the time last put down, the level tracks made.  A job is a
+ * whole thread, or with PT_PIECE_JOBS jobs or more a single piece: then
+ * each job scans its slices first, from what the job before found, and
+ * passes the result on to the next before it encodes, so that the scans
+ * (a few ns a slice) follow each other while the encodings overlap.
+ * Jobs are taken in the order they were put, so the one a job waits for
+ * is under way.
  *
  * Each encoder hands its packets over about every PT_CHUNK bytes, cut at
- * packets; the calling thread takes the chunks of piece 0, then those
- * of piece 1, and so on, and copies their packets into the batches
- * exactly where the single thread would have cut them (after the packet
- * that takes the batch past flush_at), so the compressed batches are the
- * same too.  An encoder holds its piece's packets until they are taken,
- * and at most workers + 1 pieces are out: memory stays flat however
- * large the threads, at the price of one copy of the packets.
+ * packets; the calling thread takes the chunks of job 0, then those of
+ * job 1, and so on, and copies their packets into the batches exactly
+ * where the single thread would have cut them (after the packet that
+ * takes the batch past flush_at), so the compressed batches are the same
+ * too.  An encoder past its first piece and more than PT_AHEAD chunks
+ * ahead of the calling thread waits: memory stays flat however large the
+ * threads, at the price of one copy of the packets.
  */
 #include "writers/pf_internal.h"
 
@@ -37,20 +39,33 @@
 /* A chunk ends past 60 KiB: its buffer stays at 64 KiB, packets being
  * small. */
 #define PT_CHUNK (60u << 10)
+#define PT_AHEAD 3
+
+/*
+ * A job of one piece costs a scan of its slices, a copy of its packets
+ * and the hand-overs: a fifth more CPU in all on the bench capture, which
+ * only pays when the encoding on one thread is what the rest waits for.
+ * A batch takes 1.3 to 2 times as long to compress as to encode, so with
+ * fewer jobs the compressors keep the other cores busy anyway, and the
+ * file would come later: a job is then a whole thread.
+ */
+#define PT_PIECE_JOBS 4
 
 struct pf_chunk {
 	struct pb_buf pk;
 	struct pf_chunk *next;
 };
 
-/* One piece of a thread's sequence, and what its encoder said of it. */
+/* Pieces [first, end) of a thread's sequence, and what its encoder said
+ * of them. */
 struct pf_tjob {
-	size_t thread, piece;
+	size_t thread, first, end;
 	/* What the pieces before leave, once start_known; then, scanned,
-	 * what this one leaves. */
+	 * what its last leaves, for the next job of the thread. */
 	struct pf_cut cut;
 	bool start_known;
 	struct pf_chunk *head, *tail; /* handed over, not yet taken */
+	size_t nr;
 	bool done;
 	int rc;
 	char *err; /* its line, when rc (NULL: out of memory for it) */
@@ -68,19 +83,25 @@ struct pf_par {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	bool stop;
-	bool broken; /* a scan failed: the pieces after it cannot start */
+	bool broken; /* a scan failed: the jobs after it cannot start */
 };
 
 #define PT_ERRLEN 1024
 
-/* Encoder e's packets so far to the calling thread. */
-static int pt_hand_over(struct pf *e)
+/*
+ * Encoder e's packets so far to the calling thread: past its job's first
+ * piece, waits while it is PT_AHEAD chunks ahead, unless they are its
+ * last.
+ */
+static int pt_hand_over(struct pf *e, bool last)
 {
 	struct pf_par *par = e->par;
 	struct pf_tjob *j = e->job;
 	struct pf_chunk *pc;
 
 	pthread_mutex_lock(&par->lock);
+	while (!last && e->piece > j->first && j->nr >= PT_AHEAD && !par->stop)
+		pthread_cond_wait(&par->changed, &par->lock);
 	if (par->stop) {
 		pthread_mutex_unlock(&par->lock);
 		return pf_fail(e, -ECANCELED, "stopped");
@@ -108,6 +129,7 @@ static int pt_hand_over(struct pf *e)
 		else
 			j->head = pc;
 		j->tail = pc;
+		j->nr++;
 	}
 	pthread_cond_broadcast(&par->changed);
 	pthread_mutex_unlock(&par->lock);
@@ -116,20 +138,16 @@ static int pt_hand_over(struct pf *e)
 
 int pf_par_flush(struct pf *e)
 {
-	return pt_hand_over(e);
+	return pt_hand_over(e, false);
 }
 
-/*
- * Encoder e's state from what the pieces before j's leave: its open
- * slices and its level tracks, thread uuid's own and those after it,
- * which were made last.
- */
+/* Encoder e's state from what the pieces before job j's leave: its open
+ * slices and its level tracks, thread uuid's own and those below. */
 static int pt_enter(struct pf *e, const struct pf_tjob *j, uint64_t uuid)
 {
 	const struct pf_cut *c = &j->cut;
 
-	e->next_uuid = c->next_uuid;
-	if (!j->piece)
+	if (!j->first)
 		return 0;
 	if (mt_grow((void **)&e->stack, &e->cap_stack, c->sp ? c->sp : 1,
 		    sizeof(*e->stack)) ||
@@ -141,27 +159,30 @@ static int pt_enter(struct pf *e, const struct pf_tjob *j, uint64_t uuid)
 	e->last = c->last;
 	e->lvl[0] = uuid;
 	for (size_t l = 1; l < c->nr_lvl; l++)
-		e->lvl[l] = c->next_uuid - (c->nr_lvl - l);
+		e->lvl[l] = pf_level_uuid(uuid, l);
 	e->nr_lvl = c->nr_lvl;
 	return 0;
 }
 
 /*
- * What j's piece leaves, for the next piece's job, which may start then:
- * the stack's buffer goes on with it, the encoder having its copy.
+ * What job j's pieces leave, for the next job, the same thread's next
+ * piece, which may start then: the stack's buffer goes on with it, the
+ * encoder having its copy.
  */
 static int pt_pass_on(struct pf_par *par, struct pf *e, struct pf_tjob *j)
 {
-	struct pf_tjob *next = j + 1 < par->jobs + par->nr_jobs ? j + 1 : NULL;
-	int rc =
-		pf_thread_scan(e, &e->t->threads[j->thread], j->piece, &j->cut);
+	struct pf_tjob *next = j + 1;
+	const struct mt_thread *th = &e->t->threads[j->thread];
+	int rc = 0;
 
+	for (size_t k = j->first; k < j->end && !rc; k++)
+		rc = pf_thread_scan(e, th, k, &j->cut);
 	pthread_mutex_lock(&par->lock);
 	if (rc) {
 		/* The jobs after it wait no more; the calling thread finds
 		 * this one's failure first. */
 		par->broken = true;
-	} else if (next) {
+	} else {
 		next->cut = j->cut;
 		next->start_known = true;
 		j->cut.stack = NULL;
@@ -172,8 +193,8 @@ static int pt_pass_on(struct pf_par *par, struct pf *e, struct pf_tjob *j)
 	return rc ? pf_fail(e, rc, "out of memory") : 0;
 }
 
-/* A piece of a thread's sequence on pool thread worker; what fails
- * stays in the job, for the calling thread to find in order. */
+/* A job's pieces on pool thread worker; what fails stays in the job, for
+ * the calling thread to find in order. */
 static int pt_work(void *ctx, unsigned worker, void *job)
 {
 	struct pf_par *par = ctx;
@@ -181,8 +202,9 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	struct pf *e = &par->enc[worker];
 	const struct mt_trace *t = e->t;
 	size_t i = j->thread;
+	const struct mt_thread *th = &t->threads[i];
 	uint64_t uuid = 1 + t->nr_procs + i;
-	bool stop;
+	bool stop, more = j->end < pf_thread_pieces(th);
 	int rc;
 
 	pthread_mutex_lock(&par->lock);
@@ -197,23 +219,24 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	pb_reset(&e->pk);
 	e->pk.oom = 0;
 	rc = stop ? pf_fail(e, -ECANCELED, "stopped") : pt_enter(e, j, uuid);
-	if (!rc)
+	/* The thread goes on in the next job. */
+	if (!rc && more)
 		rc = pt_pass_on(par, e, j);
+	for (size_t k = j->first; k < j->end && !rc; k++) {
+		e->piece = k;
+		rc = pf_thread_piece(e, th, uuid, (uint32_t)(2 + i), k);
+	}
 	if (!rc)
-		rc = pf_thread_piece(e, &t->threads[i], uuid, (uint32_t)(2 + i),
-				     j->piece);
-	if (!rc)
-		rc = pt_hand_over(e);
-	/* The scan and the piece must agree, or the next piece starts
-	 * from the wrong stack or uuids. */
-	if (!rc &&
-	    (e->next_uuid != j->cut.next_uuid || e->nr_lvl != j->cut.nr_lvl ||
-	     (j->piece + 1 < pf_thread_pieces(&t->threads[i]) &&
-	      (e->sp != j->cut.sp || e->last != j->cut.last))))
+		rc = pt_hand_over(e, true);
+	/* The scan and the pieces must agree, or the next job starts from
+	 * the wrong stack or level tracks. */
+	if (!rc && more &&
+	    (e->nr_lvl != j->cut.nr_lvl || e->sp != j->cut.sp ||
+	     e->last != j->cut.last))
 		rc = pf_fail(e, -EIO,
 			     "internal error: thread %zu, piece %zu: not what "
 			     "its scan found",
-			     i, j->piece);
+			     i, j->end - 1);
 	pthread_mutex_lock(&par->lock);
 	if (rc) {
 		j->rc = rc;
@@ -296,7 +319,7 @@ static int pt_append(struct pf *w, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Piece j's chunks into the batches as they come, until its end. */
+/* Job j's chunks into the batches as they come, until its end. */
 static int pt_take(struct pf_par *par, struct pf_tjob *j)
 {
 	struct pf *w = par->w;
@@ -312,6 +335,8 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 			break;
 		list = j->head;
 		j->head = j->tail = NULL;
+		j->nr = 0;
+		pthread_cond_broadcast(&par->changed);
 		pthread_mutex_unlock(&par->lock);
 		for (struct pf_chunk *pc = list; pc; pc = pc->next) {
 			if (!rc)
@@ -337,7 +362,6 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 	} else {
 		w->slices += j->slices;
 		w->tracks += j->tracks;
-		w->next_uuid = j->cut.next_uuid;
 	}
 	pthread_mutex_unlock(&par->lock);
 	return rc;
@@ -397,15 +421,20 @@ int pf_threads_par(struct pf *w, unsigned workers)
 {
 	const struct mt_trace *t = w->t;
 	size_t nth = t->nr_threads, nr = 0, next = 0;
+	bool pieces = workers >= PT_PIECE_JOBS;
 	struct pf_par par = {.w = w};
 	struct mt_pool *pool = NULL;
 	bool locks = false;
 	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < nth; i++)
-		nr += pf_thread_pieces(&t->threads[i]);
+		nr += pieces ? pf_thread_pieces(&t->threads[i])
+			     : t->threads[i].nr_slices > 0;
 	if (workers > nr)
 		workers = (unsigned)nr;
+	/* One job: the calling thread would only copy what it writes. */
+	if (workers < 2)
+		return 1;
 	par.enc = calloc(workers, sizeof(*par.enc));
 	par.errs = calloc(workers, PT_ERRLEN);
 	par.jobs = calloc(nr, sizeof(*par.jobs));
@@ -414,15 +443,17 @@ int pf_threads_par(struct pf *w, unsigned workers)
 	for (unsigned i = 0; i < workers; i++)
 		if (pt_enc_init(&par, i))
 			goto out;
-	for (size_t i = 0; i < nth; i++)
-		for (size_t k = 0; k < pf_thread_pieces(&t->threads[i]); k++) {
-			par.jobs[par.nr_jobs].thread = i;
-			par.jobs[par.nr_jobs++].piece = k;
+	for (size_t i = 0; i < nth; i++) {
+		size_t n = pf_thread_pieces(&t->threads[i]);
+
+		for (size_t k = 0; k < n; k = par.jobs[par.nr_jobs++].end) {
+			struct pf_tjob *j = &par.jobs[par.nr_jobs];
+
+			j->thread = i;
+			j->first = k;
+			j->end = pieces ? k + 1 : n;
+			j->start_known = !k;
 		}
-	w->next_uuid = 1 + t->nr_procs + nth;
-	if (nr) {
-		par.jobs[0].cut.next_uuid = w->next_uuid;
-		par.jobs[0].start_known = true;
 	}
 	if (pthread_mutex_init(&par.lock, NULL))
 		goto out;
@@ -431,7 +462,7 @@ int pf_threads_par(struct pf *w, unsigned workers)
 		goto out;
 	}
 	locks = true;
-	/* Jobs are taken in order, so the piece the calling one waits for
+	/* Jobs are taken in order, so the job the calling one waits for
 	 * always has an encoder, and the one before each has had one. */
 	rc = mt_pool_start(&pool, workers, pt_work, pt_none, &par, workers + 2);
 	if (rc)

@@ -654,12 +654,13 @@ static void check_jobs_same(struct check_state *st, const struct mt_trace *t,
  * calls of depth 1-3 popped at the start of a piece, a chain 10 deep
  * that crosses the first cut and makes its level tracks (depth limit 4)
  * in the second piece, one 14 deep open 9 deep across the second cut
- * whose deepest level track is made in the third; a second thread whose
- * level track's uuid follows all of them.  Then a thread that breaks its
+ * whose deepest level track is made in the third; a second thread with
+ * a level track of its own.  Then a thread that breaks its
  * order at a cut (a start before the previous one, a depth jump, a slice
  * outliving its parent), whose clamped times the next piece must start
- * from.  With 1, 2 and 4 jobs, compressed or not: the same bytes, and
- * the slices replayed cleanly (exactly the model's, where it is sound).
+ * from.  With 1, 2 (whole threads) and 4 jobs (pieces), compressed or
+ * not: the same bytes, and the slices replayed cleanly (exactly the
+ * model's, where it is sound).
  */
 static void test_pieces_joined(struct check_state *st)
 {
