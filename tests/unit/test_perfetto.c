@@ -480,9 +480,9 @@ static void test_deep(struct check_state *st)
  * The threads' sequences are encoded side by side with jobs: the file
  * must be the one a single thread writes, byte for byte, compressed or
  * not.  Seven threads, one of them empty and one 300 deep, written with
- * a depth limit of 4 as well, so that every thread makes level tracks
- * whose uuids follow those of the threads before it; and batches that
- * end in the middle of a thread.
+ * a depth limit of 4 as well, so that every thread makes level tracks;
+ * and batches that end in the middle of a thread.  With 2 and 3 jobs a
+ * job is a thread, with 8 a piece.
  */
 static void test_jobs_same(struct check_state *st)
 {
