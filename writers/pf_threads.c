@@ -81,7 +81,13 @@ struct pf_par {
 	size_t nr_jobs;
 	struct pf_chunk *spare;
 	pthread_mutex_t lock;
-	pthread_cond_t changed;
+	/* changed: for the encoders, a start known, chunks taken, a stop;
+	 * ready: for the calling thread, chunks or the end of the job it
+	 * waits for, wanted.  Apart, so that a hand-over wakes no one
+	 * else. */
+	pthread_cond_t changed, ready;
+	struct pf_tjob *wanted;
+	unsigned throttled; /* encoders waiting for chunks to be taken */
 	bool stop;
 	bool broken; /* a scan failed: the jobs after it cannot start */
 };
@@ -100,8 +106,12 @@ static int pt_hand_over(struct pf *e, bool last)
 	struct pf_chunk *pc;
 
 	pthread_mutex_lock(&par->lock);
-	while (!last && e->piece > j->first && j->nr >= PT_AHEAD && !par->stop)
+	while (!last && e->piece > j->first && j->nr >= PT_AHEAD &&
+	       !par->stop) {
+		par->throttled++;
 		pthread_cond_wait(&par->changed, &par->lock);
+		par->throttled--;
+	}
 	if (par->stop) {
 		pthread_mutex_unlock(&par->lock);
 		return pf_fail(e, -ECANCELED, "stopped");
@@ -131,7 +141,8 @@ static int pt_hand_over(struct pf *e, bool last)
 		j->tail = pc;
 		j->nr++;
 	}
-	pthread_cond_broadcast(&par->changed);
+	if (par->wanted == j)
+		pthread_cond_signal(&par->ready);
 	pthread_mutex_unlock(&par->lock);
 	return 0;
 }
@@ -219,9 +230,14 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	pb_reset(&e->pk);
 	e->pk.oom = 0;
 	rc = stop ? pf_fail(e, -ECANCELED, "stopped") : pt_enter(e, j, uuid);
-	/* The thread goes on in the next job. */
-	if (!rc && more)
+	/* The thread goes on in the next job, with the stack's buffer;
+	 * else the buffer is done with, the encoder having its copy. */
+	if (!rc && more) {
 		rc = pt_pass_on(par, e, j);
+	} else {
+		free(j->cut.stack);
+		j->cut.stack = NULL;
+	}
 	for (size_t k = j->first; k < j->end && !rc; k++) {
 		e->piece = k;
 		rc = pf_thread_piece(e, th, uuid, (uint32_t)(2 + i), k);
@@ -247,7 +263,8 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	}
 	/* Only now, with what it made told. */
 	j->done = true;
-	pthread_cond_broadcast(&par->changed);
+	if (par->wanted == j)
+		pthread_cond_signal(&par->ready);
 	pthread_mutex_unlock(&par->lock);
 	return 0;
 }
@@ -329,14 +346,17 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 	for (;;) {
 		struct pf_chunk *list, *last = NULL;
 
+		par->wanted = j;
 		while (!j->head && !j->done)
-			pthread_cond_wait(&par->changed, &par->lock);
+			pthread_cond_wait(&par->ready, &par->lock);
+		par->wanted = NULL;
 		if (!j->head)
 			break;
 		list = j->head;
 		j->head = j->tail = NULL;
 		j->nr = 0;
-		pthread_cond_broadcast(&par->changed);
+		if (par->throttled)
+			pthread_cond_broadcast(&par->changed);
 		pthread_mutex_unlock(&par->lock);
 		for (struct pf_chunk *pc = list; pc; pc = pc->next) {
 			if (!rc)
@@ -461,6 +481,11 @@ int pf_threads_par(struct pf *w, unsigned workers)
 		pthread_mutex_destroy(&par.lock);
 		goto out;
 	}
+	if (pthread_cond_init(&par.ready, NULL)) {
+		pthread_cond_destroy(&par.changed);
+		pthread_mutex_destroy(&par.lock);
+		goto out;
+	}
 	locks = true;
 	/* Jobs are taken in order, so the job the calling one waits for
 	 * always has an encoder, and the one before each has had one. */
@@ -486,6 +511,7 @@ out:
 	if (rc == -ENOMEM && !w->code)
 		pf_fail(w, rc, "out of memory");
 	if (locks) {
+		pthread_cond_destroy(&par.ready);
 		pthread_cond_destroy(&par.changed);
 		pthread_mutex_destroy(&par.lock);
 	}
