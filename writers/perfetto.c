@@ -646,7 +646,7 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 	const char *name;
 
 	while (w->nr_lvl <= lvl) {
-		uint64_t uuid = pf_level_uuid(w->lvl[0], w->nr_lvl);
+		uint64_t uuid = pf_level_uuid(w, w->lvl[0], w->nr_lvl);
 
 		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
 			    sizeof(*w->lvl))) {
@@ -754,6 +754,8 @@ int pf_thread_piece(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	}
 	w->sp = sp;
 	w->last = last;
+	if (w->nr_lvl > w->most_lvl)
+		w->most_lvl = w->nr_lvl;
 	w->slices += to - from;
 	return 0;
 }
@@ -847,8 +849,8 @@ static int pf_write_all(struct pf *w)
 	const struct mt_trace *t = w->t;
 	size_t nth = t->nr_threads;
 
-	/* uuids: processes 1..P, threads P+1..P+T, then hits and the
-	 * rest; a thread's level tracks pf_level_uuid(). */
+	/* uuids: processes 1..P, threads P+1..P+T, their level tracks
+	 * (pf_level_uuid()), then hits and the rest. */
 	w->next_uuid = 1 + t->nr_procs + nth;
 	/* An empty trace stays an empty file. */
 	if ((t->nr_procs || nth) && pf_made_by(w))
@@ -883,6 +885,8 @@ static int pf_write_all(struct pf *w)
 /* The sequences after the threads', and the last batch. */
 static int pf_after_threads(struct pf *w, size_t nth)
 {
+	w->next_uuid = 1 + w->t->nr_procs +
+		       (uint64_t)nth * (w->most_lvl ? w->most_lvl : 1);
 	if (pf_hits(w, (uint32_t)(2 + nth)))
 		return pf_failed(w);
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))

@@ -213,6 +213,7 @@ struct pf {
 	uint64_t last; /* the current thread's latest time put down */
 	uint64_t *lvl; /* the current thread's track per level */
 	size_t nr_lvl, cap_lvl;
+	size_t most_lvl; /* the most levels of a thread so far */
 
 	uint64_t slices;
 	uint32_t tracks;
@@ -268,11 +269,14 @@ struct pf_cut {
 	uint64_t last;
 	size_t nr_lvl;
 };
-/* The uuid of level lvl's track of the thread whose track is uuid: what
- * a thread's pieces need of the others' level tracks is then nothing. */
-static inline uint64_t pf_level_uuid(uint64_t uuid, size_t lvl)
+/* The uuid of level lvl's track of the thread whose track is uuid: the
+ * threads' tracks are level 0, and level l's follow level l - 1's, a
+ * uuid for each thread, so that no thread's depend on what the others
+ * make. */
+static inline uint64_t pf_level_uuid(const struct pf *w, uint64_t uuid,
+				     size_t lvl)
 {
-	return uuid << 32 | lvl;
+	return uuid + (uint64_t)lvl * w->t->nr_threads;
 }
 /* c, after the pieces before k, as pf_thread_piece() leaves it after k;
  * 0 or -ENOMEM. */

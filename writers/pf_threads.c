@@ -71,6 +71,7 @@ struct pf_tjob {
 	char *err; /* its line, when rc (NULL: out of memory for it) */
 	uint64_t slices;
 	uint32_t tracks;
+	size_t most_lvl;
 };
 
 struct pf_par {
@@ -170,7 +171,7 @@ static int pt_enter(struct pf *e, const struct pf_tjob *j, uint64_t uuid)
 	e->last = c->last;
 	e->lvl[0] = uuid;
 	for (size_t l = 1; l < c->nr_lvl; l++)
-		e->lvl[l] = pf_level_uuid(uuid, l);
+		e->lvl[l] = pf_level_uuid(e, uuid, l);
 	e->nr_lvl = c->nr_lvl;
 	return 0;
 }
@@ -226,6 +227,7 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	e->job = j;
 	e->slices = 0;
 	e->tracks = 0;
+	e->most_lvl = 0;
 	e->code = 0;
 	pb_reset(&e->pk);
 	e->pk.oom = 0;
@@ -260,6 +262,7 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	} else {
 		j->slices = e->slices;
 		j->tracks = e->tracks;
+		j->most_lvl = e->most_lvl;
 	}
 	/* Only now, with what it made told. */
 	j->done = true;
@@ -382,6 +385,8 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 	} else {
 		w->slices += j->slices;
 		w->tracks += j->tracks;
+		if (j->most_lvl > w->most_lvl)
+			w->most_lvl = j->most_lvl;
 	}
 	pthread_mutex_unlock(&par->lock);
 	return rc;
