@@ -12,7 +12,9 @@
  *                     started at the thread's first timestamp by a clock
  *                     snapshot) and interns the argument names; then one
  *                     packet per SLICE_BEGIN / SLICE_END with a delta
- *                     timestamp and interned event names and dso strings
+ *                     timestamp and interned event names and dso strings;
+ *                     such a first packet again every PF_PIECE_SLICES
+ *                     slices, the clock from the last time put down
  *   sequence 2 + T    the snapshot symbol hits, the same way
  *   sequence 3 + T    the values the program wrote (PTWRITE), instants on
  *                     their threads' tracks
@@ -31,9 +33,9 @@
  * KB, while the next fills, so memory stays flat whatever the trace size.
  * Each batch is compressed on its own, on one of opts->jobs threads, and
  * the batches are written in order: the file does not depend on how many
- * threads there were.  With several threads and jobs, the threads'
- * sequences are encoded side by side too (pf_threads.c), into the same
- * batches.
+ * threads there were.  With jobs, the threads' sequences are encoded
+ * side by side too, in pieces of PF_PIECE_SLICES slices (pf_threads.c),
+ * into the same batches.
  *
  * Size, on the bench capture: a BEGIN and its END are 42.5 bytes, 16 of
  * them the address and dso arguments (a 47-bit address is a 7-byte
@@ -644,12 +646,8 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 	const char *name;
 
 	while (w->nr_lvl <= lvl) {
-		uint64_t uuid;
+		uint64_t uuid = pf_level_uuid(w, w->lvl[0], w->nr_lvl);
 
-		/* On a pool thread, the first one's uuid is found then. */
-		if (w->par && w->nr_lvl == 1 && pf_par_first_level(w))
-			return 0;
-		uuid = w->next_uuid++;
 		if (mt_grow((void **)&w->lvl, &w->cap_lvl, w->nr_lvl + 1,
 			    sizeof(*w->lvl))) {
 			pf_fail(w, -ENOMEM, "out of memory");
@@ -671,34 +669,45 @@ static uint64_t pf_level(struct pf *w, const struct mt_thread *th, size_t lvl)
 }
 
 /*
- * One thread's slices as BEGIN/END pairs.  The slices are in pre-order, so
- * a stack of open ones gives each its END just before the next slice that
- * is not inside it starts: ENDs at the time of the next BEGIN come first,
- * and every BEGIN gets its END.  A model that breaks its own ordering (a
- * start before the previous event, an end past the next start) is clamped
- * rather than written with time going backwards or slices overlapping,
- * which Perfetto would drop or mis-nest.
+ * Piece k of thread th's slices as BEGIN/END pairs, from the state the
+ * pieces before it left (w->stack and sp, last, the level tracks).  The
+ * slices are in pre-order, so a stack of open ones gives each its END
+ * just before the next slice that is not inside it starts: ENDs at the
+ * time of the next BEGIN come first, and every BEGIN gets its END, the
+ * last piece putting down those still open.  A model that breaks
+ * its own ordering (a start before the previous event, an end past the
+ * next start) is clamped rather than written with time going backwards
+ * or slices overlapping, which Perfetto would drop or mis-nest.
+ *
+ * Each piece starts by clearing the sequence's incremental state, the
+ * clock 64 counting from the last time put down: its packets depend on
+ * nothing before it but that state, which pf_thread_scan() finds without
+ * writing, so the pieces may be encoded side by side (pf_threads.c).
  */
-int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
-	      uint32_t seq)
+int pf_thread_piece(struct pf *w, const struct mt_thread *th, uint64_t uuid,
+		    uint32_t seq, size_t k)
 {
 	const struct mt_slice *sl = th->slices;
+	size_t from = k * PF_PIECE_SLICES, to = th->nr_slices, sp, lvl;
 	uint64_t last;
-	size_t sp = 0, lvl;
 	int rc;
 
-	if (!th->nr_slices)
-		return 0;
-	w->nr_lvl = 0;
-	if (mt_grow((void **)&w->lvl, &w->cap_lvl, 1, sizeof(*w->lvl)))
-		return pf_fail(w, -ENOMEM, "out of memory");
-	w->lvl[w->nr_lvl++] = uuid;
-
-	last = sl[0].ts;
+	if (to - from > PF_PIECE_SLICES)
+		to = from + PF_PIECE_SLICES;
+	if (!k) {
+		w->nr_lvl = 0;
+		if (mt_grow((void **)&w->lvl, &w->cap_lvl, 1, sizeof(*w->lvl)))
+			return pf_fail(w, -ENOMEM, "out of memory");
+		w->lvl[w->nr_lvl++] = uuid;
+		w->sp = 0;
+		w->last = sl[0].ts;
+	}
+	sp = w->sp;
+	last = w->last;
 	rc = pf_seq_start(w, seq, last, uuid);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < th->nr_slices; i++) {
+	for (size_t i = from; i < to; i++) {
 		const struct mt_slice *s = &sl[i];
 		uint64_t beg = s->ts > last ? s->ts : last;
 
@@ -732,7 +741,7 @@ int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 		w->stack[sp++] = (uint32_t)i;
 		last = beg;
 	}
-	while (sp) {
+	while (to == th->nr_slices && sp) {
 		const struct mt_slice *o = &sl[w->stack[--sp]];
 		uint64_t end = o->ts + o->dur;
 
@@ -743,26 +752,73 @@ int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 			return rc;
 		last = end;
 	}
-	w->slices += th->nr_slices;
+	w->sp = sp;
+	w->last = last;
+	if (w->nr_lvl > w->most_lvl)
+		w->most_lvl = w->nr_lvl;
+	w->slices += to - from;
+	return 0;
+}
+
+size_t pf_thread_pieces(const struct mt_thread *th)
+{
+	return (th->nr_slices + PF_PIECE_SLICES - 1) / PF_PIECE_SLICES;
+}
+
+int pf_thread(struct pf *w, const struct mt_thread *th, uint64_t uuid,
+	      uint32_t seq)
+{
+	size_t n = pf_thread_pieces(th);
+
+	for (size_t k = 0; k < n; k++) {
+		int rc = pf_thread_piece(w, th, uuid, seq, k);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
 /*
- * The level tracks pf_thread() makes for th beyond its own, counted
- * without writing: the stack as it has it when each BEGIN goes out.
+ * What pf_thread_piece() leaves after piece k, found from what the
+ * pieces before left in c without writing: the stack as it has it,
+ * the last BEGIN's time (every END before a BEGIN is clamped to it, and
+ * it to the time before), the level tracks it makes.  A BEGIN's time
+ * being the most of the slices' starts so far, last is that.
  */
-size_t pf_thread_levels(const struct pf *w, const struct mt_thread *th)
+int pf_thread_scan(const struct pf *w, const struct mt_thread *th, size_t k,
+		   struct pf_cut *c)
 {
-	size_t sp = 0, most = 0;
+	const struct mt_slice *sl = th->slices;
+	size_t from = k * PF_PIECE_SLICES, to = th->nr_slices;
+	size_t sp;
 
-	for (size_t i = 0; i < th->nr_slices; i++) {
-		if (sp > th->slices[i].depth)
-			sp = th->slices[i].depth;
-		if (sp / w->max_depth > most)
-			most = sp / w->max_depth;
-		sp++;
+	if (to - from > PF_PIECE_SLICES)
+		to = from + PF_PIECE_SLICES;
+	if (!k) {
+		c->sp = 0;
+		c->nr_lvl = 1;
+		c->last = sl[0].ts;
 	}
-	return most;
+	/* At most one more open slice a slice. */
+	if (mt_grow((void **)&c->stack, &c->cap, c->sp + (to - from),
+		    sizeof(*c->stack)))
+		return -ENOMEM;
+	sp = c->sp;
+	for (size_t i = from; i < to; i++) {
+		size_t lvl;
+
+		if (sp > sl[i].depth)
+			sp = sl[i].depth;
+		lvl = sp / w->max_depth;
+		if (lvl >= c->nr_lvl)
+			c->nr_lvl = lvl + 1;
+		if (sl[i].ts > c->last)
+			c->last = sl[i].ts;
+		c->stack[sp++] = (uint32_t)i;
+	}
+	c->sp = sp;
+	return 0;
 }
 
 static uint64_t pf_process_uuid(const struct mt_trace *t, uint32_t pid)
@@ -793,7 +849,8 @@ static int pf_write_all(struct pf *w)
 	const struct mt_trace *t = w->t;
 	size_t nth = t->nr_threads;
 
-	/* uuids: processes 1..P, threads P+1..P+T, then levels and hits. */
+	/* uuids: processes 1..P, threads P+1..P+T, their level tracks
+	 * (pf_level_uuid()), then hits and the rest. */
 	w->next_uuid = 1 + t->nr_procs + nth;
 	/* An empty trace stays an empty file. */
 	if ((t->nr_procs || nth) && pf_made_by(w))
@@ -811,9 +868,8 @@ static int pf_write_all(struct pf *w)
 	}
 	if (nth + 5 > UINT32_MAX)
 		return pf_fail(w, -E2BIG, "too many threads");
-	/* The threads side by side when there are threads to do it, in
-	 * the same bytes. */
-	if (w->jobs > 1 && nth > 1) {
+	/* The threads or their pieces side by side, in the same bytes. */
+	if (w->jobs > 1) {
 		int rc = pf_threads_par(w, w->jobs);
 
 		if (rc != 1)
@@ -829,6 +885,8 @@ static int pf_write_all(struct pf *w)
 /* The sequences after the threads', and the last batch. */
 static int pf_after_threads(struct pf *w, size_t nth)
 {
+	w->next_uuid = 1 + w->t->nr_procs +
+		       (uint64_t)nth * (w->most_lvl ? w->most_lvl : 1);
 	if (pf_hits(w, (uint32_t)(2 + nth)))
 		return pf_failed(w);
 	if (pf_ptwrites(w, (uint32_t)(3 + nth)))
@@ -874,16 +932,13 @@ int wr_perfetto_to(const struct mt_trace *t, const struct mt_outfile *f,
 	}
 	/* One compressor a thread; plainly, one thread only writes.  A
 	 * batch compresses in about twice the time it took to encode (on
-	 * the bench capture 4.0 s against 2.1), so for one thread's
-	 * packets past a few the encoding is what they wait for, and each
-	 * more only holds two more batches in memory; several threads'
-	 * are encoded side by side, and feed more. */
+	 * the bench capture 4.0 s against 2.1), and the pieces of the
+	 * threads, even of one, are encoded side by side: up to
+	 * PF_MAX_COMPRESSORS are fed. */
 	w.jobs = o && o->jobs > 1 ? o->jobs : 1;
 	w.nr_z = w.compress ? w.jobs : 1;
 	if (w.nr_z > PF_MAX_COMPRESSORS)
 		w.nr_z = PF_MAX_COMPRESSORS;
-	if (t->nr_threads < 2 && w.nr_z > PF_MAX_COMPRESSORS_ONE)
-		w.nr_z = PF_MAX_COMPRESSORS_ONE;
 	/* Every thread busy, one batch waiting to be written, one filling. */
 	w.nr_batches = (size_t)w.nr_z + 2;
 	w.batch = calloc(w.nr_batches, sizeof(*w.batch));

@@ -1,22 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The threads' sequences encoded side by side, each thread on a pool
- * thread of its own, and put into the file in thread order, so that the
- * file is the one a single thread writes.
+ * The threads' sequences encoded side by side on pool threads and put
+ * into the file in order, so that the file is the one a single thread
+ * writes.
  *
- * A sequence owns all its incremental state (interning, clock 64, the
- * default track), so a thread's packets depend on nothing before them
- * but the uuids of the level tracks earlier threads made: those are
- * counted again where needed (pf_thread_levels()), which is rare, as
- * only a thread deeper than max_depth makes one.
+ * A thread's slices are encoded in pieces of PF_PIECE_SLICES
+ * (pf_thread_piece()), each starting by clearing its sequence's
+ * incremental state (interning, clock 64, the default track), so a
+ * piece's packets depend on nothing before them but what
+ * pf_thread_scan() finds of the pieces before without writing: the open
+ * slices, the time last put down, the level tracks made.  A job is a
+ * whole thread, or with PT_PIECE_JOBS jobs or more a single piece: then
+ * each job scans its slices first, from what the job before found, and
+ * passes the result on to the next before it encodes, so that the scans
+ * (a few ns a slice) follow each other while the encodings overlap.
+ * Jobs are taken in the order they were put, so the one a job waits for
+ * is under way.
  *
- * Each encoder fills pieces of about PT_PIECE bytes, cut at packets, and
- * hands them over; the calling thread takes the pieces of thread 0,
- * then those of thread 1, and so on, and copies their packets into the
- * batches exactly where the single thread would have cut them (after
- * the packet that takes the batch past flush_at), so the compressed
- * batches are the same too.  An encoder more than PT_AHEAD pieces ahead
- * of the calling thread waits: memory stays flat however large the
+ * Each encoder hands its packets over about every PT_CHUNK bytes, cut at
+ * packets; the calling thread takes the chunks of job 0, then those of
+ * job 1, and so on, and copies their packets into the batches exactly
+ * where the single thread would have cut them (after the packet that
+ * takes the batch past flush_at), so the compressed batches are the same
+ * too.  An encoder past its first piece and more than PT_AHEAD chunks
+ * ahead of the calling thread waits: memory stays flat however large the
  * threads, at the price of one copy of the packets.
  */
 #include "writers/pf_internal.h"
@@ -29,30 +36,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A piece ends past 60 KiB: its buffer stays at 64 KiB, packets being
+/* A chunk ends past 60 KiB: its buffer stays at 64 KiB, packets being
  * small. */
-#define PT_PIECE (60u << 10)
+#define PT_CHUNK (60u << 10)
 #define PT_AHEAD 3
 
-struct pf_piece {
+/*
+ * A job of one piece costs a scan of its slices, a copy of its packets
+ * and the hand-overs: a fifth more CPU in all on the bench capture, which
+ * only pays when the encoding on one thread is what the rest waits for.
+ * A batch takes 1.3 to 2 times as long to compress as to encode, so with
+ * fewer jobs the compressors keep the other cores busy anyway, and the
+ * file would come later: a job is then a whole thread.
+ */
+#define PT_PIECE_JOBS 4
+
+struct pf_chunk {
 	struct pb_buf pk;
-	struct pf_piece *next;
+	struct pf_chunk *next;
 };
 
-/* One thread's sequence, and what its encoder said of it. */
+/* Pieces [first, end) of a thread's sequence, and what its encoder said
+ * of them. */
 struct pf_tjob {
-	size_t thread;
-	struct pf_piece *head, *tail; /* handed over, not yet taken */
+	size_t thread, first, end;
+	/* What the pieces before leave, once start_known; then, scanned,
+	 * what its last leaves, for the next job of the thread. */
+	struct pf_cut cut;
+	bool start_known;
+	struct pf_chunk *head, *tail; /* handed over, not yet taken */
 	size_t nr;
 	bool done;
 	int rc;
 	char *err; /* its line, when rc (NULL: out of memory for it) */
 	uint64_t slices;
 	uint32_t tracks;
-	/* The level tracks it makes, once known (by it or by a later
-	 * thread that needed its uuids first). */
-	size_t levels;
-	bool levels_known;
+	size_t most_lvl;
 };
 
 struct pf_par {
@@ -60,64 +79,40 @@ struct pf_par {
 	struct pf *enc; /* one a pool thread */
 	char *errs;	/* their lines, PT_ERRLEN each */
 	struct pf_tjob *jobs;
-	struct pf_piece *spare;
+	size_t nr_jobs;
+	struct pf_chunk *spare;
 	pthread_mutex_t lock;
-	pthread_cond_t changed;
+	/* changed: for the encoders, a start known, chunks taken, a stop;
+	 * ready: for the calling thread, chunks or the end of the job it
+	 * waits for, wanted.  Apart, so that a hand-over wakes no one
+	 * else. */
+	pthread_cond_t changed, ready;
+	struct pf_tjob *wanted;
+	unsigned throttled; /* encoders waiting for chunks to be taken */
 	bool stop;
+	bool broken; /* a scan failed: the jobs after it cannot start */
 };
 
 #define PT_ERRLEN 1024
 
 /*
- * The uuid of encoder e's first level track: after those of the threads
- * before its own, whose count is taken from them when they are done and
- * counted here when not.
- */
-int pf_par_first_level(struct pf *e)
-{
-	struct pf_par *par = e->par;
-	const struct mt_trace *t = e->t;
-	uint64_t uuid = 1 + t->nr_procs + t->nr_threads;
-
-	for (size_t i = 0; i < e->job->thread; i++) {
-		struct pf_tjob *j = &par->jobs[i];
-		size_t n;
-		bool known;
-
-		pthread_mutex_lock(&par->lock);
-		known = j->levels_known;
-		n = j->levels;
-		pthread_mutex_unlock(&par->lock);
-		/* Counted without the lock, as it may be long: whoever
-		 * counts it too finds the same. */
-		if (!known) {
-			n = pf_thread_levels(e, &t->threads[i]);
-			pthread_mutex_lock(&par->lock);
-			if (!j->levels_known) {
-				j->levels = n;
-				j->levels_known = true;
-			}
-			pthread_mutex_unlock(&par->lock);
-		}
-		uuid += n;
-	}
-	e->next_uuid = uuid;
-	return 0;
-}
-
-/*
- * Encoder e's packets so far to the calling thread: waits while it is
- * PT_AHEAD pieces ahead, unless they are its last.
+ * Encoder e's packets so far to the calling thread: past its job's first
+ * piece, waits while it is PT_AHEAD chunks ahead, unless they are its
+ * last.
  */
 static int pt_hand_over(struct pf *e, bool last)
 {
 	struct pf_par *par = e->par;
 	struct pf_tjob *j = e->job;
-	struct pf_piece *pc;
+	struct pf_chunk *pc;
 
 	pthread_mutex_lock(&par->lock);
-	while (!last && j->nr >= PT_AHEAD && !par->stop)
+	while (!last && e->piece > j->first && j->nr >= PT_AHEAD &&
+	       !par->stop) {
+		par->throttled++;
 		pthread_cond_wait(&par->changed, &par->lock);
+		par->throttled--;
+	}
 	if (par->stop) {
 		pthread_mutex_unlock(&par->lock);
 		return pf_fail(e, -ECANCELED, "stopped");
@@ -130,7 +125,7 @@ static int pt_hand_over(struct pf *e, bool last)
 			pthread_mutex_unlock(&par->lock);
 			return pf_fail(e, -ENOMEM, "out of memory");
 		}
-		/* The piece takes the packets; the encoder goes on in the
+		/* The chunk takes the packets; the encoder goes on in the
 		 * spare's buffer. */
 		{
 			struct pb_buf full = e->pk;
@@ -147,7 +142,8 @@ static int pt_hand_over(struct pf *e, bool last)
 		j->tail = pc;
 		j->nr++;
 	}
-	pthread_cond_broadcast(&par->changed);
+	if (par->wanted == j)
+		pthread_cond_signal(&par->ready);
 	pthread_mutex_unlock(&par->lock);
 	return 0;
 }
@@ -157,8 +153,60 @@ int pf_par_flush(struct pf *e)
 	return pt_hand_over(e, false);
 }
 
-/* A thread's sequence on pool thread worker; what fails stays in the
- * job, for the calling thread to find in order. */
+/* Encoder e's state from what the pieces before job j's leave: its open
+ * slices and its level tracks, thread uuid's own and those below. */
+static int pt_enter(struct pf *e, const struct pf_tjob *j, uint64_t uuid)
+{
+	const struct pf_cut *c = &j->cut;
+
+	if (!j->first)
+		return 0;
+	if (mt_grow((void **)&e->stack, &e->cap_stack, c->sp ? c->sp : 1,
+		    sizeof(*e->stack)) ||
+	    mt_grow((void **)&e->lvl, &e->cap_lvl, c->nr_lvl, sizeof(*e->lvl)))
+		return pf_fail(e, -ENOMEM, "out of memory");
+	if (c->sp)
+		memcpy(e->stack, c->stack, c->sp * sizeof(*e->stack));
+	e->sp = c->sp;
+	e->last = c->last;
+	e->lvl[0] = uuid;
+	for (size_t l = 1; l < c->nr_lvl; l++)
+		e->lvl[l] = pf_level_uuid(e, uuid, l);
+	e->nr_lvl = c->nr_lvl;
+	return 0;
+}
+
+/*
+ * What job j's pieces leave, for the next job, the same thread's next
+ * piece, which may start then: the stack's buffer goes on with it, the
+ * encoder having its copy.
+ */
+static int pt_pass_on(struct pf_par *par, struct pf *e, struct pf_tjob *j)
+{
+	struct pf_tjob *next = j + 1;
+	const struct mt_thread *th = &e->t->threads[j->thread];
+	int rc = 0;
+
+	for (size_t k = j->first; k < j->end && !rc; k++)
+		rc = pf_thread_scan(e, th, k, &j->cut);
+	pthread_mutex_lock(&par->lock);
+	if (rc) {
+		/* The jobs after it wait no more; the calling thread finds
+		 * this one's failure first. */
+		par->broken = true;
+	} else {
+		next->cut = j->cut;
+		next->start_known = true;
+		j->cut.stack = NULL;
+		j->cut.cap = 0;
+	}
+	pthread_cond_broadcast(&par->changed);
+	pthread_mutex_unlock(&par->lock);
+	return rc ? pf_fail(e, rc, "out of memory") : 0;
+}
+
+/* A job's pieces on pool thread worker; what fails stays in the job, for
+ * the calling thread to find in order. */
 static int pt_work(void *ctx, unsigned worker, void *job)
 {
 	struct pf_par *par = ctx;
@@ -166,51 +214,60 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	struct pf *e = &par->enc[worker];
 	const struct mt_trace *t = e->t;
 	size_t i = j->thread;
-	bool stop;
+	const struct mt_thread *th = &t->threads[i];
+	uint64_t uuid = 1 + t->nr_procs + i;
+	bool stop, more = j->end < pf_thread_pieces(th);
 	int rc;
 
 	pthread_mutex_lock(&par->lock);
-	stop = par->stop;
+	while (!j->start_known && !par->stop && !par->broken)
+		pthread_cond_wait(&par->changed, &par->lock);
+	stop = !j->start_known || par->stop;
 	pthread_mutex_unlock(&par->lock);
 	e->job = j;
 	e->slices = 0;
 	e->tracks = 0;
-	e->nr_lvl = 0;
+	e->most_lvl = 0;
 	e->code = 0;
 	pb_reset(&e->pk);
 	e->pk.oom = 0;
-	rc = stop ? -ECANCELED
-		  : pf_thread(e, &t->threads[i], 1 + t->nr_procs + i,
-			      (uint32_t)(2 + i));
+	rc = stop ? pf_fail(e, -ECANCELED, "stopped") : pt_enter(e, j, uuid);
+	/* The thread goes on in the next job, with the stack's buffer;
+	 * else the buffer is done with, the encoder having its copy. */
+	if (!rc && more) {
+		rc = pt_pass_on(par, e, j);
+	} else {
+		free(j->cut.stack);
+		j->cut.stack = NULL;
+	}
+	for (size_t k = j->first; k < j->end && !rc; k++) {
+		e->piece = k;
+		rc = pf_thread_piece(e, th, uuid, (uint32_t)(2 + i), k);
+	}
 	if (!rc)
 		rc = pt_hand_over(e, true);
+	/* The scan and the pieces must agree, or the next job starts from
+	 * the wrong stack or level tracks. */
+	if (!rc && more &&
+	    (e->nr_lvl != j->cut.nr_lvl || e->sp != j->cut.sp ||
+	     e->last != j->cut.last))
+		rc = pf_fail(e, -EIO,
+			     "internal error: thread %zu, piece %zu: not what "
+			     "its scan found",
+			     i, j->end - 1);
 	pthread_mutex_lock(&par->lock);
-	if (!rc) {
-		size_t made = t->threads[i].nr_slices && e->nr_lvl
-				      ? e->nr_lvl - 1
-				      : 0;
-
-		/* A later thread counted them first: the two must agree,
-		 * or its uuids are wrong. */
-		if (j->levels_known && j->levels != made) {
-			rc = pf_fail(e, -EIO,
-				     "internal error: thread %zu made %zu "
-				     "level tracks, %zu counted",
-				     i, made, j->levels);
-		} else {
-			j->levels = made;
-			j->levels_known = true;
-			j->slices = e->slices;
-			j->tracks = e->tracks;
-		}
-	}
 	if (rc) {
 		j->rc = rc;
 		j->err = strdup(e->err);
+	} else {
+		j->slices = e->slices;
+		j->tracks = e->tracks;
+		j->most_lvl = e->most_lvl;
 	}
 	/* Only now, with what it made told. */
 	j->done = true;
-	pthread_cond_broadcast(&par->changed);
+	if (par->wanted == j)
+		pthread_cond_signal(&par->ready);
 	pthread_mutex_unlock(&par->lock);
 	return 0;
 }
@@ -282,7 +339,7 @@ static int pt_append(struct pf *w, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Thread j's pieces into the batches as they come, until its end. */
+/* Job j's chunks into the batches as they come, until its end. */
 static int pt_take(struct pf_par *par, struct pf_tjob *j)
 {
 	struct pf *w = par->w;
@@ -290,18 +347,21 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 
 	pthread_mutex_lock(&par->lock);
 	for (;;) {
-		struct pf_piece *list, *last = NULL;
+		struct pf_chunk *list, *last = NULL;
 
+		par->wanted = j;
 		while (!j->head && !j->done)
-			pthread_cond_wait(&par->changed, &par->lock);
+			pthread_cond_wait(&par->ready, &par->lock);
+		par->wanted = NULL;
 		if (!j->head)
 			break;
 		list = j->head;
 		j->head = j->tail = NULL;
 		j->nr = 0;
-		pthread_cond_broadcast(&par->changed);
+		if (par->throttled)
+			pthread_cond_broadcast(&par->changed);
 		pthread_mutex_unlock(&par->lock);
-		for (struct pf_piece *pc = list; pc; pc = pc->next) {
+		for (struct pf_chunk *pc = list; pc; pc = pc->next) {
 			if (!rc)
 				rc = pt_append(w, pc->pk.p, pc->pk.len);
 			pb_reset(&pc->pk);
@@ -325,16 +385,17 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 	} else {
 		w->slices += j->slices;
 		w->tracks += j->tracks;
-		w->next_uuid += j->levels;
+		if (j->most_lvl > w->most_lvl)
+			w->most_lvl = j->most_lvl;
 	}
 	pthread_mutex_unlock(&par->lock);
 	return rc;
 }
 
-static void pt_free_pieces(struct pf_piece *pc)
+static void pt_free_chunks(struct pf_chunk *pc)
 {
 	while (pc) {
-		struct pf_piece *next = pc->next;
+		struct pf_chunk *next = pc->next;
 
 		pb_free(&pc->pk);
 		free(pc);
@@ -355,7 +416,7 @@ static int pt_enc_init(struct pf_par *par, unsigned i)
 	e->errlen = PT_ERRLEN;
 	e->max_depth = w->max_depth;
 	e->flag_mask = w->flag_mask;
-	e->flush_at = PT_PIECE;
+	e->flush_at = PT_CHUNK;
 	e->fd = -1;
 	e->par = par;
 	pb_init(&e->pk);
@@ -384,33 +445,55 @@ static void pt_enc_free(struct pf *e)
 int pf_threads_par(struct pf *w, unsigned workers)
 {
 	const struct mt_trace *t = w->t;
-	size_t nth = t->nr_threads, next = 0;
+	size_t nth = t->nr_threads, nr = 0, next = 0;
+	bool pieces = workers >= PT_PIECE_JOBS;
 	struct pf_par par = {.w = w};
 	struct mt_pool *pool = NULL;
 	bool locks = false;
 	int rc = -ENOMEM;
 
-	if (workers > nth)
-		workers = (unsigned)nth;
+	for (size_t i = 0; i < nth; i++)
+		nr += pieces ? pf_thread_pieces(&t->threads[i])
+			     : t->threads[i].nr_slices > 0;
+	if (workers > nr)
+		workers = (unsigned)nr;
+	/* One job: the calling thread would only copy what it writes. */
+	if (workers < 2)
+		return 1;
 	par.enc = calloc(workers, sizeof(*par.enc));
 	par.errs = calloc(workers, PT_ERRLEN);
-	par.jobs = calloc(nth, sizeof(*par.jobs));
+	par.jobs = calloc(nr, sizeof(*par.jobs));
 	if (!par.enc || !par.errs || !par.jobs)
 		goto out;
 	for (unsigned i = 0; i < workers; i++)
 		if (pt_enc_init(&par, i))
 			goto out;
-	for (size_t i = 0; i < nth; i++)
-		par.jobs[i].thread = i;
+	for (size_t i = 0; i < nth; i++) {
+		size_t n = pf_thread_pieces(&t->threads[i]);
+
+		for (size_t k = 0; k < n; k = par.jobs[par.nr_jobs++].end) {
+			struct pf_tjob *j = &par.jobs[par.nr_jobs];
+
+			j->thread = i;
+			j->first = k;
+			j->end = pieces ? k + 1 : n;
+			j->start_known = !k;
+		}
+	}
 	if (pthread_mutex_init(&par.lock, NULL))
 		goto out;
 	if (pthread_cond_init(&par.changed, NULL)) {
 		pthread_mutex_destroy(&par.lock);
 		goto out;
 	}
+	if (pthread_cond_init(&par.ready, NULL)) {
+		pthread_cond_destroy(&par.changed);
+		pthread_mutex_destroy(&par.lock);
+		goto out;
+	}
 	locks = true;
-	/* Jobs are taken in order, so the thread the calling one waits
-	 * for always has an encoder. */
+	/* Jobs are taken in order, so the job the calling one waits for
+	 * always has an encoder, and the one before each has had one. */
 	rc = mt_pool_start(&pool, workers, pt_work, pt_none, &par, workers + 2);
 	if (rc)
 		goto out;
@@ -419,9 +502,8 @@ int pf_threads_par(struct pf *w, unsigned workers)
 		rc = 1;
 		goto out;
 	}
-	w->next_uuid = 1 + t->nr_procs + nth;
-	for (size_t i = 0; i < nth && !rc; i++) {
-		while (next < nth && next <= i + workers)
+	for (size_t i = 0; i < nr && !rc; i++) {
+		while (next < nr && next <= i + workers)
 			mt_pool_put(pool, &par.jobs[next++]);
 		rc = pt_take(&par, &par.jobs[i]);
 	}
@@ -434,14 +516,16 @@ out:
 	if (rc == -ENOMEM && !w->code)
 		pf_fail(w, rc, "out of memory");
 	if (locks) {
+		pthread_cond_destroy(&par.ready);
 		pthread_cond_destroy(&par.changed);
 		pthread_mutex_destroy(&par.lock);
 	}
-	for (size_t i = 0; par.jobs && i < nth; i++) {
-		pt_free_pieces(par.jobs[i].head);
+	for (size_t i = 0; par.jobs && i < par.nr_jobs; i++) {
+		pt_free_chunks(par.jobs[i].head);
+		free(par.jobs[i].cut.stack);
 		free(par.jobs[i].err);
 	}
-	pt_free_pieces(par.spare);
+	pt_free_chunks(par.spare);
 	for (unsigned i = 0; par.enc && i < workers; i++)
 		pt_enc_free(&par.enc[i]);
 	free(par.enc);

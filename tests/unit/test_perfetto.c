@@ -12,6 +12,7 @@
 #include "tests/unit/testfs.h"
 #include "util/util.h"
 #include "util/version.h"
+#include "writers/pf_internal.h"
 #include "writers/writers.h"
 
 #include <dirent.h>
@@ -479,9 +480,9 @@ static void test_deep(struct check_state *st)
  * The threads' sequences are encoded side by side with jobs: the file
  * must be the one a single thread writes, byte for byte, compressed or
  * not.  Seven threads, one of them empty and one 300 deep, written with
- * a depth limit of 4 as well, so that every thread makes level tracks
- * whose uuids follow those of the threads before it; and batches that
- * end in the middle of a thread.
+ * a depth limit of 4 as well, so that every thread makes level tracks;
+ * and batches that end in the middle of a thread.  With 2 and 3 jobs a
+ * job is a thread, with 8 a piece.
  */
 static void test_jobs_same(struct check_state *st)
 {
@@ -552,6 +553,161 @@ static void test_jobs_same(struct check_state *st)
 			free(ref);
 		}
 	mt_trace_free(&t);
+	tmpdir_remove(dir);
+}
+
+/*
+ * Slices of the given depths (each at most one deeper than the one
+ * before) on a new thread, 1 ns between events and every slice ending
+ * before the next one that is not inside it starts, named from 300
+ * names so that each piece interns its own.
+ */
+static struct mt_thread *thread_of_depths(struct mt_trace *t, uint32_t tid,
+					  const uint32_t *depth, size_t n)
+{
+	struct builder b = {0};
+	uint64_t ts = 1000000;
+	char name[32];
+
+	b.th = mt_trace_add_thread(t, 1000, tid, "pieces");
+	if (!b.th)
+		exit(2);
+	for (size_t i = 0; i <= n; i++) {
+		/* Those that end here get their durations: the rest of the
+		 * stack above the next slice's depth (all of it at the end). */
+		uint32_t to = i < n ? depth[i] : 0;
+
+		while (b.sp > to) {
+			struct mt_slice *s = &b.th->slices[b.stack[--b.sp]];
+
+			s->dur = ts++ - s->ts;
+		}
+		if (i == n)
+			break;
+		snprintf(name, sizeof(name), "piece_fn_%zu", i % 300);
+		add(t, &b, depth[i], ts++, 0, name, 0);
+		b.sp = depth[i] + 1;
+	}
+	return b.th;
+}
+
+/* Each file as the first, byte for byte, for each job count. */
+static void check_jobs_same(struct check_state *st, const struct mt_trace *t,
+			    const char *dir, uint32_t max_depth, int nc,
+			    int exact)
+{
+	static const unsigned jobs[] = {1, 2, 4};
+	uint8_t *ref = NULL;
+	size_t ref_len = 0;
+	struct wr_stats ref_ws = {0};
+	char path[128];
+
+	for (size_t k = 0; k < sizeof(jobs) / sizeof(jobs[0]); k++) {
+		struct wr_perfetto_opts o = {.no_compress = nc,
+					     .max_depth = max_depth,
+					     .jobs = jobs[k]};
+		struct wr_stats ws = {0};
+		char err[512] = "";
+		uint8_t *got;
+		size_t len = 0;
+
+		snprintf(path, sizeof(path), "%s/p%u-%u-%d-%d.pftrace", dir,
+			 jobs[k], max_depth, nc, exact);
+		CHECKF(st, wr_perfetto(t, path, &o, &ws, err, sizeof(err)) == 0,
+		       "-j %u: %s", jobs[k], err);
+		got = slurp(path, &len);
+		CHECK(st, got);
+		if (exact) {
+			check_file(st, t, path, max_depth ? max_depth : 512,
+				   !nc);
+		} else {
+			struct rd r;
+
+			/* Clamped, so not the model's slices, but all of
+			 * them, replayed cleanly. */
+			CHECKF(st, rd_file(&r, path) == 0,
+			       "-j %u: %d errors, first: %s", jobs[k], r.errors,
+			       r.first_error);
+			CHECK(st, r.nr_slices == model_slices(t));
+			rd_free(&r);
+		}
+		if (!ref) {
+			ref = got;
+			ref_len = len;
+			ref_ws = ws;
+			continue;
+		}
+		CHECKF(st, got && len == ref_len && !memcmp(got, ref, len),
+		       "-j %u, depth %u, %s: not the bytes of -j 1", jobs[k],
+		       max_depth, nc ? "plain" : "compressed");
+		CHECK(st,
+		      ws.slices == ref_ws.slices && ws.tracks == ref_ws.tracks);
+		free(got);
+	}
+	free(ref);
+}
+
+/*
+ * One thread's slices are encoded in pieces of PF_PIECE_SLICES, side by
+ * side with jobs, each from what a scan of the pieces before found.  A
+ * thread of three and a half pieces: its root open across every cut,
+ * calls of depth 1-3 popped at the start of a piece, a chain 10 deep
+ * that crosses the first cut and makes its level tracks (depth limit 4)
+ * in the second piece, one 14 deep open 9 deep across the second cut
+ * whose deepest level track is made in the third; a second thread with
+ * a level track of its own.  Then a thread that breaks its
+ * order at a cut (a start before the previous one, a depth jump, a slice
+ * outliving its parent), whose clamped times the next piece must start
+ * from.  With 1, 2 (whole threads) and 4 jobs (pieces), compressed or
+ * not: the same bytes, and the slices replayed cleanly (exactly the
+ * model's, where it is sound).
+ */
+static void test_pieces_joined(struct check_state *st)
+{
+	const size_t P = PF_PIECE_SLICES, n = 3 * P + P / 2;
+	static const uint32_t limits[] = {0, 4};
+	uint32_t *depth = calloc(n, sizeof(*depth));
+	uint32_t small[20];
+	struct mt_trace t;
+	struct mt_thread *th;
+	char dir[64];
+
+	if (!depth)
+		exit(2);
+	tmpdir_make(dir, sizeof(dir));
+	for (size_t i = 1; i < n; i++)
+		depth[i] = 1 + (uint32_t)((i - 1) % 3);
+	for (size_t i = P - 3; i < P + 7; i++)
+		depth[i] = 1 + (uint32_t)(i - (P - 3));
+	for (size_t i = 2 * P - 8; i < 2 * P + 6; i++)
+		depth[i] = 1 + (uint32_t)(i - (2 * P - 8));
+	for (size_t i = 0; i < 20; i++)
+		small[i] = (uint32_t)(i < 7 ? i : i % 3);
+
+	mt_trace_init(&t);
+	if (!mt_trace_add_process(&t, 1000, "pieces"))
+		exit(2);
+	thread_of_depths(&t, 1001, depth, n);
+	thread_of_depths(&t, 1002, small, 20);
+	CHECK(st, t.threads[0].nr_slices == n &&
+			  pf_thread_pieces(&t.threads[0]) == 4);
+	for (size_t l = 0; l < 2; l++)
+		for (int nc = 0; nc < 2; nc++)
+			check_jobs_same(st, &t, dir, limits[l], nc, 1);
+	mt_trace_free(&t);
+
+	mt_trace_init(&t);
+	if (!mt_trace_add_process(&t, 1000, "pieces"))
+		exit(2);
+	th = thread_of_depths(&t, 1001, depth, P + 50);
+	th->slices[P - 1].ts -= 5000;
+	th->slices[P - 2].dur += 100000;
+	th->slices[P + 1].depth += 3;
+	thread_of_depths(&t, 1002, small, 20);
+	for (int nc = 0; nc < 2; nc++)
+		check_jobs_same(st, &t, dir, 2, nc, 0);
+	mt_trace_free(&t);
+	free(depth);
 	tmpdir_remove(dir);
 }
 
@@ -854,6 +1010,7 @@ int main(void)
 	RUN(&st, test_goroutines);
 	RUN(&st, test_deep);
 	RUN(&st, test_jobs_same);
+	RUN(&st, test_pieces_joined);
 	RUN(&st, test_empty);
 	RUN(&st, test_bad_model);
 	RUN(&st, test_errors);
