@@ -458,6 +458,14 @@ static int tree_failed(const struct bt_tree *t)
 	return t->failed || (t->out == &t->f->out && t->f->failed);
 }
 
+/* An item's key in t's keys; NULL when it has none (a table's items:
+ * its keys were never allocated). */
+static const uint8_t *item_key(const struct bt_tree *t,
+			       const struct bt_item *it)
+{
+	return it->key_len ? t->keys + it->key_off : NULL;
+}
+
 static int push_item(struct bt_tree *t, uint32_t page, const uint8_t *key,
 		     uint32_t key_len)
 {
@@ -762,8 +770,9 @@ static int build_levels(struct bt_tree *t)
 				uint8_t *c = page_add(&pg, 4 + it->key_len);
 
 				put32(c, it->page);
-				memcpy(c + 4, t->keys + it->key_off,
-				       it->key_len);
+				if (it->key_len)
+					memcpy(c + 4, item_key(t, it),
+					       it->key_len);
 			}
 			page_finish(&pg, f, up.page);
 			rc = is_root ? pwrite_all(f->fd, pg.p, f->page_size,
@@ -916,8 +925,8 @@ int bt_join(struct bt_tree *t, const struct bt_tree *r)
 	for (size_t i = 0; i < r->nr_leaves; i++) {
 		const struct bt_item *it = &r->items[i];
 
-		rc = put_leaf(t, r->own.mem + i * page_size,
-			      r->keys + it->key_off, it->key_len);
+		rc = put_leaf(t, r->own.mem + i * page_size, item_key(r, it),
+			      it->key_len);
 		if (rc)
 			return rc;
 	}
