@@ -493,7 +493,7 @@ static int vg_pack(struct vg *v, struct thr *t, bool lost, uint64_t t0,
 	for (unsigned k = 0, i = 0; !rc && v->e.o->truth && k < n; k++) {
 		if (!(rets >> k & 1))
 			continue;
-		v->now = t0 + (n > 1 ? dt * k / (n - 1) : 0);
+		v->now = ptenc_bit_time(t0, dt, n, k);
 		rc = vg_truth(v, t, IC_RET, t->shadow[t->depth - 1 - i++], 0);
 	}
 	v->now = now;

@@ -551,7 +551,6 @@ int ptenc_tnt_word_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
 			size_t depth)
 {
 	unsigned n, i = 0;
-	uint64_t step;
 
 	if (!word)
 		return -EINVAL;
@@ -560,9 +559,8 @@ int ptenc_tnt_word_rets(struct ptenc *g, uint64_t t0, uint64_t dt,
 		return -EPROTO;
 	/* One at a time, each at the time ptenc_conds() gives it (the
 	 * encoder's stack cleared since the calls, seldom). */
-	step = n > 1 ? (dt << 16) / (n - 1) : 0;
 	for (unsigned k = 0; k < n; k++) {
-		uint64_t tk = t0 + ((k * step) >> 16);
+		uint64_t tk = ptenc_bit_time(t0, dt, n, k);
 		int rc = rets >> k & 1
 				 ? ptenc_ret(g, tk, stack[depth - 1 - i++])
 				 : ptenc_cond(g, tk, word >> (n - 1 - k) & 1);

@@ -48,6 +48,13 @@ int ptenc_conds(struct ptenc *g, uint64_t t0, uint64_t dt, unsigned n,
 /* The same, the branches as a shift register holds them: below the
  * leading 1 of word, the first highest (at most 63; -EINVAL for 0). */
 int ptenc_tnt_word(struct ptenc *g, uint64_t t0, uint64_t dt, uint64_t word);
+/* The time ptenc_conds() gives the k-th of n branches run from t0 over
+ * dt (for a caller that times each of them as the packets do). */
+static inline uint64_t ptenc_bit_time(uint64_t t0, uint64_t dt, unsigned n,
+				      unsigned k)
+{
+	return n > 1 ? t0 + ((k * ((dt << 16) / (n - 1))) >> 16) : t0;
+}
 /* The same, where the branches whose bits are set in rets (bit k: the
  * k-th, the first 0) are returns, the i-th of them (the first 0) to
  * stack[depth - 1 - i], the caller's stack of return addresses: a taken
