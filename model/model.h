@@ -65,7 +65,7 @@ enum mt_slice_flags {
 
 /*
  * What slices of one function share: its name, binary and address, kept
- * once per trace (mt_frame_intern) so that a slice is 40 bytes.
+ * once per trace (mt_frame_intern) so that a slice is 36 bytes.
  */
 struct mt_frame {
 	uint64_t addr;	 /* symbol (or entry) address, 0 if none */
@@ -75,17 +75,34 @@ struct mt_frame {
 			  * unknown (no line table) */
 };
 
-struct mt_slice {
-	uint64_t ts;	  /* perf time, ns */
-	uint64_t dur;	  /* ns */
-	uint32_t frame;	  /* index in the trace's frames */
-	uint32_t depth;	  /* 0 = root */
-	uint32_t parent;  /* index in the thread's slices, or MT_NONE */
-	uint32_t flags;	  /* enum mt_slice_flags */
-	uint32_t segment; /* the trace segment it came from */
-	uint32_t site;	  /* string id of "FILE:LINE" of the call that made
-			   * it, 0 if unknown */
+/*
+ * 36 bytes, aligned to 4: the model holds one for every call of the
+ * trace, and it is most of the conversion's memory.  The flags share a
+ * word with the duration, which needs 52 bits only (52 days): a
+ * duration computed from times goes through mt_dur_fit(), so that a
+ * capture with a wild clock saturates instead of wrapping.
+ */
+#define MT_DUR_MAX ((UINT64_C(1) << 52) - 1)
+
+static inline uint64_t mt_dur_fit(uint64_t dur)
+{
+	return dur > MT_DUR_MAX ? MT_DUR_MAX : dur;
+}
+
+struct __attribute__((packed, aligned(4))) mt_slice {
+	uint64_t ts;	     /* perf time, ns */
+	uint64_t dur : 52;   /* ns, at most MT_DUR_MAX */
+	uint64_t flags : 12; /* enum mt_slice_flags */
+	uint32_t frame;	     /* index in the trace's frames */
+	uint32_t depth;	     /* 0 = root */
+	uint32_t parent;     /* index in the thread's slices, or MT_NONE */
+	uint32_t segment;    /* the trace segment it came from */
+	uint32_t site;	     /* string id of "FILE:LINE" of the call that made
+			      * it, 0 if unknown */
 };
+
+_Static_assert(sizeof(struct mt_slice) == 36, "a slice is 36 bytes");
+_Static_assert(MT_SLICE_RESUME_GUESSED < 1 << 12, "the flags fit 12 bits");
 
 struct mt_thread {
 	uint32_t pid, tid;

@@ -295,7 +295,7 @@ void seg_end_frame(struct seg_builder *b, const struct frame *f, uint64_t time,
 {
 	struct mt_slice *s = seg_slice_of(b, f);
 
-	s->dur = time > s->ts ? time - s->ts : 0;
+	s->dur = mt_dur_fit(time > s->ts ? time - s->ts : 0);
 	s->flags |= flags;
 }
 

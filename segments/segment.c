@@ -90,7 +90,8 @@ static int gap_ends(struct seg_builder *b, uint64_t time)
 	uint32_t name;
 	struct mt_slice g = {
 		.ts = b->gap_start,
-		.dur = time > b->gap_start ? time - b->gap_start : 0,
+		.dur = mt_dur_fit(time > b->gap_start ? time - b->gap_start
+						      : 0),
 		.parent = MT_NONE,
 		.flags = MT_SLICE_GAP,
 		.segment = b->any ? b->seg_id : MT_NONE,

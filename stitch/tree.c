@@ -189,7 +189,7 @@ int stitch_merge(struct thread_state *s, uint32_t x, uint32_t y)
 	if (!sx)
 		return -ENOMEM;
 	if (end_of(sy) > end_of(sx))
-		sx->dur = end_of(sy) - sx->ts;
+		sx->dur = mt_dur_fit(end_of(sy) - sx->ts);
 	sx->flags = (sx->flags & ~MT_SLICE_INFERRED_END) |
 		    (sy->flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
 	s->alias[y] = x;
@@ -231,7 +231,7 @@ static int live_through(struct thread_state *s, uint32_t ib, uint32_t y,
 		if (!x)
 			return -ENOMEM;
 		if (end > end_of(x))
-			x->dur = end - x->ts;
+			x->dur = mt_dur_fit(end - x->ts);
 		x->flags = (x->flags & ~MT_SLICE_INFERRED_END) |
 			   (flags & MT_SLICE_INFERRED_END) | MT_SLICE_JOINED;
 	}
@@ -398,7 +398,7 @@ static int move_back(struct thread_state *s, uint32_t i, uint64_t from,
 	e = end_of(y);
 	if (from < y->ts) {
 		y->ts = from;
-		y->dur = e - y->ts;
+		y->dur = mt_dur_fit(e - y->ts);
 	}
 	y->flags |= MT_SLICE_JOINED | (guessed ? MT_SLICE_DEPTH_GUESSED : 0);
 	return 0;
@@ -834,7 +834,7 @@ static int lay_out(struct thread_state *s, uint32_t *newidx)
 			continue;
 		p = &out[x->parent];
 		if (end_of(x) > end_of(p)) {
-			p->dur = end_of(x) - p->ts;
+			p->dur = mt_dur_fit(end_of(x) - p->ts);
 			p->flags = (p->flags & ~MT_SLICE_INFERRED_END) |
 				   (x->flags & MT_SLICE_INFERRED_END);
 		}

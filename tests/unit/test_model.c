@@ -295,6 +295,26 @@ static void test_grow(struct check_state *cs)
 	CHECK(cs, v == NULL && cap == 0);
 }
 
+/* The duration shares a word with the flags: the longest one saturates
+ * and neither spills into the other. */
+static void test_slice_word(struct check_state *cs)
+{
+	struct mt_slice s = {.ts = 5, .flags = MT_SLICE_RESUME_GUESSED};
+
+	s.dur = mt_dur_fit(UINT64_C(1) << 60);
+	CHECK(cs, s.dur == MT_DUR_MAX && s.flags == MT_SLICE_RESUME_GUESSED);
+	s.dur = mt_dur_fit(MT_DUR_MAX);
+	s.flags |= MT_SLICE_GAP;
+	CHECK(cs, s.dur == MT_DUR_MAX &&
+			  s.flags == (MT_SLICE_RESUME_GUESSED | MT_SLICE_GAP));
+	s.flags = 0;
+	s.dur = mt_dur_fit(123);
+	CHECK(cs, s.dur == 123 && s.flags == 0 && s.ts == 5);
+	/* What the model's arrays hold: 36 bytes, 4-aligned. */
+	CHECK(cs,
+	      sizeof(struct mt_slice) == 36 && _Alignof(struct mt_slice) == 4);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -306,5 +326,6 @@ int main(void)
 	RUN(&st, test_thread_lookup);
 	RUN(&st, test_capture_facts);
 	RUN(&st, test_grow);
+	RUN(&st, test_slice_word);
 	return CHECK_DONE(&st);
 }
