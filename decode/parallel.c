@@ -863,6 +863,12 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 			break;
 		if (!pc->absorbed)
 			rc = hand_over(p, pc);
+		/* Runs before it have stopped and those after it began
+		 * past it: its bytes are done with (an absorbed piece's
+		 * own run may still read them, until the end). */
+		if (!rc && !pc->absorbed && p->io.forget)
+			p->io.forget(p->io.ctx, pc->b->data + pc->start,
+				     pc->end - pc->start);
 		p->fed = i + 1;
 		pthread_cond_broadcast(&p->cond);
 		if (!rc && c->opts.progress &&

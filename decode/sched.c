@@ -102,6 +102,14 @@ static void cap_no_code(void *ctx, uint32_t pid, uint64_t ip)
 	img_note_use(((struct dec_capture *)ctx)->img, pid, ip);
 }
 
+/* The chunks in the capture's mapping, or a copy of them: either way
+ * nothing reads them again. */
+static void cap_forget(void *ctx, const uint8_t *p, size_t len)
+{
+	(void)ctx;
+	mt_forget(p, len);
+}
+
 static void cap_addr_filter(void *ctx, uint32_t pid,
 			    struct pt_conf_addr_filter *f)
 {
@@ -164,9 +172,11 @@ static int prepare(struct dec_capture *c, size_t i, size_t j, size_t len,
 		pr->joined = malloc(len);
 		if (!pr->joined)
 			return -ENOMEM;
+		/* Only the copy is read from here on. */
 		for (size_t m = i; m < j; m++) {
 			memcpy(pr->joined + at, c->chunks[m].data,
 			       c->chunks[m].size);
+			pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
 			at += c->chunks[m].size;
 		}
 		*buf = pr->joined;
@@ -212,7 +222,8 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				   .range = cap_range,
 				   .no_code = cap_no_code,
 				   .thread = cap_thread,
-				   .addr_filter = cap_addr_filter};
+				   .addr_filter = cap_addr_filter,
+				   .forget = cap_forget};
 	const struct strm_out out = {.ctx = c, .deliver = cap_deliver};
 	struct strm *s = calloc(1, sizeof(*s));
 	struct par *par = NULL;

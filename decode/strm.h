@@ -66,6 +66,9 @@ struct strm_io {
 	 * takes it.  May be NULL: no filter. */
 	void (*addr_filter)(void *ctx, uint32_t pid,
 			    struct pt_conf_addr_filter *f);
+	/* Bytes of a buffer being decoded that are never read again: their
+	 * memory may go.  May be NULL. */
+	void (*forget)(void *ctx, const uint8_t *p, size_t len);
 };
 
 /* Where the core's events go, and when it stops. */

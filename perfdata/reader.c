@@ -456,15 +456,9 @@ fail:
 
 void pd_forget(struct pd_file *f, const void *p, size_t len)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
-	uintptr_t hi = ((uintptr_t)p + len) & ~(page - 1);
-
-	if (!f->map || (const uint8_t *)p < f->map ||
-	    (const uint8_t *)p + len > f->map + f->size || hi <= lo)
-		return;
-	/* Advice only: a failure leaves the pages where they are. */
-	(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	if (f->map && (const uint8_t *)p >= f->map &&
+	    (const uint8_t *)p + len <= f->map + f->size)
+		mt_forget(p, len);
 }
 
 void pd_close(struct pd_file *f)

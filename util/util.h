@@ -28,6 +28,15 @@ static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
 }
 
 /*
+ * Bytes that are never read again: the whole pages inside [p, p + len)
+ * leave memory now (grow.c).  Pages of a file mapping come back from the
+ * file if read, anonymous ones as zeros, so only for memory whose bytes
+ * are done with; the partial pages at either end stay.  Advice only: a
+ * failure leaves the pages where they are.
+ */
+void mt_forget(const void *p, size_t len);
+
+/*
  * A stable merge sort (qsort is not stable): returns 0, or -ENOMEM when
  * the scratch buffer cannot be allocated (base is untouched then).
  */
