@@ -58,8 +58,8 @@ int st_db_scan(struct st_db *d, const struct st_region *r,
 	       int (*fn)(void *ctx, const struct st_row *row), void *ctx);
 /* The figures of the region (from the function and caller tables when
  * the region is the whole trace, the database has them and scan is
- * false; a scan keeps the durations in a->fdur).  a's function ids are
- * d's.  Returns 0, or a negative errno value with one line in d->err. */
+ * false; a scan keeps the durations in a->fdur and a->pdur).  a's function ids
+ * are d's.  Returns 0, or a negative errno value with one line in d->err. */
 int st_db_figures(struct st_db *d, const struct st_region *r, struct st_agg *a,
 		  bool scan);
 /* The slowest calls the table slowest keeps (of functions named name,

@@ -78,7 +78,7 @@ struct st_durs {
 struct st_agg {
 	uint32_t nr_fns;
 	struct st_fig *fns;	   /* by function id */
-	struct st_durs *fdur;	   /* by function id */
+	struct st_durs *fdur;	   /* by function id: calls with no caller */
 	uint64_t (*hist)[ST_HIST]; /* by function id: whole calls a bucket */
 	struct st_top (*top)[ST_KEPT]; /* by function id: its slowest calls */
 	uint8_t *nr_top;	       /* by function id: how many */
@@ -113,8 +113,9 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	   uint64_t dur, bool inferred);
 /* The thread's slices are all in: closes the open ones. */
 void st_end_thread(struct st_agg *a);
-/* Computes the percentiles (reordering the kept durations). */
-void st_finish(struct st_agg *a);
+/* Computes the percentiles (reordering the kept durations).  Returns 0
+ * or -ENOMEM. */
+int st_finish(struct st_agg *a);
 void st_free(struct st_agg *a);
 
 /* The k-th smallest of v[0..n) (0-based), v reordered around it. */

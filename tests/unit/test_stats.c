@@ -72,7 +72,7 @@ static void test_sums(struct check_state *cs)
 	CHECK(cs, !st_add(&a, 1, 0, ST_ROOT, 40, false));
 	CHECK(cs, !st_add(&a, 2, 1, 0, 10, false));
 	CHECK(cs, !st_add(&a, 2, 2, 99, 3, false));
-	st_finish(&a);
+	CHECK(cs, !st_finish(&a));
 
 	f = &a.fns[0];
 	CHECK(cs, f->calls == 1 && f->total == 100 && f->self == 50 &&
@@ -134,7 +134,7 @@ static void test_wide(struct check_state *cs)
 	CHECK(cs, !st_init(&a, 1));
 	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
 		CHECK(cs, !st_add(&a, 0, i, ST_ROOT, d[i], false));
-	st_finish(&a);
+	CHECK(cs, !st_finish(&a));
 	/* 3 5 7 4294967296 5000000000: ranks 2, 4, 4 */
 	CHECK(cs, a.fns[0].p50 == 7 && a.fns[0].p90 == 5000000000ull &&
 			  a.fns[0].max == 5000000000ull &&
