@@ -46,7 +46,7 @@
 #define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
 
 /* 32 bytes: the events waiting are most of what a parallel decode adds
- * to the memory (2 * nthreads pieces' worth).  tk: the time from the
+ * to the memory (nthreads + 2 pieces' worth).  tk: the time from the
  * block's base (signed) in the high 56 bits, whether the event was
  * delivered, not only pushed (struct strm_out), in bit 7, the kind in
  * the low 7. */
@@ -571,10 +571,12 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 
 /* The next piece to run, under the lock, or SIZE_MAX: the first free
  * one not too far ahead of what is handed over, so that the events
- * waiting stay a few pieces' worth. */
+ * waiting stay a few pieces' worth.  A piece a thread and two more
+ * keep every thread busy while the hand-over keeps up; when it does
+ * not, more pieces ahead would only wait, at about 4 MB each. */
 static size_t next_piece(const struct par *p)
 {
-	size_t end = p->fed + 2 * (size_t)p->nthreads;
+	size_t end = p->fed + (size_t)p->nthreads + 2;
 
 	if (end > p->npc)
 		end = p->npc;
