@@ -320,6 +320,7 @@ static void thread_free(struct thread_state *s)
 	free(s->xs);
 	free(s->xi);
 	free(s->spans);
+	free(s->tops);
 	stitch_undo_free(&s->undo);
 }
 
@@ -446,25 +447,35 @@ static int pass_root(struct thread_state *s)
 	size_t n = s->th->nr_slices;
 	uint32_t root;
 
+	s->nr_tops = 0;
 	if (s->root_name == MT_NONE || !s->root_open || !f->nr_start)
 		return 0;
 	root = top_of(s, f->start_chain[0]);
 	if (mt_slice_name(t, &sl[root]) != s->root_name)
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (s->alias[i] == i && in_run(s, sl[i].segment) &&
-		    mt_slice_name(t, &sl[i]) == s->root_name &&
-		    has_parent(s, (uint32_t)i) &&
-		    top_of(s, (uint32_t)i) != root)
+	/* One pass over the slices: the tops are kept for the joins, which
+	 * touch no other slice's parent, and a slice with a parent keeps
+	 * it. */
+	for (size_t i = 0; i < n; i++) {
+		if (s->alias[i] != i || !in_run(s, sl[i].segment))
+			continue;
+		if (!has_parent(s, (uint32_t)i)) {
+			if (mt_grow((void **)&s->tops, &s->cap_tops,
+				    s->nr_tops + 1, sizeof(*s->tops)))
+				return -ENOMEM;
+			s->tops[s->nr_tops++] = (uint32_t)i;
+		} else if (mt_slice_name(t, &sl[i]) == s->root_name &&
+			   top_of(s, (uint32_t)i) != root) {
 			return 0;
+		}
+	}
 	for (int same = 1; same >= 0; same--)
-		for (size_t i = 0; i < n; i++) {
-			uint32_t x = (uint32_t)i;
+		for (size_t k = 0; k < s->nr_tops; k++) {
+			uint32_t x = s->tops[k];
 
-			if (s->alias[i] != i || x == root ||
-			    !in_run(s, sl[i].segment) ||
-			    sl[i].ts < sl[root].ts || has_parent(s, x) ||
-			    (mt_slice_name(t, &sl[i]) == s->root_name) != same)
+			if (s->alias[x] != x || x == root ||
+			    sl[x].ts < sl[root].ts || has_parent(s, x) ||
+			    (mt_slice_name(t, &sl[x]) == s->root_name) != same)
 				continue;
 			s->joins++;
 			if (same) {
@@ -473,7 +484,7 @@ static int pass_root(struct thread_state *s)
 				continue;
 			}
 			if (stitch_slice_set_parent(s, x, root) ||
-			    (!(sl[i].flags & MT_SLICE_GAP) &&
+			    (!(sl[x].flags & MT_SLICE_GAP) &&
 			     stitch_slice_add_flags(s, x,
 						    MT_SLICE_DEPTH_GUESSED)))
 				return -ENOMEM;

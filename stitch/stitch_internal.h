@@ -83,6 +83,8 @@ struct thread_state {
 	size_t joins;		/* pairs joined: the tree must be rebuilt */
 	struct guess_span *spans;
 	size_t nr_spans, cap_spans;
+	uint32_t *tops; /* scratch: the run's slices with no parent */
+	size_t nr_tops, cap_tops;
 	struct undo_log undo;
 	/* why stitch_rebuild() refused the joins' tree (-EINVAL), for the
 	 * caller */
