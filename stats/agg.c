@@ -222,6 +222,114 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	return 0;
 }
 
+int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent)
+{
+	uint32_t pair = ST_NONE, path;
+	struct st_open *up;
+
+	if (fn >= a->nr_fns)
+		return -EINVAL;
+	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
+		close_top(a);
+	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+	if (path_get(a, up ? up->path : ST_NONE, fn, &path) ||
+	    (up && pair_get(a, up->fn, fn, &pair)))
+		return -ENOMEM;
+	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
+		    sizeof(*a->stack)))
+		return -ENOMEM;
+	/* No time of its own here: closing it takes its children's off. */
+	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, path, 0, 0};
+	return 0;
+}
+
+static void fig_merge(struct st_fig *to, const struct st_fig *f)
+{
+	to->calls += f->calls;
+	to->inferred += f->inferred;
+	to->total += f->total;
+	to->self += f->self;
+	to->inferred_dur += f->inferred_dur;
+}
+
+static int durs_merge(struct st_durs *to, struct st_durs *d)
+{
+	if (!to->n && !to->v32 && !to->v64) {
+		*to = *d;
+		*d = (struct st_durs){0};
+		return 0;
+	}
+	for (size_t i = 0; i < d->n; i++)
+		if (durs_add(to, d->v64 ? d->v64[i] : d->v32[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int cmp_top_id(const void *x, const void *y)
+{
+	const struct st_top *a = x, *b = y;
+
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+int st_merge(struct st_agg *a, struct st_agg *from, const uint32_t *fn_of)
+{
+	uint32_t *pair_of = malloc((from->nr_pairs ? from->nr_pairs : 1) *
+				   sizeof(*pair_of));
+	uint32_t *path_of = malloc((from->nr_paths ? from->nr_paths : 1) *
+				   sizeof(*path_of));
+	int rc = -ENOMEM;
+
+	if (!pair_of || !path_of)
+		goto out;
+	for (uint32_t f = 0; f < from->nr_fns; f++) {
+		uint32_t g = fn_of[f];
+		struct st_top by_id[ST_KEPT];
+		unsigned n = from->nr_top[f];
+
+		fig_merge(&a->fns[g], &from->fns[f]);
+		for (unsigned b = 0; b < ST_HIST; b++)
+			a->hist[g][b] += from->hist[f][b];
+		if (durs_merge(&a->fdur[g], &from->fdur[f]))
+			goto out;
+		/* keep_top takes calls in the order of their ids. */
+		memcpy(by_id, from->top[f], n * sizeof(*by_id));
+		qsort(by_id, n, sizeof(*by_id), cmp_top_id);
+		for (unsigned k = 0; k < n; k++)
+			keep_top(a, g, by_id[k].dur, by_id[k].id);
+	}
+	for (size_t i = 0; i < from->nr_pairs; i++) {
+		const struct st_pair *p = &from->pairs[i];
+
+		if (pair_get(a, fn_of[p->caller], fn_of[p->callee],
+			     &pair_of[i]))
+			goto out;
+		fig_merge(&a->pairs[pair_of[i]].fig, &p->fig);
+		if (durs_merge(&a->pdur[pair_of[i]], &from->pdur[i]))
+			goto out;
+	}
+	/* A path's caller comes before it. */
+	for (size_t i = 0; i < from->nr_paths; i++) {
+		const struct st_path *p = &from->paths[i];
+		struct st_path *q;
+
+		if (path_get(a,
+			     p->parent == ST_NONE ? ST_NONE
+						  : path_of[p->parent],
+			     fn_of[p->fn], &path_of[i]))
+			goto out;
+		q = &a->paths[path_of[i]];
+		q->calls += p->calls;
+		q->total += p->total;
+		q->self += p->self;
+	}
+	rc = 0;
+out:
+	free(pair_of);
+	free(path_of);
+	return rc;
+}
+
 void st_end_thread(struct st_agg *a)
 {
 	while (a->nr_open)
@@ -362,16 +470,23 @@ out:
 	return rc;
 }
 
-void st_free(struct st_agg *a)
+void st_drop_durs(struct st_agg *a)
 {
 	for (uint32_t i = 0; i < a->nr_fns; i++) {
 		free(a->fdur[i].v32);
 		free(a->fdur[i].v64);
+		a->fdur[i] = (struct st_durs){0};
 	}
 	for (size_t i = 0; a->pdur && i < a->nr_pairs; i++) {
 		free(a->pdur[i].v32);
 		free(a->pdur[i].v64);
+		a->pdur[i] = (struct st_durs){0};
 	}
+}
+
+void st_free(struct st_agg *a)
+{
+	st_drop_durs(a);
 	free(a->fns);
 	free(a->fdur);
 	free(a->hist);

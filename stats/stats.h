@@ -113,9 +113,31 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	   uint64_t dur, bool inferred);
 /* The thread's slices are all in: closes the open ones. */
 void st_end_thread(struct st_agg *a);
+/*
+ * A thread summed in parts, each part into an st_agg of its own, the
+ * parts added in order with st_merge(): a part that begins inside the
+ * thread first gets the slices open there (the last slice before it and
+ * its ancestors, root first) with st_add_open(), which counts no call:
+ * their calls are the parts' before, and this part only takes its
+ * children's time off their self time.  The sum is the one st_add()
+ * gives over the whole thread when the thread is a pre-order walk.
+ */
+int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent);
+/*
+ * Adds from's figures to a's, from's function f being a's fn_of[f] (a
+ * holds every such id: st_grow).  from's pairs and paths that a does
+ * not have are added in from's order, and its durations after a's, so
+ * that merging the parts in order gives the ids one st_agg over all of
+ * them gives.  from is left as it was, its durations possibly moved
+ * away.  Returns 0 or -ENOMEM.
+ */
+int st_merge(struct st_agg *a, struct st_agg *from, const uint32_t *fn_of);
 /* Computes the percentiles (reordering the kept durations).  Returns 0
  * or -ENOMEM. */
 int st_finish(struct st_agg *a);
+/* The durations kept for the percentiles, freed once they are found:
+ * the rest of a stays. */
+void st_drop_durs(struct st_agg *a);
 void st_free(struct st_agg *a);
 
 /* The k-th smallest of v[0..n) (0-based), v reordered around it. */

@@ -87,7 +87,8 @@ struct sq {
 	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
 	bool *ts_unsorted;  /* by thread: its starts are not in order */
 	uint64_t nr_slices;
-	unsigned jobs; /* threads the big trees may be built on */
+	unsigned jobs;	  /* threads the big trees may be built on */
+	unsigned fn_part; /* slices a part of the function sums */
 };
 
 /* One line in the caller's buffer, naming the database (util/err.h);

@@ -375,28 +375,47 @@ struct fnmap {
 	size_t nr, cap;
 };
 
+/* The id of a function, given one when new. */
+static int fn_key_id(struct fnmap *m, struct fnkey k, uint32_t *fn)
+{
+	uint64_t key = (uint64_t)k.name << 32 | k.dso, v;
+
+	if (!mt_hmap_find(&m->index[k.inlined], key, &v)) {
+		if (mt_grow((void **)&m->keys, &m->cap, m->nr + 1,
+			    sizeof(*m->keys)) ||
+		    mt_hmap_set(&m->index[k.inlined], key, m->nr))
+			return -ENOMEM;
+		m->keys[m->nr] = k;
+		v = m->nr++;
+	}
+	*fn = (uint32_t)v;
+	return 0;
+}
+
 static int fn_of(struct fnmap *m, const struct mt_trace *t,
 		 const struct mt_slice *s, uint32_t *fn)
 {
 	bool inl = (s->flags & MT_SLICE_INLINED) != 0;
 	uint32_t *slot = &m->of_frame[(size_t)s->frame * 2 + inl];
 	const struct mt_frame *fr = mt_slice_frame(t, s);
-	uint64_t key = (uint64_t)fr->name << 32 | fr->dso, v;
 
 	if (*slot != ST_NONE) {
 		*fn = *slot;
 		return 0;
 	}
-	if (!mt_hmap_find(&m->index[inl], key, &v)) {
-		if (mt_grow((void **)&m->keys, &m->cap, m->nr + 1,
-			    sizeof(*m->keys)) ||
-		    mt_hmap_set(&m->index[inl], key, m->nr))
-			return -ENOMEM;
-		m->keys[m->nr] = (struct fnkey){fr->name, fr->dso, inl};
-		v = m->nr++;
-	}
-	*fn = *slot = (uint32_t)v;
+	if (fn_key_id(m, (struct fnkey){fr->name, fr->dso, inl}, fn))
+		return -ENOMEM;
+	*slot = *fn;
 	return 0;
+}
+
+static void fnmap_free(struct fnmap *m)
+{
+	free(m->keys);
+	mt_hmap_free(&m->index[0]);
+	mt_hmap_free(&m->index[1]);
+	m->keys = NULL;
+	m->nr = m->cap = 0;
 }
 
 static int sum_functions(const struct mt_trace *t, struct fnmap *m,
@@ -429,11 +448,21 @@ static int sum_functions(const struct mt_trace *t, struct fnmap *m,
 
 /*
  * The figures of the tables function and caller (stats/): the durations
- * of every whole call are held until their percentiles are found, 8
- * bytes a slice for the function and 8 for the pair.  Summed from the
- * model alone, beside the slice table's pages when there are threads to
- * spare (fn_sums_start), and freed once their rows are in.
+ * of every whole call are held until their percentiles are found, 4
+ * bytes a slice.  Summed from the model alone, beside the slice table's
+ * pages when there are threads to spare (fn_sums_start), and freed once
+ * their rows are in.
+ *
+ * With threads to spare, each thread is summed in parts of FN_PART
+ * slices (fixed, so the ids are the same at every -j) on a pool, each
+ * part with function ids of its own, then the parts are merged in order
+ * (st_merge).  That sum is the serial one for a pre-order walk, which
+ * every thread of the model is; a part that finds otherwise has the
+ * whole sum made again serially, as st_add() treats such a thread.
  */
+#define FN_PART	   (1u << 18)
+#define FN_THREADS 4
+
 struct fn_sums {
 	const struct mt_trace *t;
 	struct fnmap m;
@@ -442,7 +471,202 @@ struct fn_sums {
 	int rc;
 	pthread_t th;
 	bool threaded;
+	unsigned jobs, part; /* threads, slices a part */
+	uint32_t **scratch;  /* a worker's frame slots -> its part's ids */
+	uint32_t *of_part;   /* scratch: a part's ids -> m's */
+	size_t cap_of_part;
+	bool not_walk;
 };
+
+struct fn_part {
+	uint32_t ti;
+	uint32_t lo, hi; /* the thread's slices [lo, hi) */
+	uint64_t base;	 /* the thread's first slice id */
+	struct st_agg a;
+	struct fnmap m; /* its ids; of_frame is the worker's */
+	bool have_agg;
+	bool not_walk;
+};
+
+static void part_clear(struct fn_part *p)
+{
+	if (p->have_agg)
+		st_free(&p->a);
+	fnmap_free(&p->m);
+	p->have_agg = false;
+}
+
+/* Slice c's parent is an ancestor of slice c - 1 (or c - 1 itself), as
+ * in a pre-order walk: what st_add() finds on its stack. */
+static bool walks_on(const struct mt_slice *sl, uint32_t c)
+{
+	uint32_t par = sl[c].parent, x = c - 1;
+
+	if (par == MT_NONE)
+		return true;
+	if (!c || par >= c)
+		return false;
+	while (x != par) {
+		if (sl[x].parent == MT_NONE || sl[x].parent >= x)
+			return false;
+		x = sl[x].parent;
+	}
+	return true;
+}
+
+static int part_work(void *ctx, unsigned worker, void *job)
+{
+	struct fn_sums *fs = ctx;
+	struct fn_part *p = job;
+	const struct mt_trace *t = fs->t;
+	const struct mt_slice *sl = t->threads[p->ti].slices;
+	uint32_t *chain = NULL, n = 0, fn;
+	int rc;
+
+	p->m.of_frame = fs->scratch[worker];
+	memset(p->m.of_frame, 0xff,
+	       (size_t)t->nr_frames * 2 * sizeof(uint32_t));
+	rc = st_init(&p->a, 0);
+	p->have_agg = !rc;
+	/* The slices open before the part: slice lo - 1 and its callers. */
+	for (uint32_t x = p->lo - 1; !rc && p->lo && x != MT_NONE;
+	     x = sl[x].parent) {
+		if (n && sl[chain[n - 1]].parent >= chain[n - 1]) {
+			p->not_walk = true;
+			break;
+		}
+		if (!(n & (n - 1))) {
+			uint32_t *c =
+				reallocarray(chain, n ? 2 * n : 1, sizeof(*c));
+
+			if (!c) {
+				rc = -ENOMEM;
+				break;
+			}
+			chain = c;
+		}
+		chain[n++] = x;
+	}
+	for (uint32_t k = n; !rc && !p->not_walk && k-- > 0;) {
+		const struct mt_slice *s = &sl[chain[k]];
+
+		rc = fn_of(&p->m, t, s, &fn);
+		if (!rc)
+			rc = st_grow(&p->a, (uint32_t)p->m.nr);
+		if (!rc)
+			rc = st_add_open(&p->a, fn, p->base + chain[k],
+					 s->parent == MT_NONE
+						 ? ST_ROOT
+						 : p->base + s->parent);
+	}
+	for (uint32_t j = p->lo; !rc && !p->not_walk && j < p->hi; j++) {
+		const struct mt_slice *s = &sl[j];
+		bool inf = (s->flags & (MT_SLICE_INFERRED_START |
+					MT_SLICE_INFERRED_END)) != 0;
+
+		if (!walks_on(sl, j)) {
+			p->not_walk = true;
+			break;
+		}
+		rc = fn_of(&p->m, t, s, &fn);
+		if (!rc)
+			rc = st_grow(&p->a, (uint32_t)p->m.nr);
+		if (!rc)
+			rc = st_add(&p->a, fn, p->base + j,
+				    s->parent == MT_NONE ? ST_ROOT
+							 : p->base + s->parent,
+				    s->dur, inf);
+	}
+	if (!rc)
+		st_end_thread(&p->a);
+	free(chain);
+	p->m.of_frame = NULL;
+	return rc;
+}
+
+/* The parts in order: each one's ids made m's, its sums added. */
+static int part_finish(void *ctx, void *job)
+{
+	struct fn_sums *fs = ctx;
+	struct fn_part *p = job;
+	int rc = 0;
+
+	fs->not_walk |= p->not_walk;
+	if (fs->not_walk)
+		goto out;
+	if (mt_grow((void **)&fs->of_part, &fs->cap_of_part,
+		    p->m.nr ? p->m.nr : 1, sizeof(*fs->of_part))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; !rc && k < p->m.nr; k++)
+		rc = fn_key_id(&fs->m, p->m.keys[k], &fs->of_part[k]);
+	if (!rc)
+		rc = st_grow(&fs->a, (uint32_t)fs->m.nr);
+	if (!rc)
+		rc = st_merge(&fs->a, &p->a, fs->of_part);
+out:
+	part_clear(p);
+	return rc;
+}
+
+/* Every thread in parts on the pool; 0 or -ENOMEM. */
+static int sum_in_parts(struct fn_sums *fs)
+{
+	const struct mt_trace *t = fs->t;
+	unsigned depth, nr_slots;
+	struct fn_part *slots;
+	struct mt_pool *pool = NULL;
+	uint64_t base = 0, k = 0;
+	int rc = -ENOMEM;
+
+	/* A few threads keep up with the other writers, and each part
+	 * waiting holds its durations. */
+	if (fs->jobs > FN_THREADS)
+		fs->jobs = FN_THREADS;
+	depth = fs->jobs + 2;
+	nr_slots = depth + 1;
+	slots = calloc(nr_slots, sizeof(*slots));
+	fs->scratch = calloc(fs->jobs, sizeof(*fs->scratch));
+	if (!slots || !fs->scratch)
+		goto out;
+	for (unsigned i = 0; i < fs->jobs; i++)
+		if (!(fs->scratch[i] = malloc(((size_t)t->nr_frames * 2 + 1) *
+					      sizeof(uint32_t))))
+			goto out;
+	rc = mt_pool_start(&pool, fs->jobs, part_work, part_finish, fs, depth);
+	for (size_t ti = 0; !rc && ti < t->nr_threads; ti++) {
+		uint32_t n = (uint32_t)t->threads[ti].nr_slices;
+
+		for (uint32_t lo = 0; !rc && lo < n; lo += fs->part, k++) {
+			struct fn_part *p = &slots[k % nr_slots];
+
+			part_clear(p);
+			*p = (struct fn_part){
+				.ti = (uint32_t)ti,
+				.lo = lo,
+				.hi = n - lo > fs->part ? lo + fs->part : n,
+				.base = base};
+			rc = mt_pool_put(pool, p);
+		}
+		base += n;
+	}
+	if (pool) {
+		int prc = mt_pool_end(pool);
+
+		if (!rc)
+			rc = prc;
+	}
+out:
+	for (unsigned i = 0; slots && i < nr_slots; i++)
+		part_clear(&slots[i]);
+	free(slots);
+	for (unsigned i = 0; fs->scratch && i < fs->jobs; i++)
+		free(fs->scratch[i]);
+	free(fs->scratch);
+	fs->scratch = NULL;
+	return rc;
+}
 
 static void *fn_sums_run(void *arg)
 {
@@ -459,17 +683,37 @@ static void *fn_sums_run(void *arg)
 	}
 	memset(fs->m.of_frame, 0xff,
 	       (size_t)t->nr_frames * 2 * sizeof(uint32_t));
+	if (fs->jobs > 1) {
+		fs->rc = sum_in_parts(fs);
+		if (!fs->rc && !fs->not_walk)
+			fs->rc = st_finish(&fs->a);
+		if (fs->rc || !fs->not_walk)
+			goto out;
+		/* Not a walk: the serial sum, from nothing. */
+		st_free(&fs->a);
+		fnmap_free(&fs->m);
+		fs->rc = st_init(&fs->a, 0);
+		fs->have_agg = !fs->rc;
+		if (fs->rc)
+			return NULL;
+	}
 	if (sum_functions(t, &fs->m, &fs->a))
 		fs->rc = -ENOMEM;
+out:
+	/* 4 bytes a slice, not to be held while the slices are written. */
+	if (fs->have_agg)
+		st_drop_durs(&fs->a);
 	return NULL;
 }
 
 /* On a thread of its own with threads to spare, else when waited for. */
 static void fn_sums_start(struct fn_sums *fs, const struct mt_trace *t,
-			  unsigned jobs)
+			  unsigned jobs, unsigned part)
 {
 	memset(fs, 0, sizeof(*fs));
 	fs->t = t;
+	fs->jobs = jobs;
+	fs->part = part;
 	fs->threaded =
 		jobs > 1 && !pthread_create(&fs->th, NULL, fn_sums_run, fs);
 }
@@ -491,9 +735,8 @@ static void fn_sums_free(struct fn_sums *fs)
 	if (fs->have_agg)
 		st_free(&fs->a);
 	free(fs->m.of_frame);
-	free(fs->m.keys);
-	mt_hmap_free(&fs->m.index[0]);
-	mt_hmap_free(&fs->m.index[1]);
+	fnmap_free(&fs->m);
+	free(fs->of_part);
 	memset(fs, 0, sizeof(*fs));
 }
 
@@ -604,7 +847,7 @@ static int build(struct sq *w, const char *tmp)
 	rc = sq_check_strings(w);
 	if (rc)
 		return rc;
-	fn_sums_start(&fs, w->t, w->jobs);
+	fn_sums_start(&fs, w->t, w->jobs, w->fn_part);
 	rc = open_db(w, tmp);
 	if (!rc)
 		rc = exec(w, schema);
@@ -680,7 +923,8 @@ int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
 		       .path = f->path,
 		       .err = err,
 		       .errlen = errlen,
-		       .jobs = o && o->jobs ? o->jobs : 1};
+		       .jobs = o && o->jobs ? o->jobs : 1,
+		       .fn_part = o && o->fn_part ? o->fn_part : FN_PART};
 	struct stat sb;
 	int rc;
 

@@ -52,6 +52,9 @@ struct wr_sqlite_opts {
 	 * function figures side by side (2 or more: they are); 0: one.
 	 * The file is the same for any number. */
 	unsigned jobs;
+	/* slices a part of the function figures summed on those threads
+	 * (0: 262144): for tests, which cut threads in many parts */
+	unsigned fn_part;
 };
 /* wr_sqlite_to() with options (o may be NULL: the defaults). */
 int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,

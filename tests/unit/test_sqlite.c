@@ -694,10 +694,10 @@ static void test_goroutines(struct check_state *cs)
 }
 
 /* Writing with jobs threads (wr_sqlite_to_opts). */
-static int write_jobs(const struct mt_trace *t, const char *path, unsigned jobs,
-		      char *err, size_t errlen)
+static int write_part(const struct mt_trace *t, const char *path, unsigned jobs,
+		      unsigned part, char *err, size_t errlen)
 {
-	struct wr_sqlite_opts o = {.jobs = jobs};
+	struct wr_sqlite_opts o = {.jobs = jobs, .fn_part = part};
 	struct mt_outfile f;
 	int rc = mt_outfile_begin(&f, path, err, errlen);
 
@@ -709,6 +709,12 @@ static int write_jobs(const struct mt_trace *t, const char *path, unsigned jobs,
 	else
 		rc = mt_outfile_commit(&f, err, errlen);
 	return rc;
+}
+
+static int write_jobs(const struct mt_trace *t, const char *path, unsigned jobs,
+		      char *err, size_t errlen)
+{
+	return write_part(t, path, jobs, 0, err, errlen);
 }
 
 /* The two files hold the same bytes. */
@@ -876,6 +882,18 @@ static void test_ranges(struct check_state *cs)
 		       err);
 		CHECKF(cs, same_bytes(p1, p4), "walk %d: -j 1 and -j 4 differ",
 		       walk);
+		/* The function figures in parts cut inside every tree
+		 * (thread 0's is 40 deep), thread 1's root open across all
+		 * of its parts, thread 4 in one part. */
+		for (unsigned part = 61; part <= 997; part += 936) {
+			CHECKF(cs,
+			       write_part(&t, p4, 3, part, err, sizeof(err)) ==
+				       0,
+			       "%s", err);
+			CHECKF(cs, same_bytes(p1, p4),
+			       "walk %d: parts of %u slices differ from -j 1",
+			       walk, part);
+		}
 		db = db_open(p4);
 		CHECKF(cs, db && integrity_ok(db), "walk %d: integrity_check",
 		       walk);
