@@ -44,6 +44,7 @@
 #define MAX_JOBS      64
 #define EV_BLOCK      2048 /* events a block of a run's output */
 #define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
+#define HAND_RUN      256  /* events handed over in one call, at most */
 
 /* 32 bytes: the events waiting are most of what a parallel decode adds
  * to the memory (2 * nthreads pieces' worth).  tk: the time from the
@@ -757,6 +758,49 @@ static int start_threads(struct par *p)
 	return 0;
 }
 
+/* A piece's events on their way to the sink: consecutive counted events
+ * of the thread whose own buffer the piece is go in one call. */
+struct hand_run {
+	struct dec_thread *th;
+	size_t n;
+	struct dec_sink_ev ev[HAND_RUN];
+};
+
+static int run_flush(const struct par *p, struct hand_run *r)
+{
+	size_t n = r->n;
+
+	r->n = 0;
+	return n ? p->to.deliver_run(p->to.ctx, r->th, r->ev, n) : 0;
+}
+
+/* One used event of pc on its way. */
+static int hand_one(const struct par *p, const struct piece *pc,
+		    struct hand_run *r, const struct ev_block *b,
+		    const struct run_ev *v)
+{
+	bool counted = v->tk >> 7 & 1, own = pc->b->own != NULL;
+	enum dec_kind k = (enum dec_kind)(v->tk & 0x7f);
+	uint64_t t = run_ev_time(b, v);
+	int rc;
+
+	if (p->to.deliver_run && counted && own) {
+		if (r->n == HAND_RUN || (r->n && r->th != v->th)) {
+			rc = run_flush(p, r);
+			if (rc)
+				return rc;
+		}
+		r->th = v->th;
+		r->ev[r->n++] = (struct dec_sink_ev){
+			.time = t, .ip = v->ip, .aux = v->aux, .kind = k};
+		return 0;
+	}
+	rc = run_flush(p, r);
+	return rc ? rc
+		  : p->to.deliver(p->to.ctx, v->th, counted, own, t, k, v->ip,
+				  v->aux);
+}
+
 /*
  * Piece pc's used events to the thread, as its run delivers them (under
  * the lock, which this lets go while it hands over); its counts at the
@@ -766,12 +810,15 @@ static int hand_over(struct par *p, struct piece *pc)
 {
 	struct dec_capture *c = p->c;
 	struct ev_block *read = NULL; /* blocks read whole */
+	struct hand_run run_buf, *run = &run_buf;
 	size_t pos = 0;
 
+	run->n = 0;
 	for (;;) {
 		size_t avail =
 			atomic_load_explicit(&pc->nev, memory_order_acquire);
 		bool done = pc->done;
+		int rc = 0;
 
 		if (pos == avail) {
 			if (done || p->rc)
@@ -780,10 +827,7 @@ static int hand_over(struct par *p, struct piece *pc)
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
-		for (; pos < avail; pos++) {
-			const struct run_ev *v;
-			int rc;
-
+		for (; pos < avail && !rc; pos++) {
 			/* A block read whole is not the run's any more (it
 			 * appends to the last one). */
 			if (pos && pos % EV_BLOCK == 0) {
@@ -793,23 +837,19 @@ static int hand_over(struct par *p, struct piece *pc)
 				b->next = read;
 				read = b;
 			}
-			if (pos < pc->from)
-				continue;
-			v = &pc->ev_first->e[pos % EV_BLOCK];
-			rc = p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
-					   pc->b->own != NULL,
-					   run_ev_time(pc->ev_first, v),
-					   (enum dec_kind)(v->tk & 0x7f), v->ip,
-					   v->aux);
-			if (rc) {
-				pthread_mutex_lock(&p->lock);
-				blocks_put(p, read);
-				return rc;
-			}
+			if (pos >= pc->from)
+				rc = hand_one(p, pc, run, pc->ev_first,
+					      &pc->ev_first->e[pos % EV_BLOCK]);
 		}
+		/* The run's events so far are the sink's before this thread
+		 * may wait for more. */
+		if (!rc)
+			rc = run_flush(p, run);
 		pthread_mutex_lock(&p->lock);
 		blocks_put(p, read);
 		read = NULL;
+		if (rc)
+			return rc;
 	}
 	if (p->rc)
 		return p->rc;
