@@ -26,7 +26,9 @@
  * times of the CYC window's events.
  *
  * Runs deliver into buffers of their own; the calling thread hands the
- * used part of each piece's events to the sink, in order.
+ * used part of each piece's events to the sink, in order, a thread's in
+ * runs (strm_out.deliver_run): what is left of a thread's conversion on
+ * that thread is then the segment builders' own work.
  */
 #include "decode/par.h"
 #include "util/util.h"
@@ -774,31 +776,59 @@ static int run_flush(const struct par *p, struct hand_run *r)
 	return n ? p->to.deliver_run(p->to.ctx, r->th, r->ev, n) : 0;
 }
 
-/* One used event of pc on its way. */
+/* An event of b one by one through deliver, after the run so far. */
 static int hand_one(const struct par *p, const struct piece *pc,
 		    struct hand_run *r, const struct ev_block *b,
 		    const struct run_ev *v)
 {
-	bool counted = v->tk >> 7 & 1, own = pc->b->own != NULL;
-	enum dec_kind k = (enum dec_kind)(v->tk & 0x7f);
-	uint64_t t = run_ev_time(b, v);
-	int rc;
+	int rc = run_flush(p, r);
 
-	if (p->to.deliver_run && counted && own) {
-		if (r->n == HAND_RUN || (r->n && r->th != v->th)) {
-			rc = run_flush(p, r);
-			if (rc)
+	return rc ? rc
+		  : p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
+				  pc->b->own != NULL, run_ev_time(b, v),
+				  (enum dec_kind)(v->tk & 0x7f), v->ip, v->aux);
+}
+
+/* Used events [i, end) of pc's block b on their way: the counted ones
+ * of a thread's own buffer in runs, any other one by one. */
+static int hand_range(const struct par *p, const struct piece *pc,
+		      struct hand_run *r, const struct ev_block *b, size_t i,
+		      size_t end)
+{
+	struct dec_thread *th = r->th;
+	size_t n = r->n;
+
+	if (!p->to.deliver_run || !pc->b->own) {
+		for (int rc; i < end; i++)
+			if ((rc = hand_one(p, pc, r, b, &b->e[i])))
 				return rc;
-		}
-		r->th = v->th;
-		r->ev[r->n++] = (struct dec_sink_ev){
-			.time = t, .ip = v->ip, .aux = v->aux, .kind = k};
 		return 0;
 	}
-	rc = run_flush(p, r);
-	return rc ? rc
-		  : p->to.deliver(p->to.ctx, v->th, counted, own, t, k, v->ip,
-				  v->aux);
+	for (; i < end; i++) {
+		const struct run_ev *v = &b->e[i];
+		int rc;
+
+		if (!(v->tk >> 7 & 1) || n == HAND_RUN || (n && th != v->th)) {
+			r->n = n;
+			r->th = th;
+			n = 0;
+			rc = v->tk >> 7 & 1 ? run_flush(p, r)
+					    : hand_one(p, pc, r, b, v);
+			if (rc)
+				return rc;
+			if (!(v->tk >> 7 & 1))
+				continue;
+		}
+		th = v->th;
+		r->ev[n++] = (struct dec_sink_ev){
+			.time = run_ev_time(b, v),
+			.ip = v->ip,
+			.aux = v->aux,
+			.kind = (enum dec_kind)(v->tk & 0x7f)};
+	}
+	r->n = n;
+	r->th = th;
+	return 0;
 }
 
 /*
@@ -827,7 +857,9 @@ static int hand_over(struct par *p, struct piece *pc)
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
-		for (; pos < avail && !rc; pos++) {
+		while (pos < avail && !rc) {
+			size_t end = pos - pos % EV_BLOCK + EV_BLOCK;
+
 			/* A block read whole is not the run's any more (it
 			 * appends to the last one). */
 			if (pos && pos % EV_BLOCK == 0) {
@@ -837,9 +869,16 @@ static int hand_over(struct par *p, struct piece *pc)
 				b->next = read;
 				read = b;
 			}
-			if (pos >= pc->from)
-				rc = hand_one(p, pc, run, pc->ev_first,
-					      &pc->ev_first->e[pos % EV_BLOCK]);
+			if (end > avail)
+				end = avail;
+			if (pos < pc->from) {
+				pos = pc->from < end ? pc->from : end;
+				continue;
+			}
+			rc = hand_range(p, pc, run, pc->ev_first,
+					pos % EV_BLOCK,
+					(end - 1) % EV_BLOCK + 1);
+			pos = end;
 		}
 		/* The run's events so far are the sink's before this thread
 		 * may wait for more. */
