@@ -188,9 +188,10 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 	 * builds from them itself: a third thread would only copy each
 	 * event once more (on the bench capture, 8% more time and 7% more
 	 * CPU with it). */
-	if (dec_runs_aside(c->dc) || seg_pipe_start(sp, *segs))
+	if (dec_runs_aside(c->dc) || seg_pipe_start(sp, *segs)) {
 		dec_set_sink(c->dc, seg_all_sink, *segs);
-	else
+		dec_set_sink_run(c->dc, seg_all_sink_run);
+	} else
 		dec_set_sink(c->dc, seg_pipe_sink, *sp);
 	return 0;
 }

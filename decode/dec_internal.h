@@ -61,6 +61,7 @@ struct dec_capture {
 	size_t nr_hits, cap_hits;
 
 	dec_sink_fn sink;
+	dec_sink_run_fn sink_run; /* NULL: sink, one event a call */
 	void *sink_ctx;
 
 	struct pt_image_section_cache *iscache; /* img's */

@@ -182,12 +182,27 @@ struct img;
 typedef int (*dec_sink_fn)(void *ctx, struct dec_thread *t, uint64_t time,
 			   enum dec_kind kind, uint64_t ip, uint64_t aux);
 
+/*
+ * The same consumer taking a run of t's events at once, in time order,
+ * as it would take them one by one: where the decode runs aside
+ * (dec_runs_aside()), the thread handing the events over then calls it
+ * once a run instead of once an event.  Same context and returns.
+ */
+struct dec_sink_ev {
+	uint64_t time, ip, aux;
+	enum dec_kind kind;
+};
+typedef int (*dec_sink_run_fn)(void *ctx, struct dec_thread *t,
+			       const struct dec_sink_ev *ev, size_t n);
+
 /* Returns 0, or a negative code with one line in err. */
 int dec_open(struct dec_capture **out, const char *path,
 	     const struct dec_opts *o, char *err, size_t errlen);
 int dec_run(struct dec_capture *c, char *err, size_t errlen);
 /* Set before dec_run(). */
 void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx);
+/* Set after dec_set_sink(), for its context; NULL: one event a call. */
+void dec_set_sink_run(struct dec_capture *c, dec_sink_run_fn fn);
 /*
  * Whether dec_run() decodes on threads of its own, the caller's thread
  * only handing their events to the sink in order (more than one core, or

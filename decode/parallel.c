@@ -26,7 +26,9 @@
  * times of the CYC window's events.
  *
  * Runs deliver into buffers of their own; the calling thread hands the
- * used part of each piece's events to the sink, in order.
+ * used part of each piece's events to the sink, in order, a thread's in
+ * runs (strm_out.deliver_run): what is left of a thread's conversion on
+ * that thread is then the segment builders' own work.
  */
 #include "decode/par.h"
 #include "util/util.h"
@@ -44,6 +46,7 @@
 #define MAX_JOBS      64
 #define EV_BLOCK      2048 /* events a block of a run's output */
 #define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
+#define HAND_RUN      256  /* events handed over in one call, at most */
 
 /* 32 bytes: the events waiting are most of what a parallel decode adds
  * to the memory (nthreads + 2 pieces' worth).  tk: the time from the
@@ -759,6 +762,77 @@ static int start_threads(struct par *p)
 	return 0;
 }
 
+/* A piece's events on their way to the sink: consecutive counted events
+ * of the thread whose own buffer the piece is go in one call. */
+struct hand_run {
+	struct dec_thread *th;
+	size_t n;
+	struct dec_sink_ev ev[HAND_RUN];
+};
+
+static int run_flush(const struct par *p, struct hand_run *r)
+{
+	size_t n = r->n;
+
+	r->n = 0;
+	return n ? p->to.deliver_run(p->to.ctx, r->th, r->ev, n) : 0;
+}
+
+/* An event of b one by one through deliver, after the run so far. */
+static int hand_one(const struct par *p, const struct piece *pc,
+		    struct hand_run *r, const struct ev_block *b,
+		    const struct run_ev *v)
+{
+	int rc = run_flush(p, r);
+
+	return rc ? rc
+		  : p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
+				  pc->b->own != NULL, run_ev_time(b, v),
+				  (enum dec_kind)(v->tk & 0x7f), v->ip, v->aux);
+}
+
+/* Used events [i, end) of pc's block b on their way: the counted ones
+ * of a thread's own buffer in runs, any other one by one. */
+static int hand_range(const struct par *p, const struct piece *pc,
+		      struct hand_run *r, const struct ev_block *b, size_t i,
+		      size_t end)
+{
+	struct dec_thread *th = r->th;
+	size_t n = r->n;
+
+	if (!p->to.deliver_run || !pc->b->own) {
+		for (int rc; i < end; i++)
+			if ((rc = hand_one(p, pc, r, b, &b->e[i])))
+				return rc;
+		return 0;
+	}
+	for (; i < end; i++) {
+		const struct run_ev *v = &b->e[i];
+		int rc;
+
+		if (!(v->tk >> 7 & 1) || n == HAND_RUN || (n && th != v->th)) {
+			r->n = n;
+			r->th = th;
+			n = 0;
+			rc = v->tk >> 7 & 1 ? run_flush(p, r)
+					    : hand_one(p, pc, r, b, v);
+			if (rc)
+				return rc;
+			if (!(v->tk >> 7 & 1))
+				continue;
+		}
+		th = v->th;
+		r->ev[n++] = (struct dec_sink_ev){
+			.time = run_ev_time(b, v),
+			.ip = v->ip,
+			.aux = v->aux,
+			.kind = (enum dec_kind)(v->tk & 0x7f)};
+	}
+	r->n = n;
+	r->th = th;
+	return 0;
+}
+
 /*
  * Piece pc's used events to the thread, as its run delivers them (under
  * the lock, which this lets go while it hands over); its counts at the
@@ -768,12 +842,15 @@ static int hand_over(struct par *p, struct piece *pc)
 {
 	struct dec_capture *c = p->c;
 	struct ev_block *read = NULL; /* blocks read whole */
+	struct hand_run run_buf, *run = &run_buf;
 	size_t pos = 0;
 
+	run->n = 0;
 	for (;;) {
 		size_t avail =
 			atomic_load_explicit(&pc->nev, memory_order_acquire);
 		bool done = pc->done;
+		int rc = 0;
 
 		if (pos == avail) {
 			if (done || p->rc)
@@ -782,9 +859,8 @@ static int hand_over(struct par *p, struct piece *pc)
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
-		for (; pos < avail; pos++) {
-			const struct run_ev *v;
-			int rc;
+		while (pos < avail && !rc) {
+			size_t end = pos - pos % EV_BLOCK + EV_BLOCK;
 
 			/* A block read whole is not the run's any more (it
 			 * appends to the last one). */
@@ -795,23 +871,26 @@ static int hand_over(struct par *p, struct piece *pc)
 				b->next = read;
 				read = b;
 			}
-			if (pos < pc->from)
+			if (end > avail)
+				end = avail;
+			if (pos < pc->from) {
+				pos = pc->from < end ? pc->from : end;
 				continue;
-			v = &pc->ev_first->e[pos % EV_BLOCK];
-			rc = p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
-					   pc->b->own != NULL,
-					   run_ev_time(pc->ev_first, v),
-					   (enum dec_kind)(v->tk & 0x7f), v->ip,
-					   v->aux);
-			if (rc) {
-				pthread_mutex_lock(&p->lock);
-				blocks_put(p, read);
-				return rc;
 			}
+			rc = hand_range(p, pc, run, pc->ev_first,
+					pos % EV_BLOCK,
+					(end - 1) % EV_BLOCK + 1);
+			pos = end;
 		}
+		/* The run's events so far are the sink's before this thread
+		 * may wait for more. */
+		if (!rc)
+			rc = run_flush(p, run);
 		pthread_mutex_lock(&p->lock);
 		blocks_put(p, read);
 		read = NULL;
+		if (rc)
+			return rc;
 	}
 	if (p->rc)
 		return p->rc;

@@ -141,6 +141,33 @@ static int cap_deliver(void *ctx, struct dec_thread *th, bool counted, bool own,
 	return dec_thread_push(th, c->base, t, k, ip, aux) ? -ENOMEM : 0;
 }
 
+/* A run of counted events of th's own stream: as cap_deliver() would
+ * take them one by one, with one call of the sink for them all. */
+static int cap_deliver_run(void *ctx, struct dec_thread *th,
+			   const struct dec_sink_ev *ev, size_t n)
+{
+	struct dec_capture *c = ctx;
+
+	if (!c->sink || !c->sink_run) {
+		for (size_t i = 0; i < n; i++) {
+			int rc = cap_deliver(c, th, true, true, ev[i].time,
+					     ev[i].kind, ev[i].ip, ev[i].aux);
+
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].time < c->first)
+			c->first = ev[i].time;
+		if (ev[i].time > c->last)
+			c->last = ev[i].time;
+	}
+	c->stats.events += n;
+	return n ? c->sink_run(c->sink_ctx, th, ev, n) : 0;
+}
+
 /* A buffer decoded on this thread: its counts are all the capture's. */
 static int decode_serial(struct strm *s, struct dec_capture *c,
 			 const uint8_t *buf, size_t len)
@@ -224,7 +251,9 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 				   .thread = cap_thread,
 				   .addr_filter = cap_addr_filter,
 				   .forget = cap_forget};
-	const struct strm_out out = {.ctx = c, .deliver = cap_deliver};
+	const struct strm_out out = {.ctx = c,
+				     .deliver = cap_deliver,
+				     .deliver_run = cap_deliver_run};
 	struct strm *s = calloc(1, sizeof(*s));
 	struct par *par = NULL;
 	struct par_buf *bufs = NULL;

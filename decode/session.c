@@ -515,6 +515,11 @@ void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx)
 	c->sink_ctx = ctx;
 }
 
+void dec_set_sink_run(struct dec_capture *c, dec_sink_run_fn fn)
+{
+	c->sink_run = fn;
+}
+
 size_t dec_nr_threads(const struct dec_capture *c)
 {
 	return c->nr_threads;

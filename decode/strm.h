@@ -83,6 +83,11 @@ struct strm_out {
 	 */
 	int (*deliver)(void *ctx, struct dec_thread *th, bool counted, bool own,
 		       uint64_t t, enum dec_kind k, uint64_t ip, uint64_t aux);
+	/* n counted events of th's own stream, in order, as deliver would
+	 * take them one by one.  NULL: through deliver.  (The parallel
+	 * decode's hand-over calls it; a stream never does.) */
+	int (*deliver_run)(void *ctx, struct dec_thread *th,
+			   const struct dec_sink_ev *ev, size_t n);
 	/* At a time point (a tick), and now and then between them: true
 	 * when decoding stops here (strm_decode() returns 0, with what
 	 * waits for a time point kept).  NULL: never. */

@@ -243,6 +243,22 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 	return take(o, time, kind, ip, aux);
 }
 
+int seg_all_sink_run(void *ctx, struct dec_thread *t,
+		     const struct dec_sink_ev *ev, size_t n)
+{
+	struct seg_one *o = one_of(ctx, t);
+
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int rc = take(o, ev[i].time, ev[i].kind, ev[i].ip, ev[i].aux);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
 		   char *err, size_t errlen)
 {

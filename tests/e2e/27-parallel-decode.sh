@@ -130,6 +130,46 @@ else
 	echo "FAIL parallel_writers: mt-synth failed"
 fi
 
+# A thread's events reach the segment builders in runs, piece by piece:
+# cut at many more places (-j 2, 3 and 8, pieces of 4K and 8K) in a
+# capture that starts deep in recursion and loses its trace at syscalls,
+# longjmps, returns and recursion, with the stack unwound at the end, the
+# outputs are -j 1's, byte for byte.
+d="$W/cuts"
+if "$B/mt-synth" --seed 73 --branches 200000 --start-depth 6 --final-stack \
+	--gap-every 12000 --gap-at all --timing cyc -o "$d" \
+	>"$W/synth.log" 2>&1 &&
+	"$B/mt-convert" "$d/raw.bin" -o "$d/j1.pftrace" --text "$d/j1.tsv" \
+		-j 1 -q 2>"$d/j1.err"; then
+	bad= runs=0
+	for j in 2 3 8; do
+		for ps in 4K 8K; do
+			o="$d/j$j-$ps"
+			if ! "$B/mt-convert" "$d/raw.bin" -o "$o.pftrace" \
+				--text "$o.tsv" -j "$j" --piece-size $ps \
+				2>"$o.err" >/dev/null; then
+				bad="$bad -j $j/$ps failed;"
+			elif ! cmp -s "$d/j1.pftrace" "$o.pftrace" ||
+				! cmp -s "$d/j1.sqlite" "$o.sqlite" ||
+				! cmp -s "$d/j1.tsv" "$o.tsv"; then
+				bad="$bad -j $j/$ps differs;"
+			fi
+			n=$(sed -n 's/.* \([0-9]*\) of them joined.*/\1/p' "$o.err")
+			runs=$((runs + ${n:-0}))
+		done
+	done
+	if [ -n "$bad" ]; then
+		echo "FAIL parallel_cuts:$bad"
+	elif [ "$runs" -eq 0 ]; then
+		echo "FAIL parallel_cuts: no piece joined"
+	else
+		echo "PASS parallel_cuts (-j 2, 3, 8 in 4K and 8K pieces" \
+			"identical to -j 1; $runs joins)"
+	fi
+else
+	echo "FAIL parallel_cuts: mt-synth or mt-convert -j 1 failed"
+fi
+
 # The options say what is wrong with them, in one line, before anything
 # is read.
 for bad in "-j 0" "--jobs x" "--piece-size 1"; do
