@@ -249,6 +249,8 @@ static double process_cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+#define CV_WRITER_JOBS 8
+
 /* The Perfetto trace (or its parts) on this thread, the database on a
  * second one, each synced as soon as it is written, while the other is
  * still being written, rather than both after.  Each stage's CPU is its
@@ -258,11 +260,16 @@ static int write_both(struct conv *c, char *err, size_t errlen)
 {
 	const struct mt_convert_opts *o = c->o;
 	const struct mt_trace *t = &c->r->trace;
+	/* The two writers run side by side: 8 threads each keep 16 cores
+	 * busy, and every thread more holds a batch, a range of pages and
+	 * a compressor (a few MB) while it works. */
+	unsigned wj = mt_nr_cores(o->jobs) < CV_WRITER_JOBS
+			      ? mt_nr_cores(o->jobs)
+			      : CV_WRITER_JOBS;
 	struct wr_perfetto_opts po = {.no_compress = o->no_compress,
-				      .jobs = mt_nr_cores(o->jobs)};
-	struct cv_sqlite_job job = {.t = t,
-				    .f = &c->outs[OUT_SQLITE],
-				    .o.jobs = mt_nr_cores(o->jobs)};
+				      .jobs = wj};
+	struct cv_sqlite_job job = {
+		.t = t, .f = &c->outs[OUT_SQLITE], .o.jobs = wj};
 	struct wr_stats st = {0};
 	double cpu0 = process_cpu_s(), pf_cpu = 0;
 	pthread_t th;
