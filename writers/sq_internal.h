@@ -61,6 +61,8 @@ enum {
 	S_NR
 };
 
+#define SQ_MEMO 1024 /* frames remembered by a frame memo */
+
 /* One write in progress; owns everything it points to except t. */
 struct sq {
 	const struct mt_trace *t;
@@ -83,9 +85,10 @@ struct sq {
 	 * decide a frame: most slices repeat one seen a moment before. */
 	struct frame_memo {
 		uint32_t frame, flags, site, id;
-	} memo[1024];
-	uint32_t *frame_of; /* by slice id: its frame, then its next sibling */
-	bool *ts_unsorted;  /* by thread: its starts are not in order */
+	} memo[SQ_MEMO];
+	/* by slice id: the next sibling, while slice_parent is built */
+	uint32_t *next_sib;
+	bool *ts_unsorted; /* by thread: its starts are not in order */
 	uint64_t nr_slices;
 	unsigned jobs;	  /* threads the big trees may be built on */
 	unsigned fn_part; /* slices a part of the function sums */
@@ -113,6 +116,11 @@ int sq_check_strings(struct sq *w);
 int sq_write_threads(struct sq *w);
 int sq_write_strings(struct sq *w);
 int sq_write_frames(struct sq *w);
+/* The id sq_write_frames() gave s's frame, found again without writing,
+ * through a memo of SQ_MEMO (ids UINT32_MAX at first) of the caller's;
+ * UINT32_MAX if it has none. */
+uint32_t sq_frame_id(const struct sq *w, const struct mt_slice *s,
+		     struct frame_memo *memo);
 int sq_write_extras(struct sq *w);
 int sq_write_ptwrites(struct sq *w);
 int sq_write_metadata(struct sq *w);
@@ -121,6 +129,11 @@ int sq_write_metadata(struct sq *w);
  * slice_parent. */
 #define SQ_NR_TREES 3
 int sq_read_roots(struct sq *w, uint32_t *roots);
-int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots);
+/* before_links(ctx), when not NULL, is called once slice_raw's and
+ * slice_track_ts's leaves are built, before the sibling links take 4
+ * bytes a slice: the caller lets go of what it can; its error ends the
+ * write. */
+int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots,
+		   int (*before_links)(void *ctx), void *ctx);
 
 #endif

@@ -96,9 +96,10 @@ static int parent_entry(struct bt_tree *bt, uint64_t parent, uint64_t id)
  * slice_parent: (parent_id, id).  Roots (a NULL parent) come first, all
  * threads' in id order; then each thread's children, parent by parent.
  * In a depth-first walk a parent's first child is the slice after it and
- * the others follow by sibling links, kept in next: the words per slice
- * that held the frames (slice_raw is written: they are free), so that
- * the index costs no memory beyond them.
+ * the others follow by sibling links, kept in next: a word per slice,
+ * made once slice_raw is written (whose ranges find each slice's frame
+ * again rather than keep it), so that the index costs no memory beyond
+ * them.
  */
 static int fill_parent_index(struct sq *w, struct bt_tree *bt, uint32_t *next)
 {
@@ -207,6 +208,8 @@ struct sq_plan {
 	uint64_t nr_parent_ranges;
 	bool not_walk; /* a thread is no depth-first walk */
 	struct bt_tree trees[SQ_TREE_PARENT + 1]; /* the ranges joined */
+	int (*before_links)(void *ctx);
+	void *links_ctx;
 };
 
 /* One job: rows (or entries, or units, or ids) first .. end - 1 of one
@@ -249,8 +252,13 @@ static int fill_slice_rows(const struct sq_plan *p, struct bt_tree *bt,
 	const struct mt_trace *t = p->w->t;
 	size_t ti = thread_at(p, first);
 	uint64_t id = first;
+	/* The frames found again, not kept a slice: 4 bytes a slice less
+	 * while the function figures are summed beside. */
+	struct frame_memo memo[SQ_MEMO];
 	int rc = 0;
 
+	for (size_t i = 0; i < SQ_MEMO; i++)
+		memo[i].id = UINT32_MAX;
 	for (; !rc && id < end; ti++) {
 		const struct mt_thread *th = &t->threads[ti];
 		uint64_t base = p->base[ti];
@@ -259,6 +267,7 @@ static int fill_slice_rows(const struct sq_plan *p, struct bt_tree *bt,
 		for (; !rc && id < stop; id++) {
 			const struct mt_slice *s = &th->slices[id - base];
 			int root_slice = s->parent == MT_NONE;
+			uint32_t f = sq_frame_id(p->w, s, memo);
 			int64_t v[8] = {
 				0,
 				(int64_t)s->ts,
@@ -266,13 +275,16 @@ static int fill_slice_rows(const struct sq_plan *p, struct bt_tree *bt,
 				(int64_t)ti,
 				s->depth,
 				root_slice ? 0 : (int64_t)(base + s->parent),
-				p->w->frame_of[id],
+				f,
 				s->segment,
 			};
 			uint32_t nulls = 1u | (uint32_t)root_slice << 5 |
 					 (uint32_t)(s->segment == MT_NONE) << 7;
 
-			rc = bt_row(bt, (int64_t)id, v, nulls, 8);
+			/* The pass over the slices made every frame. */
+			rc = f == UINT32_MAX
+				     ? -EINVAL
+				     : bt_row(bt, (int64_t)id, v, nulls, 8);
 		}
 	}
 	return rc;
@@ -400,7 +412,7 @@ static void plan_free(struct sq_plan *p)
 static int link_block(const struct sq_plan *p, struct range_job *j)
 {
 	const struct mt_trace *t = p->w->t;
-	uint32_t *next = p->w->frame_of;
+	uint32_t *next = p->w->next_sib;
 	size_t ti = thread_at(p, j->first);
 	uint64_t id = j->first;
 
@@ -448,7 +460,7 @@ static int fill_parent_units(const struct sq_plan *p, struct bt_tree *bt,
 			     uint64_t first, uint64_t end)
 {
 	const struct mt_trace *t = p->w->t;
-	const uint32_t *next = p->w->frame_of;
+	const uint32_t *next = p->w->next_sib;
 	uint64_t n = p->w->nr_slices;
 	int rc = 0;
 
@@ -672,14 +684,22 @@ static int build_leaves(struct sq_plan *p, unsigned jobs)
 
 	if (rc)
 		return rc;
-	memset(p->w->frame_of, 0xff, p->w->nr_slices * sizeof(uint32_t));
+	/* The sibling links, only now: slice_raw found its frames
+	 * again. */
+	if (p->before_links && (rc = p->before_links(p->links_ctx)))
+		return rc;
+	if (p->w->nr_slices > SIZE_MAX / sizeof(uint32_t) ||
+	    !(p->w->next_sib = malloc((p->w->nr_slices ? p->w->nr_slices : 1) *
+				      sizeof(uint32_t))))
+		return -ENOMEM;
+	memset(p->w->next_sib, 0xff, p->w->nr_slices * sizeof(uint32_t));
 	kinds[0] = SQ_LINKS;
 	rc = run_jobs(p, jobs, kinds, nr, 1);
 	if (rc)
 		return rc;
 	if (p->not_walk)
 		return fill_parent_index(p->w, &p->trees[SQ_TREE_PARENT],
-					 p->w->frame_of);
+					 p->w->next_sib);
 	cut_parent_ranges(p);
 	kinds[0] = SQ_TREE_PARENT;
 	nr[0] = p->nr_parent_ranges;
@@ -693,7 +713,8 @@ static int build_leaves(struct sq_plan *p, unsigned jobs)
  * take the frames' words once slice_raw is written; then the interior
  * pages of the three.
  */
-int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
+int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots,
+		   int (*before_links)(void *ctx), void *ctx)
 {
 	struct sq_plan p;
 	struct bt_file f;
@@ -702,6 +723,8 @@ int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots)
 	if (rc)
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
 	rc = plan_start(&p, w, &f, roots);
+	p.before_links = before_links;
+	p.links_ctx = ctx;
 	if (!rc)
 		rc = build_leaves(&p, w->jobs);
 	for (unsigned i = 0; !rc && i <= SQ_TREE_PARENT; i++)

@@ -369,15 +369,22 @@ static int frame_find(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	return sq_step(w, st);
 }
 
-/* frame_find(), remembered: a slot per (model frame, flags, call site),
- * the last one there.  Frame id UINT32_MAX is never handed out. */
-static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
+/* s's slot in a memo of SQ_MEMO frames. */
+static struct frame_memo *memo_slot(struct frame_memo *memo,
+				    const struct mt_slice *s)
 {
 	uint64_t h =
 		((uint64_t)s->frame * 0x9e3779b97f4a7c15ull) ^
 		((uint64_t)s->flags << 32 | s->site) * 0xc2b2ae3d27d4eb4full;
-	struct frame_memo *m =
-		&w->memo[(h >> 40) % (sizeof(w->memo) / sizeof(*w->memo))];
+
+	return &memo[(h >> 40) % SQ_MEMO];
+}
+
+/* frame_find(), remembered: a slot per (model frame, flags, call site),
+ * the last one there.  Frame id UINT32_MAX is never handed out. */
+static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
+{
+	struct frame_memo *m = memo_slot(w->memo, s);
 	int rc;
 
 	if (m->id != UINT32_MAX && m->frame == s->frame &&
@@ -391,6 +398,32 @@ static int frame_get(struct sq *w, const struct mt_slice *s, uint32_t *id)
 	return rc;
 }
 
+uint32_t sq_frame_id(const struct sq *w, const struct mt_slice *s,
+		     struct frame_memo *memo)
+{
+	struct frame_memo *m = memo_slot(memo, s);
+	const struct mt_frame *fr = mt_slice_frame(w->t, s);
+	struct aset a = {fr->addr, fr->dso, s->flags, fr->source, s->site};
+	struct aset_key k = {w, &a};
+	uint64_t set = UINT64_MAX;
+
+	if (m->id != UINT32_MAX && m->frame == s->frame &&
+	    m->flags == s->flags && m->site == s->site)
+		return m->id;
+	if ((a.addr || a.dso || a.flags || a.source || a.site) &&
+	    !mt_hmap_find_ext(&w->aset_index, aset_hash(&a), same_aset, &k,
+			      &set))
+		return UINT32_MAX;
+	for (uint32_t f = (uint32_t)mt_hmap_get(&w->frame_heads, set + 1); f;
+	     f = w->frames[f - 1].next)
+		if (w->frames[f - 1].name == fr->name) {
+			*m = (struct frame_memo){s->frame, s->flags, s->site,
+						 f - 1};
+			return f - 1;
+		}
+	return UINT32_MAX;
+}
+
 /*
  * The pass over the slices while SQLite is open: each is checked where a
  * bad value would make the database lie (a parent that is not an earlier
@@ -402,14 +435,12 @@ int sq_write_frames(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
 	uint64_t id = 0, gaps = 0;
+	uint32_t f = 0;
 	int rc;
 
 	for (size_t ti = 0; ti < t->nr_threads; ti++)
 		w->nr_slices += t->threads[ti].nr_slices;
-	if (w->nr_slices > SIZE_MAX / sizeof(*w->frame_of) ||
-	    !(w->frame_of = malloc((size_t)(w->nr_slices ? w->nr_slices : 1) *
-				   sizeof(*w->frame_of))) ||
-	    !(w->ts_unsorted =
+	if (!(w->ts_unsorted =
 		      calloc(t->nr_threads + 1, sizeof(*w->ts_unsorted))))
 		return sq_fail(w, -ENOMEM, "out of memory");
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
@@ -433,7 +464,7 @@ int sq_write_frames(struct sq *w)
 			 * in order as it is. */
 			if (j && (int64_t)s[-1].ts > (int64_t)s->ts)
 				w->ts_unsorted[ti] = true;
-			rc = frame_get(w, s, &w->frame_of[id]);
+			rc = frame_get(w, s, &f);
 			if (!rc && (s->flags & MT_SLICE_GAP))
 				rc = write_gap(w, s, (uint32_t)ti + 1, id,
 					       gaps++);

@@ -729,6 +729,13 @@ static int fn_sums_wait(struct fn_sums *fs)
 	return fs->rc;
 }
 
+/* For sq_write_trees(): the durations are gone once the sums are
+ * done, so they and the sibling links are never held at once. */
+static int fn_sums_done(void *ctx)
+{
+	return fn_sums_wait(ctx) ? -ENOMEM : 0;
+}
+
 static void fn_sums_free(struct fn_sums *fs)
 {
 	fn_sums_wait(fs);
@@ -872,11 +879,11 @@ static int build(struct sq *w, const char *tmp)
 	if (!rc)
 		rc = close_db(w);
 	if (!rc)
-		rc = sq_write_trees(w, tmp, roots);
-	/* 4 bytes a slice, not to be held while the figures are summed
-	 * (-j 1) or their durations gathered. */
-	free(w->frame_of);
-	w->frame_of = NULL;
+		rc = sq_write_trees(w, tmp, roots, fn_sums_done, &fs);
+	/* The sibling links (4 bytes a slice), not to be held while the
+	 * figures are summed (-j 1). */
+	free(w->next_sib);
+	w->next_sib = NULL;
 	if (!rc)
 		rc = open_db(w, tmp);
 	if (!rc)
@@ -950,7 +957,7 @@ int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
 	mt_hmap_free(&w.aset_index);
 	free(w.frames);
 	mt_hmap_free(&w.frame_heads);
-	free(w.frame_of);
+	free(w.next_sib);
 	free(w.ts_unsorted);
 	free(w.tids);
 	free(w.pids);
