@@ -185,6 +185,24 @@ static void close_top(struct st_agg *a)
 		a->pairs[o->pair].fig.self += self;
 }
 
+/* The open slices down to parent (all of them when it is not open): the
+ * new slice's parent, or NULL. */
+static struct st_open *pop_to(struct st_agg *a, uint64_t parent)
+{
+	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
+		close_top(a);
+	return a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+}
+
+static int push_open(struct st_agg *a, struct st_open o)
+{
+	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
+		    sizeof(*a->stack)))
+		return -ENOMEM;
+	a->stack[a->nr_open++] = o;
+	return 0;
+}
+
 int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	   uint64_t dur, bool inferred)
 {
@@ -193,9 +211,7 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 
 	if (fn >= a->nr_fns)
 		return -EINVAL;
-	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
-		close_top(a);
-	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+	up = pop_to(a, parent);
 	fig_add(&a->fns[fn], dur, inferred);
 	keep_top(a, fn, dur, id);
 	if (!inferred) {
@@ -215,11 +231,7 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 		if (!inferred && durs_add(&a->pdur[pair], dur))
 			return -ENOMEM;
 	}
-	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
-		    sizeof(*a->stack)))
-		return -ENOMEM;
-	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, path, dur, 0};
-	return 0;
+	return push_open(a, (struct st_open){id, fn, pair, path, dur, 0});
 }
 
 int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent)
@@ -229,18 +241,12 @@ int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent)
 
 	if (fn >= a->nr_fns)
 		return -EINVAL;
-	while (a->nr_open && a->stack[a->nr_open - 1].id != parent)
-		close_top(a);
-	up = a->nr_open ? &a->stack[a->nr_open - 1] : NULL;
+	up = pop_to(a, parent);
 	if (path_get(a, up ? up->path : ST_NONE, fn, &path) ||
 	    (up && pair_get(a, up->fn, fn, &pair)))
 		return -ENOMEM;
-	if (mt_grow((void **)&a->stack, &a->cap_open, a->nr_open + 1,
-		    sizeof(*a->stack)))
-		return -ENOMEM;
 	/* No time of its own here: closing it takes its children's off. */
-	a->stack[a->nr_open++] = (struct st_open){id, fn, pair, path, 0, 0};
-	return 0;
+	return push_open(a, (struct st_open){id, fn, pair, path, 0, 0});
 }
 
 static void fig_merge(struct st_fig *to, const struct st_fig *f)
