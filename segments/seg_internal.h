@@ -74,6 +74,10 @@ struct seg_builder {
 	uint32_t paused;  /* reason of a gap paused while off the CPU */
 	uint32_t seg_id;
 	uint64_t seg_start, last_time;
+	/* The thread's first time: no time goes past it + MT_DUR_MAX
+	 * (seg_time_cap()) */
+	uint64_t time0;
+	bool have_time0;
 	size_t first;	 /* its first slice */
 	int32_t rmin;	 /* lowest level so far */
 	uint32_t *roots; /* slices at level rmin (parent unknown) */

@@ -469,12 +469,30 @@ static bool overflow_at_stop(struct seg_builder *b, uint64_t ip)
 	return ip && f && f->kind == FR_PSEUDO && b->stop_ip == ip;
 }
 
+/*
+ * A slice holds 52 bits of duration (model.h): a clock that runs on
+ * past that from the thread's first time (a capture whose timestamps
+ * are wild) stops there.  Capping the times, not only the lengths,
+ * keeps every child's end inside its parent's.
+ */
+static uint64_t seg_time_cap(struct seg_builder *b, uint64_t time)
+{
+	if (!b->have_time0) {
+		b->time0 = time;
+		b->have_time0 = true;
+	}
+	return time > b->time0 && time - b->time0 > MT_DUR_MAX
+		       ? b->time0 + MT_DUR_MAX
+		       : time;
+}
+
 int seg_feed(struct seg_builder *b, uint64_t time, enum dec_kind kind,
 	     uint64_t ip, uint64_t aux)
 {
 	char buf[160];
 	struct frame *f;
 
+	time = seg_time_cap(b, time);
 	b->last_time = time;
 	if (kind == DEC_EXEC)
 		return on_exec(b, time);

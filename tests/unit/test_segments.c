@@ -181,6 +181,32 @@ static void test_never_seen_callers(struct check_state *st)
 	teardown(&f);
 }
 
+/* A clock that runs on for more than 52 bits of nanoseconds (a capture
+ * whose timestamps are wild): a slice holds no longer, and the child
+ * still ends inside its parent. */
+static void test_wild_clock(struct check_state *st)
+{
+	struct fixture f;
+	char buf[256];
+	const struct mt_slice *sl;
+
+	CHECK(st, !setup(&f));
+	CHECK(st, !seg_feed(f.b, 0, DEC_SYNC, AT(1, 0x10), 0));
+	CHECK(st, !seg_feed(f.b, 1000, DEC_CALL, FN(2), AT(1, 0x15)));
+	CHECK(st,
+	      !seg_feed(f.b, UINT64_C(1) << 60, DEC_CALL, FN(3), AT(2, 0x15)));
+	CHECK(st,
+	      !seg_feed(f.b, (UINT64_C(1) << 60) + 5, DEC_RET, AT(2, 0x15), 0));
+	CHECK(st, !seg_finish(f.b, NULL));
+	tree_str(st, &f, buf, sizeof(buf));
+	CHECKF(st, !strcmp(buf, "0:f1:se 1:f2:e 2:f3:"), "tree %s", buf);
+	sl = f.t.threads[0].slices;
+	CHECK(st, f.t.threads[0].nr_slices == 3 && sl[0].dur == MT_DUR_MAX &&
+			  sl[1].ts + sl[1].dur == sl[0].ts + sl[0].dur &&
+			  sl[2].ts == MT_DUR_MAX && sl[2].dur == 0);
+	teardown(&f);
+}
+
 static void test_multi_level_return(struct check_state *st)
 {
 	struct fixture f;
@@ -966,6 +992,7 @@ int main(void)
 
 	RUN(&st, test_never_seen_callers);
 	RUN(&st, test_multi_level_return);
+	RUN(&st, test_wild_clock);
 	RUN(&st, test_tail_call);
 	RUN(&st, test_same_symbol_recursion);
 	RUN(&st, test_recursion_revealed);
