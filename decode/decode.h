@@ -199,7 +199,7 @@ typedef int (*dec_sink_run_fn)(void *ctx, struct dec_thread *t,
 int dec_open(struct dec_capture **out, const char *path,
 	     const struct dec_opts *o, char *err, size_t errlen);
 int dec_run(struct dec_capture *c, char *err, size_t errlen);
-/* Set before dec_run(). */
+/* Set before dec_run(); clears the run form. */
 void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx);
 /* Set after dec_set_sink(), for its context; NULL: one event a call. */
 void dec_set_sink_run(struct dec_capture *c, dec_sink_run_fn fn);

@@ -947,9 +947,12 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 		/* Runs before it have stopped and those after it began
 		 * past it: its bytes are done with (an absorbed piece's
 		 * own run may still read them, until the end). */
-		if (!rc && !pc->absorbed && p->io.forget)
+		if (!rc && !pc->absorbed && p->io.forget) {
+			pthread_mutex_unlock(&p->lock);
 			p->io.forget(p->io.ctx, pc->b->data + pc->start,
 				     pc->end - pc->start);
+			pthread_mutex_lock(&p->lock);
+		}
 		p->fed = i + 1;
 		pthread_cond_broadcast(&p->cond);
 		if (!rc && c->opts.progress &&

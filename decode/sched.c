@@ -102,12 +102,13 @@ static void cap_no_code(void *ctx, uint32_t pid, uint64_t ip)
 	img_note_use(((struct dec_capture *)ctx)->img, pid, ip);
 }
 
-/* The chunks in the capture's mapping, or a copy of them: either way
- * nothing reads them again. */
+/* Only the capture's mapping: its pages come back from the file if a
+ * run reads them again after all (the search for the last TIP before
+ * an overflow may look back past a run's first PSB), a copy's would
+ * come back as zeros. */
 static void cap_forget(void *ctx, const uint8_t *p, size_t len)
 {
-	(void)ctx;
-	mt_forget(p, len);
+	pd_forget(((struct dec_capture *)ctx)->pd, p, len);
 }
 
 static void cap_addr_filter(void *ctx, uint32_t pid,

@@ -513,6 +513,8 @@ void dec_set_sink(struct dec_capture *c, dec_sink_fn fn, void *ctx)
 {
 	c->sink = fn;
 	c->sink_ctx = ctx;
+	/* A run form was for the context before. */
+	c->sink_run = NULL;
 }
 
 void dec_set_sink_run(struct dec_capture *c, dec_sink_run_fn fn)

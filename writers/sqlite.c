@@ -396,9 +396,14 @@ static int fn_of(struct fnmap *m, const struct mt_trace *t,
 		 const struct mt_slice *s, uint32_t *fn)
 {
 	bool inl = (s->flags & MT_SLICE_INLINED) != 0;
-	uint32_t *slot = &m->of_frame[(size_t)s->frame * 2 + inl];
-	const struct mt_frame *fr = mt_slice_frame(t, s);
+	uint32_t *slot;
+	const struct mt_frame *fr;
 
+	/* Summed beside the pass that refuses such a slice, with a line. */
+	if (s->frame >= t->nr_frames)
+		return -EINVAL;
+	slot = &m->of_frame[(size_t)s->frame * 2 + inl];
+	fr = mt_slice_frame(t, s);
 	if (*slot != ST_NONE) {
 		*fn = *slot;
 		return 0;
