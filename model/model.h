@@ -80,7 +80,9 @@ struct mt_frame {
  * trace, and it is most of the conversion's memory.  The flags share a
  * word with the duration, which needs 52 bits only (52 days): a
  * duration computed from times goes through mt_dur_fit(), so that a
- * capture with a wild clock saturates instead of wrapping.
+ * capture with a wild clock saturates instead of wrapping.  Arithmetic
+ * on the field alone is done in 52 bits (s->dur - 1 of 0 is 2^52 - 1):
+ * cast it to uint64_t first.
  */
 #define MT_DUR_MAX ((UINT64_C(1) << 52) - 1)
 

@@ -258,6 +258,19 @@ static void fig_merge(struct st_fig *to, const struct st_fig *f)
 	to->inferred_dur += f->inferred_dur;
 }
 
+/* d's durations after those of to, which has room (and is 64 bits wide
+ * when d is). */
+static void durs_append(struct st_durs *to, const struct st_durs *d)
+{
+	if (to->v64) {
+		for (size_t i = 0; i < d->n; i++)
+			to->v64[to->n + i] = d->v64 ? d->v64[i] : d->v32[i];
+	} else if (d->n) {
+		memcpy(to->v32 + to->n, d->v32, d->n * sizeof(*d->v32));
+	}
+	to->n += d->n;
+}
+
 static int durs_merge(struct st_durs *to, struct st_durs *d)
 {
 	if (!to->n && !to->v32 && !to->v64) {
@@ -265,9 +278,15 @@ static int durs_merge(struct st_durs *to, struct st_durs *d)
 		*d = (struct st_durs){0};
 		return 0;
 	}
-	for (size_t i = 0; i < d->n; i++)
-		if (durs_add(to, d->v64 ? d->v64[i] : d->v32[i]))
-			return -ENOMEM;
+	/* d holds a wide one: to would widen at it anyway. */
+	if (d->v64 && !to->v64 && durs_widen(to))
+		return -ENOMEM;
+	if (to->v64 ? mt_grow((void **)&to->v64, &to->cap, to->n + d->n,
+			      sizeof(*to->v64))
+		    : mt_grow((void **)&to->v32, &to->cap, to->n + d->n,
+			      sizeof(*to->v32)))
+		return -ENOMEM;
+	durs_append(to, d);
 	return 0;
 }
 
@@ -409,19 +428,6 @@ static void percentiles(struct st_fig *f, struct st_durs *d)
 
 		f->max = v > f->max ? v : f->max;
 	}
-}
-
-/* d's durations after those of to, which has room (and is 64 bits wide
- * when d is). */
-static void durs_append(struct st_durs *to, const struct st_durs *d)
-{
-	if (to->v64) {
-		for (size_t i = 0; i < d->n; i++)
-			to->v64[to->n + i] = d->v64 ? d->v64[i] : d->v32[i];
-	} else if (d->n) {
-		memcpy(to->v32 + to->n, d->v32, d->n * sizeof(*d->v32));
-	}
-	to->n += d->n;
 }
 
 int st_finish(struct st_agg *a)
