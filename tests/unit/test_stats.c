@@ -143,6 +143,46 @@ static void test_wide(struct check_state *cs)
 	st_free(&a);
 }
 
+/* Parts merged in order give one pass's figures, a wide duration in the
+ * second part widening what the first kept. */
+static void test_merge_wide(struct check_state *cs)
+{
+	static const uint64_t d[] = {9, 5000000000ull, 3, 7, 4294967296ull, 1};
+	const uint32_t same[2] = {0, 1};
+	struct st_agg one, a, b;
+
+	CHECK(cs, !st_init(&one, 2) && !st_init(&a, 2) && !st_init(&b, 2));
+	CHECK(cs, !st_add(&one, 0, 0, ST_ROOT, 10000000000ull, false));
+	CHECK(cs, !st_add(&a, 0, 0, ST_ROOT, 10000000000ull, false));
+	for (uint64_t i = 0; i < 6; i++) {
+		CHECK(cs, !st_add(&one, 1, i + 1, 0, d[i], false));
+		if (i < 3)
+			CHECK(cs, !st_add(&a, 1, i + 1, 0, d[i], false));
+		else if (i == 3)
+			CHECK(cs,
+			      !st_add_open(&b, 0, 0, ST_ROOT) &&
+				      !st_add(&b, 1, i + 1, 0, d[i], false));
+		else
+			CHECK(cs, !st_add(&b, 1, i + 1, 0, d[i], false));
+	}
+	st_end_thread(&a);
+	st_end_thread(&b);
+	CHECK(cs, !st_merge(&a, &b, same));
+	CHECK(cs, !st_finish(&one) && !st_finish(&a));
+	for (int f = 0; f < 2; f++)
+		CHECK(cs, a.fns[f].calls == one.fns[f].calls &&
+				  a.fns[f].self == one.fns[f].self &&
+				  a.fns[f].p50 == one.fns[f].p50 &&
+				  a.fns[f].p90 == one.fns[f].p90 &&
+				  a.fns[f].max == one.fns[f].max);
+	CHECK(cs, a.nr_pairs == 1 &&
+			  a.pairs[0].fig.p50 == one.pairs[0].fig.p50 &&
+			  a.pairs[0].fig.max == 5000000000ull);
+	st_free(&one);
+	st_free(&a);
+	st_free(&b);
+}
+
 static void test_units(struct check_state *cs)
 {
 	static const struct {
@@ -231,6 +271,7 @@ int main(void)
 	RUN(&st, test_rank);
 	RUN(&st, test_sums);
 	RUN(&st, test_wide);
+	RUN(&st, test_merge_wide);
 	RUN(&st, test_units);
 	RUN(&st, test_split);
 	return CHECK_DONE(&st);
