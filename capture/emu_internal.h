@@ -199,6 +199,11 @@ struct emu {
 	uint64_t go_bias; /* its runtime addresses less its ELF vaddrs */
 	struct pd_ext_goroutine *gos;
 	size_t nr_gos, cap_gos;
+	/* The Valgrind tool compresses the returns itself, reports no
+	 * direct call, and says where a PSB+ goes (vg_calls_kept()): a
+	 * pack's returns are taken bits as they are, the encoder's PSBs
+	 * only those asked for, and no thread's stack of calls is known. */
+	bool tool_rets;
 	struct emu_stats *st;
 	char *err; /* mt_fail()'s: one line naming what failed */
 	size_t errlen;

@@ -30,7 +30,8 @@ struct thr *emu_thr_add(struct emu *e, pid_t tid)
 				.mtc_period = EMU_MTC_PERIOD,
 				.tsc_ctc_ratio = EMU_TSC_CTC,
 				.cbr = EMU_NONTURBO,
-				.tnt_max = 6};
+				.tnt_max = 6,
+				.psb_forced_only = e->tool_rets};
 	struct thr *t;
 
 	if (mt_grow((void **)&e->thr, &e->cap_thr, e->nr_thr + 1,

@@ -308,6 +308,9 @@ static int vg_launch(struct vg *v, char *const argv[])
 		 * loses transfers, which it counts by the record. */
 		args[k++] = o->noretcomp || o->drop_every ? "--mt-retcomp=no"
 							  : "--mt-retcomp=yes";
+		/* No record for a direct call: the tool keeps the calls it
+		 * compresses the returns of, and places the PSBs. */
+		args[k++] = v->e.tool_rets ? "--mt-calls=no" : "--mt-calls=yes";
 		if (v->e.go.is_go) {
 			size_t len = (size_t)snprintf(gofns, sizeof(gofns),
 						      "--mt-go-fns=");
@@ -671,6 +674,9 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 			       "--emulate=valgrind starts the program: -p "
 			       "needs --emulate=ptrace");
 	v.e.rng = o->drop_seed ? o->drop_seed : 1;
+	/* --truth wants every call, and --drop-every loses transfers the
+	 * tool cannot know of, with the calls they carry. */
+	v.e.tool_rets = !o->truth && !o->drop_every;
 	v.ring_size = vg_ring_size();
 	if (o->cap.trigger)
 		rc = resolve_trigger(&v, argv[0], o->cap.trigger, err, errlen);

@@ -50,14 +50,16 @@ static inline uint64_t hot_u64(const uint8_t **pp)
 }
 
 /* A pack's branches, and the returns among them: out of the stack of
- * calls (-EPROTO: they return above it). */
-static inline int hot_pack(struct thr *t, struct ptenc *g, uint64_t t0,
-			   uint64_t dt, uint64_t word, uint64_t rets)
+ * calls (-EPROTO: they return above it), or as they are where the tool
+ * compressed them knowing where the decoder's stack empties. */
+static inline int hot_pack(struct thr *t, struct ptenc *g, bool tool_rets,
+			   uint64_t t0, uint64_t dt, uint64_t word,
+			   uint64_t rets)
 {
 	unsigned nr;
 	int rc;
 
-	if (!rets)
+	if (!rets || tool_rets)
 		return ptenc_fast_tnt_word(g, t0, dt, word);
 	rc = ptenc_fast_tnt_rets(g, t0, dt, word, rets, t->shadow, t->depth);
 	nr = ptenc_nbits(rets);
@@ -83,6 +85,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 	struct ptenc *g;
 	const uint8_t *p = *pp;
 	uint64_t now = v->now, branches = 0;
+	bool tool_rets = e->tool_rets;
 	int rc = 0;
 
 	if (v->cur >= e->nr_thr || !v->hello)
@@ -109,7 +112,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 		switch (type) {
 		case R_TNT:
 			ip = hot_u64(&q);
-			rc = hot_pack(t, g, t0, dt, word, rets);
+			rc = hot_pack(t, g, tool_rets, t0, dt, word, rets);
 			break;
 		case R_CALL:
 		case R_ICALL:
@@ -120,14 +123,18 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 			at += x;
 			a = hot_u64(&q);
 			ip = hot_u64(&q);
-			rc = hot_pack(t, g, t0, dt, word, rets);
+			rc = hot_pack(t, g, tool_rets, t0, dt, word, rets);
 			if (!rc && (type & ~R_PACKED) == R_ICALL)
 				rc = ptenc_fast_tip(g, at, ip);
-			ptenc_fast_call(g, a);
-			if (!rc && t->depth < t->cap_shadow)
-				t->shadow[t->depth++] = a;
-			else if (!rc)
-				rc = emu_shadow_push(t, a);
+			/* (The tool keeps the calls itself when it
+			 * compresses the returns.) */
+			if (!tool_rets) {
+				ptenc_fast_call(g, a);
+				if (!rc && t->depth < t->cap_shadow)
+					t->shadow[t->depth++] = a;
+				else if (!rc)
+					rc = emu_shadow_push(t, a);
+			}
 			branches++;
 			break;
 		case R_RET:
@@ -136,7 +143,15 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 				goto out;
 			at += x;
 			ip = hot_u64(&q);
-			rc = hot_pack(t, g, t0, dt, word, rets);
+			rc = hot_pack(t, g, tool_rets, t0, dt, word, rets);
+			if (tool_rets) {
+				/* Not compressed: the tool knew it could not.
+				 */
+				if (!rc)
+					rc = ptenc_fast_tip(g, at, ip);
+				branches++;
+				break;
+			}
 			for (size_t i = t->depth; i-- > 0;)
 				if (t->shadow[i] == ip) {
 					t->depth = i;
@@ -152,7 +167,7 @@ static int vg_hot(struct vg *v, const uint8_t **pp, const uint8_t *end)
 				goto out;
 			at += x;
 			ip = hot_u64(&q);
-			rc = hot_pack(t, g, t0, dt, word, rets);
+			rc = hot_pack(t, g, tool_rets, t0, dt, word, rets);
 			if (!rc)
 				rc = ptenc_fast_tip(g, at, ip);
 			branches++;

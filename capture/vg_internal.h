@@ -37,6 +37,7 @@ enum {
 	R_END = 'E',
 	R_EXEC = 'X',
 	R_GO = 'g',
+	R_PSB = 'P',
 	R_PACKED = 0x80,
 };
 #define VG_MAGIC 0x6d747074u

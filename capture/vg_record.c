@@ -483,6 +483,8 @@ static int vg_pack(struct vg *v, struct thr *t, bool lost, uint64_t t0,
 	uint64_t now = v->now;
 	int rc = 0;
 
+	if (v->e.tool_rets)
+		return lost ? 0 : ptenc_tnt_word(t->enc, t0, dt, bits);
 	if (nr > t->depth || rets >> n)
 		return vg_ret_above(&v->e);
 	if (!lost)
@@ -665,10 +667,10 @@ int vg_record(struct vg *v, struct rd *r)
 		lost = vg_carried(v, t, pn, pt0, pdt, pbits, prets, ip, &rc);
 		if (type == R_ICALL && !lost && !rc)
 			rc = ptenc_indirect(t->enc, v->now, ip);
-		if (!lost)
+		if (!lost && !e->tool_rets)
 			ptenc_call(t->enc, a);
 		direct = type == R_CALL;
-		if (!rc)
+		if (!rc && !e->tool_rets)
 			rc = emu_shadow_push(t, a);
 		if (!rc)
 			rc = vg_truth(v, t, type == R_CALL ? IC_CALL : IC_ICALL,
@@ -683,7 +685,11 @@ int vg_record(struct vg *v, struct rd *r)
 			break;
 		branch = true;
 		lost = vg_carried(v, t, pn, pt0, pdt, pbits, prets, ip, &rc);
-		if (type == R_RET) {
+		if (type == R_RET && e->tool_rets) {
+			/* Not compressed: the tool knew it could not. */
+			if (!lost && !rc)
+				rc = ptenc_indirect(t->enc, v->now, ip);
+		} else if (type == R_RET) {
 			/* Pop to the frame it returns into (longjmp-like
 			 * returns skip several). */
 			for (size_t i = t->depth; i-- > 0;)
@@ -812,6 +818,18 @@ int vg_record(struct vg *v, struct rd *r)
 		r->p += n;
 		break;
 	}
+	case R_PSB:
+		/* After the record before, where that one left the thread:
+		 * the tool emptied its stack of calls here. */
+		if (!e->tool_rets)
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool's stream has a "
+				       "record of unknown type %#x",
+				       type);
+		ip = t->last_ip;
+		ptenc_force_psb(t->enc);
+		psb = true;
+		break;
 	case R_END:
 		v->now = rd_time(v, r);
 		a = rd_n(r, 8);

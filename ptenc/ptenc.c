@@ -348,7 +348,9 @@ static int psb_plus(struct ptenc *g, uint64_t tsc, uint64_t ip, bool fup)
 	if (put(g, &pk))
 		return -ENOMEM;
 	g->cyc_last = tsc;
-	g->next_psb = (g->len / psb_bytes + 1) * psb_bytes;
+	g->next_psb = g->cfg.psb_forced_only
+			      ? SIZE_MAX
+			      : (g->len / psb_bytes + 1) * psb_bytes;
 	return 0;
 }
 
@@ -707,7 +709,8 @@ void ptenc_discard(struct ptenc *g, size_t n)
 		n = g->len;
 	memmove(g->buf, g->buf + n, g->len - n);
 	g->len -= n;
-	g->next_psb = g->next_psb > n ? g->next_psb - n : 0;
+	if (g->next_psb != SIZE_MAX)
+		g->next_psb = g->next_psb > n ? g->next_psb - n : 0;
 }
 
 int ptenc_finish(struct ptenc *g, uint64_t tsc)

@@ -26,6 +26,10 @@ struct ptenc_cfg {
 	uint8_t cbr;		/* core:bus ratio == max non-turbo */
 	unsigned tnt_max;	/* 6 or 47 bits */
 	unsigned pad_chance;	/* in 1/1024 */
+	/* A PSB+ only where ptenc_force_psb() asks for one, not every PSB
+	 * period: for a caller whose source compresses the returns and so
+	 * must know where the decoder's return stack empties. */
+	bool psb_forced_only;
 };
 
 struct ptenc;

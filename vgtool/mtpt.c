@@ -78,6 +78,7 @@ const HChar *mtpt_opt_trigger_offs;
 const HChar *mtpt_opt_ptwrite = NULL;
 Bool mtpt_opt_truth = False;
 Bool mtpt_opt_retcomp = False;
+Bool mtpt_opt_calls = True;
 /* A Go program: the functions a thread changes goroutines in
  * (comma-separated names), where its g is from the FS base, and where a g
  * holds its id (0: not known). */
@@ -581,6 +582,9 @@ static void on_signal(ThreadId tid, Int sig, Bool alt)
 		return;
 	if (p & P_BEGIN)
 		return;
+	/* mt-capture's TIP.PGD: no return compresses against the calls
+	 * before it (mtpt_instr.c, rs_clear()). */
+	mtpt_th[tid].rs_n = 0;
 	/* Interrupted in user code: FUP and TIP.PGD there (1); or in a
 	 * system call, where tracing had stopped already (0). */
 	rec(R_ASYNC, tid);
@@ -651,6 +655,7 @@ static Bool mt_option(const HChar *arg)
 		mtpt_opt_ptwrite = s;
 	} else if VG_BOOL_CLO (arg, "--mt-retcomp", mtpt_opt_retcomp) {
 	} else if VG_BOOL_CLO (arg, "--mt-truth", mtpt_opt_truth) {
+	} else if VG_BOOL_CLO (arg, "--mt-calls", mtpt_opt_calls) {
 	} else if VG_STR_CLO (arg, "--mt-go-fns", s) {
 		mtpt_opt_go_fns = s[0] ? s : NULL;
 	} else if VG_STR_CLO (arg, "--mt-go-tls", s) {
@@ -680,6 +685,8 @@ static void mt_usage(void)
 	 "    --mt-retcomp=yes|no   returns to the newest call as taken "
 	 "bits [no]\n"
 	 "    --mt-truth=yes|no     also report direct jumps\n"
+	 "    --mt-calls=yes|no     report direct calls; no: place the "
+	 "PSBs [yes]\n"
 	 "    --mt-go-fns=F,...     Go: report goroutine switches out of "
 	 "these\n"
 	 "    --mt-go-tls=N         Go: g's slot from the FS base [-8]\n"

@@ -54,6 +54,8 @@ enum {
 	R_END = 'E',	 /* dt, u64 instructions */
 	R_EXEC = 'X',	 /* u16 n, path: the program execs path */
 	R_GO = 'g',	 /* dt, u64 ip, g, goid: it runs goroutine g from ip */
+	R_PSB = 'P',	 /* (--mt-calls=no) a PSB+ here: no call before it
+			  * is compressed against after it */
 	/* With c, i, j, r: a pack's fields (an N record's, less its ip)
 	 * come before the record's own. */
 	R_PACKED = 0x80,
@@ -75,6 +77,11 @@ enum { P_BEGIN = 1, P_ENABLE = 2 };
  * as the hardware keeps (RETSTACK_MAX in ptenc/ptenc_fast.h). */
 #define RS_MAX 64
 
+/* With --mt-calls=no the tool says where mt-capture puts a PSB+ (and
+ * empties its stack of calls there): after this many records of the
+ * thread, about the hardware's 4 KiB of packets. */
+#define PSB_RECORDS 512
+
 struct th {
 	Int lwp;
 	Bool started, exited;
@@ -83,6 +90,7 @@ struct th {
 	ULong g;		/* the goroutine it runs (Go), 0: none seen */
 	ULong rs[RS_MAX];	/* a ring; rs_top the next free slot */
 	UInt rs_top, rs_n;
+	UInt psb_n; /* records since its last PSB (--mt-calls=no) */
 };
 
 #define TNT_EMPTY 1ull
@@ -100,6 +108,7 @@ extern const HChar *mtpt_opt_trigger_offs;
 extern const HChar *mtpt_opt_ptwrite;
 extern Bool mtpt_opt_truth;
 extern Bool mtpt_opt_retcomp;
+extern Bool mtpt_opt_calls;
 extern const HChar *mtpt_opt_go_fns;
 extern Long mtpt_opt_go_tls;
 extern ULong mtpt_opt_go_goid;
@@ -267,6 +276,9 @@ static inline void rec(UChar type, ThreadId tid)
 {
 	to_thread(tid);
 	flush_tnt();
+	/* (Counted, but a PSB goes only where the thread is traced, after
+	 * a branch's record: psb_tick().) */
+	mtpt_th[tid].psb_n++;
 	put8(type);
 	put_time(mtpt_vt_now());
 }

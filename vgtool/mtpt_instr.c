@@ -71,10 +71,31 @@ static void h_cond(ULong guard, ULong sense, ULong target, ULong next)
 	put64(next);
 }
 
+/*
+ * With --mt-calls=no, mt-capture knows no call, so it cannot tell which
+ * return a PSB+ (where a decoder's stack of calls empties) keeps from
+ * compressing: the tool says where each goes, after a record of the
+ * running thread, and compresses none across it.
+ */
+static inline void psb_tick(void)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+
+	if (mtpt_opt_calls || ++th->psb_n < PSB_RECORDS)
+		return;
+	th->psb_n = 0;
+	th->rs_n = 0;
+	put8(R_PSB);
+}
+
 /* The pack holds 64 bits. */
 static void h_tnt_full(void)
 {
+	Bool l = live();
+
 	flush_tnt();
+	if (l)
+		psb_tick();
 }
 
 /* A call's return address, for its return (RS_MAX). */
@@ -117,8 +138,10 @@ static inline Bool rs_pack_ret(ULong target)
 	mtpt_tnt_t1 = mtpt_icount;
 	mtpt_tnt_ip = target;
 	/* 63 bits: the leading 1 is the sign bit (add_tnt()). */
-	if ((Long)mtpt_tnt < 0)
+	if ((Long)mtpt_tnt < 0) {
 		flush_tnt();
+		psb_tick();
+	}
 	return True;
 }
 
@@ -138,6 +161,15 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 	if (mtpt_opt_retcomp)
 		rs_push(ret);
 	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
+	psb_tick();
+}
+
+/* A direct call with --mt-calls=no: no record (it makes no packet), its
+ * return address kept for its return. */
+static VG_REGPARM(1) void h_dcall(ULong ret)
+{
+	if (live())
+		rs_push(ret);
 }
 
 static VG_REGPARM(1) void h_ijmp(ULong target)
@@ -145,6 +177,7 @@ static VG_REGPARM(1) void h_ijmp(ULong target)
 	if (!live())
 		return;
 	rec_end(w64(rec_room(R_IJMP, 8), target));
+	psb_tick();
 }
 
 static VG_REGPARM(1) void h_jmp(ULong target)
@@ -160,6 +193,7 @@ static VG_REGPARM(1) void h_ret(ULong target)
 	if (!live() || (mtpt_opt_retcomp && rs_pack_ret(target)))
 		return;
 	rec_end(w64(rec_room(R_RET, 8), target));
+	psb_tick();
 }
 
 static VG_REGPARM(1) void h_syscall(ULong next)
@@ -169,6 +203,8 @@ static VG_REGPARM(1) void h_syscall(ULong next)
 	rec(R_SYSCALL, mtpt_cur);
 	put64(next);
 	mtpt_pend |= P_ENABLE;
+	/* mt-capture's TIP.PGD empties its encoder's stack of calls. */
+	mtpt_th[mtpt_cur].rs_n = 0;
 }
 
 /* A block of a thread that had stopped being traced (a system call, a
@@ -183,6 +219,7 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (p & P_BEGIN) {
 		tnt_reset();
 		mtpt_th[mtpt_cur].rs_n = 0;
+		mtpt_th[mtpt_cur].psb_n = 0;
 		mtpt_th[mtpt_cur].started = True;
 		/* Its goroutine first: the truth's first rows are its. */
 		if (mtpt_opt_go_fns)
@@ -192,6 +229,9 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	} else if (p & P_ENABLE) {
 		rec(R_ENABLE, mtpt_cur);
 		put64(ip);
+		/* A thread that runs from one system call to the next has
+		 * its PSBs here. */
+		psb_tick();
 	}
 }
 
@@ -208,6 +248,7 @@ static VG_REGPARM(1) void h_start(ULong ip)
 	mtpt_pend = 0;
 	tnt_reset();
 	mtpt_th[mtpt_cur].rs_n = 0;
+	mtpt_th[mtpt_cur].psb_n = 0;
 	mtpt_th[mtpt_cur].started = True;
 	if (mtpt_opt_go_fns)
 		go_say(ip);
@@ -602,7 +643,11 @@ IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
 		dirty(out, "h_go", h_go, 1, mkIRExprVec_1(in->next));
 	switch (kind) {
 	case K_CALL:
-		if (in->next->tag == Iex_Const)
+		if (in->next->tag == Iex_Const && !mtpt_opt_calls) {
+			if (mtpt_opt_retcomp)
+				dirty(out, "h_dcall", h_dcall, 1,
+				      mkIRExprVec_1(c64(last + last_len)));
+		} else if (in->next->tag == Iex_Const)
 			dirty(out, "h_call", h_call, 2,
 			      mkIRExprVec_2(c64(last + last_len), in->next));
 		else

@@ -300,6 +300,46 @@ printf 'b\na\nc\n' >"$W/in.txt"
 real sort sort "$W/in.txt"
 real gzip gzip -c "$R/README.md"
 
+# Without --truth the tool reports no direct call: it compresses the
+# returns against the calls it keeps, and places the PSBs, after which
+# none compresses (nor after a system call or a signal).  The branches
+# perf decodes are the same as those of a capture that reports every
+# call (--truth), where mt-capture does that, and so is mt-convert's
+# tree, on deep calls whose returns cross PSBs, system calls and a
+# signal, and on gzip.
+printf '#include <signal.h>\n#include <unistd.h>\nstatic volatile unsigned sink;\nstatic void on_usr1(int s) { sink += s; }\n__attribute__((noinline)) static unsigned leaf(unsigned i) { return i * 3 + 1; }\n__attribute__((noinline)) static unsigned f(unsigned n)\n{\n\tunsigned s = 0;\n\tif (!n)\n\t\treturn 0;\n\tfor (unsigned i = 0; i < 40 * n; i++)\n\t\ts += leaf(i) & 1 ? 1 : 2;\n\tif (n %% 7 == 0)\n\t\ts += (unsigned)getppid() & 1;\n\tif (n == 33)\n\t\traise(SIGUSR1);\n\treturn s + f(n - 1);\n}\nint main(void)\n{\n\tsignal(SIGUSR1, on_usr1);\n\tfor (unsigned k = 0; k < 8; k++)\n\t\tsink += f(60);\n\treturn 0;\n}\n' >"$W/deep.c"
+cc -O1 -g -o "$W/deep" "$W/deep.c"
+same_branches() { # name program args...: "N branches" or why not
+	local name=$1 m=() n=() e
+	shift
+	for how in calls tool; do
+		e=()
+		[ $how = calls ] && e=(--truth "$W/$name.$how.tsv")
+		"$B/mt-capture" --emulate=valgrind --start-at '' --snapshot-size 256M \
+			"${e[@]}" -o "$W/$name.$how.bin" -- "$@" >/dev/null 2>"$W/$name.$how.err" ||
+			{ echo "mt-capture failed: $(tail -1 "$W/$name.$how.err")"; return 1; }
+		perf script -i "$W/$name.$how.bin" --itrace=be -F flags,ip,addr >"$W/$name.$how.br" 2>&1
+		grep -q 'trace error' "$W/$name.$how.br" &&
+			{ echo "perf: $(grep -m1 'trace error' "$W/$name.$how.br")"; return 1; }
+		"$B/mt-convert" "$W/$name.$how.bin" -o "$W/$name.$how.pftrace" -q \
+			--text "$W/$name.$how.txt" 2>>"$W/$name.$how.err" ||
+			{ echo "mt-convert failed: $(tail -1 "$W/$name.$how.err")"; return 1; }
+		m+=("$(md5sum <"$W/$name.$how.br") $(cut -f2,3,6 "$W/$name.$how.txt" | md5sum)")
+		n+=("$(wc -l <"$W/$name.$how.br") branches, $(($(wc -l <"$W/$name.$how.txt") - 1)) slices")
+	done
+	[ "${m[0]}" = "${m[1]}" ] && [ "${n[0]%% *}" -gt 1000 ] ||
+		{ echo "they differ: ${n[0]} with every call, ${n[1]} without"; return 1; }
+	echo "${n[0]}"
+}
+for p in deep gzip; do
+	if [ $p = deep ]; then out=$(same_branches deep "$W/deep"); else out=$(same_branches gzip gzip -c "$R/README.md"); fi
+	if [ $? = 0 ]; then
+		echo "PASS vg_tool_keeps_calls_$p ($out, the same)"
+	else
+		echo "FAIL vg_tool_keeps_calls_$p: $out"
+	fi
+done
+
 # Real programs, by the address of each call: perf's decode equals the
 # tool's log and mt-convert's slices equal perf's (tools/realprogs.sh;
 # make real-progs runs all of them).

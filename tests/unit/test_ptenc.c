@@ -342,6 +342,74 @@ static void test_ip_packets(struct check_state *st)
 	ptenc_free(g);
 }
 
+/* The PSBs in data (libipt's packet decoder). */
+static unsigned count_psbs(const uint8_t *data, size_t len)
+{
+	struct pt_packet_decoder *d;
+	struct pt_config pc;
+	struct pt_packet pk;
+	unsigned n = 0;
+
+	pt_config_init(&pc);
+	pc.begin = (uint8_t *)data;
+	pc.end = (uint8_t *)data + len;
+	d = pt_pkt_alloc_decoder(&pc);
+	if (!d || pt_pkt_sync_forward(d) < 0) {
+		pt_pkt_free_decoder(d);
+		return 0;
+	}
+	while (pt_pkt_next(d, &pk, sizeof(pk)) > 0)
+		n += pk.type == ppt_psb;
+	pt_pkt_free_decoder(d);
+	return n;
+}
+
+/*
+ * psb_forced_only: past the PSB period no PSB+ comes by itself, over 64
+ * KiB of branches and returns (a caller whose source compresses the
+ * returns places them); one comes where ptenc_force_psb() asks, and
+ * survives ptenc_discard().
+ */
+static void test_psb_forced_only(struct check_state *st)
+{
+	struct ptenc_cfg cfg = cfg_of(PTENC_MTC);
+	struct ptenc *g;
+	const uint8_t *data;
+	size_t len = 0;
+	uint64_t s = 3, t = 1000;
+	int rc = 0;
+
+	cfg.psb_forced_only = true;
+	g = ptenc_new(&cfg, 1);
+	CHECK(st, g != NULL);
+	if (!g)
+		return;
+	rc |= ptenc_start(g, t, 0x401000, false);
+	for (unsigned i = 0; len < 65536 && !rc; i++) {
+		uint64_t ip = some_ip(&s);
+
+		rc |= ptenc_tnt_word(g, t, 40, next_rand(&s) | 1ull << 40);
+		rc |= ptenc_indirect(g, t += 50, ip);
+		rc |= ptenc_maybe_psb(g, t, ip) < 0;
+		ptenc_data(g, &len);
+	}
+	CHECK(st, !rc);
+	data = ptenc_data(g, &len);
+	CHECKF(st, count_psbs(data, len) == 1, "%u PSBs unasked in %zu bytes",
+	       count_psbs(data, len), len);
+	ptenc_discard(g, len / 2);
+	ptenc_force_psb(g);
+	rc |= ptenc_maybe_psb(g, t, 0x401000) != 1;
+	rc |= ptenc_indirect(g, t += 50, 0x401020);
+	rc |= ptenc_maybe_psb(g, t, 0x401020) < 0;
+	rc |= ptenc_finish(g, t);
+	CHECK(st, !rc);
+	data = ptenc_data(g, &len);
+	CHECKF(st, count_psbs(data, len) == 1, "%u PSBs after the one asked",
+	       count_psbs(data, len));
+	ptenc_free(g);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -350,5 +418,6 @@ int main(void)
 	RUN(&st, test_fast_as_slow);
 	RUN(&st, test_rets_as_one);
 	RUN(&st, test_ip_packets);
+	RUN(&st, test_psb_forced_only);
 	return CHECK_DONE(&st);
 }
