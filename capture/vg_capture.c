@@ -394,14 +394,15 @@ static void strm_in(struct vg *v, size_t k)
 	v->exec_pending = s->exec_pending;
 	v->later = s->later;
 	v->need_comm = s->need_comm;
+	v->stacked = s->stacked;
 }
 
 static void strm_out(struct vg *v, size_t k)
 {
 	v->strm[k] = (struct vgs){
-		v->sock,	 v->ring,  v->buf,	v->len,	  v->cap,
-		v->now,		 v->cur,   v->spid,	v->hello, v->ended,
-		v->exec_pending, v->later, v->need_comm};
+		v->sock,	 v->ring,  v->buf,	 v->len,    v->cap,
+		v->now,		 v->cur,   v->spid,	 v->hello,  v->ended,
+		v->exec_pending, v->later, v->need_comm, v->stacked};
 	if (v->now > v->newest)
 		v->newest = v->now;
 	v->sock = -1;
@@ -596,6 +597,42 @@ static int strm_sleep(struct vg *v)
 	return timeout;
 }
 
+/*
+ * Told to stop, with --mt-calls=no: each tool is asked for its threads'
+ * stacks, which only it knows, and its stream is read up to them (they
+ * come after its next branch), for half a second at most.  A tool whose
+ * program sits in a system call does not answer; its threads' stacks
+ * came as each entered its call.
+ */
+static int strm_stacks(struct vg *v)
+{
+	uint64_t until = mono_ns() + 500000000ull;
+	int rc = 0;
+
+	for (size_t k = 0; k < v->nr_strm; k++)
+		if (v->strm[k].ring && v->strm[k].sock >= 0)
+			vg_ring_ask_stacks(v->strm[k].ring);
+	while (rc >= 0 && !v->hit && mono_ns() < until) {
+		bool waiting = false;
+
+		for (size_t k = 0; k < v->nr_strm && rc >= 0; k++) {
+			const struct vgs *s = &v->strm[k];
+
+			if (!s->ring || s->sock < 0 || s->stacked || s->ended)
+				continue;
+			waiting = true;
+			rc = strm_read(v, k, false);
+		}
+		if (!waiting)
+			break;
+		if (!rc)
+			poll(NULL, 0, 1);
+		if (rc > 0)
+			rc = 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* Read and encode until every process's stream has ended, the capture
  * ends at a hit, or we are told to stop. */
 static int vg_loop(struct vg *v)
@@ -646,6 +683,8 @@ static int vg_loop(struct vg *v)
 			rc = strm_accept(v);
 	}
 	free(p);
+	if (!rc && !v->hit && *v->e.o->cap.stop && v->e.tool_rets)
+		rc = strm_stacks(v);
 	/* Told to stop: what the tools published before is in the
 	 * capture, and they publish no more. */
 	for (size_t k = 0; k < v->nr_strm && *v->e.o->cap.stop; k++)

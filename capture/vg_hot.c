@@ -213,7 +213,7 @@ int vg_parse(struct vg *v)
 	 * together.) */
 	bool hot = !v->e.o->truth && !v->e.o->drop_every;
 
-	while (off < v->len && !v->hit && !v->ended) {
+	while (off < v->len && !v->hit && !v->ended && !v->stacked) {
 		struct rd r = {v->buf + off, v->buf + v->len, false};
 		uint64_t now = v->now;
 

@@ -38,6 +38,8 @@ enum {
 	R_EXEC = 'X',
 	R_GO = 'g',
 	R_PSB = 'P',
+	R_STACK = 'k',
+	R_STACKS = 'K',
 	R_PACKED = 0x80,
 };
 #define VG_MAGIC 0x6d747074u
@@ -66,7 +68,8 @@ struct vg_ring_hdr {
 	uint32_t rsleep; /* we sleep: the tool wakes us */
 	uint32_t closed; /* we read no more: the tool stops */
 	uint64_t size;	 /* of the ring */
-	uint8_t pad[32];
+	uint32_t stacks; /* we ask for every thread's stack (we stop) */
+	uint8_t pad[28];
 	uint64_t rpos;	 /* bytes read: ours */
 	uint64_t wwake;	 /* the tool waits for this rpos */
 	uint32_t wsleep; /* the tool waits: we wake it */
@@ -101,6 +104,9 @@ bool vg_ring_sleep(struct vg_ring *r, size_t want);
 void vg_ring_awake(struct vg_ring *r);
 /* We read no more: the tool stops. */
 void vg_ring_close(struct vg_ring *r);
+/* We stop: the tool is to send every thread's stack (R_STACK records,
+ * then R_STACKS) after its next branch. */
+void vg_ring_ask_stacks(struct vg_ring *r);
 
 /* A record cut short by the end of what was read: read more. */
 #define SHORT 1
@@ -119,6 +125,7 @@ struct vgs {
 	size_t cur;
 	pid_t pid;
 	bool hello, ended, exec_pending, later, need_comm;
+	bool stacked;
 };
 
 struct vg {
@@ -133,6 +140,9 @@ struct vg {
 	size_t ring_size; /* of each process's ring */
 	uint64_t now;	  /* the stream's clock: the last record's time */
 	bool hello, ended, hit;
+	/* The stacks asked for came (R_STACKS): the stream is read no
+	 * further, as they are the threads' where it is cut. */
+	bool stacked;
 	char exec[256]; /* what the program last tried to exec, or "" */
 	size_t cur;	/* the thread the records are of, or SIZE_MAX */
 	/* The stream's process; its last record an exec's; it is not the

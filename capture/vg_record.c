@@ -473,6 +473,46 @@ int vg_ret_above(struct emu *e)
 		       "calls it reported");
 }
 
+/* A record of a type this stream cannot have. */
+static int vg_unknown(struct emu *e, int type)
+{
+	return mt_fail(e, -EPROTO,
+		       "the Valgrind tool's stream has a record of unknown "
+		       "type %#x",
+		       type);
+}
+
+/* A thread's stack of calls, the newest first (--mt-calls=no): it
+ * replaces what mt-capture has, which is where the records stand. */
+static int vg_stack(struct vg *v, struct rd *r)
+{
+	struct emu *e = &v->e;
+	uint64_t tid = rd_n(r, 4), n = rd_n(r, 4);
+	struct thr *t;
+
+	if (r->bad || (size_t)(r->end - r->p) < n * 8) {
+		r->bad = true;
+		return 0;
+	}
+	if (!e->tool_rets)
+		return vg_unknown(e, R_STACK);
+	t = emu_thr_find(e, (pid_t)tid);
+	if (!t) {
+		r->p += n * 8;
+		return 0;
+	}
+	t->depth = 0;
+	for (uint64_t i = n; i-- > 0;) {
+		uint64_t ret;
+
+		memcpy(&ret, r->p + i * 8, 8);
+		if (emu_shadow_push(t, ret))
+			return -ENOMEM;
+	}
+	r->p += n * 8;
+	return 0;
+}
+
 /* A pack's branches into the packets, the returns among them (rets)
  * out of the stack of calls, unless lost. */
 static int vg_pack(struct vg *v, struct thr *t, bool lost, uint64_t t0,
@@ -550,11 +590,7 @@ int vg_record(struct vg *v, struct rd *r)
 		type &= ~R_PACKED;
 		if (type != R_CALL && type != R_ICALL && type != R_IJMP &&
 		    type != R_RET)
-			return mt_fail(
-				e, -EPROTO,
-				"the Valgrind tool's stream has a record "
-				"of unknown type %#x",
-				type | R_PACKED);
+			return vg_unknown(e, type | R_PACKED);
 		/* The transfer's time counts from its last branch. */
 		v->now = pt0 + pdt;
 	}
@@ -564,7 +600,8 @@ int vg_record(struct vg *v, struct rd *r)
 			       "the Valgrind tool's stream does "
 			       "not begin as it should");
 	if (!t && type != R_HELLO && type != R_SWITCH && type != R_MMAP &&
-	    type != R_END && type != R_EXEC)
+	    type != R_END && type != R_EXEC && type != R_STACK &&
+	    type != R_STACKS)
 		return mt_fail(e, -EPROTO,
 			       "the Valgrind tool's stream names no thread");
 	switch (type) {
@@ -822,13 +859,18 @@ int vg_record(struct vg *v, struct rd *r)
 		/* After the record before, where that one left the thread:
 		 * the tool emptied its stack of calls here. */
 		if (!e->tool_rets)
-			return mt_fail(e, -EPROTO,
-				       "the Valgrind tool's stream has a "
-				       "record of unknown type %#x",
-				       type);
+			return vg_unknown(e, type);
 		ip = t->last_ip;
 		ptenc_force_psb(t->enc);
 		psb = true;
+		break;
+	case R_STACK:
+		rc = vg_stack(v, r);
+		break;
+	case R_STACKS:
+		if (!e->tool_rets)
+			return vg_unknown(e, type);
+		v->stacked = true;
 		break;
 	case R_END:
 		v->now = rd_time(v, r);
@@ -840,10 +882,7 @@ int vg_record(struct vg *v, struct rd *r)
 		v->main_ended |= v->spid == e->pid;
 		break;
 	default:
-		return mt_fail(e, -EPROTO,
-			       "the Valgrind tool's stream has a record of "
-			       "unknown type %#x",
-			       type);
+		return vg_unknown(e, type);
 	}
 	if (r->bad)
 		return SHORT;

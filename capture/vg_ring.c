@@ -114,3 +114,8 @@ void vg_ring_awake(struct vg_ring *r)
 {
 	__atomic_store_n(&r->h->rsleep, 0, __ATOMIC_RELAXED);
 }
+
+void vg_ring_ask_stacks(struct vg_ring *r)
+{
+	__atomic_store_n(&r->h->stacks, 1, __ATOMIC_RELEASE);
+}

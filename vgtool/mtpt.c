@@ -104,7 +104,11 @@ ULong mtpt_tnt = TNT_EMPTY;
 ULong mtpt_tnt_t0, mtpt_tnt_t1;
 ULong mtpt_tnt_ip;
 ULong mtpt_tnt_rets; /* which of its bits are returns (wpack()) */
-struct th *mtpt_th;  /* VG_N_THREADS of them */
+/* mt-capture asked for the stacks (it stops): they go after the next
+ * record of a branch, where the stream and the stacks agree. */
+Bool mtpt_stacks_due;
+static Bool stacks_sent;
+struct th *mtpt_th; /* VG_N_THREADS of them */
 /* What is not given to mt-capture yet: a buffer that stays in the
  * cache, copied into the ring at once when full (the ring's lines go
  * between the cores in one run, not a record at a time), and small
@@ -126,7 +130,8 @@ struct ring_hdr {
 	UInt rsleep; /* the reader sleeps */
 	UInt closed; /* the reader reads no more */
 	ULong size;  /* of the ring: mt-capture's */
-	UChar pad[32];
+	UInt stacks; /* the reader asks for every thread's stack */
+	UChar pad[28];
 	ULong rpos;  /* bytes read: the reader's */
 	ULong wwake; /* we wait for this rpos */
 	UInt wsleep; /* we wait */
@@ -255,6 +260,9 @@ static void ring_publish(Bool force)
 	ring_w += len;
 	__atomic_store_n(&ring->wpos, ring_w, __ATOMIC_RELEASE);
 	ring_wake_reader(force);
+	if (!stacks_sent && !mtpt_opt_calls &&
+	    __atomic_load_n(&ring->stacks, __ATOMIC_RELAXED))
+		mtpt_stacks_due = True;
 }
 
 /* room() found too little: what there is goes to mt-capture, which is
@@ -439,6 +447,47 @@ void mtpt_say_thread(ThreadId tid)
 	put32((UInt)mtpt_th[tid].lwp);
 }
 
+/* The R_STACK of thread tid, if it is traced: the newest frames when
+ * they are more than a record holds. */
+void mtpt_put_stack(ThreadId tid)
+{
+	const struct th *th = &mtpt_th[tid];
+	UInt n = th->ss_n < 4096 ? th->ss_n : 4096;
+	UChar *p;
+
+	if (mtpt_opt_calls || !th->started || th->exited || !th->lwp)
+		return;
+	flush_tnt();
+	p = room(1 + 4 + 4 + 8 * n);
+	*p++ = R_STACK;
+	*(UInt *)p = (UInt)th->lwp;
+	*(UInt *)(p + 4) = n;
+	p += 8;
+	for (UInt i = 0; i < n; i++)
+		p = w64(p, th->ss[th->ss_n - 1 - i]);
+	mtpt_len = (UInt)(p - mtpt_buf);
+}
+
+/* The stacks of every traced thread but except (0: none). */
+void mtpt_put_stacks(ThreadId except)
+{
+	if (!mtpt_tracing || mtpt_dead || mtpt_opt_calls)
+		return;
+	for (ThreadId t = 1; t < VG_N_THREADS; t++)
+		if (t != except)
+			mtpt_put_stack(t);
+}
+
+/* mt-capture's question answered: every stack, then R_STACKS, at once. */
+void mtpt_answer_stacks(void)
+{
+	mtpt_stacks_due = False;
+	stacks_sent = True;
+	mtpt_put_stacks(0);
+	put8(R_STACKS);
+	mtpt_flush_out();
+}
+
 /* The pack of the running thread's bits as a record, if it is traced
  * (bits packed before tracing began are dropped). */
 void mtpt_flush_tnt_now(void)
@@ -489,6 +538,7 @@ static void on_first_insn(ThreadId tid)
 	mtpt_th[tid].g = 0;
 	mtpt_th[tid].exited = False;
 	mtpt_th[tid].started = False;
+	mtpt_th[tid].ss_n = 0;
 	if (mtpt_tracing)
 		pend(tid, P_BEGIN);
 }
@@ -548,11 +598,14 @@ static void on_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 		put(path, n > 4095 ? 4095 : n);
 		mtpt_flush_out();
 	}
-	/* It may block: what happened so far is sent first. */
-	if (mtpt_th[tid].sys_wall && unsent()) {
+	/* It may block: what happened so far is sent first, and its
+	 * stack, which is then the one where it stays. */
+	if (mtpt_th[tid].sys_wall) {
 		flush_tnt();
-		mtpt_flush_out();
+		mtpt_put_stack(tid);
 	}
+	if (mtpt_th[tid].sys_wall && unsent())
+		mtpt_flush_out();
 }
 
 /* The call took w ns of wall time: the clock shows at least that much
@@ -732,8 +785,12 @@ static void on_fork_child(ThreadId tid)
 		return;
 	}
 	for (ThreadId t = 1; t < VG_N_THREADS; t++)
-		if (t != tid)
+		if (t != tid) {
+			if (mtpt_th[t].ss)
+				VG_(free)(mtpt_th[t].ss);
 			VG_(memset)(&mtpt_th[t], 0, sizeof(mtpt_th[t]));
+		}
+	mtpt_th[tid].ss_n = 0;
 	mtpt_th[tid].lwp = VG_(gettid)();
 	mtpt_th[tid].started = False;
 	mtpt_th[tid].pend = 0;
@@ -757,6 +814,7 @@ static void mt_fini(Int exitcode)
 	(void)exitcode;
 	if (!mtpt_dead) {
 		flush_tnt();
+		mtpt_put_stacks(0);
 		put8(R_END);
 		put_time(mtpt_vt_now());
 		put64(mtpt_icount);

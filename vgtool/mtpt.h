@@ -56,6 +56,10 @@ enum {
 	R_GO = 'g',	 /* dt, u64 ip, g, goid: it runs goroutine g from ip */
 	R_PSB = 'P',	 /* (--mt-calls=no) a PSB+ here: no call before it
 			  * is compressed against after it */
+	R_STACK = 'k',	 /* u32 lwp, u32 n, u64 ret[n], the newest first:
+			  * the return addresses of its calls not returned
+			  * from (--mt-calls=no) */
+	R_STACKS = 'K',	 /* the stacks mt-capture asked for are all sent */
 	/* With c, i, j, r: a pack's fields (an N record's, less its ip)
 	 * come before the record's own. */
 	R_PACKED = 0x80,
@@ -91,6 +95,11 @@ struct th {
 	ULong rs[RS_MAX];	/* a ring; rs_top the next free slot */
 	UInt rs_top, rs_n;
 	UInt psb_n; /* records since its last PSB (--mt-calls=no) */
+	/* The return addresses of its calls not returned from, the
+	 * newest last (--mt-calls=no: mt-capture, which sees no direct
+	 * call, gets them where a capture may end). */
+	ULong *ss;
+	UInt ss_n, ss_cap;
 };
 
 #define TNT_EMPTY 1ull
@@ -128,6 +137,7 @@ extern ULong mtpt_tnt;
 extern ULong mtpt_tnt_t0, mtpt_tnt_t1;
 extern ULong mtpt_tnt_ip;
 extern ULong mtpt_tnt_rets;
+extern Bool mtpt_stacks_due;
 extern struct th *mtpt_th;
 extern UChar mtpt_buf[1 << 16];
 extern UInt mtpt_len;
@@ -139,6 +149,9 @@ void mtpt_flush_full(void);
 UChar mtpt_open_stream(UInt ppid, UInt ptid);
 void mtpt_say_thread(ThreadId tid);
 void mtpt_flush_tnt_now(void);
+void mtpt_put_stack(ThreadId tid);
+void mtpt_put_stacks(ThreadId except);
+void mtpt_answer_stacks(void);
 
 /* mtpt_instr.c: the instrumentation, and the helpers it calls. */
 IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,

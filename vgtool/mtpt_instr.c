@@ -81,7 +81,11 @@ static inline void psb_tick(void)
 {
 	struct th *th = &mtpt_th[mtpt_cur];
 
-	if (mtpt_opt_calls || ++th->psb_n < PSB_RECORDS)
+	if (mtpt_opt_calls)
+		return;
+	if (mtpt_stacks_due)
+		mtpt_answer_stacks();
+	if (++th->psb_n < PSB_RECORDS)
 		return;
 	th->psb_n = 0;
 	th->rs_n = 0;
@@ -96,6 +100,40 @@ static void h_tnt_full(void)
 	flush_tnt();
 	if (l)
 		psb_tick();
+}
+
+/* A call's return address on the thread's stack (--mt-calls=no); the
+ * oldest half is forgotten past 64Ki frames. */
+static void ss_push(ULong ret)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+
+	if (th->ss_n == th->ss_cap) {
+		if (th->ss_cap >= 65536) {
+			VG_(memmove)
+			(th->ss, th->ss + th->ss_cap / 2,
+			 th->ss_cap / 2 * sizeof(*th->ss));
+			th->ss_n -= th->ss_cap / 2;
+		} else {
+			th->ss_cap = th->ss_cap ? 2 * th->ss_cap : 64;
+			th->ss = VG_(realloc)("mtpt.stack", th->ss,
+					      th->ss_cap * sizeof(*th->ss));
+		}
+	}
+	th->ss[th->ss_n++] = ret;
+}
+
+/* A return to target: the stack down to the call it returns from
+ * (longjmp-like returns skip several; one to no call leaves it). */
+static void ss_pop(ULong target)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+
+	for (UInt i = th->ss_n; i-- > 0;)
+		if (th->ss[i] == target) {
+			th->ss_n = i;
+			return;
+		}
 }
 
 /* A call's return address, for its return (RS_MAX). */
@@ -160,6 +198,8 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 		return;
 	if (mtpt_opt_retcomp)
 		rs_push(ret);
+	if (!mtpt_opt_calls)
+		ss_push(ret);
 	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
 	psb_tick();
 }
@@ -168,8 +208,11 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
  * return address kept for its return. */
 static VG_REGPARM(1) void h_dcall(ULong ret)
 {
-	if (live())
+	if (!live())
+		return;
+	if (mtpt_opt_retcomp)
 		rs_push(ret);
+	ss_push(ret);
 }
 
 static VG_REGPARM(1) void h_ijmp(ULong target)
@@ -190,7 +233,11 @@ static VG_REGPARM(1) void h_jmp(ULong target)
 
 static VG_REGPARM(1) void h_ret(ULong target)
 {
-	if (!live() || (mtpt_opt_retcomp && rs_pack_ret(target)))
+	if (!live())
+		return;
+	if (!mtpt_opt_calls)
+		ss_pop(target);
+	if (mtpt_opt_retcomp && rs_pack_ret(target))
 		return;
 	rec_end(w64(rec_room(R_RET, 8), target));
 	psb_tick();
@@ -220,6 +267,7 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 		tnt_reset();
 		mtpt_th[mtpt_cur].rs_n = 0;
 		mtpt_th[mtpt_cur].psb_n = 0;
+		mtpt_th[mtpt_cur].ss_n = 0;
 		mtpt_th[mtpt_cur].started = True;
 		/* Its goroutine first: the truth's first rows are its. */
 		if (mtpt_opt_go_fns)
@@ -249,6 +297,7 @@ static VG_REGPARM(1) void h_start(ULong ip)
 	tnt_reset();
 	mtpt_th[mtpt_cur].rs_n = 0;
 	mtpt_th[mtpt_cur].psb_n = 0;
+	mtpt_th[mtpt_cur].ss_n = 0;
 	mtpt_th[mtpt_cur].started = True;
 	if (mtpt_opt_go_fns)
 		go_say(ip);
@@ -264,6 +313,8 @@ static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)
 	if (!live())
 		return;
 	n = VG_(get_StackTrace)(mtpt_cur, ips, MAX_FRAMES, NULL, NULL, 0);
+	/* The capture may end here: the other threads' stacks. */
+	mtpt_put_stacks(mtpt_cur);
 	rec(R_HIT, mtpt_cur);
 	put64(ip);
 	put64(arg);
@@ -643,11 +694,10 @@ IRSB *mtpt_instrument(VgCallbackClosure *closure, IRSB *in,
 		dirty(out, "h_go", h_go, 1, mkIRExprVec_1(in->next));
 	switch (kind) {
 	case K_CALL:
-		if (in->next->tag == Iex_Const && !mtpt_opt_calls) {
-			if (mtpt_opt_retcomp)
-				dirty(out, "h_dcall", h_dcall, 1,
-				      mkIRExprVec_1(c64(last + last_len)));
-		} else if (in->next->tag == Iex_Const)
+		if (in->next->tag == Iex_Const && !mtpt_opt_calls)
+			dirty(out, "h_dcall", h_dcall, 1,
+			      mkIRExprVec_1(c64(last + last_len)));
+		else if (in->next->tag == Iex_Const)
 			dirty(out, "h_call", h_call, 2,
 			      mkIRExprVec_2(c64(last + last_len), in->next));
 		else

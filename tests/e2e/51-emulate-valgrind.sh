@@ -339,6 +339,30 @@ for p in deep gzip; do
 		echo "FAIL vg_tool_keeps_calls_$p: $out"
 	fi
 done
+# Stopped by Ctrl-C long after its ring wrapped, in its calls or in a
+# system call: the callers whose calls the ring lost still name the
+# tree's roots (main > mid > spin), from the stacks the tool sends when
+# asked, or as each thread entered its system call.
+printf '#include <stdio.h>\n#include <unistd.h>\nstatic volatile unsigned sink;\n__attribute__((noinline)) static void f(unsigned i) { sink += i; }\n__attribute__((noinline)) static void spin(int wait)\n{\n\tfor (unsigned i = 0; i < 3000000 || !wait; i++)\n\t\tf(i);\n\tputs("up");\n\tfflush(stdout);\n\tpause();\n}\n__attribute__((noinline)) static void mid(int wait) { spin(wait); sink++; }\nint main(int argc, char **argv)\n{\n\t(void)argv;\n\tif (argc == 1) {\n\t\tputs("up");\n\t\tfflush(stdout);\n\t}\n\tmid(argc > 1);\n\treturn (int)sink;\n}\n' >"$W/spin.c"
+cc -O1 -g -o "$W/spin" "$W/spin.c"
+for how in running blocked; do
+	a=(); [ $how = blocked ] && a=(wait)
+	"$B/mt-capture" --emulate=valgrind --snapshot-size 256K -o "$W/stop_$how.bin" -- "$W/spin" "${a[@]}" \
+		>"$W/stop_$how.out" 2>"$W/stop_$how.err" & C=$!
+	for _ in $(seq 600); do grep -qs up "$W/stop_$how.out" && break; sleep 0.1; done
+	sleep 1
+	kill -INT "$C"
+	wait "$C"
+	pkill -f "^$W/spin" 2>/dev/null
+	roots=$("$B/mt-convert" "$W/stop_$how.bin" -o "$W/stop_$how.pftrace" -q --text - 2>/dev/null |
+		awk -F'\t' 'NR > 1 && $3 ~ /^(main|mid|spin)$/ && !s[$3]++ {printf "%s%s:%s", n++ ? " " : "", $3, $2}')
+	if [ "$(echo "$roots" | tr ' ' '\n' | sed 's/:.*//' | sort | tr '\n' ' ')" = "main mid spin " ]; then
+		echo "PASS vg_stacks_at_stop_$how ($roots)"
+	else
+		echo "FAIL vg_stacks_at_stop_$how: roots '$roots'"
+		sed 's/^/    /' "$W/stop_$how.err" | tail -2
+	fi
+done
 
 # Real programs, by the address of each call: perf's decode equals the
 # tool's log and mt-convert's slices equal perf's (tools/realprogs.sh;
