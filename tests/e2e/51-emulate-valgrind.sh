@@ -353,7 +353,9 @@ for how in running blocked; do
 	sleep 1
 	kill -INT "$C"
 	wait "$C"
-	pkill -f "^$W/spin" 2>/dev/null
+	# The program runs on, untraced, under Valgrind (whose command line
+	# names it).
+	pkill -KILL -f -- "$W/spin" 2>/dev/null
 	roots=$("$B/mt-convert" "$W/stop_$how.bin" -o "$W/stop_$how.pftrace" -q --text - 2>/dev/null |
 		awk -F'\t' 'NR > 1 && $3 ~ /^(main|mid|spin)$/ && !s[$3]++ {printf "%s%s:%s", n++ ? " " : "", $3, $2}')
 	if [ "$(echo "$roots" | tr ' ' '\n' | sed 's/:.*//' | sort | tr '\n' ' ')" = "main mid spin " ]; then
