@@ -89,8 +89,11 @@ int emu_snapshot(struct emu *e, uint64_t when)
 		sn->time = when;
 		e->nr_snaps++;
 		t->snap_end = len;
-		/* The next chunk must start at a sync point to decode. */
-		ptenc_force_psb(t->enc);
+		/* The next chunk must start at a sync point to decode (the
+		 * Valgrind tool places it when it compresses the returns:
+		 * after each thread's next record). */
+		if (!e->tool_rets)
+			ptenc_force_psb(t->enc);
 	}
 	return 0;
 }

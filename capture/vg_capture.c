@@ -229,7 +229,7 @@ static int vg_in_maps(struct vg *v, const char *sym, char *err, size_t errlen)
 static int vg_launch(struct vg *v, char *const argv[])
 {
 	const struct emu_opts *o = v->e.o;
-	char dir[PATH_MAX], fdopt[96], start[600], trig[600], ptw[64],
+	char dir[PATH_MAX], fdopt[96], start[600], trig[600], ptw[64], psb[32],
 		sfile[PATH_MAX + 32], soff[48], taddr[48], tfile[PATH_MAX + 32],
 		gofns[16 + GO_SWITCH_MAX * 32], gotls[48], goid[48];
 	int argc = 0, rc;
@@ -311,6 +311,16 @@ static int vg_launch(struct vg *v, char *const argv[])
 		/* No record for a direct call: the tool keeps the calls it
 		 * compresses the returns of, and places the PSBs. */
 		args[k++] = v->e.tool_rets ? "--mt-calls=no" : "--mt-calls=yes";
+		/* At most 20 bytes of packets a record: 2 PSBs at least in
+		 * the smallest snapshot. */
+		snprintf(psb, sizeof(psb), "--mt-psb=%llu",
+			 !o->cap.snapshot_size		  ? 512ull
+			 : o->cap.snapshot_size / 32 < 16 ? 16ull
+			 : o->cap.snapshot_size / 32 > 512
+				 ? 512ull
+				 : (unsigned long long)o->cap.snapshot_size /
+					   32);
+		args[k++] = psb;
 		if (v->e.go.is_go) {
 			size_t len = (size_t)snprintf(gofns, sizeof(gofns),
 						      "--mt-go-fns=");
@@ -613,7 +623,7 @@ static int strm_stacks(struct vg *v)
 		if (v->strm[k].ring && v->strm[k].sock >= 0)
 			vg_ring_ask_stacks(v->strm[k].ring);
 	while (rc >= 0 && !v->hit && mono_ns() < until) {
-		bool waiting = false;
+		bool waiting = false, news = false;
 
 		for (size_t k = 0; k < v->nr_strm && rc >= 0; k++) {
 			const struct vgs *s = &v->strm[k];
@@ -622,10 +632,11 @@ static int strm_stacks(struct vg *v)
 				continue;
 			waiting = true;
 			rc = strm_read(v, k, false);
+			news |= rc > 0;
 		}
 		if (!waiting)
 			break;
-		if (!rc)
+		if (!news)
 			poll(NULL, 0, 1);
 		if (rc > 0)
 			rc = 0;

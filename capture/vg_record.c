@@ -490,6 +490,11 @@ static int vg_stack(struct vg *v, struct rd *r)
 	uint64_t tid = rd_n(r, 4), n = rd_n(r, 4);
 	struct thr *t;
 
+	if (!r->bad && n > 4096)
+		return mt_fail(e, -EPROTO,
+			       "the Valgrind tool's stream has a stack of %llu "
+			       "frames (4096 at most)",
+			       (unsigned long long)n);
 	if (r->bad || (size_t)(r->end - r->p) < n * 8) {
 		r->bad = true;
 		return 0;
@@ -774,6 +779,10 @@ int vg_record(struct vg *v, struct rd *r)
 			break;
 		rc = vg_enable(v, t, ip);
 		psb = true;
+		/* The stack the tool sent as it entered its system call is
+		 * not where it goes on from. */
+		if (e->tool_rets)
+			t->depth = 0;
 		break;
 	case R_EXIT:
 		v->now = rd_time(v, r);
@@ -860,6 +869,10 @@ int vg_record(struct vg *v, struct rd *r)
 		 * the tool emptied its stack of calls here. */
 		if (!e->tool_rets)
 			return vg_unknown(e, type);
+		if (!t->started || !t->last_ip)
+			return mt_fail(e, -EPROTO,
+				       "the Valgrind tool's stream has a PSB "
+				       "where its thread is not traced");
 		ip = t->last_ip;
 		ptenc_force_psb(t->enc);
 		psb = true;

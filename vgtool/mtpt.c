@@ -79,6 +79,7 @@ const HChar *mtpt_opt_ptwrite = NULL;
 Bool mtpt_opt_truth = False;
 Bool mtpt_opt_retcomp = False;
 Bool mtpt_opt_calls = True;
+UInt mtpt_opt_psb = PSB_RECORDS;
 /* A Go program: the functions a thread changes goroutines in
  * (comma-separated names), where its g is from the FS base, and where a g
  * holds its id (0: not known). */
@@ -455,7 +456,8 @@ void mtpt_put_stack(ThreadId tid)
 	UInt n = th->ss_n < 4096 ? th->ss_n : 4096;
 	UChar *p;
 
-	if (mtpt_opt_calls || !th->started || th->exited || !th->lwp)
+	if (mtpt_opt_calls || !mtpt_tracing || mtpt_dead || !th->started ||
+	    th->exited || !th->lwp)
 		return;
 	flush_tnt();
 	p = room(1 + 4 + 4 + 8 * n);
@@ -709,6 +711,10 @@ static Bool mt_option(const HChar *arg)
 	} else if VG_BOOL_CLO (arg, "--mt-retcomp", mtpt_opt_retcomp) {
 	} else if VG_BOOL_CLO (arg, "--mt-truth", mtpt_opt_truth) {
 	} else if VG_BOOL_CLO (arg, "--mt-calls", mtpt_opt_calls) {
+	} else if VG_STR_CLO (arg, "--mt-psb", s) {
+		mtpt_opt_psb = (UInt)VG_(strtoull10)(s, NULL);
+		if (mtpt_opt_psb < 16 || mtpt_opt_psb > 65536)
+			VG_(fmsg_bad_option)(arg, "16 to 65536 records\n");
 	} else if VG_STR_CLO (arg, "--mt-go-fns", s) {
 		mtpt_opt_go_fns = s[0] ? s : NULL;
 	} else if VG_STR_CLO (arg, "--mt-go-tls", s) {
@@ -740,6 +746,8 @@ static void mt_usage(void)
 	 "    --mt-truth=yes|no     also report direct jumps\n"
 	 "    --mt-calls=yes|no     report direct calls; no: place the "
 	 "PSBs [yes]\n"
+	 "    --mt-psb=N            with --mt-calls=no, a PSB every N "
+	 "records [512]\n"
 	 "    --mt-go-fns=F,...     Go: report goroutine switches out of "
 	 "these\n"
 	 "    --mt-go-tls=N         Go: g's slot from the FS base [-8]\n"
@@ -790,7 +798,10 @@ static void on_fork_child(ThreadId tid)
 				VG_(free)(mtpt_th[t].ss);
 			VG_(memset)(&mtpt_th[t], 0, sizeof(mtpt_th[t]));
 		}
-	mtpt_th[tid].ss_n = 0;
+	/* (Its stack of calls is its parent's, which it may return
+	 * into: it stays.) */
+	mtpt_stacks_due = False;
+	stacks_sent = False;
 	mtpt_th[tid].lwp = VG_(gettid)();
 	mtpt_th[tid].started = False;
 	mtpt_th[tid].pend = 0;

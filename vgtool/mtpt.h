@@ -82,8 +82,9 @@ enum { P_BEGIN = 1, P_ENABLE = 2 };
 #define RS_MAX 64
 
 /* With --mt-calls=no the tool says where mt-capture puts a PSB+ (and
- * empties its stack of calls there): after this many records of the
- * thread, about the hardware's 4 KiB of packets. */
+ * empties its stack of calls there): after --mt-psb records of the
+ * thread, [512], about the hardware's 4 KiB of packets (a record makes
+ * 20 bytes at most). */
 #define PSB_RECORDS 512
 
 struct th {
@@ -118,6 +119,7 @@ extern const HChar *mtpt_opt_ptwrite;
 extern Bool mtpt_opt_truth;
 extern Bool mtpt_opt_retcomp;
 extern Bool mtpt_opt_calls;
+extern UInt mtpt_opt_psb;
 extern const HChar *mtpt_opt_go_fns;
 extern Long mtpt_opt_go_tls;
 extern ULong mtpt_opt_go_goid;

@@ -85,7 +85,7 @@ static inline void psb_tick(void)
 		return;
 	if (mtpt_stacks_due)
 		mtpt_answer_stacks();
-	if (++th->psb_n < PSB_RECORDS)
+	if (++th->psb_n < mtpt_opt_psb)
 		return;
 	th->psb_n = 0;
 	th->rs_n = 0;
@@ -267,7 +267,6 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 		tnt_reset();
 		mtpt_th[mtpt_cur].rs_n = 0;
 		mtpt_th[mtpt_cur].psb_n = 0;
-		mtpt_th[mtpt_cur].ss_n = 0;
 		mtpt_th[mtpt_cur].started = True;
 		/* Its goroutine first: the truth's first rows are its. */
 		if (mtpt_opt_go_fns)
@@ -313,8 +312,13 @@ static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)
 	if (!live())
 		return;
 	n = VG_(get_StackTrace)(mtpt_cur, ips, MAX_FRAMES, NULL, NULL, 0);
-	/* The capture may end here: the other threads' stacks. */
+	/* The capture may end here: the other threads' stacks.  It may
+	 * not (--multi-snapshot, --duration-thresh): the next part of each
+	 * thread's trace begins at a PSB, after its next record, which
+	 * mt-capture cannot place without the calls. */
 	mtpt_put_stacks(mtpt_cur);
+	for (ThreadId t = 1; t < VG_N_THREADS; t++)
+		mtpt_th[t].psb_n = mtpt_opt_psb;
 	rec(R_HIT, mtpt_cur);
 	put64(ip);
 	put64(arg);

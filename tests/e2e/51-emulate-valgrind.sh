@@ -339,6 +339,56 @@ for p in deep gzip; do
 		echo "FAIL vg_tool_keeps_calls_$p: $out"
 	fi
 done
+# --multi-snapshot without --truth: each hit's next part begins at a
+# PSB the tool places (after each thread's next record, where it stops
+# compressing), so a return to a call made between the hit and that
+# record is not compressed against a stack the decoder emptied.
+printf '#include <stdio.h>\nstatic volatile unsigned sink;\n__attribute__((noinline)) void mt_snapshot_point(void) { sink++; }\n__attribute__((noinline)) static void leaf(void) { sink += 2; }\nstatic void (*volatile fp)(void) = leaf;\n__attribute__((noinline)) static void h(unsigned i)\n{\n\tif (i %% 100 == 0)\n\t\tmt_snapshot_point();\n\tfp();\n}\nint main(void)\n{\n\tfor (unsigned i = 0; i < 20000; i++)\n\t\th(i);\n\treturn 0;\n}\n' >"$W/multi.c"
+cc -O1 -g -o "$W/multi" "$W/multi.c"
+errs=capture leafs=
+if "$B/mt-capture" --emulate=valgrind --multi-snapshot -o "$W/multi.bin" -- "$W/multi" \
+	>/dev/null 2>"$W/multi.err"; then
+	errs=$(perf script -i "$W/multi.bin" --itrace=be 2>&1 | grep -c 'trace error')
+	leafs=$(perf script -i "$W/multi.bin" --itrace=c -F ip,sym,addr 2>/dev/null | awk '$NF == "leaf"' | wc -l)
+fi
+if [ "$errs" = 0 ] && [ "${leafs:-0}" -gt 10000 ]; then
+	echo "PASS vg_multi_snapshot_no_calls ($leafs calls of leaf, no decode error)"
+else
+	echo "FAIL vg_multi_snapshot_no_calls: ${errs:-?} perf errors, ${leafs:-?} calls of leaf"
+	sed 's/^/    /' "$W/multi.err" | tail -2
+fi
+# The smallest snapshot holds PSBs to decode from, two at least, whatever
+# the run's length (the tool places them every --snapshot-size / 32
+# records, at most 20 bytes of packets each).
+cat >"$W/branchy.c" <<'EOF2'
+#include <stdlib.h>
+static volatile unsigned sink;
+int main(int argc, char **argv)
+{
+	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 1000, x = 1;
+
+	for (unsigned i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		if (x >> 16 & 1)
+			sink++;
+	}
+	return 0;
+}
+EOF2
+cc -O1 -g -o "$W/branchy" "$W/branchy.c"
+bad=
+for n in 100000 100700 101400 102100 102800 103500; do
+	"$B/mt-capture" --emulate=valgrind --snapshot-size 4K -o "$W/small.bin" -- "$W/branchy" $n \
+		>/dev/null 2>"$W/small.err" || { bad="$bad $n:capture"; continue; }
+	got=$(perf script -i "$W/small.bin" --itrace=b -F ip 2>/dev/null | wc -l)
+	psbs=$(perf script -i "$W/small.bin" -D 2>/dev/null | grep -c ' PSB$')
+	[ "$got" -gt 100 ] && [ "$psbs" -ge 2 ] || bad="$bad $n:$got/$psbs"
+done
+if [ -z "$bad" ]; then
+	echo "PASS vg_snapshot_4k_psbs (6 run lengths, each decodes from 2 PSBs or more)"
+else
+	echo "FAIL vg_snapshot_4k_psbs: branches/PSBs by run length:$bad"
+fi
 # Stopped by Ctrl-C long after its ring wrapped, in its calls or in a
 # system call: the callers whose calls the ring lost still name the
 # tree's roots (main > mid > spin), from the stacks the tool sends when
