@@ -93,11 +93,12 @@ struct th {
 	UWord pend;
 	ULong sys_vt, sys_wall; /* at the last system call's entry */
 	ULong g;		/* the goroutine it runs (Go), 0: none seen */
-	ULong rs[RS_MAX];	/* a ring; rs_top the next free slot */
-	UInt rs_top, rs_n;
+	/* Of the return addresses on ss, how many of the newest a return
+	 * may compress against (RS_MAX at most: the hardware's). */
+	UInt rs_n;
 	UInt psb_n; /* records since its last PSB (--mt-calls=no) */
 	/* The return addresses of its calls not returned from, the
-	 * newest last (--mt-calls=no: mt-capture, which sees no direct
+	 * newest last (with --mt-calls=no mt-capture, which sees no direct
 	 * call, gets them where a capture may end). */
 	ULong *ss;
 	UInt ss_n, ss_cap;

@@ -102,73 +102,72 @@ static void h_tnt_full(void)
 		psb_tick();
 }
 
-/* A call's return address on the thread's stack (--mt-calls=no); the
- * oldest half is forgotten past 64Ki frames. */
-static void ss_push(ULong ret)
+/* Room for one more frame on the thread's stack: the oldest half is
+ * forgotten past 64Ki frames. */
+static void ss_grow(struct th *th)
 {
-	struct th *th = &mtpt_th[mtpt_cur];
-
-	if (th->ss_n == th->ss_cap) {
-		if (th->ss_cap >= 65536) {
-			VG_(memmove)
-			(th->ss, th->ss + th->ss_cap / 2,
-			 th->ss_cap / 2 * sizeof(*th->ss));
-			th->ss_n -= th->ss_cap / 2;
-		} else {
-			th->ss_cap = th->ss_cap ? 2 * th->ss_cap : 64;
-			th->ss = VG_(realloc)("mtpt.stack", th->ss,
-					      th->ss_cap * sizeof(*th->ss));
-		}
+	if (th->ss_cap >= 65536) {
+		VG_(memmove)
+		(th->ss, th->ss + th->ss_cap / 2,
+		 th->ss_cap / 2 * sizeof(*th->ss));
+		th->ss_n -= th->ss_cap / 2;
+		return;
 	}
+	th->ss_cap = th->ss_cap ? 2 * th->ss_cap : 64;
+	th->ss = VG_(realloc)("mtpt.stack", th->ss,
+			      th->ss_cap * sizeof(*th->ss));
+}
+
+/* A call: its return address on the thread's stack, the newest of those
+ * a return may compress against (the hardware keeps RS_MAX). */
+static inline void ss_push(ULong ret)
+{
+	struct th *th = &mtpt_th[mtpt_cur];
+
+	if (th->ss_n == th->ss_cap)
+		ss_grow(th);
 	th->ss[th->ss_n++] = ret;
-}
-
-/* A return to target: the stack down to the call it returns from
- * (longjmp-like returns skip several; one to no call leaves it). */
-static void ss_pop(ULong target)
-{
-	struct th *th = &mtpt_th[mtpt_cur];
-
-	for (UInt i = th->ss_n; i-- > 0;)
-		if (th->ss[i] == target) {
-			th->ss_n = i;
-			return;
-		}
-}
-
-/* A call's return address, for its return (RS_MAX). */
-static inline void rs_push(ULong ret)
-{
-	struct th *th = &mtpt_th[mtpt_cur];
-
-	th->rs[th->rs_top] = ret;
-	th->rs_top = (th->rs_top + 1) % RS_MAX;
 	if (th->rs_n < RS_MAX)
 		th->rs_n++;
 }
 
 /*
- * A return to target as a taken bit of the pack, when target is the
- * return address of the newest call not returned from: a record fewer,
- * a third of a call-heavy program's.  Otherwise, as the hardware does,
- * no return compresses again until calls are made anew.  mt-capture
- * knows the target from its own stack of calls, and makes the bit a TIP
- * where its encoder cannot compress the return (its stack of return
- * addresses cleared at a PSB).
+ * A return to target: the stack down to the call it returns from
+ * (longjmp-like returns skip several; one to no call leaves it).  True
+ * when it compresses: target is the return address of the newest call
+ * not returned from, and one of the RS_MAX newest since the stack of
+ * compressible calls was last emptied.  Otherwise, as the hardware
+ * does, no return compresses again until calls are made anew.  (With
+ * --mt-calls=yes, mt-capture knows the target from its own stack of
+ * calls, and makes the bit a TIP where its encoder cannot compress the
+ * return.)
  */
-static inline Bool rs_pack_ret(ULong target)
+static inline Bool ss_pop(ULong target)
 {
 	struct th *th = &mtpt_th[mtpt_cur];
-	UInt top = (th->rs_top + RS_MAX - 1) % RS_MAX;
+	UInt n = th->ss_n;
 
-	if (!th->rs_n)
-		return False;
-	if (th->rs[top] != target) {
-		th->rs_n = 0;
+	if (n && th->ss[n - 1] == target) {
+		th->ss_n = n - 1;
+		if (th->rs_n) {
+			th->rs_n--;
+			return True;
+		}
 		return False;
 	}
-	th->rs_top = top;
-	th->rs_n--;
+	th->rs_n = 0;
+	while (n-- > 0)
+		if (th->ss[n] == target) {
+			th->ss_n = n;
+			break;
+		}
+	return False;
+}
+
+/* A compressed return to target: a taken bit of the pack, a record
+ * fewer (a third of a call-heavy program's). */
+static inline void pack_ret(ULong target)
+{
 	if (mtpt_tnt == TNT_EMPTY)
 		mtpt_tnt_t0 = mtpt_icount;
 	mtpt_tnt_rets |= 1ull << (63 - __builtin_clzll(mtpt_tnt));
@@ -180,15 +179,13 @@ static inline Bool rs_pack_ret(ULong target)
 		flush_tnt();
 		psb_tick();
 	}
-	return True;
 }
 
 static VG_REGPARM(2) void h_call(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	if (mtpt_opt_retcomp)
-		rs_push(ret);
+	ss_push(ret);
 	rec_end(w64(w64(rec_room(R_CALL, 16), ret), target));
 }
 
@@ -196,10 +193,7 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
 {
 	if (!live())
 		return;
-	if (mtpt_opt_retcomp)
-		rs_push(ret);
-	if (!mtpt_opt_calls)
-		ss_push(ret);
+	ss_push(ret);
 	rec_end(w64(w64(rec_room(R_ICALL, 16), ret), target));
 	psb_tick();
 }
@@ -208,11 +202,8 @@ static VG_REGPARM(2) void h_icall(ULong ret, ULong target)
  * return address kept for its return. */
 static VG_REGPARM(1) void h_dcall(ULong ret)
 {
-	if (!live())
-		return;
-	if (mtpt_opt_retcomp)
-		rs_push(ret);
-	ss_push(ret);
+	if (live())
+		ss_push(ret);
 }
 
 static VG_REGPARM(1) void h_ijmp(ULong target)
@@ -235,10 +226,10 @@ static VG_REGPARM(1) void h_ret(ULong target)
 {
 	if (!live())
 		return;
-	if (!mtpt_opt_calls)
-		ss_pop(target);
-	if (mtpt_opt_retcomp && rs_pack_ret(target))
+	if (ss_pop(target) && mtpt_opt_retcomp) {
+		pack_ret(target);
 		return;
+	}
 	rec_end(w64(rec_room(R_RET, 8), target));
 	psb_tick();
 }
