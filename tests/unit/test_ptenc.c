@@ -10,6 +10,7 @@
 #include "ptenc/ptenc.h"
 #include "ptenc/ptenc_fast.h"
 #include "tests/unit/check.h"
+#include "tests/unit/ptpkts.h"
 
 #include <errno.h>
 #include <intel-pt.h>
@@ -342,28 +343,6 @@ static void test_ip_packets(struct check_state *st)
 	ptenc_free(g);
 }
 
-/* The PSBs in data (libipt's packet decoder). */
-static unsigned count_psbs(const uint8_t *data, size_t len)
-{
-	struct pt_packet_decoder *d;
-	struct pt_config pc;
-	struct pt_packet pk;
-	unsigned n = 0;
-
-	pt_config_init(&pc);
-	pc.begin = (uint8_t *)data;
-	pc.end = (uint8_t *)data + len;
-	d = pt_pkt_alloc_decoder(&pc);
-	if (!d || pt_pkt_sync_forward(d) < 0) {
-		pt_pkt_free_decoder(d);
-		return 0;
-	}
-	while (pt_pkt_next(d, &pk, sizeof(pk)) > 0)
-		n += pk.type == ppt_psb;
-	pt_pkt_free_decoder(d);
-	return n;
-}
-
 /*
  * psb_forced_only: past the PSB period no PSB+ comes by itself, over 64
  * KiB of branches and returns (a caller whose source compresses the
@@ -395,8 +374,9 @@ static void test_psb_forced_only(struct check_state *st)
 	}
 	CHECK(st, !rc);
 	data = ptenc_data(g, &len);
-	CHECKF(st, count_psbs(data, len) == 1, "%u PSBs unasked in %zu bytes",
-	       count_psbs(data, len), len);
+	CHECKF(st, ptpkts_count(data, len, ppt_psb) == 1,
+	       "%u PSBs unasked in %zu bytes", ptpkts_count(data, len, ppt_psb),
+	       len);
 	ptenc_discard(g, len / 2);
 	ptenc_force_psb(g);
 	rc |= ptenc_maybe_psb(g, t, 0x401000) != 1;
@@ -405,8 +385,8 @@ static void test_psb_forced_only(struct check_state *st)
 	rc |= ptenc_finish(g, t);
 	CHECK(st, !rc);
 	data = ptenc_data(g, &len);
-	CHECKF(st, count_psbs(data, len) == 1, "%u PSBs after the one asked",
-	       count_psbs(data, len));
+	CHECKF(st, ptpkts_count(data, len, ppt_psb) == 1,
+	       "%u PSBs after the one asked", ptpkts_count(data, len, ppt_psb));
 	ptenc_free(g);
 }
 

@@ -9,8 +9,8 @@
  */
 #include "capture/vg_internal.h"
 #include "tests/unit/check.h"
+#include "tests/unit/ptpkts.h"
 
-#include <intel-pt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,30 +116,15 @@ static void done(struct run *r)
 	free(r->v.sys_next);
 }
 
-/* The PSBs in a thread's packets (libipt's packet decoder). */
+/* The PSBs in a thread's packets. */
 static unsigned psbs(struct thr *t)
 {
-	struct pt_packet_decoder *d;
-	struct pt_config pc;
-	struct pt_packet pk;
 	const uint8_t *data;
 	size_t len;
-	unsigned n = 0;
 
 	ptenc_finish(t->enc, 1000);
 	data = ptenc_data(t->enc, &len);
-	pt_config_init(&pc);
-	pc.begin = (uint8_t *)data;
-	pc.end = (uint8_t *)data + len;
-	d = pt_pkt_alloc_decoder(&pc);
-	if (!d || pt_pkt_sync_forward(d) < 0) {
-		pt_pkt_free_decoder(d);
-		return 0;
-	}
-	while (pt_pkt_next(d, &pk, sizeof(pk)) > 0)
-		n += pk.type == ppt_psb;
-	pt_pkt_free_decoder(d);
-	return n;
+	return ptpkts_count(data, len, ppt_psb);
 }
 
 static void test_psb_stack_answer(struct check_state *st)
