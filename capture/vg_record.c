@@ -499,8 +499,6 @@ static int vg_stack(struct vg *v, struct rd *r)
 		r->bad = true;
 		return 0;
 	}
-	if (!e->tool_rets)
-		return vg_unknown(e, R_STACK);
 	t = emu_thr_find(e, (pid_t)tid);
 	if (!t) {
 		r->p += n * 8;
@@ -609,6 +607,10 @@ int vg_record(struct vg *v, struct rd *r)
 	    type != R_STACKS)
 		return mt_fail(e, -EPROTO,
 			       "the Valgrind tool's stream names no thread");
+	/* The records of a tool that keeps the calls itself only. */
+	if (!e->tool_rets &&
+	    (type == R_PSB || type == R_STACK || type == R_STACKS))
+		return vg_unknown(e, type);
 	switch (type) {
 	case R_HELLO: {
 		uint64_t ppid, ptid;
@@ -867,8 +869,6 @@ int vg_record(struct vg *v, struct rd *r)
 	case R_PSB:
 		/* After the record before, where that one left the thread:
 		 * the tool emptied its stack of calls here. */
-		if (!e->tool_rets)
-			return vg_unknown(e, type);
 		if (!t->started || !t->last_ip)
 			return mt_fail(e, -EPROTO,
 				       "the Valgrind tool's stream has a PSB "
@@ -881,8 +881,6 @@ int vg_record(struct vg *v, struct rd *r)
 		rc = vg_stack(v, r);
 		break;
 	case R_STACKS:
-		if (!e->tool_rets)
-			return vg_unknown(e, type);
 		v->stacked = true;
 		break;
 	case R_END:

@@ -245,6 +245,21 @@ static VG_REGPARM(1) void h_syscall(ULong next)
 	mtpt_th[mtpt_cur].rs_n = 0;
 }
 
+/* The running thread's tracing begins at ip: no return compresses
+ * against the calls before (its stack keeps them, for its callers). */
+static void begin_here(ULong ip)
+{
+	tnt_reset();
+	mtpt_th[mtpt_cur].rs_n = 0;
+	mtpt_th[mtpt_cur].psb_n = 0;
+	mtpt_th[mtpt_cur].started = True;
+	/* Its goroutine first: the truth's first rows are its. */
+	if (mtpt_opt_go_fns)
+		go_say(ip);
+	rec(R_BEGIN, mtpt_cur);
+	put64(ip);
+}
+
 /* A block of a thread that had stopped being traced (a system call, a
  * signal) or has not begun: it says where it is. */
 static VG_REGPARM(1) void h_enter(ULong ip)
@@ -255,15 +270,7 @@ static VG_REGPARM(1) void h_enter(ULong ip)
 	if (!mtpt_tracing || mtpt_dead)
 		return;
 	if (p & P_BEGIN) {
-		tnt_reset();
-		mtpt_th[mtpt_cur].rs_n = 0;
-		mtpt_th[mtpt_cur].psb_n = 0;
-		mtpt_th[mtpt_cur].started = True;
-		/* Its goroutine first: the truth's first rows are its. */
-		if (mtpt_opt_go_fns)
-			go_say(ip);
-		rec(R_BEGIN, mtpt_cur);
-		put64(ip);
+		begin_here(ip);
 	} else if (p & P_ENABLE) {
 		rec(R_ENABLE, mtpt_cur);
 		put64(ip);
@@ -284,15 +291,7 @@ static VG_REGPARM(1) void h_start(ULong ip)
 		if (mtpt_th[t].lwp && !mtpt_th[t].exited && t != mtpt_cur)
 			mtpt_th[t].pend |= P_BEGIN;
 	mtpt_pend = 0;
-	tnt_reset();
-	mtpt_th[mtpt_cur].rs_n = 0;
-	mtpt_th[mtpt_cur].psb_n = 0;
-	mtpt_th[mtpt_cur].ss_n = 0;
-	mtpt_th[mtpt_cur].started = True;
-	if (mtpt_opt_go_fns)
-		go_say(ip);
-	rec(R_BEGIN, mtpt_cur);
-	put64(ip);
+	begin_here(ip);
 }
 
 static VG_REGPARM(3) void h_hit(ULong ip, ULong arg, ULong mark)
