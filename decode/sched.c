@@ -79,6 +79,11 @@ static struct pt_image *cap_image(void *ctx, uint32_t pid)
 	return img_image_of(((struct dec_capture *)ctx)->img, pid);
 }
 
+static uint32_t cap_space(void *ctx, uint32_t pid, uint64_t t)
+{
+	return img_space(((struct dec_capture *)ctx)->img, pid, t);
+}
+
 static size_t cap_read_code(void *ctx, int isid, uint64_t ip, uint8_t *b,
 			    size_t n)
 {
@@ -246,6 +251,7 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 {
 	const struct strm_io io = {.ctx = c,
 				   .image = cap_image,
+				   .space = cap_space,
 				   .read_code = cap_read_code,
 				   .range = cap_range,
 				   .no_code = cap_no_code,
@@ -378,7 +384,7 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		struct pt_config cfg;
 		struct pt_block blk;
 		struct dec_thread *own;
-		uint32_t pid;
+		uint32_t pid, space;
 		int status;
 
 		place(c, k, &own, &pid);
@@ -387,8 +393,22 @@ int64_t dec_bare_loop(struct dec_capture *c)
 		d = pt_blk_alloc_decoder(&cfg);
 		if (!d)
 			return -ENOMEM;
+		space = pid;
 		pt_blk_set_image(d, img_image_of(c->img, pid));
 		while (pt_blk_sync_forward(d) >= 0) {
+			uint64_t tsc;
+			uint32_t lost_mtc, lost_cyc, now;
+
+			/* The program the process exec'd into, as
+			 * strm_decode() follows it (at each PSB only). */
+			if (pt_blk_time(d, &tsc, &lost_mtc, &lost_cyc) >= 0 &&
+			    (now = img_space(c->img, pid,
+					     pd_tsc_to_perf_time(
+						     tsc, &c->pt))) != space) {
+				space = now;
+				pt_blk_set_image(d,
+						 img_image_of(c->img, space));
+			}
 			for (;;) {
 				status = pt_blk_next(d, &blk, sizeof(blk));
 				while (status >= 0 &&

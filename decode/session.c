@@ -79,7 +79,8 @@ static int set_comm(struct dec_capture *c, uint32_t pid, uint32_t tid,
 	return pid == tid ? img_set_comm(c->img, pid, comm) : 0;
 }
 
-/* An exec, dated: segments/ ends the old program's frames there.  One
+/* An exec, dated: segments/ ends the old program's frames there, and
+ * the image gives the process a space of its own from then on.  One
  * without a time cannot be placed among the thread's events.  Sorted
  * once all are read (sort_execs()). */
 static int add_exec(struct dec_capture *c, const struct pd_event *ev)
@@ -93,6 +94,83 @@ static int add_exec(struct dec_capture *c, const struct pd_event *ev)
 			  sizeof(*t->execs)))
 		return -ENOMEM;
 	t->execs[t->nr_execs++] = ev->sid.time;
+	return img_add_exec(c->img, ev->u.comm.pid, ev->sid.time);
+}
+
+/*
+ * A mapping or a fork, kept until every exec is read: which of its
+ * process's spaces it is of goes by its time (per-CPU sideband comes a
+ * CPU at a time, so a later exec may come first in the file).
+ */
+struct later {
+	bool is_fork, have_time;
+	uint64_t time;
+	union {
+		struct pd_mmap map; /* its file name is the capture's */
+		struct pd_task task;
+	} u;
+};
+
+static int keep_for_later(struct dec_capture *c, struct later **l, size_t *n,
+			  size_t *cap, const struct pd_event *ev)
+{
+	struct later *x;
+
+	if (ev->type != PERF_RECORD_FORK &&
+	    (ev->u.mmap.is_mmap2 ? !(ev->u.mmap.prot & PROT_EXEC)
+				 : (ev->misc & PERF_RECORD_MISC_MMAP_DATA)))
+		return 0;
+	if (ev->type == PERF_RECORD_FORK &&
+	    !dec_thread_get(c, ev->u.task.pid, ev->u.task.tid))
+		return -ENOMEM;
+	if (mt_grow((void **)l, cap, *n + 1, sizeof(**l)))
+		return -ENOMEM;
+	x = &(*l)[(*n)++];
+	x->is_fork = ev->type == PERF_RECORD_FORK;
+	x->have_time = ev->sid.have_time;
+	x->time = ev->sid.time;
+	if (x->is_fork) {
+		x->u.task = ev->u.task;
+		/* (FORK records carry their own time) */
+		x->have_time = true;
+		x->time = ev->u.task.time;
+	} else {
+		x->u.map = ev->u.mmap;
+	}
+	return 0;
+}
+
+/* Each into the image, under the key of its process's space then (one
+ * without a time: the first). */
+static int add_later(struct dec_capture *c, const struct later *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct later *x = &l[i];
+		int rc;
+
+		if (x->is_fork && x->u.task.pid == x->u.task.ppid) {
+			rc = 0; /* a thread of the process */
+		} else if (x->is_fork) {
+			rc = img_set_parent(
+				c->img, x->u.task.pid,
+				x->have_time ? img_space(c->img, x->u.task.ppid,
+							 x->time)
+					     : x->u.task.ppid);
+		} else {
+			const struct pd_mmap *m = &x->u.map;
+
+			rc = img_add_map(
+				c->img,
+				x->have_time
+					? img_space(c->img, m->pid, x->time)
+					: m->pid,
+				m->start, m->len, m->pgoff, m->filename,
+				m->build_id,
+				m->has_build_id ? m->build_id_size : 0);
+		}
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -104,18 +182,6 @@ static void sort_execs(struct dec_capture *c)
 		if (c->threads[i].nr_execs > 1)
 			qsort(c->threads[i].execs, c->threads[i].nr_execs,
 			      sizeof(*c->threads[i].execs), mt_cmp_u64);
-}
-
-static int add_map(struct dec_capture *c, const struct pd_event *ev)
-{
-	const struct pd_mmap *m = &ev->u.mmap;
-
-	if (m->is_mmap2 ? !(m->prot & PROT_EXEC)
-			: (ev->misc & PERF_RECORD_MISC_MMAP_DATA))
-		return 0;
-	return img_add_map(c->img, m->pid, m->start, m->len, m->pgoff,
-			   m->filename, m->build_id,
-			   m->has_build_id ? m->build_id_size : 0);
 }
 
 static int add_switch(struct dec_capture *c, uint32_t cpu, uint64_t time,
@@ -284,6 +350,8 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 {
 	struct pd_event ev;
 	uint64_t cur = 0, min_time = UINT64_MAX;
+	struct later *later = NULL;
+	size_t nr_later = 0, cap_later = 0;
 	int rc;
 
 	while ((rc = pd_next(c->pd, &cur, &ev, err, errlen)) > 0) {
@@ -306,14 +374,10 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 				rc = add_exec(c, &ev);
 			break;
 		case PERF_RECORD_FORK:
-			rc = dec_thread_get(c, ev.u.task.pid, ev.u.task.tid)
-				     ? img_set_parent(c->img, ev.u.task.pid,
-						      ev.u.task.ppid)
-				     : -ENOMEM;
-			break;
 		case PERF_RECORD_MMAP:
 		case PERF_RECORD_MMAP2:
-			rc = add_map(c, &ev);
+			rc = keep_for_later(c, &later, &nr_later, &cap_later,
+					    &ev);
 			break;
 		case PERF_RECORD_ITRACE_START:
 			if (!dec_thread_get(c, ev.u.itrace_start.pid,
@@ -359,9 +423,15 @@ static int read_records(struct dec_capture *c, char *err, size_t errlen)
 		}
 		if (rc) {
 			snprintf(err, errlen, "%s: out of memory", c->path);
+			free(later);
 			return rc;
 		}
 	}
+	if (rc >= 0 && add_later(c, later, nr_later)) {
+		snprintf(err, errlen, "%s: out of memory", c->path);
+		rc = -ENOMEM;
+	}
+	free(later);
 	if (rc < 0)
 		return rc;
 	if (!c->have_pt) {

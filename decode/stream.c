@@ -169,6 +169,73 @@ static void arrive(struct strm *s, uint64_t ip)
 	s->pend = PEND_NONE;
 }
 
+/* The code of pid's space changed (an exec): what is kept of the old
+ * one goes. */
+static void cache_reset(struct strm *s)
+{
+	memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
+	memset(s->cache.counts, 0, sizeof(s->cache.counts));
+	memset(s->cache.code, 0, sizeof(s->cache.code));
+	/* Empty: lo above hi, which set_range() asks again (a stale hi
+	 * with lo 1 would be a range that holds most addresses). */
+	for (size_t i = 0; i < RANGE_CACHE; i++) {
+		s->cache.ranges[i].lo = 1;
+		s->cache.ranges[i].hi = 0;
+	}
+	s->cache.pid = s->pid;
+	s->cache.valid = true;
+}
+
+/*
+ * The process runs the program it exec'd into from the first sync point
+ * or enable at t or after the exec (the sideband dates it; the new
+ * program's first instruction comes after): libipt reads that program's
+ * image from the next block on.
+ */
+static int follow_exec(struct strm *s, uint64_t t)
+{
+	struct pt_image *src, *copy = NULL;
+	uint32_t key;
+	int status = 0;
+
+	if (!s->io.space || s->proc == (uint32_t)-1)
+		return 0;
+	key = s->io.space(s->io.ctx, s->proc, t);
+	if (key == s->pid)
+		return 0;
+	src = s->io.image(s->io.ctx, key);
+	if (src) {
+		copy = pt_image_alloc(NULL);
+		status = copy ? pt_image_copy(copy, src) : -pte_nomem;
+		if (status < 0) {
+			pt_image_free(copy);
+			return img_pt_error(status, NULL, 0, NULL, "decoder");
+		}
+	}
+	status = pt_blk_set_image(s->dec, copy);
+	if (status < 0) {
+		pt_image_free(copy);
+		return img_pt_error(status, NULL, 0, NULL, "decoder");
+	}
+	pt_image_free(s->exec_image);
+	s->exec_image = copy;
+	s->pid = key;
+	cache_reset(s);
+	forget_range(s);
+	return 0;
+}
+
+/* Right after a sync: the PSB's TSC dates it. */
+static int follow_exec_at_sync(struct strm *s)
+{
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+
+	if (!s->io.space || pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
+		return 0;
+	return follow_exec(s, pd_tsc_to_perf_time(tsc, &s->c->pt));
+}
+
 /* Decoding starts (again) at ip. */
 static void sync_at(struct strm *s, uint64_t t, uint64_t ip)
 {
@@ -446,6 +513,8 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 
 	switch (ev->type) {
 	case ptev_enabled:
+		if (!s->rc)
+			s->rc = follow_exec(s, t);
 		if (!s->synced) {
 			sync_at(s, t, ev->variant.enabled.ip);
 		} else {
@@ -676,6 +745,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
 		}
 		if (status < 0)
 			break;
+		if (!s->rc)
+			s->rc = follow_exec_at_sync(s);
 		strm_settle(s);
 		strm_flush(s);
 		s->have_mark = false;
@@ -786,6 +857,8 @@ int strm_decode(struct strm *s, const uint8_t *buf, size_t len, uint64_t start,
 out:
 	pt_blk_free_decoder(s->dec);
 	s->dec = NULL;
+	pt_image_free(s->exec_image);
+	s->exec_image = NULL;
 	if (s->rc)
 		return s->rc;
 	return status < 0 ? img_pt_error(status, NULL, 0, NULL, "decoder") : 0;
@@ -825,15 +898,9 @@ void strm_init(struct strm *s, struct dec_capture *c, const struct strm_io *io,
 	s->cpu = cpu;
 	s->thread = thread;
 	s->pid = pid;
+	s->proc = pid;
 	s->mtc_span = strm_mtc_span(c);
 	s->mtc_wrap = strm_mtc_wrap(c);
-	if (!same || !s->cache.valid || s->cache.pid != s->pid) {
-		memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
-		memset(s->cache.counts, 0, sizeof(s->cache.counts));
-		memset(s->cache.code, 0, sizeof(s->cache.code));
-		for (size_t i = 0; i < RANGE_CACHE; i++)
-			s->cache.ranges[i].lo = 1; /* empty */
-		s->cache.pid = s->pid;
-		s->cache.valid = true;
-	}
+	if (!same || !s->cache.valid || s->cache.pid != s->pid)
+		cache_reset(s);
 }

@@ -82,6 +82,7 @@ void img_free(struct img *c)
 	free(c->procs);
 	free(c->dsos);
 	free(c->maps);
+	free(c->execs);
 	free(c->path);
 	free(c);
 }
@@ -142,6 +143,62 @@ int img_add_map(struct img *c, uint32_t pid, uint64_t start, uint64_t len,
 				.pgoff = pgoff,
 				.dso = (uint32_t)di};
 	return proc_get(c, pid) ? 0 : -ENOMEM;
+}
+
+/*
+ * A space's key: the pid, with how many execs it made before in the bits
+ * above the largest pid Linux gives (PID_MAX_LIMIT, 2^22).  Never
+ * (uint32_t)-1, which says "no pid"; the 1023rd exec and later share
+ * the 1022nd's key.
+ */
+#define SPACE_SHIFT 22
+#define SPACE_MAX   1022u
+
+int img_add_exec(struct img *c, uint32_t pid, uint64_t time)
+{
+	size_t i;
+
+	if (mt_grow((void **)&c->execs, &c->cap_execs, c->nr_execs + 1,
+		    sizeof(*c->execs)))
+		return -ENOMEM;
+	/* They come mostly in order: from the end. */
+	for (i = c->nr_execs; i > 0; i--) {
+		const struct img_exec *e = &c->execs[i - 1];
+
+		if (e->pid < pid || (e->pid == pid && e->time <= time))
+			break;
+		c->execs[i] = *e;
+	}
+	c->execs[i] = (struct img_exec){pid, time};
+	c->nr_execs++;
+	return 0;
+}
+
+uint32_t img_space(const struct img *c, uint32_t pid, uint64_t time)
+{
+	size_t lo = 0, hi = c->nr_execs;
+	uint32_t n = 0;
+
+	if (pid >> SPACE_SHIFT)
+		return pid;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->execs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < c->nr_execs && c->execs[lo].pid == pid &&
+	       c->execs[lo].time <= time && n < SPACE_MAX;
+	     lo++)
+		n++;
+	return pid | n << SPACE_SHIFT;
+}
+
+uint32_t img_space_pid(uint32_t key)
+{
+	return key == (uint32_t)-1 ? key : key & ((1u << SPACE_SHIFT) - 1);
 }
 
 int img_set_comm(struct img *c, uint32_t pid, const char *comm)

@@ -498,7 +498,8 @@ static void jit_load(struct img *c, struct img_proc *p)
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/perf-%u.map",
-		 c->opts.jit_dir ? c->opts.jit_dir : "/tmp", p->pid);
+		 c->opts.jit_dir ? c->opts.jit_dir : "/tmp",
+		 img_space_pid(p->pid));
 	rc = sym_map_open(path, &p->jit, err, sizeof(err));
 	if (rc && rc != -ENOENT)
 		img_warn(c, "%s: %s: JIT symbols not used", c->path, err);

@@ -74,6 +74,18 @@ void img_free(struct img *im);
 int img_add_map(struct img *im, uint32_t pid, uint64_t start, uint64_t len,
 		uint64_t pgoff, const char *file, const uint8_t *build_id,
 		size_t build_id_len);
+/*
+ * Processes that exec: each exec starts an address space of its own,
+ * with its own mappings.  img_add_exec() dates one (in any order, before
+ * the first img_space()); img_space() then says which space pid runs at
+ * perf time t, as a key that every call of this header taking a pid
+ * takes: pid itself before its first exec.  The sideband's mappings,
+ * parents and vDSOs go in under the key of the space they are of.
+ */
+int img_add_exec(struct img *im, uint32_t pid, uint64_t time);
+uint32_t img_space(const struct img *im, uint32_t pid, uint64_t time);
+/* The process a key is a space of. */
+uint32_t img_space_pid(uint32_t key);
 /* The process's command (pid's main thread was named comm). */
 int img_set_comm(struct img *im, uint32_t pid, const char *comm);
 /* pid forked from ppid: with no mappings of its own, it runs ppid's. */
@@ -206,6 +218,9 @@ struct img_reach {
 			      uint64_t to, bool ret_to);
 	enum img_calls (*calls_to)(void *ctx, uint32_t pid, uint64_t from,
 				   uint64_t callee);
+	/* The pid the two take for pid's code at perf time t, after its
+	 * execs (img_space()); NULL: pid. */
+	uint32_t (*space)(void *ctx, uint32_t pid, uint64_t t);
 	void *ctx;
 };
 struct img_reach img_reach_of(struct img *im);

@@ -72,6 +72,11 @@ struct img {
 	size_t nr_maps, cap_maps;
 	struct img_proc *procs;
 	size_t nr_procs, cap_procs;
+	struct img_exec {
+		uint32_t pid;
+		uint64_t time;
+	} * execs; /* by pid, then time */
+	size_t nr_execs, cap_execs;
 	struct img_vdso *vdsos;
 	size_t nr_vdsos, cap_vdsos;
 	char **missing;

@@ -486,9 +486,15 @@ static enum img_calls reach_calls(void *ctx, uint32_t pid, uint64_t from,
 	return img_calls_to(ctx, pid, from, callee);
 }
 
+static uint32_t reach_space(void *ctx, uint32_t pid, uint64_t t)
+{
+	return img_space(ctx, pid, t);
+}
+
 struct img_reach img_reach_of(struct img *c)
 {
 	return (struct img_reach){.never_reaches = reach_never,
 				  .calls_to = reach_calls,
+				  .space = reach_space,
 				  .ctx = c};
 }

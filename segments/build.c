@@ -27,6 +27,10 @@ struct seg_held {
 struct seg_one {
 	struct dec_thread *d; /* the decoder's thread */
 	uint32_t pid;
+	/* whose code its addresses are named from: the process's space
+	 * (img_space()) from its first event, and again after each exec */
+	uint32_t space;
+	bool have_space;
 	struct seg_builder *b;
 	struct seg_all *all;
 	size_t next_exec; /* d->execs before it are fed */
@@ -54,7 +58,7 @@ static void symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	const struct seg_one *o = ctx;
 
-	img_symbolize(o->all->im, o->pid, ip, out);
+	img_symbolize(o->all->im, o->space, ip, out);
 }
 
 int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
@@ -170,12 +174,19 @@ static int feed(struct seg_one *o, uint64_t time, enum dec_kind kind,
 {
 	const struct dec_thread *d = o->d;
 
+	if (!o->have_space) {
+		o->space = img_space(o->all->im, o->pid, time);
+		o->have_space = true;
+	}
 	for (; o->next_exec < d->nr_execs && d->execs[o->next_exec] <= time;
 	     o->next_exec++) {
 		int rc = seg_feed(o->b, d->execs[o->next_exec], DEC_EXEC, 0, 0);
 
 		if (rc)
 			return rc;
+		/* (the builder forgot the old program's names) */
+		o->space =
+			img_space(o->all->im, o->pid, d->execs[o->next_exec]);
 	}
 	return seg_feed(o->b, time, kind, ip, aux);
 }

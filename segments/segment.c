@@ -407,6 +407,9 @@ static int on_exec(struct seg_builder *b, uint64_t time)
 	b->have_gap = false;
 	b->paused = MT_NONE;
 	b->exec_next = b->any;
+	/* Another program: its addresses name other functions. */
+	for (size_t i = 0; i < SYM_CACHE; i++)
+		b->cache[i].valid = false;
 	return rc;
 }
 

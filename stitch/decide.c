@@ -165,8 +165,8 @@ static void handle_other_activation(const struct thread_state *s,
 	if (!o || !o->code.never_reaches || !from || !to ||
 	    (from == to && !(leaf && ret_to)))
 		return;
-	m->split = o->code.never_reaches(o->code.ctx, s->th->pid, from, to,
-					 ret_to);
+	m->split =
+		o->code.never_reaches(o->code.ctx, s->space, from, to, ret_to);
 	/*
 	 * B's frame is another slice than A's: a new call, made by A's
 	 * frame above it once A's frame there returned (from the call site
@@ -183,7 +183,7 @@ static void handle_other_activation(const struct thread_state *s,
 
 		if (pp + 1 != stitch_a_pos(m, m->len - 1) || !site ||
 		    site != bv->ip[m->ahead + m->len - 2] ||
-		    !o->code.never_reaches(o->code.ctx, s->th->pid, site, site,
+		    !o->code.never_reaches(o->code.ctx, s->space, site, site,
 					   true))
 			break;
 		m->len--;
@@ -217,7 +217,7 @@ static enum img_calls new_call(const struct thread_state *s,
 	callee = s->t->frames[s->th->slices[bv->sl[0]].frame].addr;
 	if (!p || !av->ip[p - 1] || !callee)
 		return IMG_CALLS_SURE;
-	return o->code.calls_to(o->code.ctx, s->th->pid, av->ip[p - 1], callee);
+	return o->code.calls_to(o->code.ctx, s->space, av->ip[p - 1], callee);
 }
 
 /* How the depth was settled, for the reason. */

@@ -508,6 +508,15 @@ static void next_run(struct thread_state *s, uint32_t lo)
 		hi++;
 	s->run_lo = lo;
 	s->run_hi = hi;
+	/* The code its segments ran is that of the program its first one
+	 * began in. */
+	s->space = s->th->pid;
+	for (uint32_t k = lo; k < hi && s->o && s->o->code.space; k++)
+		if (t->segments[k].tid == s->th->tid) {
+			s->space = s->o->code.space(s->o->code.ctx, s->th->pid,
+						    t->segments[k].start);
+			break;
+		}
 	s->first_segment = MT_NONE;
 	s->root_name = MT_NONE;
 	s->root_open = false;

@@ -77,6 +77,7 @@ struct thread_state {
 	 * program's, since an exec begins another run (the segment's exec
 	 * flag) and nothing joins across it */
 	uint32_t run_lo, run_hi;
+	uint32_t space; /* whose code the run ran: the pid o's code takes */
 	uint32_t first_segment; /* the run's first of the thread's */
 	uint32_t root_name;	/* its root's function, MT_NONE if none */
 	bool root_open;		/* which was still open when it ended */

@@ -290,6 +290,42 @@ static void test_branch_bytes(struct check_state *st)
 	CHECK(st, !img_soft_interrupt_len((const uint8_t[]){0xe8, 0}, 2));
 }
 
+/* Each exec starts a space of its own, whatever order the sideband
+ * dated them in; a process that never exec'd is its own space. */
+static void test_spaces(struct check_state *st)
+{
+	struct img *im = NULL;
+	uint32_t a, b, c;
+
+	CHECK(st, !img_new(&im, "test", &(struct img_opts){0}));
+	if (!im)
+		return;
+	CHECK(st, !img_add_exec(im, 100, 50));
+	CHECK(st, !img_add_exec(im, 7, 30));
+	CHECK(st, !img_add_exec(im, 100, 20));
+	CHECK(st, img_space(im, 100, 19) == 100);
+	a = img_space(im, 100, 20);
+	b = img_space(im, 100, 50);
+	c = img_space(im, 7, 30);
+	CHECK(st, a != 100 && b != 100 && a != b && c != 7 && c != a);
+	CHECK(st, img_space(im, 100, 49) == a);
+	CHECK(st, img_space(im, 100, UINT64_MAX) == b);
+	CHECK(st, img_space(im, 7, 29) == 7);
+	CHECK(st, img_space_pid(a) == 100 && img_space_pid(b) == 100 &&
+			  img_space_pid(c) == 7 && img_space_pid(100) == 100);
+	CHECK(st, img_space(im, 5, 40) == 5);
+	CHECK(st, img_space(im, (uint32_t)-1, 40) == (uint32_t)-1);
+	CHECK(st, img_space_pid((uint32_t)-1) == (uint32_t)-1);
+	/* Far more execs than keys: the last ones share one, never
+	 * (uint32_t)-1, which says "no pid". */
+	for (uint64_t t = 100; t < 1200; t++)
+		CHECK(st, !img_add_exec(im, 4194303, t));
+	CHECK(st, img_space(im, 4194303, 2000) != (uint32_t)-1 &&
+			  img_space(im, 4194303, 2000) ==
+				  img_space(im, 4194303, 1199));
+	img_free(im);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -298,5 +334,6 @@ int main(void)
 	RUN(&st, test_calls_to);
 	RUN(&st, test_call_len);
 	RUN(&st, test_branch_bytes);
+	RUN(&st, test_spaces);
 	return CHECK_DONE(&st);
 }
