@@ -66,6 +66,7 @@ enum {
 	TR_TAIL_OUT = 16, /* left by a jump to another function */
 	TR_UNWOUND = 32,  /* left by a longjmp-like jump to an ancestor */
 	TR_SIGNAL = 64,	  /* entered by the kernel delivering a signal */
+	TR_EXEC = 128,	  /* the new program's entry, after an exec */
 };
 
 struct tframe {

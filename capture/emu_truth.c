@@ -309,13 +309,13 @@ int emu_truth_write(struct emu *e, uint64_t end)
 			static const char *const names[] = {
 				"clipped_start", "clipped_end", "tail",
 				"syscall",	 "tail_out",	"unwound",
-				"signal"};
+				"signal",	 "exec"};
 			bool any = false;
 
 			fprintf(f, "%d\t%u\t%s\t%llu\t%llu\t", t->tid, r->depth,
 				r->name, (unsigned long long)r->start,
 				(unsigned long long)r->end);
-			for (int b = 0; b < 7; b++)
+			for (int b = 0; b < 8; b++)
 				if (r->flags & (1 << b)) {
 					fprintf(f, "%s%s", any ? "," : "",
 						names[b]);

@@ -449,7 +449,7 @@ static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
 	if (e->o->truth)
 		emu_truth_pop_to(t, 0, v->now);
 	if (vg_enable(v, t, ip) ||
-	    (e->o->truth && emu_truth_push(e, t, v->now, ip, 0, 0)))
+	    (e->o->truth && emu_truth_push(e, t, v->now, ip, 0, TR_EXEC)))
 		return -ENOMEM;
 	/* A PSB+ (its TSC) at once: a decoder's time for the new program
 	 * must not fall before the exec's COMM, as it would by MTC alone. */

@@ -85,6 +85,7 @@ enum {
 	F_UNWOUND = 16,
 	F_SYSCALL = 32,
 	F_SIGNAL = 64,
+	F_EXEC = 128, /* a program's entry after an exec: no call */
 };
 
 /*
@@ -230,15 +231,15 @@ static void push_ev(struct evs *e, struct ev x)
 static unsigned parse_flags(const char *s)
 {
 	static const char *const names[] = {
-		"clipped_start", "clipped_end", "tail",	 "tail_out",
-		"unwound",	 "syscall",	"signal"};
+		"clipped_start", "clipped_end", "tail",	  "tail_out",
+		"unwound",	 "syscall",	"signal", "exec"};
 	unsigned f = 0;
 	char buf[256], *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *t = strtok_r(buf, ",", &save); t;
 	     t = strtok_r(NULL, ",", &save))
-		for (unsigned i = 0; i < 7; i++)
+		for (unsigned i = 0; i < 8; i++)
 			if (!strcmp(t, names[i]))
 				f |= 1u << i;
 	return f;
@@ -395,7 +396,7 @@ static int load_truth(const char *path, const struct gaps *g, struct names *nt,
 					ret_to = rows[k].name;
 					break;
 				}
-		if (!(r->flags & (F_TAIL | F_CLIP_START | F_SIGNAL)))
+		if (!(r->flags & (F_TAIL | F_CLIP_START | F_SIGNAL | F_EXEC)))
 			push_truth(out, g,
 				   (struct ev){.tid = r->tid,
 					       .kind = EV_CALL,

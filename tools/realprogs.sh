@@ -21,7 +21,8 @@ R=${MT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 
 # truth_calls FILE [PRINT [SKIP]]: the calls of a --truth file, rows
 # entered by a call (not by a jump, not the kernel's delivering a signal,
-# not found already running), as awk prints PRINT of each (default
+# not found already running, not a program's entry after an exec), as
+# awk prints PRINT of each (default
 # "$1, $7": thread and target); SKIP: an awk regex of functions left out.
 truth_calls() {
 	awk -F'\t' -v skip="${3:-^$}" 'NR > 1 && $7 != "" && $7 != "0" &&
@@ -29,7 +30,7 @@ truth_calls() {
 		n = split($6, f, ","); ok = 1
 		for (i = 1; i <= n; i++)
 			if (f[i] == "tail" || f[i] == "signal" || f[i] == "syscall" ||
-			    f[i] == "clipped_start")
+			    f[i] == "clipped_start" || f[i] == "exec")
 				ok = 0
 		if (ok)
 			print '"${2:-\$1, \$7}"'
@@ -161,6 +162,14 @@ prog_sort() {
 	seq 2000 | awk '{print ($1 * 7919) % 2003}' >"$1/sort.in"
 	realprog "$1" sort -- sort -n "$1/sort.in"
 }
+# A shell that runs a program in a child it forks, and then becomes the
+# last one (exec): three programs in two processes, each after an exec
+# in an address space of its own, where the one before had other code
+# (libc, mapped elsewhere).
+prog_sh() {
+	realprog "$1" sh --follow-children --start-at '' -- \
+		bash -c '/bin/echo one >/dev/null; /bin/echo two'
+}
 prog_md5sum() { realprog "$1" md5sum -- md5sum "$R/README.md"; }
 prog_gzip() { realprog "$1" gzip -- gzip -c "$R/README.md"; }
 prog_grep() { realprog "$1" grep -- grep -c -E 'cap(ture)?|trace' "$R/README.md"; }
@@ -186,7 +195,7 @@ prog_go() {
 	# No main symbol, and no __libc_start_main to find it by: from exec.
 	realprog "$1" go --start-at '' -- "$1/workers"
 }
-ALL_PROGS="true echo seq sort md5sum gzip grep sqlite3 bc jq python3 go"
+ALL_PROGS="true echo seq sort md5sum gzip grep sqlite3 bc jq python3 go sh"
 
 [ -n "$REALPROGS_LIB" ] && return 0
 

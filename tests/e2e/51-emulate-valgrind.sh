@@ -420,7 +420,7 @@ done
 # tool's log and mt-convert's slices equal perf's (tools/realprogs.sh;
 # make real-progs runs all of them).
 REALPROGS_LIB=1 . "$R/tools/realprogs.sh"
-for p in true seq md5sum grep bc sqlite3 go; do
+for p in true seq md5sum grep bc sqlite3 sh go; do
 	if [ "$p" = go ] && ! command -v go >/dev/null; then
 		echo "SKIP vg_agree_go (no go compiler: apt-get install golang-go)"
 		continue
