@@ -10,17 +10,38 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+/* The address range of a line of /proc/PID/maps; false if it has none. */
+static bool map_range(const char *line, unsigned long long *lo,
+		      unsigned long long *hi)
+{
+	return sscanf(line, "%llx-%llx", lo, hi) == 2 && *lo < *hi;
+}
+
 int emu_add_map(struct emu *e, const char *line, uint64_t time)
 {
+	unsigned long long lo, hi, a, b;
 	char *copy;
 
-	for (size_t i = 0; i < e->nr_maps; i++)
-		if (!strcmp(e->maps[i], line))
-			return 0;
+	/* Known when the newest mapping at these addresses is this one: a
+	 * library mapped again where another took its place since (dlclose,
+	 * then dlopen) is new again, as the kernel's MMAP2 record is. */
+	if (map_range(line, &lo, &hi)) {
+		for (size_t i = e->nr_maps; i-- > e->maps_from;)
+			if (map_range(e->maps[i], &a, &b) && a < hi && lo < b) {
+				if (!strcmp(e->maps[i], line))
+					return 0;
+				break;
+			}
+	} else {
+		for (size_t i = e->maps_from; i < e->nr_maps; i++)
+			if (!strcmp(e->maps[i], line))
+				return 0;
+	}
 	copy = strdup(line);
 	if (!copy ||
 	    mt_grow((void **)&e->maps, &e->cap_maps, e->nr_maps + 1,

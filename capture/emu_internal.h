@@ -166,6 +166,9 @@ struct emu {
 	char **maps;	    /* executable lines of /proc/PID/maps seen */
 	uint64_t *map_time; /* when each was first seen mapped */
 	size_t nr_maps, cap_maps, cap_map_time;
+	/* maps[] before it are an earlier program's: an exec maps its code
+	 * anew, as the kernel's MMAP2 records after the exec say */
+	size_t maps_from;
 	uint64_t trigger; /* snapshot when a thread gets here; 0: none */
 	/* A FILE:LINE trigger: every address the line begins at; a
 	 * function of a library: its address in each one mapped. */
@@ -262,6 +265,8 @@ int emu_exe_symbol(struct emu *e, const char *sym, uint64_t *out);
 uint64_t emu_exe_object(struct emu *e, const char *name);
 /* Did the system call stopped at (or stepped over) with r map code? */
 bool emu_syscall_mapped_code(const struct user_regs_struct *r);
+/* Did the system call stepped over with r exec another program? */
+bool emu_syscall_execd(const struct user_regs_struct *r);
 /* Run the target until a thread reaches sym, every thread held there. */
 int emu_run_to(struct emu *e, const char *sym);
 /* Start argv under ptrace, stopped at its exec. */
@@ -278,7 +283,8 @@ int emu_attach(struct emu *e, int pid);
  */
 int emu_collect_maps(struct emu *e, uint64_t time);
 /* One mapping as a line of /proc/PID/maps, mapped at time, unless the
- * same line is known already (then 0; 1 when added; -ENOMEM). */
+ * newest mapping known at its addresses is the same line (then 0; 1
+ * when added; -ENOMEM). */
 int emu_add_map(struct emu *e, const char *line, uint64_t time);
 /* The capture, its trace ending at end; 0, or -1 with why in e->err. */
 int emu_write_capture(struct emu *e, uint64_t end);

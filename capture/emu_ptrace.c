@@ -293,6 +293,14 @@ bool emu_syscall_mapped_code(const struct user_regs_struct *r)
 	       (r->rdx & PROT_EXEC) && (int64_t)r->rax >= 0;
 }
 
+/* After a system call: did it exec another program (whose mappings are
+ * all new, even where the old program had the same)? */
+bool emu_syscall_execd(const struct user_regs_struct *r)
+{
+	return (r->orig_rax == SYS_execve || r->orig_rax == SYS_execveat) &&
+	       r->rax == 0;
+}
+
 /* The start's breakpoint at addr: its code's word into *word. */
 static int set_breakpoint(struct emu *e, const char *sym, uint64_t addr,
 			  uint64_t *word)

@@ -385,8 +385,11 @@ static int after_syscall(struct emu *e, struct thr *t)
 	struct user_regs_struct r;
 	int rc;
 
-	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) < 0 ||
-	    !emu_syscall_mapped_code(&r))
+	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) < 0)
+		return 0;
+	if (emu_syscall_execd(&r))
+		e->maps_from = e->nr_maps;
+	else if (!emu_syscall_mapped_code(&r))
 		return 0;
 	if (emu_collect_maps(e, emu_now_ns()) < 0)
 		return mt_fail(e, -ENOMEM, "out of memory");

@@ -276,6 +276,29 @@ else
 	echo "FAIL vg_dlopen"
 	sed 's/^/    /' "$W/dl.err" | tail -3
 fi
+# Two libraries loaded in turn at one address (dlopen, dlclose, the other,
+# and again): a MMAP2 record for each load, as the kernel writes, so that
+# perf decodes each with its own code.
+printf 'int work(int n)\n{\n\tint s = 0;\n\tfor (int i = 0; i < n; i++)\n\t\ts += i %% 7 ? i : -i;\n\treturn s;\n}\n' >"$W/rla.c"
+printf 'static int h(int i) { return i * 3; }\nint work(int n)\n{\n\tint s = 1;\n\tfor (int i = 0; i < n; i++)\n\t\ts = i & 1 ? s ^ h(i) : s + 2;\n\treturn s;\n}\n' >"$W/rlb.c"
+printf '#include <dlfcn.h>\nint main(int argc, char **argv)\n{\n\tlong t = 0;\n\tfor (int k = 0; k < 6; k++) {\n\t\tvoid *h = dlopen(argv[1 + (k & 1)], RTLD_NOW);\n\t\tint (*w)(int) = h ? (int (*)(int))dlsym(h, "work") : 0;\n\t\tif (!w)\n\t\t\treturn 1;\n\t\tt += w(5000);\n\t\tdlclose(h);\n\t}\n\treturn t == 0;\n}\n' >"$W/rl.c"
+if cc -O1 -shared -fPIC -o "$W/librla.so" "$W/rla.c" &&
+	cc -O1 -shared -fPIC -o "$W/librlb.so" "$W/rlb.c" &&
+	cc -O1 -o "$W/rl" "$W/rl.c" -ldl &&
+	"$B/mt-capture" --emulate=valgrind -o "$W/rl.bin" -- "$W/rl" "$W/librla.so" \
+		"$W/librlb.so" >/dev/null 2>"$W/rl.err"; then
+	maps=$(perf script -i "$W/rl.bin" --show-mmap-events --no-itrace 2>/dev/null |
+		grep -c 'librl[ab].so')
+	perr=$(perf script -i "$W/rl.bin" --itrace=e 2>&1 | grep -c 'trace error')
+	if [ "$maps" = 6 ] && [ "$perr" = 0 ]; then
+		echo "PASS vg_reload (6 loads at one address, 6 MMAP2 records, perf decodes them)"
+	else
+		echo "FAIL vg_reload: $maps MMAP2 records of 6 loads, $perr perf errors"
+	fi
+else
+	echo "FAIL vg_reload: build or capture failed"
+	sed 's/^/    /' "$W/rl.err" | tail -3
+fi
 # Debian's programs, stripped, traced from exec: perf decodes them
 # without an error and mt-convert converts them.  (Their trees are not
 # held to the log: the dynamic loader's entry has two names, which the
