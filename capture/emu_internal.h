@@ -89,7 +89,11 @@ struct thr {
 	bool started;	 /* tracing began for it */
 	bool new_thread; /* waiting for its first stop */
 	bool exited;
-	bool async;	  /* a signal is being delivered: PGE next stop */
+	bool async; /* a signal is being delivered: PGE next stop */
+	/* It mapped code in its system call: where it resumes, a PSB+ (a
+	 * TSC) dates the new code after the mapping, as MTC alone may not,
+	 * for a decoder that reads which code is where by time. */
+	bool mapped;
 	uint64_t step_ip; /* the instruction in flight */
 	struct insn step;
 	uint64_t step_tsc;

@@ -155,6 +155,8 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 	free(line);
 	if (rc < 0)
 		return rc;
+	if (rc > 0 && (prot & 4) && v->cur < e->nr_thr)
+		e->thr[v->cur].mapped = true;
 	if (!e->exe[0]) {
 		/* Valgrind maps the executable first. */
 		const char *b = strrchr(path, '/');
@@ -781,6 +783,11 @@ int vg_record(struct vg *v, struct rd *r)
 			break;
 		rc = vg_enable(v, t, ip);
 		psb = true;
+		/* (no return compresses across a system call: the PSB
+		 * changes none) */
+		if (t->mapped)
+			ptenc_force_psb(t->enc);
+		t->mapped = false;
 		/* The stack the tool sent as it entered its system call is
 		 * not where it goes on from. */
 		if (e->tool_rets)

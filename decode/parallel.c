@@ -96,7 +96,8 @@ struct strm_key {
 	uint64_t inl_top, inl_told_ip;
 	uint32_t nth, blk_ninsn, stuck_blocks, stuck_calls;
 	int32_t last_isid;
-	uint32_t pend, flags, zero;
+	uint32_t pend, flags;
+	uint32_t space; /* whose code it decodes: the program after an exec */
 };
 
 enum { ST_BLOCKS, ST_ERRORS, ST_OVERFLOWS, NR_ST };
@@ -204,6 +205,7 @@ static void key_of(const struct strm *s, struct strm_key *k)
 	k->last_isid = s->last_isid;
 	k->cur_lo = s->cur_lo;
 	k->cur_hi = s->cur_hi;
+	k->space = s->pid;
 	k->prog_off = s->prog_off;
 	k->prev_off = s->prev_off;
 	k->stuck_blocks = s->stuck_blocks;

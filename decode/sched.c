@@ -400,7 +400,8 @@ int64_t dec_bare_loop(struct dec_capture *c)
 			uint32_t lost_mtc, lost_cyc, now;
 
 			/* The program the process exec'd into, as
-			 * strm_decode() follows it (at each PSB only). */
+			 * strm_decode() follows it (here at each sync
+			 * point only, not at each enable). */
 			if (pt_blk_time(d, &tsc, &lost_mtc, &lost_cyc) >= 0 &&
 			    (now = img_space(c->img, pid,
 					     pd_tsc_to_perf_time(

@@ -140,10 +140,21 @@ static int keep_for_later(struct dec_capture *c, struct later **l, size_t *n,
 	return 0;
 }
 
-/* Each into the image, under the key of its process's space then (one
- * without a time: the first). */
-static int add_later(struct dec_capture *c, const struct later *l, size_t n)
+static int cmp_later(const void *a, const void *b)
 {
+	const struct later *x = a, *y = b;
+	uint64_t tx = x->have_time ? x->time : 0,
+		 ty = y->have_time ? y->time : 0;
+
+	return tx < ty ? -1 : tx > ty;
+}
+
+/* Each into the image in time order (the file's among equals; one
+ * without a time first), under the key of its process's space then. */
+static int add_later(struct dec_capture *c, struct later *l, size_t n)
+{
+	if (mt_stable_sort(l, n, sizeof(*l), cmp_later))
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct later *x = &l[i];
 		int rc;
@@ -153,20 +164,14 @@ static int add_later(struct dec_capture *c, const struct later *l, size_t n)
 		} else if (x->is_fork) {
 			rc = img_set_parent(
 				c->img, x->u.task.pid,
-				x->have_time ? img_space(c->img, x->u.task.ppid,
-							 x->time)
-					     : x->u.task.ppid);
+				img_space(c->img, x->u.task.ppid, x->time));
 		} else {
 			const struct pd_mmap *m = &x->u.map;
 
-			rc = img_add_map(
-				c->img,
-				x->have_time
-					? img_space(c->img, m->pid, x->time)
-					: m->pid,
-				m->start, m->len, m->pgoff, m->filename,
-				m->build_id,
-				m->has_build_id ? m->build_id_size : 0);
+			rc = img_map_at(c->img, m->pid, x->have_time, x->time,
+					m->start, m->len, m->pgoff, m->filename,
+					m->build_id,
+					m->has_build_id ? m->build_id_size : 0);
 		}
 		if (rc)
 			return rc;

@@ -195,12 +195,16 @@ static void cache_reset(struct strm *s)
 static int follow_exec(struct strm *s, uint64_t t)
 {
 	struct pt_image *src, *copy = NULL;
-	uint32_t key;
+	/* A CPU's stream runs the process its switch records say. */
+	uint32_t proc = !s->thread && s->sw_valid && s->sw_thread
+				? s->sw_thread->pid
+				: s->proc,
+		 key;
 	int status = 0;
 
-	if (!s->io.space || s->proc == (uint32_t)-1)
+	if (!s->io.space || proc == (uint32_t)-1)
 		return 0;
-	key = s->io.space(s->io.ctx, s->proc, t);
+	key = s->io.space(s->io.ctx, proc, t);
 	if (key == s->pid)
 		return 0;
 	src = s->io.image(s->io.ctx, key);
@@ -593,6 +597,9 @@ static void on_event(struct strm *s, const struct pt_event *ev)
 			s->tracing = false;
 			forget_range(s);
 		} else {
+			/* (it resumes at ip, as an enable would) */
+			if (!s->rc)
+				s->rc = follow_exec(s, t);
 			s->tracing = true;
 			set_range(s, ip);
 			strm_inline_told(s, ip);

@@ -82,7 +82,7 @@ void img_free(struct img *c)
 	free(c->procs);
 	free(c->dsos);
 	free(c->maps);
-	free(c->execs);
+	free(c->bounds);
 	free(c->path);
 	free(c);
 }
@@ -146,54 +146,151 @@ int img_add_map(struct img *c, uint32_t pid, uint64_t start, uint64_t len,
 }
 
 /*
- * A space's key: the pid, with how many execs it made before in the bits
- * above the largest pid Linux gives (PID_MAX_LIMIT, 2^22).  Never
- * (uint32_t)-1, which says "no pid"; the 1023rd exec and later share
+ * A space's key: the pid, with how many spaces of it began before in the
+ * bits above the largest pid Linux gives (PID_MAX_LIMIT, 2^22).  Never
+ * (uint32_t)-1, which says "no pid"; the 1023rd space and later share
  * the 1022nd's key.
  */
 #define SPACE_SHIFT 22
 #define SPACE_MAX   1022u
 
-int img_add_exec(struct img *c, uint32_t pid, uint64_t time)
+/* Where pid's bounds begin in c->bounds. */
+static size_t bounds_of(const struct img *c, uint32_t pid)
 {
-	size_t i;
+	size_t lo = 0, hi = c->nr_bounds;
 
-	if (mt_grow((void **)&c->execs, &c->cap_execs, c->nr_execs + 1,
-		    sizeof(*c->execs)))
-		return -ENOMEM;
-	/* They come mostly in order: from the end. */
-	for (i = c->nr_execs; i > 0; i--) {
-		const struct img_exec *e = &c->execs[i - 1];
-
-		if (e->pid < pid || (e->pid == pid && e->time <= time))
-			break;
-		c->execs[i] = *e;
-	}
-	c->execs[i] = (struct img_exec){pid, time};
-	c->nr_execs++;
-	return 0;
-}
-
-uint32_t img_space(const struct img *c, uint32_t pid, uint64_t time)
-{
-	size_t lo = 0, hi = c->nr_execs;
-	uint32_t n = 0;
-
-	if (pid >> SPACE_SHIFT)
-		return pid;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (c->execs[mid].pid < pid)
+		if (c->bounds[mid].pid < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < c->nr_execs && c->execs[lo].pid == pid &&
-	       c->execs[lo].time <= time && n < SPACE_MAX;
-	     lo++)
+	return lo;
+}
+
+static int add_bound(struct img *c, uint32_t pid, uint64_t time)
+{
+	size_t i;
+
+	if (mt_grow((void **)&c->bounds, &c->cap_bounds, c->nr_bounds + 1,
+		    sizeof(*c->bounds)))
+		return -ENOMEM;
+	/* They come mostly in order: from the end. */
+	for (i = c->nr_bounds; i > 0; i--) {
+		const struct img_bound *b = &c->bounds[i - 1];
+
+		if (b->pid < pid || (b->pid == pid && b->time <= time))
+			break;
+		c->bounds[i] = *b;
+	}
+	c->bounds[i] = (struct img_bound){pid, time};
+	c->nr_bounds++;
+	return 0;
+}
+
+int img_add_exec(struct img *c, uint32_t pid, uint64_t time)
+{
+	return add_bound(c, pid, time);
+}
+
+uint32_t img_space_until(const struct img *c, uint32_t pid, uint64_t time,
+			 uint64_t *until)
+{
+	size_t i;
+	uint32_t n = 0;
+
+	*until = UINT64_MAX;
+	if (pid >> SPACE_SHIFT)
+		return pid;
+	for (i = bounds_of(c, pid);
+	     i < c->nr_bounds && c->bounds[i].pid == pid &&
+	     c->bounds[i].time <= time;
+	     i++)
 		n++;
-	return pid | n << SPACE_SHIFT;
+	if (i < c->nr_bounds && c->bounds[i].pid == pid && n < SPACE_MAX)
+		*until = c->bounds[i].time;
+	return pid | (n < SPACE_MAX ? n : SPACE_MAX) << SPACE_SHIFT;
+}
+
+uint32_t img_space(const struct img *c, uint32_t pid, uint64_t time)
+{
+	uint64_t until;
+
+	return img_space_until(c, pid, time, &until);
+}
+
+/* Is m the mapping at [start, start + len) of file name at pgoff? */
+static bool same_map(const struct img *c, const struct img_map *m,
+		     uint64_t start, uint64_t len, uint64_t pgoff,
+		     const char *name)
+{
+	return m->start == start && m->end == start + len &&
+	       m->pgoff == pgoff && !strcmp(c->dsos[m->dso].path, name);
+}
+
+/* Every mapping of space from outside [lo, hi), into space to. */
+static int copy_maps(struct img *c, uint32_t from, uint32_t to, uint64_t lo,
+		     uint64_t hi)
+{
+	size_t n = c->nr_maps;
+
+	for (size_t i = 0; i < n; i++) {
+		struct img_map m = c->maps[i];
+
+		if (m.pid != from || (m.start < hi && lo < m.end))
+			continue;
+		if (mt_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1,
+			    sizeof(*c->maps)))
+			return -ENOMEM;
+		m.pid = to;
+		c->maps[c->nr_maps++] = m;
+	}
+	return proc_get(c, to) ? 0 : -ENOMEM;
+}
+
+int img_map_at(struct img *c, uint32_t pid, bool timed, uint64_t time,
+	       uint64_t start, uint64_t len, uint64_t pgoff, const char *name,
+	       const uint8_t *build_id, size_t build_id_len)
+{
+	uint32_t key = timed ? img_space(c, pid, time) : pid, owner;
+	bool other = false;
+	int rc;
+
+	if (!len || start + len < start)
+		return 0;
+	for (size_t i = c->nr_maps; i-- > 0;) {
+		const struct img_map *m = &c->maps[i];
+
+		if (m->pid != key || m->end <= start || start + len <= m->start)
+			continue;
+		if (same_map(c, m, start, len, pgoff, name))
+			return 0;
+		other = true;
+	}
+	owner = img_map_owner(c, key);
+	if (other && timed && !(pid >> SPACE_SHIFT)) {
+		/* Code where other code was: another space from here on,
+		 * with the rest of this one's. */
+		uint32_t next;
+
+		rc = add_bound(c, pid, time);
+		next = rc ? key : img_space(c, pid, time);
+		if (!rc && next != key)
+			rc = copy_maps(c, key, next, start, start + len);
+		if (rc)
+			return rc;
+		key = next;
+	} else if (owner != key) {
+		/* A child's first mapping of its own: those of the parent
+		 * it runs stay its too. */
+		rc = copy_maps(c, owner, key, start, start + len);
+		if (rc)
+			return rc;
+	}
+	return img_add_map(c, key, start, len, pgoff, name, build_id,
+			   build_id_len);
 }
 
 uint32_t img_space_pid(uint32_t key)

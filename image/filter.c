@@ -20,23 +20,29 @@
 
 enum { NR_RANGES = 4 };
 
-/* Runtime address of file offset off in path for pid's mappings; false
- * when no mapping of that file covers it. */
+/* Runtime address of file offset off in path for pid's mappings (any
+ * space of pid's process when pid's own has none: the filter is set
+ * once for a stream, which may begin before the program's exec);
+ * false when no mapping of that file covers it. */
 static bool file_address(const struct img *c, uint32_t pid, const char *path,
 			 uint64_t off, uint64_t *out)
 {
 	uint32_t owner = img_map_owner(c, pid);
 
-	for (size_t i = c->nr_maps; i-- > 0;) {
-		const struct img_map *m = &c->maps[i];
+	for (int any = 0; any < 2; any++)
+		for (size_t i = c->nr_maps; i-- > 0;) {
+			const struct img_map *m = &c->maps[i];
 
-		if (m->pid != owner || strcmp(c->dsos[m->dso].path, path))
-			continue;
-		if (off >= m->pgoff && off - m->pgoff < m->end - m->start) {
-			*out = m->start + (off - m->pgoff);
-			return true;
+			if ((any ? img_space_pid(m->pid) != img_space_pid(pid)
+				 : m->pid != owner) ||
+			    strcmp(c->dsos[m->dso].path, path))
+				continue;
+			if (off >= m->pgoff &&
+			    off - m->pgoff < m->end - m->start) {
+				*out = m->start + (off - m->pgoff);
+				return true;
+			}
 		}
-	}
 	return false;
 }
 

@@ -419,12 +419,22 @@ oom:
 
 struct pt_image *img_image_of(struct img *c, uint32_t pid)
 {
+	size_t best = 0;
+
 	for (size_t i = 0; i < c->nr_procs; i++)
 		if (c->procs[i].pid == pid)
 			return c->procs[i].image;
 	/* A stream with no sideband for its thread: with one process in
-	 * the capture, that is the one. */
-	return c->nr_procs == 1 ? c->procs[0].image : NULL;
+	 * the capture, that is the one (its latest program, the one its
+	 * mappings are likely in). */
+	for (size_t i = 1; i < c->nr_procs; i++)
+		if (img_space_pid(c->procs[i].pid) !=
+		    img_space_pid(c->procs[0].pid))
+			return NULL;
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid > c->procs[best].pid)
+			best = i;
+	return c->nr_procs ? c->procs[best].image : NULL;
 }
 
 static const struct img_map *find_map(const struct img *c, uint32_t pid,

@@ -75,15 +75,30 @@ int img_add_map(struct img *im, uint32_t pid, uint64_t start, uint64_t len,
 		uint64_t pgoff, const char *file, const uint8_t *build_id,
 		size_t build_id_len);
 /*
- * Processes that exec: each exec starts an address space of its own,
- * with its own mappings.  img_add_exec() dates one (in any order, before
- * the first img_space()); img_space() then says which space pid runs at
- * perf time t, as a key that every call of this header taking a pid
- * takes: pid itself before its first exec.  The sideband's mappings,
- * parents and vDSOs go in under the key of the space they are of.
+ * Processes whose code changes: each exec starts an address space of its
+ * own, with the new program's mappings only (the kernel records them all
+ * anew), and so does code mapped where other code was (img_map_at()).
+ * img_add_exec() dates an exec (in any order, before the first
+ * img_space()); img_space() then says which space pid runs at perf time
+ * t, as a key that every call of this header taking a pid takes: pid
+ * itself before its first exec.
  */
 int img_add_exec(struct img *im, uint32_t pid, uint64_t time);
 uint32_t img_space(const struct img *im, uint32_t pid, uint64_t time);
+/* The same, and when pid's next space begins (UINT64_MAX: none). */
+uint32_t img_space_until(const struct img *im, uint32_t pid, uint64_t time,
+			 uint64_t *until);
+/*
+ * An executable mapping of pid at perf time (untimed: into pid's first
+ * space), for the sideband's records in time order once every exec is
+ * added: into the space of that time, unless it is there already.  Code
+ * mapped where other code was (a library loaded where another was
+ * unloaded) begins another space, with the rest of this one's mappings;
+ * a forked child's first mapping of its own keeps its parent's too.
+ */
+int img_map_at(struct img *im, uint32_t pid, bool timed, uint64_t time,
+	       uint64_t start, uint64_t len, uint64_t pgoff, const char *file,
+	       const uint8_t *build_id, size_t build_id_len);
 /* The process a key is a space of. */
 uint32_t img_space_pid(uint32_t key);
 /* The process's command (pid's main thread was named comm). */

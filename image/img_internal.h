@@ -59,6 +59,11 @@ struct img_proc {
 	bool jit_tried;	     /* jit read (under jit_lock) */
 };
 
+struct img_bound {
+	uint32_t pid;
+	uint64_t time;
+};
+
 struct img {
 	char *path; /* the capture, for messages */
 	struct img_opts opts;
@@ -72,11 +77,10 @@ struct img {
 	size_t nr_maps, cap_maps;
 	struct img_proc *procs;
 	size_t nr_procs, cap_procs;
-	struct img_exec {
-		uint32_t pid;
-		uint64_t time;
-	} * execs; /* by pid, then time */
-	size_t nr_execs, cap_execs;
+	/* When each process's spaces begin (img_space()): its execs, and
+	 * code mapped where other code was; by pid, then time */
+	struct img_bound *bounds;
+	size_t nr_bounds, cap_bounds;
 	struct img_vdso *vdsos;
 	size_t nr_vdsos, cap_vdsos;
 	char **missing;

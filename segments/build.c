@@ -28,9 +28,9 @@ struct seg_one {
 	struct dec_thread *d; /* the decoder's thread */
 	uint32_t pid;
 	/* whose code its addresses are named from: the process's space
-	 * (img_space()) from its first event, and again after each exec */
+	 * (img_space()) at its last event, and when the next one begins */
 	uint32_t space;
-	bool have_space;
+	uint64_t space_until;
 	struct seg_builder *b;
 	struct seg_all *all;
 	size_t next_exec; /* d->execs before it are fed */
@@ -143,7 +143,7 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	o = malloc(sizeof(*o));
 	if (!o)
 		return NULL;
-	*o = (struct seg_one){.d = d, .pid = d->pid, .all = a};
+	*o = (struct seg_one){.d = d, .pid = d->pid, .space = d->pid, .all = a};
 	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
 			    symbolize_pid, o)) {
 		free(o);
@@ -174,19 +174,21 @@ static int feed(struct seg_one *o, uint64_t time, enum dec_kind kind,
 {
 	const struct dec_thread *d = o->d;
 
-	if (!o->have_space) {
-		o->space = img_space(o->all->im, o->pid, time);
-		o->have_space = true;
-	}
 	for (; o->next_exec < d->nr_execs && d->execs[o->next_exec] <= time;
 	     o->next_exec++) {
 		int rc = seg_feed(o->b, d->execs[o->next_exec], DEC_EXEC, 0, 0);
 
 		if (rc)
 			return rc;
-		/* (the builder forgot the old program's names) */
-		o->space =
-			img_space(o->all->im, o->pid, d->execs[o->next_exec]);
+	}
+	/* (an exec, above, named the old program's frames in its space) */
+	if (time >= o->space_until) {
+		uint32_t sp = img_space_until(o->all->im, o->pid, time,
+					      &o->space_until);
+
+		if (sp != o->space)
+			seg_builder_forget_names(o->b);
+		o->space = sp;
 	}
 	return seg_feed(o->b, time, kind, ip, aux);
 }

@@ -25,6 +25,13 @@ static uint32_t pos_intern(struct seg_builder *b, const char *file,
 	return id == MT_NONE ? 0 : id;
 }
 
+void seg_builder_forget_names(struct seg_builder *b)
+{
+	for (size_t i = 0; i < SYM_CACHE; i++)
+		b->cache[i].valid = false;
+	mt_hmap_free(&b->sites); /* (empty, and usable so) */
+}
+
 const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 {
 	struct sym_ent *e =

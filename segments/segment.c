@@ -408,8 +408,7 @@ static int on_exec(struct seg_builder *b, uint64_t time)
 	b->paused = MT_NONE;
 	b->exec_next = b->any;
 	/* Another program: its addresses name other functions. */
-	for (size_t i = 0; i < SYM_CACHE; i++)
-		b->cache[i].valid = false;
+	seg_builder_forget_names(b);
 	return rc;
 }
 

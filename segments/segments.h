@@ -79,6 +79,9 @@ int seg_builder_new(struct seg_builder **out, struct mt_trace *t, size_t thread,
 		    struct seg_ends_table *ends, seg_symbolize_fn sym,
 		    void *ctx);
 void seg_builder_free(struct seg_builder *b);
+/* The code at the thread's addresses changed (another program, or a
+ * library loaded where another was): sym names them anew from now on. */
+void seg_builder_forget_names(struct seg_builder *b);
 
 /*
  * A Go program's builder: p holds its process's goroutines that are not

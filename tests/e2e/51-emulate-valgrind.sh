@@ -295,6 +295,15 @@ if cc -O1 -shared -fPIC -o "$W/librla.so" "$W/rla.c" &&
 	else
 		echo "FAIL vg_reload: $maps MMAP2 records of 6 loads, $perr perf errors"
 	fi
+	# mt-convert decodes each load with its own code too (its calls
+	# against perf's: below, with tools/realprogs.sh's).
+	if "$B/mt-convert" "$W/rl.bin" -o "$W/rl.pftrace" 2>"$W/rl.cerr" &&
+		grep -q ' 0 decode gaps' "$W/rl.cerr" &&
+		[ "$(sqlite3 "$W/rl.sqlite" "SELECT count(*) FROM slice WHERE name = 'work'")" = 6 ]; then
+		echo "PASS vg_reload_convert (no decode gap, 6 calls of work)"
+	else
+		echo "FAIL vg_reload_convert: $(head -1 "$W/rl.cerr")"
+	fi
 else
 	echo "FAIL vg_reload: build or capture failed"
 	sed 's/^/    /' "$W/rl.err" | tail -3
@@ -443,6 +452,13 @@ done
 # tool's log and mt-convert's slices equal perf's (tools/realprogs.sh;
 # make real-progs runs all of them).
 REALPROGS_LIB=1 . "$R/tools/realprogs.sh"
+if [ -s "$W/rl.sqlite" ] && perf_calls "$W/rl.bin" >"$W/rl.pentries" &&
+	convert_calls "$W/rl.sqlite" >"$W/rl.ccalls" &&
+	out=$(same_calls "$W/rl.ccalls" 2 "$W/rl.pentries"); then
+	echo "PASS vg_reload_calls ($(wc -l <"$W/rl.ccalls") calls as perf's)"
+else
+	echo "FAIL vg_reload_calls: ${out:-no conversion}"
+fi
 for p in true seq md5sum grep bc sqlite3 sh go; do
 	if [ "$p" = go ] && ! command -v go >/dev/null; then
 		echo "SKIP vg_agree_go (no go compiler: apt-get install golang-go)"

@@ -6,11 +6,14 @@
  * instruction's bytes say (insn.c).
  */
 #include "image/image.h"
+#include "image/img_internal.h"
 #include "tests/unit/check.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 /* The walk over code at 0x1000 without landing pads. */
 static bool never(const uint8_t *b, size_t n, uint64_t from, uint64_t to,
@@ -326,6 +329,64 @@ static void test_spaces(struct check_state *st)
 	img_free(im);
 }
 
+/* The files space key maps, in the order mapped, as "a,c". */
+static const char *files_of(const struct img *im, uint32_t key, char *buf,
+			    size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < im->nr_maps; i++)
+		if (im->maps[i].pid == key && at + 3 < len)
+			at += (size_t)snprintf(
+				buf + at, len - at, "%s%s", at ? "," : "",
+				im->dsos[im->maps[i].dso].path + 1);
+	return buf;
+}
+
+/* Code mapped where other code was begins a space with the rest of the
+ * mappings; the same mapping again changes nothing; a forked child's
+ * first mapping of its own keeps its parent's. */
+static void test_spaces_remap(struct check_state *st)
+{
+	struct img *im = NULL;
+	uint32_t k1, k2;
+	uint64_t until;
+	char buf[64];
+
+	CHECK(st, !img_new(&im, "test", &(struct img_opts){0}));
+	if (!im)
+		return;
+	CHECK(st, !img_add_exec(im, 100, 10));
+	CHECK(st,
+	      !img_map_at(im, 100, true, 20, 0x1000, 0x1000, 0, "/a", NULL, 0));
+	CHECK(st,
+	      !img_map_at(im, 100, true, 25, 0x5000, 0x1000, 0, "/c", NULL, 0));
+	CHECK(st,
+	      !img_map_at(im, 100, true, 30, 0x1000, 0x1000, 0, "/a", NULL, 0));
+	k1 = img_space(im, 100, 30);
+	CHECK(st, k1 != 100 && img_space(im, 100, 20) == k1);
+	CHECK(st, !strcmp(files_of(im, k1, buf, sizeof(buf)), "a,c"));
+	CHECK(st,
+	      !img_map_at(im, 100, true, 40, 0x1800, 0x1000, 0, "/b", NULL, 0));
+	k2 = img_space(im, 100, 40);
+	CHECK(st, k2 != k1 && img_space(im, 100, 39) == k1);
+	CHECK(st, !strcmp(files_of(im, k2, buf, sizeof(buf)), "c,b"));
+	CHECK(st, !strcmp(files_of(im, k1, buf, sizeof(buf)), "a,c"));
+	CHECK(st, img_space_until(im, 100, 20, &until) == k1 && until == 40);
+	CHECK(st, img_space_until(im, 100, 40, &until) == k2 &&
+			  until == UINT64_MAX);
+	CHECK(st, img_space_pid(k2) == 100);
+	/* A child forked between: its parent's space then, and its own
+	 * mapping beside. */
+	CHECK(st, !img_set_parent(im, 200, img_space(im, 100, 35)));
+	CHECK(st,
+	      !img_map_at(im, 200, true, 50, 0x9000, 0x1000, 0, "/d", NULL, 0));
+	CHECK(st, img_space(im, 200, 50) == 200);
+	CHECK(st, !strcmp(files_of(im, 200, buf, sizeof(buf)), "a,c,d"));
+	img_free(im);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -335,5 +396,6 @@ int main(void)
 	RUN(&st, test_call_len);
 	RUN(&st, test_branch_bytes);
 	RUN(&st, test_spaces);
+	RUN(&st, test_spaces_remap);
 	return CHECK_DONE(&st);
 }
