@@ -387,6 +387,28 @@ static void test_spaces_remap(struct check_state *st)
 	img_free(im);
 }
 
+/* A capture's address filter names a file: found in the space the
+ * program mapped it in, for a stream that begins in the process's
+ * first space (before the exec that enables the trace). */
+static void test_spaces_filter(struct check_state *st)
+{
+	struct img *im = NULL;
+	struct pt_conf_addr_filter f;
+
+	CHECK(st, !img_new(&im, "test", &(struct img_opts){0}));
+	if (!im)
+		return;
+	snprintf(im->pt.filter, sizeof(im->pt.filter),
+		 "filter 0x10/0x20@/bin/prog");
+	CHECK(st, !img_add_exec(im, 100, 10));
+	CHECK(st, !img_map_at(im, 100, true, 20, 0x400000, 0x1000, 0,
+			      "/bin/prog", NULL, 0));
+	img_addr_filter(im, 100, &f);
+	CHECK(st, f.config.ctl.addr0_cfg == 1 && f.addr0_a == 0x400010 &&
+			  f.addr0_b == 0x40002f);
+	img_free(im);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -397,5 +419,6 @@ int main(void)
 	RUN(&st, test_branch_bytes);
 	RUN(&st, test_spaces);
 	RUN(&st, test_spaces_remap);
+	RUN(&st, test_spaces_filter);
 	return CHECK_DONE(&st);
 }
