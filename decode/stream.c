@@ -195,16 +195,14 @@ static void cache_reset(struct strm *s)
 static int follow_exec(struct strm *s, uint64_t t)
 {
 	struct pt_image *src, *copy = NULL;
-	/* A CPU's stream runs the process its switch records say. */
-	uint32_t proc = !s->thread && s->sw_valid && s->sw_thread
-				? s->sw_thread->pid
-				: s->proc,
-		 key;
+	uint32_t key;
 	int status = 0;
 
-	if (!s->io.space || proc == (uint32_t)-1)
+	/* (A CPU's stream follows the process it was given, as it reads
+	 * that one's image for every process it runs.) */
+	if (!s->io.space || s->proc == (uint32_t)-1)
 		return 0;
-	key = s->io.space(s->io.ctx, proc, t);
+	key = s->io.space(s->io.ctx, s->proc, t);
 	if (key == s->pid)
 		return 0;
 	src = s->io.image(s->io.ctx, key);

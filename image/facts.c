@@ -170,7 +170,7 @@ static size_t bounds_of(const struct img *c, uint32_t pid)
 	return lo;
 }
 
-static int add_bound(struct img *c, uint32_t pid, uint64_t time)
+static int add_bound(struct img *c, uint32_t pid, uint64_t time, bool exec)
 {
 	size_t i;
 
@@ -185,30 +185,47 @@ static int add_bound(struct img *c, uint32_t pid, uint64_t time)
 			break;
 		c->bounds[i] = *b;
 	}
-	c->bounds[i] = (struct img_bound){pid, time};
+	c->bounds[i] = (struct img_bound){pid, time, exec};
 	c->nr_bounds++;
 	return 0;
 }
 
 int img_add_exec(struct img *c, uint32_t pid, uint64_t time)
 {
-	return add_bound(c, pid, time);
+	return add_bound(c, pid, time, true);
+}
+
+/* pid's bounds up to time: c->bounds[*first, return). */
+static size_t bounds_to(const struct img *c, uint32_t pid, uint64_t time,
+			size_t *first)
+{
+	size_t lo = bounds_of(c, pid), hi = lo;
+
+	*first = lo;
+	while (hi < c->nr_bounds && c->bounds[hi].pid == pid)
+		hi++;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->bounds[mid].time <= time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 uint32_t img_space_until(const struct img *c, uint32_t pid, uint64_t time,
 			 uint64_t *until)
 {
-	size_t i;
-	uint32_t n = 0;
+	size_t first, i;
+	uint32_t n;
 
 	*until = UINT64_MAX;
 	if (pid >> SPACE_SHIFT)
 		return pid;
-	for (i = bounds_of(c, pid);
-	     i < c->nr_bounds && c->bounds[i].pid == pid &&
-	     c->bounds[i].time <= time;
-	     i++)
-		n++;
+	i = bounds_to(c, pid, time, &first);
+	n = (uint32_t)(i - first);
 	if (i < c->nr_bounds && c->bounds[i].pid == pid && n < SPACE_MAX)
 		*until = c->bounds[i].time;
 	return pid | (n < SPACE_MAX ? n : SPACE_MAX) << SPACE_SHIFT;
@@ -221,31 +238,62 @@ uint32_t img_space(const struct img *c, uint32_t pid, uint64_t time)
 	return img_space_until(c, pid, time, &until);
 }
 
-/* Is m the mapping at [start, start + len) of file name at pgoff? */
-static bool same_map(const struct img *c, const struct img_map *m,
-		     uint64_t start, uint64_t len, uint64_t pgoff,
-		     const char *name)
+/* Is m the mapping at [start, start + len) of file name at pgoff, or
+ * one that holds it (ld.so maps a library whole, then its parts over
+ * it: the ptrace backend sees the whole one shrink)? */
+static bool holds_map(const struct img *c, const struct img_map *m,
+		      uint64_t start, uint64_t len, uint64_t pgoff,
+		      const char *name)
 {
-	return m->start == start && m->end == start + len &&
-	       m->pgoff == pgoff && !strcmp(c->dsos[m->dso].path, name);
+	return m->start <= start && start + len <= m->end &&
+	       pgoff - m->pgoff == start - m->start &&
+	       !strcmp(c->dsos[m->dso].path, name);
 }
 
-/* Every mapping of space from outside [lo, hi), into space to. */
+/* Does space key map anything in [lo, hi)? */
+static bool space_maps(const struct img *c, uint32_t key, uint64_t lo,
+		       uint64_t hi)
+{
+	for (size_t i = 0; i < c->nr_maps; i++)
+		if (c->maps[i].pid == key && c->maps[i].start < hi &&
+		    lo < c->maps[i].end)
+			return true;
+	return false;
+}
+
+/* Every mapping of space from, less what of it [lo, hi) covers, into
+ * space to. */
 static int copy_maps(struct img *c, uint32_t from, uint32_t to, uint64_t lo,
 		     uint64_t hi)
 {
 	size_t n = c->nr_maps;
 
 	for (size_t i = 0; i < n; i++) {
-		struct img_map m = c->maps[i];
+		struct img_map m = c->maps[i], piece[2];
+		int k = 0;
 
-		if (m.pid != from || (m.start < hi && lo < m.end))
+		if (m.pid != from)
 			continue;
-		if (mt_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1,
-			    sizeof(*c->maps)))
-			return -ENOMEM;
 		m.pid = to;
-		c->maps[c->nr_maps++] = m;
+		if (m.end <= lo || hi <= m.start) {
+			piece[k++] = m;
+		} else {
+			if (m.start < lo) {
+				piece[k] = m;
+				piece[k++].end = lo;
+			}
+			if (hi < m.end) {
+				piece[k] = m;
+				piece[k].start = hi;
+				piece[k++].pgoff = m.pgoff + (hi - m.start);
+			}
+		}
+		for (int j = 0; j < k; j++) {
+			if (mt_grow((void **)&c->maps, &c->cap_maps,
+				    c->nr_maps + 1, sizeof(*c->maps)))
+				return -ENOMEM;
+			c->maps[c->nr_maps++] = piece[j];
+		}
 	}
 	return proc_get(c, to) ? 0 : -ENOMEM;
 }
@@ -255,6 +303,7 @@ int img_map_at(struct img *c, uint32_t pid, bool timed, uint64_t time,
 	       const uint8_t *build_id, size_t build_id_len)
 {
 	uint32_t key = timed ? img_space(c, pid, time) : pid, owner;
+	size_t first = 0, last = 0, since = 0;
 	bool other = false;
 	int rc;
 
@@ -265,29 +314,51 @@ int img_map_at(struct img *c, uint32_t pid, bool timed, uint64_t time,
 
 		if (m->pid != key || m->end <= start || start + len <= m->start)
 			continue;
-		if (same_map(c, m, start, len, pgoff, name))
+		if (holds_map(c, m, start, len, pgoff, name))
 			return 0;
 		other = true;
 	}
-	owner = img_map_owner(c, key);
-	if (other && timed && !(pid >> SPACE_SHIFT)) {
-		/* Code where other code was: another space from here on,
-		 * with the rest of this one's. */
+	if (timed && !(pid >> SPACE_SHIFT)) {
+		last = bounds_to(c, pid, time, &first);
+		/* the first space of this program: after its exec */
+		since = first;
+		for (size_t i = first; i < last; i++)
+			if (c->bounds[i].exec)
+				since = i + 1;
+	}
+	if (other && timed && !(pid >> SPACE_SHIFT) && name[0] == '/' &&
+	    name[1] != '/' && last - first < SPACE_MAX) {
+		/* A file's code where other code was: another space from
+		 * here on, with the rest of this one's.  (Code without a
+		 * file, a JIT's "//anon", is in no image: no space for
+		 * it.) */
 		uint32_t next;
 
-		rc = add_bound(c, pid, time);
+		rc = add_bound(c, pid, time, false);
 		next = rc ? key : img_space(c, pid, time);
 		if (!rc && next != key)
 			rc = copy_maps(c, key, next, start, start + len);
 		if (rc)
 			return rc;
 		key = next;
-	} else if (owner != key) {
+	} else if (!other && (owner = img_map_owner(c, key)) != key) {
 		/* A child's first mapping of its own: those of the parent
 		 * it runs stay its too. */
 		rc = copy_maps(c, owner, key, start, start + len);
 		if (rc)
 			return rc;
+	} else if (!other) {
+		/* New code where there was none: the program's earlier
+		 * spaces get it too, for its threads that have not come to
+		 * a point where their decoder reads the newest. */
+		for (size_t i = since; i < last && i - first < SPACE_MAX; i++) {
+			uint32_t k = pid | (uint32_t)(i - first) << SPACE_SHIFT;
+
+			if (!space_maps(c, k, start, start + len) &&
+			    (rc = img_add_map(c, k, start, len, pgoff, name,
+					      build_id, build_id_len)))
+				return rc;
+		}
 	}
 	return img_add_map(c, key, start, len, pgoff, name, build_id,
 			   build_id_len);

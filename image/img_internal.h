@@ -62,6 +62,7 @@ struct img_proc {
 struct img_bound {
 	uint32_t pid;
 	uint64_t time;
+	bool exec; /* else code mapped where other code was */
 };
 
 struct img {
