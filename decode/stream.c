@@ -169,8 +169,8 @@ static void arrive(struct strm *s, uint64_t ip)
 	s->pend = PEND_NONE;
 }
 
-/* The code of pid's space changed (an exec): what is kept of the old
- * one goes. */
+/* The code the stream reads changed (an exec, code loaded where other
+ * code was): what is kept of the old goes. */
 static void cache_reset(struct strm *s)
 {
 	memset(s->cache.len_val, 0, sizeof(s->cache.len_val));
@@ -187,10 +187,11 @@ static void cache_reset(struct strm *s)
 }
 
 /*
- * The process runs the program it exec'd into from the first sync point
- * or enable at t or after the exec (the sideband dates it; the new
- * program's first instruction comes after): libipt reads that program's
- * image from the next block on.
+ * The process runs the code of the space it is in at t (img_space(): the
+ * program it exec'd into, a library loaded where another was), followed
+ * at the first sync point, enable or overflow resume at or after the
+ * change (the sideband dates it, and what runs the new code comes
+ * after): libipt reads that space's image from the next block on.
  */
 static int follow_exec(struct strm *s, uint64_t t)
 {

@@ -48,8 +48,9 @@ struct strm_io {
 	/* The libipt image of pid's code (NULL: none, the decoder's own
 	 * empty one); libipt reads the code to decode from it. */
 	struct pt_image *(*image)(void *ctx, uint32_t pid);
-	/* The address space pid runs at perf time t after its execs: the
-	 * key image and range take (img_space()).  May be NULL: pid. */
+	/* The address space pid runs at perf time t after its execs and
+	 * reloads: the key image and range take (img_space()).  May be
+	 * NULL: pid. */
 	uint32_t (*space)(void *ctx, uint32_t pid, uint64_t t);
 	/* Up to n bytes of the code at ip in section isid of that image
 	 * (pt_block.isid): how many, 0 when there are none. */
@@ -107,7 +108,7 @@ struct strm {
 	size_t len;
 	uint32_t pid;  /* the space whose code is decoded (io.space()) */
 	uint32_t proc; /* the process */
-	/* A copy of the image of a space the process exec'd into (libipt's
+	/* A copy of the image of a space the process went on to (libipt's
 	 * image is for one decoder at a time), owned */
 	struct pt_image *exec_image;
 	/* where events go: a thread, or a CPU's switch timeline */
