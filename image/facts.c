@@ -364,6 +364,18 @@ int img_map_at(struct img *c, uint32_t pid, bool timed, uint64_t time,
 			   build_id_len);
 }
 
+uint32_t img_next_space(const struct img *c, uint32_t key)
+{
+	uint32_t pid = img_space_pid(key), n = key >> SPACE_SHIFT;
+	size_t first, i;
+
+	if (key == (uint32_t)-1)
+		return key;
+	i = bounds_to(c, pid, UINT64_MAX, &first);
+	return n < i - first && n < SPACE_MAX ? pid | (n + 1) << SPACE_SHIFT
+					      : key;
+}
+
 uint32_t img_space_pid(uint32_t key)
 {
 	return key == (uint32_t)-1 ? key : key & ((1u << SPACE_SHIFT) - 1);

@@ -354,14 +354,23 @@ static int add_map_sections(struct img *c, struct img_map *m,
 	return 0;
 }
 
+static bool has_maps(const struct img *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nr_maps; i++)
+		if (c->maps[i].pid == pid)
+			return true;
+	return false;
+}
+
 uint32_t img_map_owner(const struct img *c, uint32_t pid)
 {
+	uint32_t first = pid;
+
 	for (int hops = 0; hops < 16; hops++) {
 		uint32_t ppid = pid;
 
-		for (size_t i = 0; i < c->nr_maps; i++)
-			if (c->maps[i].pid == pid)
-				return pid;
+		if (has_maps(c, pid))
+			return pid;
 		for (size_t i = 0; i < c->nr_procs; i++)
 			if (c->procs[i].pid == pid)
 				ppid = c->procs[i].ppid;
@@ -369,6 +378,13 @@ uint32_t img_map_owner(const struct img *c, uint32_t pid)
 			break;
 		pid = ppid;
 	}
+	/* A space with no code at all (a launched program's before its
+	 * exec, which a trace dated a little early, or on another clock,
+	 * would read): the next one of the process that has some. */
+	for (uint32_t k = first, next; (next = img_next_space(c, k)) != k;
+	     k = next)
+		if (has_maps(c, next))
+			return next;
 	return pid;
 }
 

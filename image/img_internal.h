@@ -107,6 +107,9 @@ int img_add_missing(struct img *c, const char *line);
 /* The process whose mappings pid uses: itself, or the parent it forked
  * from when it has none of its own. */
 uint32_t img_map_owner(const struct img *c, uint32_t pid);
+/* facts.c: the key of the space of key's process after key's (key when
+ * there is none). */
+uint32_t img_next_space(const struct img *c, uint32_t key);
 
 /*
  * The code of the 64-bit function (a symbol with its size) that ip is in, as
