@@ -154,15 +154,17 @@ int img_add_map(struct img *c, uint32_t pid, uint64_t start, uint64_t len,
 #define SPACE_SHIFT 22
 #define SPACE_MAX   1022u
 
-/* Where pid's bounds begin in c->bounds. */
-static size_t bounds_of(const struct img *c, uint32_t pid)
+/* The first bound after (pid, time) in c->bounds' order: where one at
+ * that time goes, after those at the same time. */
+static size_t bounds_past(const struct img *c, uint32_t pid, uint64_t time)
 {
 	size_t lo = 0, hi = c->nr_bounds;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		const struct img_bound *b = &c->bounds[mid];
 
-		if (c->bounds[mid].pid < pid)
+		if (b->pid < pid || (b->pid == pid && b->time <= time))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -177,14 +179,9 @@ static int add_bound(struct img *c, uint32_t pid, uint64_t time, bool exec)
 	if (mt_grow((void **)&c->bounds, &c->cap_bounds, c->nr_bounds + 1,
 		    sizeof(*c->bounds)))
 		return -ENOMEM;
-	/* They come mostly in order: from the end. */
-	for (i = c->nr_bounds; i > 0; i--) {
-		const struct img_bound *b = &c->bounds[i - 1];
-
-		if (b->pid < pid || (b->pid == pid && b->time <= time))
-			break;
-		c->bounds[i] = *b;
-	}
+	i = bounds_past(c, pid, time);
+	memmove(&c->bounds[i + 1], &c->bounds[i],
+		(c->nr_bounds - i) * sizeof(*c->bounds));
 	c->bounds[i] = (struct img_bound){pid, time, exec};
 	c->nr_bounds++;
 	return 0;
@@ -199,20 +196,8 @@ int img_add_exec(struct img *c, uint32_t pid, uint64_t time)
 static size_t bounds_to(const struct img *c, uint32_t pid, uint64_t time,
 			size_t *first)
 {
-	size_t lo = bounds_of(c, pid), hi = lo;
-
-	*first = lo;
-	while (hi < c->nr_bounds && c->bounds[hi].pid == pid)
-		hi++;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->bounds[mid].time <= time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	*first = pid ? bounds_past(c, pid - 1, UINT64_MAX) : 0;
+	return bounds_past(c, pid, time);
 }
 
 uint32_t img_space_until(const struct img *c, uint32_t pid, uint64_t time,
