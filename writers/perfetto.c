@@ -34,8 +34,9 @@
  * Each batch is compressed on its own, on one of opts->jobs threads, and
  * the batches are written in order: the file does not depend on how many
  * threads there were.  With jobs, the threads' sequences are encoded
- * side by side too, in pieces of PF_PIECE_SLICES slices (pf_threads.c),
- * into the same batches.
+ * side by side too, in pieces of PF_PIECE_SLICES slices (pf_threads.c):
+ * a piece's packets are batches of their own, whatever the jobs, so
+ * that an encoder cuts them as the single thread does.
  *
  * Size, on the bench capture: a BEGIN and its END are 42.5 bytes, 16 of
  * them the address and dso arguments (a 47-bit address is a 7-byte
@@ -704,7 +705,10 @@ int pf_thread_piece(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	}
 	sp = w->sp;
 	last = w->last;
-	rc = pf_seq_start(w, seq, last, uuid);
+	/* A piece's packets are batches of their own (pf_threads.c). */
+	rc = pf_flush(w);
+	if (!rc)
+		rc = pf_seq_start(w, seq, last, uuid);
 	if (rc)
 		return rc;
 	for (size_t i = from; i < to; i++) {
@@ -757,7 +761,7 @@ int pf_thread_piece(struct pf *w, const struct mt_thread *th, uint64_t uuid,
 	if (w->nr_lvl > w->most_lvl)
 		w->most_lvl = w->nr_lvl;
 	w->slices += to - from;
-	return 0;
+	return pf_flush(w);
 }
 
 size_t pf_thread_pieces(const struct mt_thread *th)

@@ -17,14 +17,15 @@
  * Jobs are taken in the order they were put, so the one a job waits for
  * is under way.
  *
- * Each encoder hands its packets over about every PT_CHUNK bytes, cut at
- * packets; the calling thread takes the chunks of job 0, then those of
- * job 1, and so on, and copies their packets into the batches exactly
- * where the single thread would have cut them (after the packet that
- * takes the batch past flush_at), so the compressed batches are the same
- * too.  An encoder past its first piece and more than PT_AHEAD chunks
- * ahead of the calling thread waits: memory stays flat however large the
- * threads, at the price of one copy of the packets.
+ * Every piece's packets begin a batch and end one (pf_thread_piece()),
+ * so an encoder cuts its piece's batches where a single thread would
+ * (after the packet that takes one to flush_at, and at the piece's end)
+ * and hands each over whole; the calling thread takes the batches of job
+ * 0, then those of job 1, and so on, and puts them to the compressors
+ * as they are, so the compressed batches are the same too, and no packet
+ * is copied on the way.  An encoder past its first piece and more than
+ * PT_AHEAD batches ahead of the calling thread waits: memory stays flat
+ * however large the threads.
  */
 #include "writers/pf_internal.h"
 
@@ -36,14 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A chunk ends past 60 KiB: its buffer stays at 64 KiB, packets being
- * small. */
-#define PT_CHUNK (60u << 10)
 #define PT_AHEAD 3
 
 /*
- * A job of one piece costs a scan of its slices, a copy of its packets
- * and the hand-overs: a fifth more CPU in all on the bench capture, which
+ * A job of one piece costs a scan of its slices and the hand-overs,
+ * which
  * only pays when the encoding on one thread is what the rest waits for.
  * A batch takes 1.3 to 2 times as long to compress as to encode, so with
  * fewer jobs the compressors keep the other cores busy anyway, and the
@@ -51,6 +49,7 @@
  */
 #define PT_PIECE_JOBS 4
 
+/* A batch an encoder handed over, whole. */
 struct pf_chunk {
 	struct pb_buf pk;
 	struct pf_chunk *next;
@@ -97,7 +96,7 @@ struct pf_par {
 
 /*
  * Encoder e's packets so far to the calling thread: past its job's first
- * piece, waits while it is PT_AHEAD chunks ahead, unless they are its
+ * piece, waits while it is PT_AHEAD batches ahead, unless they are its
  * last.
  */
 static int pt_hand_over(struct pf *e, bool last)
@@ -279,67 +278,25 @@ static int pt_none(void *ctx, void *job)
 	return 0;
 }
 
-/* The length of the packet at p, its key and length included: n bytes
- * are there.  0 if it is not one of ours. */
-static size_t pt_packet_len(const uint8_t *p, size_t n)
-{
-	uint64_t len = 0;
-	size_t i = 1;
-
-	if (!n || p[0] != (F_TRACE_PACKET << 3 | PB_LEN))
-		return 0;
-	for (unsigned shift = 0; i < n && shift < 64; shift += 7) {
-		uint8_t b = p[i++];
-
-		len |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return len <= n - i ? i + (size_t)len : 0;
-	}
-	return 0;
-}
-
 /*
- * Packets p[0..n) into the batches, which end where a single thread
- * would have ended them: after the packet that takes one to flush_at.
+ * A batch an encoder handed over (its buffer, pk) to the compressors as
+ * it is: pk gets an empty buffer back.  What the calling thread has
+ * pending (the track descriptors before the first thread) is a batch of
+ * its own before it, as a piece's first packet begins one.
  */
-static int pt_append(struct pf *w, const uint8_t *p, size_t n)
+static int pt_batch(struct pf *w, struct pb_buf *pk)
 {
-	while (n) {
-		size_t take = n;
-		uint8_t *to;
+	struct pb_buf full = *pk;
+	int rc = pf_flush(w);
 
-		if (w->pk.len + n >= w->flush_at) {
-			size_t need = w->flush_at - w->pk.len;
-
-			take = 0;
-			while (take < need) {
-				size_t l = pt_packet_len(p + take, n - take);
-
-				if (!l)
-					return pf_fail(w, -EIO,
-						       "internal error: a "
-						       "piece cut in a packet");
-				take += l;
-			}
-		}
-		to = pb_room(&w->pk, take);
-		if (!to)
-			return pf_fail(w, -ENOMEM, "out of memory");
-		memcpy(to, p, take);
-		w->pk.len += take;
-		p += take;
-		n -= take;
-		if (w->pk.len >= w->flush_at) {
-			int rc = pf_flush(w);
-
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
+	if (rc)
+		return rc;
+	*pk = w->pk;
+	w->pk = full;
+	return pf_flush(w);
 }
 
-/* Job j's chunks into the batches as they come, until its end. */
+/* Job j's batches to the compressors as they come, until its end. */
 static int pt_take(struct pf_par *par, struct pf_tjob *j)
 {
 	struct pf *w = par->w;
@@ -363,7 +320,7 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 		pthread_mutex_unlock(&par->lock);
 		for (struct pf_chunk *pc = list; pc; pc = pc->next) {
 			if (!rc)
-				rc = pt_append(w, pc->pk.p, pc->pk.len);
+				rc = pt_batch(w, &pc->pk);
 			pb_reset(&pc->pk);
 			last = pc;
 		}
@@ -416,7 +373,7 @@ static int pt_enc_init(struct pf_par *par, unsigned i)
 	e->errlen = PT_ERRLEN;
 	e->max_depth = w->max_depth;
 	e->flag_mask = w->flag_mask;
-	e->flush_at = PT_CHUNK;
+	e->flush_at = w->flush_at;
 	e->fd = -1;
 	e->par = par;
 	pb_init(&e->pk);
