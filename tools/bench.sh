@@ -142,52 +142,56 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 	printf "  %.2f us an inlined slice (the synthetic capture above: %.2f us a slice end to end)\n",
 		(tw - to) / (sw - so) * 1e6, tc / slices * 1e6 }'
 
-# Where the time goes: mt-convert --stages prints "stage NAME WALL CPU"
-# for each stage.  A stage of wall w and CPU c on P cores is split, as
-# Amdahl's law has it, into a part s on one thread and a part p spread
-# over the P cores (w = s + p / P, c = s + p); the one-thread share is
-# what the stages' s add up to against the whole, and bounds the
-# speedup that more cores give.  Perfetto and SQLite run side by side:
-# each counts its own threads' CPU (Perfetto its thread and its pools',
-# SQLite what the process spent beside them), so their shares are
-# estimates of the overlap.  A stage whose CPU is still below its wall
-# time waited on something else, and is counted as on one thread, an
-# upper bound (marked *).  And the CPU of the thread that ran a stage
-# (its sixth field: the decode's is the building of the segments from
-# the events its workers hand over) runs on one thread whatever the
-# cores: when it is more than the split says, it is the stage's
-# one-thread part (marked +).
+# Where the time goes: mt-convert --stages prints "stage NAME WALL CPU
+# PEAK OWN" for each stage, OWN being the CPU of the thread that ran the
+# stage, not of its workers: the decode's is the building of the
+# segments from the events its workers hand over, Perfetto's the
+# encoding its thread does itself and the hand-over of its encoders'
+# batches, SQLite's what its thread does beside its pools.  That work is
+# on one thread whatever the cores; the rest of a stage's CPU is spread
+# over them.  The run is made with -j J (16 unless told: JOBS), so that
+# every stage is cut as it would be on J cores, whatever this machine
+# has (its wall times then mean little).  Perfetto and SQLite run side
+# by side: as one stage, their one-thread part is the longer of their
+# two threads'.  On K cores a stage then takes, as Amdahl's law has it,
+# its one-thread part plus the rest over K.
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
 	exit 0
 fi
+J=${JOBS:-16}
 sync
 "$B/mt-convert" "$D/raw.bin" -o "$D/stages.pftrace" --sqlite "$D/stages.sqlite" \
-	--stages -q 2>&1 | grep '^stage ' >"$D/stages.txt" || true
+	--stages -q -j "$J" 2>&1 | grep '^stage ' >"$D/stages.txt" || true
 rm -f "$D/stages.pftrace" "$D/stages.sqlite"
-awk -v P="$(nproc)" '
+awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
 	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; own[NR] = $6 + 0; n = NR }
 	END {
 		if (!n) { print "stages: mt-convert --stages printed none"; exit }
-		printf "stages on %d cores (the one-thread part s of each: w = s + p/%d, c = s + p):\n", P, P
-		printf "  %-10s %8s %8s %8s %8s\n", "stage", "wall s", "CPU s", "1-thread", "share"
+		printf "stages with -j %d (on %d cores here; one-thread: the CPU of the stage'"'"'s own thread):\n", J, P
+		printf "  %-20s %8s %8s %10s %8s\n", "stage", "wall s", "CPU s", "1-thread s", "share"
 		for (i = 1; i <= n; i++) {
-			s = P > 1 && c[i] >= w[i] * 0.9 ? (P * w[i] - c[i]) / (P - 1) : w[i]
-			s = s < 0 ? 0 : (s > w[i] ? w[i] : s)
-			mark[i] = c[i] < w[i] * 0.9 && w[i] > 0.01 ? " *" : ""
-			if (P > 1 && own[i] > s && s < w[i]) {
-				s = own[i] > w[i] ? w[i] : own[i]
-				mark[i] = " +"
+			s = own[i] > c[i] ? c[i] : own[i]
+			if (name[i] == "perfetto" || name[i] == "sqlite") {
+				ws = ws > s ? ws : s; wc += c[i]
+				wall = wall > w[i] ? wall : w[i]
+			} else {
+				S += s; PAR += c[i] - s
 			}
-			ser[i] = s; S += s; PAR += c[i] > s ? c[i] - s : 0; W += w[i]; C += c[i]
+			ser[i] = s; C += c[i]
 		}
-		T1 = S + PAR
+		S += ws; PAR += wc - ws; T1 = S + PAR
 		for (i = 1; i <= n; i++)
-			printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%%s\n", name[i], w[i], c[i], ser[i],
-				T1 ? ser[i] / T1 * 100 : 0, mark[i]
-		printf "  %-10s %8.2f %8.2f %8.2f %7.1f%%\n", "all", W, C, S, T1 ? S / T1 * 100 : 0
+			if (name[i] == "perfetto" || name[i] == "sqlite")
+				printf "  %-20s %8.2f %8.2f %10.2f %8s\n", name[i], w[i], c[i], ser[i], "(below)"
+			else
+				printf "  %-20s %8.2f %8.2f %10.2f %7.1f%%\n", name[i], w[i], c[i], ser[i],
+					T1 ? ser[i] / T1 * 100 : 0
+		printf "  %-20s %8.2f %8.2f %10.2f %7.1f%%\n", "perfetto | sqlite", wall, wc, ws,
+			T1 ? ws / T1 * 100 : 0
+		printf "  %-20s %8s %8.2f %10.2f %7.1f%%\n", "all", "", C, S, T1 ? S / T1 * 100 : 0
 		for (k = 16; k <= 64; k *= 4)
-			printf "  on %2d cores: at most %.1fx the speed of one core (%.2f s), as %.1f%% runs on one thread\n",
-				k, T1 / (S + PAR / k), S + PAR / k, T1 ? S / T1 * 100 : 0
+			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d), %.1fx the bare loop over %d cores (target <= 2x)\n",
+				k, S + PAR / k, S, PAR, k, (S + PAR / k) / (tb / k), k
 	}' "$D/stages.txt"
