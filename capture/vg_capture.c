@@ -405,14 +405,26 @@ static void strm_in(struct vg *v, size_t k)
 	v->later = s->later;
 	v->need_comm = s->need_comm;
 	v->stacked = s->stacked;
+	v->exec_at = s->exec_at;
 }
 
 static void strm_out(struct vg *v, size_t k)
 {
-	v->strm[k] = (struct vgs){
-		v->sock,	 v->ring,  v->buf,	 v->len,    v->cap,
-		v->now,		 v->cur,   v->spid,	 v->hello,  v->ended,
-		v->exec_pending, v->later, v->need_comm, v->stacked};
+	v->strm[k] = (struct vgs){.sock = v->sock,
+				  .ring = v->ring,
+				  .buf = v->buf,
+				  .len = v->len,
+				  .cap = v->cap,
+				  .now = v->now,
+				  .cur = v->cur,
+				  .pid = v->spid,
+				  .hello = v->hello,
+				  .ended = v->ended,
+				  .exec_pending = v->exec_pending,
+				  .later = v->later,
+				  .need_comm = v->need_comm,
+				  .stacked = v->stacked,
+				  .exec_at = v->exec_at};
 	if (v->now > v->newest)
 		v->newest = v->now;
 	v->sock = -1;

@@ -126,6 +126,7 @@ struct vgs {
 	pid_t pid;
 	bool hello, ended, exec_pending, later, need_comm;
 	bool stacked;
+	uint64_t exec_at;
 };
 
 struct vg {
@@ -150,6 +151,10 @@ struct vg {
 	 * exec'd and its command name is still to come. */
 	pid_t spid;
 	bool exec_pending, later, need_comm;
+	/* The time of the exec whose program has not begun yet (0: none):
+	 * its mappings are dated there, as the kernel's come with the exec,
+	 * not after it. */
+	uint64_t exec_at;
 	/* Where each process's tool connects (abstract), and the streams. */
 	int lsock;
 	char lname[64];

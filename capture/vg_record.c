@@ -118,6 +118,20 @@ static int vg_exec_comm(struct emu *e, pid_t pid, const char *comm)
 	return 0;
 }
 
+/*
+ * When a mapping of a later process was made: an exec'd program's own,
+ * which Valgrind maps before it runs a first instruction (its clock has
+ * not moved since the exec), are dated at the exec, as the kernel's
+ * records are; a decoder whose clock for the program's first packets
+ * runs a little behind (MTC) then names them by the new program's code,
+ * not the old one's.
+ */
+static uint64_t vg_map_time(const struct vg *v)
+{
+	return v->exec_at && v->now == v->exec_at + EXEC_NS ? v->exec_at
+							    : v->now;
+}
+
 /* A file mapping of the program, as a /proc/PID/maps line (what
  * emu_write_capture() reads), and a binary to name functions by for
  * --truth. */
@@ -142,8 +156,8 @@ static int vg_map(struct vg *v, uint64_t lo, uint64_t len, uint64_t off,
 				  : 0;
 		v->need_comm = false;
 		if (!rc)
-			rc = emu_task_add(e, ET_MMAP, v->now, v->spid, v->spid,
-					  0, 0, line);
+			rc = emu_task_add(e, ET_MMAP, vg_map_time(v), v->spid,
+					  v->spid, 0, 0, line);
 		free(line);
 		if (rc)
 			return rc;
@@ -427,6 +441,7 @@ static int vg_hello(struct vg *v, pid_t pid, uint64_t t0, pid_t ppid,
 		 * program's time); the COMM, named by the new program's
 		 * first mapping, comes at its start. */
 		v->now = v->newest + EXEC_NS;
+		v->exec_at = v->newest;
 		v->later = v->need_comm = true;
 		say = vg_traced(e, pid) ? 'T' : 'S';
 		rc = emu_task_add(e, ET_EXEC, v->newest, pid, pid, 0, 0,
@@ -448,6 +463,8 @@ static int vg_exec_begin(struct vg *v, struct thr *t, uint64_t ip)
 	t->depth = 0;
 	t->async = false;
 	v->sys_next[t - e->thr] = 0;
+	/* What the program maps from now on is its own doing. */
+	v->exec_at = 0;
 	if (e->o->truth)
 		emu_truth_pop_to(t, 0, v->now);
 	if (vg_enable(v, t, ip) ||

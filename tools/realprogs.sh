@@ -170,6 +170,13 @@ prog_sh() {
 	realprog "$1" sh --follow-children --start-at '' -- \
 		bash -c '/bin/echo one >/dev/null; /bin/echo two'
 }
+# The dynamic loader run as the program, as ldd runs it: exec'd by a
+# child of the shell and by the shell itself, its code where the shell
+# had none; its first instruction must find its own mapping.
+prog_ldso() {
+	realprog "$1" ldso --follow-children --start-at '' -- \
+		bash -c '/lib64/ld-linux-x86-64.so.2 /bin/true; /lib64/ld-linux-x86-64.so.2 /bin/true'
+}
 prog_md5sum() { realprog "$1" md5sum -- md5sum "$R/README.md"; }
 prog_gzip() { realprog "$1" gzip -- gzip -c "$R/README.md"; }
 prog_grep() { realprog "$1" grep -- grep -c -E 'cap(ture)?|trace' "$R/README.md"; }
@@ -195,7 +202,7 @@ prog_go() {
 	# No main symbol, and no __libc_start_main to find it by: from exec.
 	realprog "$1" go --start-at '' -- "$1/workers"
 }
-ALL_PROGS="true echo seq sort md5sum gzip grep sqlite3 bc jq python3 go sh"
+ALL_PROGS="true echo seq sort md5sum gzip grep sqlite3 bc jq python3 go sh ldso"
 
 [ -n "$REALPROGS_LIB" ] && return 0
 

@@ -459,7 +459,7 @@ if [ -s "$W/rl.sqlite" ] && perf_calls "$W/rl.bin" >"$W/rl.pentries" &&
 else
 	echo "FAIL vg_reload_calls: ${out:-no conversion}"
 fi
-for p in true seq md5sum grep bc sqlite3 sh go; do
+for p in true seq md5sum grep bc sqlite3 sh ldso go; do
 	if [ "$p" = go ] && ! command -v go >/dev/null; then
 		echo "SKIP vg_agree_go (no go compiler: apt-get install golang-go)"
 		continue
