@@ -192,6 +192,6 @@ awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
 			T1 ? ws / T1 * 100 : 0
 		printf "  %-20s %8s %8.2f %10.2f %7.1f%%\n", "all", "", C, S, T1 ? S / T1 * 100 : 0
 		for (k = 16; k <= 64; k *= 4)
-			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d), %.1fx the bare loop over %d cores (target <= 2x)\n",
-				k, S + PAR / k, S, PAR, k, (S + PAR / k) / (tb / k), k
+			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
+				k, S + PAR / k, S, PAR, k, T1 / (S + PAR / k), (S + PAR / k) / (tb / k), k
 	}' "$D/stages.txt"
