@@ -749,7 +749,7 @@ void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
 	out->fn_inl = false;
 	if (img_kernel_symbolize(c, ip, out))
 		return;
-	out->known = false;
+	out->known = out->entry_known = false;
 	out->dso = d ? d->path : "";
 	out->start = ip;
 	out->end = ip + 1;
@@ -765,6 +765,7 @@ void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
 					   &vhi)) {
 			out->start = vlo + (uint64_t)m->bias;
 			out->end = vhi + (uint64_t)m->bias;
+			out->entry_known = true;
 			named_at = out->start;
 		}
 		if (s) {
@@ -772,7 +773,7 @@ void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
 			struct sym_dwarf *w = dwarf_of(c, d);
 
 			out->name = s->name;
-			out->known = true;
+			out->known = out->entry_known = true;
 			source_at(w, ip - (uint64_t)m->bias, &out->ip_file,
 				  &out->ip_line);
 			if (out->ip_file)
@@ -788,7 +789,7 @@ void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
 
 		if (j) {
 			out->name = j->name;
-			out->known = true;
+			out->known = out->entry_known = true;
 			out->start = j->addr;
 			out->end = j->size ? j->addr + j->size : ip + 1;
 			return;

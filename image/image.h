@@ -181,7 +181,10 @@ struct img_sym {
 	const char *dso;     /* path of the binary, "" if none */
 	uint64_t start, end; /* runtime range of the function: [start, end) */
 	bool known;	     /* a symbol, not a made-up name */
-	char buf[160];	     /* storage for made-up names */
+	/* start is a function's entry: a symbol's, or the unwind tables'
+	 * for a stripped binary's unnamed function */
+	bool entry_known;
+	char buf[160]; /* storage for made-up names */
 	/* Where the source has the function's entry and the address itself
 	 * (the binary's DWARF line table; file NULL when it has none). */
 	const char *fn_file, *ip_file;

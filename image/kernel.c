@@ -222,14 +222,14 @@ bool img_kernel_symbolize(const struct img *c, uint64_t ip, struct img_sym *out)
 			 (unsigned long long)ip, SYM_KERNEL_DSO);
 		out->name = out->buf;
 		out->dso = SYM_KERNEL_DSO;
-		out->known = false;
+		out->known = out->entry_known = false;
 		out->start = ip;
 		out->end = ip + 1;
 		return true;
 	}
 	out->name = s->name;
 	out->dso = dso;
-	out->known = true;
+	out->known = out->entry_known = true;
 	out->start = s->addr;
 	out->end = sym_kallsyms_end(k->syms, s);
 	/* kallsyms has no sizes: a function ends where its code does at

@@ -60,22 +60,40 @@ int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 	return seg_then_inl(b, seg_reveal_at(b, to, to - 1), time, to, 0);
 }
 
+/*
+ * A direct jump back into the function whose frame f took by a jump: the
+ * compiler split the function's cold part off (foo.cold, or a stripped
+ * binary's unnamed code in .text.unlikely) and its hot part jumps there
+ * and back.  It is the same activation, however many others of that
+ * function lie below (recursion): none of them is where the jump lands.
+ */
+static bool back_from_cold_part(const struct frame *f, uint64_t to,
+				bool indirect)
+{
+	return !indirect && f && f->kind == FR_FUNC &&
+	       f->took_lo < f->took_hi && to >= f->took_lo && to < f->took_hi;
+}
+
 int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		bool indirect)
 {
 	const struct sym_ent *e = seg_lookup(b, to);
 	size_t h = seg_host_at(b);
 	struct frame *f = h < b->depth ? &b->stack[h] : NULL;
-	uint64_t ret;
+	uint64_t ret, took_lo = 0, took_hi = 0;
 	int32_t lv;
+	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	if (f && f->kind == FR_FUNC && to >= f->lo && to < f->hi)
 		return seg_inl_at(b, time, to, 0);
 	/* Into the middle of a function below: a longjmp or an exception
-	 * unwinding to it. */
-	if (!(e->known && to == e->lo))
+	 * unwinding to it.  (To a function's entry, named or not, it is a
+	 * tail call, though the function be active below: a stripped
+	 * binary's recursion through a tail call.) */
+	if (!(e->entry_known && to == e->lo) &&
+	    !back_from_cold_part(f, to, indirect))
 		for (size_t i = h; f && i-- > 0;)
 			if (b->stack[i].kind == FR_FUNC &&
 			    to >= b->stack[i].lo && to < b->stack[i].hi) {
@@ -92,8 +110,6 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	 * jump through tables between their unnamed static functions.
 	 */
 	if (indirect && e->known && to != e->lo) {
-		int rc;
-
 		seg_pop_to(b, 0, time);
 		rc = seg_reveal(b, to);
 		if (!rc)
@@ -109,10 +125,18 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	 */
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
+	if (f && f->kind == FR_FUNC) {
+		took_lo = f->lo;
+		took_hi = f->hi;
+	}
 	if (f)
 		seg_pop_to(b, h, time);
-	return seg_then_inl(b, seg_push_fn(b, time, lv, to, ret, MT_SLICE_TAIL),
-			    time, to, 0);
+	rc = seg_push_fn(b, time, lv, to, ret, MT_SLICE_TAIL);
+	if (!rc) {
+		seg_top(b)->took_lo = took_lo;
+		seg_top(b)->took_hi = took_hi;
+	}
+	return seg_then_inl(b, rc, time, to, 0);
 }
 
 int seg_on_resume(struct seg_builder *b, uint64_t time, uint64_t ip)

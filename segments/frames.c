@@ -45,6 +45,7 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 	ds.fn_line = ds.ip_line = 0;
 	ds.inl = NULL;
 	ds.fn_inl = false;
+	ds.entry_known = false;
 	b->sym(b->ctx, ip, &ds);
 	e->name = mt_str_intern(&b->t->strs, ds.name);
 	e->dso = mt_str_intern(&b->t->strs, ds.dso);
@@ -68,6 +69,7 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 	e->lo = ds.start;
 	e->hi = ds.end;
 	e->known = ds.known;
+	e->entry_known = ds.known || ds.entry_known;
 	e->inl = ds.inl;
 	e->fn_inl = ds.fn_inl || ds.inl;
 	e->go = (uint8_t)go_switch_fn(ds.name);

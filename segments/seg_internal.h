@@ -29,6 +29,9 @@ struct frame {
 	uint64_t ret;	 /* return address, 0 if unknown */
 	uint64_t at;	 /* where control last came into it (seg_inl_at()) */
 	uint64_t lo, hi; /* the function's range; lo > hi for pseudo */
+	/* the range of the function whose frame it took by a jump (a tail
+	 * call, a cold part of a function), 0 and 0 when it was called */
+	uint64_t took_lo, took_hi;
 	uint8_t kind;
 	bool async;    /* entered by the kernel (a signal handler) */
 	bool inl_code; /* the function has inlined calls */
@@ -43,8 +46,9 @@ struct sym_ent {
 	uint32_t frame; /* (name, dso, lo or the ip when unknown) */
 	uint32_t site;	/* "FILE:LINE" of ip itself, 0 unknown */
 	bool valid, known;
-	bool fn_inl;		      /* its function has inlined calls */
-	uint8_t go;		      /* enum go_fn of its function */
+	bool entry_known; /* lo is the function's entry (struct img_sym) */
+	bool fn_inl;	  /* its function has inlined calls */
+	uint8_t go;	  /* enum go_fn of its function */
 	const struct sym_inline *inl; /* innermost inlined call at ip */
 };
 

@@ -28,8 +28,15 @@ static void fake_sym(void *ctx, uint64_t ip, struct img_sym *out)
 	out->start = FN(k);
 	out->end = FN(k + 1);
 	out->dso = "/bin/fake";
-	out->known = k != 0 && k < 90;
-	if (k == 50)
+	out->known = k != 0 && k < 90 && !(k >= 80 && k < 85);
+	/* 80-84: a stripped binary's functions, their entries known from
+	 * its unwind tables */
+	out->entry_known = k >= 80 && k < 85;
+	if (out->entry_known)
+		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
+			 (unsigned long long)FN(k)),
+			out->name = out->buf;
+	else if (k == 50)
 		out->name = "puts@plt";
 	else if (k == 51)
 		out->name = "puts";
@@ -534,6 +541,52 @@ static void test_cold_part(struct check_state *st)
 	teardown(&f);
 }
 
+/* The same in a recursion: the jump back lands in the activation that
+ * jumped to its cold part, not in the one below that called it. */
+static void test_cold_part_recursive(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_CALL, FN(2), AT(2, 0x55), "f1 f2 f2"},
+		{DEC_JUMP, FN(12), AT(2, 0x20), "f1 f2 f12"},
+		{DEC_JUMP, AT(2, 0x30), AT(12, 0x8), "f1 f2 f2"},
+		{DEC_JUMP, FN(12), AT(2, 0x40), "f1 f2 f12"},
+		{DEC_JUMP, AT(2, 0x48), AT(12, 0x8), "f1 f2 f2"},
+		{DEC_RET, AT(2, 0x55), 0, "f1 f2"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 2:f2: 2:f12:t 2:f2:t 2:f12:t 2:f2:t");
+	CHECK(st, f.t.nr_segments == 1);
+	teardown(&f);
+}
+
+/* A stripped binary's recursion through a tail call: a jump to the entry
+ * of an unnamed function that is active below calls it anew. */
+static void test_tail_call_unnamed_recursive(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(80), AT(1, 0x15), "f1 [unknown @ 0x50000]"},
+		{DEC_CALL, FN(81), AT(80, 0x25),
+		 "f1 [unknown @ 0x50000] [unknown @ 0x51000]"},
+		{DEC_JUMP, FN(80), AT(81, 0x10),
+		 "f1 [unknown @ 0x50000] [unknown @ 0x50000]"},
+		{DEC_RET, AT(80, 0x25), 0, "f1 [unknown @ 0x50000]"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	CHECK(st, f.t.threads[0].nr_slices == 4);
+	teardown(&f);
+}
+
 static void test_error_and_gap(struct check_state *st)
 {
 	struct fixture f;
@@ -994,6 +1047,8 @@ int main(void)
 	RUN(&st, test_multi_level_return);
 	RUN(&st, test_wild_clock);
 	RUN(&st, test_tail_call);
+	RUN(&st, test_cold_part_recursive);
+	RUN(&st, test_tail_call_unnamed_recursive);
 	RUN(&st, test_same_symbol_recursion);
 	RUN(&st, test_recursion_revealed);
 	RUN(&st, test_plt_trampoline);
