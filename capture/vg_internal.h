@@ -151,9 +151,9 @@ struct vg {
 	 * exec'd and its command name is still to come. */
 	pid_t spid;
 	bool exec_pending, later, need_comm;
-	/* The time of the exec whose program has not begun yet (0: none):
-	 * its mappings are dated there, as the kernel's come with the exec,
-	 * not after it. */
+	/* The time of the stream's exec (0: none): the mappings of the new
+	 * program made before it runs an instruction are dated there, as
+	 * the kernel's come with the exec, not after it. */
 	uint64_t exec_at;
 	/* Where each process's tool connects (abstract), and the streams. */
 	int lsock;

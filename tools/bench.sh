@@ -153,8 +153,10 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # every stage is cut as it would be on J cores, whatever this machine
 # has (its wall times then mean little).  Perfetto and SQLite run side
 # by side: as one stage, their one-thread part is the longer of their
-# two threads'.  On K cores a stage then takes, as Amdahl's law has it,
-# its one-thread part plus the rest over K.
+# two threads', and the rest spreads over 16 threads at most (8 each,
+# CV_WRITER_JOBS in convert/convert.c).  On K cores a stage then takes,
+# as Amdahl's law has it, its one-thread part plus the rest over K (or
+# over its threads): CPU only, what waits on the disk is left out.
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
@@ -181,7 +183,7 @@ awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
 			}
 			ser[i] = s; C += c[i]
 		}
-		S += ws; PAR += wc - ws; T1 = S + PAR
+		S += ws; WPAR = wc - ws; T1 = S + PAR + WPAR
 		for (i = 1; i <= n; i++)
 			if (name[i] == "perfetto" || name[i] == "sqlite")
 				printf "  %-20s %8.2f %8.2f %10.2f %8s\n", name[i], w[i], c[i], ser[i], "(below)"
@@ -191,7 +193,9 @@ awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
 		printf "  %-20s %8.2f %8.2f %10.2f %7.1f%%\n", "perfetto | sqlite", wall, wc, ws,
 			T1 ? ws / T1 * 100 : 0
 		printf "  %-20s %8s %8.2f %10.2f %7.1f%%\n", "all", "", C, S, T1 ? S / T1 * 100 : 0
-		for (k = 16; k <= 64; k *= 4)
-			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
-				k, S + PAR / k, S, PAR, k, T1 / (S + PAR / k), (S + PAR / k) / (tb / k), k
+		for (k = 16; k <= 64; k *= 4) {
+			t = S + PAR / k + WPAR / (k < 16 ? k : 16)
+			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d, the writers'"'"' %.2f s over %d): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
+				k, t, S, PAR, k, WPAR, k < 16 ? k : 16, T1 / t, t / (tb / k), k
+		}
 	}' "$D/stages.txt"

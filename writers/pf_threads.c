@@ -40,8 +40,7 @@
 #define PT_AHEAD 3
 
 /*
- * A job of one piece costs a scan of its slices and the hand-overs,
- * which
+ * A job of one piece costs a scan of its slices and the hand-overs, which
  * only pays when the encoding on one thread is what the rest waits for.
  * A batch takes 1.3 to 2 times as long to compress as to encode, so with
  * fewer jobs the compressors keep the other cores busy anyway, and the
@@ -50,9 +49,9 @@
 #define PT_PIECE_JOBS 4
 
 /* A batch an encoder handed over, whole. */
-struct pf_chunk {
+struct pf_handed {
 	struct pb_buf pk;
-	struct pf_chunk *next;
+	struct pf_handed *next;
 };
 
 /* Pieces [first, end) of a thread's sequence, and what its encoder said
@@ -63,7 +62,7 @@ struct pf_tjob {
 	 * what its last leaves, for the next job of the thread. */
 	struct pf_cut cut;
 	bool start_known;
-	struct pf_chunk *head, *tail; /* handed over, not yet taken */
+	struct pf_handed *head, *tail; /* handed over, not yet taken */
 	size_t nr;
 	bool done;
 	int rc;
@@ -79,15 +78,15 @@ struct pf_par {
 	char *errs;	/* their lines, PT_ERRLEN each */
 	struct pf_tjob *jobs;
 	size_t nr_jobs;
-	struct pf_chunk *spare;
+	struct pf_handed *spare;
 	pthread_mutex_t lock;
-	/* changed: for the encoders, a start known, chunks taken, a stop;
-	 * ready: for the calling thread, chunks or the end of the job it
+	/* changed: for the encoders, a start known, batches taken, a stop;
+	 * ready: for the calling thread, batches or the end of the job it
 	 * waits for, wanted.  Apart, so that a hand-over wakes no one
 	 * else. */
 	pthread_cond_t changed, ready;
 	struct pf_tjob *wanted;
-	unsigned throttled; /* encoders waiting for chunks to be taken */
+	unsigned throttled; /* encoders waiting for batches to be taken */
 	bool stop;
 	bool broken; /* a scan failed: the jobs after it cannot start */
 };
@@ -103,7 +102,7 @@ static int pt_hand_over(struct pf *e, bool last)
 {
 	struct pf_par *par = e->par;
 	struct pf_tjob *j = e->job;
-	struct pf_chunk *pc;
+	struct pf_handed *pc;
 
 	pthread_mutex_lock(&par->lock);
 	while (!last && e->piece > j->first && j->nr >= PT_AHEAD &&
@@ -124,7 +123,7 @@ static int pt_hand_over(struct pf *e, bool last)
 			pthread_mutex_unlock(&par->lock);
 			return pf_fail(e, -ENOMEM, "out of memory");
 		}
-		/* The chunk takes the packets; the encoder goes on in the
+		/* It takes the packets; the encoder goes on in the
 		 * spare's buffer. */
 		{
 			struct pb_buf full = e->pk;
@@ -304,7 +303,7 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 
 	pthread_mutex_lock(&par->lock);
 	for (;;) {
-		struct pf_chunk *list, *last = NULL;
+		struct pf_handed *list, *last = NULL;
 
 		par->wanted = j;
 		while (!j->head && !j->done)
@@ -318,7 +317,7 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 		if (par->throttled)
 			pthread_cond_broadcast(&par->changed);
 		pthread_mutex_unlock(&par->lock);
-		for (struct pf_chunk *pc = list; pc; pc = pc->next) {
+		for (struct pf_handed *pc = list; pc; pc = pc->next) {
 			if (!rc)
 				rc = pt_batch(w, &pc->pk);
 			pb_reset(&pc->pk);
@@ -349,10 +348,10 @@ static int pt_take(struct pf_par *par, struct pf_tjob *j)
 	return rc;
 }
 
-static void pt_free_chunks(struct pf_chunk *pc)
+static void pt_free_handed(struct pf_handed *pc)
 {
 	while (pc) {
-		struct pf_chunk *next = pc->next;
+		struct pf_handed *next = pc->next;
 
 		pb_free(&pc->pk);
 		free(pc);
@@ -478,11 +477,11 @@ out:
 		pthread_mutex_destroy(&par.lock);
 	}
 	for (size_t i = 0; par.jobs && i < par.nr_jobs; i++) {
-		pt_free_chunks(par.jobs[i].head);
+		pt_free_handed(par.jobs[i].head);
 		free(par.jobs[i].cut.stack);
 		free(par.jobs[i].err);
 	}
-	pt_free_chunks(par.spare);
+	pt_free_handed(par.spare);
 	for (unsigned i = 0; par.enc && i < workers; i++)
 		pt_enc_free(&par.enc[i]);
 	free(par.enc);
