@@ -72,6 +72,8 @@ enum {
 struct tframe {
 	uint32_t row;
 	uint64_t ret, lo, hi;
+	/* the function whose frame it took by a jump, 0 and 0: called */
+	uint64_t took_lo, took_hi;
 	bool async; /* a signal handler, or the trampoline it returns to */
 };
 

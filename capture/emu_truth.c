@@ -167,6 +167,25 @@ static int treveal(struct emu *e, struct thr *t, uint64_t ip)
 	return 0;
 }
 
+/*
+ * A jump out of the top frame that leaves no frame, though it land in a
+ * function active below: to a function's entry (a tail call), or a direct
+ * one back into the function whose frame the top took by a jump (a cold
+ * part coming back), as mt-convert's segments take them.
+ */
+static bool tjump_stays(struct emu *e, const struct tframe *top, uint64_t to,
+			int cls)
+{
+	uint64_t lo, hi;
+	const char *name = fn_at(e, to, &lo, &hi);
+
+	if (to == lo && strcmp(name, "[unknown]"))
+		return true;
+	return (cls == IC_JMP || cls == IC_COND) &&
+	       top->took_lo < top->took_hi && to >= top->took_lo &&
+	       to < top->took_hi;
+}
+
 int emu_truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		       uint64_t back)
 {
@@ -229,18 +248,29 @@ int emu_truth_transfer(struct emu *e, struct thr *t, uint64_t to, uint64_t next,
 		if (!top || (to >= top->lo && to < top->hi))
 			return 0;
 		/* Into a frame below: a longjmp unwinding to it. */
-		for (size_t i = t->tdepth - 1; i-- > 0;)
+		for (size_t i = tjump_stays(e, top, to, in->cls)
+					? 0
+					: t->tdepth - 1;
+		     i-- > 0;)
 			if (to >= t->tstack[i].lo && to < t->tstack[i].hi) {
+				/* its own cold part, which another activation
+				 * of it runs below */
+				if ((in->cls == IC_JMP || in->cls == IC_COND) &&
+				    t->tstack[i].took_lo == top->lo &&
+				    t->tstack[i].took_hi == top->hi)
+					break;
 				tleave(t, i + 1, when, TR_UNWOUND);
 				return 0;
 			}
 		/* A tail call: the new function takes the frame's place. */
 		{
-			uint64_t ret = top->ret;
+			uint64_t ret = top->ret, lo = top->lo, hi = top->hi;
 
 			tleave(t, t->tdepth - 1, when, TR_TAIL_OUT);
 			if (emu_truth_push(e, t, when, to, ret, TR_TAIL))
 				return -ENOMEM;
+			t->tstack[t->tdepth - 1].took_lo = lo;
+			t->tstack[t->tdepth - 1].took_hi = hi;
 		}
 		return 0;
 	default:

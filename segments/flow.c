@@ -74,6 +74,19 @@ static bool back_from_cold_part(const struct frame *f, uint64_t to,
 	       f->took_lo < f->took_hi && to >= f->took_lo && to < f->took_hi;
 }
 
+/*
+ * The other way: a direct jump from f into the code of a frame below that
+ * took f's function by a jump, another activation of it running its cold
+ * part (recursion, the cold part calling back into the function): f goes
+ * to its own cold part, which has no entry of its own for it.
+ */
+static bool into_cold_part(const struct frame *f, const struct frame *below,
+			   bool indirect)
+{
+	return !indirect && f && f->kind == FR_FUNC && f->lo < f->hi &&
+	       below->took_lo == f->lo && below->took_hi == f->hi;
+}
+
 int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		bool indirect)
 {
@@ -97,6 +110,8 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		for (size_t i = h; f && i-- > 0;)
 			if (b->stack[i].kind == FR_FUNC &&
 			    to >= b->stack[i].lo && to < b->stack[i].hi) {
+				if (into_cold_part(f, &b->stack[i], indirect))
+					break;
 				seg_pop_to(b, seg_with_inlined(b, i), time);
 				return seg_inl_at(b, time, to, 0);
 			}

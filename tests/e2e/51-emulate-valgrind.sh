@@ -77,6 +77,14 @@ capture() { # name program [mt-capture options...] [-- args]
 for p in recursion longjmp signal; do
 	cc -O1 -g -o "$W/$p" "$R/tests/programs/$p.c" && capture "$p" "$W/$p"
 done
+# Recursion through a cold part and through a tail call, as -O2 lays
+# them out (when the compiler splits walk() at all).
+if cc -O2 -g -o "$W/coldpart" "$R/tests/programs/coldpart.c" &&
+	nm "$W/coldpart" | grep -q ' walk\.cold'; then
+	capture coldpart "$W/coldpart"
+else
+	echo "SKIP vg_coldpart (the compiler split off no walk.cold)"
+fi
 cc -O1 -g -pthread -o "$W/threads" "$R/tests/programs/threads.c" && capture threads "$W/threads"
 if command -v c++ >/dev/null; then
 	c++ -O1 -g -o "$W/exception" "$R/tests/programs/exception.cc" && capture exception "$W/exception"
@@ -492,6 +500,24 @@ elif [ -x /usr/bin/python3 ]; then
 	echo "FAIL vg_python_json_tree: $(tail -1 "$W/pyjson.err")"
 else
 	echo "SKIP vg_python_json_tree (no /usr/bin/python3)"
+fi
+# The whole of `import json`, from main: the import machinery recurses
+# through its cold part, into which a newer activation jumps while an
+# older one runs it.  perf's calls and returns nest exactly (one return
+# climbs above main: Py_BytesMain's, at the end); taken for jumps into
+# the older activation, they climbed 432 times.
+if [ -x /usr/bin/python3 ] &&
+	"$B/mt-capture" --emulate --snapshot-size 256M -o "$W/pyimp.bin" -- \
+		/usr/bin/python3 -S -c 'import json' >/dev/null 2>"$W/pyimp.err" &&
+	"$B/mt-convert" -q --no-inline "$W/pyimp.bin" -o "$W/pyimp.pftrace" 2>>"$W/pyimp.err"; then
+	got=$(sqlite3 "$W/pyimp.sqlite" "SELECT sum(inferred_start) FROM slice")
+	if [ "$got" -le 3 ]; then
+		echo "PASS vg_python_import_tree ($got callers revealed)"
+	else
+		echo "FAIL vg_python_import_tree: $got callers revealed"
+	fi
+elif [ -x /usr/bin/python3 ]; then
+	echo "FAIL vg_python_import_tree: $(tail -1 "$W/pyimp.err")"
 fi
 
 # The backend --emulate picks says which it is, in one line: Valgrind to

@@ -565,6 +565,28 @@ static void test_cold_part_recursive(struct check_state *st)
 	teardown(&f);
 }
 
+/* A recursion through the cold part: the cold part calls the function
+ * again, which jumps into the middle of its cold part, the older
+ * activation's cold part being below. */
+static void test_into_cold_part_recursive(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_JUMP, FN(12), AT(2, 0x20), "f1 f12"},
+		{DEC_CALL, FN(2), AT(12, 0x25), "f1 f12 f2"},
+		{DEC_JUMP, AT(12, 0x40), AT(2, 0x30), "f1 f12 f12"},
+		{DEC_RET, AT(12, 0x25), 0, "f1 f12"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 1:f12:t 2:f2: 2:f12:t");
+	teardown(&f);
+}
+
 /* A stripped binary's recursion through a tail call: a jump to the entry
  * of an unnamed function that is active below calls it anew. */
 static void test_tail_call_unnamed_recursive(struct check_state *st)
@@ -1049,6 +1071,7 @@ int main(void)
 	RUN(&st, test_tail_call);
 	RUN(&st, test_cold_part_recursive);
 	RUN(&st, test_tail_call_unnamed_recursive);
+	RUN(&st, test_into_cold_part_recursive);
 	RUN(&st, test_same_symbol_recursion);
 	RUN(&st, test_recursion_revealed);
 	RUN(&st, test_plt_trampoline);
