@@ -9,7 +9,11 @@
 # log's and mt-convert's must equal perf's; at a thread's end up to two
 # calls may be missing from one side (the direct call to _exit and what
 # it calls leave no packet after the last one, and a decoder may run on
-# through direct calls past it).
+# through direct calls past it).  And the tree's shape: mt-convert (with
+# --no-final-stack) reveals no more callers than perf's calls and returns
+# leave unexplained, besides each thread's first function: a return it
+# could not match to its call, or a jump it took for one into an older
+# activation, would reveal a caller where there is none.
 #
 #   tools/realprogs.sh [NAME...]   (default: every program below)
 #
@@ -72,6 +76,35 @@ perf_calls() {
 				start = hex(num(to[1]) - num(substr($0, RSTART + 3)))
 			print $1, "0x" to[1], start, "c"
 		}'
+}
+
+# perf_unmatched BIN: the returns in perf's decode that no call below
+# them explains, each thread's calls kept as a stack (a return goes back
+# to the call whose next instruction it lands on, 1 to 15 bytes on):
+# where a thread's tree must reveal a caller (those of the function
+# tracing began in, a signal handler's return to the kernel's
+# trampoline).
+perf_unmatched() {
+	perf script -i "$1" --itrace=cr -F tid,flags,ip,addr 2>/dev/null |
+		awk 'function num(s,  i, n) {
+			n = 0
+			for (i = 1; i <= length(s); i++)
+				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return n
+		}
+		$2 == "call" { t = $1; sp[t]++; at[t, sp[t]] = num($3); next }
+		$2 == "return" && (k = index($0, "=>")) {
+			t = $1
+			split(substr($0, k + 2), to, " ")
+			x = num(to[1])
+			for (i = sp[t]; i > 0; i--)
+				if (x > at[t, i] && x <= at[t, i] + 15)
+					break
+			if (!i)
+				n++
+			sp[t] = i ? i - 1 : 0
+		}
+		END { print n + 0 }'
 }
 
 # convert_calls DB [SELECT [WHERE]]: mt-convert's calls, slices entered
@@ -142,6 +175,18 @@ realprog() {
 			why="mt-convert against perf: $out"
 		elif [ "$calls" -lt 1 ]; then
 			why="no calls"
+		elif ! "$B/mt-convert" -q --no-inline --no-final-stack "$w/$name.bin" \
+			-o "$w/$name.nest.pftrace" 2>"$w/$name.cerr"; then
+			why="mt-convert --no-final-stack failed: $(tail -1 "$w/$name.cerr")"
+		else
+			# Its callers revealed: those perf's calls and returns
+			# leave unexplained, and each thread's first function.
+			local rev un thr
+			rev=$(sqlite3 "$w/$name.nest.sqlite" "SELECT sum(inferred_start) FROM slice")
+			thr=$(sqlite3 "$w/$name.nest.sqlite" "SELECT count(*) FROM thread")
+			un=$(perf_unmatched "$w/$name.bin")
+			[ "${rev:-0}" -le $((un + thr)) ] ||
+				why="mt-convert revealed $rev callers where perf's calls and returns leave $un unexplained ($thr threads)"
 		fi
 	fi
 	if [ -z "$why" ]; then
