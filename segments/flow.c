@@ -101,6 +101,12 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 		return -ENOMEM;
 	if (f && f->kind == FR_FUNC && to >= f->lo && to < f->hi)
 		return seg_inl_at(b, time, to, 0);
+	/* Into its own cold part, by name (a switch's jump table reaches it
+	 * too): the same activation, wherever else that part is running. */
+	if (f && f->kind == FR_FUNC && e->known &&
+	    gcc_cold_part(mt_str(&b->t->strs, e->name),
+			  mt_slice_str(b->t, seg_slice_of(b, f))))
+		goto tail;
 	/* Into the middle of a function below: a longjmp or an exception
 	 * unwinding to it.  (To a function's entry, named or not, it is a
 	 * tail call, though the function be active below: a stripped
@@ -138,6 +144,7 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	 * parts).  The new function takes the frame's place and returns
 	 * where it would have.
 	 */
+tail:
 	ret = f ? f->ret : 0;
 	lv = f ? f->level : 0;
 	if (f && f->kind == FR_FUNC) {

@@ -219,6 +219,8 @@ static int go_restart(struct seg_builder *b, uint64_t time, uint64_t ip,
 		seg_top(b)->inl_code = g->f.inl_code;
 		seg_top(b)->go = g->f.go;
 		seg_top(b)->in = g->f.in;
+		seg_top(b)->took_lo = g->f.took_lo;
+		seg_top(b)->took_hi = g->f.took_hi;
 		seg_thr(b)->slices[seg_thr(b)->nr_slices - 1].site = g->site;
 	}
 	return seg_inl_at(b, time, ip, 0);

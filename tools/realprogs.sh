@@ -185,8 +185,11 @@ realprog() {
 			rev=$(sqlite3 "$w/$name.nest.sqlite" "SELECT sum(inferred_start) FROM slice")
 			thr=$(sqlite3 "$w/$name.nest.sqlite" "SELECT count(*) FROM thread")
 			un=$(perf_unmatched "$w/$name.bin")
-			[ "${rev:-0}" -le $((un + thr)) ] ||
+			if [ -z "$rev" ] || [ -z "$thr" ] || [ -z "$un" ]; then
+				why="the tree's shape could not be read (sqlite3 or perf failed)"
+			elif [ "$rev" -gt $((un + thr)) ]; then
 				why="mt-convert revealed $rev callers where perf's calls and returns leave $un unexplained ($thr threads)"
+			fi
 		fi
 	fi
 	if [ -z "$why" ]; then

@@ -7,6 +7,7 @@
  * 0x1000) and is named "fk", except a few named for what they play.
  */
 #include "segments/segments.h"
+#include "segments/unwind_quirks.h"
 #include "symbols/symbols.h"
 #include "tests/unit/check.h"
 
@@ -36,6 +37,8 @@ static void fake_sym(void *ctx, uint64_t ip, struct img_sym *out)
 		snprintf(out->buf, sizeof(out->buf), "[unknown @ %#llx]",
 			 (unsigned long long)FN(k)),
 			out->name = out->buf;
+	else if (k == 13)
+		out->name = "f2.cold";
 	else if (k == 50)
 		out->name = "puts@plt";
 	else if (k == 51)
@@ -587,6 +590,41 @@ static void test_into_cold_part_recursive(struct check_state *st)
 	teardown(&f);
 }
 
+/* A switch's jump table into the function's own cold part (by name): an
+ * indirect jump into the middle of a known function that is no longjmp,
+ * also while an older activation runs that part below. */
+static void test_jump_table_into_cold_part(struct check_state *st)
+{
+	struct fixture f;
+	const struct step s[] = {
+		{DEC_SYNC, AT(1, 0x10), 0, "f1"},
+		{DEC_CALL, FN(2), AT(1, 0x15), "f1 f2"},
+		{DEC_IJUMP, AT(13, 0x40), AT(2, 0x20), "f1 f2.cold"},
+		{DEC_CALL, FN(2), AT(13, 0x55), "f1 f2.cold f2"},
+		{DEC_IJUMP, AT(13, 0x70), AT(2, 0x20), "f1 f2.cold f2.cold"},
+		{DEC_RET, AT(13, 0x55), 0, "f1 f2.cold"},
+		{DEC_RET, AT(1, 0x15), 0, "f1"},
+	};
+
+	CHECK(st, !setup(&f));
+	RUN_SCRIPT(st, &f, s);
+	check_tree(st, &f, "0:f1:se 1:f2: 1:f2.cold:t 2:f2: 2:f2.cold:t");
+	teardown(&f);
+}
+
+static void test_gcc_cold_part_names(struct check_state *st)
+{
+	CHECK(st, gcc_cold_part("f.cold", "f"));
+	CHECK(st, gcc_cold_part("f.part.0.cold", "f.part.0"));
+	CHECK(st, gcc_cold_part("f.cold.3", "f"));
+	CHECK(st, !gcc_cold_part("f.cold.", "f"));
+	CHECK(st, !gcc_cold_part("f.coldx", "f"));
+	CHECK(st, !gcc_cold_part("g.cold", "f"));
+	CHECK(st, !gcc_cold_part("f.cold", "f.cold"));
+	CHECK(st, !gcc_cold_part("f", "f"));
+	CHECK(st, !gcc_cold_part(NULL, "f") && !gcc_cold_part("f.cold", ""));
+}
+
 /* A stripped binary's recursion through a tail call: a jump to the entry
  * of an unnamed function that is active below calls it anew. */
 static void test_tail_call_unnamed_recursive(struct check_state *st)
@@ -1072,6 +1110,8 @@ int main(void)
 	RUN(&st, test_cold_part_recursive);
 	RUN(&st, test_tail_call_unnamed_recursive);
 	RUN(&st, test_into_cold_part_recursive);
+	RUN(&st, test_jump_table_into_cold_part);
+	RUN(&st, test_gcc_cold_part_names);
 	RUN(&st, test_same_symbol_recursion);
 	RUN(&st, test_recursion_revealed);
 	RUN(&st, test_plt_trampoline);
