@@ -23,7 +23,7 @@ prefixes=(
 	ptenc_                   # ptenc/: the packet encoder
 	sym_ symaddr_ symwatch_  # symbols/
 	img_                     # image/
-	seg_ go_ ocaml_          # segments/ (go.c; unwind_quirks.c's OCaml quirk)
+	seg_ go_ ocaml_ gcc_     # segments/ (go.c; unwind_quirks.c's OCaml and GCC quirks)
 	stitch_                  # stitch/
 	wr_ pf_ sq_ pb_ bt_      # writers/ (Perfetto, SQLite, protobuf, B-tree)
 	rg_                      # regions/
