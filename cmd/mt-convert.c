@@ -528,6 +528,9 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
 			" pieces on %u threads, %" PRIu64
 			" of them joined to the piece before\n",
 			r->pieces, r->dec_threads, r->joined);
+	if (r->build_threads)
+		fprintf(stderr, "  call trees built on %u thread%s\n",
+			r->build_threads, r->build_threads == 1 ? "" : "s");
 	if (a->between)
 		fprintf(stderr,
 			"  --between: kept %" PRIu64 " of %" PRIu64

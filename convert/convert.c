@@ -189,6 +189,14 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 	 * event once more (on the bench capture, 8% more time and 7% more
 	 * CPU with it). */
 	if (dec_runs_aside(c->dc) || seg_pipe_start(sp, *segs)) {
+		/* Threads are built each on its own, on as many threads as
+		 * decode: one thread still builds here (a thread for it
+		 * would only copy its events once more). */
+		if (dec_runs_aside(c->dc) && dec_nr_threads(c->dc) > 1 &&
+		    (rc = seg_all_par(*segs, mt_nr_cores(o->jobs))))
+			return cv_step_failed(rc, o->capture,
+					      "building the call tree", err,
+					      errlen);
 		dec_set_sink(c->dc, seg_all_sink, *segs);
 		dec_set_sink_run(c->dc, seg_all_sink_run);
 	} else
@@ -394,6 +402,7 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		if ((rc = seg_all_finish(segs, th, nr, err, errlen)))
 			goto out;
 	}
+	r->build_threads = seg_all_par_threads(segs);
 	seg_all_free(segs);
 	segs = NULL;
 	stage_end(&c);

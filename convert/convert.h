@@ -142,6 +142,9 @@ struct mt_convert_result {
 	 * the piece before (decode/'s dec_stats). */
 	uint64_t aux_bytes, pieces, joined;
 	unsigned dec_threads;
+	/* The threads the threads' call trees were built on, 0 when on the
+	 * decode's own (segments/'s seg_all_par()) */
+	unsigned build_threads;
 	uint64_t first, last; /* perf time span of the trace */
 	size_t nr_missing;    /* binaries not found */
 	struct rg_stats rg;   /* --time, --between */

@@ -803,3 +803,34 @@ void img_symbolize(struct img *c, uint32_t pid, uint64_t ip,
 		 (unsigned long long)named_at, base);
 	out->name = out->buf;
 }
+
+bool img_pid_has_symbol(const struct img *im, uint32_t pid,
+			bool (*pred)(const char *name))
+{
+	/* A forked child runs its parents' code too, whatever it maps of
+	 * its own: their binaries count. */
+	for (int hops = 0; hops < 16; hops++) {
+		uint32_t ppid = pid;
+
+		for (size_t i = 0; i < im->nr_maps; i++) {
+			const struct sym_file *sf =
+				im->dsos[im->maps[i].dso].sf;
+			const struct sym *s;
+			size_t n;
+
+			if (img_space_pid(im->maps[i].pid) != pid || !sf)
+				continue;
+			s = sym_file_syms(sf, &n);
+			for (size_t k = 0; k < n; k++)
+				if (s[k].name && pred(s[k].name))
+					return true;
+		}
+		for (size_t i = 0; i < im->nr_procs; i++)
+			if (im->procs[i].pid == pid)
+				ppid = im->procs[i].ppid;
+		if (ppid == pid)
+			break;
+		pid = ppid;
+	}
+	return false;
+}

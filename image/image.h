@@ -195,6 +195,10 @@ struct img_sym {
 	bool fn_inl;
 };
 
+/* Whether a binary that pid's code comes from (its parents' too) has a
+ * symbol that pred accepts. */
+bool img_pid_has_symbol(const struct img *im, uint32_t pid,
+			bool (*pred)(const char *name));
 /* Also reports, once, the missing binary of an address it cannot name. */
 void img_symbolize(struct img *im, uint32_t pid, uint64_t ip,
 		   struct img_sym *out);

@@ -10,7 +10,7 @@
  * thread's execs, which the sideband dates, go in among its events.
  */
 #include "segments/go.h"
-#include "segments/segments.h"
+#include "segments/seg_internal.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -18,43 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An event held back (a Go process's: see take()). */
-struct seg_held {
-	uint64_t time, ip, aux;
-	enum dec_kind kind;
-};
-
-struct seg_one {
-	struct dec_thread *d; /* the decoder's thread */
-	uint32_t pid;
-	/* whose code its addresses are named from: the process's space
-	 * (img_space()) at its last event, and when the next one begins */
-	uint32_t space;
-	uint64_t space_until;
-	struct seg_builder *b;
-	struct seg_all *all;
-	size_t next_exec; /* d->execs before it are fed */
-	struct go_proc *go;
-	struct seg_held *held;
-	size_t nr_held, cap_held, next_held;
-};
-
-struct seg_all {
-	struct img *im;
-	struct mt_trace *t;
-	struct seg_ends_table *ends;
-	struct seg_opts opts;
-	struct seg_one **one; /* each is a builder's context: never moves */
-	size_t nr, cap;
-	struct mt_hmap by_tid; /* tid -> index in one */
-	struct seg_one *last;  /* events come in runs of one thread */
-	/* Go: each process's goroutines not running, shared by its
-	 * threads' builders, made as its threads' are */
-	struct go_proc **go;
-	size_t nr_go, cap_go;
-};
-
-static void symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out)
+void seg_symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out)
 {
 	const struct seg_one *o = ctx;
 
@@ -82,45 +46,71 @@ void seg_all_free(struct seg_all *a)
 {
 	if (!a)
 		return;
+	seg_par_free(a->par);
 	for (size_t i = 0; i < a->nr; i++) {
 		seg_builder_free(a->one[i]->b);
 		free(a->one[i]->held);
 		free(a->one[i]);
 	}
 	free(a->one);
-	for (size_t i = 0; i < a->nr_go; i++)
-		go_proc_free(a->go[i]);
-	free(a->go);
+	for (size_t i = 0; i < a->go.nr; i++)
+		go_proc_free(a->go.v[i]);
+	free(a->go.v);
 	mt_hmap_free(&a->by_tid);
 	free(a);
 }
 
+int seg_all_par(struct seg_all *a, unsigned workers)
+{
+	return a->nr || a->par ? -EINVAL : seg_par_new(&a->par, a, workers);
+}
+
+unsigned seg_all_par_threads(const struct seg_all *a)
+{
+	return seg_par_threads(a->par);
+}
+
 /* The builder of o shares its process's Go state with its others. */
-static int go_of(struct seg_all *a, struct seg_one *o)
+static int go_of(struct seg_gos *gos, struct seg_one *o)
 {
 	struct go_proc *p = NULL;
 
-	for (size_t i = 0; i < a->nr_go && !p; i++)
-		if (a->go[i]->pid == o->pid)
-			p = a->go[i];
+	for (size_t i = 0; i < gos->nr && !p; i++)
+		if (gos->v[i]->pid == o->pid)
+			p = gos->v[i];
 	if (!p) {
-		if (mt_grow((void **)&a->go, &a->cap_go, a->nr_go + 1,
-			    sizeof(*a->go)))
+		if (mt_grow((void **)&gos->v, &gos->cap, gos->nr + 1,
+			    sizeof(*gos->v)))
 			return -ENOMEM;
 		p = go_proc_new(o->pid);
 		if (!p)
 			return -ENOMEM;
-		a->go[a->nr_go++] = p;
+		gos->v[gos->nr++] = p;
 	}
 	o->go = p;
-	if (a->opts.no_goroutine_ids)
+	if (o->all->opts.no_goroutine_ids)
 		seg_builder_go(o->b, p, NULL, 0);
 	else
 		seg_builder_go(o->b, p, o->d->gos, o->d->nr_gos);
 	return 0;
 }
 
-/* The builder of d, made (with its model thread) on first use. */
+int seg_one_builder(struct seg_one *o, struct mt_trace *t, size_t thread,
+		    struct seg_ends_table *ends, struct seg_gos *gos)
+{
+	int rc = seg_builder_new(&o->b, t, thread, ends, seg_symbolize_pid, o);
+
+	if (rc)
+		return rc;
+	if ((rc = go_of(gos, o))) {
+		seg_builder_free(o->b);
+		o->b = NULL;
+	}
+	return rc;
+}
+
+/* The builder of d, made (with its model thread) on first use: here, or
+ * by its group's thread. */
 static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 {
 	struct seg_one *o;
@@ -143,14 +133,14 @@ static struct seg_one *one_of(struct seg_all *a, struct dec_thread *d)
 	o = malloc(sizeof(*o));
 	if (!o)
 		return NULL;
-	*o = (struct seg_one){.d = d, .pid = d->pid, .space = d->pid, .all = a};
-	if (seg_builder_new(&o->b, a->t, a->t->nr_threads - 1, a->ends,
-			    symbolize_pid, o)) {
-		free(o);
-		return NULL;
-	}
-	if (go_of(a, o)) {
-		seg_builder_free(o->b);
+	*o = (struct seg_one){.d = d,
+			      .pid = d->pid,
+			      .space = d->pid,
+			      .all = a,
+			      .idx = a->nr,
+			      .thread = a->t->nr_threads - 1};
+	if (a->par ? seg_par_adopt(a->par, o)
+		   : seg_one_builder(o, a->t, o->thread, a->ends, &a->go)) {
 		free(o);
 		return NULL;
 	}
@@ -197,12 +187,12 @@ static int feed(struct seg_one *o, uint64_t time, enum dec_kind kind,
  * A Go goroutine may leave one thread and resume on another, whose
  * events the decoder may hand over first (a thread's trace at a time):
  * once a thread of a process shows Go's scheduler, its process's events
- * are held and built in time order at the end (held_feed()), so that a
- * goroutine is suspended before it is resumed.  Other programs' events
- * go straight to their builders.
+ * are held and built in time order at the end (seg_held_feed()), so
+ * that a goroutine is suspended before it is resumed.  Other programs'
+ * events go straight to their builders.
  */
-static int take(struct seg_one *o, uint64_t time, enum dec_kind kind,
-		uint64_t ip, uint64_t aux)
+int seg_take(struct seg_one *o, uint64_t time, enum dec_kind kind, uint64_t ip,
+	     uint64_t aux)
 {
 	int rc;
 
@@ -218,16 +208,15 @@ static int take(struct seg_one *o, uint64_t time, enum dec_kind kind,
 	return rc;
 }
 
-/* The held events of every thread, merged by time (a thread's own keep
- * their order). */
-static int held_feed(struct seg_all *a)
+int seg_held_feed(struct seg_one **one, size_t nr,
+		  void (*tag)(void *ctx, uint64_t n), void *ctx)
 {
-	for (;;) {
+	for (uint64_t n = 0;; n++) {
 		struct seg_one *next = NULL;
 		int rc;
 
-		for (size_t i = 0; i < a->nr; i++) {
-			struct seg_one *o = a->one[i];
+		for (size_t i = 0; i < nr; i++) {
+			struct seg_one *o = one[i];
 
 			if (o->next_held < o->nr_held &&
 			    (!next || o->held[o->next_held].time <
@@ -243,7 +232,19 @@ static int held_feed(struct seg_all *a)
 		next->next_held++;
 		if (rc)
 			return rc;
+		if (tag)
+			tag(ctx, n);
 	}
+}
+
+/* An event of o's, to its builder here or to its group's thread. */
+static int to_builder(struct seg_all *a, struct seg_one *o, uint64_t time,
+		      enum dec_kind kind, uint64_t ip, uint64_t aux)
+{
+	const struct dec_sink_ev ev = {time, ip, aux, kind};
+
+	return a->par ? seg_par_put(a->par, o, &ev, 1)
+		      : seg_take(o, time, kind, ip, aux);
 }
 
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
@@ -253,7 +254,7 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 
 	if (!o)
 		return -ENOMEM;
-	return take(o, time, kind, ip, aux);
+	return to_builder(ctx, o, time, kind, ip, aux);
 }
 
 int seg_all_sink_run(void *ctx, struct dec_thread *t,
@@ -263,8 +264,11 @@ int seg_all_sink_run(void *ctx, struct dec_thread *t,
 
 	if (!o)
 		return -ENOMEM;
+	if (o->all->par)
+		return seg_par_put(o->all->par, o, ev, n);
 	for (size_t i = 0; i < n; i++) {
-		int rc = take(o, ev[i].time, ev[i].kind, ev[i].ip, ev[i].aux);
+		int rc = seg_take(o, ev[i].time, ev[i].kind, ev[i].ip,
+				  ev[i].aux);
 
 		if (rc)
 			return rc;
@@ -290,17 +294,25 @@ int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
 			break;
 		}
 		for (size_t k = 0; k < d->nr && !rc; k++)
-			rc = take(o, dec_event_time(&d->ev[k], d->base),
-				  dec_event_kind(&d->ev[k]), d->ev[k].ip,
-				  d->ev[k].aux);
+			rc = to_builder(a, o,
+					dec_event_time(&d->ev[k], d->base),
+					dec_event_kind(&d->ev[k]), d->ev[k].ip,
+					d->ev[k].aux);
 		dec_thread_free_events(d);
 	}
-	if (!rc)
-		rc = held_feed(a);
-	for (size_t i = 0; i < a->nr && !rc; i++)
-		rc = seg_finish(a->one[i]->b, a->opts.no_final_stack
-						      ? NULL
-						      : &a->one[i]->d->final);
+	if (a->par) {
+		int prc = seg_par_finish(a->par);
+
+		rc = rc ? rc : prc;
+	} else {
+		if (!rc)
+			rc = seg_held_feed(a->one, a->nr, NULL, NULL);
+		for (size_t i = 0; i < a->nr && !rc; i++)
+			rc = seg_finish(a->one[i]->b,
+					a->opts.no_final_stack
+						? NULL
+						: &a->one[i]->d->final);
+	}
 	if (rc) {
 		snprintf(err, errlen,
 			 "out of memory while building the call tree");

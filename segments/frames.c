@@ -74,7 +74,7 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 	e->fn_inl = ds.fn_inl || ds.inl;
 	e->go = (uint8_t)go_switch_fn(ds.name);
 	/* A plain "gogo" counts in a program that has the runtime's. */
-	b->go_seen |= e->go != GO_NONE && !strncmp(ds.name, "runtime.", 8);
+	b->go_seen |= e->go != GO_NONE && go_runtime_switch(ds.name);
 	e->valid = true;
 	return e;
 }

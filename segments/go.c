@@ -46,6 +46,11 @@ enum go_fn go_switch_fn(const char *name)
 	return GO_NONE;
 }
 
+bool go_runtime_switch(const char *name)
+{
+	return !strncmp(name, "runtime.", 8) && go_switch_fn(name) != GO_NONE;
+}
+
 struct go_proc *go_proc_new(uint32_t pid)
 {
 	struct go_proc *p = calloc(1, sizeof(*p));

@@ -43,6 +43,9 @@ enum go_fn {
 
 /* What a function of the runtime is to the switches, by its name. */
 enum go_fn go_switch_fn(const char *name);
+/* A switch point of Go's runtime, by its full name: a program that has
+ * one may be Go (a plain "gogo" may be anything's). */
+bool go_runtime_switch(const char *name);
 
 /* A goroutine not running: its stack, as the builder saved it. */
 struct go_susp {

@@ -177,4 +177,81 @@ int go_climbed(struct seg_builder *b, uint64_t time, uint64_t to);
 void go_label(struct seg_builder *b, uint32_t gor);
 uint32_t go_root_name(struct seg_builder *b);
 
+/*
+ * build.c and par.c: every thread's builder.
+ */
+
+/* An event held back (a Go process's: see take()). */
+struct seg_held {
+	uint64_t time, ip, aux;
+	enum dec_kind kind;
+};
+
+struct seg_group;
+
+struct seg_one {
+	struct dec_thread *d; /* the decoder's thread */
+	uint32_t pid;
+	/* whose code its addresses are named from: the process's space
+	 * (img_space()) at its last event, and when the next one begins */
+	uint32_t space;
+	uint64_t space_until;
+	struct seg_builder *b; /* NULL until its group's thread makes it */
+	struct seg_all *all;
+	size_t next_exec; /* d->execs before it are fed */
+	struct go_proc *go;
+	struct seg_held *held;
+	size_t nr_held, cap_held, next_held;
+	/* par.c: its group, its index in all->one and its model thread's
+	 * in all->t (its builder's is in the group's own) */
+	struct seg_group *g;
+	size_t idx, thread;
+};
+
+/* Go: each process's goroutines not running, shared by its threads'
+ * builders, made as its threads' are */
+struct seg_gos {
+	struct go_proc **v;
+	size_t nr, cap;
+};
+
+struct seg_par;
+
+struct seg_all {
+	struct img *im;
+	struct mt_trace *t;
+	struct seg_ends_table *ends;
+	struct seg_opts opts;
+	struct seg_one **one; /* each is a builder's context: never moves */
+	size_t nr, cap;
+	struct mt_hmap by_tid; /* tid -> index in one */
+	struct seg_one *last;  /* events come in runs of one thread */
+	struct seg_gos go;
+	struct seg_par *par; /* NULL: every builder on the caller's thread */
+};
+
+void seg_symbolize_pid(void *ctx, uint64_t ip, struct img_sym *out);
+/* The builder of o (in t, its thread there, its segments' ends in ends),
+ * sharing Go's state with its process's others in gos. */
+int seg_one_builder(struct seg_one *o, struct mt_trace *t, size_t thread,
+		    struct seg_ends_table *ends, struct seg_gos *gos);
+int seg_take(struct seg_one *o, uint64_t time, enum dec_kind kind, uint64_t ip,
+	     uint64_t aux);
+/* The held events of these threads, merged by time; after each, tag()
+ * (when not NULL) with its number. */
+int seg_held_feed(struct seg_one **one, size_t nr,
+		  void (*tag)(void *ctx, uint64_t n), void *ctx);
+
+/* par.c: the builders of the threads on threads of their own */
+int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers);
+void seg_par_free(struct seg_par *p);
+unsigned seg_par_threads(const struct seg_par *p);
+/* o is new (one_of() has made its model thread): its group */
+int seg_par_adopt(struct seg_par *p, struct seg_one *o);
+int seg_par_put(struct seg_par *p, struct seg_one *o,
+		const struct dec_sink_ev *ev, size_t n);
+/* Every event is in: the threads close, the groups' models merge into
+ * all->t.  0 or a negative errno value. */
+int seg_par_finish(struct seg_par *p);
+
 #endif

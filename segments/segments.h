@@ -125,6 +125,18 @@ size_t seg_stack(const struct seg_builder *b, const char **names, size_t max);
 struct seg_all;
 int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
 		struct seg_ends_table *ends, const struct seg_opts *o);
+/*
+ * Before the first event: the threads' builders run on up to workers
+ * threads of their own (par.c), each thread's events in their order, the
+ * threads of a program that may be Go's together (their goroutines move
+ * between them).  The sinks then only hand events over, and
+ * seg_all_finish() merges what the builders made: the model is the one
+ * the builders make on the caller's thread, ids and order alike.
+ * Returns 0, -ENOMEM, or -EINVAL after the first event.
+ */
+int seg_all_par(struct seg_all *a, unsigned workers);
+/* The threads seg_all_par()'s builders ran on (0: none). */
+unsigned seg_all_par_threads(const struct seg_all *a);
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
 /* The same for a run of t's events (dec_set_sink_run()). */

@@ -87,6 +87,24 @@ if [ -n "$have_vg" ]; then
 	GODEBUG=asyncpreemptoff=1 gorun valgrind valgrind 9 "$W/g"
 	GODEBUG=asyncpreemptoff=1 START= gorun valgrind_nl valgrind 9 "$W/gn"
 fi
+# A Go program's threads build together (goroutines move between them):
+# its model is the same whether the threads' call trees are built on
+# this thread (-j 1) or on threads of their own (-j 3).
+if [ -n "$have_vg" ] && [ -s "$W/valgrind.bin" ]; then
+	"$B/mt-convert" -j 1 "$W/valgrind.bin" -o "$W/pj1.pftrace" >/dev/null 2>&1
+	"$B/mt-convert" -j 3 "$W/valgrind.bin" -o "$W/pj3.pftrace" >/dev/null 2>"$W/pj3.err"
+	nt=$(sed -n 's/^\([0-9]*\) threads*, .*/\1/p' "$W/pj3.err")
+	if [ "${nt:-0}" -lt 2 ]; then
+		echo "FAIL go_parallel_build: ${nt:-no} threads converted"
+	elif ! grep -q "call trees built on" "$W/pj3.err"; then
+		echo "FAIL go_parallel_build: -j 3 built on one thread"
+	elif ! cmp -s "$W/pj1.pftrace" "$W/pj3.pftrace" ||
+		! cmp -s "$W/pj1.sqlite" "$W/pj3.sqlite"; then
+		echo "FAIL go_parallel_build: -j 1 and -j 3 differ"
+	else
+		echo "PASS go_parallel_build ($nt threads)"
+	fi
+fi
 # Single-stepped: a smaller run (main, 2 stages, deep, feeder), without
 # the preemption signals too.
 GODEBUG=asyncpreemptoff=1 gorun ptrace ptrace 4 "$W/g" 2 50
