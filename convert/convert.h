@@ -130,8 +130,11 @@ struct mt_convert_time {
 	 * that raised it is where the memory went. */
 	long peak_kb;
 	/* The CPU time of the thread that ran the stage (not its pools'
-	 * or workers'): work no more cores can share, such as building
-	 * the segments from the events the decode's workers hand over. */
+	 * or workers'): work no more cores can share, such as handing the
+	 * events the decode's workers make over in order.  The decode's
+	 * is the longer of that and the busiest builder thread's (which
+	 * builds the segments of its threads, as the events come: in the
+	 * longest thread's time at best). */
 	double own_cpu_s;
 };
 

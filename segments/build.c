@@ -70,6 +70,11 @@ unsigned seg_all_par_threads(const struct seg_all *a)
 	return seg_par_threads(a->par);
 }
 
+double seg_all_par_busiest_cpu(const struct seg_all *a)
+{
+	return seg_par_busiest_cpu(a->par);
+}
+
 /* The builder of o shares its process's Go state with its others. */
 static int go_of(struct seg_gos *gos, struct seg_one *o)
 {

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PAR_BATCH 4096 /* events a batch */
 /* batches a worker has: its queue holds all but the one being filled */
@@ -64,6 +65,7 @@ struct seg_group {
 	struct seg_gos gos;
 	struct tags tag[NR_T];
 	uint32_t *map[NR_T]; /* its ids -> the merged model's (T_PTW: none) */
+	bool same;	     /* every map is the identity */
 	struct seg_one **ones;
 	size_t nr_ones, cap_ones;
 	unsigned worker;
@@ -77,6 +79,7 @@ struct par_worker {
 	struct par_batch *cur;
 	struct seg_group **groups; /* the groups it builds */
 	size_t nr_groups, cap_groups;
+	double cpu_s; /* its thread's CPU after its last batch */
 };
 
 struct seg_par {
@@ -144,18 +147,26 @@ static void group_free(struct seg_group *g)
 	free(g);
 }
 
-static struct seg_group *group_new(void)
+/* A group begins with the caller's strings so far: when it is the only
+ * one, its ids are the merged ones and its slices stay as they are. */
+static struct seg_group *group_new(const struct seg_par *p)
 {
+	const struct mt_strtab *s = &p->a->t->strs;
 	struct seg_group *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
 	mt_trace_init(&g->t);
-	if (group_tag(g, 0)) {
-		group_free(g);
-		return NULL;
-	}
+	for (uint32_t id = 1; id < s->nr; id++)
+		if (mt_str_intern(&g->t.strs, mt_str(s, id)) == MT_NONE ||
+		    tag_new(&g->tag[T_STR], g->t.strs.nr, p->main_str.v[id]))
+			goto fail;
+	if (group_tag(g, 0))
+		goto fail;
 	return g;
+fail:
+	group_free(g);
+	return NULL;
 }
 
 /* o's first event: its model thread and builder in its group's model. */
@@ -211,13 +222,26 @@ static int finish_groups(struct par_worker *w)
 	return 0;
 }
 
+/* The worker's thread has done only this (util's jobs): its CPU so far. */
+static void took(struct par_worker *w)
+{
+	struct timespec ts;
+
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int build_batch(void *ctx, void *job)
 {
 	struct par_worker *w = ctx;
 	const struct par_batch *b = job;
 
-	if (b->finish)
-		return finish_groups(w);
+	if (b->finish) {
+		int rc = finish_groups(w);
+
+		took(w);
+		return rc;
+	}
 	for (size_t r = 0; r < b->nr_runs; r++) {
 		const struct par_run *run = &b->runs[r];
 		struct seg_one *o = run->o;
@@ -233,6 +257,7 @@ static int build_batch(void *ctx, void *job)
 		if (rc)
 			return rc;
 	}
+	took(w);
 	return 0;
 }
 
@@ -266,6 +291,15 @@ void seg_par_free(struct seg_par *p)
 unsigned seg_par_threads(const struct seg_par *p)
 {
 	return p ? p->nr_w : 0;
+}
+
+double seg_par_busiest_cpu(const struct seg_par *p)
+{
+	double m = 0;
+
+	for (unsigned i = 0; p && i < p->nr_w; i++)
+		m = p->w[i].cpu_s > m ? p->w[i].cpu_s : m;
+	return m;
 }
 
 int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers)
@@ -354,7 +388,7 @@ int seg_par_adopt(struct seg_par *p, struct seg_one *o)
 	if (tag_new(&p->main_str, p->a->t->strs.nr, p->seq))
 		return -ENOMEM;
 	if (!g) {
-		if (!(g = group_new()))
+		if (!(g = group_new(p)))
 			return -ENOMEM;
 		if ((rc = add_group(p, g))) {
 			/* (a group in p->g is p's to free) */
@@ -639,6 +673,15 @@ static int merge_ptwrites(struct seg_par *p)
 	return 0;
 }
 
+static bool same_ids(const struct seg_group *g)
+{
+	for (int k = T_STR; k <= T_SEG; k++)
+		for (size_t i = 0; i < g->tag[k].nr; i++)
+			if (g->map[k][i] != i)
+				return false;
+	return true;
+}
+
 /* A thread's slices to the merged ids, moved into the caller's model. */
 static int remap_thread(void *ctx, unsigned worker, void *job)
 {
@@ -649,7 +692,7 @@ static int remap_thread(void *ctx, unsigned worker, void *job)
 
 	(void)ctx;
 	(void)worker;
-	for (size_t i = 0; i < from->nr_slices; i++) {
+	for (size_t i = 0; !g->same && i < from->nr_slices; i++) {
 		struct mt_slice *s = &from->slices[i];
 
 		s->frame = g->map[T_FRAME][s->frame];
@@ -680,6 +723,8 @@ static int remap_all(struct seg_par *p)
 
 	if (rc)
 		return rc;
+	for (size_t i = 0; i < p->nr_g; i++)
+		p->g[i]->same = same_ids(p->g[i]);
 	for (size_t i = 0; i < p->a->nr && !rc; i++)
 		if (p->a->one[i]->b)
 			rc = mt_pool_put(pool, p->a->one[i]);

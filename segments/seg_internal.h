@@ -246,6 +246,7 @@ int seg_held_feed(struct seg_one **one, size_t nr,
 int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers);
 void seg_par_free(struct seg_par *p);
 unsigned seg_par_threads(const struct seg_par *p);
+double seg_par_busiest_cpu(const struct seg_par *p);
 /* o is new (one_of() has made its model thread): its group */
 int seg_par_adopt(struct seg_par *p, struct seg_one *o);
 int seg_par_put(struct seg_par *p, struct seg_one *o,

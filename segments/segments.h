@@ -137,6 +137,8 @@ int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
 int seg_all_par(struct seg_all *a, unsigned workers);
 /* The threads seg_all_par()'s builders ran on (0: none). */
 unsigned seg_all_par_threads(const struct seg_all *a);
+/* The CPU seconds of the busiest of them, after seg_all_finish(). */
+double seg_all_par_busiest_cpu(const struct seg_all *a);
 int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
 /* The same for a run of t's events (dec_set_sink_run()). */
