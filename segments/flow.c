@@ -27,8 +27,7 @@ int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 		}
 	/* A runtime's raise returning into a handler (unwind_quirks.c). */
 	if (h < b->depth &&
-	    ocaml_raise_ret(
-		    mt_slice_str(b->t, &seg_thr(b)->slices[b->stack[h].slice])))
+	    ocaml_raise_ret(seg_frame_str(b, &b->stack[h])))
 		return seg_on_jump(b, time, to, true);
 	/* Else a frame of the function it lands in, below the top. */
 	for (i = h; h < b->depth && i-- > 0;)
@@ -104,8 +103,7 @@ int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
 	/* Into its own cold part, by name (a switch's jump table reaches it
 	 * too): the same activation, wherever else that part is running. */
 	if (f && f->kind == FR_FUNC && e->known &&
-	    gcc_cold_part(mt_str(&b->t->strs, e->name),
-			  mt_slice_str(b->t, seg_slice_of(b, f))))
+	    gcc_cold_part(mt_str(&b->t->strs, e->name), seg_frame_str(b, f)))
 		goto tail;
 	/* Into the middle of a function below: a longjmp or an exception
 	 * unwinding to it.  (To a function's entry, named or not, it is a

@@ -111,6 +111,7 @@ int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
 		return -ENOMEM;
 	b->stack[b->depth++] = (struct frame){
 		.slice = (uint32_t)(th->nr_slices - 1),
+		.fid = frame,
 		.level = lv,
 		.ret = ret,
 		.lo = lo,
@@ -141,7 +142,7 @@ static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
 	uint64_t v;
 
 	if (!caller || caller->kind == FR_PSEUDO || !ret ||
-	    !b->t->frames[seg_thr(b)->slices[caller->slice].frame].source)
+	    !b->t->frames[caller->fid].source)
 		return 0;
 	if (mt_hmap_find(&b->sites, ret, &v))
 		return (uint32_t)v;
@@ -254,9 +255,8 @@ int seg_inl_open(struct seg_builder *b, uint64_t time,
 		const struct frame *host = &b->stack[h];
 		const struct frame *f = seg_top(b);
 		uint32_t frame, site;
-		int rc = inl_frame(
-			b, b->t->frames[seg_slice_of(b, host)->frame].dso,
-			chain[j], &frame, &site);
+		int rc = inl_frame(b, b->t->frames[host->fid].dso, chain[j],
+				   &frame, &site);
 
 		if (!rc)
 			rc = seg_push(b, time, f->level + 1, frame,
@@ -353,6 +353,7 @@ static int reveal_slice(struct seg_builder *b, uint64_t ip, struct mt_slice s,
 	/* It goes under whatever is open (normally nothing is). */
 	memmove(b->stack + 1, b->stack, b->depth * sizeof(*b->stack));
 	f.slice = idx;
+	f.fid = s.frame;
 	f.level = lv;
 	b->stack[0] = f;
 	b->depth++;

@@ -25,6 +25,8 @@ enum frame_kind {
 
 struct frame {
 	uint32_t slice;
+	uint32_t fid; /* its slice's frame (what names it: the builder reads
+			 names from here, not from the slice) */
 	int32_t level;
 	uint64_t ret;	 /* return address, 0 if unknown */
 	uint64_t at;	 /* where control last came into it (seg_inl_at()) */
@@ -136,6 +138,11 @@ struct mt_thread *seg_thr(struct seg_builder *b);
 const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip);
 struct frame *seg_top(struct seg_builder *b);
 struct mt_slice *seg_slice_of(struct seg_builder *b, const struct frame *f);
+static inline const char *seg_frame_str(const struct seg_builder *b,
+					const struct frame *f)
+{
+	return mt_str(&b->t->strs, b->t->frames[f->fid].name);
+}
 int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
 	     uint32_t flags, uint64_t ret, uint64_t lo, uint64_t hi,
 	     uint8_t kind);

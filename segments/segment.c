@@ -185,8 +185,7 @@ static int anchor(struct seg_builder *b, const struct dec_stack *st)
 			f = &b->stack[--at];
 			if (!e)
 				return -ENOMEM;
-			same = e->name ==
-			       mt_slice_name(b->t, seg_slice_of(b, f));
+			same = e->name == b->t->frames[f->fid].name;
 		}
 		if (!same)
 			continue;
@@ -633,9 +632,7 @@ int seg_finish(struct seg_builder *b, const struct dec_stack *final)
 
 size_t seg_stack(const struct seg_builder *b, const char **names, size_t max)
 {
-	const struct mt_thread *th = &b->t->threads[b->thread];
-
 	for (size_t i = 0; i < b->depth && i < max; i++)
-		names[i] = mt_slice_str(b->t, &th->slices[b->stack[i].slice]);
+		names[i] = seg_frame_str(b, &b->stack[i]);
 	return b->depth;
 }
