@@ -69,6 +69,8 @@ static const char usage[] =
 	"                     core; 1: decode in one piece, on this thread)\n"
 	"  --piece-size SIZE  the trace a piece of a parallel decode has\n"
 	"                     (default 256K)\n"
+	"  --piece-events N   the events a piece of a thread's call tree\n"
+	"                     has, built at once (default 65536)\n"
 	"  --split N          write the Perfetto trace as parts of at most\n"
 	"                     N slices each (TRACE.1.pftrace, ...), cut in\n"
 	"                     time, each with the stack at its start\n"
@@ -85,9 +87,10 @@ struct args {
 	size_t nr_tids;
 	int no_sqlite, no_final_stack, no_compress, no_stitch, no_inline, quiet;
 	int no_memory_check, stages, no_goroutine_ids;
-	uint64_t max_memory; /* 0: what the system has */
-	unsigned jobs;	     /* 0: one a core */
-	uint64_t piece_size; /* 0: the decoder's default */
+	uint64_t max_memory;   /* 0: what the system has */
+	unsigned jobs;	       /* 0: one a core */
+	uint64_t piece_size;   /* 0: the decoder's default */
+	uint64_t piece_events; /* 0: the builder's default */
 	bool have_window;
 	struct rg_window window;
 	const char *time; /* --time as given */
@@ -411,6 +414,19 @@ static int parse(int argc, char **argv, struct args *a)
 					v);
 				return -1;
 			}
+		} else if (!strcmp(s, "--piece-events")) {
+			char why[160];
+
+			NEED_ARG;
+			if (mt_parse_arg("--piece-events", v, 10, 1u << 30,
+					 &a->piece_events, why, sizeof(why)) ||
+			    !a->piece_events) {
+				fprintf(stderr, "mt-convert: %s\n",
+					a->piece_events ? why
+							: "--piece-events 0: "
+							  "a piece has events");
+				return -1;
+			}
 		} else if (!strcmp(s, "--stages")) {
 			a->stages = 1;
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
@@ -528,7 +544,15 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
 			" pieces on %u threads, %" PRIu64
 			" of them joined to the piece before\n",
 			r->pieces, r->dec_threads, r->joined);
-	if (r->build_threads)
+	if (r->build_threads && r->build_pieces)
+		fprintf(stderr,
+			"  call trees built on %u thread%s, in %" PRIu64
+			" piece%s (%" PRIu64 " events decided as they were "
+			"joined, %" PRIu64 " built again)\n",
+			r->build_threads, r->build_threads == 1 ? "" : "s",
+			r->build_pieces, r->build_pieces == 1 ? "" : "s",
+			r->build_joined_events, r->build_rebuilt);
+	else if (r->build_threads)
 		fprintf(stderr, "  call trees built on %u thread%s\n",
 			r->build_threads, r->build_threads == 1 ? "" : "s");
 	if (a->between)
@@ -756,6 +780,7 @@ int main(int argc, char **argv)
 		.no_inline = a.no_inline,
 		.jobs = a.jobs,
 		.piece_size = (size_t)a.piece_size,
+		.piece_events = (size_t)a.piece_events,
 		.tids = a.tids,
 		.nr_tids = a.nr_tids,
 		.no_memory_check = a.no_memory_check,

@@ -191,7 +191,8 @@ static int read_capture(struct conv *c, struct seg_all **segs,
 	 * well took 0.50 s; the same wall and CPU on two cores). */
 	if (dec_runs_aside(c->dc) || seg_pipe_start(sp, *segs)) {
 		if (dec_runs_aside(c->dc) &&
-		    (rc = seg_all_par(*segs, mt_nr_cores(o->jobs))))
+		    (rc = seg_all_par(*segs, mt_nr_cores(o->jobs),
+				      o->piece_events)))
 			return cv_step_failed(rc, o->capture,
 					      "building the call tree", err,
 					      errlen);
@@ -401,6 +402,8 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 			goto out;
 	}
 	r->build_threads = seg_all_par_threads(segs);
+	seg_all_par_stats(segs, &r->build_pieces, &r->build_joined_events,
+			  &r->build_rebuilt);
 	{
 		double b = seg_all_par_busiest_cpu(segs);
 		struct mt_convert_time *d = &r->stages[MT_STAGE_DECODE];

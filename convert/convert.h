@@ -59,6 +59,8 @@ struct mt_convert_opts {
 	bool no_inline;
 	unsigned jobs;	   /* 0: one a core */
 	size_t piece_size; /* 0: the decoder's default */
+	/* events a piece of a thread's call tree has (0: segments/'s) */
+	size_t piece_events;
 
 	/* Only these threads (nr_tids 0: all); a --tid with no such thread
 	 * or no trace fails. */
@@ -148,6 +150,10 @@ struct mt_convert_result {
 	/* The threads the threads' call trees were built on, 0 when on the
 	 * decode's own (segments/'s seg_all_par()) */
 	unsigned build_threads;
+	/* Its threads' events were built in pieces at once: how many, the
+	 * events the thread's own builder decided as it joined them, and
+	 * those it built again (a piece's guess that did not hold) */
+	uint64_t build_pieces, build_joined_events, build_rebuilt;
 	uint64_t first, last; /* perf time span of the trace */
 	size_t nr_missing;    /* binaries not found */
 	struct rg_stats rg;   /* --time, --between */

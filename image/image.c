@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,6 +561,9 @@ static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 
 	if (!d->sf || !d->found)
 		return NULL;
+	/* Every name asks: the lock only for the first look. */
+	if (atomic_load_explicit(&d->dwarf_done, memory_order_acquire))
+		return d->dwarf;
 	pthread_mutex_lock(&c->dwarf_lock);
 	if (!d->dwarf_tried) {
 		char err[512];
@@ -572,6 +576,7 @@ static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 		sym_dwarf_open(d->found, &d->dwarf, err, sizeof(err));
 	}
 	w = d->dwarf;
+	atomic_store_explicit(&d->dwarf_done, true, memory_order_release);
 	pthread_mutex_unlock(&c->dwarf_lock);
 	return w;
 }

@@ -9,6 +9,7 @@
 
 #include <intel-pt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "image/image.h"
 #include "perfdata/perfdata.h"
@@ -29,6 +30,8 @@ struct img_dso {
 	 * (under dwarf_lock); NULL when it has none. */
 	struct sym_dwarf *dwarf;
 	bool dwarf_tried;
+	/* dwarf is final: read without the lock (set last, under it) */
+	_Atomic bool dwarf_done;
 };
 
 /* A [vdso] image the capture carries. */

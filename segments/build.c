@@ -60,9 +60,18 @@ void seg_all_free(struct seg_all *a)
 	free(a);
 }
 
-int seg_all_par(struct seg_all *a, unsigned workers)
+int seg_all_par(struct seg_all *a, unsigned workers, size_t piece_events)
 {
-	return a->nr || a->par ? -EINVAL : seg_par_new(&a->par, a, workers);
+	return a->nr || a->par ? -EINVAL
+			       : seg_par_new(&a->par, a, workers, piece_events);
+}
+
+void seg_all_par_stats(const struct seg_all *a, uint64_t *pieces,
+		       uint64_t *touches, uint64_t *rebuilt)
+{
+	*pieces = a->par ? a->par->nr_pieces : 0;
+	*touches = a->par ? a->par->nr_touches : 0;
+	*rebuilt = a->par ? a->par->nr_rebuilt : 0;
 }
 
 unsigned seg_all_par_threads(const struct seg_all *a)

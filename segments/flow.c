@@ -26,8 +26,7 @@ int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 			return seg_inl_at(b, time, to, 0);
 		}
 	/* A runtime's raise returning into a handler (unwind_quirks.c). */
-	if (h < b->depth &&
-	    ocaml_raise_ret(seg_frame_str(b, &b->stack[h])))
+	if (h < b->depth && ocaml_raise_ret(seg_frame_str(b, &b->stack[h])))
 		return seg_on_jump(b, time, to, true);
 	/* Else a frame of the function it lands in, below the top. */
 	for (i = h; h < b->depth && i-- > 0;)
@@ -57,33 +56,6 @@ int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to)
 	}
 	seg_pop_to(b, 0, time);
 	return seg_then_inl(b, seg_reveal_at(b, to, to - 1), time, to, 0);
-}
-
-/*
- * A direct jump back into the function whose frame f took by a jump: the
- * compiler split the function's cold part off (foo.cold, or a stripped
- * binary's unnamed code in .text.unlikely) and its hot part jumps there
- * and back.  It is the same activation, however many others of that
- * function lie below (recursion): none of them is where the jump lands.
- */
-static bool back_from_cold_part(const struct frame *f, uint64_t to,
-				bool indirect)
-{
-	return !indirect && f && f->kind == FR_FUNC &&
-	       f->took_lo < f->took_hi && to >= f->took_lo && to < f->took_hi;
-}
-
-/*
- * The other way: a direct jump from f into the code of a frame below that
- * took f's function by a jump, another activation of it running its cold
- * part (recursion, the cold part calling back into the function): f goes
- * to its own cold part, which has no entry of its own for it.
- */
-static bool into_cold_part(const struct frame *f, const struct frame *below,
-			   bool indirect)
-{
-	return !indirect && f && f->kind == FR_FUNC && f->lo < f->hi &&
-	       below->took_lo == f->lo && below->took_hi == f->hi;
 }
 
 int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,

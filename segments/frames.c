@@ -21,7 +21,7 @@ static uint32_t pos_intern(struct seg_builder *b, const char *file,
 	uint32_t id;
 
 	snprintf(buf, sizeof(buf), "%s:%u", file, line);
-	id = mt_str_intern(&b->t->strs, buf);
+	id = seg_noted(b, false, mt_str_intern(&b->t->strs, buf));
 	return id == MT_NONE ? 0 : id;
 }
 
@@ -40,6 +40,8 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 
 	if (e->valid && e->ip == ip)
 		return e;
+	if (b->spec_nocache)
+		e = &b->scratch[b->next_scratch++ % 4];
 	/* A symbolizer that knows no source positions leaves them out. */
 	ds.fn_file = ds.ip_file = NULL;
 	ds.fn_line = ds.ip_line = 0;
@@ -47,14 +49,15 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 	ds.fn_inl = false;
 	ds.entry_known = false;
 	b->sym(b->ctx, ip, &ds);
-	e->name = mt_str_intern(&b->t->strs, ds.name);
-	e->dso = mt_str_intern(&b->t->strs, ds.dso);
+	e->name = seg_noted(b, false, mt_str_intern(&b->t->strs, ds.name));
+	e->dso = seg_noted(b, false, mt_str_intern(&b->t->strs, ds.dso));
 	if (e->name == MT_NONE || e->dso == MT_NONE) {
 		e->valid = false;
 		return NULL;
 	}
-	e->frame = mt_frame_intern(b->t, e->name, e->dso,
-				   ds.known ? ds.start : ip);
+	e->frame = seg_noted(b, true,
+			     mt_frame_intern(b->t, e->name, e->dso,
+					     ds.known ? ds.start : ip));
 	e->site = 0;
 	if (e->frame != MT_NONE && ds.fn_file &&
 	    (!(e->site = pos_intern(b, ds.ip_file, ds.ip_line)) ||
@@ -149,7 +152,8 @@ static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
 	e = seg_lookup(b, ret - 1);
 	v = e ? e->site : 0;
 	/* A full table only costs the lookups again. */
-	mt_hmap_set(&b->sites, ret, v);
+	if (!b->spec_nocache)
+		mt_hmap_set(&b->sites, ret, v);
 	return (uint32_t)v;
 }
 
@@ -208,10 +212,10 @@ static int inl_frame(struct seg_builder *b, uint32_t dso,
 		*site = (uint32_t)(v >> 32);
 		return 0;
 	}
-	name = mt_str_intern(&b->t->strs, in->name);
+	name = seg_noted(b, false, mt_str_intern(&b->t->strs, in->name));
 	if (name == MT_NONE)
 		return -ENOMEM;
-	*frame = mt_frame_intern(b->t, name, dso, 0);
+	*frame = seg_noted(b, true, mt_frame_intern(b->t, name, dso, 0));
 	if (*frame == MT_NONE)
 		return -ENOMEM;
 	if (in->decl_file && !(b->t->frames[*frame].source = pos_intern(
@@ -221,7 +225,9 @@ static int inl_frame(struct seg_builder *b, uint32_t dso,
 	if (in->call_file &&
 	    !(*site = pos_intern(b, in->call_file, in->call_line)))
 		return -ENOMEM;
-	return mt_hmap_set(&b->inl_frames, key, *frame | (uint64_t)*site << 32);
+	return b->spec_nocache ? 0
+			       : mt_hmap_set(&b->inl_frames, key,
+					     *frame | (uint64_t)*site << 32);
 }
 
 /*
@@ -279,8 +285,10 @@ int seg_inl_at(struct seg_builder *b, uint64_t time, uint64_t ip,
 
 	/* Every arrival in a function passes here: its entry, a return
 	 * into it, a resume. */
-	if (h < b->depth)
+	if (h < b->depth) {
 		b->stack[h].at = ip;
+		b->stack[h].arrived = true;
+	}
 	/* Most code has nothing inlined: no lookup there. */
 	if (h == b->depth || (h + 1 == b->depth && !b->stack[h].inl_code))
 		return 0;

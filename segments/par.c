@@ -32,10 +32,8 @@
 #define PAR_BATCH 4096 /* events a batch */
 /* batches a worker has: its queue holds all but the one being filled */
 #define PAR_NR 4
-
-/* The order of what comes after the events: held ones, then closing. */
-#define TAG_HELD   (UINT64_C(1) << 62)
-#define TAG_FINISH (UINT64_C(2) << 62)
+/* the threads from which a thread is built in pieces */
+#define PIECES_MIN 3
 
 /* A run of one thread's events in a batch. */
 struct par_run {
@@ -51,26 +49,6 @@ struct par_batch {
 	bool finish; /* close the worker's threads */
 };
 
-/* The tag of each entry of a table, by id. */
-struct tags {
-	uint64_t *v;
-	size_t nr, cap;
-};
-
-enum { T_STR, T_FRAME, T_SEG, T_GOR, T_PTW, NR_T };
-
-struct seg_group {
-	struct mt_trace t; /* its own model: no processes */
-	struct seg_ends_table ends;
-	struct seg_gos gos;
-	struct tags tag[NR_T];
-	uint32_t *map[NR_T]; /* its ids -> the merged model's (T_PTW: none) */
-	bool same;	     /* every map is the identity */
-	struct seg_one **ones;
-	size_t nr_ones, cap_ones;
-	unsigned worker;
-};
-
 struct par_worker {
 	struct seg_par *p;
 	struct mt_jobs *q;
@@ -80,19 +58,6 @@ struct par_worker {
 	struct seg_group **groups; /* the groups it builds */
 	size_t nr_groups, cap_groups;
 	double cpu_s; /* its thread's CPU after its last batch */
-};
-
-struct seg_par {
-	struct seg_all *a;
-	unsigned max_workers, nr_w;
-	struct par_worker *w;
-	struct seg_group **g;
-	size_t nr_g, cap_g;
-	struct seg_group *go_group;
-	struct mt_hmap may_go; /* pid -> 1 + whether it may be Go */
-	struct tags main_str;  /* of a->t's strings */
-	uint32_t *main_map;
-	uint64_t seq; /* the next event's number */
 };
 
 static size_t table_nr(const struct mt_trace *t, int k)
@@ -111,7 +76,7 @@ static size_t table_nr(const struct mt_trace *t, int k)
 	}
 }
 
-static int tag_new(struct tags *tg, size_t nr, uint64_t tag)
+int seg_tag_new(struct tags *tg, size_t nr, uint64_t tag)
 {
 	if (nr <= tg->nr)
 		return 0;
@@ -122,15 +87,15 @@ static int tag_new(struct tags *tg, size_t nr, uint64_t tag)
 	return 0;
 }
 
-static int group_tag(struct seg_group *g, uint64_t tag)
+int seg_group_tag_new(struct seg_group *g, uint64_t tag)
 {
 	for (int k = 0; k < NR_T; k++)
-		if (tag_new(&g->tag[k], table_nr(&g->t, k), tag))
+		if (seg_tag_new(&g->tag[k], table_nr(&g->t, k), tag))
 			return -ENOMEM;
 	return 0;
 }
 
-static void group_free(struct seg_group *g)
+void seg_group_free(struct seg_group *g)
 {
 	if (!g)
 		return;
@@ -149,7 +114,7 @@ static void group_free(struct seg_group *g)
 
 /* A group begins with the caller's strings so far: when it is the only
  * one, its ids are the merged ones and its slices stay as they are. */
-static struct seg_group *group_new(const struct seg_par *p)
+struct seg_group *seg_group_new(const struct seg_par *p)
 {
 	const struct mt_strtab *s = &p->a->t->strs;
 	struct seg_group *g = calloc(1, sizeof(*g));
@@ -159,18 +124,18 @@ static struct seg_group *group_new(const struct seg_par *p)
 	mt_trace_init(&g->t);
 	for (uint32_t id = 1; id < s->nr; id++)
 		if (mt_str_intern(&g->t.strs, mt_str(s, id)) == MT_NONE ||
-		    tag_new(&g->tag[T_STR], g->t.strs.nr, p->main_str.v[id]))
+		    seg_tag_new(&g->tag[T_STR], g->t.strs.nr,
+				p->main_str.v[id]))
 			goto fail;
-	if (group_tag(g, 0))
+	if (seg_group_tag(g, 0))
 		goto fail;
 	return g;
 fail:
-	group_free(g);
+	seg_group_free(g);
 	return NULL;
 }
 
-/* o's first event: its model thread and builder in its group's model. */
-static int one_start(struct seg_one *o)
+int seg_one_start(struct seg_one *o)
 {
 	struct seg_group *g = o->g;
 	const struct seg_all *a = o->all;
@@ -192,7 +157,7 @@ static void tag_held(void *ctx, uint64_t n)
 	struct held_tag *h = ctx;
 
 	if (!h->rc)
-		h->rc = group_tag(h->g, TAG_HELD | n);
+		h->rc = seg_group_tag(h->g, TAG_HELD | n);
 }
 
 /* The held events of the worker's groups, then each thread's end. */
@@ -215,7 +180,7 @@ static int finish_groups(struct par_worker *w)
 			rc = seg_finish(o->b, a->opts.no_final_stack
 						      ? NULL
 						      : &o->d->final);
-			if (rc || (rc = group_tag(g, TAG_FINISH | o->idx)))
+			if (rc || (rc = seg_group_tag(g, TAG_FINISH | o->idx)))
 				return rc;
 		}
 	}
@@ -245,14 +210,14 @@ static int build_batch(void *ctx, void *job)
 	for (size_t r = 0; r < b->nr_runs; r++) {
 		const struct par_run *run = &b->runs[r];
 		struct seg_one *o = run->o;
-		int rc = o->b ? 0 : one_start(o);
+		int rc = o->b ? 0 : seg_one_start(o);
 
 		for (size_t i = 0; i < run->n && !rc; i++) {
 			const struct dec_sink_ev *e = &b->ev[run->first + i];
 
 			if (!(rc = seg_take(o, e->time, e->kind, e->ip,
 					    e->aux)))
-				rc = group_tag(o->g, run->seq + i);
+				rc = seg_group_tag(o->g, run->seq + i);
 		}
 		if (rc)
 			return rc;
@@ -279,9 +244,16 @@ void seg_par_free(struct seg_par *p)
 	for (unsigned i = 0; i < p->nr_w; i++)
 		worker_end(&p->w[i]);
 	free(p->w);
+	seg_pieces_free(p);
+	if (p->have_live_lock)
+		pthread_mutex_destroy(&p->live_lock);
 	for (size_t i = 0; i < p->nr_g; i++)
-		group_free(p->g[i]);
+		seg_group_free(p->g[i]);
 	free(p->g);
+	for (size_t i = 0; i < p->nr_pm; i++)
+		seg_group_free(p->pm[i]);
+	free(p->pm);
+
 	mt_hmap_free(&p->may_go);
 	free(p->main_str.v);
 	free(p->main_map);
@@ -290,19 +262,20 @@ void seg_par_free(struct seg_par *p)
 
 unsigned seg_par_threads(const struct seg_par *p)
 {
-	return p ? p->nr_w : 0;
+	return p ? p->max_workers : 0;
 }
 
 double seg_par_busiest_cpu(const struct seg_par *p)
 {
-	double m = 0;
+	double m = p ? p->join_cpu_s : 0;
 
 	for (unsigned i = 0; p && i < p->nr_w; i++)
 		m = p->w[i].cpu_s > m ? p->w[i].cpu_s : m;
 	return m;
 }
 
-int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers)
+int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers,
+		size_t piece_events)
 {
 	struct seg_par *p = calloc(1, sizeof(*p));
 
@@ -319,7 +292,9 @@ int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers)
 	p->max_workers = workers ? workers : 1;
 	p->w = calloc(p->max_workers, sizeof(*p->w));
 	/* What the model held before: first in every order. */
-	if (!p->w || tag_new(&p->main_str, a->t->strs.nr, 0)) {
+	p->piece_events = piece_events;
+	if (!p->w || seg_tag_new(&p->main_str, a->t->strs.nr, 0) ||
+	    seg_pieces_start(p)) {
 		seg_par_free(p);
 		return -ENOMEM;
 	}
@@ -354,15 +329,21 @@ static bool may_go(struct seg_par *p, uint32_t pid)
 	return go;
 }
 
-static int add_group(struct seg_par *p, struct seg_group *g)
+/* A group of threads built in pieces, or (worker) on a worker of its
+ * own, in order. */
+static int add_group(struct seg_par *p, struct seg_group *g, bool worker)
 {
 	struct par_worker *w;
-	unsigned k = (unsigned)(p->nr_g % p->max_workers);
+	unsigned k;
 	int rc;
 
 	if (mt_grow((void **)&p->g, &p->cap_g, p->nr_g + 1, sizeof(*p->g)))
 		return -ENOMEM;
 	p->g[p->nr_g++] = g;
+	if (!worker)
+		return 0;
+	k = (unsigned)(p->nr_wg++ % p->max_workers);
+	g->worker_mode = true;
 	g->worker = k;
 	w = &p->w[k];
 	if (k == p->nr_w) {
@@ -385,15 +366,17 @@ int seg_par_adopt(struct seg_par *p, struct seg_one *o)
 
 	/* The process and thread names one_of() interned come before what
 	 * the next event makes. */
-	if (tag_new(&p->main_str, p->a->t->strs.nr, p->seq))
+	if (seg_tag_new(&p->main_str, p->a->t->strs.nr, p->seq))
 		return -ENOMEM;
 	if (!g) {
-		if (!(g = group_new(p)))
+		if (!(g = seg_group_new(p)))
 			return -ENOMEM;
-		if ((rc = add_group(p, g))) {
+		/* On two cores the pieces' builders cost more than the
+		 * building they take off the thread that joins them. */
+		if ((rc = add_group(p, g, go || p->max_workers < PIECES_MIN))) {
 			/* (a group in p->g is p's to free) */
 			if (!p->nr_g || p->g[p->nr_g - 1] != g)
-				group_free(g);
+				seg_group_free(g);
 			return rc;
 		}
 		if (go)
@@ -424,6 +407,9 @@ int seg_par_put(struct seg_par *p, struct seg_one *o,
 		const struct dec_sink_ev *ev, size_t n)
 {
 	struct par_worker *w = &p->w[o->g->worker];
+
+	if (!o->g->worker_mode)
+		return seg_pieces_put(p, o, ev, n);
 
 	while (n) {
 		struct par_batch *b = w->cur;
@@ -458,9 +444,28 @@ int seg_par_put(struct seg_par *p, struct seg_one *o,
 
 struct entry {
 	uint64_t tag;
-	uint32_t src; /* 0: the caller's model, 1 + i: group i */
+	uint32_t src; /* 0: the caller's model, 1 + i: model i */
 	uint32_t id;
 };
+
+static size_t nr_models(const struct seg_par *p)
+{
+	return p->nr_g + p->nr_pm;
+}
+
+/* The groups' models, then the pieces'. */
+static struct seg_group *model(const struct seg_par *p, size_t i)
+{
+	return i < p->nr_g ? p->g[i] : p->pm[i - p->nr_g];
+}
+
+/* An entry a piece's model made that is not the thread's: as it opened,
+ * at an event the thread's builder decided, or after it went wrong. */
+static bool weak(const struct seg_group *m, int k, uint64_t tag)
+{
+	return m->piece &&
+	       (k == T_SEG || (tag & TAG_SPEC) || tag >= m->weak_from);
+}
 
 static int cmp_entry(const void *x, const void *y)
 {
@@ -473,8 +478,9 @@ static int cmp_entry(const void *x, const void *y)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Every group's entries of table k from id first on (and the caller's
- * strings when k is T_STR), in the order one thread made them. */
+/* Every model's entries of table k from id first on (and the caller's
+ * strings when k is T_STR), in the order one thread made them; the weak
+ * ones left out. */
 static struct entry *entries(const struct seg_par *p, int k, size_t first,
 			     size_t *nr)
 {
@@ -483,8 +489,8 @@ static struct entry *entries(const struct seg_par *p, int k, size_t first,
 
 	if (k == T_STR)
 		n += p->main_str.nr - first;
-	for (size_t i = 0; i < p->nr_g; i++)
-		n += p->g[i]->tag[k].nr - first;
+	for (size_t i = 0; i < nr_models(p); i++)
+		n += model(p, i)->tag[k].nr - first;
 	v = malloc((n ? n : 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -492,22 +498,33 @@ static struct entry *entries(const struct seg_par *p, int k, size_t first,
 		for (size_t id = first; id < p->main_str.nr; id++)
 			v[at++] = (struct entry){p->main_str.v[id], 0,
 						 (uint32_t)id};
-	for (size_t i = 0; i < p->nr_g; i++)
-		for (size_t id = first; id < p->g[i]->tag[k].nr; id++)
-			v[at++] = (struct entry){p->g[i]->tag[k].v[id],
-						 (uint32_t)i + 1, (uint32_t)id};
-	qsort(v, n, sizeof(*v), cmp_entry);
-	*nr = n;
+	for (size_t i = 0; i < nr_models(p); i++) {
+		const struct seg_group *m = model(p, i);
+
+		for (size_t id = first; id < m->tag[k].nr; id++)
+			if (!weak(m, k, m->tag[k].v[id]))
+				v[at++] = (struct entry){m->tag[k].v[id],
+							 (uint32_t)i + 1,
+							 (uint32_t)id};
+	}
+	qsort(v, at, sizeof(*v), cmp_entry);
+	*nr = at;
 	return v;
 }
 
-static int alloc_maps(struct seg_par *p, int k)
+/* Every model's map of table k, MT_NONE (none yet) but for id 0 when
+ * it is shared (first). */
+static int alloc_maps(struct seg_par *p, int k, size_t first)
 {
-	for (size_t i = 0; i < p->nr_g; i++) {
-		size_t n = p->g[i]->tag[k].nr;
+	for (size_t i = 0; i < nr_models(p); i++) {
+		struct seg_group *m = model(p, i);
+		size_t n = m->tag[k].nr;
 
-		if (!(p->g[i]->map[k] = calloc(n ? n : 1, sizeof(uint32_t))))
+		if (!(m->map[k] = malloc((n ? n : 1) * sizeof(uint32_t))))
 			return -ENOMEM;
+		memset(m->map[k], 0xff, (n ? n : 1) * sizeof(uint32_t));
+		if (first)
+			m->map[k][0] = 0;
 	}
 	return 0;
 }
@@ -520,7 +537,7 @@ static int merge_strings(struct seg_par *p)
 	size_t n;
 	int rc = -ENOMEM;
 
-	if (alloc_maps(p, T_STR) ||
+	if (alloc_maps(p, T_STR, 1) ||
 	    !(p->main_map = calloc(p->main_str.nr + 1, sizeof(uint32_t))))
 		return -ENOMEM;
 	if (!(v = entries(p, T_STR, 1, &n)))
@@ -528,15 +545,25 @@ static int merge_strings(struct seg_par *p)
 	mt_strtab_init(&s);
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_strtab *from =
-			v[i].src ? &p->g[v[i].src - 1]->t.strs : &t->strs;
+			v[i].src ? &model(p, v[i].src - 1)->t.strs : &t->strs;
 		uint32_t id = mt_str_intern(&s, mt_str(from, v[i].id));
 
 		if (id == MT_NONE)
 			goto fail;
 		if (v[i].src)
-			p->g[v[i].src - 1]->map[T_STR][v[i].id] = id;
+			model(p, v[i].src - 1)->map[T_STR][v[i].id] = id;
 		else
 			p->main_map[v[i].id] = id;
+	}
+	/* A weak string is the thread's only where the thread made it. */
+	for (size_t i = p->nr_g; i < nr_models(p); i++) {
+		struct seg_group *m = model(p, i);
+
+		for (uint32_t id = 1; id < m->t.strs.nr; id++)
+			if (m->map[T_STR][id] == MT_NONE &&
+			    !mt_str_find(&s, mt_str(&m->t.strs, id),
+					 &m->map[T_STR][id]))
+				m->map[T_STR][id] = MT_NONE;
 	}
 	for (size_t i = 0; i < t->nr_procs; i++)
 		t->procs[i].name = p->main_map[t->procs[i].name];
@@ -552,32 +579,62 @@ fail:
 	return rc;
 }
 
-/* The groups' frames (after frame 0, which all share) into t's. */
+/* A frame's names in the merged model: false when one is not there. */
+static bool frame_names(const struct seg_group *m, const struct mt_frame *f,
+			uint32_t *name, uint32_t *dso, uint32_t *src)
+{
+	const uint32_t *ms = m->map[T_STR];
+
+	*name = ms[f->name];
+	*dso = ms[f->dso];
+	*src = ms[f->source];
+	return *name != MT_NONE && *dso != MT_NONE;
+}
+
+/* The models' frames (after frame 0, which all share) into t's. */
 static int merge_frames(struct seg_par *p)
 {
 	struct mt_trace *t = p->a->t;
 	struct entry *v;
 	size_t n;
 
-	if (alloc_maps(p, T_FRAME) || !(v = entries(p, T_FRAME, 1, &n)))
+	if (alloc_maps(p, T_FRAME, 1) || !(v = entries(p, T_FRAME, 1, &n)))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		struct seg_group *g = p->g[v[i].src - 1];
-		const struct mt_frame *f = &g->t.frames[v[i].id];
-		const uint32_t *ms = g->map[T_STR];
-		uint32_t id =
-			mt_frame_intern(t, ms[f->name], ms[f->dso], f->addr);
+		struct seg_group *m = model(p, v[i].src - 1);
+		const struct mt_frame *f = &m->t.frames[v[i].id];
+		uint32_t name, dso, src, id;
 
+		/* (a piece's frame whose names only it made, at events
+		 * the thread's builder decided: no slice has it) */
+		if (!frame_names(m, f, &name, &dso, &src))
+			continue;
+		id = mt_frame_intern(t, name, dso, f->addr);
 		if (id == MT_NONE) {
 			free(v);
 			return -ENOMEM;
 		}
 		/* One thread keeps the last source given */
-		if (f->source)
-			t->frames[id].source = ms[f->source];
-		g->map[T_FRAME][v[i].id] = id;
+		if (f->source && src != MT_NONE)
+			t->frames[id].source = src;
+		m->map[T_FRAME][v[i].id] = id;
 	}
 	free(v);
+	for (size_t i = p->nr_g; i < nr_models(p); i++) {
+		struct seg_group *m = model(p, i);
+
+		for (uint32_t id = 1; id < m->t.nr_frames; id++) {
+			uint32_t name, dso, src;
+
+			if (m->map[T_FRAME][id] != MT_NONE)
+				continue;
+			if (!frame_names(m, &m->t.frames[id], &name, &dso,
+					 &src) ||
+			    !mt_frame_find(t, name, dso, m->t.frames[id].addr,
+					   &m->map[T_FRAME][id]))
+				m->map[T_FRAME][id] = MT_NONE;
+		}
+	}
 	return 0;
 }
 
@@ -587,18 +644,18 @@ static int merge_goroutines(struct seg_par *p)
 	struct entry *v;
 	size_t n;
 
-	if (alloc_maps(p, T_GOR) || !(v = entries(p, T_GOR, 0, &n)))
+	if (alloc_maps(p, T_GOR, 0) || !(v = entries(p, T_GOR, 0, &n)))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		struct seg_group *g = p->g[v[i].src - 1];
-		struct mt_goroutine r = g->t.goroutines[v[i].id];
+		struct seg_group *m = model(p, v[i].src - 1);
+		struct mt_goroutine r = m->t.goroutines[v[i].id];
 
-		r.start = g->map[T_STR][r.start];
+		r.start = m->map[T_STR][r.start];
 		if (!mt_trace_add_goroutine(t, &r)) {
 			free(v);
 			return -ENOMEM;
 		}
-		g->map[T_GOR][v[i].id] = (uint32_t)t->nr_goroutines;
+		m->map[T_GOR][v[i].id] = (uint32_t)t->nr_goroutines;
 	}
 	free(v);
 	return 0;
@@ -630,16 +687,17 @@ static int move_ends(struct seg_par *p)
 	return 0;
 }
 
+/* The groups' segments (a piece's one is its thread's, made there). */
 static int merge_segments(struct seg_par *p)
 {
 	struct mt_trace *t = p->a->t;
 	struct entry *v;
 	size_t n;
 
-	if (alloc_maps(p, T_SEG) || !(v = entries(p, T_SEG, 0, &n)))
+	if (alloc_maps(p, T_SEG, 0) || !(v = entries(p, T_SEG, 0, &n)))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		struct seg_group *g = p->g[v[i].src - 1];
+		struct seg_group *g = model(p, v[i].src - 1);
 		struct mt_segment s = g->t.segments[v[i].id];
 
 		s.end_reason = g->map[T_STR][s.end_reason];
@@ -665,7 +723,7 @@ static int merge_ptwrites(struct seg_par *p)
 	for (size_t i = 0; i < n; i++)
 		if (!mt_trace_add_ptwrite(
 			    p->a->t,
-			    &p->g[v[i].src - 1]->t.ptwrites[v[i].id])) {
+			    &model(p, v[i].src - 1)->t.ptwrites[v[i].id])) {
 			free(v);
 			return -ENOMEM;
 		}
@@ -748,13 +806,18 @@ int seg_par_finish(struct seg_par *p)
 		src = mt_jobs_put(w->q, w->cur);
 		rc = rc ? rc : src;
 	}
+	{
+		int prc = seg_pieces_end(p);
+
+		rc = rc ? rc : prc;
+	}
 	for (unsigned i = 0; i < p->nr_w; i++) {
 		int erc = mt_jobs_end(p->w[i].q);
 
 		p->w[i].q = NULL;
 		rc = rc ? rc : erc;
 	}
-	if (rc || (rc = tag_new(&p->main_str, p->a->t->strs.nr, p->seq)))
+	if (rc || (rc = seg_tag_new(&p->main_str, p->a->t->strs.nr, p->seq)))
 		return rc;
 	/* Goroutines before segments, which name them; the strings before
 	 * all, which everything names. */

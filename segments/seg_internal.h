@@ -7,6 +7,7 @@
 #include "segments/go.h"
 #include "segments/segments.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,6 +39,9 @@ struct frame {
 	bool async;    /* entered by the kernel (a signal handler) */
 	bool inl_code; /* the function has inlined calls */
 	uint8_t go;    /* enum go_fn: a Go switch point */
+	/* speculation (spec.c): control came into it (at) since it became
+	 * one of the frames below what the builder decides alone */
+	bool arrived;
 	const struct sym_inline *in; /* FR_INLINE: the call */
 };
 
@@ -131,7 +135,31 @@ struct seg_builder {
 	 * guess_slice are flagged when its turn ends */
 	bool go_guess;
 	size_t guess_slice;
+
+	/* Speculation (spec.c): the builder began where another's events
+	 * stopped.  Frames [0, spec_base) are those it began with, or had
+	 * when the last event came that it could not decide alone: below
+	 * them are frames it never saw, and what they return to and how
+	 * they were entered are the other builder's to say. */
+	bool spec;
+	size_t spec_base;
+	/* An event the other builder decides too, or the opening: what the
+	 * builder looks up then stays out of its caches (spec.c) */
+	bool spec_nocache;
+	struct sym_ent scratch[4];
+	unsigned next_scratch;
+	/* told of every string (frame: false) and frame (true) it interns,
+	 * new or not (pieces.c dates them) */
+	void (*noted)(void *ctx, bool frame, uint32_t id);
+	void *noted_ctx;
 };
+
+static inline uint32_t seg_noted(struct seg_builder *b, bool frame, uint32_t id)
+{
+	if (b->noted && id != MT_NONE)
+		b->noted(b->noted_ctx, frame, id);
+	return id;
+}
 
 /* frames.c: the frame stack */
 struct mt_thread *seg_thr(struct seg_builder *b);
@@ -162,6 +190,33 @@ void seg_pop_to(struct seg_builder *b, size_t n, uint64_t time);
 int seg_reveal(struct seg_builder *b, uint64_t ip);
 int seg_reveal_at(struct seg_builder *b, uint64_t ip, uint64_t call);
 
+/*
+ * A direct jump back into the function whose frame f took by a jump: the
+ * compiler split the function's cold part off (foo.cold, or a stripped
+ * binary's unnamed code in .text.unlikely) and its hot part jumps there
+ * and back.  It is the same activation, however many others of that
+ * function lie below (recursion): none of them is where the jump lands.
+ */
+static inline bool back_from_cold_part(const struct frame *f, uint64_t to,
+				       bool indirect)
+{
+	return !indirect && f && f->kind == FR_FUNC &&
+	       f->took_lo < f->took_hi && to >= f->took_lo && to < f->took_hi;
+}
+
+/*
+ * The other way: a direct jump from f into the code of a frame below that
+ * took f's function by a jump, another activation of it running its cold
+ * part (recursion, the cold part calling back into the function): f goes
+ * to its own cold part, which has no entry of its own for it.
+ */
+static inline bool into_cold_part(const struct frame *f,
+				  const struct frame *below, bool indirect)
+{
+	return !indirect && f && f->kind == FR_FUNC && f->lo < f->hi &&
+	       below->took_lo == f->lo && below->took_hi == f->hi;
+}
+
 /* flow.c: returns, jumps and resumes */
 int seg_on_return(struct seg_builder *b, uint64_t time, uint64_t to);
 int seg_on_jump(struct seg_builder *b, uint64_t time, uint64_t to,
@@ -174,6 +229,19 @@ int seg_end_segment(struct seg_builder *b, uint64_t time, const char *reason,
 int seg_open_bare(struct seg_builder *b, uint64_t time, uint64_t ip);
 int seg_open_segment(struct seg_builder *b, uint64_t time, uint64_t ip,
 		     bool resumed);
+
+/* spec.c: a builder that begins in the middle of a thread's events */
+enum seg_spec {
+	SPEC_OWN,   /* the event is the builder's alone to decide */
+	SPEC_TOUCH, /* it may read or change what is below spec_base */
+	SPEC_STOP,  /* it ends or begins a segment: the builder stops */
+};
+int seg_spec_open(struct seg_builder *b, uint64_t time, uint64_t ip,
+		  uint64_t time0);
+void seg_spec_rebase(struct seg_builder *b);
+/* What the event is to a speculating builder (-ENOMEM in *err). */
+enum seg_spec seg_spec_check(struct seg_builder *b, enum dec_kind kind,
+			     uint64_t ip, int *err);
 
 /* go_turn.c: the switches between goroutines' stacks */
 int go_hook(struct seg_builder *b, uint64_t time, enum dec_kind kind,
@@ -213,6 +281,12 @@ struct seg_one {
 	 * in all->t (its builder's is in the group's own) */
 	struct seg_group *g;
 	size_t idx, thread;
+	/* pieces.c: the piece being filled, how many were, the last event
+	 * put and the first one's time */
+	struct seg_piece *cur;
+	size_t nr_pieces;
+	struct dec_sink_ev last;
+	uint64_t time0;
 };
 
 /* Go: each process's goroutines not running, shared by its threads'
@@ -249,8 +323,102 @@ int seg_take(struct seg_one *o, uint64_t time, enum dec_kind kind, uint64_t ip,
 int seg_held_feed(struct seg_one **one, size_t nr,
 		  void (*tag)(void *ctx, uint64_t n), void *ctx);
 
+/*
+ * par.c and pieces.c: the threads' builders on threads of their own.
+ */
+
+/* The order of what comes after the events: held ones, then closing. */
+#define TAG_HELD   (UINT64_C(1) << 62)
+#define TAG_FINISH (UINT64_C(2) << 62)
+/* A piece's entry made only as it opened, or at an event the thread's
+ * builder decided (pieces.c): not the thread's */
+#define TAG_SPEC (UINT64_C(1) << 61)
+
+/* The tag of each entry of a table, by id. */
+struct tags {
+	uint64_t *v;
+	size_t nr, cap;
+};
+
+enum { T_STR, T_FRAME, T_SEG, T_GOR, T_PTW, NR_T };
+
+struct seg_group {
+	struct mt_trace t; /* its own model: no processes */
+	struct seg_ends_table ends;
+	struct seg_gos gos;
+	struct tags tag[NR_T];
+	uint32_t *map[NR_T]; /* its ids -> the merged model's (T_PTW: none) */
+	bool same;	     /* every map is the identity */
+	struct seg_one **ones;
+	size_t nr_ones, cap_ones;
+	unsigned worker;
+	bool worker_mode; /* its events go to a worker of its own (Go) */
+	/* A piece's model (pieces.c): its entries made as it opened, at
+	 * the events another builder decided (tagged TAG_SPEC), or from
+	 * weak_from on, are not the thread's (it decided them as well, or
+	 * went wrong there) */
+	bool piece;
+	uint64_t weak_from;
+};
+
+struct par_worker;
+struct seg_par {
+	struct seg_all *a;
+	unsigned max_workers, nr_w;
+	struct par_worker *w;
+	size_t nr_wg; /* the groups given a worker */
+	struct seg_group **g;
+	size_t nr_g, cap_g;
+	struct seg_group *go_group;
+	struct mt_hmap may_go; /* pid -> 1 + whether it may be Go */
+	struct tags main_str;  /* of a->t's strings */
+	uint32_t *main_map;
+	uint64_t seq; /* the next event's number */
+	/* pieces.c: every thread not Go's is built in pieces at once */
+	struct mt_pool *pieces;
+	size_t piece_events;
+	struct seg_group **pm; /* the pieces' models, for the merge */
+	size_t nr_pm, cap_pm;
+	double join_cpu_s;	/* the joins' (one at a time) */
+	struct seg_piece *live; /* put, not finished (under live_lock) */
+	pthread_mutex_t live_lock;
+	bool have_live_lock;
+	uint64_t nr_pieces, nr_touches, nr_rebuilt; /* events rebuilt */
+};
+
+int seg_tag_new(struct tags *tg, size_t nr, uint64_t tag);
+/* Tags what g's tables gained since with tag. */
+int seg_group_tag_new(struct seg_group *g, uint64_t tag);
+static inline int seg_group_tag(struct seg_group *g, uint64_t tag)
+{
+	/* Most events make nothing new. */
+	if (g->t.strs.nr == g->tag[T_STR].nr &&
+	    g->t.nr_frames == g->tag[T_FRAME].nr &&
+	    g->t.nr_segments == g->tag[T_SEG].nr &&
+	    g->t.nr_goroutines == g->tag[T_GOR].nr &&
+	    g->t.nr_ptwrites == g->tag[T_PTW].nr)
+		return 0;
+	return seg_group_tag_new(g, tag);
+}
+struct seg_group *seg_group_new(const struct seg_par *p);
+void seg_group_free(struct seg_group *g);
+/* o's first event: its model thread and builder in its group's model. */
+int seg_one_start(struct seg_one *o);
+
+/* pieces.c */
+int seg_pieces_start(struct seg_par *p);
+int seg_pieces_put(struct seg_par *p, struct seg_one *o,
+		   const struct dec_sink_ev *ev, size_t n);
+/* Every event is in: the pieces are built and joined, and their threads
+ * end.  0 or a negative errno value. */
+int seg_pieces_end(struct seg_par *p);
+void seg_piece_free(struct seg_piece *pc);
+/* The pool ends, the pieces it left go. */
+void seg_pieces_free(struct seg_par *p);
+
 /* par.c: the builders of the threads on threads of their own */
-int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers);
+int seg_par_new(struct seg_par **out, struct seg_all *a, unsigned workers,
+		size_t piece_events);
 void seg_par_free(struct seg_par *p);
 unsigned seg_par_threads(const struct seg_par *p);
 double seg_par_busiest_cpu(const struct seg_par *p);

@@ -127,14 +127,19 @@ int seg_all_new(struct seg_all **out, struct img *im, struct mt_trace *t,
 		struct seg_ends_table *ends, const struct seg_opts *o);
 /*
  * Before the first event: the threads' builders run on up to workers
- * threads of their own (par.c), each thread's events in their order, the
- * threads of a program that may be Go's together (their goroutines move
- * between them).  The sinks then only hand events over, and
- * seg_all_finish() merges what the builders made: the model is the one
- * the builders make on the caller's thread, ids and order alike.
- * Returns 0, -ENOMEM, or -EINVAL after the first event.
+ * threads of their own (par.c).  A thread's events are built in pieces
+ * of about piece_events (0: 65536) at once, joined in order (pieces.c);
+ * the threads of a program that may be Go's are built together, in
+ * order (their goroutines move between them).  The sinks then only hand
+ * events over, and seg_all_finish() merges what the builders made: the
+ * model is the one the builders make on the caller's thread, ids and
+ * order alike.  Returns 0, -ENOMEM, or -EINVAL after the first event.
  */
-int seg_all_par(struct seg_all *a, unsigned workers);
+int seg_all_par(struct seg_all *a, unsigned workers, size_t piece_events);
+/* How the pieces went: built, events decided by the thread's builder
+ * (touches), events it rebuilt. */
+void seg_all_par_stats(const struct seg_all *a, uint64_t *pieces,
+		       uint64_t *touches, uint64_t *rebuilt);
 /* The threads seg_all_par()'s builders ran on (0: none). */
 unsigned seg_all_par_threads(const struct seg_all *a);
 /* The CPU seconds of the busiest of them, after seg_all_finish(). */
