@@ -25,6 +25,33 @@ static uint32_t pos_intern(struct seg_builder *b, const char *file,
 	return id == MT_NONE ? 0 : id;
 }
 
+/*
+ * A frame keeps the first source it is given.  A function's is always
+ * the same, but an inlined call's frame is its name in its binary, and
+ * two inlined functions of one name (a header's, declared in two files)
+ * share it: the first given is the same at every -j, wherever caches
+ * stand, the last is not.  What a speculating builder gives at the
+ * events another decides is its own to read (spec.c), and the first it
+ * gives at one of its own replaces it.
+ */
+static void frame_source(struct seg_builder *b, uint32_t frame, uint32_t src)
+{
+	struct mt_frame *f = &b->t->frames[frame];
+	bool was = frame < b->nr_src_spec && b->src_spec[frame];
+
+	if (f->source && !(was && !b->spec_nocache))
+		return;
+	f->source = src;
+	if (b->spec_nocache &&
+	    !mt_grow((void **)&b->src_spec, &b->cap_src_spec, (size_t)frame + 1,
+		     sizeof(*b->src_spec))) {
+		while (b->nr_src_spec <= frame)
+			b->src_spec[b->nr_src_spec++] = false;
+		b->src_spec[frame] = true;
+	} else if (was)
+		b->src_spec[frame] = false;
+}
+
 void seg_builder_forget_names(struct seg_builder *b)
 {
 	for (size_t i = 0; i < SYM_CACHE; i++)
@@ -59,11 +86,15 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 			     mt_frame_intern(b->t, e->name, e->dso,
 					     ds.known ? ds.start : ip));
 	e->site = 0;
-	if (e->frame != MT_NONE && ds.fn_file &&
-	    (!(e->site = pos_intern(b, ds.ip_file, ds.ip_line)) ||
-	     !(b->t->frames[e->frame].source =
-		       pos_intern(b, ds.fn_file, ds.fn_line))))
-		e->frame = MT_NONE;
+	if (e->frame != MT_NONE && ds.fn_file) {
+		uint32_t src;
+
+		if (!(e->site = pos_intern(b, ds.ip_file, ds.ip_line)) ||
+		    !(src = pos_intern(b, ds.fn_file, ds.fn_line)))
+			e->frame = MT_NONE;
+		else
+			frame_source(b, e->frame, src);
+	}
 	if (e->frame == MT_NONE) {
 		e->valid = false;
 		return NULL;
@@ -218,9 +249,13 @@ static int inl_frame(struct seg_builder *b, uint32_t dso,
 	*frame = seg_noted(b, true, mt_frame_intern(b->t, name, dso, 0));
 	if (*frame == MT_NONE)
 		return -ENOMEM;
-	if (in->decl_file && !(b->t->frames[*frame].source = pos_intern(
-				       b, in->decl_file, in->decl_line)))
-		return -ENOMEM;
+	if (in->decl_file) {
+		uint32_t src = pos_intern(b, in->decl_file, in->decl_line);
+
+		if (!src)
+			return -ENOMEM;
+		frame_source(b, *frame, src);
+	}
 	*site = 0;
 	if (in->call_file &&
 	    !(*site = pos_intern(b, in->call_file, in->call_line)))

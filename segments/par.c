@@ -147,14 +147,9 @@ int seg_one_start(struct seg_one *o)
 			       a->ends ? &g->ends : NULL, &g->gos);
 }
 
-struct held_tag {
-	struct seg_group *g;
-	int rc;
-};
-
-static void tag_held(void *ctx, uint64_t n)
+void seg_tag_held(void *ctx, uint64_t n)
 {
-	struct held_tag *h = ctx;
+	struct seg_held_tag *h = ctx;
 
 	if (!h->rc)
 		h->rc = seg_group_tag(h->g, TAG_HELD | n);
@@ -167,8 +162,8 @@ static int finish_groups(struct par_worker *w)
 
 	for (size_t i = 0; i < w->nr_groups; i++) {
 		struct seg_group *g = w->groups[i];
-		struct held_tag h = {g, 0};
-		int rc = seg_held_feed(g->ones, g->nr_ones, tag_held, &h);
+		struct seg_held_tag h = {g, 0};
+		int rc = seg_held_feed(g->ones, g->nr_ones, seg_tag_held, &h);
 
 		if (rc || h.rc)
 			return rc ? rc : h.rc;
@@ -217,7 +212,7 @@ static int build_batch(void *ctx, void *job)
 
 			if (!(rc = seg_take(o, e->time, e->kind, e->ip,
 					    e->aux)))
-				rc = seg_group_tag(o->g, run->seq + i);
+				rc = seg_group_tag(o->g, TAG_EV(run->seq + i));
 		}
 		if (rc)
 			return rc;
@@ -366,7 +361,7 @@ int seg_par_adopt(struct seg_par *p, struct seg_one *o)
 
 	/* The process and thread names one_of() interned come before what
 	 * the next event makes. */
-	if (seg_tag_new(&p->main_str, p->a->t->strs.nr, p->seq))
+	if (seg_tag_new(&p->main_str, p->a->t->strs.nr, TAG_EV(p->seq)))
 		return -ENOMEM;
 	if (!g) {
 		if (!(g = seg_group_new(p)))
@@ -614,8 +609,8 @@ static int merge_frames(struct seg_par *p)
 			free(v);
 			return -ENOMEM;
 		}
-		/* One thread keeps the last source given */
-		if (f->source && src != MT_NONE)
+		/* The first source given (frames.c's frame_source()) */
+		if (f->source && src != MT_NONE && !t->frames[id].source)
 			t->frames[id].source = src;
 		m->map[T_FRAME][v[i].id] = id;
 	}
@@ -817,7 +812,8 @@ int seg_par_finish(struct seg_par *p)
 		p->w[i].q = NULL;
 		rc = rc ? rc : erc;
 	}
-	if (rc || (rc = seg_tag_new(&p->main_str, p->a->t->strs.nr, p->seq)))
+	if (rc ||
+	    (rc = seg_tag_new(&p->main_str, p->a->t->strs.nr, TAG_EV(p->seq))))
 		return rc;
 	/* Goroutines before segments, which name them; the strings before
 	 * all, which everything names. */

@@ -69,6 +69,9 @@ struct seg_piece {
 	size_t end, nr_end; /* its stack at the end: snap[end ..) */
 	uint64_t end_stop_ip, end_time;
 	size_t stop; /* the first event it did not build (n: none) */
+	/* it saw Go's scheduler, which the thread's program was not thought
+	 * to have: the thread's builder builds it all */
+	bool went_go;
 	/* what it interned at the event being built ((frame << 32) | id) */
 	uint64_t *noted;
 	size_t nr_noted, cap_noted;
@@ -170,17 +173,24 @@ static void on_noted(void *ctx, bool frame, uint32_t id)
 static int date_event(struct seg_piece *pc, size_t i, bool weak)
 {
 	struct seg_group *m = pc->m;
-	int rc = seg_group_tag(m, weak ? pc->seq[i] | TAG_SPEC : pc->seq[i]);
+	uint64_t tag = TAG_EV(pc->seq[i]);
+	int rc = 0;
 
-	for (size_t j = 0; !rc && !weak && j < pc->nr_noted; j++) {
+	/* In the order it interned them: new ones, and those it had only
+	 * from events another builder decided, are made here by one builder
+	 * in that order. */
+	for (size_t j = 0; !weak && !rc && j < pc->nr_noted; j++) {
 		struct tags *tg = &m->tag[pc->noted[j] >> 32 ? T_FRAME : T_STR];
 		uint32_t id = (uint32_t)pc->noted[j];
+		uint64_t at = tag | (j < TAG_SUB_MAX ? j + 1 : TAG_SUB_MAX);
 
-		if (id < tg->nr && (tg->v[id] & TAG_SPEC))
-			tg->v[id] = pc->seq[i];
+		if (id >= tg->nr)
+			rc = seg_tag_new(tg, (size_t)id + 1, at);
+		else if (tg->v[id] & TAG_SPEC)
+			tg->v[id] = at;
 	}
 	pc->nr_noted = 0;
-	return rc;
+	return rc ? rc : seg_group_tag(m, weak ? tag | TAG_SPEC : tag);
 }
 
 /* The piece's events, from where the piece before stopped. */
@@ -242,6 +252,10 @@ static int spec_build(struct seg_piece *pc)
 		pc->b->spec_nocache = false;
 		if (rc || (rc = date_event(pc, i, t != NULL)))
 			return rc;
+		if (pc->b->go_seen) {
+			pc->went_go = true;
+			break;
+		}
 		if (t) {
 			t->slices_after = pc->b->t->threads[0].nr_slices;
 			if (keep_stack(pc, &t->post, &t->nr_post))
@@ -270,7 +284,7 @@ static int piece_work(void *ctx, unsigned worker, void *job)
 	for (size_t i = 0; i < pc->n; i++)
 		if ((rc = seg_take(o, pc->ev[i].time, pc->ev[i].kind,
 				   pc->ev[i].ip, pc->ev[i].aux)) ||
-		    (rc = seg_group_tag(o->g, pc->seq[i])))
+		    (rc = seg_group_tag(o->g, TAG_EV(pc->seq[i]))))
 			return rc;
 	return 0;
 }
@@ -301,7 +315,7 @@ static int thread_fid(struct seg_piece *pc, uint32_t fid, uint32_t *out)
 	if (name == MT_NONE || dso == MT_NONE || src == MT_NONE ||
 	    (*out = mt_frame_intern(ct, name, dso, f->addr)) == MT_NONE)
 		return -ENOMEM;
-	if (src)
+	if (src && !ct->frames[*out].source)
 		ct->frames[*out].source = src;
 	pc->fids[fid] = *out;
 	return 0;
@@ -333,7 +347,8 @@ static uint32_t find_sid(struct seg_piece *pc, uint32_t sid)
 
 /* The same function (or inlined call, or pseudo frame), by its range and
  * what names it (an unnamed function's frames differ by address: where
- * each builder first saw it). */
+ * each builder first saw it; two inlined functions of one name share a
+ * frame, whose source is the first each builder gave it). */
 static bool same_frame(struct seg_piece *pc, const struct frame *s,
 		       const struct frame *c)
 {
@@ -343,8 +358,7 @@ static bool same_frame(struct seg_piece *pc, const struct frame *s,
 	return s->kind == c->kind && s->lo == c->lo && s->hi == c->hi &&
 	       s->in == c->in && s->inl_code == c->inl_code && s->go == c->go &&
 	       find_sid(pc, fs->name) == fc->name &&
-	       find_sid(pc, fs->dso) == fc->dso &&
-	       find_sid(pc, fs->source) == fc->source;
+	       find_sid(pc, fs->dso) == fc->dso && !fs->source == !fc->source;
 }
 
 /*
@@ -479,12 +493,12 @@ static int rebuild(struct seg_piece *pc, size_t i)
 		if (c->stack[j].slice >= pc->t_first)
 			th->slices[c->stack[j].slice].dur = 0;
 	if (pc->m && i < pc->n)
-		pc->m->weak_from = pc->seq[i];
+		pc->m->weak_from = TAG_EV(pc->seq[i]);
 	o->all->par->nr_rebuilt += pc->n - i;
 	for (; i < pc->n; i++)
 		if ((rc = seg_take(o, pc->ev[i].time, pc->ev[i].kind,
 				   pc->ev[i].ip, pc->ev[i].aux)) ||
-		    (rc = seg_group_tag(o->g, pc->seq[i])))
+		    (rc = seg_group_tag(o->g, TAG_EV(pc->seq[i]))))
 			return rc;
 	return 0;
 }
@@ -494,8 +508,8 @@ static bool fits(struct seg_piece *pc)
 {
 	const struct seg_builder *c = pc->o->b;
 
-	if (!c || !pc->m || !c->open || c->ended || c->go_seen || c->spec ||
-	    !c->have_time0 || c->time0 != pc->time0 ||
+	if (!c || !pc->m || pc->went_go || !c->open || c->ended || c->go_seen ||
+	    c->spec || !c->have_time0 || c->time0 != pc->time0 ||
 	    top_region(pc->snap, pc->open_depth) != pc->open_depth)
 		return false;
 	return same_stack(pc, pc->snap, pc->open_depth);
@@ -538,7 +552,7 @@ static int join(struct seg_piece *pc)
 		if (t->stop)
 			return rebuild(pc, t->ev);
 		if ((rc = seg_take(o, e->time, e->kind, e->ip, e->aux)) ||
-		    (rc = seg_group_tag(o->g, pc->seq[t->ev])))
+		    (rc = seg_group_tag(o->g, TAG_EV(pc->seq[t->ev]))))
 			return rc;
 		p->nr_touches++;
 		if (!same_stack(pc, pc->snap + t->post, t->nr_post))
@@ -724,12 +738,16 @@ int seg_pieces_put(struct seg_par *p, struct seg_one *o,
 static int end_thread(void *ctx, unsigned worker, void *job)
 {
 	struct seg_one *o = job;
+	struct seg_held_tag h = {o->g, 0};
 	int rc;
 
 	(void)ctx;
 	(void)worker;
 	if (!o->b)
 		return 0;
+	/* (a program found to be Go's after all held its events) */
+	if ((rc = seg_held_feed(&o, 1, seg_tag_held, &h)) || (rc = h.rc))
+		return rc;
 	rc = seg_finish(o->b,
 			o->all->opts.no_final_stack ? NULL : &o->d->final);
 	return rc ? rc : seg_group_tag(o->g, TAG_FINISH | o->idx);

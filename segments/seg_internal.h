@@ -148,6 +148,9 @@ struct seg_builder {
 	bool spec_nocache;
 	struct sym_ent scratch[4];
 	unsigned next_scratch;
+	/* by frame id: its source was given at such an event */
+	bool *src_spec;
+	size_t nr_src_spec, cap_src_spec;
 	/* told of every string (frame: false) and frame (true) it interns,
 	 * new or not (pieces.c dates them) */
 	void (*noted)(void *ctx, bool frame, uint32_t id);
@@ -333,6 +336,10 @@ int seg_held_feed(struct seg_one **one, size_t nr,
 /* A piece's entry made only as it opened, or at an event the thread's
  * builder decided (pieces.c): not the thread's */
 #define TAG_SPEC (UINT64_C(1) << 61)
+/* Event seq's date; below it, the order of what a piece's builder made
+ * there (pieces.c: its entries need not be new in the order they are) */
+#define TAG_EV(seq) ((uint64_t)(seq) << 16)
+#define TAG_SUB_MAX 0xffff
 
 /* The tag of each entry of a table, by id. */
 struct tags {
@@ -402,6 +409,12 @@ static inline int seg_group_tag(struct seg_group *g, uint64_t tag)
 }
 struct seg_group *seg_group_new(const struct seg_par *p);
 void seg_group_free(struct seg_group *g);
+/* seg_held_feed()'s tag: dates what held event n made in g. */
+struct seg_held_tag {
+	struct seg_group *g;
+	int rc;
+};
+void seg_tag_held(void *ctx, uint64_t n);
 /* o's first event: its model thread and builder in its group's model. */
 int seg_one_start(struct seg_one *o);
 

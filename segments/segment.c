@@ -61,6 +61,7 @@ void seg_builder_free(struct seg_builder *b)
 	for (size_t i = 0; i < b->nr_amb; i++)
 		free(b->amb[i].frames);
 	free(b->amb);
+	free(b->src_spec);
 	if (b->go_own)
 		go_proc_free(b->go);
 	free(b);

@@ -8,7 +8,8 @@
 # captures of every shape (gaps, recursion, threads, a kernel, per-CPU
 # streams, no return compression) and real programs captured through
 # Valgrind (recursion, longjmp, C++ exceptions, signals, inlined calls
-# with their DWARF, cold parts and tail calls, threads, an exec, a fork),
+# with their DWARF, two inlined functions of one name, cold parts and
+# tail calls, threads, an exec, a fork), each cut three ways,
 # and the real Intel PT capture.  Where a thread runs long enough, its
 # pieces must have been joined with most events built at once (else the
 # test would pass on a build that always starts over on one thread).
@@ -86,9 +87,10 @@ if ! command -v valgrind >/dev/null || [ ! -x "$B/../lib/valgrind/mtpt-amd64-lin
 	exit 0
 fi
 
-# run NAME MUST PROGRAM ARGS...: captured whole (children too).
+# run NAME MUST PROGRAM ARGS...: captured whole (children too), and
+# cut in pieces of three sizes (seams fall elsewhere in each).
 run() {
-	local name=$1 must=$2
+	local name=$1 must=$2 pe
 	shift 2
 	if ! "$B/mt-capture" --emulate=valgrind --follow-children --start-at '' \
 		-o "$W/$name.bin" -- "$@" >/dev/null 2>"$W/$name.err"; then
@@ -96,7 +98,9 @@ run() {
 		tail -3 "$W/$name.err" | sed 's/^/    /'
 		return
 	fi
-	same "$name" "$W/$name.bin" "$must"
+	for pe in 300 137 57; do
+		same "${name}_$pe" "$W/$name.bin" "$must" "$pe"
+	done
 }
 
 # prog NAME MUST COMPILER FLAGS...: built, then run.
@@ -121,6 +125,8 @@ prog deep yes cc -O1 -g "$T/deep.c"
 prog threads_c no cc -O1 -g -pthread "$T/threads.c"
 prog exception no c++ -O1 -g "$T/exception.cc"
 prog forker no cc -O1 -g "$T/forker.c"
+# two inlined functions of one name share a frame: its source
+prog samename yes cc -O1 -g "$T/samename.c" "$T/samename_a.c" "$T/samename_b.c"
 run python_json yes /usr/bin/python3 -c \
 	'import json; print(len(json.dumps([{"a": i, "b": [i] * 9} for i in range(3000)])))'
 run shell_exec no /bin/sh -c '/bin/echo hi; /bin/ls -l / >/dev/null'
