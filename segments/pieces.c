@@ -35,6 +35,12 @@
 #include <time.h>
 
 #define PIECE_EVENTS 65536 /* the events of a piece, by default */
+/* room past a full piece for the events up to where a piece can begin */
+#define SEAM_SLACK 64
+/* Pieces out at once: one building on each thread, and two more for
+ * the one joining and the one the caller fills (each holds its events
+ * and slices: about 4 MB at the default size). */
+#define PIECES_OUT(p) ((size_t)(p)->max_workers + 2)
 
 /* An event a piece's builder could not decide alone. */
 struct spec_touch {
@@ -600,6 +606,8 @@ static void live_add(struct seg_par *p, struct seg_piece *pc)
 	pthread_mutex_unlock(&p->live_lock);
 }
 
+/* A finished piece's event arrays serve the next piece put (no pages
+ * to fault in again), as many as can be out at once. */
 static void live_free(struct seg_par *p, struct seg_piece *pc)
 {
 	pthread_mutex_lock(&p->live_lock);
@@ -609,8 +617,34 @@ static void live_free(struct seg_par *p, struct seg_piece *pc)
 		p->live = pc->next;
 	if (pc->next)
 		pc->next->prev = pc->prev;
+	if (pc->cap == p->piece_events + SEAM_SLACK &&
+	    p->nr_spare < PIECES_OUT(p) &&
+	    !mt_grow((void **)&p->spare, &p->cap_spare, p->nr_spare + 1,
+		     sizeof(*p->spare))) {
+		p->spare[p->nr_spare++] = (struct seg_spare){pc->ev, pc->seq};
+		pc->ev = NULL;
+		pc->seq = NULL;
+	}
 	pthread_mutex_unlock(&p->live_lock);
 	seg_piece_free(pc);
+}
+
+/* Event arrays for a new piece: a finished one's, or new. */
+static int piece_arrays(struct seg_par *p, struct seg_piece *pc)
+{
+	pc->cap = p->piece_events + SEAM_SLACK;
+	pthread_mutex_lock(&p->live_lock);
+	if (p->nr_spare) {
+		p->nr_spare--;
+		pc->ev = p->spare[p->nr_spare].ev;
+		pc->seq = p->spare[p->nr_spare].seq;
+	}
+	pthread_mutex_unlock(&p->live_lock);
+	if (!pc->ev)
+		pc->ev = malloc(pc->cap * sizeof(*pc->ev));
+	if (!pc->seq)
+		pc->seq = malloc(pc->cap * sizeof(*pc->seq));
+	return pc->ev && pc->seq ? 0 : -ENOMEM;
 }
 
 void seg_pieces_free(struct seg_par *p)
@@ -620,6 +654,13 @@ void seg_pieces_free(struct seg_par *p)
 	p->pieces = NULL;
 	while (p->live)
 		live_free(p, p->live);
+	for (size_t i = 0; i < p->nr_spare; i++) {
+		free(p->spare[i].ev);
+		free(p->spare[i].seq);
+	}
+	free(p->spare);
+	p->spare = NULL;
+	p->nr_spare = 0;
 	/* (pieces not put: the conversion failed) */
 	for (size_t i = 0; i < p->a->nr; i++) {
 		seg_piece_free(p->a->one[i]->cur);
@@ -655,7 +696,7 @@ int seg_pieces_start(struct seg_par *p)
 		return -ENOMEM;
 	p->have_live_lock = true;
 	return mt_pool_start(&p->pieces, p->max_workers, piece_work,
-			     piece_finish, p, 2 * p->max_workers + 2);
+			     piece_finish, p, PIECES_OUT(p));
 }
 
 /* After one of these the function running is the event's target. */
@@ -687,10 +728,7 @@ int seg_pieces_put(struct seg_par *p, struct seg_one *o,
 				return -ENOMEM;
 			pc->o = o;
 			pc->k = o->nr_pieces++;
-			pc->cap = p->piece_events + 64;
-			pc->ev = malloc(pc->cap * sizeof(*pc->ev));
-			pc->seq = malloc(pc->cap * sizeof(*pc->seq));
-			if (!pc->ev || !pc->seq) {
+			if (piece_arrays(p, pc)) {
 				seg_piece_free(pc);
 				return -ENOMEM;
 			}

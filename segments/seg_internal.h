@@ -388,6 +388,11 @@ struct seg_par {
 	size_t nr_pm, cap_pm;
 	double join_cpu_s;	/* the joins' (one at a time) */
 	struct seg_piece *live; /* put, not finished (under live_lock) */
+	struct seg_spare {
+		struct dec_sink_ev *ev;
+		uint64_t *seq;
+	} * spare; /* finished pieces' event arrays (under live_lock) */
+	size_t nr_spare, cap_spare;
 	pthread_mutex_t live_lock;
 	bool have_live_lock;
 	uint64_t nr_pieces, nr_touches, nr_rebuilt; /* events rebuilt */
