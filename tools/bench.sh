@@ -144,8 +144,8 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 
 # Where the time goes: mt-convert --stages prints "stage NAME WALL CPU
 # PEAK OWN" for each stage, OWN being the CPU of the thread that ran the
-# stage, not of its workers: the decode's is the building of the
-# segments from the events its workers hand over, Perfetto's the
+# stage, not of its workers: the decode's is the longer of its handing
+# the events over and the joining of the call trees' pieces, Perfetto's the
 # encoding its thread does itself and the hand-over of its encoders'
 # batches, SQLite's what its thread does beside its pools.  That work is
 # on one thread whatever the cores; the rest of a stage's CPU is spread
