@@ -363,18 +363,26 @@ static bool has_maps(const struct img *c, uint32_t pid)
 	return false;
 }
 
+/* The process pid forked from, pid itself when none is known. */
+static uint32_t parent_of(const struct img *c, uint32_t pid)
+{
+	uint32_t ppid = pid;
+
+	for (size_t i = 0; i < c->nr_procs; i++)
+		if (c->procs[i].pid == pid)
+			ppid = c->procs[i].ppid;
+	return ppid;
+}
+
 uint32_t img_map_owner(const struct img *c, uint32_t pid)
 {
 	uint32_t first = pid;
 
 	for (int hops = 0; hops < 16; hops++) {
-		uint32_t ppid = pid;
+		uint32_t ppid = parent_of(c, pid);
 
 		if (has_maps(c, pid))
 			return pid;
-		for (size_t i = 0; i < c->nr_procs; i++)
-			if (c->procs[i].pid == pid)
-				ppid = c->procs[i].ppid;
 		if (ppid == pid)
 			break;
 		pid = ppid;
@@ -815,7 +823,7 @@ bool img_pid_has_symbol(const struct img *im, uint32_t pid,
 	/* A forked child runs its parents' code too, whatever it maps of
 	 * its own: their binaries count. */
 	for (int hops = 0; hops < 16; hops++) {
-		uint32_t ppid = pid;
+		uint32_t ppid = parent_of(im, pid);
 
 		for (size_t i = 0; i < im->nr_maps; i++) {
 			const struct sym_file *sf =
@@ -830,9 +838,6 @@ bool img_pid_has_symbol(const struct img *im, uint32_t pid,
 				if (s[k].name && pred(s[k].name))
 					return true;
 		}
-		for (size_t i = 0; i < im->nr_procs; i++)
-			if (im->procs[i].pid == pid)
-				ppid = im->procs[i].ppid;
 		if (ppid == pid)
 			break;
 		pid = ppid;

@@ -124,19 +124,6 @@ uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
 	return t->nr_frames++;
 }
 
-bool mt_frame_find(const struct mt_trace *t, uint32_t name, uint32_t dso,
-		   uint64_t addr, uint32_t *id)
-{
-	struct frame_key k = {t, {.addr = addr, .name = name, .dso = dso}};
-	uint64_t v;
-
-	if (!mt_hmap_find_ext(&t->frame_index, mt_hash_bytes(&k.f, sizeof(k.f)),
-			      same_frame, &k, &v))
-		return false;
-	*id = (uint32_t)v;
-	return true;
-}
-
 void mt_trace_free(struct mt_trace *t)
 {
 	for (size_t i = 0; i < t->nr_threads; i++)

@@ -277,9 +277,6 @@ struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
  * of memory. */
 uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
 			 uint64_t addr);
-/* Whether the frame (name, dso, addr) is in t (its id in *id). */
-bool mt_frame_find(const struct mt_trace *t, uint32_t name, uint32_t dso,
-		   uint64_t addr, uint32_t *id);
 static inline const struct mt_frame *mt_slice_frame(const struct mt_trace *t,
 						    const struct mt_slice *s)
 {

@@ -615,21 +615,6 @@ static int merge_frames(struct seg_par *p)
 		m->map[T_FRAME][v[i].id] = id;
 	}
 	free(v);
-	for (size_t i = p->nr_g; i < nr_models(p); i++) {
-		struct seg_group *m = model(p, i);
-
-		for (uint32_t id = 1; id < m->t.nr_frames; id++) {
-			uint32_t name, dso, src;
-
-			if (m->map[T_FRAME][id] != MT_NONE)
-				continue;
-			if (!frame_names(m, &m->t.frames[id], &name, &dso,
-					 &src) ||
-			    !mt_frame_find(t, name, dso, m->t.frames[id].addr,
-					   &m->map[T_FRAME][id]))
-				m->map[T_FRAME][id] = MT_NONE;
-		}
-	}
 	return 0;
 }
 
