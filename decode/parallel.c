@@ -525,7 +525,7 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 				     .deliver = prun_deliver,
 				     .tick = prun_tick,
 				     .check = prun_check};
-	struct pt_image *image = NULL, *src;
+	struct pt_image *image = NULL, *own = NULL, *src;
 	int rc = 0;
 
 	strm_init(s, p->c, &p->io, &out, pc->b->k->cpu, pc->b->own, pc->b->pid);
@@ -535,9 +535,14 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 	if (pc->first)
 		publish(p, pc);
 	/* libipt's image is not for two threads at once (its section list
-	 * is kept in the order of use): a run has a copy. */
-	src = p->io.image(p->io.ctx, pc->b->pid);
-	if (src) {
+	 * is kept in the order of use): a run reads its thread's own, or a
+	 * copy of the shared one. */
+	src = s->view ? img_view_image(s->view, pc->b->pid) : NULL;
+	if (src)
+		own = src;
+	else
+		src = p->io.image(p->io.ctx, pc->b->pid);
+	if (src && !own) {
 		int status = -pte_nomem;
 
 		image = pt_image_alloc(NULL);
@@ -549,7 +554,7 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 	if (!rc)
 		rc = strm_decode(s, pc->b->data, pc->b->len,
 				 pc->first ? STRM_FROM_START : pc->start,
-				 image);
+				 own ? own : image);
 	pt_image_free(image);
 	pthread_mutex_lock(&p->lock);
 	pc->cp_final = true;
@@ -596,6 +601,10 @@ static void *worker(void *arg)
 	struct par *p = arg;
 	struct strm *s = calloc(1, sizeof(*s));
 
+	/* Without a view of its own (out of memory, a binary changed) the
+	 * thread reads the shared sections, as a thread of one does. */
+	if (s)
+		(void)img_view_new(dec_image(p->c), &s->view);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		size_t i;
@@ -624,6 +633,8 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (s)
+		img_view_free(s->view);
 	strm_free(s);
 	return NULL;
 }

@@ -206,7 +206,9 @@ static int follow_exec(struct strm *s, uint64_t t)
 	key = s->io.space(s->io.ctx, s->proc, t);
 	if (key == s->pid)
 		return 0;
-	src = s->io.image(s->io.ctx, key);
+	src = s->view ? img_view_image(s->view, key) : NULL;
+	if (!src)
+		src = s->io.image(s->io.ctx, key);
 	if (src) {
 		copy = pt_image_alloc(NULL);
 		status = copy ? pt_image_copy(copy, src) : -pte_nomem;

@@ -214,6 +214,9 @@ struct strm {
 		csh cs; /* opened when first needed */
 		bool have_cs;
 	} cache;
+	/* The decoding thread's own sections (image/view.c), or NULL: the
+	 * images io.image() gives.  Kept by strm_init(); the thread's. */
+	struct img_view *view;
 };
 
 /* stream.c */

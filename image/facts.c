@@ -59,6 +59,7 @@ void img_free(struct img *c)
 	pthread_mutex_destroy(&c->reach_lock);
 	for (size_t i = 0; i < c->nr_procs; i++) {
 		pt_image_free(c->procs[i].image);
+		free(c->procs[i].isids);
 		sym_map_free(c->procs[i].jit);
 		free(c->procs[i].comm);
 	}
@@ -77,6 +78,9 @@ void img_free(struct img *c)
 	free(c->reach);
 	if (c->iscache)
 		pt_iscache_free(c->iscache);
+	for (size_t i = 0; i < c->nr_secs; i++)
+		free(c->secs[i].path);
+	free(c->secs);
 	free(c->missing);
 	free(c->vdsos);
 	free(c->procs);

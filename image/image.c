@@ -306,8 +306,46 @@ static int code_unreadable(struct img *c, struct img_dso *d, int status)
 	return d->missing ? 0 : -pte_nomem;
 }
 
+int img_add_section(struct img *c, const char *path, uint64_t offset,
+		    uint64_t size, uint64_t laddr)
+{
+	struct img_sec *sec;
+	int isid;
+
+	if (mt_grow((void **)&c->secs, &c->cap_secs, c->nr_secs + 1,
+		    sizeof(*c->secs)))
+		return -pte_nomem;
+	isid = pt_iscache_add_file(c->iscache, path, offset, size, laddr);
+	if (isid < 0)
+		return isid;
+	sec = &c->secs[c->nr_secs];
+	*sec = (struct img_sec){.path = strdup(path),
+				.offset = offset,
+				.size = size,
+				.laddr = laddr,
+				.isid = isid};
+	if (!sec->path)
+		return -pte_nomem;
+	c->nr_secs++;
+	return isid;
+}
+
+int img_proc_add(struct img *c, struct img_proc *p, int isid)
+{
+	int rc;
+
+	if (mt_grow((void **)&p->isids, &p->cap_isids, p->nr_isids + 1,
+		    sizeof(*p->isids)))
+		return -pte_nomem;
+	rc = pt_image_add_cached(p->image, c->iscache, isid, NULL);
+	if (rc < 0)
+		return rc;
+	p->isids[p->nr_isids++] = isid;
+	return 0;
+}
+
 static int add_map_sections(struct img *c, struct img_map *m,
-			    struct pt_image *img)
+			    struct img_proc *p)
 {
 	struct img_dso *d = &c->dsos[m->dso];
 	const struct sym_load *l;
@@ -337,8 +375,8 @@ static int add_map_sections(struct img *c, struct img_map *m,
 					    (l[i].vaddr - l[i].offset));
 			m->have_bias = true;
 		}
-		isid = pt_iscache_add_file(c->iscache, d->found, lo, hi - lo,
-					   m->start + (lo - m->pgoff));
+		isid = img_add_section(c, d->found, lo, hi - lo,
+				       m->start + (lo - m->pgoff));
 		if (isid < 0 && pt_errcode(isid) != pte_nomem)
 			return code_unreadable(c, d, isid);
 		if (isid < 0)
@@ -348,7 +386,7 @@ static int add_map_sections(struct img *c, struct img_map *m,
 			m->code_lo = m->start + (lo - m->pgoff);
 			m->code_hi = m->code_lo + (hi - lo);
 		}
-		rc = pt_image_add_cached(img, c->iscache, isid, NULL);
+		rc = img_proc_add(c, p, isid);
 		if (rc < 0)
 			return rc;
 	}
@@ -424,13 +462,13 @@ int img_build(struct img *c, struct pd_file *pd, const struct pd_pt_info *pt,
 		proc->image = pt_image_alloc(proc->comm);
 		if (!proc->image)
 			goto oom;
-		rc = img_kernel_image(c, proc->image);
+		rc = img_kernel_image(c, proc);
 		if (rc < 0)
 			return img_pt_error(rc, err, errlen, c->path, "image");
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			if (c->maps[i].pid != owner)
 				continue;
-			rc = add_map_sections(c, &c->maps[i], proc->image);
+			rc = add_map_sections(c, &c->maps[i], proc);
 			if (rc < 0)
 				return img_pt_error(rc, err, errlen, c->path,
 						    "image");
@@ -442,24 +480,31 @@ oom:
 	return -ENOMEM;
 }
 
-struct pt_image *img_image_of(struct img *c, uint32_t pid)
+long img_proc_of(const struct img *c, uint32_t pid)
 {
 	size_t best = 0;
 
 	for (size_t i = 0; i < c->nr_procs; i++)
 		if (c->procs[i].pid == pid)
-			return c->procs[i].image;
+			return (long)i;
 	/* A stream with no sideband for its thread: with one process in
 	 * the capture, that is the one (its latest program, the one its
 	 * mappings are likely in). */
 	for (size_t i = 1; i < c->nr_procs; i++)
 		if (img_space_pid(c->procs[i].pid) !=
 		    img_space_pid(c->procs[0].pid))
-			return NULL;
+			return -1;
 	for (size_t i = 0; i < c->nr_procs; i++)
 		if (c->procs[i].pid > c->procs[best].pid)
 			best = i;
-	return c->nr_procs ? c->procs[best].image : NULL;
+	return c->nr_procs ? (long)best : -1;
+}
+
+struct pt_image *img_image_of(struct img *c, uint32_t pid)
+{
+	long i = img_proc_of(c, pid);
+
+	return i < 0 ? NULL : c->procs[i].image;
 }
 
 static const struct img_map *find_map(const struct img *c, uint32_t pid,

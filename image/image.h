@@ -126,6 +126,18 @@ struct pt_image_section_cache *img_iscache(const struct img *im);
 /* pid's libipt image; NULL when the capture has none for it. */
 struct pt_image *img_image_of(struct img *im, uint32_t pid);
 /*
+ * A thread's own copy of the sections (view.c says why), for one thread
+ * at a time, freed before im.  img_view_new(): 0, -ENOMEM, or -ENOENT
+ * when a binary can no longer be read as it was (the shared images
+ * serve).  img_view_image() is img_image_of() from the view's sections
+ * (the same isids), owned by the view; NULL when there is none or out
+ * of memory.
+ */
+struct img_view;
+int img_view_new(struct img *im, struct img_view **out);
+struct pt_image *img_view_image(struct img_view *v, uint32_t pid);
+void img_view_free(struct img_view *v);
+/*
  * The inlined calls in a function's code: the ranges of its unit, the
  * indexes [from, to) of those that fall in the function, and the bias
  * (runtime = ELF vaddr + bias); tab NULL when there are none (or

@@ -58,8 +58,18 @@ struct img_proc {
 	uint32_t pid, ppid;
 	char *comm;
 	struct pt_image *image;
+	/* the sections of image, in the order added (img_view_image()) */
+	int *isids;
+	size_t nr_isids, cap_isids;
 	struct sym_map *jit; /* /tmp/perf-PID.map, when there is one */
 	bool jit_tried;	     /* jit read (under jit_lock) */
+};
+
+/* A section of the code, as pt_iscache_add_file() took it. */
+struct img_sec {
+	char *path;
+	uint64_t offset, size, laddr;
+	int isid;
 };
 
 struct img_bound {
@@ -100,6 +110,10 @@ struct img {
 	pthread_mutex_t cs_lock;
 
 	struct pt_image_section_cache *iscache;
+	/* every section added to iscache, in order: a view adds them to
+	 * its own in the same order, so its isids are these */
+	struct img_sec *secs;
+	size_t nr_secs, cap_secs;
 	struct img_reach_ent *reach; /* reach.c's answers, NULL until asked */
 	/* The answers, for the threads that stitch at once. */
 	pthread_mutex_t reach_lock;
@@ -107,6 +121,16 @@ struct img {
 
 /* image.c */
 int img_add_missing(struct img *c, const char *line);
+/* pt_iscache_add_file() into c's cache, remembered for the views: the
+ * isid, or a negative libipt error code. */
+int img_add_section(struct img *c, const char *path, uint64_t offset,
+		    uint64_t size, uint64_t laddr);
+/* Section isid of c's cache into p's image: 0, or a negative libipt
+ * error code. */
+int img_proc_add(struct img *c, struct img_proc *p, int isid);
+/* The index in procs of the process whose image pid's code is read
+ * from (img_image_of()), -1 when none. */
+long img_proc_of(const struct img *c, uint32_t pid);
 /* The process whose mappings pid uses: itself, or the parent it forked
  * from when it has none of its own. */
 uint32_t img_map_owner(const struct img *c, uint32_t pid);
@@ -142,7 +166,7 @@ bool img_fn_code(struct img *c, uint32_t pid, uint64_t ip,
  */
 struct img_kernel;
 int img_kernel_load(struct img *c, char *err, size_t errlen);
-int img_kernel_image(struct img *c, struct pt_image *img);
+int img_kernel_image(struct img *c, struct img_proc *p);
 bool img_kernel_symbolize(const struct img *c, uint64_t ip,
 			  struct img_sym *out);
 bool img_kernel_range(const struct img *c, uint64_t ip, uint64_t *lo,

@@ -79,7 +79,7 @@ static int add_seg(struct img *c, struct img_kernel *k,
 	s->start = kc->start;
 	s->len = kc->len;
 	k->nr_segs++;
-	isid = pt_iscache_add_file(c->iscache, s->path, 0, kc->len, kc->start);
+	isid = img_add_section(c, s->path, 0, kc->len, kc->start);
 	if (isid < 0)
 		return img_pt_error(isid, err, errlen, c->path, "kernel code");
 	s->isid = isid;
@@ -176,13 +176,12 @@ nomem:
 	return -ENOMEM;
 }
 
-int img_kernel_image(struct img *c, struct pt_image *img)
+int img_kernel_image(struct img *c, struct img_proc *p)
 {
 	const struct img_kernel *k = c->kernel;
 
 	for (size_t i = 0; k && i < k->nr_segs; i++) {
-		int rc = pt_image_add_cached(img, c->iscache, k->segs[i].isid,
-					     NULL);
+		int rc = img_proc_add(c, p, k->segs[i].isid);
 		if (rc < 0)
 			return rc;
 	}

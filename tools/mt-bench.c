@@ -151,7 +151,11 @@ static int bench_run(char **argv, bool own)
 		       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 	if (own)
 		printf(" own_rss_kb=%ld", own_kb);
-	printf("\n");
+	/* Where the CPU went when it grows with threads: the kernel's part
+	 * (page faults, memory maps, futexes) and the switches. */
+	printf(" sys=%.3f minflt=%ld vcsw=%ld ivcsw=%ld\n",
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+	       ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
