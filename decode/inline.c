@@ -83,8 +83,10 @@ static uint64_t insns_before(struct strm *s, const struct pt_block *b,
 		  b->mode == ptem_32bit ? CS_MODE_32 : CS_MODE_64);
 	in = cs_malloc(c->cs);
 	while (in && at < ip && n < b->ninsn) {
-		int got = pt_iscache_read(s->c->iscache, code, sizeof(code),
-					  b->isid, at);
+		int got = s->view ? (int)img_view_read(s->view, b->isid, at,
+						       code, sizeof(code))
+				  : pt_iscache_read(s->c->iscache, code,
+						    sizeof(code), b->isid, at);
 		const uint8_t *p = code;
 		size_t left = got > 0 ? (size_t)got : 0;
 		uint64_t addr = at, start = at;

@@ -37,6 +37,15 @@
 #define MAX_BLOCKS_STUCK 16384
 #define MAX_CALLS_STUCK	 1024
 
+/* The thread's own sections when it has them (the same isids). */
+static size_t read_code_from(struct strm *s, int isid, uint64_t ip, uint8_t *b,
+			     size_t n)
+{
+	if (s->view)
+		return img_view_read(s->view, isid, ip, b, n);
+	return s->io.read_code(s->io.ctx, isid, ip, b, n);
+}
+
 /*
  * Up to n bytes of the code at ip in section isid; how many (0: none).
  * An instruction's worth is remembered per address: libipt's read takes
@@ -53,9 +62,9 @@ static size_t read_code(struct strm *s, int isid, uint64_t ip, uint8_t *b,
 	size_t got;
 
 	if (n > sizeof(e->b))
-		return s->io.read_code(s->io.ctx, isid, ip, b, n);
+		return read_code_from(s, isid, ip, b, n);
 	if (e->isid != isid || e->ip != ip) {
-		got = s->io.read_code(s->io.ctx, isid, ip, e->b, sizeof(e->b));
+		got = read_code_from(s, isid, ip, e->b, sizeof(e->b));
 		if (!got)
 			return 0;
 		e->ip = ip;

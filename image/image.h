@@ -136,6 +136,10 @@ struct pt_image *img_image_of(struct img *im, uint32_t pid);
 struct img_view;
 int img_view_new(struct img *im, struct img_view **out);
 struct pt_image *img_view_image(struct img_view *v, uint32_t pid);
+/* Up to n bytes of the code at ip in section isid, from the view's own
+ * sections: how many, 0 when there are none. */
+size_t img_view_read(struct img_view *v, int isid, uint64_t ip, uint8_t *b,
+		     size_t n);
 void img_view_free(struct img_view *v);
 /*
  * The inlined calls in a function's code: the ranges of its unit, the

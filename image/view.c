@@ -92,3 +92,14 @@ struct pt_image *img_view_image(struct img_view *v, uint32_t pid)
 	v->images[i] = img;
 	return img;
 }
+
+size_t img_view_read(struct img_view *v, int isid, uint64_t ip, uint8_t *b,
+		     size_t n)
+{
+	int got;
+
+	if (isid <= 0)
+		return 0;
+	got = pt_iscache_read(v->iscache, b, n, isid, ip);
+	return got > 0 ? (size_t)got : 0;
+}
