@@ -431,48 +431,172 @@ uint32_t sq_frame_id(const struct sq *w, const struct mt_slice *s,
  * or written, and its gap row written.  The trees are written from the
  * frames kept here once SQLite is closed.
  */
+/*
+ * The frame table takes one pass over every slice (checking it, and
+ * whether its thread's starts are in order) and a frame for each new
+ * (model frame, flags, call site): tens of millions of slices, a few
+ * thousand frames.  The slices are read in chunks on the writer's
+ * threads, each chunk listing the slices whose key its memo had not
+ * seen (every first in the whole trace among them: a chunk's memo starts
+ * empty) and its gaps; then this thread goes through the lists in order,
+ * giving SQLite the same frames and gaps in the same order as one pass
+ * would, so the file is the same at every -j.
+ */
+#define FR_CHUNK ((uint32_t)1 << 16)
+
+struct fr_chunk {
+	uint32_t ti, lo, hi;
+	uint32_t bad; /* the first slice out of range, UINT32_MAX: none */
+	bool unsorted;
+	uint32_t *list; /* slices to see: new keys and gaps, in order */
+	size_t n, cap;
+	int rc;
+};
+
+struct fr_pass {
+	struct sq *w;
+	struct frame_memo (*memo)[SQ_MEMO]; /* a worker's */
+};
+
+static bool slice_ok(const struct mt_trace *t, const struct mt_slice *s,
+		     size_t j)
+{
+	return !((s->parent != MT_NONE && s->parent >= j) ||
+		 s->frame >= t->nr_frames ||
+		 t->frames[s->frame].name >= t->strs.nr ||
+		 t->frames[s->frame].dso >= t->strs.nr ||
+		 t->frames[s->frame].source >= t->strs.nr ||
+		 s->site >= t->strs.nr);
+}
+
+static int fr_work(void *ctx, unsigned worker, void *job)
+{
+	const struct fr_pass *a = ctx;
+	const struct mt_trace *t = a->w->t;
+	struct fr_chunk *k = job;
+	const struct mt_slice *sl = t->threads[k->ti].slices;
+	struct frame_memo *memo = a->memo[worker];
+
+	memset(memo, 0xff, sizeof(*a->memo));
+	for (uint32_t j = k->lo; j < k->hi; j++) {
+		const struct mt_slice *s = &sl[j];
+		struct frame_memo *m = memo_slot(memo, s);
+		bool seen = m->frame == s->frame && m->flags == s->flags &&
+			    m->site == s->site;
+
+		if (!slice_ok(t, s, j)) {
+			k->bad = j;
+			return 0;
+		}
+		/* The start index takes a thread whose starts are in order
+		 * as it is. */
+		if (j && (int64_t)sl[j - 1].ts > (int64_t)s->ts)
+			k->unsorted = true;
+		if (seen && !(s->flags & MT_SLICE_GAP))
+			continue;
+		*m = (struct frame_memo){s->frame, s->flags, s->site, 0};
+		if (mt_grow((void **)&k->list, &k->cap, k->n + 1,
+			    sizeof(*k->list))) {
+			k->rc = -ENOMEM;
+			return 0;
+		}
+		k->list[k->n++] = j;
+	}
+	return 0;
+}
+
+static int fr_none(void *ctx, void *job)
+{
+	(void)ctx;
+	(void)job;
+	return 0;
+}
+
 int sq_write_frames(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
-	uint64_t id = 0, gaps = 0;
-	uint32_t f = 0;
-	int rc;
+	struct fr_pass a = {.w = w};
+	struct fr_chunk *ks = NULL;
+	struct mt_pool *pool = NULL;
+	size_t nk = 0;
+	uint64_t base = 0, gaps = 0;
+	unsigned jobs = w->jobs > 1 ? w->jobs : 1;
+	int rc = 0;
 
-	for (size_t ti = 0; ti < t->nr_threads; ti++)
-		w->nr_slices += t->threads[ti].nr_slices;
-	if (!(w->ts_unsorted =
-		      calloc(t->nr_threads + 1, sizeof(*w->ts_unsorted))))
-		return sq_fail(w, -ENOMEM, "out of memory");
 	for (size_t ti = 0; ti < t->nr_threads; ti++) {
-		const struct mt_thread *th = &t->threads[ti];
+		w->nr_slices += t->threads[ti].nr_slices;
+		nk += (t->threads[ti].nr_slices + FR_CHUNK - 1) / FR_CHUNK;
+	}
+	w->ts_unsorted = calloc(t->nr_threads + 1, sizeof(*w->ts_unsorted));
+	ks = calloc(nk ? nk : 1, sizeof(*ks));
+	a.memo = malloc(jobs * sizeof(*a.memo));
+	if (!w->ts_unsorted || !ks || !a.memo) {
+		rc = sq_fail(w, -ENOMEM, "out of memory");
+		goto out;
+	}
+	nk = 0;
+	for (size_t ti = 0; ti < t->nr_threads; ti++)
+		for (size_t lo = 0; lo < t->threads[ti].nr_slices;
+		     lo += FR_CHUNK) {
+			size_t hi = t->threads[ti].nr_slices - lo > FR_CHUNK
+					    ? lo + FR_CHUNK
+					    : t->threads[ti].nr_slices;
 
-		for (size_t j = 0; j < th->nr_slices; j++, id++) {
-			const struct mt_slice *s = &th->slices[j];
+			ks[nk++] = (struct fr_chunk){.ti = (uint32_t)ti,
+						     .lo = (uint32_t)lo,
+						     .hi = (uint32_t)hi,
+						     .bad = UINT32_MAX};
+		}
+	/* Every chunk is held until this thread has gone through them all:
+	 * their lists are short. */
+	if (jobs > 1 && nk > 1 &&
+	    mt_pool_start(&pool, jobs, fr_work, fr_none, &a, (unsigned)nk) ==
+		    0) {
+		for (size_t i = 0; i < nk && !rc; i++)
+			rc = mt_pool_put(pool, &ks[i]);
+		if (mt_pool_end(pool) && !rc)
+			rc = -ENOMEM;
+		if (rc) {
+			rc = sq_fail(w, rc, "out of memory");
+			goto out;
+		}
+	} else {
+		for (size_t i = 0; i < nk; i++)
+			fr_work(&a, 0, &ks[i]);
+	}
+	for (size_t i = 0; i < nk && !rc; i++) {
+		const struct fr_chunk *k = &ks[i];
+		const struct mt_thread *th = &t->threads[k->ti];
+		uint32_t f = 0;
 
-			if ((s->parent != MT_NONE && s->parent >= j) ||
-			    s->frame >= t->nr_frames ||
-			    t->frames[s->frame].name >= t->strs.nr ||
-			    t->frames[s->frame].dso >= t->strs.nr ||
-			    t->frames[s->frame].source >= t->strs.nr ||
-			    s->site >= t->strs.nr)
-				return sq_fail(
-					w, -EINVAL,
-					"thread %" PRIu32 " slice %zu: "
-					"parent or string id out of range",
-					th->tid, j);
-			/* The start index takes a thread whose starts are
-			 * in order as it is. */
-			if (j && (int64_t)s[-1].ts > (int64_t)s->ts)
-				w->ts_unsorted[ti] = true;
+		if (k->lo == 0 && i)
+			base += t->threads[ks[i - 1].ti].nr_slices;
+		if (k->rc) {
+			rc = sq_fail(w, k->rc, "out of memory");
+			break;
+		}
+		for (size_t e = 0; e < k->n && !rc; e++) {
+			const struct mt_slice *s = &th->slices[k->list[e]];
+
 			rc = frame_get(w, s, &f);
 			if (!rc && (s->flags & MT_SLICE_GAP))
-				rc = write_gap(w, s, (uint32_t)ti + 1, id,
-					       gaps++);
-			if (rc)
-				return rc;
+				rc = write_gap(w, s, k->ti + 1,
+					       base + k->list[e], gaps++);
 		}
+		if (!rc && k->bad != UINT32_MAX)
+			rc = sq_fail(w, -EINVAL,
+				     "thread %" PRIu32 " slice %" PRIu32 ": "
+				     "parent or string id out of range",
+				     th->tid, k->bad);
+		if (k->unsorted)
+			w->ts_unsorted[k->ti] = true;
 	}
-	return 0;
+out:
+	for (size_t i = 0; ks && i < nk; i++)
+		free(ks[i].list);
+	free(ks);
+	free(a.memo);
+	return rc;
 }
 
 /* The goroutine table (ids from 1, as the segments name them). */

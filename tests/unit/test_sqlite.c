@@ -900,6 +900,19 @@ static void test_ranges(struct check_state *cs)
 		CHECKF(cs, db && rows_match(db, &t), "walk %d: rows", walk);
 		sqlite3_close(db);
 	}
+	/* A slice out of range in the second chunk of the frame pass (of
+	 * 65536 slices) and a later one: the first is named at every -j. */
+	t.threads[1].slices[70000].frame = (uint32_t)t.nr_frames;
+	t.threads[3].slices[5].frame = (uint32_t)t.nr_frames + 1;
+	for (unsigned jobs = 1; jobs <= 4; jobs += 3) {
+		err[0] = 0;
+		CHECKF(cs, write_jobs(&t, p1, jobs, err, sizeof(err)) != 0,
+		       "-j %u: a slice out of range written", jobs);
+		CHECKF(cs,
+		       strstr(err, "thread 71 slice 70000: parent or string id "
+				   "out of range") != NULL,
+		       "-j %u: %s", jobs, err);
+	}
 	tmpdir_remove(dir);
 	mt_trace_free(&t);
 }
