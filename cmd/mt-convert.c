@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -691,6 +692,13 @@ int main(int argc, char **argv)
 	char err[1024] = "", *sqlite = NULL;
 	int rc = 1, crc;
 
+	/* Arrays of a MiB and more (a thread's slices, the pieces' events)
+	 * straight from mmap rather than from the threads' arenas, whatever
+	 * glibc's sliding threshold says: grown by mremap instead of copied
+	 * into another chunk, and given back when freed instead of kept by
+	 * the arena of the thread that freed them.  At -j 16 on the bench's
+	 * 16 streams: 51.3 to 47.8 bytes a slice at peak. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	wr_sqlite_setup();
 	if (argc == 2 &&
 	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
