@@ -22,13 +22,14 @@ struct img_view {
 	struct img *c;
 	struct pt_image_section_cache *iscache;
 	struct pt_image **images; /* by index in c->procs, NULL until asked */
+	size_t nr_images;	  /* the processes when the view was made */
 };
 
 void img_view_free(struct img_view *v)
 {
 	if (!v)
 		return;
-	for (size_t i = 0; i < v->c->nr_procs; i++)
+	for (size_t i = 0; v->images && i < v->nr_images; i++)
 		pt_image_free(v->images[i]);
 	free(v->images);
 	if (v->iscache)
@@ -44,6 +45,7 @@ int img_view_new(struct img *c, struct img_view **out)
 	if (!v)
 		return -ENOMEM;
 	v->c = c;
+	v->nr_images = c->nr_procs;
 	v->images = calloc(c->nr_procs ? c->nr_procs : 1, sizeof(*v->images));
 	v->iscache = pt_iscache_alloc(NULL);
 	if (!v->images || !v->iscache)
@@ -75,7 +77,9 @@ struct pt_image *img_view_image(struct img_view *v, uint32_t pid)
 	const struct img_proc *p;
 	struct pt_image *img;
 
-	if (i < 0)
+	/* A process added since the view was made: the shared images
+	 * serve. */
+	if (i < 0 || (size_t)i >= v->nr_images)
 		return NULL;
 	if (v->images[i])
 		return v->images[i];
