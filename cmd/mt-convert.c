@@ -517,9 +517,12 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
 				gaps++;
 				continue;
 			}
-			if (s->flags & (MT_SLICE_SYSCALL | MT_SLICE_UNTRACED))
+			/* keep the five longest, longest first (most slices
+			 * are shorter than the fifth: one compare) */
+			if ((s->flags &
+			     (MT_SLICE_SYSCALL | MT_SLICE_UNTRACED)) ||
+			    (top[4] && top[4]->dur >= s->dur))
 				continue;
-			/* keep the five longest, longest first */
 			for (size_t j = 0; j < 5; j++) {
 				if (top[j] && top[j]->dur >= s->dur)
 					continue;
