@@ -138,21 +138,31 @@ unsigned st_bucket(uint64_t dur)
 	return dur ? 64u - (unsigned)__builtin_clzll(dur) : 0;
 }
 
+/*
+ * The path of a call of fn from the path parent (ST_NONE: a root).  A
+ * path has one (caller, callee) pair, found as the path is made: the
+ * first call of a pair is the first of some path, so pairs are made in
+ * the order of their first calls all the same, and a call costs one
+ * lookup, not two.
+ */
 static int path_get(struct st_agg *a, uint32_t parent, uint32_t fn,
 		    uint32_t *idx)
 {
 	uint64_t key = (uint64_t)(parent + 1) << 32 | fn, v;
+	uint32_t pair = ST_NONE;
 
 	if (mt_hmap_find(&a->path_index, key, &v)) {
 		*idx = (uint32_t)v;
 		return 0;
 	}
+	if (parent != ST_NONE && pair_get(a, a->paths[parent].fn, fn, &pair))
+		return -ENOMEM;
 	if (a->nr_paths >= ST_NONE ||
 	    mt_grow((void **)&a->paths, &a->cap_paths, a->nr_paths + 1,
 		    sizeof(*a->paths)) ||
 	    mt_hmap_set(&a->path_index, key, a->nr_paths))
 		return -ENOMEM;
-	a->paths[a->nr_paths] = (struct st_path){parent, fn, 0, 0, 0};
+	a->paths[a->nr_paths] = (struct st_path){parent, fn, pair, 0, 0, 0};
 	*idx = (uint32_t)a->nr_paths++;
 	return 0;
 }
@@ -225,8 +235,7 @@ int st_add(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent,
 	a->paths[path].total += dur;
 	if (up) {
 		up->child += dur;
-		if (pair_get(a, up->fn, fn, &pair))
-			return -ENOMEM;
+		pair = a->paths[path].pair;
 		fig_add(&a->pairs[pair].fig, dur, inferred);
 		if (!inferred && durs_add(&a->pdur[pair], dur))
 			return -ENOMEM;
@@ -242,9 +251,9 @@ int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent)
 	if (fn >= a->nr_fns)
 		return -EINVAL;
 	up = pop_to(a, parent);
-	if (path_get(a, up ? up->path : ST_NONE, fn, &path) ||
-	    (up && pair_get(a, up->fn, fn, &pair)))
+	if (path_get(a, up ? up->path : ST_NONE, fn, &path))
 		return -ENOMEM;
+	pair = a->paths[path].pair;
 	/* No time of its own here: closing it takes its children's off. */
 	return push_open(a, (struct st_open){id, fn, pair, path, 0, 0});
 }

@@ -703,7 +703,9 @@ static int read_tables(struct st_db *d, struct st_agg *a)
 			    sizeof(*a->paths)))
 			goto nomem;
 		a->paths[a->nr_paths++] = (struct st_path){
-			parent < 0 ? ST_NONE : (uint32_t)parent, (uint32_t)fn,
+			parent < 0 ? ST_NONE : (uint32_t)parent,
+			(uint32_t)fn,
+			ST_NONE,
 			(uint64_t)sqlite3_column_int64(st, 3),
 			(uint64_t)sqlite3_column_int64(st, 4),
 			sqlite3_column_int64(st, 5)};

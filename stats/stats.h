@@ -51,6 +51,9 @@ struct st_pair {
 struct st_path {
 	uint32_t parent; /* its caller's path; ST_NONE for a root */
 	uint32_t fn;
+	/* the (caller, callee) pair of its calls: ST_NONE for a root, and
+	 * for paths read back from a database */
+	uint32_t pair;
 	uint64_t calls, total;
 	int64_t self;
 };
