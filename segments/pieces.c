@@ -378,32 +378,42 @@ static int take_slices(struct seg_piece *pc, size_t from, size_t to)
 	struct seg_builder *c = o->b;
 	struct mt_thread *th = &o->g->t.threads[c->thread];
 	const struct mt_slice *v = pc->m->t.threads[0].slices;
+	size_t n = th->nr_slices;
+	int rc = 0;
 
 	if (from >= to)
 		return 0;
-	if (mt_grow((void **)&th->slices, &th->cap_slices,
-		    th->nr_slices + to - from, sizeof(*th->slices)))
+	if (mt_grow((void **)&th->slices, &th->cap_slices, n + to - from,
+		    sizeof(*th->slices)))
 		return -ENOMEM;
-	for (size_t i = from; i < to; i++) {
-		struct mt_slice *s = &th->slices[th->nr_slices];
+	/* (one join at a time: this loop is a part of the conversion that
+	 * does not spread over the cores, so an id found before is looked
+	 * up here and only a new one costs a call) */
+	for (size_t i = from; i < to; i++, n++) {
+		struct mt_slice *s = &th->slices[n];
 		uint32_t frame, site;
-		int rc;
 
 		*s = v[i];
 		/* Every slice it built alone has a parent it had. */
-		if (s->parent == MT_NONE || pc->smap[s->parent] == MT_NONE)
-			return -EPROTO;
-		if ((rc = thread_fid(pc, s->frame, &frame)) ||
-		    (rc = thread_sid(pc, s->site, &site)))
-			return rc;
+		if (s->parent == MT_NONE || pc->smap[s->parent] == MT_NONE) {
+			rc = -EPROTO;
+			break;
+		}
+		frame = pc->fids[s->frame];
+		if (frame == MT_NONE && (rc = thread_fid(pc, s->frame, &frame)))
+			break;
+		site = s->site ? pc->sids[s->site] : 0;
+		if (site == MT_NONE && (rc = thread_sid(pc, s->site, &site)))
+			break;
 		s->frame = frame;
 		s->site = site;
 		s->parent = pc->smap[s->parent];
 		s->depth = (uint32_t)((int32_t)s->depth + pc->delta);
 		s->segment = c->seg_id;
-		pc->smap[i] = (uint32_t)th->nr_slices++;
+		pc->smap[i] = (uint32_t)n;
 	}
-	return 0;
+	th->nr_slices = n;
+	return rc;
 }
 
 /* The frames on top down to the first that is no inlined call: all a
