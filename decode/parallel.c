@@ -46,43 +46,23 @@
 #define MAX_JOBS      64
 #define EV_BLOCK      2048 /* events a block of a run's output */
 #define SPARE_BLOCKS  64   /* blocks kept for reuse, at most */
-#define HAND_RUN      256  /* events handed over in one call, at most */
 
-/* 32 bytes: the events waiting are most of what a parallel decode adds
- * to the memory (nthreads + 2 pieces' worth).  tk: the time from the
- * block's base (signed) in the high 56 bits, whether the event was
- * delivered, not only pushed (struct strm_out), in bit 7, the kind in
- * the low 7. */
-struct run_ev {
-	uint64_t tk, ip, aux;
-	struct dec_thread *th;
-};
-
-/* A run's events are a list of blocks, so that the thread handing them
- * over can read the first while the run appends to the last. */
+/*
+ * A run's events are a list of blocks, so that the thread handing them
+ * over can read the first while the run appends to the last.  They are
+ * kept as the sink takes them, so that a run of them goes to it from
+ * the block itself: the thread that hands them over, the one part of
+ * the decode that does not spread over the cores, only reads the tags.
+ * 36 bytes an event: the events waiting are most of what a parallel
+ * decode adds to the memory (nthreads + 2 pieces' worth).
+ */
 struct ev_block {
 	struct ev_block *next;
-	uint64_t base; /* the time of its first event */
-	struct run_ev e[EV_BLOCK];
+	struct dec_sink_ev e[EV_BLOCK];
+	/* its thread's index in the capture's, and whether the event was
+	 * delivered, not only pushed (struct strm_out), in bit 0 */
+	uint32_t tag[EV_BLOCK];
 };
-
-_Static_assert(DEC_EXEC < 0x80, "a kind fits run_ev's 7 bits");
-
-static inline struct run_ev run_ev_make(const struct ev_block *b, uint64_t t,
-					enum dec_kind k, bool counted,
-					uint64_t ip, uint64_t aux,
-					struct dec_thread *th)
-{
-	return (struct run_ev){(t - b->base) << 8 | (uint64_t)counted << 7 |
-				       (uint64_t)k,
-			       ip, aux, th};
-}
-
-static inline uint64_t run_ev_time(const struct ev_block *b,
-				   const struct run_ev *v)
-{
-	return b->base + (uint64_t)((int64_t)v->tk >> 8);
-}
 
 /* What decides a stream's next events, at a tick: compared whole, so
  * every byte of it is set (no padding). */
@@ -502,15 +482,18 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 		if (!b)
 			return -ENOMEM;
 		b->next = NULL;
-		b->base = t;
 		if (pc->ev_last)
 			pc->ev_last->next = b;
 		else
 			pc->ev_first = b;
 		pc->ev_last = b;
 	}
-	pc->ev_last->e[n % EV_BLOCK] =
-		run_ev_make(pc->ev_last, t, k, counted, ip, aux, th);
+	/* (the capture's threads stay where they are while it decodes:
+	 * th is one of them, as the pointer the serial decode hands on) */
+	pc->ev_last->e[n % EV_BLOCK] = (struct dec_sink_ev){
+		.time = t, .ip = ip, .aux = aux, .kind = k};
+	pc->ev_last->tag[n % EV_BLOCK] =
+		(uint32_t)(th - r->p->c->threads) << 1 | (uint32_t)counted;
 	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
 	return 0;
 }
@@ -775,75 +758,52 @@ static int start_threads(struct par *p)
 	return 0;
 }
 
-/* A piece's events on their way to the sink: consecutive counted events
- * of the thread whose own buffer the piece is go in one call. */
-struct hand_run {
-	struct dec_thread *th;
-	size_t n;
-	struct dec_sink_ev ev[HAND_RUN];
-};
-
-static int run_flush(const struct par *p, struct hand_run *r)
+/* The thread of an event's tag. */
+static struct dec_thread *tag_thread(const struct par *p, uint32_t tag)
 {
-	size_t n = r->n;
-
-	r->n = 0;
-	return n ? p->to.deliver_run(p->to.ctx, r->th, r->ev, n) : 0;
+	return &p->c->threads[tag >> 1];
 }
 
-/* An event of b one by one through deliver, after the run so far. */
+/* Event i of pc's block b on its way through deliver. */
 static int hand_one(const struct par *p, const struct piece *pc,
-		    struct hand_run *r, const struct ev_block *b,
-		    const struct run_ev *v)
+		    const struct ev_block *b, size_t i)
 {
-	int rc = run_flush(p, r);
+	const struct dec_sink_ev *e = &b->e[i];
 
-	return rc ? rc
-		  : p->to.deliver(p->to.ctx, v->th, v->tk >> 7 & 1,
-				  pc->b->own != NULL, run_ev_time(b, v),
-				  (enum dec_kind)(v->tk & 0x7f), v->ip, v->aux);
+	return p->to.deliver(p->to.ctx, tag_thread(p, b->tag[i]), b->tag[i] & 1,
+			     pc->b->own != NULL, e->time, e->kind, e->ip,
+			     e->aux);
 }
 
-/* Used events [i, end) of pc's block b on their way: the counted ones
- * of a thread's own buffer in runs, any other one by one. */
+/* Used events [i, end) of pc's block b on their way: consecutive counted
+ * events of one thread, in a thread's own buffer, in one call of the
+ * sink (from the block), any other one by one. */
 static int hand_range(const struct par *p, const struct piece *pc,
-		      struct hand_run *r, const struct ev_block *b, size_t i,
-		      size_t end)
+		      const struct ev_block *b, size_t i, size_t end)
 {
-	struct dec_thread *th = r->th;
-	size_t n = r->n;
+	int rc = 0;
 
 	if (!p->to.deliver_run || !pc->b->own) {
-		for (int rc; i < end; i++)
-			if ((rc = hand_one(p, pc, r, b, &b->e[i])))
-				return rc;
-		return 0;
+		for (; !rc && i < end; i++)
+			rc = hand_one(p, pc, b, i);
+		return rc;
 	}
-	for (; i < end; i++) {
-		const struct run_ev *v = &b->e[i];
-		int rc;
+	while (!rc && i < end) {
+		uint32_t tag = b->tag[i];
+		size_t j = i + 1;
 
-		if (!(v->tk >> 7 & 1) || n == HAND_RUN || (n && th != v->th)) {
-			r->n = n;
-			r->th = th;
-			n = 0;
-			rc = v->tk >> 7 & 1 ? run_flush(p, r)
-					    : hand_one(p, pc, r, b, v);
-			if (rc)
-				return rc;
-			if (!(v->tk >> 7 & 1))
-				continue;
+		if (!(tag & 1)) {
+			rc = hand_one(p, pc, b, i);
+			i = j;
+			continue;
 		}
-		th = v->th;
-		r->ev[n++] = (struct dec_sink_ev){
-			.time = run_ev_time(b, v),
-			.ip = v->ip,
-			.aux = v->aux,
-			.kind = (enum dec_kind)(v->tk & 0x7f)};
+		while (j < end && b->tag[j] == tag)
+			j++;
+		rc = p->to.deliver_run(p->to.ctx, tag_thread(p, tag), b->e + i,
+				       j - i);
+		i = j;
 	}
-	r->n = n;
-	r->th = th;
-	return 0;
+	return rc;
 }
 
 /*
@@ -855,10 +815,8 @@ static int hand_over(struct par *p, struct piece *pc)
 {
 	struct dec_capture *c = p->c;
 	struct ev_block *read = NULL; /* blocks read whole */
-	struct hand_run run_buf, *run = &run_buf;
 	size_t pos = 0;
 
-	run->n = 0;
 	for (;;) {
 		size_t avail =
 			atomic_load_explicit(&pc->nev, memory_order_acquire);
@@ -890,15 +848,10 @@ static int hand_over(struct par *p, struct piece *pc)
 				pos = pc->from < end ? pc->from : end;
 				continue;
 			}
-			rc = hand_range(p, pc, run, pc->ev_first,
-					pos % EV_BLOCK,
+			rc = hand_range(p, pc, pc->ev_first, pos % EV_BLOCK,
 					(end - 1) % EV_BLOCK + 1);
 			pos = end;
 		}
-		/* The run's events so far are the sink's before this thread
-		 * may wait for more. */
-		if (!rc)
-			rc = run_flush(p, run);
 		pthread_mutex_lock(&p->lock);
 		blocks_put(p, read);
 		read = NULL;
