@@ -191,6 +191,9 @@ typedef int (*dec_sink_fn)(void *ctx, struct dec_thread *t, uint64_t time,
 struct dec_sink_ev {
 	uint64_t time, ip, aux;
 	enum dec_kind kind;
+	/* the decoder's note while the event waits to be handed over (in
+	 * what would be padding): consumers leave it alone */
+	uint32_t note;
 };
 typedef int (*dec_sink_run_fn)(void *ctx, struct dec_thread *t,
 			       const struct dec_sink_ev *ev, size_t n);

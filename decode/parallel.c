@@ -49,20 +49,20 @@
 
 /*
  * A run's events are a list of blocks, so that the thread handing them
- * over can read the first while the run appends to the last.  They are
- * kept as the sink takes them, so that a run of them goes to it from
- * the block itself: the thread that hands them over, the one part of
- * the decode that does not spread over the cores, only reads the tags.
- * 36 bytes an event: the events waiting are most of what a parallel
- * decode adds to the memory (nthreads + 2 pieces' worth).
+ * over can read the first while the run appends to the last.  They wait
+ * in the form the sink takes, with a note of their thread and whether
+ * they were delivered, not only pushed (struct strm_out), so that a run
+ * of them goes to the sink straight from the block: the thread that
+ * hands them over, a part of the decode that does not spread over the
+ * cores, only reads the notes.  32 bytes: the events waiting are most of
+ * what a parallel decode adds to the memory (nthreads + 2 pieces' worth).
  */
 struct ev_block {
 	struct ev_block *next;
 	struct dec_sink_ev e[EV_BLOCK];
-	/* its thread's index in the capture's, and whether the event was
-	 * delivered, not only pushed (struct strm_out), in bit 0 */
-	uint32_t tag[EV_BLOCK];
 };
+
+_Static_assert(sizeof(struct dec_sink_ev) == 32, "an event waits in 32 bytes");
 
 /* What decides a stream's next events, at a tick: compared whole, so
  * every byte of it is set (no padding). */
@@ -142,6 +142,14 @@ struct par {
 	struct ev_block *spare;
 	size_t nr_spare;
 };
+
+/* An event's note: its thread's index in the capture's, and bit 0 (the
+ * capture's threads stay where they are while it decodes).  */
+static uint32_t ev_note(const struct par *p, const struct dec_thread *th,
+			bool counted)
+{
+	return (uint32_t)(th - p->c->threads) << 1 | (uint32_t)counted;
+}
 
 static void stats_of(const struct strm *s, uint64_t st[NR_ST])
 {
@@ -488,12 +496,12 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 			pc->ev_first = b;
 		pc->ev_last = b;
 	}
-	/* (the capture's threads stay where they are while it decodes:
-	 * th is one of them, as the pointer the serial decode hands on) */
-	pc->ev_last->e[n % EV_BLOCK] = (struct dec_sink_ev){
-		.time = t, .ip = ip, .aux = aux, .kind = k};
-	pc->ev_last->tag[n % EV_BLOCK] =
-		(uint32_t)(th - r->p->c->threads) << 1 | (uint32_t)counted;
+	pc->ev_last->e[n % EV_BLOCK] =
+		(struct dec_sink_ev){.time = t,
+				     .ip = ip,
+				     .aux = aux,
+				     .kind = k,
+				     .note = ev_note(r->p, th, counted)};
 	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
 	return 0;
 }
@@ -758,10 +766,10 @@ static int start_threads(struct par *p)
 	return 0;
 }
 
-/* The thread of an event's tag. */
-static struct dec_thread *tag_thread(const struct par *p, uint32_t tag)
+/* The thread of an event's note. */
+static struct dec_thread *note_thread(const struct par *p, uint32_t note)
 {
-	return &p->c->threads[tag >> 1];
+	return &p->c->threads[note >> 1];
 }
 
 /* Event i of pc's block b on its way through deliver. */
@@ -770,9 +778,9 @@ static int hand_one(const struct par *p, const struct piece *pc,
 {
 	const struct dec_sink_ev *e = &b->e[i];
 
-	return p->to.deliver(p->to.ctx, tag_thread(p, b->tag[i]), b->tag[i] & 1,
-			     pc->b->own != NULL, e->time, e->kind, e->ip,
-			     e->aux);
+	return p->to.deliver(p->to.ctx, note_thread(p, b->e[i].note),
+			     b->e[i].note & 1, pc->b->own != NULL, e->time,
+			     e->kind, e->ip, e->aux);
 }
 
 /* Used events [i, end) of pc's block b on their way: consecutive counted
@@ -789,18 +797,18 @@ static int hand_range(const struct par *p, const struct piece *pc,
 		return rc;
 	}
 	while (!rc && i < end) {
-		uint32_t tag = b->tag[i];
+		uint32_t note = b->e[i].note;
 		size_t j = i + 1;
 
-		if (!(tag & 1)) {
+		if (!(note & 1)) {
 			rc = hand_one(p, pc, b, i);
 			i = j;
 			continue;
 		}
-		while (j < end && b->tag[j] == tag)
+		while (j < end && b->e[j].note == note)
 			j++;
-		rc = p->to.deliver_run(p->to.ctx, tag_thread(p, tag), b->e + i,
-				       j - i);
+		rc = p->to.deliver_run(p->to.ctx, note_thread(p, note),
+				       b->e + i, j - i);
 		i = j;
 	}
 	return rc;
