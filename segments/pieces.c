@@ -140,6 +140,37 @@ static struct spec_touch *touch_new(struct seg_piece *pc, size_t i, bool stop)
 	return keep_stack(pc, &t->pre, &t->nr_pre) ? NULL : t;
 }
 
+/*
+ * A finished piece's slice array serves the next piece's builder, as
+ * many as can be out at once: grown from nothing for each piece, the
+ * arrays were a third of the conversion's page faults and their copies
+ * as they grew.
+ */
+static void slices_put(struct seg_par *p, struct mt_thread *th)
+{
+	pthread_mutex_lock(&p->live_lock);
+	if (th->slices && p->nr_spare_sl < PIECES_OUT(p) &&
+	    !mt_grow((void **)&p->spare_sl, &p->cap_spare_sl,
+		     p->nr_spare_sl + 1, sizeof(*p->spare_sl))) {
+		p->spare_sl[p->nr_spare_sl++] =
+			(struct seg_spare_slices){th->slices, th->cap_slices};
+		th->slices = NULL;
+	}
+	pthread_mutex_unlock(&p->live_lock);
+	free(th->slices);
+}
+
+static void slices_get(struct seg_par *p, struct mt_thread *th)
+{
+	pthread_mutex_lock(&p->live_lock);
+	if (p->nr_spare_sl && !th->slices) {
+		p->nr_spare_sl--;
+		th->slices = p->spare_sl[p->nr_spare_sl].v;
+		th->cap_slices = p->spare_sl[p->nr_spare_sl].cap;
+	}
+	pthread_mutex_unlock(&p->live_lock);
+}
+
 /* A piece's model: no string of the caller's (the caller's thread goes
  * on interning them), what it makes as it opens not the thread's. */
 static struct seg_group *piece_model(const struct seg_one *o)
@@ -210,6 +241,7 @@ static int spec_build(struct seg_piece *pc)
 
 	if (!(pc->m = piece_model(o)))
 		return -ENOMEM;
+	slices_get(o->all->par, &pc->m->t.threads[0]);
 	pc->so = (struct seg_one){.d = o->d, .pid = o->pid, .all = o->all};
 	pc->so.space =
 		img_space_until(im, o->pid, pc->seam_time, &pc->so.space_until);
@@ -595,7 +627,7 @@ static int keep_model(struct seg_par *p, struct seg_piece *pc)
 	if (!pc->m)
 		return 0;
 	th = &pc->m->t.threads[0];
-	free(th->slices);
+	slices_put(p, th);
 	th->slices = NULL;
 	th->nr_slices = th->cap_slices = 0;
 	if (mt_grow((void **)&p->pm, &p->cap_pm, p->nr_pm + 1, sizeof(*p->pm)))
@@ -671,6 +703,11 @@ void seg_pieces_free(struct seg_par *p)
 	free(p->spare);
 	p->spare = NULL;
 	p->nr_spare = 0;
+	for (size_t i = 0; i < p->nr_spare_sl; i++)
+		free(p->spare_sl[i].v);
+	free(p->spare_sl);
+	p->spare_sl = NULL;
+	p->nr_spare_sl = 0;
 	/* (pieces not put: the conversion failed) */
 	for (size_t i = 0; i < p->a->nr; i++) {
 		seg_piece_free(p->a->one[i]->cur);

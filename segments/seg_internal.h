@@ -393,6 +393,11 @@ struct seg_par {
 		uint64_t *seq;
 	} * spare; /* finished pieces' event arrays (under live_lock) */
 	size_t nr_spare, cap_spare;
+	struct seg_spare_slices {
+		struct mt_slice *v;
+		size_t cap;
+	} * spare_sl; /* and their models' slice arrays (under live_lock) */
+	size_t nr_spare_sl, cap_spare_sl;
 	pthread_mutex_t live_lock;
 	bool have_live_lock;
 	uint64_t nr_pieces, nr_touches, nr_rebuilt; /* events rebuilt */
