@@ -27,7 +27,10 @@ struct mt_pool {
 	pthread_t *th;
 	unsigned nr_th; /* started; 0: each job runs when it is put */
 	pthread_mutex_t lock;
-	pthread_cond_t changed;
+	/* A put wakes one worker (a broadcast woke every idle one, to find
+	 * the job taken: most of a conversion's context switches); a job
+	 * finished wakes whoever waits for room. */
+	pthread_cond_t wake, room;
 	void **ring;		   /* depth of them, job k at k % depth */
 	bool *worked;		   /* the same slots: work() has returned */
 	int *rcs;		   /* the same slots: what work() returned */
@@ -70,7 +73,7 @@ static void finish_ready(struct mt_pool *p)
 			p->rc = rc;
 		p->worked[slot] = false;
 		p->done++;
-		pthread_cond_broadcast(&p->changed);
+		pthread_cond_broadcast(&p->room);
 	}
 	p->finishing = false;
 }
@@ -92,7 +95,7 @@ static void *pool_main(void *arg)
 		int rc;
 
 		while (p->taken == p->put && !p->quit)
-			pthread_cond_wait(&p->changed, &p->lock);
+			pthread_cond_wait(&p->wake, &p->lock);
 		if (p->taken == p->put)
 			break;
 		slot = p->taken++ % p->depth;
@@ -134,7 +137,12 @@ int mt_pool_start(struct mt_pool **out, unsigned workers,
 		goto no_mem;
 	if (pthread_mutex_init(&p->lock, NULL))
 		goto no_mem;
-	if (pthread_cond_init(&p->changed, NULL)) {
+	if (pthread_cond_init(&p->wake, NULL)) {
+		pthread_mutex_destroy(&p->lock);
+		goto no_mem;
+	}
+	if (pthread_cond_init(&p->room, NULL)) {
+		pthread_cond_destroy(&p->wake);
 		pthread_mutex_destroy(&p->lock);
 		goto no_mem;
 	}
@@ -183,11 +191,11 @@ int mt_pool_put(struct mt_pool *p, void *job)
 	}
 	pthread_mutex_lock(&p->lock);
 	while (p->put - p->done >= p->depth)
-		pthread_cond_wait(&p->changed, &p->lock);
+		pthread_cond_wait(&p->room, &p->lock);
 	p->ring[p->put % p->depth] = job;
 	p->put++;
 	rc = p->rc;
-	pthread_cond_broadcast(&p->changed);
+	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
@@ -206,7 +214,7 @@ int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s)
 	if (p->nr_th) {
 		pthread_mutex_lock(&p->lock);
 		p->quit = true;
-		pthread_cond_broadcast(&p->changed);
+		pthread_cond_broadcast(&p->wake);
 		pthread_mutex_unlock(&p->lock);
 		for (unsigned i = 0; i < p->nr_th; i++)
 			pthread_join(p->th[i], NULL);
@@ -214,7 +222,8 @@ int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s)
 	rc = p->rc;
 	if (cpu_s)
 		*cpu_s += (double)p->cpu_ns / 1e9;
-	pthread_cond_destroy(&p->changed);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->room);
 	pthread_mutex_destroy(&p->lock);
 	free(p->ring);
 	free(p->worked);
