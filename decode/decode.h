@@ -195,8 +195,19 @@ struct dec_sink_ev {
 	 * what would be padding): consumers leave it alone */
 	uint32_t note;
 };
+/*
+ * hold: what keeps the run's events where they are after the call (the
+ * block they waited in).  A consumer that keeps the pointer instead of
+ * copying the events takes the hold, and drops it when done with them,
+ * on any thread, before or after dec_close().  NULL: the events are the
+ * consumer's during the call only.
+ */
+struct dec_hold;
 typedef int (*dec_sink_run_fn)(void *ctx, struct dec_thread *t,
-			       const struct dec_sink_ev *ev, size_t n);
+			       const struct dec_sink_ev *ev, size_t n,
+			       struct dec_hold *hold);
+void dec_hold_take(struct dec_hold *h);
+void dec_hold_drop(struct dec_hold *h);
 
 /* Returns 0, or a negative code with one line in err. */
 int dec_open(struct dec_capture **out, const char *path,

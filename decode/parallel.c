@@ -58,9 +58,121 @@
  * what a parallel decode adds to the memory (nthreads + 2 pieces' worth).
  */
 struct ev_block {
+	struct dec_hold {
+		/* the run's while it is read, and each consumer's that
+		 * kept the events (dec_hold_take()) */
+		atomic_uint refs;
+		struct ev_home *home;
+	} hold;
 	struct ev_block *next;
 	struct dec_sink_ev e[EV_BLOCK];
 };
+
+/*
+ * Where blocks come from and go back to.  A consumer may keep a block
+ * past the decode (the segment builders keep theirs until a builder
+ * takes the events), so the home outlives the par that made it: closed,
+ * it frees each block as the last hold on it goes, and itself with the
+ * last block.
+ */
+struct ev_home {
+	pthread_mutex_t lock;
+	struct ev_block *spare; /* for the runs to fill again */
+	size_t nr_spare;
+	size_t out; /* blocks allocated and not freed, spares too */
+	bool closed;
+};
+
+static void home_free(struct ev_home *h)
+{
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+/* A block for a run: a spare (fresh memory costs a page fault a 4 KiB,
+ * and a block freed to the allocator goes back to the system) or new. */
+static struct ev_block *block_get(struct ev_home *h)
+{
+	struct ev_block *b;
+
+	pthread_mutex_lock(&h->lock);
+	b = h->spare;
+	if (b) {
+		h->spare = b->next;
+		h->nr_spare--;
+	} else if ((b = malloc(sizeof(*b)))) {
+		h->out++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (b) {
+		atomic_init(&b->hold.refs, 1);
+		b->hold.home = h;
+		b->next = NULL;
+	}
+	return b;
+}
+
+void dec_hold_take(struct dec_hold *hd)
+{
+	atomic_fetch_add_explicit(&hd->refs, 1, memory_order_relaxed);
+}
+
+void dec_hold_drop(struct dec_hold *hd)
+{
+	struct ev_block *b = (struct ev_block *)hd; /* (its first member) */
+	struct ev_home *h = hd->home;
+	bool last = false;
+
+	if (atomic_fetch_sub_explicit(&hd->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (!h->closed && h->nr_spare < SPARE_BLOCKS) {
+		b->next = h->spare;
+		h->spare = b;
+		h->nr_spare++;
+		b = NULL;
+	} else {
+		h->out--;
+		last = h->closed && !h->out;
+	}
+	pthread_mutex_unlock(&h->lock);
+	free(b);
+	if (last)
+		home_free(h);
+}
+
+/* The run's hold on a list of blocks let go. */
+static void blocks_drop(struct ev_block *b)
+{
+	while (b) {
+		struct ev_block *next = b->next;
+
+		dec_hold_drop(&b->hold);
+		b = next;
+	}
+}
+
+/* The par is gone: its spares freed, the blocks still held freed as
+ * they are let go. */
+static void home_close(struct ev_home *h)
+{
+	bool last;
+
+	pthread_mutex_lock(&h->lock);
+	while (h->spare) {
+		struct ev_block *b = h->spare;
+
+		h->spare = b->next;
+		free(b);
+		h->out--;
+	}
+	h->nr_spare = 0;
+	h->closed = true;
+	last = !h->out;
+	pthread_mutex_unlock(&h->lock);
+	if (last)
+		home_free(h);
+}
 
 _Static_assert(sizeof(struct dec_sink_ev) == 32, "an event waits in 32 bytes");
 
@@ -128,6 +240,11 @@ struct par {
 	pthread_t *th;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* The hand-over waits for a run's events on a condition of its
+	 * own: a new block wakes it, not every run waiting for a piece or
+	 * a checkpoint. */
+	pthread_cond_t more;
+	bool hand_waits;
 	bool quit;
 	bool cut_ok; /* the trace has ticks to join pieces at */
 	/* the buffers being decoded, in pieces */
@@ -136,11 +253,7 @@ struct par {
 	size_t fed;    /* pieces handed over */
 	unsigned busy; /* runs going on */
 	int rc;	       /* a run's error */
-	/* Blocks handed over, for the runs to fill again: fresh memory
-	 * costs a page fault a 4 KiB, and a block freed to the allocator
-	 * goes back to the system. */
-	struct ev_block *spare;
-	size_t nr_spare;
+	struct ev_home *home;
 };
 
 /* An event's note: its thread's index in the capture's, and bit 0 (the
@@ -442,23 +555,6 @@ static bool prun_check(void *ctx, struct strm *s)
 	return false;
 }
 
-/* Blocks read whole back to the spares, under the lock. */
-static void blocks_put(struct par *p, struct ev_block *b)
-{
-	while (b) {
-		struct ev_block *next = b->next;
-
-		if (p->nr_spare < SPARE_BLOCKS) {
-			b->next = p->spare;
-			p->spare = b;
-			p->nr_spare++;
-		} else {
-			free(b);
-		}
-		b = next;
-	}
-}
-
 /* An event of a run, kept for the thread that hands the run's events
  * over (own is its buffer's).  0 or -ENOMEM. */
 static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
@@ -475,21 +571,15 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 		struct par *p = r->p;
 		struct ev_block *b;
 
-		pthread_mutex_lock(&p->lock);
-		b = p->spare;
-		if (b) {
-			p->spare = b->next;
-			p->nr_spare--;
-		}
 		/* Whoever hands the events over may be waiting. */
-		if (n)
-			pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		if (!b)
-			b = malloc(sizeof(*b));
-		if (!b)
+		if (n) {
+			pthread_mutex_lock(&p->lock);
+			if (p->hand_waits)
+				pthread_cond_signal(&p->more);
+			pthread_mutex_unlock(&p->lock);
+		}
+		if (!(b = block_get(p->home)))
 			return -ENOMEM;
-		b->next = NULL;
 		if (pc->ev_last)
 			pc->ev_last->next = b;
 		else
@@ -566,6 +656,7 @@ static int run_piece(struct par *p, struct strm *s, size_t i)
 		p->rc = rc;
 	p->busy--;
 	pthread_cond_broadcast(&p->cond);
+	pthread_cond_signal(&p->more);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
@@ -619,6 +710,7 @@ static void *worker(void *arg)
 			p->rc = -ENOMEM;
 			p->busy--;
 			pthread_cond_broadcast(&p->cond);
+			pthread_cond_signal(&p->more);
 			pthread_mutex_unlock(&p->lock);
 		}
 		pthread_mutex_lock(&p->lock);
@@ -666,16 +758,26 @@ int dec_par_new(struct par **out, struct dec_capture *c,
 	p->cut_ok = c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit);
 	p->piece_size = c->opts.piece_size ? c->opts.piece_size : PIECE_DEFAULT;
 	p->th = calloc(n, sizeof(*p->th));
+	p->home = calloc(1, sizeof(*p->home));
+	if (!p->home || pthread_mutex_init(&p->home->lock, NULL))
+		goto no_home;
 	if (!p->th || pthread_mutex_init(&p->lock, NULL))
 		goto no_lock;
 	if (pthread_cond_init(&p->cond, NULL))
 		goto no_cond;
+	if (pthread_cond_init(&p->more, NULL))
+		goto no_more;
 	/* Threads start with the first buffers to decode. */
 	*out = p;
 	return 0;
+no_more:
+	pthread_cond_destroy(&p->cond);
 no_cond:
 	pthread_mutex_destroy(&p->lock);
 no_lock:
+	pthread_mutex_destroy(&p->home->lock);
+no_home:
+	free(p->home);
 	free(p->th);
 	free(p);
 	return -ENOMEM;
@@ -688,17 +790,14 @@ void dec_par_free(struct par *p)
 	pthread_mutex_lock(&p->lock);
 	p->quit = true;
 	pthread_cond_broadcast(&p->cond);
+	pthread_cond_broadcast(&p->more);
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < p->started; i++)
 		pthread_join(p->th[i], NULL);
 	pthread_cond_destroy(&p->cond);
+	pthread_cond_destroy(&p->more);
 	pthread_mutex_destroy(&p->lock);
-	while (p->spare) {
-		struct ev_block *b = p->spare;
-
-		p->spare = b->next;
-		free(b);
-	}
+	home_close(p->home);
 	free(p->pc);
 	free(p->th);
 	free(p);
@@ -787,7 +886,7 @@ static int hand_one(const struct par *p, const struct piece *pc,
  * events of one thread, in a thread's own buffer, in one call of the
  * sink (from the block), any other one by one. */
 static int hand_range(const struct par *p, const struct piece *pc,
-		      const struct ev_block *b, size_t i, size_t end)
+		      struct ev_block *b, size_t i, size_t end)
 {
 	int rc = 0;
 
@@ -808,7 +907,7 @@ static int hand_range(const struct par *p, const struct piece *pc,
 		while (j < end && b->e[j].note == note)
 			j++;
 		rc = p->to.deliver_run(p->to.ctx, note_thread(p, note),
-				       b->e + i, j - i);
+				       b->e + i, j - i, &b->hold);
 		i = j;
 	}
 	return rc;
@@ -834,7 +933,9 @@ static int hand_over(struct par *p, struct piece *pc)
 		if (pos == avail) {
 			if (done || p->rc)
 				break;
-			pthread_cond_wait(&p->cond, &p->lock);
+			p->hand_waits = true;
+			pthread_cond_wait(&p->more, &p->lock);
+			p->hand_waits = false;
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -860,9 +961,9 @@ static int hand_over(struct par *p, struct piece *pc)
 					(end - 1) % EV_BLOCK + 1);
 			pos = end;
 		}
-		pthread_mutex_lock(&p->lock);
-		blocks_put(p, read);
+		blocks_drop(read);
 		read = NULL;
+		pthread_mutex_lock(&p->lock);
 		if (rc)
 			return rc;
 	}
@@ -880,12 +981,8 @@ static void piece_free(struct piece *pc)
 	for (size_t i = 0; i < pc->ncp; i++)
 		free(pc->cp[i].win);
 	free(pc->cp);
-	while (pc->ev_first) {
-		struct ev_block *b = pc->ev_first;
-
-		pc->ev_first = b->next;
-		free(b);
-	}
+	blocks_drop(pc->ev_first);
+	pc->ev_first = NULL;
 	pc->cp = NULL;
 	pc->ev_last = NULL;
 	pc->ncp = pc->cap_cp = 0;

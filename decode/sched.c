@@ -150,7 +150,8 @@ static int cap_deliver(void *ctx, struct dec_thread *th, bool counted, bool own,
 /* A run of counted events of th's own stream: as cap_deliver() would
  * take them one by one, with one call of the sink for them all. */
 static int cap_deliver_run(void *ctx, struct dec_thread *th,
-			   const struct dec_sink_ev *ev, size_t n)
+			   const struct dec_sink_ev *ev, size_t n,
+			   struct dec_hold *hold)
 {
 	struct dec_capture *c = ctx;
 
@@ -171,7 +172,7 @@ static int cap_deliver_run(void *ctx, struct dec_thread *th,
 			c->last = ev[i].time;
 	}
 	c->stats.events += n;
-	return n ? c->sink_run(c->sink_ctx, th, ev, n) : 0;
+	return n ? c->sink_run(c->sink_ctx, th, ev, n, hold) : 0;
 }
 
 /* A buffer decoded on this thread: its counts are all the capture's. */

@@ -91,7 +91,8 @@ struct strm_out {
 	 * take them one by one.  NULL: through deliver.  (The parallel
 	 * decode's hand-over calls it; a stream never does.) */
 	int (*deliver_run)(void *ctx, struct dec_thread *th,
-			   const struct dec_sink_ev *ev, size_t n);
+			   const struct dec_sink_ev *ev, size_t n,
+			   struct dec_hold *hold);
 	/* At a time point (a tick), and now and then between them: true
 	 * when decoding stops here (strm_decode() returns 0, with what
 	 * waits for a time point kept).  NULL: never. */

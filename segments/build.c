@@ -257,7 +257,7 @@ static int to_builder(struct seg_all *a, struct seg_one *o, uint64_t time,
 {
 	const struct dec_sink_ev ev = {time, ip, aux, kind};
 
-	return a->par ? seg_par_put(a->par, o, &ev, 1)
+	return a->par ? seg_par_put(a->par, o, &ev, 1, NULL)
 		      : seg_take(o, time, kind, ip, aux);
 }
 
@@ -272,14 +272,15 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 }
 
 int seg_all_sink_run(void *ctx, struct dec_thread *t,
-		     const struct dec_sink_ev *ev, size_t n)
+		     const struct dec_sink_ev *ev, size_t n,
+		     struct dec_hold *hold)
 {
 	struct seg_one *o = one_of(ctx, t);
 
 	if (!o)
 		return -ENOMEM;
 	if (o->all->par)
-		return seg_par_put(o->all->par, o, ev, n);
+		return seg_par_put(o->all->par, o, ev, n, hold);
 	for (size_t i = 0; i < n; i++) {
 		int rc = seg_take(o, ev[i].time, ev[i].kind, ev[i].ip,
 				  ev[i].aux);

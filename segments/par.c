@@ -399,12 +399,12 @@ static int submit(struct par_worker *w)
 }
 
 int seg_par_put(struct seg_par *p, struct seg_one *o,
-		const struct dec_sink_ev *ev, size_t n)
+		const struct dec_sink_ev *ev, size_t n, struct dec_hold *hold)
 {
 	struct par_worker *w = &p->w[o->g->worker];
 
 	if (!o->g->worker_mode)
-		return seg_pieces_put(p, o, ev, n);
+		return seg_pieces_put(p, o, ev, n, hold);
 
 	while (n) {
 		struct par_batch *b = w->cur;

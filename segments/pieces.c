@@ -58,9 +58,20 @@ struct seg_piece {
 	struct seg_piece *prev, *next; /* the pieces put and not finished */
 	struct seg_one *o;
 	size_t k; /* the thread's k-th */
+	/* Its n events: in runs kept where the decode left them (span)
+	 * until a builder takes the piece, so that the thread handing
+	 * them over copies none; or, when the decode handed them without a
+	 * hold, and once a builder has the piece, in ev and seq. */
 	struct dec_sink_ev *ev;
 	uint64_t *seq; /* each event's number */
 	size_t n, cap;
+	struct ev_span {
+		const struct dec_sink_ev *ev;
+		size_t n;
+		uint64_t seq; /* its first event's number */
+		struct dec_hold *hold;
+	} * span;
+	size_t nr_span, cap_span;
 	uint64_t seam_time, seam_ip, time0;
 
 	/* Its own builder (k > 0), its model and context. */
@@ -96,6 +107,9 @@ void seg_piece_free(struct seg_piece *pc)
 		return;
 	free(pc->ev);
 	free(pc->seq);
+	for (size_t i = 0; i < pc->nr_span; i++)
+		dec_hold_drop(pc->span[i].hold);
+	free(pc->span);
 	seg_builder_free(pc->b);
 	free(pc->snap);
 	free(pc->touch);
@@ -307,14 +321,17 @@ static int spec_build(struct seg_piece *pc)
 	return keep_stack(pc, &pc->end, &pc->nr_end);
 }
 
+static int piece_flat(struct seg_par *p, struct seg_piece *pc);
+
 static int piece_work(void *ctx, unsigned worker, void *job)
 {
 	struct seg_piece *pc = job;
 	struct seg_one *o = pc->o;
 	int rc;
 
-	(void)ctx;
 	(void)worker;
+	if ((rc = piece_flat(ctx, pc)))
+		return rc;
 	if (pc->k)
 		return spec_build(pc);
 	if (!o->b && (rc = seg_one_start(o)))
@@ -671,12 +688,15 @@ static void live_free(struct seg_par *p, struct seg_piece *pc)
 	seg_piece_free(pc);
 }
 
-/* Event arrays for a new piece: a finished one's, or new. */
-static int piece_arrays(struct seg_par *p, struct seg_piece *pc)
+/* Event arrays for a piece of need events at least: a finished one's,
+ * or new. */
+static int piece_arrays(struct seg_par *p, struct seg_piece *pc, size_t need)
 {
 	pc->cap = p->piece_events + SEAM_SLACK;
+	if (need > pc->cap)
+		pc->cap = need;
 	pthread_mutex_lock(&p->live_lock);
-	if (p->nr_spare) {
+	if (p->nr_spare && pc->cap == p->piece_events + SEAM_SLACK) {
 		p->nr_spare--;
 		pc->ev = p->spare[p->nr_spare].ev;
 		pc->seq = p->spare[p->nr_spare].seq;
@@ -687,6 +707,77 @@ static int piece_arrays(struct seg_par *p, struct seg_piece *pc)
 	if (!pc->seq)
 		pc->seq = malloc(pc->cap * sizeof(*pc->seq));
 	return pc->ev && pc->seq ? 0 : -ENOMEM;
+}
+
+/* The piece's runs into its arrays (on the builder's thread), their
+ * blocks let go. */
+static int piece_flat(struct seg_par *p, struct seg_piece *pc)
+{
+	size_t at = 0;
+
+	if (!pc->nr_span)
+		return 0;
+	if (piece_arrays(p, pc, pc->n))
+		return -ENOMEM;
+	for (size_t i = 0; i < pc->nr_span; i++) {
+		const struct ev_span *r = &pc->span[i];
+
+		memcpy(pc->ev + at, r->ev, r->n * sizeof(*r->ev));
+		for (size_t j = 0; j < r->n; j++)
+			pc->seq[at + j] = r->seq + j;
+		at += r->n;
+		dec_hold_drop(r->hold);
+	}
+	free(pc->span);
+	pc->span = NULL;
+	pc->nr_span = pc->cap_span = 0;
+	return 0;
+}
+
+/* k events kept where they are: a run of the last one's, or one more. */
+static int span_add(struct seg_par *p, struct seg_piece *pc,
+		    const struct dec_sink_ev *ev, size_t k,
+		    struct dec_hold *hold)
+{
+	struct ev_span *r = pc->nr_span ? &pc->span[pc->nr_span - 1] : NULL;
+
+	if (r && r->hold == hold && r->ev + r->n == ev &&
+	    r->seq + r->n == p->seq) {
+		r->n += k;
+	} else {
+		if (mt_grow((void **)&pc->span, &pc->cap_span, pc->nr_span + 1,
+			    sizeof(*pc->span)))
+			return -ENOMEM;
+		dec_hold_take(hold);
+		pc->span[pc->nr_span++] = (struct ev_span){ev, k, p->seq, hold};
+	}
+	pc->n += k;
+	p->seq += k;
+	return 0;
+}
+
+/* k events copied into the piece's arrays. */
+static int copy_in(struct seg_par *p, struct seg_piece *pc,
+		   const struct dec_sink_ev *ev, size_t k)
+{
+	if (pc->nr_span && piece_flat(p, pc))
+		return -ENOMEM;
+	if (!pc->ev && piece_arrays(p, pc, pc->n + k))
+		return -ENOMEM;
+	if (pc->n + k > pc->cap) {
+		uint64_t *seq;
+
+		if (mt_grow((void **)&pc->ev, &pc->cap, pc->n + k,
+			    sizeof(*pc->ev)) ||
+		    !(seq = realloc(pc->seq, pc->cap * sizeof(*pc->seq))))
+			return -ENOMEM;
+		pc->seq = seq;
+	}
+	memcpy(pc->ev + pc->n, ev, k * sizeof(*ev));
+	for (size_t i = 0; i < k; i++)
+		pc->seq[pc->n + i] = p->seq++;
+	pc->n += k;
+	return 0;
 }
 
 void seg_pieces_free(struct seg_par *p)
@@ -764,21 +855,19 @@ static int put_piece(struct seg_par *p, struct seg_one *o)
 }
 
 int seg_pieces_put(struct seg_par *p, struct seg_one *o,
-		   const struct dec_sink_ev *ev, size_t n)
+		   const struct dec_sink_ev *ev, size_t n,
+		   struct dec_hold *hold)
 {
 	while (n) {
 		struct seg_piece *pc = o->cur;
 		size_t k;
+		int rc;
 
 		if (!pc) {
 			if (!(pc = calloc(1, sizeof(*pc))))
 				return -ENOMEM;
 			pc->o = o;
 			pc->k = o->nr_pieces++;
-			if (piece_arrays(p, pc)) {
-				seg_piece_free(pc);
-				return -ENOMEM;
-			}
 			if (pc->k) {
 				pc->seam_time = o->last.time;
 				pc->seam_ip = o->last.ip;
@@ -793,29 +882,16 @@ int seg_pieces_put(struct seg_par *p, struct seg_one *o,
 		/* Full: one event at a time to where a piece can begin. */
 		k = pc->n < p->piece_events ? p->piece_events - pc->n : 1;
 		k = k < n ? k : n;
-		if (pc->n + k > pc->cap) {
-			uint64_t *seq;
-
-			if (mt_grow((void **)&pc->ev, &pc->cap, pc->n + k,
-				    sizeof(*pc->ev)) ||
-			    !(seq = realloc(pc->seq,
-					    pc->cap * sizeof(*pc->seq))))
-				return -ENOMEM;
-			pc->seq = seq;
-		}
-		memcpy(pc->ev + pc->n, ev, k * sizeof(*ev));
-		for (size_t i = 0; i < k; i++)
-			pc->seq[pc->n + i] = p->seq++;
-		pc->n += k;
+		rc = hold && !pc->ev ? span_add(p, pc, ev, k, hold)
+				     : copy_in(p, pc, ev, k);
+		if (rc)
+			return rc;
 		o->last = ev[k - 1];
 		ev += k;
 		n -= k;
-		if (pc->n >= p->piece_events && seam_after(&o->last)) {
-			int rc = put_piece(p, o);
-
-			if (rc)
-				return rc;
-		}
+		if (pc->n >= p->piece_events && seam_after(&o->last) &&
+		    (rc = put_piece(p, o)))
+			return rc;
 	}
 	return 0;
 }

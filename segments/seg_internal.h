@@ -430,8 +430,11 @@ int seg_one_start(struct seg_one *o);
 
 /* pieces.c */
 int seg_pieces_start(struct seg_par *p);
+/* hold: as the decode's sink has it (a piece keeps the events in their
+ * block until a builder takes them), or NULL */
 int seg_pieces_put(struct seg_par *p, struct seg_one *o,
-		   const struct dec_sink_ev *ev, size_t n);
+		   const struct dec_sink_ev *ev, size_t n,
+		   struct dec_hold *hold);
 /* Every event is in: the pieces are built and joined, and their threads
  * end.  0 or a negative errno value. */
 int seg_pieces_end(struct seg_par *p);
@@ -448,7 +451,7 @@ double seg_par_busiest_cpu(const struct seg_par *p);
 /* o is new (one_of() has made its model thread): its group */
 int seg_par_adopt(struct seg_par *p, struct seg_one *o);
 int seg_par_put(struct seg_par *p, struct seg_one *o,
-		const struct dec_sink_ev *ev, size_t n);
+		const struct dec_sink_ev *ev, size_t n, struct dec_hold *hold);
 /* Every event is in: the threads close, the groups' models merge into
  * all->t.  0 or a negative errno value. */
 int seg_par_finish(struct seg_par *p);

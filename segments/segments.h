@@ -148,7 +148,8 @@ int seg_all_sink(void *ctx, struct dec_thread *t, uint64_t time,
 		 enum dec_kind kind, uint64_t ip, uint64_t aux);
 /* The same for a run of t's events (dec_set_sink_run()). */
 int seg_all_sink_run(void *ctx, struct dec_thread *t,
-		     const struct dec_sink_ev *ev, size_t n);
+		     const struct dec_sink_ev *ev, size_t n,
+		     struct dec_hold *hold);
 int seg_all_finish(struct seg_all *a, struct dec_thread *threads, size_t nr,
 		   char *err, size_t errlen);
 void seg_all_free(struct seg_all *a);
