@@ -439,13 +439,134 @@ static bool has_parent(const struct thread_state *s, uint32_t i)
  * then it was no root (a trace that began deep, whose true roots the
  * stack unwound at the end gave).
  */
+/*
+ * The tops among slices [lo, hi) (no parent), in order, into *tops;
+ * false when one of them with a parent is the root's function under
+ * another top than root (the root is no root).  Reads the thread's
+ * state only: chunks of it are scanned at once.
+ */
+static bool scan_tops(const struct thread_state *s, uint32_t root, size_t lo,
+		      size_t hi, uint32_t **tops, size_t *nr, size_t *cap,
+		      int *rc)
+{
+	const struct mt_trace *t = s->t;
+	const struct mt_slice *sl = s->th->slices;
+
+	for (size_t i = lo; i < hi; i++) {
+		if (s->alias[i] != i || !in_run(s, sl[i].segment))
+			continue;
+		if (!has_parent(s, (uint32_t)i)) {
+			if (mt_grow((void **)tops, cap, *nr + 1,
+				    sizeof(**tops))) {
+				*rc = -ENOMEM;
+				return false;
+			}
+			(*tops)[(*nr)++] = (uint32_t)i;
+		} else if (mt_slice_name(t, &sl[i]) == s->root_name &&
+			   top_of(s, (uint32_t)i) != root) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Slices a chunk of a pass over a thread stitched alone, by default. */
+#define SCAN_CHUNK (1u << 20)
+
+struct scan_job {
+	size_t lo, hi;
+	uint32_t *tops;
+	size_t nr, cap;
+	bool ok;
+	int rc;
+};
+
+struct scan_all {
+	struct thread_state *s;
+	uint32_t root;
+	bool ok;
+	int rc;
+};
+
+static int scan_work(void *ctx, unsigned worker, void *job)
+{
+	const struct scan_all *a = ctx;
+	struct scan_job *j = job;
+
+	(void)worker;
+	j->ok = scan_tops(a->s, a->root, j->lo, j->hi, &j->tops, &j->nr,
+			  &j->cap, &j->rc);
+	return 0;
+}
+
+/* In order: a chunk's tops after those before. */
+static int scan_keep(void *ctx, void *job)
+{
+	struct scan_all *a = ctx;
+	struct thread_state *s = a->s;
+	struct scan_job *j = job;
+
+	if (a->ok && !a->rc && !j->rc && j->ok && j->nr) {
+		if (mt_grow((void **)&s->tops, &s->cap_tops, s->nr_tops + j->nr,
+			    sizeof(*s->tops)))
+			a->rc = -ENOMEM;
+		else
+			memcpy(s->tops + s->nr_tops, j->tops,
+			       j->nr * sizeof(*j->tops));
+		s->nr_tops += a->rc ? 0 : j->nr;
+	}
+	a->rc = a->rc ? a->rc : j->rc;
+	a->ok = a->ok && j->ok;
+	free(j->tops);
+	j->tops = NULL;
+	return 0;
+}
+
+/* The thread's tops into s->tops; false as scan_tops() says.  A thread
+ * stitched alone is scanned in chunks on its threads. */
+static bool all_tops(struct thread_state *s, uint32_t root, int *rc)
+{
+	size_t chunk = s->o && s->o->scan_chunk ? s->o->scan_chunk : SCAN_CHUNK;
+	size_t n = s->th->nr_slices, nr = (n + chunk - 1) / chunk;
+	struct scan_all a = {s, root, true, 0};
+	struct scan_job *jobs;
+	struct mt_pool *pool;
+	size_t put = 0;
+
+	if (s->scan_jobs < 2 || nr < 2)
+		return scan_tops(s, root, 0, n, &s->tops, &s->nr_tops,
+				 &s->cap_tops, rc);
+	if (!(jobs = calloc(nr, sizeof(*jobs))) ||
+	    mt_pool_start(&pool, s->scan_jobs, scan_work, scan_keep, &a,
+			  2 * s->scan_jobs)) {
+		free(jobs);
+		*rc = -ENOMEM;
+		return false;
+	}
+	for (; put < nr && !*rc; put++) {
+		jobs[put].lo = put * chunk;
+		jobs[put].hi = put + 1 < nr ? (put + 1) * chunk : n;
+		*rc = mt_pool_put(pool, &jobs[put]);
+	}
+	if (!*rc)
+		*rc = mt_pool_end(pool);
+	else
+		(void)mt_pool_end(pool);
+	for (size_t i = 0; i < put; i++)
+		free(jobs[i].tops);
+	free(jobs);
+	if (!*rc)
+		*rc = a.rc;
+	return a.ok && !*rc;
+}
+
 static int pass_root(struct thread_state *s)
 {
 	const struct mt_trace *t = s->t;
 	const struct mt_slice *sl = s->th->slices;
 	const struct seg_ends *f = ends_of(s, s->first_segment);
-	size_t n = s->th->nr_slices;
 	uint32_t root;
+	int rc = 0;
 
 	s->nr_tops = 0;
 	if (s->root_name == MT_NONE || !s->root_open || !f->nr_start)
@@ -456,19 +577,8 @@ static int pass_root(struct thread_state *s)
 	/* One pass over the slices: the tops are kept for the joins, which
 	 * touch no other slice's parent, and a slice with a parent keeps
 	 * it. */
-	for (size_t i = 0; i < n; i++) {
-		if (s->alias[i] != i || !in_run(s, sl[i].segment))
-			continue;
-		if (!has_parent(s, (uint32_t)i)) {
-			if (mt_grow((void **)&s->tops, &s->cap_tops,
-				    s->nr_tops + 1, sizeof(*s->tops)))
-				return -ENOMEM;
-			s->tops[s->nr_tops++] = (uint32_t)i;
-		} else if (mt_slice_name(t, &sl[i]) == s->root_name &&
-			   top_of(s, (uint32_t)i) != root) {
-			return 0;
-		}
-	}
+	if (!all_tops(s, root, &rc))
+		return rc;
 	for (int same = 1; same >= 0; same--)
 		for (size_t k = 0; k < s->nr_tops; k++) {
 			uint32_t x = s->tops[k];
@@ -530,10 +640,14 @@ static void next_run(struct thread_state *s, uint32_t lo)
  */
 static int stitch_thread(struct mt_trace *t, const struct seg_ends_table *ends,
 			 struct mt_thread *th, const struct stitch_opts *o,
-			 const char **fault)
+			 unsigned scan_jobs, const char **fault)
 {
-	struct thread_state s = {
-		.t = t, .o = o, .ends = ends, .th = th, .root_name = MT_NONE};
+	struct thread_state s = {.t = t,
+				 .o = o,
+				 .ends = ends,
+				 .th = th,
+				 .root_name = MT_NONE,
+				 .scan_jobs = scan_jobs};
 	bool join = !(o && o->record_only);
 	size_t first_rec = t->nr_stitches;
 	int rc = thread_init(&s);
@@ -579,6 +693,7 @@ struct stitch_all {
 	struct mt_trace *t;
 	const struct seg_ends_table *ends;
 	const struct stitch_opts *o;
+	unsigned scan_jobs; /* a thread stitched alone: its passes' threads */
 };
 
 static int stitch_work(void *ctx, unsigned worker, void *job)
@@ -587,7 +702,8 @@ static int stitch_work(void *ctx, unsigned worker, void *job)
 	struct stitch_job *j = job;
 
 	(void)worker;
-	j->rc = stitch_thread(&j->own, a->ends, j->th, a->o, &j->fault);
+	j->rc = stitch_thread(&j->own, a->ends, j->th, a->o, a->scan_jobs,
+			      &j->fault);
 	/* A thread left unstitched is told of in order, when it is kept. */
 	return j->rc == -EINVAL ? 0 : j->rc;
 }
@@ -661,6 +777,8 @@ int stitch_trace(struct mt_trace *t, const struct seg_ends_table *ends,
 	}
 	if (workers > n)
 		workers = (unsigned)n;
+	/* One thread (or one at a time): the cores go to its passes. */
+	a.scan_jobs = workers <= 1 && o && o->jobs > 1 ? o->jobs : 0;
 	if (workers > 1 && (rc = mt_pool_start(&pool, workers, stitch_work,
 					       stitch_keep, &a, 2 * workers)))
 		goto out;

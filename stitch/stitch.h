@@ -52,8 +52,11 @@ struct stitch_opts {
 	 */
 	struct img_reach code;
 	/* Threads stitched at once (0 or 1: one at a time); code's answers
-	 * must then be safe to ask from as many threads. */
+	 * must then be safe to ask from as many threads.  A capture of one
+	 * thread has its passes over every slice on as many, in chunks of
+	 * scan_chunk slices (0: a million). */
 	unsigned jobs;
+	size_t scan_chunk;
 };
 
 /* ends: the frames open at each segment's two ends, as the segment

@@ -86,6 +86,10 @@ struct thread_state {
 	size_t nr_spans, cap_spans;
 	uint32_t *tops; /* scratch: the run's slices with no parent */
 	size_t nr_tops, cap_tops;
+	/* threads for a pass over every slice: the thread is stitched
+	 * alone (a capture of one thread), so its passes are what stays on
+	 * one thread; 0 or 1: on this one */
+	unsigned scan_jobs;
 	struct undo_log undo;
 	/* why stitch_rebuild() refused the joins' tree (-EINVAL), for the
 	 * caller */

@@ -624,6 +624,50 @@ static void test_nothing_common(struct check_state *st)
 }
 
 /*
+ * A capture of one thread has its pass over every slice in chunks, on
+ * the threads stitching would have had (here of two slices, on four):
+ * the tree one thread makes, the tops found in order and put under the
+ * root, and a root that turns up under another top (so no root) seen.
+ */
+static void test_one_thread_in_chunks(struct check_state *st)
+{
+	const struct stitch_opts opts[2] = {{0}, {.jobs = 4, .scan_chunk = 2}};
+	const struct ev apart[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(3), AT(2, 0x25)},
+		{DEC_RET, AT(2, 0x25), 0},
+		{DEC_OVERFLOW, AT(7, 0x30), 0},
+		{DEC_RET, AT(8, 0x15), 0},
+		{DEC_CALL, FN(9), AT(8, 0x25)},
+		{DEC_RET, AT(8, 0x25), 0},
+		{DEC_OVERFLOW, AT(5, 0x30), 0},
+		{DEC_RET, AT(6, 0x15), 0},
+	};
+	const struct ev root_below[] = {
+		CALLS_TO_F2,
+		{DEC_CALL, FN(3), AT(2, 0x25)},
+		{DEC_RET, AT(2, 0x25), 0},
+		{DEC_OVERFLOW, AT(7, 0x30), 0},
+		{DEC_RET, AT(8, 0x15), 0},
+		{DEC_CALL, FN(9), AT(8, 0x25)},
+		{DEC_RET, AT(8, 0x25), 0},
+		{DEC_CALL, FN(1), AT(8, 0x35)},
+		{DEC_RET, AT(8, 0x35), 0},
+	};
+
+	for (int k = 0; k < 2; k++) {
+		run_with(st, apart, sizeof(apart) / sizeof(*apart), &opts[k],
+			 "0:f1:e 1:f2:e 2:f3 1:gap 1:f8:e:d 2:f7:d 2:f9:d "
+			 "1:gap 1:f6:e:d 2:f5:d",
+			 "no common frames");
+		run_with(st, root_below,
+			 sizeof(root_below) / sizeof(*root_below), &opts[k],
+			 "0:f1:e 1:f2:e 2:f3 0:gap 0:f8:e 1:f7 1:f9 1:f1",
+			 "no common frames");
+	}
+}
+
+/*
  * A program that execs itself: the new f1 is the root of another program,
  * not the old f1 found again (both at the thread's root, they would join
  * on that alone), and nothing of the new program goes under the old
@@ -705,6 +749,7 @@ int main(void)
 	RUN(&st, test_revealed_through_inlined);
 	RUN(&st, test_call_sites_carry_over);
 	RUN(&st, test_tail_from_root);
+	RUN(&st, test_one_thread_in_chunks);
 	RUN(&st, test_depth_from_later_segment);
 	RUN(&st, test_rejoin_with_later_callers);
 	RUN(&st, test_rejoin_until_settled);
