@@ -240,8 +240,10 @@ void seg_par_free(struct seg_par *p)
 		worker_end(&p->w[i]);
 	free(p->w);
 	seg_pieces_free(p);
-	if (p->have_live_lock)
+	if (p->have_live_lock) {
+		pthread_cond_destroy(&p->joined);
 		pthread_mutex_destroy(&p->live_lock);
+	}
 	for (size_t i = 0; i < p->nr_g; i++)
 		seg_group_free(p->g[i]);
 	free(p->g);

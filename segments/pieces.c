@@ -99,6 +99,10 @@ struct seg_piece {
 	uint32_t *sids; /* and its string ids */
 	int32_t delta;
 	size_t t_first; /* the thread's first slice from this piece */
+	/* built, then joined, and how the join went (under live_lock) */
+	bool built, joined;
+	int join_rc;
+	uint64_t touches, rebuilt; /* the join's counts */
 };
 
 void seg_piece_free(struct seg_piece *pc)
@@ -322,15 +326,14 @@ static int spec_build(struct seg_piece *pc)
 }
 
 static int piece_flat(struct seg_par *p, struct seg_piece *pc);
+static void built(struct seg_par *p, struct seg_piece *pc, int rc);
 
-static int piece_work(void *ctx, unsigned worker, void *job)
+static int build_piece(struct seg_par *p, struct seg_piece *pc)
 {
-	struct seg_piece *pc = job;
 	struct seg_one *o = pc->o;
 	int rc;
 
-	(void)worker;
-	if ((rc = piece_flat(ctx, pc)))
+	if ((rc = piece_flat(p, pc)))
 		return rc;
 	if (pc->k)
 		return spec_build(pc);
@@ -342,6 +345,16 @@ static int piece_work(void *ctx, unsigned worker, void *job)
 		    (rc = seg_group_tag(o->g, TAG_EV(pc->seq[i]))))
 			return rc;
 	return 0;
+}
+
+static int piece_work(void *ctx, unsigned worker, void *job)
+{
+	struct seg_piece *pc = job;
+	int rc = build_piece(ctx, pc);
+
+	(void)worker;
+	built(ctx, pc, rc);
+	return rc;
 }
 
 /*
@@ -559,7 +572,7 @@ static int rebuild(struct seg_piece *pc, size_t i)
 			th->slices[c->stack[j].slice].dur = 0;
 	if (pc->m && i < pc->n)
 		pc->m->weak_from = TAG_EV(pc->seq[i]);
-	o->all->par->nr_rebuilt += pc->n - i;
+	pc->rebuilt = pc->n - i;
 	for (; i < pc->n; i++)
 		if ((rc = seg_take(o, pc->ev[i].time, pc->ev[i].kind,
 				   pc->ev[i].ip, pc->ev[i].aux)) ||
@@ -583,7 +596,6 @@ static bool fits(struct seg_piece *pc)
 static int join(struct seg_piece *pc)
 {
 	struct seg_one *o = pc->o;
-	struct seg_par *p = o->all->par;
 	struct seg_builder *c = o->b;
 	size_t done;
 	int rc;
@@ -619,7 +631,7 @@ static int join(struct seg_piece *pc)
 		if ((rc = seg_take(o, e->time, e->kind, e->ip, e->aux)) ||
 		    (rc = seg_group_tag(o->g, TAG_EV(pc->seq[t->ev]))))
 			return rc;
-		p->nr_touches++;
+		pc->touches++;
 		if (!same_stack(pc, pc->snap + t->post, t->nr_post))
 			return rebuild(pc, t->ev + 1);
 		done = t->slices_after;
@@ -647,9 +659,16 @@ static int keep_model(struct seg_par *p, struct seg_piece *pc)
 	slices_put(p, th);
 	th->slices = NULL;
 	th->nr_slices = th->cap_slices = 0;
-	if (mt_grow((void **)&p->pm, &p->cap_pm, p->nr_pm + 1, sizeof(*p->pm)))
+	/* (threads join at once: the merge orders the models' entries by
+	 * the events that dated them, each a thread's own) */
+	pthread_mutex_lock(&p->live_lock);
+	if (mt_grow((void **)&p->pm, &p->cap_pm, p->nr_pm + 1,
+		    sizeof(*p->pm))) {
+		pthread_mutex_unlock(&p->live_lock);
 		return -ENOMEM;
+	}
 	p->pm[p->nr_pm++] = pc->m;
+	pthread_mutex_unlock(&p->live_lock);
 	pc->m = NULL;
 	return 0;
 }
@@ -806,10 +825,10 @@ void seg_pieces_free(struct seg_par *p)
 	}
 }
 
-static int piece_finish(void *ctx, void *job)
+/* Piece pc joined: its thread's builder takes it (piece 0 it built
+ * itself).  Returns its error. */
+static int join_one(struct seg_par *p, struct seg_piece *pc)
 {
-	struct seg_par *p = ctx;
-	struct seg_piece *pc = job;
 	struct timespec a, b;
 	int rc = 0;
 
@@ -820,8 +839,74 @@ static int piece_finish(void *ctx, void *job)
 			rc = keep_model(p, pc);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-	p->join_cpu_s += (double)(b.tv_sec - a.tv_sec) +
-			 (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	pc->o->join_cpu_s += (double)(b.tv_sec - a.tv_sec) +
+			     (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	return rc;
+}
+
+/* o's piece k, built and not joined, or NULL (under live_lock). */
+static struct seg_piece *built_piece(struct seg_par *p, struct seg_one *o,
+				     size_t k)
+{
+	for (struct seg_piece *pc = p->live; pc; pc = pc->next)
+		if (pc->o == o && pc->k == k)
+			return pc->built && !pc->joined ? pc : NULL;
+	return NULL;
+}
+
+/*
+ * Piece pc is built (rc: how).  A thread's pieces join in order, but the
+ * threads' pieces at once: whoever built the piece its thread's joins
+ * wait for joins it, and the ones after it built by then.  (One pool
+ * finishing every piece in order joined the threads one after another:
+ * on a capture of 16 threads, all their joins on one thread at a time.)
+ */
+static void built(struct seg_par *p, struct seg_piece *pc, int rc)
+{
+	struct seg_one *o = pc->o;
+
+	pthread_mutex_lock(&p->live_lock);
+	pc->built = true;
+	if (rc && !p->join_err)
+		p->join_err = rc;
+	if (rc || o->joining) {
+		pthread_cond_broadcast(&p->joined);
+		pthread_mutex_unlock(&p->live_lock);
+		return;
+	}
+	o->joining = true;
+	while (!p->join_err && (pc = built_piece(p, o, o->next_join))) {
+		pthread_mutex_unlock(&p->live_lock);
+		rc = join_one(p, pc);
+		pthread_mutex_lock(&p->live_lock);
+		pc->join_rc = rc;
+		pc->joined = true;
+		p->nr_touches += pc->touches;
+		p->nr_rebuilt += pc->rebuilt;
+		if (o->join_cpu_s > p->join_cpu_s)
+			p->join_cpu_s = o->join_cpu_s;
+		if (rc && !p->join_err)
+			p->join_err = rc;
+		o->next_join++;
+		pthread_cond_broadcast(&p->joined);
+	}
+	o->joining = false;
+	pthread_mutex_unlock(&p->live_lock);
+}
+
+/* The pool finishes the pieces in the order they were put, once each is
+ * joined: so the pieces out stay as many as its depth. */
+static int piece_finish(void *ctx, void *job)
+{
+	struct seg_par *p = ctx;
+	struct seg_piece *pc = job;
+	int rc;
+
+	pthread_mutex_lock(&p->live_lock);
+	while (!pc->joined && !p->join_err)
+		pthread_cond_wait(&p->joined, &p->live_lock);
+	rc = pc->joined ? pc->join_rc : p->join_err;
+	pthread_mutex_unlock(&p->live_lock);
 	live_free(p, pc);
 	return rc;
 }
@@ -832,6 +917,10 @@ int seg_pieces_start(struct seg_par *p)
 		p->piece_events = PIECE_EVENTS;
 	if (pthread_mutex_init(&p->live_lock, NULL))
 		return -ENOMEM;
+	if (pthread_cond_init(&p->joined, NULL)) {
+		pthread_mutex_destroy(&p->live_lock);
+		return -ENOMEM;
+	}
 	p->have_live_lock = true;
 	return mt_pool_start(&p->pieces, p->max_workers, piece_work,
 			     piece_finish, p, PIECES_OUT(p));

@@ -290,6 +290,12 @@ struct seg_one {
 	size_t nr_pieces;
 	struct dec_sink_ev last;
 	uint64_t time0;
+	/* its pieces join in order, on whichever thread built the one the
+	 * joins wait for (under the par's live_lock): the next to join,
+	 * whether a thread is joining them, and their CPU */
+	size_t next_join;
+	bool joining;
+	double join_cpu_s;
 };
 
 /* Go: each process's goroutines not running, shared by its threads'
@@ -386,7 +392,7 @@ struct seg_par {
 	size_t piece_events;
 	struct seg_group **pm; /* the pieces' models, for the merge */
 	size_t nr_pm, cap_pm;
-	double join_cpu_s;	/* the joins' (one at a time) */
+	double join_cpu_s;	/* the busiest thread's joins' */
 	struct seg_piece *live; /* put, not finished (under live_lock) */
 	struct seg_spare {
 		struct dec_sink_ev *ev;
@@ -399,7 +405,9 @@ struct seg_par {
 	} * spare_sl; /* and their models' slice arrays (under live_lock) */
 	size_t nr_spare_sl, cap_spare_sl;
 	pthread_mutex_t live_lock;
+	pthread_cond_t joined; /* a piece was joined, or the joins stop */
 	bool have_live_lock;
+	int join_err; /* the first join's or build's error: joins stop */
 	uint64_t nr_pieces, nr_touches, nr_rebuilt; /* events rebuilt */
 };
 
