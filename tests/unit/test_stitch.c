@@ -631,29 +631,27 @@ static void test_nothing_common(struct check_state *st)
  */
 static void test_one_thread_in_chunks(struct check_state *st)
 {
+/* f1 and f2, then across a gap f8 with nothing in common */
+#define APART                                                                  \
+	CALLS_TO_F2, {DEC_CALL, FN(3), AT(2, 0x25)},                           \
+		{DEC_RET, AT(2, 0x25), 0}, {DEC_OVERFLOW, AT(7, 0x30), 0},     \
+		{DEC_RET, AT(8, 0x15), 0}, {DEC_CALL, FN(9), AT(8, 0x25)},     \
+	{                                                                      \
+		DEC_RET, AT(8, 0x25), 0                                        \
+	}
 	const struct stitch_opts opts[2] = {{0}, {.jobs = 4, .scan_chunk = 2}};
 	const struct ev apart[] = {
-		CALLS_TO_F2,
-		{DEC_CALL, FN(3), AT(2, 0x25)},
-		{DEC_RET, AT(2, 0x25), 0},
-		{DEC_OVERFLOW, AT(7, 0x30), 0},
-		{DEC_RET, AT(8, 0x15), 0},
-		{DEC_CALL, FN(9), AT(8, 0x25)},
-		{DEC_RET, AT(8, 0x25), 0},
+		APART,
 		{DEC_OVERFLOW, AT(5, 0x30), 0},
 		{DEC_RET, AT(6, 0x15), 0},
 	};
+	/* f1 again, under f8 */
 	const struct ev root_below[] = {
-		CALLS_TO_F2,
-		{DEC_CALL, FN(3), AT(2, 0x25)},
-		{DEC_RET, AT(2, 0x25), 0},
-		{DEC_OVERFLOW, AT(7, 0x30), 0},
-		{DEC_RET, AT(8, 0x15), 0},
-		{DEC_CALL, FN(9), AT(8, 0x25)},
-		{DEC_RET, AT(8, 0x25), 0},
+		APART,
 		{DEC_CALL, FN(1), AT(8, 0x35)},
 		{DEC_RET, AT(8, 0x35), 0},
 	};
+#undef APART
 
 	for (int k = 0; k < 2; k++) {
 		run_with(st, apart, sizeof(apart) / sizeof(*apart), &opts[k],
