@@ -448,9 +448,10 @@ static int take_slices(struct seg_piece *pc, size_t from, size_t to)
 	if (mt_grow((void **)&th->slices, &th->cap_slices, n + to - from,
 		    sizeof(*th->slices)))
 		return -ENOMEM;
-	/* (one join at a time: this loop is a part of the conversion that
-	 * does not spread over the cores, so an id found before is looked
-	 * up here and only a new one costs a call) */
+	/* (a thread's joins run one at a time: on a capture of one thread
+	 * this loop is a part of the conversion that does not spread over
+	 * the cores, so an id found before is looked up here and only a
+	 * new one costs a call) */
 	for (size_t i = from; i < to; i++, n++) {
 		struct mt_slice *s = &th->slices[n];
 		uint32_t frame, site;
