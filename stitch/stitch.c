@@ -425,21 +425,6 @@ static bool has_parent(const struct thread_state *s, uint32_t i)
 }
 
 /*
- * Last, the thread's root: the function the trace began under (its first
- * segment's top, when that segment ended with it open), which returns
- * only when the thread ends.  Another top
- * of that function is the same activation, found again by a segment's
- * returns: one slice.  What else is left beside the root once every
- * pair is decided (a run of segments that shares no frame with what
- * came before: a longjmp in a gap unwound an unknown number of frames of
- * a recursion, say, or a tail call replaced a segment's root) ran under
- * it all the same, at a depth nobody can tell: it goes under the root,
- * marked depth_guessed with everything under it, so that the root is not
- * cut in two.  Not when the root's function turns up below another top:
- * then it was no root (a trace that began deep, whose true roots the
- * stack unwound at the end gave).
- */
-/*
  * The tops among slices [lo, hi) (no parent), in order, into *tops;
  * false when one of them with a parent is the root's function under
  * another top than root (the root is no root).  Reads the thread's
@@ -508,12 +493,13 @@ static int scan_keep(void *ctx, void *job)
 
 	if (a->ok && !a->rc && !j->rc && j->ok && j->nr) {
 		if (mt_grow((void **)&s->tops, &s->cap_tops, s->nr_tops + j->nr,
-			    sizeof(*s->tops)))
+			    sizeof(*s->tops))) {
 			a->rc = -ENOMEM;
-		else
+		} else {
 			memcpy(s->tops + s->nr_tops, j->tops,
 			       j->nr * sizeof(*j->tops));
-		s->nr_tops += a->rc ? 0 : j->nr;
+			s->nr_tops += j->nr;
+		}
 	}
 	a->rc = a->rc ? a->rc : j->rc;
 	a->ok = a->ok && j->ok;
@@ -532,6 +518,7 @@ static bool all_tops(struct thread_state *s, uint32_t root, int *rc)
 	struct scan_job *jobs;
 	struct mt_pool *pool;
 	size_t put = 0;
+	int erc;
 
 	if (s->scan_jobs < 2 || nr < 2)
 		return scan_tops(s, root, 0, n, &s->tops, &s->nr_tops,
@@ -548,10 +535,8 @@ static bool all_tops(struct thread_state *s, uint32_t root, int *rc)
 		jobs[put].hi = put + 1 < nr ? (put + 1) * chunk : n;
 		*rc = mt_pool_put(pool, &jobs[put]);
 	}
-	if (!*rc)
-		*rc = mt_pool_end(pool);
-	else
-		(void)mt_pool_end(pool);
+	erc = mt_pool_end(pool);
+	*rc = *rc ? *rc : erc;
 	for (size_t i = 0; i < put; i++)
 		free(jobs[i].tops);
 	free(jobs);
@@ -560,6 +545,21 @@ static bool all_tops(struct thread_state *s, uint32_t root, int *rc)
 	return a.ok && !*rc;
 }
 
+/*
+ * Last, the thread's root: the function the trace began under (its first
+ * segment's top, when that segment ended with it open), which returns
+ * only when the thread ends.  Another top
+ * of that function is the same activation, found again by a segment's
+ * returns: one slice.  What else is left beside the root once every
+ * pair is decided (a run of segments that shares no frame with what
+ * came before: a longjmp in a gap unwound an unknown number of frames of
+ * a recursion, say, or a tail call replaced a segment's root) ran under
+ * it all the same, at a depth nobody can tell: it goes under the root,
+ * marked depth_guessed with everything under it, so that the root is not
+ * cut in two.  Not when the root's function turns up below another top:
+ * then it was no root (a trace that began deep, whose true roots the
+ * stack unwound at the end gave).
+ */
 static int pass_root(struct thread_state *s)
 {
 	const struct mt_trace *t = s->t;
