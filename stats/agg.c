@@ -9,8 +9,9 @@
  * for a call with no caller, and each percentile is found by selection
  * (linear on average) rather than by sorting.  A function's durations
  * are the union of its own and its pairs' arrays, gathered when its
- * figures are found, one function at a time: so the writer holds 4
- * bytes a call, not 8.
+ * figures are found, each array freed as it is gathered: so the writer
+ * holds 4 bytes a call, not 8, and the functions can be found on
+ * threads side by side.
  */
 #include "stats/stats.h"
 
@@ -267,36 +268,82 @@ static void fig_merge(struct st_fig *to, const struct st_fig *f)
 	to->inferred_dur += f->inferred_dur;
 }
 
-/* d's durations after those of to, which has room (and is 64 bits wide
- * when d is). */
-static void durs_append(struct st_durs *to, const struct st_durs *d)
+static void durs_free(struct st_durs *d)
 {
-	if (to->v64) {
-		for (size_t i = 0; i < d->n; i++)
-			to->v64[to->n + i] = d->v64 ? d->v64[i] : d->v32[i];
-	} else if (d->n) {
-		memcpy(to->v32 + to->n, d->v32, d->n * sizeof(*d->v32));
-	}
-	to->n += d->n;
+	for (size_t i = 0; i < d->nr_more; i++)
+		durs_free(&d->more[i]);
+	free(d->v32);
+	free(d->v64);
+	free(d->more);
+	*d = (struct st_durs){0};
 }
 
+/* The durations d holds, its own and those in more. */
+static size_t durs_count(const struct st_durs *d)
+{
+	size_t n = d->n;
+
+	for (size_t i = 0; i < d->nr_more; i++)
+		n += d->more[i].n;
+	return n;
+}
+
+static bool durs_wide(const struct st_durs *d)
+{
+	bool wide = d->v64 != NULL;
+
+	for (size_t i = 0; i < d->nr_more; i++)
+		wide |= d->more[i].v64 != NULL;
+	return wide;
+}
+
+/* One array of d's into more (taken from d, fitted to its count: a
+ * part's arrays are held until the figures are found). */
+static int durs_keep(struct st_durs *to, struct st_durs *d)
+{
+	size_t w = d->v64 ? sizeof(*d->v64) : sizeof(*d->v32);
+	void **v = d->v64 ? (void **)&d->v64 : (void **)&d->v32;
+
+	if (!d->n) {
+		durs_free(d);
+		return 0;
+	}
+	if (mt_grow((void **)&to->more, &to->cap_more, to->nr_more + 1,
+		    sizeof(*to->more)))
+		return -ENOMEM;
+	if (d->cap - d->n > d->n / 8) {
+		void *fit = realloc(*v, d->n * w);
+
+		if (fit) {
+			*v = fit;
+			d->cap = d->n;
+		}
+	}
+	to->more[to->nr_more++] = (struct st_durs){
+		.v32 = d->v32, .v64 = d->v64, .n = d->n, .cap = d->cap};
+	d->v32 = NULL;
+	d->v64 = NULL;
+	d->n = d->cap = 0;
+	return 0;
+}
+
+/* d's durations moved to to, d left empty: no copy. */
 static int durs_merge(struct st_durs *to, struct st_durs *d)
 {
-	if (!to->n && !to->v32 && !to->v64) {
+	int rc = 0;
+
+	if (!to->v32 && !to->v64 && !to->nr_more) {
+		free(to->more);
 		*to = *d;
 		*d = (struct st_durs){0};
 		return 0;
 	}
-	/* d holds a wide one: to would widen at it anyway. */
-	if (d->v64 && !to->v64 && durs_widen(to))
-		return -ENOMEM;
-	if (to->v64 ? mt_grow((void **)&to->v64, &to->cap, to->n + d->n,
-			      sizeof(*to->v64))
-		    : mt_grow((void **)&to->v32, &to->cap, to->n + d->n,
-			      sizeof(*to->v32)))
-		return -ENOMEM;
-	durs_append(to, d);
-	return 0;
+	for (size_t i = 0; !rc && i < d->nr_more; i++)
+		rc = durs_keep(to, &d->more[i]);
+	if (!rc)
+		rc = durs_keep(to, d);
+	durs_free(d);
+	return rc;
 }
 
 static int cmp_top_id(const void *x, const void *y)
@@ -413,43 +460,121 @@ size_t st_rank(size_t n, unsigned p)
 SELECT(st_select, uint64_t)
 SELECT(st_select32, uint32_t)
 
-/* p50, p90, p99 in turn, each in the part the one before left above it. */
-static void percentiles(struct st_fig *f, struct st_durs *d)
+/* p50, p90, p99 of v[0..n) in turn, each in the part the one before
+ * left above it, and the largest, above them all. */
+static void percentiles(struct st_fig *f, uint32_t *v32, uint64_t *v64,
+			size_t n)
 {
 	const unsigned ps[3] = {50, 90, 99};
 	uint64_t *out[3] = {&f->p50, &f->p90, &f->p99};
 	size_t base = 0;
 
-	if (!d->n)
+	if (!n)
 		return;
 	for (int i = 0; i < 3; i++) {
-		size_t k = st_rank(d->n, ps[i]);
+		size_t k = st_rank(n, ps[i]);
 
-		*out[i] =
-			d->v64 ? st_select(d->v64 + base, d->n - base, k - base)
-			       : st_select32(d->v32 + base, d->n - base,
-					     k - base);
+		*out[i] = v64 ? st_select(v64 + base, n - base, k - base)
+			      : st_select32(v32 + base, n - base, k - base);
 		base = k;
 	}
 	f->max = 0;
-	for (size_t i = base; i < d->n; i++) {
-		uint64_t v = d->v64 ? d->v64[i] : d->v32[i];
+	for (size_t i = base; i < n; i++) {
+		uint64_t x = v64 ? v64[i] : v32[i];
 
-		f->max = v > f->max ? v : f->max;
+		f->max = x > f->max ? x : f->max;
 	}
 }
 
-int st_finish(struct st_agg *a)
+/* One function's figures: its calls with no caller, then each of its
+ * pairs' (by_fn[0..nr)), gathered into one array as the arrays they
+ * were in are freed. */
+struct fn_job {
+	struct st_agg *a;
+	uint32_t fn;
+	const uint32_t *by_fn;
+	size_t nr;
+	size_t n; /* durations in all */
+};
+
+/* d's durations after the all.n there are (all has room, and is wide
+ * when d is); d freed. */
+static void gather(struct st_durs *all, struct st_durs *d)
+{
+	for (size_t i = 0; i < d->nr_more; i++)
+		gather(all, &d->more[i]);
+	if (all->v64) {
+		for (size_t i = 0; i < d->n; i++)
+			all->v64[all->n + i] = d->v64 ? d->v64[i] : d->v32[i];
+	} else if (d->n) {
+		memcpy(all->v32 + all->n, d->v32, d->n * sizeof(*d->v32));
+	}
+	all->n += d->n;
+	durs_free(d);
+}
+
+static int fn_figures(void *ctx, unsigned worker, void *job)
+{
+	struct fn_job *j = job;
+	struct st_agg *a = j->a;
+	bool wide = durs_wide(&a->fdur[j->fn]);
+	size_t n = j->n ? j->n : 1;
+	struct st_durs all = {0};
+
+	(void)ctx;
+	(void)worker;
+	for (size_t k = 0; k < j->nr; k++)
+		wide |= durs_wide(&a->pdur[j->by_fn[k]]);
+	if (wide ? !(all.v64 = malloc(n * sizeof(*all.v64)))
+		 : !(all.v32 = malloc(n * sizeof(*all.v32))))
+		return -ENOMEM;
+	gather(&all, &a->fdur[j->fn]);
+	/* A pair's percentiles in its place, then the function's over the
+	 * whole: the values are the same, in another order. */
+	for (size_t k = 0; k < j->nr; k++) {
+		size_t from = all.n;
+		uint32_t p = j->by_fn[k];
+
+		gather(&all, &a->pdur[p]);
+		percentiles(&a->pairs[p].fig, all.v32 ? all.v32 + from : NULL,
+			    all.v64 ? all.v64 + from : NULL, all.n - from);
+	}
+	percentiles(&a->fns[j->fn], all.v32, all.v64, all.n);
+	free(all.v32);
+	free(all.v64);
+	return 0;
+}
+
+static int no_finish(void *ctx, void *job)
+{
+	(void)ctx;
+	(void)job;
+	return 0;
+}
+
+/* The largest first: the last to end starts first. */
+static int cmp_job_n(const void *x, const void *y)
+{
+	const struct fn_job *a = x, *b = y;
+
+	if (a->n != b->n)
+		return a->n > b->n ? -1 : 1;
+	return a->fn < b->fn ? -1 : a->fn > b->fn;
+}
+
+int st_finish(struct st_agg *a, unsigned workers)
 {
 	/* The pairs by callee: by_fn[start[f] .. start[f + 1]). */
 	size_t *start = calloc((size_t)a->nr_fns + 1, sizeof(*start));
 	uint32_t *by_fn =
 		malloc((a->nr_pairs ? a->nr_pairs : 1) * sizeof(*by_fn));
-	struct st_durs all = {0};
+	struct fn_job *jobs =
+		malloc((a->nr_fns ? a->nr_fns : 1) * sizeof(*jobs));
+	struct mt_pool *pool = NULL;
 	int rc = -ENOMEM;
 
 	st_end_thread(a);
-	if (!start || !by_fn)
+	if (!start || !by_fn || !jobs)
 		goto out;
 	for (size_t i = 0; i < a->nr_pairs; i++)
 		start[a->pairs[i].callee + 1]++;
@@ -459,33 +584,32 @@ int st_finish(struct st_agg *a)
 		by_fn[start[a->pairs[i].callee]++] = (uint32_t)i;
 	/* start[f] is now where f + 1's pairs begin. */
 	for (uint32_t f = 0; f < a->nr_fns; f++) {
-		size_t lo = f ? start[f - 1] : 0, n = a->fdur[f].n;
-		bool wide = a->fdur[f].v64 != NULL;
+		struct fn_job *j = &jobs[f];
 
-		for (size_t k = lo; k < start[f]; k++) {
-			n += a->pdur[by_fn[k]].n;
-			wide |= a->pdur[by_fn[k]].v64 != NULL;
-		}
-		if (n > all.cap || (wide && !all.v64)) {
-			free(all.v32);
-			free(all.v64);
-			all = (struct st_durs){.cap = n};
-			if (wide ? !(all.v64 = malloc(n * sizeof(*all.v64)))
-				 : !(all.v32 = malloc(n * sizeof(*all.v32))))
-				goto out;
-		}
-		all.n = 0;
-		durs_append(&all, &a->fdur[f]);
-		for (size_t k = lo; k < start[f]; k++)
-			durs_append(&all, &a->pdur[by_fn[k]]);
-		percentiles(&a->fns[f], &all);
+		*j = (struct fn_job){.a = a, .fn = f};
+		j->by_fn = by_fn + (f ? start[f - 1] : 0);
+		j->nr = start[f] - (f ? start[f - 1] : 0);
+		j->n = durs_count(&a->fdur[f]);
+		for (size_t k = 0; k < j->nr; k++)
+			j->n += durs_count(&a->pdur[j->by_fn[k]]);
 	}
-	for (size_t i = 0; i < a->nr_pairs; i++)
-		percentiles(&a->pairs[i].fig, &a->pdur[i]);
-	rc = 0;
+	qsort(jobs, a->nr_fns, sizeof(*jobs), cmp_job_n);
+	rc = workers > 1 && a->nr_fns > 1
+		     ? mt_pool_start(&pool,
+				     workers < a->nr_fns ? workers : a->nr_fns,
+				     fn_figures, no_finish, NULL, 2 * workers)
+		     : 0;
+	for (uint32_t f = 0; !rc && f < a->nr_fns; f++)
+		rc = pool ? mt_pool_put(pool, &jobs[f])
+			  : fn_figures(NULL, 0, &jobs[f]);
+	if (pool) {
+		int prc = mt_pool_end(pool);
+
+		if (!rc)
+			rc = prc;
+	}
 out:
-	free(all.v32);
-	free(all.v64);
+	free(jobs);
 	free(start);
 	free(by_fn);
 	return rc;
@@ -493,16 +617,10 @@ out:
 
 void st_drop_durs(struct st_agg *a)
 {
-	for (uint32_t i = 0; i < a->nr_fns; i++) {
-		free(a->fdur[i].v32);
-		free(a->fdur[i].v64);
-		a->fdur[i] = (struct st_durs){0};
-	}
-	for (size_t i = 0; a->pdur && i < a->nr_pairs; i++) {
-		free(a->pdur[i].v32);
-		free(a->pdur[i].v64);
-		a->pdur[i] = (struct st_durs){0};
-	}
+	for (uint32_t i = 0; a->fdur && i < a->nr_fns; i++)
+		durs_free(&a->fdur[i]);
+	for (size_t i = 0; a->pdur && i < a->nr_pairs; i++)
+		durs_free(&a->pdur[i]);
 }
 
 void st_free(struct st_agg *a)

@@ -740,7 +740,7 @@ int st_db_figures(struct st_db *d, const struct st_region *r, struct st_agg *a,
 				   : st_db_fail(d, rc,
 						"a slice names a function the "
 						"database does not list");
-	if (!rc && st_finish(a))
+	if (!rc && st_finish(a, mt_nr_cores(0)))
 		rc = st_db_fail(d, -ENOMEM, "out of memory");
 	return rc;
 }

@@ -71,11 +71,15 @@ struct st_top {
 };
 
 /* Durations of whole calls, kept to find the percentiles: 32 bits each
- * until one needs more (4.3 s), which widens the array to 64. */
+ * until one needs more (4.3 s), which widens the array to 64.  A part's
+ * arrays that st_merge() adds stay as they were, in more, until
+ * st_finish() gathers them: merging the parts in order costs no copy. */
 struct st_durs {
 	uint32_t *v32;
 	uint64_t *v64; /* when set, the durations, v32 gone */
 	size_t n, cap;
+	struct st_durs *more; /* none of them has more of its own */
+	size_t nr_more, cap_more;
 };
 
 struct st_agg {
@@ -135,11 +139,12 @@ int st_add_open(struct st_agg *a, uint32_t fn, uint64_t id, uint64_t parent);
  * away.  Returns 0 or -ENOMEM.
  */
 int st_merge(struct st_agg *a, struct st_agg *from, const uint32_t *fn_of);
-/* Computes the percentiles (reordering the kept durations).  Returns 0
- * or -ENOMEM. */
-int st_finish(struct st_agg *a);
-/* The durations kept for the percentiles, freed once they are found:
- * the rest of a stays. */
+/* Computes the percentiles, a function at a time on up to workers
+ * threads (the figures are the same for any number), and frees the
+ * durations kept for them.  Returns 0 or -ENOMEM. */
+int st_finish(struct st_agg *a, unsigned workers);
+/* Frees the durations kept for the percentiles (st_finish() has): the
+ * rest of a stays. */
 void st_drop_durs(struct st_agg *a);
 void st_free(struct st_agg *a);
 

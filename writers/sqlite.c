@@ -448,7 +448,7 @@ static int sum_functions(const struct mt_trace *t, struct fnmap *m,
 		st_end_thread(a);
 		base += th->nr_slices;
 	}
-	return st_finish(a);
+	return st_finish(a, 1);
 }
 
 /*
@@ -466,7 +466,7 @@ static int sum_functions(const struct mt_trace *t, struct fnmap *m,
  * whole sum made again serially, as st_add() treats such a thread.
  */
 #define FN_PART	   (1u << 18)
-#define FN_THREADS 4
+#define FN_THREADS 8
 
 struct fn_sums {
 	const struct mt_trace *t;
@@ -625,8 +625,9 @@ static int sum_in_parts(struct fn_sums *fs)
 	uint64_t base = 0, k = 0;
 	int rc = -ENOMEM;
 
-	/* A few threads keep up with the other writers, and each part
-	 * waiting holds its durations. */
+	/* As many threads as the slice table's pages have: slice_parent's
+	 * pages wait for the figures (fn_sums_done).  Each part waiting
+	 * holds its durations, so no more. */
 	if (fs->jobs > FN_THREADS)
 		fs->jobs = FN_THREADS;
 	depth = fs->jobs + 2;
@@ -691,7 +692,7 @@ static void *fn_sums_run(void *arg)
 	if (fs->jobs > 1) {
 		fs->rc = sum_in_parts(fs);
 		if (!fs->rc && !fs->not_walk)
-			fs->rc = st_finish(&fs->a);
+			fs->rc = st_finish(&fs->a, fs->jobs);
 		if (fs->rc || !fs->not_walk)
 			goto out;
 		/* Not a walk: the serial sum, from nothing. */
