@@ -13,6 +13,29 @@ struct mt_thread *seg_thr(struct seg_builder *b)
 	return &b->t->threads[b->thread];
 }
 
+int seg_slices_room(struct seg_builder *b, struct mt_thread *th, size_t need)
+{
+	int rc;
+
+	if (need <= th->cap_slices)
+		return 0;
+	/* (the pager, if any, waits while the array moves) */
+	mt_ahead_lock(b->ahead);
+	rc = mt_grow((void **)&th->slices, &th->cap_slices, need,
+		     sizeof(*th->slices));
+	mt_ahead_grown(b->ahead, th->slices,
+		       th->cap_slices * sizeof(*th->slices));
+	return rc ? -ENOMEM : 0;
+}
+
+struct mt_slice *seg_add_slice_grow(struct seg_builder *b, struct mt_thread *th,
+				    const struct mt_slice *s)
+{
+	if (seg_slices_room(b, th, th->nr_slices + 1))
+		return NULL;
+	return mt_thread_push(th, s);
+}
+
 /* "FILE:LINE" as a string id, 0 when out of memory. */
 static uint32_t pos_intern(struct seg_builder *b, const char *file,
 			   unsigned line)
@@ -140,8 +163,9 @@ int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
 		.segment = b->seg_id,
 	};
 
-	if (!mt_thread_push(th, &s) || mt_grow((void **)&b->stack, &b->cap,
-					       b->depth + 1, sizeof(*b->stack)))
+	if (!seg_add_slice(b, th, &s) ||
+	    mt_grow((void **)&b->stack, &b->cap, b->depth + 1,
+		    sizeof(*b->stack)))
 		return -ENOMEM;
 	b->stack[b->depth++] = (struct frame){
 		.slice = (uint32_t)(th->nr_slices - 1),
@@ -377,7 +401,7 @@ static int reveal_slice(struct seg_builder *b, uint64_t ip, struct mt_slice s,
 	s.flags |= MT_SLICE_INFERRED_START;
 	s.segment = b->seg_id;
 
-	if (!mt_thread_push(th, &s) ||
+	if (!seg_add_slice(b, th, &s) ||
 	    mt_grow((void **)&b->reveal_ips, &cap, b->nr_reveals + 1,
 		    sizeof(*b->reveal_ips)) ||
 	    mt_grow((void **)&b->reveals, &b->cap_reveals, b->nr_reveals + 1,

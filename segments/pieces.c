@@ -35,6 +35,11 @@
 #include <time.h>
 
 #define PIECE_EVENTS 65536 /* the events of a piece, by default */
+/* How far past their ends the threads' slice arrays have their pages
+ * populated after each join, all of them together: a few pieces' slices
+ * (8 MiB), which a capture of one thread needs, shared by the threads
+ * of a capture of several, whose joins run side by side anyway. */
+#define AHEAD_SLICES (((size_t)8 << 20) / sizeof(struct mt_slice))
 /* room past a full piece for the events up to where a piece can begin */
 #define SEAM_SLACK 64
 /* Pieces out at once: one building on each thread, and two more for
@@ -445,8 +450,7 @@ static int take_slices(struct seg_piece *pc, size_t from, size_t to)
 
 	if (from >= to)
 		return 0;
-	if (mt_grow((void **)&th->slices, &th->cap_slices, n + to - from,
-		    sizeof(*th->slices)))
+	if (seg_slices_room(c, th, n + to - from))
 		return -ENOMEM;
 	/* (a thread's joins run one at a time: on a capture of one thread
 	 * this loop is a part of the conversion that does not spread over
@@ -800,11 +804,67 @@ static int copy_in(struct seg_par *p, struct seg_piece *pc,
 	return 0;
 }
 
+/*
+ * The thread's slice array after a join: its pages a little past its end
+ * populated by the pager while the next pieces are built, grown now if
+ * they are not there yet.  Otherwise its joins, which run on one thread
+ * at a time, stopped at each new page: half their time on a capture of
+ * one thread.
+ */
+static int page_ahead(struct seg_par *p, struct seg_one *o)
+{
+	struct seg_builder *c = o->b;
+	struct mt_thread *th;
+	size_t want;
+
+	if (!p->pager || !c)
+		return 0;
+	th = &o->g->t.threads[c->thread];
+	if (!c->ahead) {
+		if (!(c->ahead = mt_pager_watch(p->pager)))
+			return 0;
+		c->pager = p->pager;
+		__atomic_add_fetch(&p->nr_watched, 1, __ATOMIC_RELAXED);
+		mt_ahead_lock(c->ahead);
+		mt_ahead_grown(c->ahead, th->slices,
+			       th->cap_slices * sizeof(*th->slices));
+	}
+	/* (and no more than a quarter of what it has: a small thread's
+	 * faults are few) */
+	want = AHEAD_SLICES / __atomic_load_n(&p->nr_watched, __ATOMIC_RELAXED);
+	want = th->nr_slices +
+	       (want < th->nr_slices / 4 ? want : th->nr_slices / 4);
+	if (seg_slices_room(c, th, want))
+		return -ENOMEM;
+	mt_ahead_want(p->pager, c->ahead, want * sizeof(*th->slices));
+	return 0;
+}
+
+/* The pager's watches end, the pages populated past each array's end
+ * given back; then the pager. */
+static void pager_end(struct seg_par *p)
+{
+	for (size_t i = 0; p->pager && i < p->a->nr; i++) {
+		struct seg_builder *c = p->a->one[i]->b;
+
+		if (!c || !c->ahead)
+			continue;
+		mt_ahead_release(p->pager, c->ahead,
+				 c->t->threads[c->thread].nr_slices *
+					 sizeof(struct mt_slice));
+		c->ahead = NULL;
+		c->pager = NULL;
+	}
+	mt_pager_end(p->pager);
+	p->pager = NULL;
+}
+
 void seg_pieces_free(struct seg_par *p)
 {
 	if (p->pieces)
 		mt_pool_end(p->pieces);
 	p->pieces = NULL;
+	pager_end(p);
 	while (p->live)
 		live_free(p, p->live);
 	for (size_t i = 0; i < p->nr_spare; i++) {
@@ -839,6 +899,8 @@ static int join_one(struct seg_par *p, struct seg_piece *pc)
 		if (!rc)
 			rc = keep_model(p, pc);
 	}
+	if (!rc)
+		rc = page_ahead(p, pc->o);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	pc->o->join_cpu_s += (double)(b.tv_sec - a.tv_sec) +
 			     (double)(b.tv_nsec - a.tv_nsec) / 1e9;
@@ -923,6 +985,9 @@ int seg_pieces_start(struct seg_par *p)
 		return -ENOMEM;
 	}
 	p->have_live_lock = true;
+	/* (without a pager the joins fault their pages in themselves) */
+	if (mt_pager_start(&p->pager))
+		p->pager = NULL;
 	return mt_pool_start(&p->pieces, p->max_workers, piece_work,
 			     piece_finish, p, PIECES_OUT(p));
 }
@@ -1021,6 +1086,7 @@ int seg_pieces_end(struct seg_par *p)
 			rc = put_piece(p, p->a->one[i]);
 	erc = mt_pool_end(p->pieces);
 	p->pieces = NULL;
+	pager_end(p);
 	if (rc || erc)
 		return rc ? rc : erc;
 	if ((rc = mt_pool_start(&ends, p->max_workers, end_thread, nothing, p,

@@ -70,6 +70,10 @@ struct go_frame {
 struct seg_builder {
 	struct mt_trace *t;
 	size_t thread;
+	/* its thread's slice array, watched by a pager (pieces.c): it grows
+	 * under the watch's lock; NULL: not watched */
+	struct mt_pager *pager;
+	struct mt_ahead *ahead;
 	struct seg_ends_table *ends; /* NULL: not kept */
 	seg_symbolize_fn sym;
 	void *ctx;
@@ -162,6 +166,20 @@ static inline uint32_t seg_noted(struct seg_builder *b, bool frame, uint32_t id)
 	if (b->noted && id != MT_NONE)
 		b->noted(b->noted_ctx, frame, id);
 	return id;
+}
+
+/* Room for need slices in b's thread's array th, or a slice onto it: the
+ * array grown under its pager's watch. */
+int seg_slices_room(struct seg_builder *b, struct mt_thread *th, size_t need);
+struct mt_slice *seg_add_slice_grow(struct seg_builder *b, struct mt_thread *th,
+				    const struct mt_slice *s);
+static inline struct mt_slice *seg_add_slice(struct seg_builder *b,
+					     struct mt_thread *th,
+					     const struct mt_slice *s)
+{
+	if (th->nr_slices < th->cap_slices)
+		return mt_thread_push(th, s);
+	return seg_add_slice_grow(b, th, s);
 }
 
 /* frames.c: the frame stack */
@@ -389,6 +407,8 @@ struct seg_par {
 	uint64_t seq; /* the next event's number */
 	/* pieces.c: every thread not Go's is built in pieces at once */
 	struct mt_pool *pieces;
+	struct mt_pager *pager; /* the threads' slice arrays' pages */
+	size_t nr_watched;	/* the arrays it watches (atomic) */
 	size_t piece_events;
 	struct seg_group **pm; /* the pieces' models, for the merge */
 	size_t nr_pm, cap_pm;

@@ -106,7 +106,7 @@ static int gap_ends(struct seg_builder *b, uint64_t time)
 	if (name == MT_NONE)
 		return -ENOMEM;
 	g.frame = mt_frame_intern(b->t, name, 0, 0);
-	if (g.frame == MT_NONE || !mt_thread_push(th, &g))
+	if (g.frame == MT_NONE || !seg_add_slice(b, th, &g))
 		return -ENOMEM;
 	b->have_gap = false;
 	return 0;

@@ -268,6 +268,31 @@ int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s);
 unsigned mt_nr_cores(unsigned jobs);
 
 /*
+ * Pages of growing arrays faulted in ahead of their writers, on a thread
+ * of the pager's own (pager.c), so that the writer's thread does not
+ * stop at each new page.  An array watched (mt_pager_watch(), NULL when
+ * there is no pager or no memory: then nothing is done for it) moves
+ * only between mt_ahead_lock() and mt_ahead_grown(), which give the
+ * pager its place and size; mt_ahead_want() says up to where (bytes
+ * from its start) the writer will write soon; mt_ahead_release() gives
+ * back the pages past used that were populated and not written, and
+ * stops.  The pager only asks the kernel to populate pages, which
+ * changes nothing in them.  A pager whose thread did not start, or a
+ * kernel without MADV_POPULATE_WRITE, does nothing.
+ */
+struct mt_pager;
+struct mt_ahead;
+int mt_pager_start(struct mt_pager **pg);
+struct mt_ahead *mt_pager_watch(struct mt_pager *pg);
+void mt_ahead_lock(struct mt_ahead *a);
+void mt_ahead_grown(struct mt_ahead *a, void *base, size_t bytes);
+void mt_ahead_want(struct mt_pager *pg, struct mt_ahead *a, size_t upto);
+/* The bytes given back. */
+size_t mt_ahead_release(struct mt_pager *pg, struct mt_ahead *a, size_t used);
+/* Ends the thread and frees pg and every array's watch (NULL: nothing). */
+void mt_pager_end(struct mt_pager *pg);
+
+/*
  * Opens path to read when it is a regular file, and never blocks: a
  * FIFO, a device, a socket or a directory is not opened (or not kept
  * open, when the path changed under us), whatever it leads to.  Returns

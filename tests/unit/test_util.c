@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -965,6 +966,111 @@ static void test_pool_cpu(struct check_state *cs)
 	CHECKF(cs, cpu >= 0.5 + 0.08, "%.3f s of CPU added", cpu - 0.5);
 }
 
+/* Whether the kernel populates pages on advice (Linux 5.14). */
+static bool can_populate(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok;
+
+	if (m == MAP_FAILED)
+		return false;
+	ok = !madvise(m, (size_t)page, 23 /* MADV_POPULATE_WRITE */);
+	munmap(m, (size_t)page);
+	return ok;
+}
+
+/* The pages of [p, p + len) in memory, of those there are. */
+static size_t resident(void *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE),
+	       n = (len + page - 1) / page;
+	unsigned char *v = malloc(n);
+	size_t in = 0;
+
+	if (v && !mincore(p, len, v))
+		for (size_t i = 0; i < n; i++)
+			in += v[i] & 1;
+	free(v);
+	return in;
+}
+
+/*
+ * The pager populates what it is asked for, ahead of a writer that has
+ * not touched it, and gives back what was populated past what was used;
+ * an array grown (and moved) under its lock while the pager works keeps
+ * every value written.
+ */
+static void test_pager(struct check_state *cs)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 8u << 20;
+	struct mt_pager *pg = NULL;
+	struct mt_ahead *a;
+	uint64_t *v = NULL;
+	size_t cap = 0, n = 0;
+	uint8_t *m;
+
+	CHECK(cs, !mt_pager_watch(NULL));
+	mt_ahead_lock(NULL);
+	mt_ahead_grown(NULL, NULL, 0);
+	mt_ahead_want(NULL, NULL, 1);
+	CHECK(cs, mt_pager_start(&pg) == 0 && pg);
+	if (!pg)
+		return;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	CHECK(cs, m != MAP_FAILED && (a = mt_pager_watch(pg)));
+	if (m != MAP_FAILED && a && can_populate()) {
+		mt_ahead_lock(a);
+		mt_ahead_grown(a, m, len);
+		CHECK(cs, resident(m, len) == 0);
+		mt_ahead_want(pg, a, len / 2);
+		for (int i = 0;
+		     i < 400 && resident(m, len / 2) < len / 2 / page; i++)
+			usleep(5000);
+		CHECKF(cs, resident(m, len / 2) == len / 2 / page,
+		       "%zu of %zu pages populated", resident(m, len / 2),
+		       len / 2 / page);
+		CHECK(cs, resident(m + len / 2 + page, len / 2 - page) == 0);
+		/* used: the first MiB; the rest populated goes back */
+		CHECK(cs, mt_ahead_release(pg, a, 1u << 20) ==
+				  len / 2 - (1u << 20));
+		CHECK(cs, resident(m, len) == (1u << 20) / page);
+	}
+	if (m != MAP_FAILED)
+		munmap(m, len);
+	/* A writer growing its array (realloc moves it) as the pager
+	 * populates ahead. */
+	CHECK(cs, (a = mt_pager_watch(pg)) != NULL);
+	for (size_t k = 0; k < 64; k++) {
+		if (n + 65536 > cap) {
+			uint64_t *w;
+
+			mt_ahead_lock(a);
+			w = realloc(v, 2 * (cap + 65536) * sizeof(*v));
+			if (w) {
+				v = w;
+				cap = 2 * (cap + 65536);
+			}
+			mt_ahead_grown(a, v, cap * sizeof(*v));
+			if (!w)
+				break;
+		}
+		for (size_t i = 0; i < 65536; i++, n++)
+			v[n] = n * 2654435761u;
+		mt_ahead_want(pg, a, (n + 262144) * sizeof(*v));
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i] != i * 2654435761u) {
+			CHECKF(cs, 0, "value %zu changed", i);
+			break;
+		}
+	CHECK(cs, n == 64 * 65536);
+	mt_pager_end(pg);
+	free(v);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -997,5 +1103,6 @@ int main(void)
 	RUN(&st, test_pool_order);
 	RUN(&st, test_pool_error);
 	RUN(&st, test_pool_cpu);
+	RUN(&st, test_pager);
 	return CHECK_DONE(&st);
 }
