@@ -96,6 +96,10 @@ struct st_agg {
 	struct st_path *paths;
 	size_t nr_paths, cap_paths;
 	struct mt_hmap path_index; /* (parent + 1) << 32 | fn -> path */
+	/* by path (the first nr_kid): the last path looked up from it,
+	 * fn << 32 | path (all ones: none) */
+	uint64_t *kid;
+	size_t nr_kid, cap_kid;
 	/* The open slices of the thread being read, outermost first. */
 	struct st_open {
 		uint64_t id;
