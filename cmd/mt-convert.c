@@ -609,15 +609,17 @@ static void warn_line(void *ctx, const char *line)
 
 /* Where the time went: the wall and CPU seconds of each stage that ran
  * (convert.h says which overlap and how each is counted), the peak RSS
- * in KiB at its end, and the CPU seconds of the thread that ran it. */
+ * in KiB at its end, the CPU seconds of the thread that ran it, and the
+ * seconds its ordered writes waited on the disk. */
 static void print_stages(const struct mt_convert_result *r)
 {
 	for (int s = 0; s < MT_STAGE_NR; s++)
 		if (r->stages[s].ran)
-			fprintf(stderr, "stage %s %.6f %.6f %ld %.6f\n",
+			fprintf(stderr, "stage %s %.6f %.6f %ld %.6f %.6f\n",
 				mt_convert_stage_name((enum mt_convert_stage)s),
 				r->stages[s].wall_s, r->stages[s].cpu_s,
-				r->stages[s].peak_kb, r->stages[s].own_cpu_s);
+				r->stages[s].peak_kb, r->stages[s].own_cpu_s,
+				r->stages[s].write_s);
 }
 
 /* What this program keeps while the conversion runs. */

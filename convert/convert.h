@@ -138,6 +138,11 @@ struct mt_convert_time {
 	 * builds the segments of its threads, as the events come: in the
 	 * longest thread's time at best). */
 	double own_cpu_s;
+	/* The seconds the writes of its output took on the one thread
+	 * that makes them in order (the database's slice table: most of
+	 * the bytes written), waiting on the disk: what more cores do not
+	 * shorten either, and no CPU clock sees. */
+	double write_s;
 };
 
 struct mt_convert_result {

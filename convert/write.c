@@ -47,12 +47,15 @@ void *cv_write_sqlite(void *arg)
 	struct cv_sqlite_job *j = arg;
 	struct cv_clock c;
 
+	struct wr_stats st = {0};
+
 	cv_clock_start(&c, CLOCK_THREAD_CPUTIME_ID);
-	j->rc = wr_sqlite_to_opts(j->t, j->f, &j->o, NULL, j->err,
+	j->rc = wr_sqlite_to_opts(j->t, j->f, &j->o, &st, j->err,
 				  sizeof(j->err));
 	if (!j->rc)
 		j->rc = mt_outfile_sync(j->f, j->err, sizeof(j->err));
 	cv_clock_stop(&c, &j->time);
+	j->time.write_s = st.write_s;
 	return NULL;
 }
 

@@ -156,7 +156,10 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # two threads', and the rest spreads over 16 threads at most (8 each,
 # CV_WRITER_JOBS in convert/convert.c).  On K cores a stage then takes,
 # as Amdahl's law has it, its one-thread part plus the rest over K (or
-# over its threads): CPU only, what waits on the disk is left out.
+# over its threads).  The database's pages go out on one thread, in
+# order, each write waiting for the disk: the writers take at least the
+# database's size at what the disk writes here (direct writes of 4 MiB,
+# as the database's are), however many the cores.
 echo
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
@@ -166,9 +169,16 @@ J=${JOBS:-16}
 sync
 "$B/mt-convert" "$D/raw.bin" -o "$D/stages.pftrace" --sqlite "$D/stages.sqlite" \
 	--stages -q -j "$J" 2>&1 | grep '^stage ' >"$D/stages.txt" || true
+dbbytes=$(stat -c %s "$D/stages.sqlite" 2>/dev/null || echo 0)
 rm -f "$D/stages.pftrace" "$D/stages.sqlite"
-awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
-	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; own[NR] = $6 + 0; n = NR }
+# The disk: 512 MiB written the way the database's pages are.
+disk=$(dd if=/dev/zero of="$D/disk.tmp" bs=4M count=128 oflag=direct 2>&1 ||
+	dd if=/dev/zero of="$D/disk.tmp" bs=4M count=128 conv=fsync 2>&1 || true)
+rm -f "$D/disk.tmp"
+disk_rate=$(sed -n 's/^\([0-9]*\) bytes .* copied, \([0-9.]*\) s,.*/\1 \2/p' <<<"$disk" |
+	awk '$2 > 0 { print $1 / $2 }')
+awk -v J="$J" -v P="$(nproc)" -v tb="$tb" -v db="$dbbytes" -v rate="${disk_rate:-0}" '
+	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; own[NR] = $6 + 0; wr[NR] = $7 + 0; n = NR }
 	END {
 		if (!n) { print "stages: mt-convert --stages printed none"; exit }
 		printf "stages with -j %d (on %d cores here; one-thread: the CPU of the stage'"'"'s own thread):\n", J, P
@@ -193,9 +203,19 @@ awk -v J="$J" -v P="$(nproc)" -v tb="$tb" '
 		printf "  %-20s %8.2f %8.2f %10.2f %7.1f%%\n", "perfetto | sqlite", wall, wc, ws,
 			T1 ? ws / T1 * 100 : 0
 		printf "  %-20s %8s %8.2f %10.2f %7.1f%%\n", "all", "", C, S, T1 ? S / T1 * 100 : 0
+		# the disk: the database at its rate, on one thread
+		floor = rate > 0 ? db / rate : 0
+		for (i = 1; i <= n; i++)
+			if (name[i] == "sqlite")
+				dbw = wr[i]
+		if (floor > 0)
+			printf "  the database'"'"'s %.2f GB at %.2f GB/s (this disk, direct writes of 4 MiB): %.2f s on one thread at best (its writes waited %.2f s here)\n",
+				db / 1e9, rate / 1e9, floor, dbw
 		for (k = 16; k <= 64; k *= 4) {
-			t = S + PAR / k + WPAR / (k < 16 ? k : 16)
-			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d, the writers'"'"' %.2f s over %d): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
-				k, t, S, PAR, k, WPAR, k < 16 ? k : 16, T1 / t, t / (tb / k), k
+			wt = ws + WPAR / (k < 16 ? k : 16)
+			wt = wt > floor ? wt : floor
+			t = S - ws + PAR / k + wt
+			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d, the writers %.2f s: %.2f s on one thread and %.2f s over %d, or the disk): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
+				k, t, S - ws, PAR, k, wt, ws, WPAR, k < 16 ? k : 16, T1 / t, t / (tb / k), k
 		}
 	}' "$D/stages.txt"

@@ -63,6 +63,7 @@ struct bt_out {
 	uint64_t nr_put;
 	struct mt_jobs *writer;
 	struct mt_writeback wb; /* the writer's */
+	double write_s;		/* the writer's time in its writes */
 };
 
 struct bt_file {
@@ -126,8 +127,9 @@ struct bt_tree {
 /* Takes over the SQLite database at path, which SQLite has closed. */
 int bt_open(struct bt_file *f, const char *path);
 /* Writes what is left and the header, and closes; after an error (or
- * with abort set) it only closes. */
-int bt_close(struct bt_file *f, int abort);
+ * with abort set) it only closes.  *write_s (if not NULL): the seconds
+ * the pages took to write, on the thread that writes them. */
+int bt_close(struct bt_file *f, int abort, double *write_s);
 
 /* Starts the tree whose root page SQLite made at root (an empty leaf). */
 int bt_begin(struct bt_tree *t, struct bt_file *f, int index, uint32_t root);

@@ -91,6 +91,7 @@ struct sq {
 	bool *ts_unsorted; /* by thread: its starts are not in order */
 	uint64_t nr_slices;
 	unsigned jobs;	  /* threads the big trees may be built on */
+	double write_s;	  /* the big trees' pages' writes, on their thread */
 	unsigned fn_part; /* slices a part of the function sums */
 };
 

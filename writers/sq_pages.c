@@ -733,10 +733,10 @@ int sq_write_trees(struct sq *w, const char *tmp, const uint32_t *roots,
 		rc = bt_levels(&p.trees[i]);
 	plan_free(&p);
 	if (rc) {
-		bt_close(&f, 1);
+		bt_close(&f, 1, NULL);
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
 	}
-	rc = bt_close(&f, 0);
+	rc = bt_close(&f, 0, &w->write_s);
 	if (rc)
 		return sq_fail(w, rc, "writing slices: %s", strerror(-rc));
 	return 0;

@@ -958,6 +958,7 @@ int wr_sqlite_to_opts(const struct mt_trace *t, const struct mt_outfile *f,
 		st->bytes = (uint64_t)sb.st_size;
 		st->slices = w.nr_slices;
 		st->tracks = (uint32_t)t->nr_threads;
+		st->write_s = w.write_s;
 	}
 	free(w.asets);
 	mt_hmap_free(&w.aset_index);

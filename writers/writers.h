@@ -32,6 +32,9 @@ struct wr_stats {
 	uint32_t tracks; /* thread tracks, continuation ones included */
 	double cpu_s;	 /* CPU seconds of the writer's own threads, which
 			    the caller's thread clock does not see */
+	double write_s;	 /* seconds the writes to the disk took on the
+			    thread that makes them in order (the database's
+			    slice table), which no more cores shorten */
 };
 
 int wr_perfetto(const struct mt_trace *t, const char *path,
