@@ -1015,6 +1015,12 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 			break;
 		if (!pc->absorbed)
 			rc = hand_over(p, pc);
+		/* Its run has ended: the block it ended in is let go now,
+		 * not with the rest at the end (a block a piece, 64 KiB). */
+		if (!rc && !pc->absorbed && pc->done) {
+			blocks_drop(pc->ev_first);
+			pc->ev_first = pc->ev_last = NULL;
+		}
 		/* Runs before it have stopped and those after it began
 		 * past it: its bytes are done with (an absorbed piece's
 		 * own run may still read them, until the end). */

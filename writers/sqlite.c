@@ -62,6 +62,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -709,6 +710,10 @@ out:
 	/* 4 bytes a slice, not to be held while the slices are written. */
 	if (fs->have_agg)
 		st_drop_durs(&fs->a);
+	/* Most were in the parts' arrays, of a MiB or less, freed into the
+	 * threads' heaps, which keep their pages: given back before the
+	 * sibling links take as much. */
+	malloc_trim(0);
 	return NULL;
 }
 
