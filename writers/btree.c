@@ -36,11 +36,14 @@ enum {
  * part of a b-tree. */
 #define PENDING_BYTE 0x40000000u
 
-/* Appended pages are written in runs of about this many bytes: each
+/* Appended pages are written in runs of up to this many bytes: each
  * direct write waits for the disk, and 1 MiB runs kept the writer's
  * thread waiting 1.6 s for the bench capture's 1.4 GB (4 MiB: 1.1 s,
- * 8 MiB no better for 12 MiB more of buffers). */
-#define CHUNK_BYTES (4u << 20)
+ * 8 MiB no better for 12 MiB more of buffers).  A small file, a
+ * sixty-fourth of what is to be appended, 1 MiB at least: its buffers
+ * would outweigh it. */
+#define CHUNK_BYTES	(4u << 20)
+#define CHUNK_BYTES_MIN (1u << 20)
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -329,8 +332,9 @@ static int out_end(struct bt_out *o, int keep)
 	return rc;
 }
 
-int bt_open(struct bt_file *f, const char *path)
+int bt_open(struct bt_file *f, const char *path, uint64_t expect)
 {
+	uint32_t chunk = CHUNK_BYTES;
 	static const char magic[16] = "SQLite format 3";
 	uint8_t h[100];
 	struct stat sb;
@@ -370,8 +374,10 @@ int bt_open(struct bt_file *f, const char *path)
 	}
 	f->small_ints = get32(h + 44) >= 4;
 	f->lock_page = PENDING_BYTE / f->page_size + 1;
-	f->chunk_cap =
-		CHUNK_BYTES / f->page_size ? CHUNK_BYTES / f->page_size : 1;
+	if (expect && expect / 64 < chunk)
+		chunk = expect / 64 > CHUNK_BYTES_MIN ? (uint32_t)(expect / 64)
+						      : CHUNK_BYTES_MIN;
+	f->chunk_cap = chunk / f->page_size ? chunk / f->page_size : 1;
 	rc = out_start(&f->out, f, f->nr_pages + 1);
 	if (rc)
 		goto fail;

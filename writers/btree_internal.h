@@ -124,8 +124,10 @@ struct bt_tree {
 	size_t keys_len, keys_cap;
 };
 
-/* Takes over the SQLite database at path, which SQLite has closed. */
-int bt_open(struct bt_file *f, const char *path);
+/* Takes over the SQLite database at path, which SQLite has closed;
+ * about expect bytes will be appended (0: not known), which sizes the
+ * runs they are written in. */
+int bt_open(struct bt_file *f, const char *path, uint64_t expect);
 /* Writes what is left and the header, and closes; after an error (or
  * with abort set) it only closes.  *write_s (if not NULL): the seconds
  * the pages took to write, on the thread that writes them. */

@@ -261,7 +261,7 @@ static int write_trees_cut(const char *path, const uint32_t root[3],
 	if (!r)
 		exit(2);
 	memcpy(r, rows, n * sizeof(*r));
-	rc = bt_open(&f, path);
+	rc = bt_open(&f, path, 0);
 	if (rc) {
 		free(r);
 		return rc;
@@ -491,14 +491,14 @@ static void test_refusals(struct check_state *cs)
 			      fp) >= 0);
 	if (fp)
 		fclose(fp);
-	CHECK(cs, bt_open(&f, path) == -EINVAL);
+	CHECK(cs, bt_open(&f, path, 0) == -EINVAL);
 	snprintf(path, sizeof(path), "%s/t.sqlite", dir);
 	CHECK(cs, make_db(path, 4096, root) == 0);
-	CHECK(cs, bt_open(&f, path) == 0);
+	CHECK(cs, bt_open(&f, path, 0) == 0);
 	CHECK(cs, bt_begin(&t, &f, 0, 1) == -EINVAL);
 	bt_free(&t);
 	CHECK(cs, bt_close(&f, 1, NULL) == 0);
-	CHECK(cs, bt_open(&f, path) == 0);
+	CHECK(cs, bt_open(&f, path, 0) == 0);
 	CHECK(cs, bt_begin(&t, &f, 0, root[0]) == 0);
 	CHECK(cs, bt_row(&t, 5, v, 0, 2) == 0);
 	CHECK(cs, bt_row(&t, 5, v, 0, 2) == -EINVAL);
