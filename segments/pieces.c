@@ -823,7 +823,6 @@ static int page_ahead(struct seg_par *p, struct seg_one *o)
 	if (!c->ahead) {
 		if (!(c->ahead = mt_pager_watch(p->pager)))
 			return 0;
-		c->pager = p->pager;
 		__atomic_add_fetch(&p->nr_watched, 1, __ATOMIC_RELAXED);
 		mt_ahead_lock(c->ahead);
 		mt_ahead_grown(c->ahead, th->slices,
@@ -853,7 +852,6 @@ static void pager_end(struct seg_par *p)
 				 c->t->threads[c->thread].nr_slices *
 					 sizeof(struct mt_slice));
 		c->ahead = NULL;
-		c->pager = NULL;
 	}
 	mt_pager_end(p->pager);
 	p->pager = NULL;

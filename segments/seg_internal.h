@@ -70,9 +70,8 @@ struct go_frame {
 struct seg_builder {
 	struct mt_trace *t;
 	size_t thread;
-	/* its thread's slice array, watched by a pager (pieces.c): it grows
-	 * under the watch's lock; NULL: not watched */
-	struct mt_pager *pager;
+	/* its thread's slice array's watch by a pager (pieces.c): the array
+	 * grows under its lock; NULL: not watched */
 	struct mt_ahead *ahead;
 	struct seg_ends_table *ends; /* NULL: not kept */
 	seg_symbolize_fn sym;
