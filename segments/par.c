@@ -748,18 +748,11 @@ static int remap_thread(void *ctx, unsigned worker, void *job)
 	return 0;
 }
 
-static int no_finish(void *ctx, void *job)
-{
-	(void)ctx;
-	(void)job;
-	return 0;
-}
-
 static int remap_all(struct seg_par *p)
 {
 	struct mt_pool *pool;
-	int rc = mt_pool_start(&pool, p->max_workers, remap_thread, no_finish,
-			       p, 2 * p->max_workers);
+	int rc = mt_pool_start(&pool, p->max_workers, remap_thread, NULL, p,
+			       2 * p->max_workers);
 
 	if (rc)
 		return rc;

@@ -1067,13 +1067,6 @@ static int end_thread(void *ctx, unsigned worker, void *job)
 	return rc ? rc : seg_group_tag(o->g, TAG_FINISH | o->idx);
 }
 
-static int nothing(void *ctx, void *job)
-{
-	(void)ctx;
-	(void)job;
-	return 0;
-}
-
 int seg_pieces_end(struct seg_par *p)
 {
 	struct mt_pool *ends;
@@ -1087,7 +1080,7 @@ int seg_pieces_end(struct seg_par *p)
 	pager_end(p);
 	if (rc || erc)
 		return rc ? rc : erc;
-	if ((rc = mt_pool_start(&ends, p->max_workers, end_thread, nothing, p,
+	if ((rc = mt_pool_start(&ends, p->max_workers, end_thread, NULL, p,
 				2 * p->max_workers)))
 		return rc;
 	for (size_t i = 0; i < p->a->nr && !rc; i++)

@@ -623,13 +623,6 @@ static int fn_figures(void *ctx, unsigned worker, void *job)
 	return 0;
 }
 
-static int no_finish(void *ctx, void *job)
-{
-	(void)ctx;
-	(void)job;
-	return 0;
-}
-
 /* The largest first: the last to end starts first. */
 static int cmp_job_n(const void *x, const void *y)
 {
@@ -689,7 +682,7 @@ int st_finish(struct st_agg *a, unsigned workers)
 		have_gate = true;
 		rc = mt_pool_start(&pool,
 				   workers < a->nr_fns ? workers : a->nr_fns,
-				   fn_figures, no_finish, &gate, 2 * workers);
+				   fn_figures, NULL, &gate, 2 * workers);
 	}
 	for (uint32_t f = 0; !rc && f < a->nr_fns; f++)
 		rc = pool ? mt_pool_put(pool, &jobs[f])

@@ -29,12 +29,13 @@ int mt_grow_to(void **v, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
-void mt_forget(const void *p, size_t len)
+size_t mt_forget(const void *p, size_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
 	uintptr_t hi = ((uintptr_t)p + len) & ~(page - 1);
 
-	if (hi > lo)
-		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	if (hi > lo && !madvise((void *)lo, hi - lo, MADV_DONTNEED))
+		return hi - lo;
+	return 0;
 }

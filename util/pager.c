@@ -193,21 +193,16 @@ void mt_ahead_want(struct mt_pager *pg, struct mt_ahead *a, size_t upto)
 
 size_t mt_ahead_release(struct mt_pager *pg, struct mt_ahead *a, size_t used)
 {
-	uintptr_t from, to;
 	size_t n = 0;
 
 	if (!pg || !a)
 		return 0;
 	__atomic_store_n(&a->want, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&a->lock);
-	from = ((uintptr_t)a->base + used + pg->page - 1) &
-	       ~(uintptr_t)(pg->page - 1);
-	to = ((uintptr_t)a->base + a->done) & ~(uintptr_t)(pg->page - 1);
-	if (a->base && to > from &&
-	    !madvise((void *)from, to - from, MADV_DONTNEED))
-		n = to - from;
-	if (a->done > used)
+	if (a->base && a->done > used) {
+		n = mt_forget(a->base + used, a->done - used);
 		__atomic_store_n(&a->done, used, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&a->lock);
 	return n;
 }

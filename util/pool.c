@@ -66,7 +66,7 @@ static void finish_ready(struct mt_pool *p)
 
 		pthread_mutex_unlock(&p->lock);
 		/* After a failure the rest are skipped, as mt_jobs does. */
-		if (!rc)
+		if (!rc && p->finish)
 			rc = p->finish(p->ctx, job);
 		pthread_mutex_lock(&p->lock);
 		if (rc && !p->rc)
@@ -182,7 +182,7 @@ int mt_pool_put(struct mt_pool *p, void *job)
 	if (!p->nr_th) {
 		if (!p->rc)
 			p->rc = p->work(p->ctx, 0, job);
-		if (!p->rc)
+		if (!p->rc && p->finish)
 			p->rc = p->finish(p->ctx, job);
 		p->put++;
 		p->taken++;

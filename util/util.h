@@ -32,9 +32,10 @@ static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
  * leave memory now (grow.c).  Pages of a file mapping come back from the
  * file if read, anonymous ones as zeros, so only for memory whose bytes
  * are done with; the partial pages at either end stay.  Advice only: a
- * failure leaves the pages where they are.
+ * failure leaves the pages where they are.  Returns the bytes given
+ * back (0 after a failure).
  */
-void mt_forget(const void *p, size_t len);
+size_t mt_forget(const void *p, size_t len);
 
 /*
  * A stable merge sort (qsort is not stable): returns 0, or -ENOMEM when
@@ -243,7 +244,8 @@ int mt_jobs_end(struct mt_jobs *q);
  * Jobs worked on up to workers threads at once and finished in the order
  * they were put (pool.c): work(ctx, worker, job) on any of them, worker
  * being the thread's number (0 .. workers - 1, so that each can keep
- * state of its own), then finish(ctx, job) one job at a time, in order.
+ * state of its own), then finish(ctx, job) one job at a time, in order
+ * (finish NULL: the jobs need none, only the bound on how many are out).
  * At most depth jobs are put and not finished: mt_pool_put() waits for
  * room, and a job's buffers may be filled again once depth more jobs
  * have been put after it, as with mt_jobs.  After a job fails the later

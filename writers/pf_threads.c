@@ -270,13 +270,6 @@ static int pt_work(void *ctx, unsigned worker, void *job)
 	return 0;
 }
 
-static int pt_none(void *ctx, void *job)
-{
-	(void)ctx;
-	(void)job;
-	return 0;
-}
-
 /*
  * A batch an encoder handed over (its buffer, pk) to the compressors as
  * it is: pk gets an empty buffer back.  What the calling thread has
@@ -450,7 +443,7 @@ int pf_threads_par(struct pf *w, unsigned workers)
 	locks = true;
 	/* Jobs are taken in order, so the job the calling one waits for
 	 * always has an encoder, and the one before each has had one. */
-	rc = mt_pool_start(&pool, workers, pt_work, pt_none, &par, workers + 2);
+	rc = mt_pool_start(&pool, workers, pt_work, NULL, &par, workers + 2);
 	if (rc)
 		goto out;
 	/* On the calling thread the first encoder would wait for it. */

@@ -505,13 +505,6 @@ static int fr_work(void *ctx, unsigned worker, void *job)
 	return 0;
 }
 
-static int fr_none(void *ctx, void *job)
-{
-	(void)ctx;
-	(void)job;
-	return 0;
-}
-
 int sq_write_frames(struct sq *w)
 {
 	const struct mt_trace *t = w->t;
@@ -550,8 +543,7 @@ int sq_write_frames(struct sq *w)
 	/* Every chunk is held until this thread has gone through them all:
 	 * their lists are short. */
 	if (jobs > 1 && nk > 1 &&
-	    mt_pool_start(&pool, jobs, fr_work, fr_none, &a, (unsigned)nk) ==
-		    0) {
+	    mt_pool_start(&pool, jobs, fr_work, NULL, &a, (unsigned)nk) == 0) {
 		for (size_t i = 0; i < nk && !rc; i++)
 			rc = mt_pool_put(pool, &ks[i]);
 		if (mt_pool_end(pool) && !rc)
