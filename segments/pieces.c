@@ -44,8 +44,17 @@
 #define SEAM_SLACK 64
 /* Pieces out at once: one building on each thread, and two more for
  * the one joining and the one the caller fills (each holds its events
- * and slices: about 4 MB at the default size). */
-#define PIECES_OUT(p) ((size_t)(p)->max_workers + 2)
+ * and slices: about 4 MB at the default size).  No more than
+ * PIECES_BUSY build at once, whatever the threads: building takes a
+ * fifth of the decode's work, so that many keep up with the 64 threads
+ * the decode runs on at most, and each piece more out only held its
+ * 4 MB (at -j 64 on the bench capture, 1.42-1.47 GB at peak where -j 16
+ * takes 1.07 GB). */
+#define PIECES_BUSY 16
+#define PIECES_OUT(p)                                                          \
+	((size_t)((p)->max_workers < PIECES_BUSY ? (p)->max_workers            \
+						 : PIECES_BUSY) +              \
+	 2)
 
 /* An event a piece's builder could not decide alone. */
 struct spec_touch {
