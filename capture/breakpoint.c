@@ -184,7 +184,7 @@ int bp_open(struct bp_set **out, enum bp_kind kind, pid_t pid, uint64_t addr,
 	 * with EFAULT.  So uprobes are per thread, always. */
 	b->per_cpu = per_cpu && kind != BP_UPROBE;
 	b->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	b->page_len = (size_t)sysconf(_SC_PAGESIZE) * (1 + BP_DATA_PAGES);
+	b->page_len = mt_page_size() * (1 + BP_DATA_PAGES);
 	b->attr.size = sizeof(b->attr);
 	if (kind == BP_UPROBE) {
 		uint64_t off;

@@ -87,7 +87,7 @@ static int open_err(struct hw *h, int e, pid_t tid, int cpu)
 /* Map fd's data ring and AUX area as a new ring. */
 static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	size_t page = mt_page_size();
 	struct ring *r;
 
 	if (mt_grow((void **)&h->rings, &h->cap_rings, h->nr_rings + 1,
@@ -98,7 +98,7 @@ static int add_ring(struct hw *h, int fd, pid_t tid, int cpu)
 	r->fd = fd;
 	r->tid = tid;
 	r->cpu = cpu;
-	r->page_len = (size_t)page * (1 + DATA_PAGES);
+	r->page_len = page * (1 + DATA_PAGES);
 	r->page = mmap(NULL, r->page_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 	if (r->page == MAP_FAILED)

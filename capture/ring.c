@@ -5,6 +5,7 @@
  * may wrap, so each is copied out whole before anyone looks at it.
  */
 #include "capture/ring_internal.h"
+#include "util/util.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -14,7 +15,7 @@ int ring_read(struct perf_event_mmap_page *pg, size_t data_pages, bool newest,
 	      int (*fn)(const struct perf_event_header *rec, void *arg),
 	      void *arg)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	size_t page = mt_page_size();
 	const uint8_t *data = (const uint8_t *)pg + page;
 	uint64_t size = (uint64_t)page * data_pages;
 	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);

@@ -27,7 +27,7 @@
 int sb_open_dummy(struct sb_ring *r, pid_t pid, int cpu, char *err,
 		  size_t errlen)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	size_t page = mt_page_size();
 	struct perf_event_attr a;
 
 	memset(r, 0, sizeof(*r));
@@ -55,7 +55,7 @@ int sb_open_dummy(struct sb_ring *r, pid_t pid, int cpu, char *err,
 		return -errno;
 	}
 	ioctl(r->fd, PERF_EVENT_IOC_ID, &r->id);
-	r->len = (size_t)page * (1 + SB_DATA_PAGES);
+	r->len = page * (1 + SB_DATA_PAGES);
 	r->page = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
 		       0);
 	if (r->page == MAP_FAILED) {

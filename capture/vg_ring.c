@@ -9,6 +9,7 @@
  * system call while both are busy.
  */
 #include "capture/vg_internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 int vg_ring_new(size_t size, struct vg_ring **out, int *fd)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page = mt_page_size();
 	size_t file = VG_RING_HDR + size;
 	struct vg_ring *r = NULL;
 	uint8_t *m = MAP_FAILED;

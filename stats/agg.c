@@ -641,7 +641,6 @@ int st_finish(struct st_agg *a, unsigned workers)
 		malloc((a->nr_pairs ? a->nr_pairs : 1) * sizeof(*by_fn));
 	struct fn_job *jobs =
 		malloc((a->nr_fns ? a->nr_fns : 1) * sizeof(*jobs));
-	struct mt_pool *pool = NULL;
 	struct fn_gate gate = {.held = 0};
 	bool have_gate = false;
 	int rc = -ENOMEM;
@@ -667,7 +666,6 @@ int st_finish(struct st_agg *a, unsigned workers)
 			j->n += durs_count(&a->pdur[j->by_fn[k]]);
 	}
 	qsort(jobs, a->nr_fns, sizeof(*jobs), cmp_job_n);
-	rc = 0;
 	if (workers > 1 && a->nr_fns > 1) {
 		gate.most = jobs[0].n;
 		if (pthread_mutex_init(&gate.lock, NULL)) {
@@ -680,19 +678,9 @@ int st_finish(struct st_agg *a, unsigned workers)
 			goto out;
 		}
 		have_gate = true;
-		rc = mt_pool_start(&pool,
-				   workers < a->nr_fns ? workers : a->nr_fns,
-				   fn_figures, NULL, &gate, 2 * workers);
 	}
-	for (uint32_t f = 0; !rc && f < a->nr_fns; f++)
-		rc = pool ? mt_pool_put(pool, &jobs[f])
-			  : fn_figures(NULL, 0, &jobs[f]);
-	if (pool) {
-		int prc = mt_pool_end(pool);
-
-		if (!rc)
-			rc = prc;
-	}
+	rc = mt_pool_each(workers, fn_figures, NULL, have_gate ? &gate : NULL,
+			  jobs, a->nr_fns, sizeof(*jobs));
 out:
 	if (have_gate) {
 		pthread_cond_destroy(&gate.room);

@@ -516,28 +516,21 @@ static bool all_tops(struct thread_state *s, uint32_t root, int *rc)
 	size_t n = s->th->nr_slices, nr = (n + chunk - 1) / chunk;
 	struct scan_all a = {s, root, true, 0};
 	struct scan_job *jobs;
-	struct mt_pool *pool;
-	size_t put = 0;
-	int erc;
 
 	if (s->scan_jobs < 2 || nr < 2)
 		return scan_tops(s, root, 0, n, &s->tops, &s->nr_tops,
 				 &s->cap_tops, rc);
-	if (!(jobs = calloc(nr, sizeof(*jobs))) ||
-	    mt_pool_start(&pool, s->scan_jobs, scan_work, scan_keep, &a,
-			  2 * s->scan_jobs)) {
-		free(jobs);
+	if (!(jobs = calloc(nr, sizeof(*jobs)))) {
 		*rc = -ENOMEM;
 		return false;
 	}
-	for (; put < nr && !*rc; put++) {
-		jobs[put].lo = put * chunk;
-		jobs[put].hi = put + 1 < nr ? (put + 1) * chunk : n;
-		*rc = mt_pool_put(pool, &jobs[put]);
+	for (size_t i = 0; i < nr; i++) {
+		jobs[i].lo = i * chunk;
+		jobs[i].hi = i + 1 < nr ? (i + 1) * chunk : n;
 	}
-	erc = mt_pool_end(pool);
-	*rc = *rc ? *rc : erc;
-	for (size_t i = 0; i < put; i++)
+	*rc = mt_pool_each(s->scan_jobs, scan_work, scan_keep, &a, jobs, nr,
+			   sizeof(*jobs));
+	for (size_t i = 0; i < nr; i++)
 		free(jobs[i].tops);
 	free(jobs);
 	if (!*rc)

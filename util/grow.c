@@ -29,9 +29,16 @@ int mt_grow_to(void **v, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
+size_t mt_page_size(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	return page > 0 ? (size_t)page : 4096;
+}
+
 size_t mt_forget(const void *p, size_t len)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = mt_page_size();
 	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
 	uintptr_t hi = ((uintptr_t)p + len) & ~(page - 1);
 

@@ -122,12 +122,11 @@ static void *pager_main(void *arg)
 int mt_pager_start(struct mt_pager **out)
 {
 	struct mt_pager *pg = calloc(1, sizeof(*pg));
-	long page = sysconf(_SC_PAGESIZE);
 
 	*out = NULL;
 	if (!pg)
 		return -ENOMEM;
-	pg->page = page > 0 ? (size_t)page : 4096;
+	pg->page = mt_page_size();
 	if (pthread_mutex_init(&pg->lock, NULL)) {
 		free(pg);
 		return -ENOMEM;

@@ -233,6 +233,33 @@ int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s)
 	return rc;
 }
 
+int mt_pool_each(unsigned workers,
+		 int (*work)(void *ctx, unsigned worker, void *job),
+		 int (*finish)(void *ctx, void *job), void *ctx, void *jobs,
+		 size_t nr, size_t size)
+{
+	char *job = jobs;
+	struct mt_pool *p;
+	int rc = 0, erc;
+
+	if (workers > nr)
+		workers = (unsigned)nr;
+	if (workers < 2) {
+		for (size_t i = 0; !rc && i < nr; i++, job += size) {
+			rc = work(ctx, 0, job);
+			if (!rc && finish)
+				rc = finish(ctx, job);
+		}
+		return rc;
+	}
+	if ((rc = mt_pool_start(&p, workers, work, finish, ctx, 2 * workers)))
+		return rc;
+	for (size_t i = 0; !rc && i < nr; i++, job += size)
+		rc = mt_pool_put(p, job);
+	erc = mt_pool_end(p);
+	return rc ? rc : erc;
+}
+
 unsigned mt_nr_cores(unsigned jobs)
 {
 	long cores;

@@ -36,6 +36,8 @@ static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
  * back (0 after a failure).
  */
 size_t mt_forget(const void *p, size_t len);
+/* The system's page size (grow.c); 4096 where it does not say. */
+size_t mt_page_size(void);
 
 /*
  * A stable merge sort (qsort is not stable): returns 0, or -ENOMEM when
@@ -266,6 +268,16 @@ int mt_pool_end(struct mt_pool *p);
 /* mt_pool_end(), adding to *cpu_s (if not NULL) the CPU seconds its
  * threads spent: what the caller's own CPU clock does not see. */
 int mt_pool_end_cpu(struct mt_pool *p, double *cpu_s);
+/*
+ * Each of the nr jobs of an array (size bytes apart) worked and finished
+ * as a pool does, on up to workers threads (no more than there are
+ * jobs), or one after the other on this thread when that is one: the
+ * chunks of a pass over every slice.  Returns the first error.
+ */
+int mt_pool_each(unsigned workers,
+		 int (*work)(void *ctx, unsigned worker, void *job),
+		 int (*finish)(void *ctx, void *job), void *ctx, void *jobs,
+		 size_t nr, size_t size);
 /* A jobs option's threads: jobs, or one a core when it is 0. */
 unsigned mt_nr_cores(unsigned jobs);
 

@@ -510,7 +510,6 @@ int sq_write_frames(struct sq *w)
 	const struct mt_trace *t = w->t;
 	struct fr_pass a = {.w = w};
 	struct fr_chunk *ks = NULL;
-	struct mt_pool *pool = NULL;
 	size_t nk = 0;
 	uint64_t base = 0, gaps = 0;
 	unsigned jobs = w->jobs > 1 ? w->jobs : 1;
@@ -542,19 +541,9 @@ int sq_write_frames(struct sq *w)
 		}
 	/* Every chunk is held until this thread has gone through them all:
 	 * their lists are short. */
-	if (jobs > 1 && nk > 1 &&
-	    mt_pool_start(&pool, jobs, fr_work, NULL, &a, (unsigned)nk) == 0) {
-		for (size_t i = 0; i < nk && !rc; i++)
-			rc = mt_pool_put(pool, &ks[i]);
-		if (mt_pool_end(pool) && !rc)
-			rc = -ENOMEM;
-		if (rc) {
-			rc = sq_fail(w, rc, "out of memory");
-			goto out;
-		}
-	} else {
-		for (size_t i = 0; i < nk; i++)
-			fr_work(&a, 0, &ks[i]);
+	if ((rc = mt_pool_each(jobs, fr_work, NULL, &a, ks, nk, sizeof(*ks)))) {
+		rc = sq_fail(w, rc, "out of memory");
+		goto out;
 	}
 	for (size_t i = 0; i < nk && !rc; i++) {
 		const struct fr_chunk *k = &ks[i];

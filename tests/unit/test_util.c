@@ -924,6 +924,62 @@ static void test_pool_error(struct check_state *cs)
 		CHECK(cs, l.finished[i] == i);
 }
 
+/* mt_pool_each's jobs: an array of these, a stride that is not a
+ * pointer's; the first member is the id pool_work and pool_finish read. */
+struct each_job {
+	int id;
+	unsigned worker;
+	char pad[20];
+};
+
+static int each_work(void *ctx, unsigned worker, void *job)
+{
+	((struct each_job *)job)->worker = worker;
+	return pool_work(ctx, worker, job);
+}
+
+static void test_pool_each(struct check_state *cs)
+{
+	static const struct {
+		unsigned workers;
+		int nr, fail_at;
+	} cases[] = {{1, 40, -1}, {4, 3, -1}, {8, 40, -1}, {1, 20, 5},
+		     {4, 20, 5},  {4, 0, -1}, {3, 1, -1}};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pool_log l = {.fail_at = cases[c].fail_at};
+		struct each_job jobs[40];
+		int nr = cases[c].nr, want = cases[c].fail_at < 0 ? nr : 5;
+		unsigned most = cases[c].workers < (unsigned)nr
+					? cases[c].workers
+					: (unsigned)(nr ? nr : 1);
+		int rc;
+
+		for (int i = 0; i < nr; i++)
+			jobs[i] = (struct each_job){.id = i, .worker = 99};
+		rc = mt_pool_each(cases[c].workers, each_work, pool_finish, &l,
+				  jobs, (size_t)nr, sizeof(jobs[0]));
+		CHECKF(cs, rc == (cases[c].fail_at < 0 ? 0 : -ENOSPC),
+		       "case %zu: %d", c, rc);
+		/* Finished in order, up to the one that failed. */
+		CHECKF(cs, atomic_load(&l.nr) == want, "case %zu: %d finished",
+		       c, atomic_load(&l.nr));
+		for (int i = 0; i < atomic_load(&l.nr); i++)
+			CHECK(cs, l.finished[i] == i);
+		CHECKF(cs, atomic_load(&l.most_busy) <= (int)most,
+		       "case %zu: %d at once", c, atomic_load(&l.most_busy));
+		/* Each worked job saw a worker of the threads it had: no
+		 * more than there are jobs. */
+		for (int i = 0; i < nr; i++)
+			CHECK(cs,
+			      jobs[i].worker == 99 || jobs[i].worker < most);
+		/* One thread stops at the failed job. */
+		if (cases[c].workers == 1)
+			CHECK(cs, atomic_load(&l.worked) ==
+					  (cases[c].fail_at < 0 ? nr : 6));
+	}
+}
+
 /* A job that spends 20 ms of its own thread's CPU. */
 static int pool_spin(void *ctx, unsigned worker, void *job)
 {
@@ -961,23 +1017,22 @@ static void test_pool_cpu(struct check_state *cs)
 /* Whether the kernel populates pages on advice (Linux 5.14). */
 static bool can_populate(void)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+	size_t page = mt_page_size();
+	void *m = mmap(NULL, page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	bool ok;
 
 	if (m == MAP_FAILED)
 		return false;
-	ok = !madvise(m, (size_t)page, 23 /* MADV_POPULATE_WRITE */);
-	munmap(m, (size_t)page);
+	ok = !madvise(m, page, 23 /* MADV_POPULATE_WRITE */);
+	munmap(m, page);
 	return ok;
 }
 
 /* The pages of [p, p + len) in memory, of those there are. */
 static size_t resident(void *p, size_t len)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE),
-	       n = (len + page - 1) / page;
+	size_t page = mt_page_size(), n = (len + page - 1) / page;
 	unsigned char *v = malloc(n);
 	size_t in = 0;
 
@@ -996,7 +1051,7 @@ static size_t resident(void *p, size_t len)
  */
 static void test_pager(struct check_state *cs)
 {
-	const size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 8u << 20;
+	const size_t page = mt_page_size(), len = 8u << 20;
 	struct mt_pager *pg = NULL;
 	struct mt_ahead *a;
 	uint64_t *v = NULL;
@@ -1094,6 +1149,7 @@ int main(void)
 	RUN(&st, test_jobs_error);
 	RUN(&st, test_pool_order);
 	RUN(&st, test_pool_error);
+	RUN(&st, test_pool_each);
 	RUN(&st, test_pool_cpu);
 	RUN(&st, test_pager);
 	return CHECK_DONE(&st);
