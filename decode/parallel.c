@@ -79,7 +79,7 @@ _Static_assert(sizeof(struct ev_block) <= BLOCK_BYTES, "a block in its map");
  * spares): blocks are taken on the decoding threads and let go on the
  * builders', and from the allocator's arenas, 64 KiB at a time, they
  * left each arena holding the most it ever held (at the end of the
- * bench capture's decode at -j 64, 305 MB free in the arenas, 120 MB at
+ * bench capture's decode at -j 64, 305 MiB free in the arenas, 120 MiB at
  * -j 16).  A mapped block costs only the pages its events were written
  * into.
  *

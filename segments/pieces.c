@@ -48,8 +48,8 @@
  * PIECES_BUSY build at once, whatever the threads: building takes a
  * fifth of the decode's work, so that many keep up with the 64 threads
  * the decode runs on at most, and each piece more out only held its
- * 4 MB (at -j 64 on the bench capture, 1.42-1.47 GB at peak where -j 16
- * takes 1.07 GB). */
+ * 4 MB (at -j 64 the bench capture's peak was 1432 MiB, where -j 16's
+ * is 1066 MiB). */
 #define PIECES_BUSY 16
 #define PIECES_OUT(p)                                                          \
 	((size_t)((p)->max_workers < PIECES_BUSY ? (p)->max_workers            \
