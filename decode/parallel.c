@@ -276,8 +276,8 @@ struct par {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	/* The hand-over waits for a run's events on a condition of its
-	 * own: a new block wakes it, not every run waiting for a piece or
-	 * a checkpoint. */
+	 * own: each HAND_STEP more events wake it, not every run waiting
+	 * for a piece or a checkpoint. */
 	pthread_cond_t more;
 	bool hand_waits;
 	bool quit;
@@ -597,25 +597,23 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 			uint64_t aux)
 {
 	struct prun *r = ctx;
-	struct piece *pc = &r->p->pc[r->idx];
+	struct par *p = r->p;
+	struct piece *pc = &p->pc[r->idx];
 	size_t n = atomic_load_explicit(&pc->nev, memory_order_relaxed);
 
 	(void)own; /* hand_over() has it from the piece's buffer */
 
 	/* Whoever hands the events over may be waiting. */
 	if (n && n % HAND_STEP == 0) {
-		struct par *p = r->p;
-
 		pthread_mutex_lock(&p->lock);
 		if (p->hand_waits)
 			pthread_cond_signal(&p->more);
 		pthread_mutex_unlock(&p->lock);
 	}
-	if (!pc->ev_last || pc->fill == r->p->block_events) {
-		struct par *p = r->p;
-		struct ev_block *b;
+	if (!pc->ev_last || pc->fill == p->block_events) {
+		struct ev_block *b = block_get(p->home);
 
-		if (!(b = block_get(p->home)))
+		if (!b)
 			return -ENOMEM;
 		if (pc->ev_last)
 			pc->ev_last->next = b;
@@ -629,7 +627,7 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 				     .ip = ip,
 				     .aux = aux,
 				     .kind = k,
-				     .note = ev_note(r->p, th, counted)};
+				     .note = ev_note(p, th, counted)};
 	atomic_store_explicit(&pc->nev, n + 1, memory_order_release);
 	return 0;
 }
