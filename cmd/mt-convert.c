@@ -542,7 +542,14 @@ static void summary(const struct mt_convert_result *r, const struct args *a,
 		t->nr_threads, t->nr_threads == 1 ? "" : "s", slices, gaps,
 		gaps == 1 ? "" : "s", (double)(r->last - r->first) / 1e6,
 		(double)r->aux_bytes / 1e6, secs);
-	if (r->pieces)
+	if (r->pieces && r->waits)
+		fprintf(stderr,
+			"  decoded in %" PRIu64
+			" pieces on %u threads, %" PRIu64
+			" of them joined to the piece before (runs ahead"
+			" waited %" PRIu64 " times for the hand-over)\n",
+			r->pieces, r->dec_threads, r->joined, r->waits);
+	else if (r->pieces)
 		fprintf(stderr,
 			"  decoded in %" PRIu64
 			" pieces on %u threads, %" PRIu64

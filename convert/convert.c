@@ -456,6 +456,7 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		r->aux_bytes = ds->aux_bytes;
 		r->pieces = ds->pieces;
 		r->joined = ds->joined;
+		r->waits = ds->waits;
 		r->dec_threads = ds->threads;
 		dec_span(c.dc, &r->first, &r->last);
 		r->nr_missing = dec_nr_missing(c.dc);

@@ -149,8 +149,9 @@ struct mt_convert_result {
 	struct mt_trace trace; /* what was written */
 	/* The decode: AUX bytes decoded, and with a parallel decode its
 	 * pieces, the threads that decoded them and the pieces joined to
-	 * the piece before (decode/'s dec_stats). */
-	uint64_t aux_bytes, pieces, joined;
+	 * the piece before, and how often a run waited for the hand-over
+	 * (decode/'s dec_stats). */
+	uint64_t aux_bytes, pieces, joined, waits;
 	unsigned dec_threads;
 	/* The threads the threads' call trees were built on, 0 when on the
 	 * decode's own (segments/'s seg_all_par()) */

@@ -136,8 +136,10 @@ struct dec_stats {
 	uint64_t streams;
 	/* Buffers decoded in parallel: their pieces, and those whose own
 	 * run's events were used (the others were decoded by the run of
-	 * the piece before); threads: how many decoded. */
-	uint64_t pieces, joined;
+	 * the piece before); threads: how many decoded; waits: how often
+	 * a run waited for the hand-over to catch up (its events would
+	 * have outgrown what the runs ahead may hold). */
+	uint64_t pieces, joined, waits;
 	unsigned threads;
 };
 

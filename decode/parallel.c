@@ -48,6 +48,9 @@
 #define BLOCK_BYTES   ((size_t)1 << 20)		/* a block of a run's output */
 #define EV_BLOCK      ((BLOCK_BYTES - 32) / 32) /* its events, at most */
 #define SPARE_BLOCKS  16 /* blocks kept for reuse, at most */
+/* The runs ahead of the hand-over hold this many pieces' worth of
+ * events at most (ahead_max()). */
+#define AHEAD_PIECES 16
 /* A run wakes the hand-over each time it has delivered this many. */
 #define HAND_STEP 2048
 
@@ -93,6 +96,26 @@ static size_t block_events(size_t piece_size)
 	size_t n = piece_size / 8;
 
 	return n < 256 ? 256 : n > EV_BLOCK ? EV_BLOCK : n;
+}
+
+/*
+ * The blocks the runs of the pieces after the one being handed over may
+ * hold before the furthest of them waits (room()).  The window of
+ * pieces (next_piece()) already bounds them to a piece a thread, about
+ * 4 MB each on the bench capture: at -j 64 that was 290 blocks at its
+ * height, 290 MiB, where -j 16 held 72, and peak RSS went past 48 bytes
+ * a slice.  AHEAD_PIECES pieces' worth, at 16 bytes of events a byte of
+ * AUX (an event every 2 bytes, as the bench capture makes them), keeps
+ * -j 16's runs going untouched: about half a piece each, with the few
+ * done pieces the hand-over has not reached.  Beyond that the nearest
+ * runs go on and the furthest wait: their events would only wait for
+ * the hand-over longer.
+ */
+static size_t ahead_max(size_t piece_size, size_t block_events)
+{
+	size_t per_piece = piece_size * 16 / (block_events * 32);
+
+	return AHEAD_PIECES * (per_piece ? per_piece : 1);
 }
 
 /*
@@ -250,6 +273,7 @@ struct piece {
 	/* Its run's events: nev of them, published as they come. */
 	struct ev_block *ev_first, *ev_last;
 	size_t fill; /* events in ev_last: the run's alone */
+	size_t nblk; /* blocks its run took (under the lock) */
 	atomic_size_t nev;
 	/* The used events are [from, nev): those before are the run
 	 * before's; after the run stopped, the next run's come. */
@@ -285,9 +309,11 @@ struct par {
 	/* the buffers being decoded, in pieces */
 	struct piece *pc;
 	size_t npc, cap_pc;
-	size_t fed;    /* pieces handed over */
-	unsigned busy; /* runs going on */
-	int rc;	       /* a run's error */
+	size_t fed;	  /* pieces handed over */
+	size_t ahead_max; /* blocks the runs after it may hold */
+	uint64_t waits;	  /* times a run waited for room() */
+	unsigned busy;	  /* runs going on */
+	int rc;		  /* a run's error */
 	struct ev_home *home;
 };
 
@@ -412,6 +438,7 @@ static bool absorb(struct par *p, struct piece *pc, size_t q)
 		return false;
 	qc->absorbed = true;
 	atomic_store(&qc->cancel, true);
+	pthread_cond_broadcast(&p->cond);
 	pc->next = q + 1;
 	pc->span_end = qc->end;
 	return true;
@@ -590,6 +617,42 @@ static bool prun_check(void *ctx, struct strm *s)
 	return false;
 }
 
+/* Blocks held by the runs of the pieces after the one being handed
+ * over, up to piece end (the lock held). */
+static size_t blocks_ahead(const struct par *p, size_t end)
+{
+	size_t n = 0;
+
+	for (size_t i = p->fed + 1; i <= end; i++)
+		n += p->pc[i].nblk;
+	return n;
+}
+
+/*
+ * Before piece i's run takes a block more: it waits while the runs from
+ * the hand-over's up to its own hold ahead_max() blocks, so that the
+ * nearest runs go on and the furthest wait.  The run being handed over
+ * never waits, nor a run whose checkpoints are not yet published (the
+ * run before may be waiting for them in join()), nor one given up: each
+ * of them goes on to where the hand-over moves on or frees blocks.
+ */
+static void room(struct par *p, size_t i)
+{
+	struct piece *pc = &p->pc[i];
+	bool waited = false;
+
+	pthread_mutex_lock(&p->lock);
+	while (i > p->fed && pc->cp_final && !p->quit &&
+	       !atomic_load_explicit(&pc->cancel, memory_order_relaxed) &&
+	       blocks_ahead(p, i) >= p->ahead_max) {
+		waited = true;
+		pthread_cond_wait(&p->cond, &p->lock);
+	}
+	p->waits += waited;
+	pc->nblk++;
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* An event of a run, kept for the thread that hands the run's events
  * over (own is its buffer's).  0 or -ENOMEM. */
 static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
@@ -611,7 +674,10 @@ static int prun_deliver(void *ctx, struct dec_thread *th, bool counted,
 		pthread_mutex_unlock(&p->lock);
 	}
 	if (!pc->ev_last || pc->fill == p->block_events) {
-		struct ev_block *b = block_get(p->home);
+		struct ev_block *b;
+
+		room(p, r->idx);
+		b = block_get(p->home);
 
 		if (!b)
 			return -ENOMEM;
@@ -794,6 +860,7 @@ int dec_par_new(struct par **out, struct dec_capture *c,
 	p->cut_ok = c->pt_config & (c->pt.mtc_bit | c->pt.cyc_bit);
 	p->piece_size = c->opts.piece_size ? c->opts.piece_size : PIECE_DEFAULT;
 	p->block_events = block_events(p->piece_size);
+	p->ahead_max = ahead_max(p->piece_size, p->block_events);
 	p->th = calloc(n, sizeof(*p->th));
 	p->home = calloc(1, sizeof(*p->home));
 	if (!p->home || pthread_mutex_init(&p->home->lock, NULL))
@@ -1021,6 +1088,7 @@ static void piece_free(struct piece *pc)
 	free(pc->cp);
 	blocks_drop(pc->ev_first);
 	pc->ev_first = NULL;
+	pc->nblk = 0;
 	pc->cp = NULL;
 	pc->ev_last = NULL;
 	pc->ncp = pc->cap_cp = 0;
@@ -1088,11 +1156,13 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 		c->stats.joined += !pc->first && !pc->absorbed;
 	}
 	c->stats.threads = p->nthreads;
+	c->stats.waits = p->waits;
 	/* Runs still going (dropped, or all after an error) stop at their
 	 * next tick. */
 	for (size_t i = 0; i < n; i++)
 		atomic_store(&p->pc[i].cancel, true);
 	p->fed = n;
+	pthread_cond_broadcast(&p->cond);
 	while (p->busy)
 		pthread_cond_wait(&p->cond, &p->lock);
 	for (size_t i = 0; i < n; i++)

@@ -170,6 +170,44 @@ else
 	echo "FAIL parallel_cuts: mt-synth or mt-convert -j 1 failed"
 fi
 
+# Many more threads than the pieces' events may wait for: the runs ahead
+# of the hand-over hold a bounded number of blocks, the furthest wait
+# while the nearest go on.  With 48 and 64 threads on pieces of 4K and
+# 8K (a few pieces' worth of blocks, where the window lets 50 and 66
+# pieces run), runs must have waited, and the outputs are still -j 1's
+# (a wait that never ended would hang: the time limit catches that).
+d="$W/room"
+if "$B/mt-synth" --seed 79 --branches 1000000 --gap-every 60000 \
+	--timing cyc -o "$d" >"$W/synth.log" 2>&1 &&
+	"$B/mt-convert" "$d/raw.bin" -o "$d/j1.pftrace" --text "$d/j1.tsv" \
+		-j 1 -q 2>"$d/j1.err"; then
+	bad= waits=0
+	for jp in 48/4K 64/8K; do
+		j=${jp%/*} ps=${jp#*/} o="$d/j$j"
+		if ! timeout 600 "$B/mt-convert" "$d/raw.bin" -o "$o.pftrace" \
+			--text "$o.tsv" -j "$j" --piece-size "$ps" 2>"$o.err" \
+			>/dev/null; then
+			bad="$bad -j $j/$ps failed or hung;"
+		elif ! cmp -s "$d/j1.pftrace" "$o.pftrace" ||
+			! cmp -s "$d/j1.sqlite" "$o.sqlite" ||
+			! cmp -s "$d/j1.tsv" "$o.tsv"; then
+			bad="$bad -j $j/$ps differs;"
+		fi
+		n=$(sed -n 's/.*waited \([0-9]*\) times.*/\1/p' "$o.err")
+		waits=$((waits + ${n:-0}))
+	done
+	if [ -n "$bad" ]; then
+		echo "FAIL parallel_room:$bad"
+	elif [ "$waits" -eq 0 ]; then
+		echo "FAIL parallel_room: no run waited for the hand-over"
+	else
+		echo "PASS parallel_room (-j 48 and 64 identical to -j 1;" \
+			"runs waited $waits times)"
+	fi
+else
+	echo "FAIL parallel_room: mt-synth or mt-convert -j 1 failed"
+fi
+
 # The options say what is wrong with them, in one line, before anything
 # is read.
 for bad in "-j 0" "--jobs x" "--piece-size 1"; do
