@@ -159,8 +159,12 @@ awk -v tw="$iw" -v to="$io" -v sw="$sw" -v so="$so" -v tc="$tc" -v slices="$slic
 # over its threads).  The database's pages go out on one thread, in
 # order, each write waiting for the disk: the writers take at least the
 # database's size at what the disk writes here (direct writes of 4 MiB,
-# as the database's are), however many the cores.
-echo
+# as the database's are), however many the cores.  Predicted so on 4,
+# 8, 16 and 64 cores, for both shapes of capture: the bench capture (one
+# stream) and 16 streams (made as make bench-scale makes them), and for
+# the 4 MiB snapshot (target: under 0.15 s on 16 cores), each
+# from its own table cut at -j J (on 4 and 8 cores the cut would be
+# coarser: fewer pieces, the same work).
 if ! "$B/mt-convert" --help | grep -q -- '--stages'; then
 	echo "stages: skipped (mt-convert has no --stages)"
 	exit 0
@@ -178,11 +182,20 @@ disk_once() {
 disk_rate=$( { disk_once; disk_once; } |
 	sed -n 's/^\([0-9]*\) bytes .* copied, \([0-9.]*\) s,.*/\1 \2/p' |
 	awk '$2 > 0 && $1 / $2 > r { r = $1 / $2 } END { if (r) print r }')
-"$B/mt-convert" "$D/raw.bin" -o "$D/stages.pftrace" --sqlite "$D/stages.sqlite" \
-	--stages -q -j "$J" 2>&1 | grep '^stage ' >"$D/stages.txt" || true
-dbbytes=$(stat -c %s "$D/stages.sqlite" 2>/dev/null || echo 0)
-rm -f "$D/stages.pftrace" "$D/stages.sqlite"
-awk -v J="$J" -v P="$(nproc)" -v tb="$tb" -v db="$dbbytes" -v rate="${disk_rate:-0}" '
+# stages NAME CAPTURE: the stage table of CAPTURE converted with -j J,
+# and what it predicts on 4 to 64 cores.
+stages() {
+	local name=$1 cap=$2 bare dbbytes
+	bare=$(field seconds "$("$B/mt-bench" decode "$cap")")
+	sync
+	"$B/mt-convert" "$cap" -o "$D/stages.pftrace" --sqlite "$D/stages.sqlite" \
+		--stages -q -j "$J" 2>&1 | grep '^stage ' >"$D/stages.txt" || true
+	dbbytes=$(stat -c %s "$D/stages.sqlite" 2>/dev/null || echo 0)
+	rm -f "$D/stages.pftrace" "$D/stages.sqlite"
+	echo
+	echo "$name: $cap (bare libipt loop $bare s on one thread)"
+	awk -v J="$J" -v P="$(nproc)" -v tb="$bare" -v db="$dbbytes" \
+		-v rate="${disk_rate:-0}" -v perf="$3" '
 	{ name[NR] = $2; w[NR] = $3; c[NR] = $4; own[NR] = $6 + 0; wr[NR] = $7 + 0; n = NR }
 	END {
 		if (!n) { print "stages: mt-convert --stages printed none"; exit }
@@ -216,11 +229,27 @@ awk -v J="$J" -v P="$(nproc)" -v tb="$tb" -v db="$dbbytes" -v rate="${disk_rate:
 		if (floor > 0)
 			printf "  the database'"'"'s %.2f GB at %.2f GB/s (this disk, direct writes of 4 MiB): %.2f s on one thread at best (its writes waited %.2f s here)\n",
 				db / 1e9, rate / 1e9, floor, dbw
-		for (k = 16; k <= 64; k *= 4) {
+		for (k = 4; k <= 64; k *= 2) {
+			if (k == 32)
+				continue
 			wt = ws + WPAR / (k < 16 ? k : 16)
 			wt = wt > floor ? wt : floor
 			t = S - ws + PAR / k + wt
-			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d, the writers %.2f s: %.2f s on one thread and %.2f s over %d, or the disk): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)\n",
+			printf "  on %2d cores: %.2f s at best (%.2f s on one thread, %.2f s over %d, the writers %.2f s: %.2f s on one thread and %.2f s over %d, or the disk): its CPU time over %.1f, %.1fx the bare loop over %d cores (target <= 2x)",
 				k, t, S - ws, PAR, k, wt, ws, WPAR, k < 16 ? k : 16, T1 / t, t / (tb / k), k
+			if (perf > 0)
+				printf "; %.1fx faster than perf script (target >= 40x on 16)", perf / t
+			printf "\n"
 		}
 	}' "$D/stages.txt"
+}
+# Both shapes of the issue: the bench capture (one stream) and 16
+# streams of as many branches in all (make bench-scale's).
+if [ ! -f "$D/t16/raw.bin" ]; then
+	echo "generating 16 streams of $((branches / 16)) branches each..."
+	"$B/mt-synth" --seed 4244 --threads 16 --branches "$((branches / 16))" \
+		-o "$D/t16" >/dev/null
+fi
+stages "one stream" "$D/raw.bin" "$tp"
+stages "16 streams" "$D/t16/raw.bin"
+stages "4 MiB snapshot" "$S/raw.bin"
