@@ -11,15 +11,18 @@
  */
 #include "capture/breakpoint_internal.h"
 #include "capture/unwind_internal.h"
+#include "symbols/symbols.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+/* (the thread waits stopped while its stack is read: its modules' debug
+ * files come from this machine, never from a server) */
 static const Dwfl_Callbacks proc_cb = {
 	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = sym_find_debuginfo,
 };
 
 struct walk {

@@ -59,33 +59,37 @@ void sym_path_normalize(char *path, size_t size)
 				       i ? "/" : "", seg[i]);
 }
 
-/* Something is at path, and it is no regular file. */
-static bool not_regular(const char *path)
+/* A place libdwfl would look for a separate debug file: false when it
+ * holds something that is no regular file; *any: it holds a file. */
+static bool debug_place(const char *path, bool *any)
 {
 	struct stat st;
 
-	return !stat(path, &st) && !S_ISREG(st.st_mode);
+	if (stat(path, &st))
+		return true;
+	*any |= S_ISREG(st.st_mode);
+	return S_ISREG(st.st_mode);
 }
 
 /*
- * libdwfl opens the places it looks for a separate debug file with a
- * plain open(), which a FIFO there blocks for ever: where one of them
- * holds something that is no regular file, the binary's own DWARF is
- * all there is.  The places are those of its default search path
- * (":.debug:/usr/lib/debug") and of the build id.
+ * The places libdwfl looks for a separate debug file: those of its
+ * default search path (":.debug:/usr/lib/debug") and of the build id.
+ * Returns false when one of them holds something that is no regular
+ * file: libdwfl opens them with a plain open(), which a FIFO there blocks
+ * for ever.  *any: one of them holds a file.
  */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata,
-			  const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file,
-			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+static bool debug_places(Dwfl_Module *mod, const char *file_name,
+			 const char *debuglink_file, bool *any)
 {
 	static const char root[] = "/usr/lib/debug";
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	char p[3 * PATH_MAX], dir[PATH_MAX], link[PATH_MAX];
 	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	const char *slash;
 	size_t at;
 
+	*any = false;
 	if (n >= 2) {
 		at = (size_t)snprintf(p, sizeof(p), "%s/.build-id/%02x/", root,
 				      bits[0]);
@@ -93,33 +97,51 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 			at += (size_t)snprintf(p + at, sizeof(p) - at, "%02x",
 					       bits[i]);
 		snprintf(p + at, sizeof(p) - at, ".debug");
-		if (not_regular(p))
-			return -1;
+		if (!debug_place(p, any))
+			return false;
 	}
-	if (file_name) {
-		const char *slash = strrchr(file_name, '/');
+	if (!file_name)
+		return true;
+	slash = strrchr(file_name, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - file_name) : 1,
+		 slash ? file_name : ".");
+	if (debuglink_file)
+		snprintf(link, sizeof(link), "%s", debuglink_file);
+	else
+		snprintf(link, sizeof(link), "%s.debug",
+			 slash ? slash + 1 : file_name);
+	snprintf(p, sizeof(p), "%s/%s", dir, link);
+	if (!debug_place(p, any))
+		return false;
+	snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
+	if (!debug_place(p, any))
+		return false;
+	snprintf(p, sizeof(p), "%s%s/%s", root, dir, link);
+	if (!debug_place(p, any))
+		return false;
+	snprintf(p, sizeof(p), "%s/%s", root, link);
+	return debug_place(p, any);
+}
 
-		snprintf(dir, sizeof(dir), "%.*s",
-			 slash ? (int)(slash - file_name) : 1,
-			 slash ? file_name : ".");
-		if (debuglink_file)
-			snprintf(link, sizeof(link), "%s", debuglink_file);
-		else
-			snprintf(link, sizeof(link), "%s.debug",
-				 slash ? slash + 1 : file_name);
-		snprintf(p, sizeof(p), "%s/%s", dir, link);
-		if (not_regular(p))
-			return -1;
-		snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
-		if (not_regular(p))
-			return -1;
-		snprintf(p, sizeof(p), "%s%s/%s", root, dir, link);
-		if (not_regular(p))
-			return -1;
-		snprintf(p, sizeof(p), "%s/%s", root, link);
-		if (not_regular(p))
-			return -1;
-	}
+/*
+ * A binary's separate debug file, from this machine only.  Where none
+ * of libdwfl's places holds one, its standard search would go on to
+ * debuginfod when DEBUGINFOD_URLS is set (the default on several
+ * distributions): a query over the network for each stripped library
+ * in the trace, waiting up to DEBUGINFOD_TIMEOUT (90 s) each where the
+ * server cannot be reached, and loading libcurl and its TLS stack into
+ * the converter (6 MB) even where it is not set.  A conversion reads
+ * what is on the machine; the binary's own DWARF is all there is then.
+ */
+int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+		       uint64_t base, const char *file_name,
+		       const char *debuglink_file, uint32_t debuglink_crc,
+		       char **debuginfo_file_name)
+{
+	bool any;
+
+	if (!debug_places(mod, file_name, debuglink_file, &any) || !any)
+		return -1;
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
 					    file_name, debuglink_file,
 					    debuglink_crc, debuginfo_file_name);
@@ -127,7 +149,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 
 static const Dwfl_Callbacks offline_cb = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = find_debuginfo,
+	.find_debuginfo = sym_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 

@@ -178,6 +178,18 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 void sym_src_free(struct sym_src *v, size_t n);
 
 /*
+ * libdwfl's find_debuginfo callback (Dwfl_Callbacks), for every user of
+ * libdwfl: dwfl_standard_find_debuginfo() on this machine's files only,
+ * never a debuginfod server (dwarf.c says why), and never a place that
+ * holds a FIFO.
+ */
+struct Dwfl_Module;
+int sym_find_debuginfo(struct Dwfl_Module *mod, void **userdata,
+		       const char *modname, uint64_t base,
+		       const char *file_name, const char *debuglink_file,
+		       uint32_t debuglink_crc, char **debuginfo_file_name);
+
+/*
  * A binary's DWARF (its own, or its separate debug file), read one
  * compilation unit at a time, the first time code of the unit is asked
  * about: a trace runs through a few units of a big library, and reading

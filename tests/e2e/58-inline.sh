@@ -198,3 +198,54 @@ if [ -z "$bad" ]; then
 else
 	echo "FAIL inline_parallel_demo: -j 3 differs from -j 1 with pieces of$bad"
 fi
+
+# A stripped binary has no DWARF of its own and none on this machine:
+# the conversion reads what is here and asks no debuginfod server,
+# whatever DEBUGINFOD_URLS says (a query a stripped binary, each waiting
+# up to 90 s for a server that cannot be reached).  A listener counts
+# who connects to the server it names; the outputs are those of a
+# conversion without it.
+if ! command -v python3 >/dev/null; then
+	echo "SKIP inline_no_debuginfod (no python3)"
+elif ! cc -O2 -s -o "$W/stripped" "$R/tests/programs/inline.c" ||
+	! "$B/mt-capture" --emulate=ptrace -o "$W/st.bin" -- "$W/stripped" 200 \
+		>/dev/null 2>&1 ||
+	! env -u DEBUGINFOD_URLS "$B/mt-convert" "$W/st.bin" \
+		-o "$W/st0.pftrace" -q 2>/dev/null; then
+	echo "FAIL inline_no_debuginfod: no capture of a stripped binary"
+else
+	python3 -c '
+import os, socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.settimeout(60)
+n = 0
+try:
+    while True:
+        c, _ = s.accept(); n += 1; c.close()
+        open(sys.argv[2], "w").write(str(n))
+except OSError:
+    pass
+' "$W/port" "$W/conns" &
+	lp=$!
+	for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
+	DEBUGINFOD_URLS="http://127.0.0.1:$(cat "$W/port" 2>/dev/null)/" \
+		DEBUGINFOD_CACHE_PATH="$W/dcache" "$B/mt-convert" "$W/st.bin" \
+		-o "$W/st1.pftrace" -q 2>/dev/null
+	rc=$?
+	kill "$lp" 2>/dev/null
+	wait "$lp" 2>/dev/null
+	conns=$(cat "$W/conns" 2>/dev/null || echo 0)
+	if [ ! -s "$W/port" ]; then
+		echo "FAIL inline_no_debuginfod: the listener did not start"
+	elif [ "$rc" -ne 0 ] || [ "$conns" -ne 0 ]; then
+		echo "FAIL inline_no_debuginfod: exit $rc, $conns connections to" \
+			"the debuginfod server"
+	elif ! cmp -s "$W/st0.pftrace" "$W/st1.pftrace" ||
+		! cmp -s "$W/st0.sqlite" "$W/st1.sqlite"; then
+		echo "FAIL inline_no_debuginfod: other outputs with DEBUGINFOD_URLS"
+	else
+		echo "PASS inline_no_debuginfod (no connection, the same outputs)"
+	fi
+fi
