@@ -135,37 +135,51 @@ fi
 # capture that starts deep in recursion and loses its trace at syscalls,
 # longjmps, returns and recursion, with the stack unwound at the end, the
 # outputs are -j 1's, byte for byte.
+# vs_j1 DIR NAME -j N --piece-size S: DIR's capture converted into
+# DIR/NAME.* with those options (under a time limit: a run that never
+# ended would hang), against DIR/j1.*; prints what is wrong, if anything.
+vs_j1() {
+	local d=$1 o="$1/$2"
+	shift 2
+	if ! timeout 600 "$B/mt-convert" "$d/raw.bin" -o "$o.pftrace" \
+		--text "$o.tsv" "$@" 2>"$o.err" >/dev/null; then
+		echo " $* failed or hung;"
+	elif ! cmp -s "$d/j1.pftrace" "$o.pftrace" ||
+		! cmp -s "$d/j1.sqlite" "$o.sqlite" ||
+		! cmp -s "$d/j1.tsv" "$o.tsv"; then
+		echo " $* differs;"
+	fi
+}
+
+# verdict NAME BAD COUNT NONE PASSED: FAIL with what vs_j1 found, or
+# with NONE where COUNT (what must have happened) is 0, else PASS.
+verdict() {
+	if [ -n "$2" ]; then
+		echo "FAIL $1:$2"
+	elif [ "$3" -eq 0 ]; then
+		echo "FAIL $1: $4"
+	else
+		echo "PASS $1 ($5)"
+	fi
+}
+
 d="$W/cuts"
 if "$B/mt-synth" --seed 73 --branches 200000 --start-depth 6 --final-stack \
 	--gap-every 12000 --gap-at all --timing cyc -o "$d" \
 	>"$W/synth.log" 2>&1 &&
 	"$B/mt-convert" "$d/raw.bin" -o "$d/j1.pftrace" --text "$d/j1.tsv" \
 		-j 1 -q 2>"$d/j1.err"; then
-	bad= runs=0
+	bad='' runs=0
 	for j in 2 3 8; do
 		for ps in 4K 8K; do
-			o="$d/j$j-$ps"
-			if ! "$B/mt-convert" "$d/raw.bin" -o "$o.pftrace" \
-				--text "$o.tsv" -j "$j" --piece-size $ps \
-				2>"$o.err" >/dev/null; then
-				bad="$bad -j $j/$ps failed;"
-			elif ! cmp -s "$d/j1.pftrace" "$o.pftrace" ||
-				! cmp -s "$d/j1.sqlite" "$o.sqlite" ||
-				! cmp -s "$d/j1.tsv" "$o.tsv"; then
-				bad="$bad -j $j/$ps differs;"
-			fi
-			n=$(sed -n 's/.* \([0-9]*\) of them joined.*/\1/p' "$o.err")
+			bad="$bad$(vs_j1 "$d" "j$j-$ps" -j "$j" --piece-size $ps)"
+			n=$(sed -n 's/.* \([0-9]*\) of them joined.*/\1/p' \
+				"$d/j$j-$ps.err")
 			runs=$((runs + ${n:-0}))
 		done
 	done
-	if [ -n "$bad" ]; then
-		echo "FAIL parallel_cuts:$bad"
-	elif [ "$runs" -eq 0 ]; then
-		echo "FAIL parallel_cuts: no piece joined"
-	else
-		echo "PASS parallel_cuts (-j 2, 3, 8 in 4K and 8K pieces" \
-			"identical to -j 1; $runs joins)"
-	fi
+	verdict parallel_cuts "$bad" "$runs" "no piece joined" \
+		"-j 2, 3, 8 in 4K and 8K pieces identical to -j 1; $runs joins"
 else
 	echo "FAIL parallel_cuts: mt-synth or mt-convert -j 1 failed"
 fi
@@ -174,36 +188,22 @@ fi
 # of the hand-over hold a bounded number of blocks, the furthest wait
 # while the nearest go on.  With 48 and 64 threads on pieces of 4K and
 # 8K (a few pieces' worth of blocks, where the window lets 50 and 66
-# pieces run), runs must have waited, and the outputs are still -j 1's
-# (a wait that never ended would hang: the time limit catches that).
+# pieces run), runs must have waited, and the outputs are still -j 1's.
 d="$W/room"
 if "$B/mt-synth" --seed 79 --branches 1000000 --gap-every 60000 \
 	--timing cyc -o "$d" >"$W/synth.log" 2>&1 &&
 	"$B/mt-convert" "$d/raw.bin" -o "$d/j1.pftrace" --text "$d/j1.tsv" \
 		-j 1 -q 2>"$d/j1.err"; then
-	bad= waits=0
+	bad='' waits=0
 	for jp in 48/4K 64/8K; do
-		j=${jp%/*} ps=${jp#*/} o="$d/j$j"
-		if ! timeout 600 "$B/mt-convert" "$d/raw.bin" -o "$o.pftrace" \
-			--text "$o.tsv" -j "$j" --piece-size "$ps" 2>"$o.err" \
-			>/dev/null; then
-			bad="$bad -j $j/$ps failed or hung;"
-		elif ! cmp -s "$d/j1.pftrace" "$o.pftrace" ||
-			! cmp -s "$d/j1.sqlite" "$o.sqlite" ||
-			! cmp -s "$d/j1.tsv" "$o.tsv"; then
-			bad="$bad -j $j/$ps differs;"
-		fi
-		n=$(sed -n 's/.*waited \([0-9]*\) times.*/\1/p' "$o.err")
+		j=${jp%/*} ps=${jp#*/}
+		bad="$bad$(vs_j1 "$d" "j$j" -j "$j" --piece-size "$ps")"
+		n=$(sed -n 's/.*waited \([0-9]*\) times.*/\1/p' "$d/j$j.err")
 		waits=$((waits + ${n:-0}))
 	done
-	if [ -n "$bad" ]; then
-		echo "FAIL parallel_room:$bad"
-	elif [ "$waits" -eq 0 ]; then
-		echo "FAIL parallel_room: no run waited for the hand-over"
-	else
-		echo "PASS parallel_room (-j 48 and 64 identical to -j 1;" \
-			"runs waited $waits times)"
-	fi
+	verdict parallel_room "$bad" "$waits" \
+		"no run waited for the hand-over" \
+		"-j 48 and 64 identical to -j 1; runs waited $waits times"
 else
 	echo "FAIL parallel_room: mt-synth or mt-convert -j 1 failed"
 fi
