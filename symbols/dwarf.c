@@ -73,7 +73,8 @@ static bool debug_place(const char *path, bool *any)
 
 /*
  * The places libdwfl looks for a separate debug file: those of its
- * default search path (":.debug:/usr/lib/debug") and of the build id.
+ * default search path (":.debug:/usr/lib/debug"), of the build id, and
+ * the link itself where it is a whole path.
  * Returns false when one of them holds something that is no regular
  * file: libdwfl opens them with a plain open(), which a FIFO there blocks
  * for ever.  *any: one of them holds a file.
@@ -100,6 +101,10 @@ static bool debug_places(Dwfl_Module *mod, const char *file_name,
 		if (!debug_place(p, any))
 			return false;
 	}
+	/* (a dwz file's link from the debug file is a path of its own) */
+	if (debuglink_file && debuglink_file[0] == '/' &&
+	    !debug_place(debuglink_file, any))
+		return false;
 	if (!file_name)
 		return true;
 	slash = strrchr(file_name, '/');
