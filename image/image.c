@@ -626,7 +626,8 @@ static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 		 * library without its debug file): nothing to say.  Out of
 		 * memory only costs the source positions and inlined
 		 * calls. */
-		sym_dwarf_open(d->found, &d->dwarf, err, sizeof(err));
+		sym_dwarf_open(d->found, c->opts.debug_root, &d->dwarf, err,
+			       sizeof(err));
 	}
 	w = d->dwarf;
 	atomic_store_explicit(&d->dwarf_done, true, memory_order_release);

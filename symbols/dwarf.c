@@ -27,6 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Where separate debug files are, unless told otherwise. */
+#define DEBUG_ROOT "/usr/lib/debug"
+
 /*
  * Collapse "." and "dir/.." in path, in place: compilers write a header's
  * name relative to each unit's directory, and one file must be one name
@@ -73,16 +76,17 @@ static bool debug_place(const char *path, bool *any)
 
 /*
  * The places libdwfl looks for a separate debug file: those of its
- * default search path (":.debug:/usr/lib/debug"), of the build id, and
- * the link itself where it is a whole path.
+ * search path (":.debug:ROOT", ROOT /usr/lib/debug unless the Dwfl was
+ * begun with another), of the build id under ROOT, and the link itself
+ * where it is a whole path.
  * Returns false when one of them holds something that is no regular
  * file: libdwfl opens them with a plain open(), which a FIFO there blocks
  * for ever.  *any: one of them holds a file.
  */
-static bool debug_places(Dwfl_Module *mod, const char *file_name,
-			 const char *debuglink_file, bool *any)
+static bool debug_places(Dwfl_Module *mod, const char *root,
+			 const char *file_name, const char *debuglink_file,
+			 bool *any)
 {
-	static const char root[] = "/usr/lib/debug";
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	char p[3 * PATH_MAX], dir[PATH_MAX], link[PATH_MAX];
@@ -137,36 +141,45 @@ static bool debug_places(Dwfl_Module *mod, const char *file_name,
  * server cannot be reached, and loading libcurl and its TLS stack into
  * the converter (6 MB) even where it is not set.  A conversion reads
  * what is on the machine; the binary's own DWARF is all there is then.
+ * A module's user data, when set, is the debug root it was begun with.
  */
 int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 		       uint64_t base, const char *file_name,
 		       const char *debuglink_file, uint32_t debuglink_crc,
 		       char **debuginfo_file_name)
 {
+	const char *root = *userdata ? *userdata : DEBUG_ROOT;
 	bool any;
 
-	if (!debug_places(mod, file_name, debuglink_file, &any) || !any)
+	if (!debug_places(mod, root, file_name, debuglink_file, &any) || !any)
 		return -1;
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
 					    file_name, debuglink_file,
 					    debuglink_crc, debuginfo_file_name);
 }
 
-static const Dwfl_Callbacks offline_cb = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = sym_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
-/* The DWARF of the ELF at path (or its separate debug file). */
-int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
-		    size_t errlen)
+int sym_dwarf_begin(const char *path, const char *debug_root,
+		    struct sym_dwfl_cb *cb, Dwfl **dwflp, Dwarf **dwp,
+		    char *err, size_t errlen)
 {
-	Dwfl *dwfl = dwfl_begin(&offline_cb);
+	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf_Addr bias;
+	void **user;
 	int fd;
 
+	/* libdwfl's search path names the root, as the symbols' lookup
+	 * does (--debug-root). */
+	memset(cb, 0, sizeof(*cb));
+	snprintf(cb->root, sizeof(cb->root), "%s",
+		 debug_root ? debug_root : DEBUG_ROOT);
+	snprintf(cb->path, sizeof(cb->path), ":.debug:%s", cb->root);
+	cb->search = cb->path;
+	cb->cb.find_elf = dwfl_build_id_find_elf;
+	cb->cb.find_debuginfo = sym_find_debuginfo;
+	cb->cb.section_address = dwfl_offline_section_address;
+	cb->cb.debuginfo_path = &cb->search;
+	dwfl = dwfl_begin(&cb->cb);
 	*dwflp = dwfl;
 	if (!dwfl) {
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
@@ -186,6 +199,9 @@ int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		return -EINVAL;
 	}
+	/* (sym_find_debuginfo() reads the root there) */
+	dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+	*user = cb->root;
 	*dwp = dwfl_module_getdwarf(mod, &bias);
 	if (!*dwp) {
 		snprintf(err, errlen,
@@ -210,6 +226,7 @@ struct unit_range {
 };
 
 struct sym_dwarf {
+	struct sym_dwfl_cb cb; /* as long as dwfl */
 	Dwfl *dwfl;
 	Dwarf *dw;
 	struct unit_slot *slots;
@@ -328,8 +345,8 @@ void sym_dwarf_free(struct sym_dwarf *d)
 	free(d);
 }
 
-int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
-		   size_t errlen)
+int sym_dwarf_open(const char *path, const char *debug_root,
+		   struct sym_dwarf **out, char *err, size_t errlen)
 {
 	struct sym_dwarf *d = calloc(1, sizeof(*d));
 	Dwarf_CU *cu = NULL;
@@ -344,7 +361,8 @@ int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
 		free(d);
 		return mt_err(err, errlen, -ENOMEM, "out of memory");
 	}
-	rc = sym_dwarf_begin(path, &d->dwfl, &d->dw, err, errlen);
+	rc = sym_dwarf_begin(path, debug_root, &d->cb, &d->dwfl, &d->dw, err,
+			     errlen);
 	while (!rc &&
 	       dwarf_get_units(d->dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
 		if (type != DW_UT_compile && type != DW_UT_partial &&

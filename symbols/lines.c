@@ -244,7 +244,8 @@ int sym_src_list(const char *path, struct sym_src **out, size_t *nr, char *err,
 	Dwarf *dw;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie;
-	int rc = sym_dwarf_begin(path, &dwfl, &dw, err, errlen);
+	struct sym_dwfl_cb cb;
+	int rc = sym_dwarf_begin(path, NULL, &cb, &dwfl, &dw, err, errlen);
 
 	*out = NULL;
 	*nr = 0;
@@ -286,6 +287,7 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	struct lsearch s = {.line = line};
 	char want[4096];
 	struct sym_file *sf = NULL;
+	struct sym_dwfl_cb cb;
 	Dwfl *dwfl = NULL;
 	Dwarf *dw;
 	Dwarf_CU *cu = NULL;
@@ -298,7 +300,7 @@ int sym_line_addrs(const char *path, const char *file, unsigned line,
 	snprintf(want, sizeof(want), "%s", file);
 	sym_path_normalize(want, sizeof(want));
 	s.want = want;
-	rc = sym_dwarf_begin(path, &dwfl, &dw, err, errlen);
+	rc = sym_dwarf_begin(path, NULL, &cb, &dwfl, &dw, err, errlen);
 	if (rc)
 		goto fail;
 	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0)

@@ -13,6 +13,7 @@
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
+#include <limits.h>
 #include <stdbool.h>
 
 /*
@@ -112,13 +113,25 @@ int sym_fde_collect(Elf *e, struct sym_eh *out);
 Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);
 
 /*
- * dwarf.c.  The DWARF of the ELF at path, or of its separate debug file
- * (build id, .gnu_debuglink), through an offline Dwfl that the caller
- * ends (dwfl_end(*dwflp), also on failure).  Returns 0, or a negative code
+ * dwarf.c.  What an offline Dwfl finds separate debug files through:
+ * libdwfl keeps a pointer to it, so it lives as long as the Dwfl.
+ */
+struct sym_dwfl_cb {
+	Dwfl_Callbacks cb;
+	char *search; /* cb.debuginfo_path points here */
+	char path[PATH_MAX + 16];
+	char root[PATH_MAX];
+};
+/*
+ * The DWARF of the ELF at path, or of its separate debug file (build id,
+ * .gnu_debuglink) under debug_root (NULL: /usr/lib/debug), through an
+ * offline Dwfl (reading through cb) that the caller ends
+ * (dwfl_end(*dwflp), also on failure).  Returns 0, or a negative code
  * with one line in err (-ENOENT: no DWARF).
  */
-int sym_dwarf_begin(const char *path, Dwfl **dwflp, Dwarf **dwp, char *err,
-		    size_t errlen);
+int sym_dwarf_begin(const char *path, const char *debug_root,
+		    struct sym_dwfl_cb *cb, Dwfl **dwflp, Dwarf **dwp,
+		    char *err, size_t errlen);
 /* Collapse "." and "dir/.." in path, in place (size: its buffer). */
 void sym_path_normalize(char *path, size_t size);
 

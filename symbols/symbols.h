@@ -199,8 +199,8 @@ int sym_find_debuginfo(struct Dwfl_Module *mod, void **userdata,
 struct sym_dwarf;
 /* Returns 0, or a negative code with one line in err (-ENOENT: the binary
  * has no DWARF, -ENOMEM). */
-int sym_dwarf_open(const char *path, struct sym_dwarf **out, char *err,
-		   size_t errlen);
+int sym_dwarf_open(const char *path, const char *debug_root,
+		   struct sym_dwarf **out, char *err, size_t errlen);
 void sym_dwarf_free(struct sym_dwarf *d);
 
 /* The file (whole, normalized) and line of the line-table row covering

@@ -249,3 +249,34 @@ except OSError:
 		echo "PASS inline_no_debuginfod (no connection, the same outputs)"
 	fi
 fi
+
+# The inlined calls come from a separate debug file under --debug-root
+# too, as the symbols do: the program's DWARF moved to DIR/.build-id/,
+# the binary stripped of it, its capture converted with --debug-root DIR
+# has the inlined calls (and source lines) of the unstripped one, and
+# without --debug-root none.
+bid=$(readelf -n "$W/inline" 2>/dev/null |
+	sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+dd="$W/dbgroot/.build-id/${bid:0:2}"
+if [ -z "$bid" ] || ! mkdir -p "$dd" ||
+	! objcopy --only-keep-debug "$W/inline" "$dd/${bid:2}.debug" ||
+	! objcopy --strip-debug "$W/inline" "$W/inline_nodbg" ||
+	! "$B/mt-capture" --emulate=ptrace -o "$W/nodbg.bin" -- \
+		"$W/inline_nodbg" 300 >/dev/null 2>&1 ||
+	! "$B/mt-convert" "$W/nodbg.bin" -o "$W/root.pftrace" -q \
+		--debug-root "$W/dbgroot" 2>/dev/null ||
+	! "$B/mt-convert" "$W/nodbg.bin" -o "$W/noroot.pftrace" -q \
+		2>/dev/null; then
+	echo "FAIL inline_debug_root: no build id, debug file or capture"
+else
+	inl() { sqlite3 "$1" "SELECT count(*) FROM slice WHERE inlined AND
+		source LIKE '%/inline.c:%'" 2>&1; }
+	with=$(inl "$W/root.sqlite") without=$(inl "$W/noroot.sqlite")
+	if [ "$with" = $((3 * 300)) ] && [ "$without" = 0 ]; then
+		echo "PASS inline_debug_root ($with inlined slices with" \
+			"--debug-root, none without)"
+	else
+		echo "FAIL inline_debug_root: $with inlined slices with" \
+			"--debug-root (want $((3 * 300))), $without without (want 0)"
+	fi
+fi

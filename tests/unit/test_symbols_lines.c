@@ -171,7 +171,7 @@ static void test_dwarf_units(struct check_state *st)
 
 		snprintf(path, sizeof(path), "%s/%s", dir,
 			 k ? "stripped" : "prog");
-		rc = sym_dwarf_open(path, &d, err, sizeof(err));
+		rc = sym_dwarf_open(path, NULL, &d, err, sizeof(err));
 		CHECKF(st, !rc && d, "%s: %d (%s)", path, rc, err);
 		if (!d)
 			break;
@@ -205,7 +205,7 @@ static void test_dwarf_units(struct check_state *st)
 	}
 	free(a);
 	snprintf(prog, sizeof(prog), "%s/plain", dir);
-	rc = sym_dwarf_open(prog, &d, err, sizeof(err));
+	rc = sym_dwarf_open(prog, NULL, &d, err, sizeof(err));
 	CHECKF(st, rc == -ENOENT && !d, "plain: %d (%s)", rc, err);
 }
 
