@@ -29,6 +29,9 @@
 
 /* Where separate debug files are, unless told otherwise. */
 #define DEBUG_ROOT "/usr/lib/debug"
+/* libdwfl's search path before the root: beside the binary, and in its
+ * .debug folder. */
+#define SEARCH_HEAD ":.debug:"
 
 /*
  * Collapse "." and "dir/.." in path, in place: compilers write a header's
@@ -171,9 +174,8 @@ int sym_dwarf_begin(const char *path, const char *debug_root,
 	/* libdwfl's search path names the root, as the symbols' lookup
 	 * does (--debug-root). */
 	memset(cb, 0, sizeof(*cb));
-	snprintf(cb->root, sizeof(cb->root), "%s",
+	snprintf(cb->path, sizeof(cb->path), "%s%s", SEARCH_HEAD,
 		 debug_root ? debug_root : DEBUG_ROOT);
-	snprintf(cb->path, sizeof(cb->path), ":.debug:%s", cb->root);
 	cb->search = cb->path;
 	cb->cb.find_elf = dwfl_build_id_find_elf;
 	cb->cb.find_debuginfo = sym_find_debuginfo;
@@ -201,7 +203,7 @@ int sym_dwarf_begin(const char *path, const char *debug_root,
 	}
 	/* (sym_find_debuginfo() reads the root there) */
 	dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
-	*user = cb->root;
+	*user = cb->path + strlen(SEARCH_HEAD);
 	*dwp = dwfl_module_getdwarf(mod, &bias);
 	if (!*dwp) {
 		snprintf(err, errlen,

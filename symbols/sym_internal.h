@@ -118,9 +118,8 @@ Elf_Scn *sym_elf_section(Elf *e, const char *name, GElf_Shdr *sh);
  */
 struct sym_dwfl_cb {
 	Dwfl_Callbacks cb;
-	char *search; /* cb.debuginfo_path points here */
-	char path[PATH_MAX + 16];
-	char root[PATH_MAX];
+	char *search;		  /* cb.debuginfo_path points here */
+	char path[PATH_MAX + 16]; /* ":.debug:" and the root */
 };
 /*
  * The DWARF of the ELF at path, or of its separate debug file (build id,
