@@ -745,6 +745,8 @@ int sym_file_landing_pads(const struct sym_file *f, uint64_t lo, uint64_t hi,
 		if (eh->fdes[a].eh == SYM_EH_UNREAD)
 			return -1;
 	/* a landing pad's call site begins like a struct mt_range */
+	if (!eh->nr_lps)
+		return 0; /* (lps is NULL then) */
 	a = mt_range_from(eh->lps, eh->nr_lps, sizeof(*eh->lps), lo);
 	*out = eh->lps + a;
 	while (a + *n < eh->nr_lps && eh->lps[a + *n].lo < hi)
