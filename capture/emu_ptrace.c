@@ -28,10 +28,7 @@
 
 uint64_t emu_now_ns(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	return mt_clock_ns(CLOCK_MONOTONIC);
 }
 
 int emu_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)

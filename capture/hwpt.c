@@ -379,15 +379,13 @@ static int snapshot(struct hw *h, bool again)
 static uint64_t mono_to_perf(struct hw *h, uint64_t mono)
 {
 	struct pd_pt_info pt;
-	struct timespec ts;
 	uint64_t tsc, now;
 
 	hw_pt_info(h, &pt);
 	if (!pt.cap_user_time_zero || !pt.time_mult || !mono)
 		return 0;
 	tsc = rdtsc();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = mt_clock_ns(CLOCK_MONOTONIC);
 	return pd_tsc_to_perf_time(tsc, &pt) - (now - mono);
 }
 

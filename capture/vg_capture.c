@@ -177,12 +177,11 @@ static void vg_go(struct vg *v, const char *prog)
 static int vg_listen(struct vg *v)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	struct timespec ts;
 	size_t n;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	snprintf(v->lname, sizeof(v->lname), "mt-capture.%d.%llx",
-		 (int)getpid(), (unsigned long long)ts.tv_nsec);
+		 (int)getpid(),
+		 (unsigned long long)mt_clock_ns(CLOCK_MONOTONIC));
 	n = strlen(v->lname);
 	memcpy(a.sun_path + 1, v->lname, n);
 	v->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -376,14 +375,6 @@ static size_t vg_ring_size(void)
 	if (env && env[0] && !mt_parse_u64(env, 0, SIZE_MAX, &n))
 		return (size_t)n;
 	return VG_RING_SIZE;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Stream k into v's fields, and back. */
@@ -628,13 +619,13 @@ static int strm_sleep(struct vg *v)
  */
 static int strm_stacks(struct vg *v)
 {
-	uint64_t until = mono_ns() + 500000000ull;
+	uint64_t until = mt_clock_ns(CLOCK_MONOTONIC) + 500000000ull;
 	int rc = 0;
 
 	for (size_t k = 0; k < v->nr_strm; k++)
 		if (v->strm[k].ring && v->strm[k].sock >= 0)
 			vg_ring_ask_stacks(v->strm[k].ring);
-	while (rc >= 0 && !v->hit && mono_ns() < until) {
+	while (rc >= 0 && !v->hit && mt_clock_ns(CLOCK_MONOTONIC) < until) {
 		bool waiting = false, news = false;
 
 		for (size_t k = 0; k < v->nr_strm && rc >= 0; k++) {
@@ -727,7 +718,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		       .lsock = -1,
 		       .child = -1,
 		       .cur = SIZE_MAX};
-	uint64_t t_start = mono_ns();
+	uint64_t t_start = mt_clock_ns(CLOCK_MONOTONIC);
 	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
@@ -753,7 +744,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = vg_launch(&v, argv);
 	if (!rc)
 		rc = vg_loop(&v);
-	st->seconds = (double)(mono_ns() - t_start) / 1e9;
+	st->seconds = (double)(mt_clock_ns(CLOCK_MONOTONIC) - t_start) / 1e9;
 	if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.exec[0])
 		snprintf(st->warning, sizeof(st->warning),
 			 "%s runs %s by exec: the trace ends there (Valgrind "

@@ -128,23 +128,14 @@ static int parse_tids(const char *v, struct args *a)
 }
 
 struct progress {
-	struct timespec start;
+	uint64_t start; /* mt_clock_ns(CLOCK_MONOTONIC) */
 	int tty, shown;
 };
-
-static double elapsed(const struct timespec *a)
-{
-	struct timespec b;
-
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a->tv_sec) +
-	       (double)(b.tv_nsec - a->tv_nsec) / 1e9;
-}
 
 static int show_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct progress *p = ctx;
-	double t = elapsed(&p->start);
+	double t = mt_since_s(CLOCK_MONOTONIC, p->start);
 
 	/* Only when someone watches and the wait is noticeable. */
 	if (!p->tty || t < 0.5 || !total)
@@ -784,7 +775,7 @@ int main(int argc, char **argv)
 		sig_capture = a.capture;
 	}
 	catch_fatal_signals();
-	clock_gettime(CLOCK_MONOTONIC, &run.prog.start);
+	run.prog.start = mt_clock_ns(CLOCK_MONOTONIC);
 	run.prog.tty = isatty(2);
 	co = (struct mt_convert_opts){
 		.capture = a.capture,
@@ -829,7 +820,8 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (!a.quiet)
-		summary(&res, &a, sqlite, elapsed(&run.prog.start));
+		summary(&res, &a, sqlite,
+			mt_since_s(CLOCK_MONOTONIC, run.prog.start));
 	if (!a.quiet && a.split)
 		fprintf(stderr,
 			"  perfetto: %s in parts of at most %" PRIu64

@@ -249,11 +249,7 @@ static int cut(struct conv *c, char *err, size_t errlen)
 /* The CPU seconds the process has spent (0 where there is no clock). */
 static double process_cpu_s(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
-		return 0;
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)mt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9;
 }
 
 #define CV_WRITER_JOBS 8

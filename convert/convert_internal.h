@@ -18,7 +18,7 @@ struct wr_perfetto_opts;
 /* A stage's start on the wall clock and on a CPU clock: the process's,
  * or the thread's for the stages that run beside another. */
 struct cv_clock {
-	struct timespec wall, cpu, own;
+	uint64_t wall, cpu, own; /* mt_clock_ns() readings */
 	clockid_t cpu_id;
 };
 

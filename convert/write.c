@@ -14,21 +14,12 @@
 #include <string.h>
 #include <sys/resource.h>
 
-static double since(clockid_t id, const struct timespec *a)
-{
-	struct timespec b;
-
-	clock_gettime(id, &b);
-	return (double)(b.tv_sec - a->tv_sec) +
-	       (double)(b.tv_nsec - a->tv_nsec) / 1e9;
-}
-
 void cv_clock_start(struct cv_clock *c, clockid_t cpu_id)
 {
 	c->cpu_id = cpu_id;
-	clock_gettime(CLOCK_MONOTONIC, &c->wall);
-	clock_gettime(cpu_id, &c->cpu);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c->own);
+	c->wall = mt_clock_ns(CLOCK_MONOTONIC);
+	c->cpu = mt_clock_ns(cpu_id);
+	c->own = mt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
@@ -36,9 +27,9 @@ void cv_clock_stop(const struct cv_clock *c, struct mt_convert_time *out)
 	struct rusage ru;
 
 	out->ran = true;
-	out->wall_s = since(CLOCK_MONOTONIC, &c->wall);
-	out->cpu_s = since(c->cpu_id, &c->cpu);
-	out->own_cpu_s = since(CLOCK_THREAD_CPUTIME_ID, &c->own);
+	out->wall_s = mt_since_s(CLOCK_MONOTONIC, c->wall);
+	out->cpu_s = mt_since_s(c->cpu_id, c->cpu);
+	out->own_cpu_s = mt_since_s(CLOCK_THREAD_CPUTIME_ID, c->own);
 	out->peak_kb = getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
 }
 

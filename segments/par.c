@@ -185,10 +185,10 @@ static int finish_groups(struct par_worker *w)
 /* The worker's thread has done only this (util's jobs): its CPU so far. */
 static void took(struct par_worker *w)
 {
-	struct timespec ts;
+	uint64_t ns = mt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
-	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (ns)
+		w->cpu_s = (double)ns / 1e9;
 }
 
 static int build_batch(void *ctx, void *job)

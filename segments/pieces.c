@@ -897,10 +897,9 @@ void seg_pieces_free(struct seg_par *p)
  * itself).  Returns its error. */
 static int join_one(struct seg_par *p, struct seg_piece *pc)
 {
-	struct timespec a, b;
+	uint64_t a = mt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int rc = 0;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	if (pc->k) {
 		rc = join(pc);
 		if (!rc)
@@ -908,9 +907,7 @@ static int join_one(struct seg_par *p, struct seg_piece *pc)
 	}
 	if (!rc)
 		rc = page_ahead(p, pc->o);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-	pc->o->join_cpu_s += (double)(b.tv_sec - a.tv_sec) +
-			     (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	pc->o->join_cpu_s += mt_since_s(CLOCK_THREAD_CPUTIME_ID, a);
 	return rc;
 }
 

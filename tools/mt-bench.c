@@ -30,10 +30,7 @@
 
 static double now(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)mt_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static int bench_decode(const char *path)

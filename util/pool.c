@@ -42,16 +42,6 @@ struct mt_pool {
 	uint64_t cpu_ns; /* the CPU of the threads that have ended */
 };
 
-/* The calling thread's CPU so far, in ns (0 where there is no clock). */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Finishes, in order, the jobs whose work is done: with the lock held,
  * which is let go while each one is finished. */
 static void finish_ready(struct mt_pool *p)
@@ -109,7 +99,7 @@ static void *pool_main(void *arg)
 		finish_ready(p);
 	}
 	/* What the thread spent, for the stage that started the pool. */
-	p->cpu_ns += thread_cpu_ns();
+	p->cpu_ns += mt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 /*
  * Make *v (an array of *cap elements of size sz) hold at least need
@@ -38,6 +39,16 @@ static inline int mt_grow(void **v, size_t *cap, size_t need, size_t sz)
 size_t mt_forget(const void *p, size_t len);
 /* The system's page size (grow.c); 4096 where it does not say. */
 size_t mt_page_size(void);
+
+/*
+ * Clock id's reading in ns (clock.c): CLOCK_MONOTONIC for time that
+ * passed, the CPU clocks for work done.  0 where the clock cannot be
+ * read.
+ */
+uint64_t mt_clock_ns(clockid_t id);
+/* Seconds from start_ns, an mt_clock_ns(id) reading, to now (0 where
+ * either reading failed). */
+double mt_since_s(clockid_t id, uint64_t start_ns);
 
 /*
  * A stable merge sort (qsort is not stable): returns 0, or -ENOMEM when

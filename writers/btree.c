@@ -196,11 +196,11 @@ static int write_chunk(void *ctx, void *job)
 	struct bt_out *o = ctx;
 	const struct bt_file *f = o->f;
 	const struct bt_chunk *c = job;
-	struct timespec a, b;
+	uint64_t a;
 	int rc;
 
 	/* (how long the disk took: no more cores shorten it) */
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	a = mt_clock_ns(CLOCK_MONOTONIC);
 	rc = write_direct(o, c);
 	if (rc == -EINVAL) {
 		rc = pwrite_all(f->fd, c->p, (size_t)c->nr * f->page_size,
@@ -212,9 +212,7 @@ static int write_chunk(void *ctx, void *job)
 				     (uint64_t)(c->first - 1 + c->nr) *
 					     f->page_size);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	o->write_s += (double)(b.tv_sec - a.tv_sec) +
-		      (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	o->write_s += mt_since_s(CLOCK_MONOTONIC, a);
 	return rc;
 }
 

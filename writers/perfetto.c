@@ -336,7 +336,7 @@ int pf_seq_start(struct pf *w, uint32_t seq, uint64_t t0, uint64_t track)
 	pkt = pf_packet(w, SEQ_INCREMENTAL_STATE_CLEARED);
 	m = pb_begin(b, F_CLOCK_SNAPSHOT);
 	c = pb_begin(b, F_CS_CLOCKS);
-	pb_uint(b, F_CLOCK_ID, CLOCK_BOOTTIME);
+	pb_uint(b, F_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
 	pb_uint(b, F_CLOCK_TIMESTAMP, t0);
 	pb_end(b, c);
 	c = pb_begin(b, F_CS_CLOCKS);

@@ -36,12 +36,12 @@
 #define SEQ_NEEDS_INCREMENTAL_STATE   2
 
 /* ClockSnapshot, ClockSnapshot.Clock */
-#define F_CS_CLOCKS	    1
-#define F_CLOCK_ID	    1
-#define F_CLOCK_TIMESTAMP   2
-#define F_CLOCK_INCREMENTAL 3
-#define CLOCK_BOOTTIME	    6
-#define CLOCK_SEQ	    64 /* the first sequence-scoped clock id */
+#define F_CS_CLOCKS	       1
+#define F_CLOCK_ID	       1
+#define F_CLOCK_TIMESTAMP      2
+#define F_CLOCK_INCREMENTAL    3
+#define BUILTIN_CLOCK_BOOTTIME 6  /* Perfetto's, not <time.h>'s */
+#define CLOCK_SEQ	       64 /* the first sequence-scoped clock id */
 
 /* SystemInfo */
 #define F_SI_SERVICE_VERSION 4

@@ -3,7 +3,7 @@
  * util/: the checked number parsers (parse.c), the hash table (hmap.c),
  * output files that appear whole or not at all (outfile.c), the ids,
  * stat and status of /proc (procmaps.c), and jobs run in order on a thread of
- * their own (jobs.c).
+ * their own (jobs.c), the clocks (clock.c).
  */
 #include "tests/unit/check.h"
 #include "tests/unit/testfs.h"
@@ -1118,6 +1118,32 @@ static void test_pager(struct check_state *cs)
 	free(v);
 }
 
+/*
+ * Readings go forward; time since a reading is never negative, and 0
+ * where the start failed (0) or lies ahead; a clock that cannot be read
+ * reads 0.
+ */
+static void test_clock(struct check_state *cs)
+{
+	uint64_t a = mt_clock_ns(CLOCK_MONOTONIC), cpu;
+	struct timespec nap = {0, 2000000};
+	double s;
+
+	CHECK(cs, a > 0);
+	nanosleep(&nap, NULL);
+	s = mt_since_s(CLOCK_MONOTONIC, a);
+	CHECKF(cs, s >= 0.002 && s < 60, "%.6f s", s);
+	CHECK(cs, mt_clock_ns(CLOCK_MONOTONIC) > a);
+	CHECK(cs, mt_since_s(CLOCK_MONOTONIC, 0) == 0);
+	CHECK(cs, mt_since_s(CLOCK_MONOTONIC, UINT64_MAX) == 0);
+	CHECK(cs, mt_clock_ns((clockid_t)-1000) == 0);
+	CHECK(cs, mt_since_s((clockid_t)-1000, a) == 0);
+	cpu = mt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (volatile unsigned i = 0; i < 2000000; i++)
+		;
+	CHECK(cs, mt_since_s(CLOCK_THREAD_CPUTIME_ID, cpu) > 0);
+}
+
 int main(void)
 {
 	struct check_state st = {0};
@@ -1152,5 +1178,6 @@ int main(void)
 	RUN(&st, test_pool_each);
 	RUN(&st, test_pool_cpu);
 	RUN(&st, test_pager);
+	RUN(&st, test_clock);
 	return CHECK_DONE(&st);
 }
