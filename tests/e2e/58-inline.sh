@@ -160,7 +160,7 @@ fi
 # several piece sizes, each the same files as -j 1.
 "$B/mt-convert" "$W/inl.bin" -o "$W/j1.pftrace" --text "$W/j1.tsv" \
 	-j 1 -q 2>/dev/null
-bad= joined=
+bad="" joined=""
 for ps in 4K 5K 6K 8K; do
 	"$B/mt-convert" "$W/inl.bin" -o "$W/j4.pftrace" --text "$W/j4.tsv" \
 		-j 4 --piece-size $ps 2>"$W/j4.err" >/dev/null
