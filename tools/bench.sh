@@ -241,6 +241,17 @@ stages() {
 				printf "; %.1fx faster than perf script (target >= 40x on 16)", perf / t
 			printf "\n"
 		}
+		# what no spreading beats: every CPU second over the cores,
+		# none on one thread and no disk
+		dec = 0
+		for (i = 1; i <= n; i++)
+			if (name[i] == "decode")
+				dec = c[i]
+		printf "  the floor on 16 cores, all %.2f s of CPU spread and none on one thread: %.2f s, %.1fx the bare loop over 16 (the decode alone %.1fx)",
+			T1, T1 / 16, (T1 / 16) / (tb / 16), dec / tb
+		if (perf > 0)
+			printf "; %.1fx faster than perf script", perf / (T1 / 16)
+		printf "\n"
 	}' "$D/stages.txt"
 }
 # Both shapes of the issue: the bench capture (one stream) and 16
