@@ -35,7 +35,9 @@ struct par_buf {
  * thread in the order, and with the counts, of the serial decode.  A
  * thread's own buffer of two pieces or more is cut at PSBs into pieces
  * that decode at once.  done and total are for the progress callback.
- * Returns 0, -ENOMEM, -EINTR (progress said stop) or the sink's error.
+ * Returns 0, -ENOMEM, -EINTR (progress said stop), the sink's error, or
+ * -EAGAIN when not one of the pool's threads could be started (nothing
+ * decoded: the caller decodes the buffers itself).
  */
 int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 		   uint64_t done, uint64_t total);

@@ -959,11 +959,13 @@ static size_t plan(struct par *p, const struct par_buf *b, size_t n)
 	return n;
 }
 
+/* As many of the threads as can be had (a limit on threads or
+ * processes may leave fewer): -EAGAIN when not one. */
 static int start_threads(struct par *p)
 {
 	while (p->started < p->nthreads) {
 		if (pthread_create(&p->th[p->started], NULL, worker, p))
-			return p->started ? 0 : -ENOMEM;
+			return p->started ? 0 : -EAGAIN;
 		p->started++;
 	}
 	return 0;
@@ -1101,11 +1103,11 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 	size_t n = 0;
 	int rc = 0;
 
+	if ((rc = start_threads(p)))
+		return rc;
 	for (size_t b = 0; b < nbufs; b++)
 		if (!(n = plan(p, &bufs[b], n)))
 			return -ENOMEM;
-	if (start_threads(p))
-		return -ENOMEM;
 	pthread_mutex_lock(&p->lock);
 	p->npc = n;
 	p->fed = 0;
@@ -1155,7 +1157,7 @@ int dec_par_decode(struct par *p, const struct par_buf *bufs, size_t nbufs,
 		c->stats.pieces++;
 		c->stats.joined += !pc->first && !pc->absorbed;
 	}
-	c->stats.threads = p->nthreads;
+	c->stats.threads = p->started;
 	c->stats.waits = p->waits;
 	/* Runs still going (dropped, or all after an error) stop at their
 	 * next tick. */

@@ -232,12 +232,48 @@ static void release(struct dec_capture *c, struct prep *pr)
 		pd_forget(c->pd, c->chunks[m].data, c->chunks[m].size);
 }
 
-/* The buffers gathered for the pool, decoded; rc as dec_streams()
- * treats it. */
-static int flush(struct dec_capture *c, struct par *par, struct par_buf *bufs,
-		 struct prep *preps, size_t *n, uint64_t *done, uint64_t total)
+/* A buffer decoded on this thread; rc as dec_streams() treats it. */
+static int decode_here(struct strm *s, struct dec_capture *c,
+		       const struct par_buf *b, uint64_t done, uint64_t total)
+{
+	int rc;
+
+	s->lost = b->lost;
+	s->end_time = b->end_time;
+	rc = decode_serial(s, c, b->data, b->len);
+	if (rc != -ENOMEM && c->opts.progress &&
+	    c->opts.progress(c->opts.progress_ctx, done + b->len, total))
+		rc = -EINTR;
+	return rc;
+}
+
+/*
+ * The buffers gathered for the pool, decoded; rc as dec_streams() treats
+ * it.  Where no thread could be started (a limit on threads or
+ * processes), they are decoded here, as with --jobs 1, which gives the
+ * same events in the same order.
+ */
+static int flush(struct dec_capture *c, struct par *par, struct strm *s,
+		 const struct strm_io *io, const struct strm_out *out,
+		 struct par_buf *bufs, struct prep *preps, size_t *n,
+		 uint64_t *done, uint64_t total)
 {
 	int rc = *n ? dec_par_decode(par, bufs, *n, *done, total) : 0;
+
+	if (rc == -EAGAIN) {
+		uint64_t at = *done;
+
+		rc = 0;
+		for (size_t b = 0; b < *n && !rc; b++) {
+			strm_init(s, c, io, out, bufs[b].k->cpu, bufs[b].own,
+				  bufs[b].pid);
+			rc = decode_here(s, c, &bufs[b], at, total);
+			at += bufs[b].len;
+			/* A stream that cannot be decoded is not fatal. */
+			if (rc != -ENOMEM && rc != -EINTR)
+				rc = 0;
+		}
+	}
 
 	for (size_t b = 0; b < *n; b++) {
 		release(c, &preps[b]);
@@ -327,24 +363,23 @@ static int dec_streams(struct dec_capture *c, char *err, size_t errlen)
 						       end_time, own, pid};
 			preps[nbufs++] = pr;
 			if (nbufs == group)
-				rc = flush(c, par, bufs, preps, &nbufs, &done,
-					   total);
+				rc = flush(c, par, s, &io, &out, bufs, preps,
+					   &nbufs, &done, total);
 		} else {
-			s->lost = lost;
-			s->end_time = end_time;
-			rc = decode_serial(s, c, buf, len);
+			const struct par_buf b = {k,	    buf, len, lost,
+						  end_time, own, pid};
+
+			rc = decode_here(s, c, &b, done, total);
 			release(c, &pr);
 			done += len;
-			if (rc != -ENOMEM && c->opts.progress &&
-			    c->opts.progress(c->opts.progress_ctx, done, total))
-				rc = -EINTR;
 		}
 		/* A stream that cannot be decoded is not fatal. */
 		if (rc != -ENOMEM && rc != -EINTR)
 			rc = 0;
 	}
 	if (!rc)
-		rc = flush(c, par, bufs, preps, &nbufs, &done, total);
+		rc = flush(c, par, s, &io, &out, bufs, preps, &nbufs, &done,
+			   total);
 	else
 		for (size_t b = 0; b < nbufs; b++)
 			release(c, &preps[b]);

@@ -259,7 +259,8 @@ void seg_par_free(struct seg_par *p)
 
 unsigned seg_par_threads(const struct seg_par *p)
 {
-	return p ? p->max_workers : 0;
+	/* Fewer where no more threads could be had. */
+	return p ? p->piece_threads : 0;
 }
 
 double seg_par_busiest_cpu(const struct seg_par *p)

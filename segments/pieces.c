@@ -980,6 +980,8 @@ static int piece_finish(void *ctx, void *job)
 
 int seg_pieces_start(struct seg_par *p)
 {
+	int rc;
+
 	if (!p->piece_events)
 		p->piece_events = PIECE_EVENTS;
 	if (pthread_mutex_init(&p->live_lock, NULL))
@@ -992,8 +994,11 @@ int seg_pieces_start(struct seg_par *p)
 	/* (without a pager the joins fault their pages in themselves) */
 	if (mt_pager_start(&p->pager))
 		p->pager = NULL;
-	return mt_pool_start(&p->pieces, p->max_workers, piece_work,
-			     piece_finish, p, PIECES_OUT(p));
+	rc = mt_pool_start(&p->pieces, p->max_workers, piece_work, piece_finish,
+			   p, PIECES_OUT(p));
+	if (!rc)
+		p->piece_threads = mt_pool_workers(p->pieces);
+	return rc;
 }
 
 /* After one of these the function running is the event's target. */

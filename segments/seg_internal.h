@@ -406,6 +406,7 @@ struct seg_par {
 	uint64_t seq; /* the next event's number */
 	/* pieces.c: every thread not Go's is built in pieces at once */
 	struct mt_pool *pieces;
+	unsigned piece_threads; /* the threads it got (1: none) */
 	struct mt_pager *pager; /* the threads' slice arrays' pages */
 	size_t nr_watched;	/* the arrays it watches (atomic) */
 	size_t piece_events;

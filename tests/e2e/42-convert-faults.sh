@@ -546,3 +546,40 @@ for layout in threads per-cpu; do
 		echo "PASS convert_tid_unknown_$layout"
 	fi
 done
+
+# A box that gives no more threads (ulimit -u, a container's pids.max):
+# pthread_create fails after the first K, from none on.  Each conversion
+# goes on with the threads it has (or on its own thread) and writes what
+# -j 1 writes, byte for byte; it used to stop with "out of memory while
+# decoding" when the decode got no thread.
+d="$W/nothr"
+if ! cc -O2 -shared -fPIC -o "$W/libnothreads.so" "$R/tests/tools/nothreads.c" \
+	-ldl 2>"$W/cc.log"; then
+	echo "FAIL convert_thread_limit: the shim does not build"
+elif ! "$B/mt-synth" --seed 72 --branches 150000 --threads 3 --gap-every 20000 \
+	--timing cyc -o "$d" >/dev/null 2>&1 ||
+	! "$B/mt-convert" "$d/raw.bin" -o "$d/j1.pftrace" --text "$d/j1.tsv" \
+		-j 1 -q 2>"$d/j1.err"; then
+	echo "FAIL convert_thread_limit: mt-synth or mt-convert -j 1 failed"
+else
+	bad=''
+	for k in 0 1 2 3 5 8 13 40; do
+		MT_NOTHREADS_AFTER=$k LD_PRELOAD="$W/libnothreads.so" \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+			timeout 300 "$B/mt-convert" "$d/raw.bin" -o "$d/k.pftrace" \
+			--text "$d/k.tsv" -j 8 --piece-size 4K -q 2>"$d/k.err"
+		rc=$?
+		if [ $rc -ne 0 ]; then
+			bad="$bad; $k threads: exit $rc: $(head -1 "$d/k.err")"
+		elif ! cmp -s "$d/j1.pftrace" "$d/k.pftrace" ||
+			! cmp -s "$d/j1.sqlite" "$d/k.sqlite" ||
+			! cmp -s "$d/j1.tsv" "$d/k.tsv"; then
+			bad="$bad; $k threads: other outputs than -j 1"
+		fi
+	done
+	if [ -n "$bad" ]; then
+		echo "FAIL convert_thread_limit:${bad#;}"
+	else
+		echo "PASS convert_thread_limit (0 to 40 threads given, -j 8: the outputs of -j 1)"
+	fi
+fi
