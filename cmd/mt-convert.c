@@ -724,8 +724,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	a.bins = calloc((size_t)argc, sizeof(*a.bins));
-	if (!a.bins)
+	if (!a.bins) {
+		fputs("mt-convert: out of memory\n", stderr);
 		return 1;
+	}
 	if (parse(argc, argv, &a)) {
 		free(a.bins);
 		free(a.tids);

@@ -111,6 +111,8 @@ uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
 	uint64_t h = mt_hash_bytes(&k.f, sizeof(k.f)), id;
 	size_t cap = t->cap_frames;
 
+	if (name == MT_NONE || dso == MT_NONE)
+		return MT_NONE;
 	if (mt_hmap_find_ext(&t->frame_index, h, same_frame, &k, &id))
 		return (uint32_t)id;
 	if (t->nr_frames == MT_NONE ||

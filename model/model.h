@@ -274,7 +274,8 @@ struct mt_goroutine *mt_trace_add_goroutine(struct mt_trace *t,
 struct mt_thread *mt_trace_thread(struct mt_trace *t, uint32_t tid);
 
 /* The id of the frame (name, dso, addr), added if new; MT_NONE when out
- * of memory. */
+ * of memory, or when name or dso is MT_NONE (a string that could not be
+ * interned: a frame never names one). */
 uint32_t mt_frame_intern(struct mt_trace *t, uint32_t name, uint32_t dso,
 			 uint64_t addr);
 static inline const struct mt_frame *mt_slice_frame(const struct mt_trace *t,

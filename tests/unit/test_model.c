@@ -198,6 +198,11 @@ static void test_thread_push(struct check_state *cs)
 			  mt_frame_intern(&t, 0, 0, 0x1000 + 7) == 8 &&
 			  mt_frame_intern(&t, 0, 0, 0) == 0 &&
 			  t.nr_frames == 5001);
+	/* A string that could not be interned names no frame (the merge of
+	 * the threads' models indexes by it). */
+	CHECK(cs, mt_frame_intern(&t, MT_NONE, 0, 0x42) == MT_NONE &&
+			  mt_frame_intern(&t, 0, MT_NONE, 0x42) == MT_NONE &&
+			  t.nr_frames == 5001);
 	mt_trace_free(&t);
 }
 
