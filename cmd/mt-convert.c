@@ -733,11 +733,15 @@ int main(int argc, char **argv)
 		free(a.tids);
 		return 2;
 	}
-	mt_convert_result_init(&res);
+	if (mt_convert_result_init(&res)) {
+		snprintf(err, sizeof(err), "%s: out of memory", a.capture);
+		goto fail;
+	}
 	if (a.out && !a.no_sqlite) {
 		sqlite = a.sqlite ? strdup(a.sqlite) : sqlite_path(a.out);
 		if (!sqlite) {
-			snprintf(err, sizeof(err), "out of memory");
+			snprintf(err, sizeof(err), "%s: out of memory",
+				 a.capture);
 			goto fail;
 		}
 	}

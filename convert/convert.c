@@ -37,10 +37,10 @@ const char *mt_convert_stage_name(enum mt_convert_stage s)
 	return (unsigned)s < MT_STAGE_NR ? names[s] : "?";
 }
 
-void mt_convert_result_init(struct mt_convert_result *r)
+int mt_convert_result_init(struct mt_convert_result *r)
 {
 	memset(r, 0, sizeof(*r));
-	mt_trace_init(&r->trace);
+	return mt_trace_init(&r->trace);
 }
 
 void mt_convert_result_free(struct mt_convert_result *r)

@@ -169,8 +169,9 @@ struct mt_convert_result {
 };
 
 /* Before mt_convert(); mt_convert_result_free() after, failed or not.
- * The process calls wr_sqlite_setup() (writers/) once before. */
-void mt_convert_result_init(struct mt_convert_result *r);
+ * The process calls wr_sqlite_setup() (writers/) once before.  0, or
+ * -ENOMEM. */
+int mt_convert_result_init(struct mt_convert_result *r);
 void mt_convert_result_free(struct mt_convert_result *r);
 
 /*

@@ -331,6 +331,8 @@ void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 	if (s->unanchored) {
 		if (mt_grow((void **)&s->aq, &s->aq_cap, s->aq_n + 1,
 			    sizeof(*s->aq))) {
+			/* (the times would be a guess: the decode stops) */
+			s->rc = -ENOMEM;
 			aq_replay(s, 0);
 		} else {
 			s->aq[s->aq_n++] = (struct timed){t, ip, aux, k};
@@ -356,6 +358,9 @@ void strm_emit_now(struct strm *s, uint64_t t, enum dec_kind k, uint64_t ip,
 			struct timed *n = realloc(s->win, cap * sizeof(*n));
 
 			if (!n) {
+				/* (a rate corrected later would not reach
+				 * these: the decode stops) */
+				s->rc = -ENOMEM;
 				strm_flush(s);
 				deliver(s, t, k, ip, aux);
 				return;
@@ -556,6 +561,8 @@ void strm_held_push_at(struct strm *s, uint64_t pos, uint64_t t,
 		struct held *n = realloc(s->held, cap * sizeof(*n));
 
 		if (!n) {
+			/* (it would keep the last time: the decode stops) */
+			s->rc = -ENOMEM;
 			strm_emit(s, t, k, ip, aux);
 			return;
 		}

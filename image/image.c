@@ -141,6 +141,10 @@ static int try_file(struct img *c, struct img_dso *d, const char *file,
 	int rc;
 
 	rc = sym_file_open(file, &so, &sf, err, sizeof(err));
+	/* Out of memory says nothing of the file: no other file is tried
+	 * instead. */
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc) {
 		/* The line names the file first: the one the capture
 		 * names is named by the caller already. */

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mt_strtab_init(struct mt_strtab *s)
+int mt_strtab_init(struct mt_strtab *s)
 {
 	memset(s, 0, sizeof(*s));
-	mt_str_intern(s, "");
+	return mt_str_intern(s, "") == MT_NONE ? -ENOMEM : 0;
 }
 
 void mt_strtab_free(struct mt_strtab *s)
@@ -82,12 +82,13 @@ uint32_t mt_str_intern(struct mt_strtab *s, const char *str)
 	return mt_str_intern_len(s, str, strlen(str));
 }
 
-void mt_trace_init(struct mt_trace *t)
+int mt_trace_init(struct mt_trace *t)
 {
 	memset(t, 0, sizeof(*t));
-	mt_strtab_init(&t->strs);
-	mt_strtab_init(&t->hit_names);
-	mt_frame_intern(t, 0, 0, 0);
+	if (mt_strtab_init(&t->strs) || mt_strtab_init(&t->hit_names) ||
+	    mt_frame_intern(t, 0, 0, 0) == MT_NONE)
+		return -ENOMEM;
+	return 0;
 }
 
 struct frame_key {

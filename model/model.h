@@ -28,7 +28,9 @@ struct mt_strtab {
 	struct mt_hmap index; /* a string's hash -> its id */
 };
 
-void mt_strtab_init(struct mt_strtab *s);
+/* An empty table but for "" (id 0): 0, or -ENOMEM (then freeing it is
+ * all that may be done with it). */
+int mt_strtab_init(struct mt_strtab *s);
 void mt_strtab_free(struct mt_strtab *s);
 /* Returns the id of s (adding it if new), or MT_NONE when out of memory. */
 uint32_t mt_str_intern(struct mt_strtab *s, const char *str);
@@ -234,7 +236,9 @@ struct mt_trace {
 	struct mt_strtab hit_names;
 };
 
-void mt_trace_init(struct mt_trace *t);
+/* An empty trace with its string "" and its frame 0: 0, or -ENOMEM
+ * (then freeing it is all that may be done with it). */
+int mt_trace_init(struct mt_trace *t);
 void mt_trace_free(struct mt_trace *t);
 /* Each returns NULL when out of memory; pointers move when arrays grow. */
 struct mt_process *mt_trace_add_process(struct mt_trace *t, uint32_t pid,

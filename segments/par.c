@@ -121,7 +121,8 @@ struct seg_group *seg_group_new(const struct seg_par *p)
 
 	if (!g)
 		return NULL;
-	mt_trace_init(&g->t);
+	if (mt_trace_init(&g->t))
+		goto fail;
 	for (uint32_t id = 1; id < s->nr; id++)
 		if (mt_str_intern(&g->t.strs, mt_str(s, id)) == MT_NONE ||
 		    seg_tag_new(&g->tag[T_STR], g->t.strs.nr,
@@ -540,7 +541,8 @@ static int merge_strings(struct seg_par *p)
 		return -ENOMEM;
 	if (!(v = entries(p, T_STR, 1, &n)))
 		return -ENOMEM;
-	mt_strtab_init(&s);
+	if (mt_strtab_init(&s))
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_strtab *from =
 			v[i].src ? &model(p, v[i].src - 1)->t.strs : &t->strs;

@@ -211,10 +211,10 @@ static struct seg_group *piece_model(const struct seg_one *o)
 
 	if (!m)
 		return NULL;
-	mt_trace_init(&m->t);
 	m->piece = true;
 	m->weak_from = UINT64_MAX;
-	if (!mt_trace_add_thread(&m->t, o->pid, o->d->tid, "") ||
+	if (mt_trace_init(&m->t) ||
+	    !mt_trace_add_thread(&m->t, o->pid, o->d->tid, "") ||
 	    seg_group_tag(m, TAG_SPEC)) {
 		seg_group_free(m);
 		return NULL;

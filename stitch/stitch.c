@@ -779,9 +779,8 @@ int stitch_trace(struct mt_trace *t, const struct seg_ends_table *ends,
 		struct stitch_job *j = &jobs[put];
 
 		j->own = base;
-		mt_strtab_init(&j->own.strs);
 		j->th = &t->threads[put];
-		if (!j->own.strs.nr) {
+		if (mt_strtab_init(&j->own.strs)) {
 			rc = -ENOMEM;
 			put++;
 			break;

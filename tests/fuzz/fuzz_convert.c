@@ -50,8 +50,8 @@ static void convert(const char *path, bool no_compress)
 	struct mt_convert_result r;
 	char err[1024];
 
-	mt_convert_result_init(&r);
-	(void)mt_convert(&o, &r, err, sizeof(err));
+	if (!mt_convert_result_init(&r))
+		(void)mt_convert(&o, &r, err, sizeof(err));
 	mt_convert_result_free(&r);
 }
 
