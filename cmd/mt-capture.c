@@ -488,7 +488,9 @@ static int report_run(const struct capture_opts *cap, const char *prog, int rc,
 	if (killed_by)
 		report_killed(cap->pid ? NULL : prog, cap->pid, killed_by);
 	if (rc) {
-		fprintf(stderr, "mt-capture: %s%s\n", err,
+		/* (a failure deep in a backend that said nothing more) */
+		fprintf(stderr, "mt-capture: %s%s\n",
+			err[0] ? err : strerror(rc < 0 ? -rc : rc),
 			over_file_limit
 				? " (over the file size limit, ulimit -f)"
 				: "");

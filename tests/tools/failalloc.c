@@ -6,8 +6,9 @@
  * the one numbered $MT_FAIL_AT (from 0) returns NULL with ENOMEM, as
  * under a memory limit; with MT_FAIL_ALL=1 every one from there on
  * does.  At exit the count goes to $MT_FAIL_COUNT (when set), so a
- * sweep knows how far to go.  The allocator underneath is the next one
- * (libc's, or a sanitizer's, which then sees every free).
+ * sweep knows how far to go; the programs it starts run without it.  The
+ * allocator underneath is the next one (libc's, or a sanitizer's, which then
+ * sees every free).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -63,6 +64,8 @@ __attribute__((constructor)) static void start(void)
 	dl_iterate_phdr(exe_text, NULL);
 	fail_at = at && *at ? atol(at) : -1;
 	fail_all = all && !strcmp(all, "1");
+	/* The programs it starts (a traced one) allocate as they would. */
+	unsetenv("LD_PRELOAD");
 }
 
 __attribute__((destructor)) static void stop(void)
