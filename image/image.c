@@ -10,6 +10,7 @@
  * segment instead of flooding errors.
  */
 #include "image/img_internal.h"
+#include "util/err.h"
 #include "util/util.h"
 
 #include <elf.h>
@@ -628,10 +629,10 @@ static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 		d->dwarf_tried = true;
 		/* No DWARF is the common case (a release build, a system
 		 * library without its debug file): nothing to say.  Out of
-		 * memory only costs the source positions and inlined
-		 * calls. */
-		sym_dwarf_open(d->found, c->opts.debug_root, &d->dwarf, err,
-			       sizeof(err));
+		 * memory is said at the end (img_dwarf_complete()). */
+		d->dwarf_short =
+			sym_dwarf_open(d->found, c->opts.debug_root, &d->dwarf,
+				       err, sizeof(err)) == -ENOMEM;
 	}
 	w = d->dwarf;
 	atomic_store_explicit(&d->dwarf_done, true, memory_order_release);
@@ -663,6 +664,21 @@ static void inlines_in(struct img *c, const struct img_map *m, uint64_t lo,
 	out->to = to;
 	if (out->from >= out->to)
 		out->tab = NULL;
+}
+
+int img_dwarf_complete(const struct img *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->nr_dsos; i++) {
+		const struct img_dso *d = &c->dsos[i];
+
+		if (d->dwarf_short || sym_dwarf_short(d->dwarf))
+			return mt_err(err, errlen, -ENOMEM,
+				      "%s: out of memory reading its DWARF "
+				      "(source lines, inlined calls; "
+				      "--no-inline reads less)",
+				      d->found);
+	}
+	return 0;
 }
 
 bool img_fn_code(struct img *c, uint32_t pid, uint64_t ip,

@@ -30,6 +30,7 @@ struct img_dso {
 	 * (under dwarf_lock); NULL when it has none. */
 	struct sym_dwarf *dwarf;
 	bool dwarf_tried;
+	bool dwarf_short; /* it could not be opened for want of memory */
 	/* dwarf is final: read without the lock (set last, under it) */
 	_Atomic bool dwarf_done;
 };

@@ -57,22 +57,27 @@ static uint32_t pos_intern(struct seg_builder *b, const char *file,
  * events another decides is its own to read (spec.c), and the first it
  * gives at one of its own replaces it.
  */
-static void frame_source(struct seg_builder *b, uint32_t frame, uint32_t src)
+static bool frame_source(struct seg_builder *b, uint32_t frame, uint32_t src)
 {
 	struct mt_frame *f = &b->t->frames[frame];
 	bool was = frame < b->nr_src_spec && b->src_spec[frame];
 
 	if (f->source && !(was && !b->spec_nocache))
-		return;
-	f->source = src;
-	if (b->spec_nocache &&
-	    !mt_grow((void **)&b->src_spec, &b->cap_src_spec, (size_t)frame + 1,
-		     sizeof(*b->src_spec))) {
+		return true;
+	/* A source set speculatively and not marked so would stay: out of
+	 * memory leaves it as it was. */
+	if (b->spec_nocache) {
+		if (mt_grow((void **)&b->src_spec, &b->cap_src_spec,
+			    (size_t)frame + 1, sizeof(*b->src_spec)))
+			return false;
 		while (b->nr_src_spec <= frame)
 			b->src_spec[b->nr_src_spec++] = false;
 		b->src_spec[frame] = true;
-	} else if (was)
+	} else if (was) {
 		b->src_spec[frame] = false;
+	}
+	f->source = src;
+	return true;
 }
 
 void seg_builder_forget_names(struct seg_builder *b)
@@ -113,10 +118,9 @@ const struct sym_ent *seg_lookup(struct seg_builder *b, uint64_t ip)
 		uint32_t src;
 
 		if (!(e->site = pos_intern(b, ds.ip_file, ds.ip_line)) ||
-		    !(src = pos_intern(b, ds.fn_file, ds.fn_line)))
+		    !(src = pos_intern(b, ds.fn_file, ds.fn_line)) ||
+		    !frame_source(b, e->frame, src))
 			e->frame = MT_NONE;
-		else
-			frame_source(b, e->frame, src);
 	}
 	if (e->frame == MT_NONE) {
 		e->valid = false;
@@ -191,35 +195,39 @@ int seg_push(struct seg_builder *b, uint64_t time, int32_t lv, uint32_t frame,
  * The line of the call that returns to ret: the line of the instruction
  * before ret, as addr2line and debuggers say it.  Only asked of callers
  * whose binary has a line table (their frame has a source), once for each
- * return address.  0: unknown.
+ * return address.  *site 0: unknown.  0, or -ENOMEM.
  */
-static uint32_t call_site(struct seg_builder *b, const struct frame *caller,
-			  uint64_t ret)
+static int call_site(struct seg_builder *b, const struct frame *caller,
+		     uint64_t ret, uint32_t *site)
 {
 	const struct sym_ent *e;
 	uint64_t v;
 
+	*site = 0;
 	if (!caller || caller->kind == FR_PSEUDO || !ret ||
 	    !b->t->frames[caller->fid].source)
 		return 0;
-	if (mt_hmap_find(&b->sites, ret, &v))
-		return (uint32_t)v;
-	e = seg_lookup(b, ret - 1);
-	v = e ? e->site : 0;
+	if (mt_hmap_find(&b->sites, ret, &v)) {
+		*site = (uint32_t)v;
+		return 0;
+	}
+	if (!(e = seg_lookup(b, ret - 1)))
+		return -ENOMEM;
 	/* A full table only costs the lookups again. */
 	if (!b->spec_nocache)
-		mt_hmap_set(&b->sites, ret, v);
-	return (uint32_t)v;
+		mt_hmap_set(&b->sites, ret, e->site);
+	*site = e->site;
+	return 0;
 }
 
 int seg_push_fn(struct seg_builder *b, uint64_t time, int32_t lv, uint64_t ip,
 		uint64_t ret, uint32_t flags)
 {
-	uint32_t site = call_site(b, seg_top(b), ret);
-	const struct sym_ent *e = seg_lookup(b, ip);
+	uint32_t site;
+	const struct sym_ent *e;
 	int rc;
 
-	if (!e)
+	if (call_site(b, seg_top(b), ret, &site) || !(e = seg_lookup(b, ip)))
 		return -ENOMEM;
 	if (!e->known)
 		flags |= MT_SLICE_UNKNOWN;

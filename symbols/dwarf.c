@@ -237,6 +237,7 @@ struct sym_dwarf {
 	size_t nr_ranges, cap_ranges;
 	pthread_mutex_t lock; /* reading a unit (libdw is not thread-safe) */
 	struct sym_unit none;
+	atomic_bool short_of_memory; /* a unit is none for want of it */
 };
 
 static void unit_free(struct sym_unit *u)
@@ -415,13 +416,17 @@ static const struct sym_unit *unit_at(struct sym_dwarf *d, uint64_t vaddr)
 	u = atomic_load_explicit(&slot->unit, memory_order_relaxed);
 	if (!u) {
 		u = calloc(1, sizeof(*u));
-		/* Out of memory costs this unit's lines and inlined calls,
-		 * not the conversion. */
-		if (!u || !dwarf_offdie(d->dw, slot->off, &die) ||
-		    sym_unit_rows(u, &die) || sym_unit_inlines(u, &die)) {
+		/* A unit libdw cannot find has none; out of memory is said
+		 * (sym_dwarf_short()): the caller decides what it costs. */
+		if (u && !dwarf_offdie(d->dw, slot->off, &die)) {
+			unit_free(u);
+			u = &d->none;
+		} else if (!u || sym_unit_rows(u, &die) ||
+			   sym_unit_inlines(u, &die)) {
 			if (u)
 				unit_free(u);
 			u = &d->none;
+			atomic_store(&d->short_of_memory, true);
 		} else {
 			mt_hmap_free(&u->str_index);
 		}
@@ -429,6 +434,11 @@ static const struct sym_unit *unit_at(struct sym_dwarf *d, uint64_t vaddr)
 	}
 	pthread_mutex_unlock(&d->lock);
 	return u == &d->none ? NULL : u;
+}
+
+bool sym_dwarf_short(const struct sym_dwarf *d)
+{
+	return d && atomic_load(&d->short_of_memory);
 }
 
 bool sym_dwarf_line(struct sym_dwarf *d, uint64_t vaddr, const char **file,

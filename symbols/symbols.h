@@ -202,6 +202,9 @@ struct sym_dwarf;
 int sym_dwarf_open(const char *path, const char *debug_root,
 		   struct sym_dwarf **out, char *err, size_t errlen);
 void sym_dwarf_free(struct sym_dwarf *d);
+/* Whether a unit could not be read for want of memory: its lines and
+ * inlined calls were missing from what was asked. */
+bool sym_dwarf_short(const struct sym_dwarf *d);
 
 /* The file (whole, normalized) and line of the line-table row covering
  * vaddr (an ELF vaddr), as addr2line says them; false when no row does. */

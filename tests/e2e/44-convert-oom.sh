@@ -7,8 +7,8 @@
 # and no temporary file; never a crash, a hang, a sanitizer report or a
 # leak.  With -j 1 and -j 2 (threads: the order of the allocations,
 # and so which one fails, changes from run to run), on a capture with
-# gaps, three threads and CYC, writing the trace, the database and the
-# text.
+# gaps, three threads and CYC, and on a program's capture whose binary
+# has DWARF, writing the trace, the database and the text.
 B=${MT_BUILD:?}/bin
 R=${MT_ROOT:?}
 W=$(mktemp -d /tmp/mt-e2e-oom44.XXXXXX)
@@ -29,36 +29,39 @@ fi
 # allocator underneath, which sees every free.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
-# run J OUTDIR [FAIL_AT]: one conversion with the shim.
+# run J OUTDIR FAIL_AT CAPTURE: one conversion with the shim ("" fails
+# nothing).
 run() {
-	local j=$1 o=$2 at=${3:-}
+	local j=$1 o=$2 at=$3 cap=$4
 	rm -rf "$o"
 	mkdir -p "$o"
 	# (env: the shim in mt-convert only, not in timeout)
 	timeout 120 env MT_FAIL_AT="$at" MT_FAIL_COUNT="$W/count" \
-		LD_PRELOAD="$W/libfailalloc.so" "$B/mt-convert" "$W/s/raw.bin" \
+		LD_PRELOAD="$W/libfailalloc.so" "$B/mt-convert" "$cap" \
 		-o "$o/t.pftrace" --text "$o/t.tsv" -j "$j" -q \
 		>"$W/stdout" 2>"$W/stderr"
 }
 
-for j in 1 2; do
-	name=convert_oom_j$j
+# sweep NAME CAPTURE J STEP: every STEP-th allocation failed in turn.
+sweep() {
+	local name=convert_oom_$1 cap=$2 j=$3 step=$4 n bad nbad fell_back failed
+	local i rc why f
 	# (the outputs name themselves: the reference is made where the
 	# others are)
 	rm -rf "$W/ref"
-	if ! run "$j" "$W/o" || ! mv "$W/o" "$W/ref"; then
+	if ! run "$j" "$W/o" "" "$cap" || ! mv "$W/o" "$W/ref"; then
 		echo "FAIL $name: the conversion fails without a failed allocation:"
 		sed 's/^/    /' "$W/stderr" | head -3
-		continue
+		return
 	fi
 	n=$(cat "$W/count")
 	if ! [ "$n" -gt 100 ] 2>/dev/null; then
 		echo "FAIL $name: only '$n' allocations counted (the shim saw none)"
-		continue
+		return
 	fi
 	bad='' nbad=0 fell_back=0 failed=0
-	for ((i = 0; i < n && nbad < 5; i++)); do
-		run "$j" "$W/o" "$i"
+	for ((i = 0; i < n && nbad < 5; i += step)); do
+		run "$j" "$W/o" "$i" "$cap"
 		rc=$?
 		why=''
 		if grep -qE 'Sanitizer|runtime error' "$W/stderr"; then
@@ -88,7 +91,22 @@ for j in 1 2; do
 	if [ -n "$bad" ]; then
 		echo "FAIL $name:$bad"
 	else
-		echo "PASS $name ($n allocations failed one at a time: $failed" \
-			"refused in one line, $fell_back with the same outputs)"
+		echo "PASS $name ($(( (n + step - 1) / step )) of $n allocations" \
+			"failed one at a time: $failed refused in one line," \
+			"$fell_back with the same outputs)"
 	fi
-done
+}
+
+sweep j1 "$W/s/raw.bin" 1 1
+sweep j2 "$W/s/raw.bin" 2 1
+# A program's own binary with DWARF (source lines, inlined calls): every
+# other allocation, at -j 2.
+if ! cc -O2 -g -o "$W/inline" "$R/tests/programs/inline.c" 2>"$W/cc.log"; then
+	echo "FAIL convert_oom_dwarf: cc"
+elif ! "$B/mt-capture" --emulate=ptrace -o "$W/inl.bin" -- "$W/inline" 2000 \
+	>/dev/null 2>"$W/cap.err"; then
+	echo "FAIL convert_oom_dwarf: mt-capture:"
+	sed 's/^/    /' "$W/cap.err" | head -3
+else
+	sweep dwarf "$W/inl.bin" 2 2
+fi
