@@ -422,7 +422,7 @@ int mt_convert(const struct mt_convert_opts *o, struct mt_convert_result *r,
 		stage_end(&c);
 	}
 	if ((rc = cv_check_tid_trace(t, o, err, errlen)) ||
-	    (rc = img_dwarf_complete(dec_image(c.dc), err, errlen)))
+	    (rc = img_short_of_memory(dec_image(c.dc), err, errlen)))
 		goto out;
 	if (o->window || o->between) {
 		stage_begin(&c, MT_STAGE_REGIONS, process);

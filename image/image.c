@@ -629,7 +629,7 @@ static struct sym_dwarf *dwarf_of(struct img *c, struct img_dso *d)
 		d->dwarf_tried = true;
 		/* No DWARF is the common case (a release build, a system
 		 * library without its debug file): nothing to say.  Out of
-		 * memory is said at the end (img_dwarf_complete()). */
+		 * memory is said at the end (img_short_of_memory()). */
 		d->dwarf_short =
 			sym_dwarf_open(d->found, c->opts.debug_root, &d->dwarf,
 				       err, sizeof(err)) == -ENOMEM;
@@ -666,8 +666,13 @@ static void inlines_in(struct img *c, const struct img_map *m, uint64_t lo,
 		out->tab = NULL;
 }
 
-int img_dwarf_complete(const struct img *c, char *err, size_t errlen)
+int img_short_of_memory(const struct img *c, char *err, size_t errlen)
 {
+	if (atomic_load(&c->reach_short))
+		return mt_err(err, errlen, -ENOMEM,
+			      "%s: out of memory walking the program's code "
+			      "to stitch across a gap (--no-stitch walks none)",
+			      c->path);
 	for (size_t i = 0; i < c->nr_dsos; i++) {
 		const struct img_dso *d = &c->dsos[i];
 

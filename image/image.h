@@ -157,10 +157,11 @@ struct img_inl_span {
  * false when ip is unmapped. */
 bool img_range(struct img *im, uint32_t pid, uint64_t ip, uint64_t *lo,
 	       uint64_t *hi, struct img_inl_span *inl);
-/* After the DWARF has been read: 0, or -ENOMEM with one line in err when
- * some of a binary's source lines or inlined calls were missing for want
- * of memory (a conversion would be silently short of them). */
-int img_dwarf_complete(const struct img *im, char *err, size_t errlen);
+/* After the DWARF has been read and the code walked: 0, or -ENOMEM with
+ * one line in err when some of a binary's source lines or inlined calls,
+ * or a walk's answer, were missing for want of memory (a conversion would
+ * be silently short of them, or stitched otherwise). */
+int img_short_of_memory(const struct img *im, char *err, size_t errlen);
 /* Code at ip is being used: report its binary if that is missing. */
 void img_note_use(struct img *im, uint32_t pid, uint64_t ip);
 /* The capture's address filter for pid's mappings (all ranges off when

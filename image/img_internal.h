@@ -118,6 +118,7 @@ struct img {
 	struct img_reach_ent *reach; /* reach.c's answers, NULL until asked */
 	/* The answers, for the threads that stitch at once. */
 	pthread_mutex_t reach_lock;
+	atomic_bool reach_short; /* a walk had no answer for want of memory */
 };
 
 /* image.c */

@@ -116,7 +116,8 @@ static bool branch_target(const cs_insn *in, uint64_t *to)
 }
 
 /* SURE only where calls are looked for: a direct call to the callee. */
-enum walk { WALK_NEVER, WALK_MAYBE, WALK_SURE };
+/* WALK_NOMEM: no answer for want of memory (cached_walk() says so) */
+enum walk { WALK_NEVER, WALK_MAYBE, WALK_SURE, WALK_NOMEM };
 
 struct walker {
 	const struct img_code *c;
@@ -342,6 +343,8 @@ static enum walk run_walk(const struct img_code *c, uint64_t from, uint64_t to,
 	/* each instruction pushes at most two other ways (a branch's, a
 	 * landing pad), and the walk starts with two */
 	w.work = malloc((2 * n + 2) * sizeof(*w.work));
+	/* (capstone fails to open only for want of memory) */
+	r = WALK_NOMEM;
 	if (!w.seen || !w.work ||
 	    cs_open(CS_ARCH_X86, CS_MODE_64, &w.cs) != CS_ERR_OK)
 		goto out;
@@ -374,6 +377,7 @@ bool img_code_never_reaches(const struct img_code *c, uint64_t from,
 	return run_walk(c, from, to, ret_to, false) == WALK_NEVER;
 }
 
+/* (no answer, WALK_NOMEM, is a maybe) */
 static enum img_calls calls_of(enum walk r)
 {
 	return r == WALK_SURE	 ? IMG_CALLS_SURE
@@ -408,7 +412,11 @@ static enum walk walk_fn(struct img *c, uint32_t pid, uint64_t from,
 	code.lo = f.lo;
 	bytes = malloc(code.n);
 	lps = malloc((f.nr_lps ? f.nr_lps : 1) * sizeof(*lps));
-	if (!bytes || !lps || !read_all(c, &f, bytes))
+	if (!bytes || !lps) {
+		r = WALK_NOMEM;
+		goto out;
+	}
+	if (!read_all(c, &f, bytes))
 		goto out;
 	for (size_t i = 0; i < f.nr_lps; i++)
 		lps[i] = (struct img_lp){f.lps[i].lo + f.bias,
@@ -455,6 +463,12 @@ static enum walk cached_walk(struct img *c, uint32_t pid, uint64_t from,
 	}
 	pthread_mutex_unlock(&c->reach_lock);
 	want.answer = (uint8_t)walk_fn(c, pid, from, to, ret_to, calls);
+	/* A maybe for want of memory would change the stitching: it is
+	 * said at the end (img_short_of_memory()), and not kept. */
+	if (want.answer == WALK_NOMEM) {
+		atomic_store(&c->reach_short, true);
+		return WALK_MAYBE;
+	}
 	pthread_mutex_lock(&c->reach_lock);
 	if (e)
 		*e = want;

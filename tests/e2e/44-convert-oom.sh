@@ -29,27 +29,30 @@ fi
 # allocator underneath, which sees every free.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
-# run J OUTDIR FAIL_AT CAPTURE: one conversion with the shim ("" fails
-# nothing).
+# run J OUTDIR FAIL_AT CAPTURE [OPTION...]: one conversion with the shim
+# ("" fails nothing).
 run() {
 	local j=$1 o=$2 at=$3 cap=$4
+	shift 4
 	rm -rf "$o"
 	mkdir -p "$o"
 	# (env: the shim in mt-convert only, not in timeout)
 	timeout 120 env MT_FAIL_AT="$at" MT_FAIL_COUNT="$W/count" \
 		LD_PRELOAD="$W/libfailalloc.so" "$B/mt-convert" "$cap" \
-		-o "$o/t.pftrace" --text "$o/t.tsv" -j "$j" -q \
+		-o "$o/t.pftrace" --text "$o/t.tsv" -j "$j" -q "$@" \
 		>"$W/stdout" 2>"$W/stderr"
 }
 
-# sweep NAME CAPTURE J STEP: every STEP-th allocation failed in turn.
+# sweep NAME CAPTURE J STEP [OPTION...]: every STEP-th allocation failed
+# in turn.
 sweep() {
 	local name=convert_oom_$1 cap=$2 j=$3 step=$4 n bad nbad fell_back failed
 	local i rc why f
+	shift 4
 	# (the outputs name themselves: the reference is made where the
 	# others are)
 	rm -rf "$W/ref"
-	if ! run "$j" "$W/o" "" "$cap" || ! mv "$W/o" "$W/ref"; then
+	if ! run "$j" "$W/o" "" "$cap" "$@" || ! mv "$W/o" "$W/ref"; then
 		echo "FAIL $name: the conversion fails without a failed allocation:"
 		sed 's/^/    /' "$W/stderr" | head -3
 		return
@@ -61,7 +64,7 @@ sweep() {
 	fi
 	bad='' nbad=0 fell_back=0 failed=0
 	for ((i = 0; i < n && nbad < 5; i += step)); do
-		run "$j" "$W/o" "$i" "$cap"
+		run "$j" "$W/o" "$i" "$cap" "$@"
 		rc=$?
 		why=''
 		if grep -qE 'Sanitizer|runtime error' "$W/stderr"; then
@@ -99,6 +102,10 @@ sweep() {
 
 sweep j1 "$W/s/raw.bin" 1 1
 sweep j2 "$W/s/raw.bin" 2 1
+# A window and a function's calls, which cut the stitched trace (the
+# stitching's code walks decide differently there).
+sweep time "$W/s/raw.bin" 1 2 --time 10us..150us
+sweep between "$W/s/raw.bin" 2 2 --between fn_2_visit
 # A program's own binary with DWARF (source lines, inlined calls): every
 # other allocation, at -j 2.
 if ! cc -O2 -g -o "$W/inline" "$R/tests/programs/inline.c" 2>"$W/cc.log"; then
