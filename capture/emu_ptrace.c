@@ -425,15 +425,15 @@ int emu_run_to(struct emu *e, const char *sym)
 			return mt_fail(e, -ENOMEM, "out of memory");
 		rc = watch_start(e, w, &addr);
 	}
+	/* The first thread, stopped at its exec: known before the start's
+	 * breakpoint is in its code, which a failure here would leave
+	 * there. */
+	if (!rc && !(t = emu_thr_get(e, e->pid)))
+		rc = mt_fail(e, -ENOMEM, "out of memory");
 	if (!rc && addr)
 		rc = set_breakpoint(e, sym, addr, &word);
 	if (rc)
 		goto out;
-	/* The first thread, stopped at its exec. */
-	if (!(t = emu_thr_get(e, e->pid))) {
-		rc = mt_fail(e, -ENOMEM, "out of memory");
-		goto out;
-	}
 	t->new_thread = false;
 	if (ptrace(PTRACE_SETOPTIONS, e->pid, NULL,
 		   (void *)(long)(LAUNCH_OPTS | PTRACE_O_TRACEFORK |
