@@ -705,7 +705,7 @@ int emu_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 	e.start_time = emu_now_ns();
 	if (!rc)
 		rc = trace(&e);
-	st->seconds = (double)(emu_now_ns() - e.start_time) / 1e9;
+	st->seconds = mt_since_s(CLOCK_MONOTONIC, e.start_time);
 	if (!rc && e.trigger_watch && !e.trigger)
 		trigger_never_mapped(&e);
 	if (e.pid > 0)

@@ -744,7 +744,7 @@ int vg_run(char *const argv[], const struct emu_opts *o, struct emu_stats *st,
 		rc = vg_launch(&v, argv);
 	if (!rc)
 		rc = vg_loop(&v);
-	st->seconds = (double)(mt_clock_ns(CLOCK_MONOTONIC) - t_start) / 1e9;
+	st->seconds = mt_since_s(CLOCK_MONOTONIC, t_start);
 	if (!rc && !v.main_ended && !v.hit && !*o->cap.stop && v.exec[0])
 		snprintf(st->warning, sizeof(st->warning),
 			 "%s runs %s by exec: the trace ends there (Valgrind "
